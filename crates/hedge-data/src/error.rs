@@ -1,0 +1,57 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong while finding, reading or checking a dataset.
+///
+/// Every variant names the file involved and says what to do about it, because these
+/// messages are read by people whose data is in the wrong place or damaged.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error(
+        "data directory '{path}' does not exist. Set HEDGE_DATA_DIR to the folder that holds \
+         mnist/ and n-digit-mnist/ (default ./data); see README.md, section 'Data'"
+    )]
+    MissingDataDir { path: PathBuf },
+
+    #[error("missing file '{path}': {hint}")]
+    MissingFile { path: PathBuf, hint: String },
+
+    #[error("cannot read '{path}': {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("'{path}' is not a valid {format} file: {what}")]
+    Format {
+        path: PathBuf,
+        format: &'static str,
+        what: String,
+    },
+
+    #[error("'{path}' failed the integrity check: {what}")]
+    Integrity { path: PathBuf, what: String },
+
+    #[error("invalid argument '{name}': {what}")]
+    InvalidArgument { name: &'static str, what: String },
+}
+
+impl DataError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        DataError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn format(path: impl Into<PathBuf>, format: &'static str, what: impl Into<String>) -> Self {
+        DataError::Format {
+            path: path.into(),
+            format,
+            what: what.into(),
+        }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = DataError> = std::result::Result<T, E>;

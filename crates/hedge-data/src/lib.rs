@@ -1,0 +1,31 @@
+//! Datasets for hedge: MNIST IDX files, N-digit MNIST built from its official index tables,
+//! the occlusion corruption of the HIB paper, balanced pair samplers and NumPy file I/O.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
+//! let dir = data_dir()?;
+//! let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
+//! let train = NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist)?;
+//! assert_eq!(train.len(), 99_960);
+//! # Ok::<(), hedge_data::DataError>(())
+//! ```
+
+pub mod atomic;
+mod datadir;
+mod error;
+pub mod idx;
+pub mod mnist;
+pub mod ndigit;
+pub mod npy;
+pub mod occlusion;
+pub mod pairs;
+
+pub use atomic::write_atomic;
+pub use datadir::{data_dir, DATA_DIR_ENV};
+pub use error::{DataError, Result};
+pub use mnist::{Mnist, MnistSplit};
+pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
+pub use npy::{read_npz, write_npz, NpyArray, NpyData};
+pub use occlusion::{Corruption, Occlusion};
+pub use pairs::{verification_pairs, BalancedPairSampler, PairBatch};

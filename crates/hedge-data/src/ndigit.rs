@@ -1,0 +1,261 @@
+//! N-digit MNIST (Oh et al., ICLR 2019) assembled from the official index tables.
+//!
+//! An image of class "47" is MNIST digit images of a 4 and a 7 side by side, 28 x 56 pixels.
+//! The tables (`$HEDGE_DATA_DIR/n-digit-mnist/standard_datasets/dataset_mnist_{N}_number_{split}.npz`)
+//! hold indices into MNIST; train tables index the MNIST training set, test tables the test set.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::datadir::require_file;
+use crate::mnist::{Mnist, MnistSplit, DIGIT_PIXELS, DIGIT_SIDE};
+use crate::npy::{read_npz, NpyArray};
+use crate::occlusion::Corruption;
+use crate::{DataError, Result};
+
+/// The three splits of the "number" gap: train classes and unseen-test classes are disjoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NDigitSplit {
+    Train,
+    TestSeen,
+    TestUnseen,
+}
+
+impl NDigitSplit {
+    /// The table file suffix (`train`, `test_seen`, `test_unseen`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            NDigitSplit::Train => "train",
+            NDigitSplit::TestSeen => "test_seen",
+            NDigitSplit::TestUnseen => "test_unseen",
+        }
+    }
+
+    /// Parses `train`, `test_seen` or `test_unseen`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "train" => Ok(NDigitSplit::Train),
+            "test_seen" => Ok(NDigitSplit::TestSeen),
+            "test_unseen" => Ok(NDigitSplit::TestUnseen),
+            other => Err(DataError::InvalidArgument {
+                name: "split",
+                what: format!("'{other}' is not a split; use train, test_seen or test_unseen"),
+            }),
+        }
+    }
+}
+
+/// Path of the index table of `digits`-digit MNIST, `split`, under the data directory.
+pub fn table_path(data_dir: &Path, digits: usize, split: NDigitSplit) -> PathBuf {
+    data_dir
+        .join("n-digit-mnist/standard_datasets")
+        .join(format!("dataset_mnist_{digits}_number_{}.npz", split.name()))
+}
+
+/// An index table: `image_ids[c, s, p]` is the MNIST index of digit `p` of sample `s` of class `c`.
+#[derive(Debug, Clone)]
+pub struct NDigitTable {
+    pub classes: usize,
+    pub per_class: usize,
+    pub digits: usize,
+    pub image_ids: Vec<i64>,
+    pub chosen_numbers: Vec<i64>,
+}
+
+impl NDigitTable {
+    /// Reads and shape-checks a table.
+    pub fn read(path: &Path) -> Result<Self> {
+        require_file(
+            path,
+            "the N-digit MNIST index tables go in $HEDGE_DATA_DIR/n-digit-mnist/standard_datasets/ \
+             (google/n-digit-mnist, folder standard_datasets; see that folder's SOURCE.md)",
+        )?;
+        let arrays = read_npz(path)?;
+        let get = |name: &str| -> Result<&NpyArray> {
+            arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a).ok_or_else(|| {
+                DataError::format(path, "N-digit MNIST table", format!("no array named '{name}'"))
+            })
+        };
+        let bad = |what: String| DataError::format(path, "N-digit MNIST table", what);
+        let ids = get("image_ids")?;
+        let numbers = get("chosen_numbers")?;
+        let spn = get("sample_per_number")?;
+        if ids.shape.len() != 3 {
+            return Err(bad(format!("'image_ids' has shape {:?}, expected (classes, samples, digits)", ids.shape)));
+        }
+        let (classes, per_class, digits) = (ids.shape[0], ids.shape[1], ids.shape[2]);
+        if numbers.shape != [classes] {
+            return Err(bad(format!(
+                "'chosen_numbers' has shape {:?} but 'image_ids' has {classes} classes",
+                numbers.shape
+            )));
+        }
+        let spn_value = spn.as_i64().map_err(|w| bad(format!("'sample_per_number': {w}")))?;
+        if spn_value.len() != 1 || spn_value[0] != per_class as i64 {
+            return Err(bad(format!(
+                "'sample_per_number' is {spn_value:?} but 'image_ids' has {per_class} samples per class"
+            )));
+        }
+        Ok(NDigitTable {
+            classes,
+            per_class,
+            digits,
+            image_ids: ids.as_i64().map_err(|w| bad(format!("'image_ids': {w}")))?.to_vec(),
+            chosen_numbers: numbers.as_i64().map_err(|w| bad(format!("'chosen_numbers': {w}")))?.to_vec(),
+        })
+    }
+
+    /// Checks `labels[image_ids[c, s, p]] == digit p of chosen_numbers[c]` for every entry.
+    ///
+    /// # Errors
+    /// [`DataError::Integrity`] naming the first class, sample and position that fails.
+    pub fn check(&self, path: &Path, labels: &[u8]) -> Result<()> {
+        let fail = |what: String| DataError::Integrity { path: path.to_path_buf(), what };
+        let max_number = 10i64.pow(self.digits as u32);
+        for c in 0..self.classes {
+            let number = self.chosen_numbers[c];
+            if !(0..max_number).contains(&number) {
+                return Err(fail(format!("class {c} is the number {number}, which has more than {} digits", self.digits)));
+            }
+            for s in 0..self.per_class {
+                for p in 0..self.digits {
+                    let id = self.image_ids[(c * self.per_class + s) * self.digits + p];
+                    let want = (number / 10i64.pow((self.digits - 1 - p) as u32)) % 10;
+                    let got = usize::try_from(id).ok().and_then(|i| labels.get(i));
+                    match got {
+                        None => {
+                            return Err(fail(format!(
+                                "image_ids[{c}, {s}, {p}] = {id} is outside the {} MNIST images; \
+                                 is this a test table paired with the training images?",
+                                labels.len()
+                            )))
+                        }
+                        Some(&l) if l as i64 != want => {
+                            return Err(fail(format!(
+                                "image_ids[{c}, {s}, {p}] = {id} is MNIST digit {l}, but digit {p} of class \
+                                 number {number} is {want}; the table does not belong to these MNIST files"
+                            )))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One split of N-digit MNIST, ready to render.
+#[derive(Debug, Clone)]
+pub struct NDigitDataset {
+    pub digits: usize,
+    pub split: NDigitSplit,
+    /// MNIST indices, `digits` per image, leftmost digit first.
+    pub parts: Vec<u32>,
+    /// The number each image shows (its class label).
+    pub labels: Vec<u32>,
+    source: Arc<MnistSplit>,
+}
+
+impl NDigitDataset {
+    /// Loads and integrity-checks `digits`-digit MNIST, `split`, from the data directory.
+    pub fn load(data_dir: &Path, digits: usize, split: NDigitSplit, mnist: &Arc<Mnist>) -> Result<Self> {
+        if !(2..=3).contains(&digits) {
+            return Err(DataError::InvalidArgument {
+                name: "digits",
+                what: format!("{digits}-digit MNIST has no standard tables; use 2 or 3"),
+            });
+        }
+        let path = table_path(data_dir, digits, split);
+        let table = NDigitTable::read(&path)?;
+        if table.digits != digits {
+            return Err(DataError::format(&path, "N-digit MNIST table", format!("it has {} digits per image, expected {digits}", table.digits)));
+        }
+        let source = match split {
+            NDigitSplit::Train => &mnist.train,
+            _ => &mnist.test,
+        };
+        table.check(&path, &source.labels)?;
+        let n = table.classes * table.per_class;
+        let labels = (0..n).map(|i| table.chosen_numbers[i / table.per_class] as u32).collect();
+        let parts = table.image_ids.iter().map(|&i| i as u32).collect();
+        Ok(NDigitDataset {
+            digits,
+            split,
+            parts,
+            labels,
+            source: Arc::new(source.clone()),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// Image height in pixels.
+    pub fn height(&self) -> usize {
+        DIGIT_SIDE
+    }
+
+    /// Image width in pixels (`28 * digits`).
+    pub fn width(&self) -> usize {
+        DIGIT_SIDE * self.digits
+    }
+
+    /// Pixels of one image.
+    pub fn image_len(&self) -> usize {
+        DIGIT_PIXELS * self.digits
+    }
+
+    /// The distinct class numbers, sorted.
+    pub fn classes(&self) -> Vec<u32> {
+        let mut c = self.labels.clone();
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
+    /// Writes image `index`, scaled to [0, 1], row-major `28 x 28N`, into `out`, with the
+    /// occlusion `corruption` draws.
+    ///
+    /// # Shapes
+    /// `out`: `[28 * 28N]`.
+    pub fn render_into<R: Rng + ?Sized>(&self, index: usize, corruption: &Corruption, rng: &mut R, out: &mut [f32]) {
+        let width = self.width();
+        for p in 0..self.digits {
+            let digit = self.source.image(self.parts[index * self.digits + p] as usize);
+            for row in 0..DIGIT_SIDE {
+                let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
+                for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
+                    *d = s as f32 / 255.0;
+                }
+            }
+        }
+        for (p, occ) in corruption.draw(index, self.digits, rng).into_iter().enumerate() {
+            if let Some(occ) = occ {
+                occ.apply(out, width, p);
+            }
+        }
+    }
+
+    /// Renders several images into one contiguous buffer.
+    ///
+    /// # Shapes
+    /// returns `[indices.len() * 28 * 28N]`, image-major.
+    pub fn render_batch<R: Rng + ?Sized>(&self, indices: &[usize], corruption: &Corruption, rng: &mut R) -> Vec<f32> {
+        let len = self.image_len();
+        let mut out = vec![0.0f32; indices.len() * len];
+        for (chunk, &i) in out.chunks_exact_mut(len).zip(indices) {
+            self.render_into(i, corruption, rng, chunk);
+        }
+        out
+    }
+}

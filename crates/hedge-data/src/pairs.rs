@@ -1,0 +1,164 @@
+//! Pair samplers for verification training and evaluation.
+
+use std::collections::BTreeMap;
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::{DataError, Result};
+
+/// Pairs of dataset indices with their ground-truth match flags.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PairBatch {
+    pub left: Vec<usize>,
+    pub right: Vec<usize>,
+    pub is_match: Vec<bool>,
+}
+
+impl PairBatch {
+    pub fn len(&self) -> usize {
+        self.is_match.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.is_match.is_empty()
+    }
+}
+
+/// The two-stream sampler of Section 2.3: half of every batch's pairs match, half do not,
+/// however many classes there are.
+///
+/// Stream one draws an image uniformly from the whole set; stream two draws its partner from a
+/// chosen class: the same class for a matching pair, any other class for a non-matching one.
+/// The pairs are then shuffled.
+#[derive(Debug, Clone)]
+pub struct BalancedPairSampler {
+    labels: Vec<u32>,
+    by_class: BTreeMap<u32, Vec<usize>>,
+    classes: Vec<u32>,
+}
+
+impl BalancedPairSampler {
+    /// # Errors
+    /// [`DataError::InvalidArgument`] when there are fewer than two classes or no class has
+    /// two images (then no balanced batch exists).
+    pub fn new(labels: &[u32]) -> Result<Self> {
+        let mut by_class: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, &l) in labels.iter().enumerate() {
+            by_class.entry(l).or_default().push(i);
+        }
+        if by_class.len() < 2 {
+            return Err(DataError::InvalidArgument {
+                name: "labels",
+                what: format!("{} class(es); non-matching pairs need at least two", by_class.len()),
+            });
+        }
+        if by_class.values().any(|v| v.len() < 2) {
+            return Err(DataError::InvalidArgument {
+                name: "labels",
+                what: "every class needs at least two images to form matching pairs".into(),
+            });
+        }
+        let classes = by_class.keys().copied().collect();
+        Ok(BalancedPairSampler {
+            labels: labels.to_vec(),
+            by_class,
+            classes,
+        })
+    }
+
+    /// `pairs / 2` matching pairs (rounded down) and the rest non-matching, shuffled.
+    pub fn sample<R: Rng + ?Sized>(&self, pairs: usize, rng: &mut R) -> PairBatch {
+        let matching = pairs / 2;
+        let mut out: Vec<(usize, usize, bool)> = Vec::with_capacity(pairs);
+        for k in 0..pairs {
+            let first = rng.random_range(0..self.labels.len());
+            let class = self.labels[first];
+            let is_match = k < matching;
+            let second = if is_match {
+                let members = &self.by_class[&class];
+                loop {
+                    let j = members[rng.random_range(0..members.len())];
+                    if j != first {
+                        break j;
+                    }
+                }
+            } else {
+                let other = loop {
+                    let c = self.classes[rng.random_range(0..self.classes.len())];
+                    if c != class {
+                        break c;
+                    }
+                };
+                let members = &self.by_class[&other];
+                members[rng.random_range(0..members.len())]
+            };
+            out.push((first, second, is_match));
+        }
+        out.shuffle(rng);
+        PairBatch {
+            left: out.iter().map(|p| p.0).collect(),
+            right: out.iter().map(|p| p.1).collect(),
+            is_match: out.iter().map(|p| p.2).collect(),
+        }
+    }
+}
+
+/// A fixed verification set: `matching` + `non_matching` pairs drawn from `seed`, as in the
+/// paper's 10k test pairs (half matching).
+pub fn verification_pairs(labels: &[u32], matching: usize, non_matching: usize, seed: u64) -> Result<PairBatch> {
+    let sampler = BalancedPairSampler::new(labels)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let pos = sampler.sample(2 * matching, &mut rng);
+    let neg = sampler.sample(2 * non_matching, &mut rng);
+    let mut batch = PairBatch::default();
+    for (src, want) in [(&pos, true), (&neg, false)] {
+        for k in (0..src.len()).filter(|&k| src.is_match[k] == want) {
+            batch.left.push(src.left[k]);
+            batch.right.push(src.right[k]);
+            batch.is_match.push(want);
+        }
+    }
+    Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_batch_is_half_matching_even_with_many_classes() {
+        // 700 classes of 3 images: a uniform sampler would give ~0.4% matching pairs.
+        let labels: Vec<u32> = (0..2100).map(|i| (i / 3) as u32).collect();
+        let sampler = BalancedPairSampler::new(&labels).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        for _ in 0..20 {
+            let b = sampler.sample(128, &mut rng);
+            assert_eq!(b.len(), 128);
+            assert_eq!(b.is_match.iter().filter(|&&m| m).count(), 64);
+            for k in 0..b.len() {
+                assert_eq!(labels[b.left[k]] == labels[b.right[k]], b.is_match[k]);
+                assert_ne!(b.left[k], b.right[k]);
+            }
+            // Shuffled: matching pairs are not all in front.
+            assert!(b.is_match[64..].iter().any(|&m| m));
+        }
+    }
+
+    #[test]
+    fn verification_set_has_the_requested_counts_and_is_reproducible() {
+        let labels: Vec<u32> = (0..300).map(|i| (i % 30) as u32).collect();
+        let a = verification_pairs(&labels, 50, 70, 9).unwrap();
+        assert_eq!(a.is_match.iter().filter(|&&m| m).count(), 50);
+        assert_eq!(a.is_match.iter().filter(|&&m| !m).count(), 70);
+        assert_eq!(a, verification_pairs(&labels, 50, 70, 9).unwrap());
+    }
+
+    #[test]
+    fn refuses_impossible_label_sets() {
+        assert!(BalancedPairSampler::new(&[1, 1, 1]).is_err());
+        assert!(BalancedPairSampler::new(&[1, 1, 2]).is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! The real N-digit MNIST tables and MNIST files from `$HEDGE_DATA_DIR` (CI sets it to
+//! `../shared/data`). These tests fail, rather than skip, when the data is missing.
+
+use std::sync::Arc;
+
+use hedge_data::ndigit::table_path;
+use hedge_data::{data_dir, Corruption, Mnist, NDigitDataset, NDigitSplit, NDigitTable};
+use rand_chacha::rand_core::SeedableRng;
+
+fn mnist() -> (std::path::PathBuf, Arc<Mnist>) {
+    let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let mnist = Mnist::load(&dir.join("mnist")).unwrap();
+    (dir, Arc::new(mnist))
+}
+
+#[test]
+fn mnist_has_the_published_counts() {
+    let (_, m) = mnist();
+    assert_eq!((m.train.len(), m.test.len()), (60_000, 10_000));
+    let mut counts = [0usize; 10];
+    m.test.labels.iter().for_each(|&l| counts[l as usize] += 1);
+    // SOURCE.md: test label counts 0-9.
+    assert_eq!(counts, [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]);
+}
+
+#[test]
+fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() {
+    let (dir, m) = mnist();
+    // (digits, split, classes, images) from n-digit-mnist/SOURCE.md.
+    let expected = [
+        (2, NDigitSplit::Train, 70, 99_960),
+        (2, NDigitSplit::TestSeen, 70, 9_940),
+        (2, NDigitSplit::TestUnseen, 30, 9_990),
+        (3, NDigitSplit::Train, 700, 99_400),
+        (3, NDigitSplit::TestSeen, 100, 10_000),
+        (3, NDigitSplit::TestUnseen, 100, 10_000),
+    ];
+    for (digits, split, classes, images) in expected {
+        let d = NDigitDataset::load(&dir, digits, split, &m).unwrap();
+        assert_eq!(d.len(), images, "{digits}-digit {split:?}");
+        assert_eq!(d.classes().len(), classes, "{digits}-digit {split:?}");
+        assert_eq!(d.width(), 28 * digits);
+    }
+}
+
+#[test]
+fn unseen_classes_are_disjoint_from_training_classes() {
+    let (dir, m) = mnist();
+    for digits in [2, 3] {
+        let train = NDigitDataset::load(&dir, digits, NDigitSplit::Train, &m).unwrap().classes();
+        let seen = NDigitDataset::load(&dir, digits, NDigitSplit::TestSeen, &m).unwrap().classes();
+        let unseen = NDigitDataset::load(&dir, digits, NDigitSplit::TestUnseen, &m).unwrap().classes();
+        assert!(unseen.iter().all(|c| !train.contains(c)));
+        assert!(seen.iter().all(|c| train.contains(c)));
+    }
+}
+
+#[test]
+fn a_table_that_does_not_match_its_labels_is_refused() {
+    let (dir, m) = mnist();
+    let path = table_path(&dir, 2, NDigitSplit::TestUnseen);
+    let mut table = NDigitTable::read(&path).unwrap();
+    table.check(&path, &m.test.labels).unwrap();
+    // Point digit 1 of sample 0 of class 0 at an image of a different digit.
+    let want = table.chosen_numbers[0] % 10;
+    let wrong = m.test.labels.iter().position(|&l| l as i64 != want).unwrap();
+    table.image_ids[1] = wrong as i64;
+    let msg = table.check(&path, &m.test.labels).unwrap_err().to_string();
+    assert!(msg.contains("image_ids[0, 0, 1]") && msg.contains("test_unseen"), "{msg}");
+    // Training tables index 60k images: checking one against the 10k test labels fails.
+    let train_path = table_path(&dir, 2, NDigitSplit::Train);
+    let train = NDigitTable::read(&train_path).unwrap();
+    assert!(train.check(&train_path, &m.test.labels).is_err());
+}
+
+#[test]
+fn rendering_places_each_mnist_digit_in_its_slot() {
+    let (dir, m) = mnist();
+    let d = NDigitDataset::load(&dir, 3, NDigitSplit::TestSeen, &m).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let img = d.render_batch(&[17], &Corruption::Clean, &mut rng);
+    for p in 0..3 {
+        let digit = m.test.image(d.parts[17 * 3 + p] as usize);
+        for row in 0..28 {
+            for col in 0..28 {
+                let got = img[row * 84 + p * 28 + col];
+                assert_eq!(got, digit[row * 28 + col] as f32 / 255.0);
+            }
+        }
+    }
+    // The corrupt twin only ever darkens pixels, and darkens some.
+    let corrupt = d.render_batch(&[17], &Corruption::Corrupt { seed: 1 }, &mut rng);
+    assert!(corrupt.iter().zip(&img).all(|(c, i)| *c == *i || *c == 0.0));
+}
+
+#[test]
+fn a_missing_data_dir_says_where_the_data_goes() {
+    let err = Mnist::load(std::path::Path::new("/nonexistent/mnist")).unwrap_err().to_string();
+    assert!(err.contains("/nonexistent/mnist/train-images-idx3-ubyte"), "{err}");
+    assert!(err.contains("SOURCE.md"), "{err}");
+}
