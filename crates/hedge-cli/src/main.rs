@@ -1,1 +1,53 @@
-fn main() {}
+//! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
+
+mod bench;
+mod hib;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "hedge", version, about = "Machine learning that knows when it is unsure")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Hedged instance embeddings on N-digit MNIST.
+    Hib {
+        #[command(subcommand)]
+        command: hib::HibCommand,
+    },
+    /// Throughput benchmarks (images per second).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Hib { command } => hib::run(command),
+        Command::Bench { command } => bench::run(command),
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+/// Applies `--threads` (0 keeps libtorch's default: one per physical core).
+pub(crate) fn set_threads(threads: usize) {
+    if threads > 0 {
+        tch::set_num_threads(threads as i32);
+    }
+}

@@ -1,0 +1,333 @@
+//! `hedge hib …`: train, embed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
+use hedge_embed::{
+    device_name, embed_dataset, load_model, parse_device, verification_ap, EmbedOptions, HibConfig, LossKind, ModelKind,
+    RunConfig, RunDir, Trainer,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use tracing::info;
+
+/// Seed of the deterministic `corrupt` test twin (shared by every command, so numbers agree).
+pub const CORRUPT_SEED: u64 = 20190101;
+/// Seed of the fixed verification pair set.
+pub const PAIR_SEED: u64 = 1;
+
+#[derive(Subcommand)]
+pub enum HibCommand {
+    /// Train a point, Gaussian or mixture-of-Gaussians embedding (writes a run directory).
+    Train(TrainArgs),
+    /// Embed a split with a trained model into an .npz (mean, variance, weights, label, eta).
+    Embed(EmbedArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModelArg {
+    Point,
+    Gaussian,
+    Mog,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LossArg {
+    Soft,
+    Contrastive,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Variant {
+    Clean,
+    Corrupt,
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    /// TOML file with any HibConfig fields (flags given here override it).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// New run directory (must not exist or be empty).
+    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    out: Option<PathBuf>,
+    /// Continue the run in this directory from its last checkpoint.
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "seed"])]
+    resume: Option<PathBuf>,
+    /// Digits per image (N).
+    #[arg(long)]
+    digits: Option<usize>,
+    /// Embedding dimension (D).
+    #[arg(long)]
+    dim: Option<usize>,
+    #[arg(long, value_enum)]
+    model: Option<ModelArg>,
+    /// Mixture components (with --model mog).
+    #[arg(long)]
+    components: Option<usize>,
+    #[arg(long, value_enum)]
+    loss: Option<LossArg>,
+    /// Margin of the contrastive loss.
+    #[arg(long)]
+    margin: Option<f64>,
+    /// Total optimiser steps (with --resume: the new total).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Pairs per step (two images each).
+    #[arg(long)]
+    batch: Option<usize>,
+    /// Weight of the KL term.
+    #[arg(long)]
+    beta: Option<f64>,
+    /// Monte-Carlo samples per input.
+    #[arg(long)]
+    samples: Option<usize>,
+    /// Adam learning rate.
+    #[arg(long)]
+    lr: Option<f64>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Intra-op threads (0: libtorch's default).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Skip the closing verification check on test_unseen.
+    #[arg(long)]
+    no_eval: bool,
+}
+
+#[derive(Args)]
+pub struct EmbedArgs {
+    /// Run directory written by `hedge hib train`.
+    #[arg(long)]
+    run: PathBuf,
+    /// train, test_seen or test_unseen.
+    #[arg(long, default_value = "test_unseen")]
+    split: String,
+    #[arg(long, value_enum, default_value = "clean")]
+    variant: Variant,
+    /// Output .npz file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Monte-Carlo samples per input for eta.
+    #[arg(long, default_value_t = 8)]
+    samples: i64,
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+pub fn run(command: HibCommand) -> Result<()> {
+    match command {
+        HibCommand::Train(args) => train(args),
+        HibCommand::Embed(args) => embed(args),
+    }
+}
+
+fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
+    let mut c = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config '{}'", path.display()))?;
+            toml::from_str(&text).with_context(|| format!("config '{}' is not a valid HIB config", path.display()))?
+        }
+        None => HibConfig::default(),
+    };
+    if let Some(v) = args.digits {
+        c.digits = v;
+    }
+    if let Some(v) = args.dim {
+        c.dim = v;
+    }
+    if let Some(v) = args.model {
+        c.model = match v {
+            ModelArg::Point => ModelKind::Point,
+            ModelArg::Gaussian => ModelKind::Gaussian,
+            ModelArg::Mog => ModelKind::Mog,
+        };
+    }
+    if let Some(v) = args.components {
+        c.components = v;
+    }
+    if let Some(v) = args.loss {
+        c.loss = match v {
+            LossArg::Soft => LossKind::Soft,
+            LossArg::Contrastive => LossKind::Contrastive,
+        };
+    }
+    if let Some(v) = args.margin {
+        c.margin = v;
+    }
+    if let Some(v) = args.steps {
+        c.steps = v;
+    }
+    if let Some(v) = args.batch {
+        c.batch_pairs = v;
+    }
+    if let Some(v) = args.beta {
+        c.beta = v;
+    }
+    if let Some(v) = args.samples {
+        c.samples = v;
+    }
+    if let Some(v) = args.lr {
+        c.learning_rate = v;
+    }
+    if let Some(v) = args.seed {
+        c.seed = v;
+    }
+    c.check()?;
+    Ok(c)
+}
+
+/// MNIST and one N-digit split from `$HEDGE_DATA_DIR`.
+pub fn load_split(digits: usize, split: NDigitSplit) -> Result<NDigitDataset> {
+    let dir = data_dir()?;
+    let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
+    Ok(NDigitDataset::load(&dir, digits, split, &mnist)?)
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+fn train(args: TrainArgs) -> Result<()> {
+    crate::set_threads(args.threads);
+    let device = parse_device(&args.device)?;
+    let (run, config, resuming) = match &args.resume {
+        Some(path) => {
+            let run = RunDir::open(path)?;
+            let mut rc = run.read_config()?;
+            if let Some(steps) = args.steps {
+                rc.hib.steps = steps;
+                rc.hib.check()?;
+                run.write_config(&rc)?;
+            }
+            (run, rc.hib, true)
+        }
+        None => {
+            let config = resolve_config(&args)?;
+            let out = args.out.as_ref().expect("clap requires --out without --resume");
+            let run = RunDir::create(out)?;
+            run.write_config(&RunConfig {
+                hib: config.clone(),
+                device: device_name(device),
+                threads: tch::get_num_threads() as i64,
+                command: command_line(),
+                hedge_version: env!("CARGO_PKG_VERSION").into(),
+                libtorch: "2.13.0".into(),
+            })?;
+            (run, config, false)
+        }
+    };
+    let train_set = load_split(config.digits, NDigitSplit::Train)?;
+    let mut trainer = Trainer::new(config.clone(), train_set, device)?;
+    if resuming {
+        trainer.resume_from(&run)?;
+        run.truncate_metrics(trainer.step())?;
+        info!("resuming {} at step {} of {}", run.path.display(), trainer.step(), config.steps);
+    }
+    info!(
+        "training {:?} HIB, D = {}, {}-digit MNIST, {} steps of {} pairs on {} ({} threads) into {}",
+        config.model,
+        config.dim,
+        config.digits,
+        config.steps,
+        config.batch_pairs,
+        device_name(device),
+        tch::get_num_threads(),
+        run.path.display()
+    );
+    let bar = ProgressBar::new(config.steps as u64).with_position(trainer.step() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
+    );
+    trainer.run(Some(&run), |m| {
+        bar.set_position(m.step as u64);
+        if m.step % 10 == 0 || m.step == config.steps {
+            bar.set_message(format!(
+                "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",
+                m.loss, m.kl, m.a, m.b, m.pairs_per_s
+            ));
+        }
+    })?;
+    bar.finish();
+    info!("wrote {}", run.file(hedge_embed::run::MODEL_FILE).display());
+    if !args.no_eval {
+        let report = quick_verification(&run, &config, &trainer)?;
+        println!("{report}");
+    }
+    println!("run directory: {}", run.path.display());
+    Ok(())
+}
+
+/// Verification AP on `test_unseen` (5,000 + 5,000 pairs), clean and corrupt, written to
+/// `verification.json`. The full evaluation (KNN, uncertainty correlations) is `hedge hib eval`.
+fn quick_verification(run: &RunDir, config: &HibConfig, trainer: &Trainer) -> Result<String> {
+    let test = load_split(config.digits, NDigitSplit::TestUnseen)?;
+    let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
+    let mut out = serde_json::Map::new();
+    for (name, corruption) in [("clean", Corruption::Clean), ("corrupt", Corruption::Corrupt { seed: CORRUPT_SEED })] {
+        let set = embed_dataset(&trainer.net, &test, &corruption, trainer.device, EmbedOptions::default())?;
+        let ap = verification_ap(&trainer.net.matcher, &set, &pairs, 8, 0)?;
+        let eta = set.eta.mean(tch::Kind::Float).double_value(&[]);
+        out.insert(name.into(), serde_json::json!({"verification_ap": ap, "mean_eta": eta}));
+    }
+    let report = serde_json::json!({
+        "split": "test_unseen",
+        "pairs": {"matching": 5000, "non_matching": 5000, "seed": PAIR_SEED},
+        "step": trainer.step(),
+        "variants": out,
+    });
+    let text = serde_json::to_string_pretty(&report)? + "\n";
+    hedge_data::write_atomic(&run.file("verification.json"), text.as_bytes())?;
+    Ok(text)
+}
+
+fn embed(args: EmbedArgs) -> Result<()> {
+    crate::set_threads(args.threads);
+    let device = parse_device(&args.device)?;
+    let run = RunDir::open(&args.run)?;
+    let config = run.read_config()?.hib;
+    let split = NDigitSplit::parse(&args.split)?;
+    if args.samples < 1 {
+        bail!("--samples must be at least 1 (got {})", args.samples);
+    }
+    check_output_path(&args.out)?;
+    let (_vs, net) = load_model(&run, &config, device)?;
+    let dataset = load_split(config.digits, split)?;
+    let corruption = match args.variant {
+        Variant::Clean => Corruption::Clean,
+        Variant::Corrupt => Corruption::Corrupt { seed: CORRUPT_SEED },
+    };
+    let options = EmbedOptions { samples: args.samples, ..Default::default() };
+    let set = embed_dataset(&net, &dataset, &corruption, device, options)?;
+    set.write_npz(&args.out)?;
+    println!(
+        "wrote {} ({} images of {}-digit {}, {}; mean eta {:.4})",
+        args.out.display(),
+        set.len(),
+        config.digits,
+        split.name(),
+        match args.variant {
+            Variant::Clean => "clean",
+            Variant::Corrupt => "corrupt",
+        },
+        set.eta.mean(tch::Kind::Float).double_value(&[])
+    );
+    Ok(())
+}
+
+/// The folder of an output file must exist; the file itself is replaced atomically.
+fn check_output_path(path: &Path) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            bail!("the folder of --out '{}' does not exist; create it first", path.display());
+        }
+    }
+    Ok(())
+}

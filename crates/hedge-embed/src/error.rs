@@ -1,0 +1,47 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong while configuring, training or using an embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("invalid hyper-parameter '{field}': {what}")]
+    Config { field: &'static str, what: String },
+
+    #[error(transparent)]
+    Data(#[from] hedge_data::DataError),
+
+    #[error(transparent)]
+    Eval(#[from] hedge_eval::EvalError),
+
+    #[error("libtorch: {0}")]
+    Torch(#[from] tch::TchError),
+
+    #[error("cannot access '{path}': {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("run directory '{path}': {what}")]
+    Run { path: PathBuf, what: String },
+
+    #[error("training diverged at step {step}: the loss is {loss}; lower --lr or check the data")]
+    Diverged { step: usize, loss: f64 },
+}
+
+impl EmbedError {
+    pub(crate) fn config(field: &'static str, what: impl Into<String>) -> Self {
+        EmbedError::Config { field, what: what.into() }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        EmbedError::Io { path: path.into(), source }
+    }
+
+    pub(crate) fn run(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+        EmbedError::Run { path: path.into(), what: what.into() }
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = EmbedError> = std::result::Result<T, E>;

@@ -1,0 +1,86 @@
+//! The HIB network of Section 4.1: a small CNN trunk and a point, Gaussian or mixture head.
+
+use tch::nn::{self, Module};
+use tch::Tensor;
+
+use crate::config::{HibConfig, ModelKind};
+use crate::distribution::Embedding;
+use crate::loss::MatchHead;
+
+/// conv 5x5 → ReLU → max-pool 2 → conv 5x5 → ReLU → max-pool 2 → fully connected head.
+///
+/// Convolutions are padded ("same"), so a 28 x 28N input leaves `channels[1] x 7 x 7N` features.
+/// The mixture's C branches ("one linear layer per branch") are stored as one linear layer with
+/// C·2D outputs: each branch owns its own rows of the weight matrix, which is the same model and
+/// one matrix product instead of C.
+#[derive(Debug)]
+pub struct HibNet {
+    conv1: nn::Conv2D,
+    conv2: nn::Conv2D,
+    head: nn::Linear,
+    pub matcher: MatchHead,
+    kind: ModelKind,
+    components: i64,
+    dim: i64,
+    min_variance: f64,
+}
+
+impl HibNet {
+    /// Builds the network's variables under `vs` (names: `trunk.conv1`, `trunk.conv2`, `head`,
+    /// `match.a_raw`, `match.b`). `config` must have passed [`HibConfig::check`].
+    pub fn new(vs: &nn::Path, config: &HibConfig) -> Self {
+        let [c1, c2] = config.channels.map(|c| c as i64);
+        let conv = nn::ConvConfig { padding: 2, ..Default::default() };
+        let trunk = vs / "trunk";
+        let features = c2 * 7 * 7 * config.digits as i64;
+        let dim = config.dim as i64;
+        let components = config.effective_components() as i64;
+        let outputs = match config.model {
+            ModelKind::Point => dim,
+            _ => components * 2 * dim,
+        };
+        HibNet {
+            conv1: nn::conv2d(&trunk / "conv1", 1, c1, 5, conv),
+            conv2: nn::conv2d(&trunk / "conv2", c1, c2, 5, conv),
+            head: nn::linear(vs / "head", features, outputs, Default::default()),
+            matcher: MatchHead::new(vs / "match", config.init_a, config.init_b),
+            kind: config.model,
+            components,
+            dim,
+            min_variance: config.min_variance,
+        }
+    }
+
+    /// Shared trunk features.
+    ///
+    /// # Shapes
+    /// `x`: `[B, 1, 28, 28N]` in [0, 1]; returns `[B, channels[1] * 7 * 7N]`.
+    pub fn features(&self, x: &Tensor) -> Tensor {
+        x.apply(&self.conv1)
+            .relu()
+            .max_pool2d_default(2)
+            .apply(&self.conv2)
+            .relu()
+            .max_pool2d_default(2)
+            .flatten(1, -1)
+    }
+
+    /// Embeds a batch of images. Variances are softplus(raw) + `min_variance`: positive, smooth,
+    /// and bounded away from 0 without clipping gradients.
+    ///
+    /// # Shapes
+    /// `x`: `[B, 1, 28, 28N]`; returns means (and variances) `[B, C, D]`.
+    pub fn forward(&self, x: &Tensor) -> Embedding {
+        let out = self.head.forward(&self.features(x));
+        match self.kind {
+            ModelKind::Point => Embedding::point(out),
+            _ => {
+                let out = out.reshape([-1, self.components, 2, self.dim]);
+                Embedding {
+                    mean: out.select(2, 0),
+                    variance: Some(out.select(2, 1).softplus() + self.min_variance),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Training a HIB model on N-digit MNIST pairs (Section 2.3, Appendix A).
+
+use std::time::Instant;
+
+use hedge_data::{BalancedPairSampler, Corruption, NDigitDataset};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tch::{nn, Device, Kind, Tensor};
+
+use crate::config::{HibConfig, LossKind};
+use crate::loss::{contrastive, vib_loss};
+use crate::model::HibNet;
+use crate::optim::Adam;
+use crate::run::{save_atomically, RunDir, RunState, StepMetrics, MODEL_FILE, OPTIMIZER_FILE};
+use crate::{EmbedError, Result};
+
+/// Builds a network with its variables, initialised deterministically from `config.seed`.
+pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
+    config.check()?;
+    tch::manual_seed(config.seed as i64);
+    let vs = nn::VarStore::new(device);
+    let net = HibNet::new(&vs.root(), config);
+    Ok((vs, net))
+}
+
+/// Loads `model.safetensors` of a run into a freshly built network.
+pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
+    let (mut vs, net) = build_model(config, device)?;
+    vs.load(run.file(MODEL_FILE))?;
+    Ok((vs, net))
+}
+
+/// Turns rendered images into a network input.
+///
+/// # Shapes
+/// `pixels`: `[n * 28 * width]`; returns `[n, 1, 28, width]` on `device`.
+pub fn images_to_tensor(pixels: &[f32], n: usize, width: usize, device: Device) -> Tensor {
+    Tensor::from_slice(pixels).reshape([n as i64, 1, 28, width as i64]).to_device(device)
+}
+
+/// Everything one optimiser step needs, drawn from the step's own random stream.
+struct StepBatch {
+    images: Tensor,
+    is_match: Tensor,
+    pairs: usize,
+}
+
+/// A model being trained, with its optimiser, data and position.
+pub struct Trainer {
+    pub config: HibConfig,
+    pub device: Device,
+    pub vs: nn::VarStore,
+    pub net: HibNet,
+    adam: Adam,
+    dataset: NDigitDataset,
+    sampler: BalancedPairSampler,
+    step: usize,
+    seconds: f64,
+}
+
+impl Trainer {
+    /// # Errors
+    /// Invalid hyper-parameters, or a dataset whose digit count differs from `config.digits`.
+    pub fn new(config: HibConfig, dataset: NDigitDataset, device: Device) -> Result<Self> {
+        if dataset.digits != config.digits {
+            return Err(EmbedError::config(
+                "digits",
+                format!("the config says {} but the dataset has {}-digit images", config.digits, dataset.digits),
+            ));
+        }
+        let (vs, net) = build_model(&config, device)?;
+        let adam = Adam::new(&vs, config.learning_rate);
+        let sampler = BalancedPairSampler::new(&dataset.labels)?;
+        Ok(Trainer { config, device, vs, net, adam, dataset, sampler, step: 0, seconds: 0.0 })
+    }
+
+    /// Steps taken so far.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// Restores model, optimiser and position from a run's last checkpoint.
+    pub fn resume_from(&mut self, run: &RunDir) -> Result<()> {
+        self.vs.load(run.file(MODEL_FILE))?;
+        self.adam.load(&run.file(OPTIMIZER_FILE))?;
+        let state = run.read_state()?;
+        if state.step as i64 != self.adam.steps_taken() {
+            return Err(EmbedError::run(
+                &run.path,
+                format!("state.json says step {} but the optimizer state has {}", state.step, self.adam.steps_taken()),
+            ));
+        }
+        self.step = state.step;
+        self.seconds = state.seconds;
+        Ok(())
+    }
+
+    /// Writes model, optimiser and state of the current step.
+    pub fn checkpoint(&self, run: &RunDir) -> Result<()> {
+        save_atomically(&run.file(MODEL_FILE), |p| Ok(self.vs.save(p)?))?;
+        save_atomically(&run.file(OPTIMIZER_FILE), |p| self.adam.save(p))?;
+        run.write_state(&RunState { step: self.step, seconds: self.seconds })
+    }
+
+    /// The pairs, occlusions and images of step `step`. Each step has its own random stream
+    /// (seed, step), so a resumed run sees exactly the data an uninterrupted one would.
+    fn batch(&self, step: usize) -> StepBatch {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
+        rng.set_stream(step as u64);
+        let pairs = self.sampler.sample(self.config.batch_pairs, &mut rng);
+        let corruption = Corruption::Random { probability: self.config.occlusion_probability };
+        // Left images first, then right ones: one forward pass embeds both.
+        let order: Vec<usize> = pairs.left.iter().chain(&pairs.right).copied().collect();
+        let pixels = self.dataset.render_batch(&order, &corruption, &mut rng);
+        StepBatch {
+            images: images_to_tensor(&pixels, order.len(), self.dataset.width(), self.device),
+            is_match: Tensor::from_slice(&pairs.is_match).to_device(self.device),
+            pairs: pairs.len(),
+        }
+    }
+
+    /// One optimiser step; returns the metrics of the step.
+    pub fn train_step(&mut self) -> Result<StepMetrics> {
+        let started = Instant::now();
+        let batch = self.batch(self.step);
+        // The reparameterisation noise of this step, reproducible on resume.
+        tch::manual_seed((self.config.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.step as i64));
+        let embedding = self.net.forward(&batch.images);
+        let b = batch.pairs as i64;
+        let (left, right) = (embedding.narrow(0, b), embedding.narrow(b, b));
+        let (total, pair, kl) = match self.config.loss {
+            LossKind::Soft => {
+                let l = vib_loss(&self.net.matcher, &left, &right, &batch.is_match, self.config.effective_samples() as i64, self.config.beta);
+                (l.total, l.pair, l.kl)
+            }
+            LossKind::Contrastive => {
+                let l = contrastive(&left.mean.select(1, 0), &right.mean.select(1, 0), &batch.is_match, self.config.margin)
+                    .mean(Kind::Float);
+                let zero = l.zeros_like();
+                (l.shallow_clone(), l, zero)
+            }
+        };
+        self.adam.zero_grad();
+        total.backward();
+        self.adam.step();
+        self.step += 1;
+        let seconds = started.elapsed().as_secs_f64();
+        self.seconds += seconds;
+        let loss = total.double_value(&[]);
+        if !loss.is_finite() {
+            return Err(EmbedError::Diverged { step: self.step, loss });
+        }
+        Ok(StepMetrics {
+            step: self.step,
+            loss,
+            pair_loss: pair.double_value(&[]),
+            kl: kl.double_value(&[]),
+            a: self.net.matcher.a().double_value(&[]),
+            b: self.net.matcher.b.double_value(&[]),
+            seconds: self.seconds,
+            pairs_per_s: batch.pairs as f64 / seconds,
+        })
+    }
+
+    /// Trains up to `config.steps`, logging every `log_every` steps to `run` (when given) and to
+    /// `on_step` (every step), and checkpointing every `checkpoint_every` steps and at the end.
+    pub fn run(&mut self, run: Option<&RunDir>, mut on_step: impl FnMut(&StepMetrics)) -> Result<()> {
+        while self.step < self.config.steps {
+            let m = self.train_step()?;
+            on_step(&m);
+            if let Some(run) = run {
+                if m.step % self.config.log_every == 0 || m.step == self.config.steps {
+                    run.append_metrics(&m)?;
+                }
+                if m.step % self.config.checkpoint_every == 0 || m.step == self.config.steps {
+                    self.checkpoint(run)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The dataset being trained on.
+    pub fn dataset(&self) -> &NDigitDataset {
+        &self.dataset
+    }
+}

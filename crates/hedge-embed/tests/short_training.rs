@@ -1,0 +1,44 @@
+//! One short real training run of a D = 2 Gaussian HIB model on 2-digit MNIST, evaluated on
+//! `test_unseen` clean with 5,000 matching + 5,000 non-matching pairs (scikit-learn AP).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
+use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, HibConfig, ModelKind, Trainer};
+use tch::Device;
+
+/// Steps of the CI run: about two minutes on a 2-core CPU.
+const STEPS: usize = 1500;
+
+#[test]
+fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
+    let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
+    let train = NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap();
+    let test = NDigitDataset::load(&dir, 2, NDigitSplit::TestUnseen, &mnist).unwrap();
+    let steps = std::env::var("HEDGE_TEST_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(STEPS);
+    let config = HibConfig::default().with_dim(2).with_model(ModelKind::Gaussian).with_steps(steps);
+
+    let started = Instant::now();
+    let mut trainer = Trainer::new(config, train, Device::Cpu).unwrap();
+    let mut last = None;
+    trainer.run(None, |m| last = Some(m.clone())).unwrap();
+    let trained = started.elapsed().as_secs_f64();
+
+    let set = embed_dataset(&trainer.net, &test, &Corruption::Clean, Device::Cpu, EmbedOptions::default()).unwrap();
+    let pairs = verification_pairs(&test.labels, 5000, 5000, 1).unwrap();
+    let ap = verification_ap(&trainer.net.matcher, &set, &pairs, 8, 0).unwrap();
+    let corrupt = embed_dataset(&trainer.net, &test, &Corruption::Corrupt { seed: 1 }, Device::Cpu, EmbedOptions::default()).unwrap();
+    let ap_corrupt = verification_ap(&trainer.net.matcher, &corrupt, &pairs, 8, 0).unwrap();
+    let eta_clean = corrupt.eta.mean(tch::Kind::Float).double_value(&[]);
+    let eta_clean_set = set.eta.mean(tch::Kind::Float).double_value(&[]);
+    eprintln!(
+        "steps {steps} in {trained:.1}s; last {last:?}; AP test_unseen clean {ap:.4}, corrupt {ap_corrupt:.4}; \
+         mean eta clean {eta_clean_set:.4}, corrupt {eta_clean:.4}"
+    );
+    assert!(ap > 0.9, "verification AP {ap} on test_unseen clean after {steps} steps");
+    // Occluded inputs must be harder and more uncertain.
+    assert!(ap_corrupt < ap);
+    assert!(eta_clean > eta_clean_set, "corrupt images should have a larger self-mismatch");
+}
