@@ -29,6 +29,9 @@ pub struct BenchArgs {
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Number format of the convolutions.
+    #[arg(long, value_enum, default_value = "auto")]
+    precision: crate::hib::PrecisionArg,
     /// Embedding dimension of the benchmarked model.
     #[arg(long, default_value_t = 2)]
     dim: usize,
@@ -41,7 +44,8 @@ pub fn run(command: BenchCommand) -> Result<()> {
     };
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
-    let config = HibConfig::default().with_dim(args.dim);
+    let precision = hedge_embed::ConvPrecision::from(args.precision).resolve(device);
+    let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     let infer_batch = 1000;
     // Both numbers are always measured, so one JSON object carries both keys.
     let (train_steps, infer_batches) = if train { (args.steps, args.steps / 4 + 1) } else { (args.steps / 4 + 1, args.steps) };
@@ -57,6 +61,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         "threads": tch::get_num_threads(),
         "device": device_name(device),
         "model": format!("gaussian D={} K={} on {}-digit MNIST, channels {:?}", config.dim, config.samples, config.digits, config.channels),
+        "conv_precision": precision,
     });
     if args.json {
         println!("{report}");

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::{
-    device_name, embed_dataset, load_model, parse_device, verification_ap, EmbedOptions, HibConfig, LossKind, ModelKind,
+    device_name, embed_dataset, ConvPrecision, load_model, parse_device, verification_ap, EmbedOptions, HibConfig, LossKind, ModelKind,
     RunConfig, RunDir, Trainer,
 };
 use indicatif::{ProgressBar, ProgressStyle};
@@ -40,6 +40,23 @@ enum LossArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum PrecisionArg {
+    Auto,
+    F32,
+    Bf16,
+}
+
+impl From<PrecisionArg> for ConvPrecision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::Auto => ConvPrecision::Auto,
+            PrecisionArg::F32 => ConvPrecision::F32,
+            PrecisionArg::Bf16 => ConvPrecision::Bf16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum Variant {
     Clean,
     Corrupt,
@@ -54,7 +71,7 @@ pub struct TrainArgs {
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "seed"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "seed", "precision"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -89,6 +106,9 @@ pub struct TrainArgs {
     lr: Option<f64>,
     #[arg(long)]
     seed: Option<u64>,
+    /// Number format of the convolutions (auto: bf16 where the hardware has it).
+    #[arg(long, value_enum)]
+    precision: Option<PrecisionArg>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu")]
     device: String,
@@ -180,6 +200,9 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.seed {
         c.seed = v;
     }
+    if let Some(v) = args.precision {
+        c.conv_precision = v.into();
+    }
     c.check()?;
     Ok(c)
 }
@@ -210,7 +233,8 @@ fn train(args: TrainArgs) -> Result<()> {
             (run, rc.hib, true)
         }
         None => {
-            let config = resolve_config(&args)?;
+            let mut config = resolve_config(&args)?;
+            config.conv_precision = config.conv_precision.resolve(device);
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             let run = RunDir::create(out)?;
             run.write_config(&RunConfig {

@@ -26,6 +26,40 @@ pub enum LossKind {
     Contrastive,
 }
 
+/// Number format of the two convolutions (the trunk's bulk of arithmetic). The master weights,
+/// the head, the losses and the optimiser always stay in f32; `bf16` casts the conv inputs and
+/// weights as PyTorch's autocast would, which doubles training speed on CPUs with AVX512-BF16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConvPrecision {
+    /// bf16 on CUDA and on CPUs with native bf16 dot products, f32 elsewhere.
+    Auto,
+    F32,
+    Bf16,
+}
+
+impl ConvPrecision {
+    /// Replaces `Auto` by what this machine and device do best.
+    pub fn resolve(self, device: tch::Device) -> ConvPrecision {
+        match self {
+            ConvPrecision::Auto if device.is_cuda() || cpu_has_native_bf16() => ConvPrecision::Bf16,
+            ConvPrecision::Auto => ConvPrecision::F32,
+            other => other,
+        }
+    }
+}
+
+/// Whether the CPU has AVX512-BF16 or AMX-BF16 (bf16 slower than f32 without them).
+pub fn cpu_has_native_bf16() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|info| {
+            info.lines()
+                .find(|l| l.starts_with("flags"))
+                .is_some_and(|flags| flags.split_whitespace().any(|f| f == "avx512_bf16" || f == "amx_bf16"))
+        })
+        .unwrap_or(false)
+}
+
 /// Hyper-parameters of a HIB model and its training.
 ///
 /// | name | default | purpose | range |
@@ -45,6 +79,7 @@ pub enum LossKind {
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
 /// | `init_a`, `init_b` | 1, 0 | initial soft-threshold scale a > 0 and offset b | |
+/// | `conv_precision` | auto | f32, bf16, or auto (bf16 where the hardware has it) | |
 /// | `seed` | 0 | seed of data order, occlusions, initialisation and noise | |
 /// | `log_every` | 50 | steps between metrics lines | ≥ 1 |
 /// | `checkpoint_every` | 1000 | steps between checkpoints | ≥ 1 |
@@ -67,6 +102,7 @@ pub struct HibConfig {
     pub min_variance: f64,
     pub init_a: f64,
     pub init_b: f64,
+    pub conv_precision: ConvPrecision,
     pub seed: u64,
     pub log_every: usize,
     pub checkpoint_every: usize,
@@ -91,6 +127,7 @@ impl Default for HibConfig {
             min_variance: 1e-6,
             init_a: 1.0,
             init_b: 0.0,
+            conv_precision: ConvPrecision::Auto,
             seed: 0,
             log_every: 50,
             checkpoint_every: 1000,
@@ -126,6 +163,7 @@ impl HibConfig {
         with_channels: channels: [usize; 2],
         with_occlusion_probability: occlusion_probability: f64,
         with_min_variance: min_variance: f64,
+        with_conv_precision: conv_precision: ConvPrecision,
         with_seed: seed: u64,
         with_log_every: log_every: usize,
         with_checkpoint_every: checkpoint_every: usize,

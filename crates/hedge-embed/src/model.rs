@@ -1,9 +1,9 @@
 //! The HIB network of Section 4.1: a small CNN trunk and a point, Gaussian or mixture head.
 
 use tch::nn::{self, Module};
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
-use crate::config::{HibConfig, ModelKind};
+use crate::config::{ConvPrecision, HibConfig, ModelKind};
 use crate::distribution::Embedding;
 use crate::loss::MatchHead;
 
@@ -23,6 +23,7 @@ pub struct HibNet {
     components: i64,
     dim: i64,
     min_variance: f64,
+    bf16: bool,
 }
 
 impl HibNet {
@@ -48,6 +49,7 @@ impl HibNet {
             components,
             dim,
             min_variance: config.min_variance,
+            bf16: config.conv_precision.resolve(vs.device()) == ConvPrecision::Bf16,
         }
     }
 
@@ -56,13 +58,20 @@ impl HibNet {
     /// # Shapes
     /// `x`: `[B, 1, 28, 28N]` in [0, 1]; returns `[B, channels[1] * 7 * 7N]`.
     pub fn features(&self, x: &Tensor) -> Tensor {
-        x.apply(&self.conv1)
-            .relu()
-            .max_pool2d_default(2)
-            .apply(&self.conv2)
-            .relu()
-            .max_pool2d_default(2)
-            .flatten(1, -1)
+        let h = self.conv(x, &self.conv1).relu().max_pool2d_default(2);
+        let h = self.conv(&h, &self.conv2).relu().max_pool2d_default(2);
+        h.flatten(1, -1).to_kind(Kind::Float)
+    }
+
+    /// A 5x5 "same" convolution, in bf16 when so configured (the casts are differentiable, so
+    /// gradients reach the f32 weights as under autocast).
+    fn conv(&self, x: &Tensor, layer: &nn::Conv2D) -> Tensor {
+        if !self.bf16 {
+            return x.apply(layer);
+        }
+        let bf = Kind::BFloat16;
+        let bias = layer.bs.as_ref().map(|b| b.to_kind(bf));
+        x.to_kind(bf).conv2d(&layer.ws.to_kind(bf), bias.as_ref(), [1, 1], [2, 2], [1, 1], 1)
     }
 
     /// Embeds a batch of images. Variances are softplus(raw) + `min_variance`: positive, smooth,

@@ -61,7 +61,8 @@ pub struct Trainer {
 impl Trainer {
     /// # Errors
     /// Invalid hyper-parameters, or a dataset whose digit count differs from `config.digits`.
-    pub fn new(config: HibConfig, dataset: NDigitDataset, device: Device) -> Result<Self> {
+    pub fn new(mut config: HibConfig, dataset: NDigitDataset, device: Device) -> Result<Self> {
+        config.conv_precision = config.conv_precision.resolve(device);
         if dataset.digits != config.digits {
             return Err(EmbedError::config(
                 "digits",
