@@ -48,7 +48,8 @@ pub fn run(command: BenchCommand) -> Result<()> {
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     let infer_batch = 1000;
     // Both numbers are always measured, so one JSON object carries both keys.
-    let (train_steps, infer_batches) = if train { (args.steps, args.steps / 4 + 1) } else { (args.steps / 4 + 1, args.steps) };
+    let (train_steps, infer_batches) =
+        if train { (args.steps, args.steps / 4 + 1) } else { (args.steps / 4 + 1, args.steps) };
     let train_ips = train_images_per_s(&config, device, args.warmup, train_steps)?;
     let infer_ips = infer_images_per_s(&config, device, infer_batch, args.warmup.min(3), infer_batches)?;
     let report = serde_json::json!({

@@ -7,8 +7,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::{
-    device_name, embed_dataset, ConvPrecision, load_model, parse_device, verification_ap, EmbedOptions, HibConfig, LossKind, ModelKind,
-    RunConfig, RunDir, Trainer,
+    device_name, embed_dataset, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions, HibConfig,
+    LossKind, ModelKind, RunConfig, RunDir, Trainer,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
@@ -152,7 +152,8 @@ pub fn run(command: HibCommand) -> Result<()> {
 fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     let mut c = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config '{}'", path.display()))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("cannot read config '{}'", path.display()))?;
             toml::from_str(&text).with_context(|| format!("config '{}' is not a valid HIB config", path.display()))?
         }
         None => HibConfig::default(),

@@ -12,9 +12,7 @@ pub const DATA_DIR_ENV: &str = "HEDGE_DATA_DIR";
 /// # Errors
 /// [`DataError::MissingDataDir`] when the folder does not exist.
 pub fn data_dir() -> Result<PathBuf> {
-    let path = std::env::var_os(DATA_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("data"));
+    let path = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data"));
     if path.is_dir() {
         Ok(path)
     } else {
@@ -27,10 +25,7 @@ pub(crate) fn require_file(path: &Path, dataset_hint: &str) -> Result<()> {
     if path.is_file() {
         Ok(())
     } else {
-        Err(DataError::MissingFile {
-            path: path.to_path_buf(),
-            hint: dataset_hint.to_string(),
-        })
+        Err(DataError::MissingFile { path: path.to_path_buf(), hint: dataset_hint.to_string() })
     }
 }
 

@@ -23,11 +23,7 @@ pub enum DataError {
     },
 
     #[error("'{path}' is not a valid {format} file: {what}")]
-    Format {
-        path: PathBuf,
-        format: &'static str,
-        what: String,
-    },
+    Format { path: PathBuf, format: &'static str, what: String },
 
     #[error("'{path}' failed the integrity check: {what}")]
     Integrity { path: PathBuf, what: String },
@@ -38,18 +34,11 @@ pub enum DataError {
 
 impl DataError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        DataError::Io {
-            path: path.into(),
-            source,
-        }
+        DataError::Io { path: path.into(), source }
     }
 
     pub(crate) fn format(path: impl Into<PathBuf>, format: &'static str, what: impl Into<String>) -> Self {
-        DataError::Format {
-            path: path.into(),
-            format,
-            what: what.into(),
-        }
+        DataError::Format { path: path.into(), format, what: what.into() }
     }
 }
 

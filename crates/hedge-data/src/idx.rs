@@ -30,11 +30,9 @@ pub fn read_idx(path: &Path, expected_magic: u32) -> Result<IdxArray> {
     let raw = read_bytes(path)?;
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .map_err(|e| {
-                DataError::format(path, "gzip", format!("{e} (the download may be truncated; fetch the file again)"))
-            })?;
+        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| {
+            DataError::format(path, "gzip", format!("{e} (the download may be truncated; fetch the file again)"))
+        })?;
         out
     } else {
         raw
@@ -57,10 +55,7 @@ pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxAr
     let ndim = bytes[3] as usize;
     let header = 4 + 4 * ndim;
     if bytes.len() < header {
-        return Err(format!(
-            "file ends after {} bytes, inside the {header}-byte header",
-            bytes.len()
-        ));
+        return Err(format!("file ends after {} bytes, inside the {header}-byte header", bytes.len()));
     }
     let dims: Vec<usize> = (0..ndim)
         .map(|i| {
@@ -77,10 +72,7 @@ pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxAr
             if payload < expected { "truncated" } else { "longer than its header says" }
         ));
     }
-    Ok(IdxArray {
-        dims,
-        data: bytes[header..].to_vec(),
-    })
+    Ok(IdxArray { dims, data: bytes[header..].to_vec() })
 }
 
 #[cfg(test)]

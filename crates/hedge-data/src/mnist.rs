@@ -63,12 +63,13 @@ impl MnistSplit {
             ));
         }
         if let Some((i, l)) = labels.data.iter().enumerate().find(|(_, &l)| l > 9) {
-            return Err(DataError::format(labels_path, "MNIST labels", format!("label {l} at index {i} is not a digit 0-9")));
+            return Err(DataError::format(
+                labels_path,
+                "MNIST labels",
+                format!("label {l} at index {i} is not a digit 0-9"),
+            ));
         }
-        Ok(MnistSplit {
-            pixels: images.data,
-            labels: labels.data,
-        })
+        Ok(MnistSplit { pixels: images.data, labels: labels.data })
     }
 }
 

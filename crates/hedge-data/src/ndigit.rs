@@ -51,9 +51,7 @@ impl NDigitSplit {
 
 /// Path of the index table of `digits`-digit MNIST, `split`, under the data directory.
 pub fn table_path(data_dir: &Path, digits: usize, split: NDigitSplit) -> PathBuf {
-    data_dir
-        .join("n-digit-mnist/standard_datasets")
-        .join(format!("dataset_mnist_{digits}_number_{}.npz", split.name()))
+    data_dir.join("n-digit-mnist/standard_datasets").join(format!("dataset_mnist_{digits}_number_{}.npz", split.name()))
 }
 
 /// An index table: `image_ids[c, s, p]` is the MNIST index of digit `p` of sample `s` of class `c`.
@@ -76,9 +74,11 @@ impl NDigitTable {
         )?;
         let arrays = read_npz(path)?;
         let get = |name: &str| -> Result<&NpyArray> {
-            arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a).ok_or_else(|| {
-                DataError::format(path, "N-digit MNIST table", format!("no array named '{name}'"))
-            })
+            arrays
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, a)| a)
+                .ok_or_else(|| DataError::format(path, "N-digit MNIST table", format!("no array named '{name}'")))
         };
         let bad = |what: String| DataError::format(path, "N-digit MNIST table", what);
         let ids = get("image_ids")?;
@@ -119,7 +119,10 @@ impl NDigitTable {
         for c in 0..self.classes {
             let number = self.chosen_numbers[c];
             if !(0..max_number).contains(&number) {
-                return Err(fail(format!("class {c} is the number {number}, which has more than {} digits", self.digits)));
+                return Err(fail(format!(
+                    "class {c} is the number {number}, which has more than {} digits",
+                    self.digits
+                )));
             }
             for s in 0..self.per_class {
                 for p in 0..self.digits {
@@ -173,7 +176,11 @@ impl NDigitDataset {
         let path = table_path(data_dir, digits, split);
         let table = NDigitTable::read(&path)?;
         if table.digits != digits {
-            return Err(DataError::format(&path, "N-digit MNIST table", format!("it has {} digits per image, expected {digits}", table.digits)));
+            return Err(DataError::format(
+                &path,
+                "N-digit MNIST table",
+                format!("it has {} digits per image, expected {digits}", table.digits),
+            ));
         }
         let source = match split {
             NDigitSplit::Train => &mnist.train,
@@ -183,13 +190,7 @@ impl NDigitDataset {
         let n = table.classes * table.per_class;
         let labels = (0..n).map(|i| table.chosen_numbers[i / table.per_class] as u32).collect();
         let parts = table.image_ids.iter().map(|&i| i as u32).collect();
-        Ok(NDigitDataset {
-            digits,
-            split,
-            parts,
-            labels,
-            source: Arc::new(source.clone()),
-        })
+        Ok(NDigitDataset { digits, split, parts, labels, source: Arc::new(source.clone()) })
     }
 
     pub fn len(&self) -> usize {

@@ -76,15 +76,9 @@ impl NpyArray {
         let shape = match self.shape.len() {
             0 => "()".to_string(),
             1 => format!("({},)", self.shape[0]),
-            _ => format!(
-                "({})",
-                self.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
-            ),
+            _ => format!("({})", self.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
         };
-        let mut header = format!(
-            "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
-            self.data.descr()
-        );
+        let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", self.data.descr());
         // The total header (magic 6 + version 2 + length 2 + text + newline) is padded to 64.
         let unpadded = 10 + header.len() + 1;
         header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
@@ -189,15 +183,15 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, NpyArray)>> {
         .map_err(|e| DataError::format(path, "npz (zip)", format!("{e}; the file may be truncated")))?;
     let mut out = Vec::with_capacity(archive.len());
     for i in 0..archive.len() {
-        let mut member = archive
-            .by_index(i)
-            .map_err(|e| DataError::format(path, "npz (zip)", format!("member {i}: {e}")))?;
+        let mut member =
+            archive.by_index(i).map_err(|e| DataError::format(path, "npz (zip)", format!("member {i}: {e}")))?;
         let name = member.name().trim_end_matches(".npy").to_string();
         let mut buf = Vec::with_capacity(member.size() as usize);
         member
             .read_to_end(&mut buf)
             .map_err(|e| DataError::format(path, "npz (zip)", format!("member '{name}': {e}")))?;
-        let array = parse_npy(&buf).map_err(|what| DataError::format(path, "npy", format!("array '{name}': {what}")))?;
+        let array =
+            parse_npy(&buf).map_err(|what| DataError::format(path, "npy", format!("array '{name}': {what}")))?;
         out.push((name, array));
     }
     Ok(out)

@@ -60,9 +60,9 @@ impl Corruption {
                 own.set_stream(index as u64);
                 (0..digits).map(|_| Some(Occlusion::sample(&mut own))).collect()
             }
-            Corruption::Random { probability } => (0..digits)
-                .map(|_| rng.random_bool(probability).then(|| Occlusion::sample(rng)))
-                .collect(),
+            Corruption::Random { probability } => {
+                (0..digits).map(|_| rng.random_bool(probability).then(|| Occlusion::sample(rng))).collect()
+            }
         }
     }
 }
@@ -100,9 +100,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let c = Corruption::Random { probability: 0.2 };
         let draws = 50_000;
-        let occluded: usize = (0..draws)
-            .map(|i| c.draw(i, 2, &mut rng).iter().filter(|o| o.is_some()).count())
-            .sum();
+        let occluded: usize = (0..draws).map(|i| c.draw(i, 2, &mut rng).iter().filter(|o| o.is_some()).count()).sum();
         let rate = occluded as f64 / (2 * draws) as f64;
         // 100k Bernoulli(0.2) draws: std 0.0013, so 0.01 is about 8 sigma.
         assert!((rate - 0.2).abs() < 0.01, "rate {rate}");

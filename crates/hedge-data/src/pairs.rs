@@ -62,11 +62,7 @@ impl BalancedPairSampler {
             });
         }
         let classes = by_class.keys().copied().collect();
-        Ok(BalancedPairSampler {
-            labels: labels.to_vec(),
-            by_class,
-            classes,
-        })
+        Ok(BalancedPairSampler { labels: labels.to_vec(), by_class, classes })
     }
 
     /// `pairs / 2` matching pairs (rounded down) and the rest non-matching, shuffled.

@@ -22,7 +22,14 @@ pub fn train_images_per_s(config: &HibConfig, device: Device, warmup: usize, ste
     let is_match = Tensor::arange(pairs, (Kind::Int64, device)).remainder(2).eq(0);
     let mut step = || {
         let e = net.forward(&x);
-        let loss = vib_loss(&net.matcher, &e.narrow(0, pairs), &e.narrow(pairs, pairs), &is_match, config.effective_samples() as i64, config.beta);
+        let loss = vib_loss(
+            &net.matcher,
+            &e.narrow(0, pairs),
+            &e.narrow(pairs, pairs),
+            &is_match,
+            config.effective_samples() as i64,
+            config.beta,
+        );
         adam.zero_grad();
         loss.total.backward();
         adam.step();
@@ -40,7 +47,13 @@ pub fn train_images_per_s(config: &HibConfig, device: Device, warmup: usize, ste
 }
 
 /// Inference throughput: embedding (means, variances) of `batch` images per forward pass.
-pub fn infer_images_per_s(config: &HibConfig, device: Device, batch: usize, warmup: usize, batches: usize) -> Result<f64> {
+pub fn infer_images_per_s(
+    config: &HibConfig,
+    device: Device,
+    batch: usize,
+    warmup: usize,
+    batches: usize,
+) -> Result<f64> {
     let (_vs, net) = build_model(config, device)?;
     let width = 28 * config.digits as i64;
     let x = Tensor::rand([batch as i64, 1, 28, width], (Kind::Float, device));

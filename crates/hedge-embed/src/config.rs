@@ -232,7 +232,10 @@ impl HibConfig {
             return fail("channels", format!("{:?}; each conv layer needs at least one channel", self.channels));
         }
         if !(0.0..=1.0).contains(&self.occlusion_probability) {
-            return fail("occlusion_probability", format!("{}; a probability lies in [0, 1]", self.occlusion_probability));
+            return fail(
+                "occlusion_probability",
+                format!("{}; a probability lies in [0, 1]", self.occlusion_probability),
+            );
         }
         if !(self.min_variance.is_finite() && self.min_variance > 0.0) {
             return fail("min_variance", format!("{}; the variance floor must be > 0", self.min_variance));

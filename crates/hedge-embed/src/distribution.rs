@@ -86,8 +86,8 @@ impl Embedding {
         let variance = self.variance.as_ref().expect("a point embedding has no density");
         let diff = z.unsqueeze(2) - self.mean.unsqueeze(1); // [B, K, C, D]
         let var = variance.unsqueeze(1);
-        let per_component = (diff.square() / &var + var.log() + LN_2PI).sum_dim_intlist([3i64].as_slice(), false, Kind::Float)
-            * -0.5; // [B, K, C]
+        let per_component =
+            (diff.square() / &var + var.log() + LN_2PI).sum_dim_intlist([3i64].as_slice(), false, Kind::Float) * -0.5; // [B, K, C]
         per_component.logsumexp([2i64].as_slice(), false) - (self.components() as f64).ln()
     }
 }
@@ -114,10 +114,8 @@ mod tests {
         let twice = gaussian(&[0.7, -1.2, 0.3, 0.7, -1.2, 0.3], &[0.5, 2.0, 0.1, 0.5, 2.0, 0.1], 1, 2, 3);
         let mc = twice.kl_to_standard_normal(&twice.sample(400_000)).double_value(&[0]);
         // Hand-computed: 0.5 * Σ (v + m² − 1 − ln v) = 1.9543.
-        let by_hand: f64 = [(0.7f64, 0.5f64), (-1.2, 2.0), (0.3, 0.1)]
-            .iter()
-            .map(|(m, v)| 0.5 * (v + m * m - 1.0 - v.ln()))
-            .sum();
+        let by_hand: f64 =
+            [(0.7f64, 0.5f64), (-1.2, 2.0), (0.3, 0.1)].iter().map(|(m, v)| 0.5 * (v + m * m - 1.0 - v.ln())).sum();
         assert!((closed - by_hand).abs() < 1e-5, "{closed} vs {by_hand}");
         assert!((mc - closed).abs() < 0.02, "Monte Carlo {mc} vs closed form {closed}");
     }

@@ -124,7 +124,8 @@ impl EmbeddedSet {
 pub fn match_scores(matcher: &MatchHead, set: &EmbeddedSet, pairs: &PairBatch, samples: i64, seed: i64) -> Vec<f64> {
     tch::manual_seed(seed);
     tch::no_grad(|| {
-        let matcher_cpu = MatchHead { a_raw: matcher.a_raw.to_device(Device::Cpu), b: matcher.b.to_device(Device::Cpu) };
+        let matcher_cpu =
+            MatchHead { a_raw: matcher.a_raw.to_device(Device::Cpu), b: matcher.b.to_device(Device::Cpu) };
         let mut scores = Vec::with_capacity(pairs.len());
         for (l, r) in pairs.left.chunks(2000).zip(pairs.right.chunks(2000)) {
             let p = matcher_cpu.match_probability(&set.select(l), &set.select(r), samples);
@@ -135,7 +136,13 @@ pub fn match_scores(matcher: &MatchHead, set: &EmbeddedSet, pairs: &PairBatch, s
 }
 
 /// Verification average precision of `pairs` (higher p(m | x1, x2) = match).
-pub fn verification_ap(matcher: &MatchHead, set: &EmbeddedSet, pairs: &PairBatch, samples: i64, seed: i64) -> Result<f64> {
+pub fn verification_ap(
+    matcher: &MatchHead,
+    set: &EmbeddedSet,
+    pairs: &PairBatch,
+    samples: i64,
+    seed: i64,
+) -> Result<f64> {
     let scores = match_scores(matcher, set, pairs, samples, seed);
     Ok(hedge_eval::average_precision(&scores, &pairs.is_match)?)
 }

@@ -19,10 +19,7 @@ impl MatchHead {
     pub fn new(vs: nn::Path, init_a: f64, init_b: f64) -> Self {
         // softplus⁻¹(a) = ln(eᵃ − 1), written stably for large a.
         let a_raw = if init_a > 20.0 { init_a } else { init_a.exp_m1().ln() };
-        MatchHead {
-            a_raw: vs.var("a_raw", &[], nn::Init::Const(a_raw)),
-            b: vs.var("b", &[], nn::Init::Const(init_b)),
-        }
+        MatchHead { a_raw: vs.var("a_raw", &[], nn::Init::Const(a_raw)), b: vs.var("b", &[], nn::Init::Const(init_b)) }
     }
 
     /// The scale a > 0.
@@ -105,7 +102,14 @@ pub struct VibLoss {
 ///
 /// # Shapes
 /// `left`, `right`: `B` inputs each; `is_match`: `[B]` bool.
-pub fn vib_loss(head: &MatchHead, left: &Embedding, right: &Embedding, is_match: &Tensor, k: i64, beta: f64) -> VibLoss {
+pub fn vib_loss(
+    head: &MatchHead,
+    left: &Embedding,
+    right: &Embedding,
+    is_match: &Tensor,
+    k: i64,
+    beta: f64,
+) -> VibLoss {
     let z1 = left.sample(k);
     let z2 = right.sample(k);
     let (log_p, log_not_p) = head.log_match(&z1, &z2);

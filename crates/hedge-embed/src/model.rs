@@ -85,10 +85,7 @@ impl HibNet {
             ModelKind::Point => Embedding::point(out),
             _ => {
                 let out = out.reshape([-1, self.components, 2, self.dim]);
-                Embedding {
-                    mean: out.select(2, 0),
-                    variance: Some(out.select(2, 1).softplus() + self.min_variance),
-                }
+                Embedding { mean: out.select(2, 0), variance: Some(out.select(2, 1).softplus() + self.min_variance) }
             }
         }
     }

@@ -58,10 +58,7 @@ impl RunDir {
     /// user made is overwritten.
     pub fn create(path: &Path) -> Result<Self> {
         if path.exists() {
-            let occupied = std::fs::read_dir(path)
-                .map_err(|e| EmbedError::io(path, e))?
-                .next()
-                .is_some();
+            let occupied = std::fs::read_dir(path).map_err(|e| EmbedError::io(path, e))?.next().is_some();
             if occupied {
                 return Err(EmbedError::run(
                     path,
@@ -112,11 +109,8 @@ impl RunDir {
 
     pub fn append_metrics(&self, m: &StepMetrics) -> Result<()> {
         let path = self.file(METRICS_FILE);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| EmbedError::io(&path, e))?;
+        let mut f =
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| EmbedError::io(&path, e))?;
         let line = serde_json::to_string(m).expect("metrics serialise");
         writeln!(f, "{line}").map_err(|e| EmbedError::io(&path, e))
     }

@@ -131,12 +131,20 @@ impl Trainer {
         let (left, right) = (embedding.narrow(0, b), embedding.narrow(b, b));
         let (total, pair, kl) = match self.config.loss {
             LossKind::Soft => {
-                let l = vib_loss(&self.net.matcher, &left, &right, &batch.is_match, self.config.effective_samples() as i64, self.config.beta);
+                let l = vib_loss(
+                    &self.net.matcher,
+                    &left,
+                    &right,
+                    &batch.is_match,
+                    self.config.effective_samples() as i64,
+                    self.config.beta,
+                );
                 (l.total, l.pair, l.kl)
             }
             LossKind::Contrastive => {
-                let l = contrastive(&left.mean.select(1, 0), &right.mean.select(1, 0), &batch.is_match, self.config.margin)
-                    .mean(Kind::Float);
+                let l =
+                    contrastive(&left.mean.select(1, 0), &right.mean.select(1, 0), &batch.is_match, self.config.margin)
+                        .mean(Kind::Float);
                 let zero = l.zeros_like();
                 (l.shallow_clone(), l, zero)
             }

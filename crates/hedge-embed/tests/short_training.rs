@@ -29,7 +29,9 @@ fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
     let set = embed_dataset(&trainer.net, &test, &Corruption::Clean, Device::Cpu, EmbedOptions::default()).unwrap();
     let pairs = verification_pairs(&test.labels, 5000, 5000, 1).unwrap();
     let ap = verification_ap(&trainer.net.matcher, &set, &pairs, 8, 0).unwrap();
-    let corrupt = embed_dataset(&trainer.net, &test, &Corruption::Corrupt { seed: 1 }, Device::Cpu, EmbedOptions::default()).unwrap();
+    let corrupt =
+        embed_dataset(&trainer.net, &test, &Corruption::Corrupt { seed: 1 }, Device::Cpu, EmbedOptions::default())
+            .unwrap();
     let ap_corrupt = verification_ap(&trainer.net.matcher, &corrupt, &pairs, 8, 0).unwrap();
     let eta_clean = corrupt.eta.mean(tch::Kind::Float).double_value(&[]);
     let eta_clean_set = set.eta.mean(tch::Kind::Float).double_value(&[]);

@@ -2,12 +2,7 @@
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum EvalError {
     #[error("'{a_name}' has {a} entries but '{b_name}' has {b}; they must be the same length")]
-    LengthMismatch {
-        a_name: &'static str,
-        a: usize,
-        b_name: &'static str,
-        b: usize,
-    },
+    LengthMismatch { a_name: &'static str, a: usize, b_name: &'static str, b: usize },
     #[error("'{name}' has a non-finite value ({value}) at index {index}")]
     NonFinite { name: &'static str, index: usize, value: f64 },
     #[error("{0}")]

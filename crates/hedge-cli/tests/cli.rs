@@ -1,0 +1,98 @@
+//! The `hedge` binary end to end: errors users see, a tiny training, resume, embed, bench.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use hedge_data::{read_npz, NpyData};
+
+fn hedge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().expect("hedge runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn impossible_hyper_parameters_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = hedge(&["hib", "train", "--digits", "5", "--out", s(&out)]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("'digits'"), "{}", stderr(&o));
+    let o = hedge(&["hib", "train", "--model", "gaussian", "--loss", "contrastive", "--out", s(&out)]);
+    assert!(stderr(&o).contains("point embeddings"), "{}", stderr(&o));
+    assert!(!out.exists(), "a refused run must not leave a directory behind");
+}
+
+#[test]
+fn an_existing_run_directory_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+    let o = hedge(&["hib", "train", "--steps", "1", "--out", s(dir.path())]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(), "mine");
+}
+
+#[test]
+fn a_missing_data_directory_says_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["hib", "train", "--steps", "1", "--no-eval", "--out", s(&dir.path().join("r"))])
+        .env("HEDGE_DATA_DIR", "/nonexistent/hedge-data")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("/nonexistent/hedge-data") && e.contains("HEDGE_DATA_DIR"), "{e}");
+}
+
+#[test]
+fn train_resume_and_embed_write_loadable_artefacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let o = hedge(&["hib", "train", "--steps", "3", "--batch", "8", "--model", "mog", "--no-eval", "--out", s(&run)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["config.json", "metrics.jsonl", "model.safetensors", "optimizer.safetensors", "state.json"] {
+        assert!(run.join(f).is_file(), "{f} missing");
+    }
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["hib"]["model"], "mog");
+    assert_eq!(config["hib"]["batch_pairs"], 8);
+    assert_ne!(config["hib"]["conv_precision"], "auto", "the resolved precision is recorded");
+
+    let o = hedge(&["hib", "train", "--resume", s(&run), "--steps", "5", "--no-eval"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
+    assert_eq!(state["step"], 5);
+
+    let npz = dir.path().join("emb.npz");
+    let o =
+        hedge(&["hib", "embed", "--run", s(&run), "--split", "test_unseen", "--variant", "corrupt", "--out", s(&npz)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let arrays = read_npz(&npz).unwrap();
+    let get = |n: &str| arrays.iter().find(|(k, _)| k == n).map(|(_, a)| a.clone()).unwrap();
+    assert_eq!(get("mean").shape, vec![9990, 2, 2]);
+    assert_eq!(get("variance").shape, vec![9990, 2, 2]);
+    assert_eq!(get("weights").shape, vec![9990, 2]);
+    let NpyData::F32(eta) = get("eta").data else { panic!("eta is float32") };
+    assert!(eta.iter().all(|e| (0.0..=1.0).contains(e)));
+    let NpyData::F32(var) = get("variance").data else { panic!("variance is float32") };
+    assert!(var.iter().all(|v| *v > 0.0));
+}
+
+#[test]
+fn bench_prints_both_throughputs_as_json() {
+    let o = hedge(&["bench", "train", "--json", "--steps", "2", "--warmup", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["train_images_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["infer_images_per_s"].as_f64().unwrap() > 0.0);
+}
