@@ -9,7 +9,7 @@ bash scripts/setup-libtorch.sh
 cargo build --release --quiet -p hedge-cli
 hedge="$root/target/release/hedge"
 run="${1:-runs/quickstart-$(date +%Y%m%d-%H%M%S)}"
-steps="${HEDGE_QUICKSTART_STEPS:-3000}"
+steps="${HEDGE_QUICKSTART_STEPS:-2000}"
 "$hedge" hib train --digits 2 --dim 2 --model gaussian --steps "$steps" --out "$run"
 "$hedge" hib embed --run "$run" --split test_unseen --variant clean --out "$run/test_unseen_clean.npz"
 "$hedge" hib embed --run "$run" --split test_unseen --variant corrupt --out "$run/test_unseen_corrupt.npz"

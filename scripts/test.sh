@@ -12,4 +12,5 @@ if [ ! -d "$data" ]; then
 fi
 # Tests run from each crate's folder, so hand them an absolute path.
 export HEDGE_DATA_DIR="$(cd "$data" && pwd)"
-exec cargo test --release --workspace "$@"
+# --show-output prints what passing tests report (the short training prints its AP).
+exec cargo test --release --workspace -- --show-output

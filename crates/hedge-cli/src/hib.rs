@@ -271,8 +271,17 @@ fn train(args: TrainArgs) -> Result<()> {
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
     );
+    // Without a terminal the bar is hidden; log a line every tenth of the run instead.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let log_every = (config.steps / 10).max(1);
     trainer.run(Some(&run), |m| {
         bar.set_position(m.step as u64);
+        if !tty && (m.step % log_every == 0 || m.step == config.steps) {
+            info!(
+                "step {}/{}: loss {:.4} kl {:.2} a {:.3} b {:.3} {:.0} pairs/s",
+                m.step, config.steps, m.loss, m.kl, m.a, m.b, m.pairs_per_s
+            );
+        }
         if m.step % 10 == 0 || m.step == config.steps {
             bar.set_message(format!(
                 "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",

@@ -219,7 +219,7 @@ impl HibConfig {
             return fail("beta", format!("{}; the KL weight must be finite and >= 0", self.beta));
         }
         let c = self.effective_components();
-        if self.model != ModelKind::Point && (self.samples == 0 || self.samples % c != 0) {
+        if self.model != ModelKind::Point && (self.samples == 0 || !self.samples.is_multiple_of(c)) {
             return fail(
                 "samples",
                 format!("{}; stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}", self.samples),

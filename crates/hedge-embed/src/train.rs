@@ -46,6 +46,10 @@ struct StepBatch {
 }
 
 /// A model being trained, with its optimiser, data and position.
+///
+/// Training is deterministic for a seed on the CPU. libtorch's generator is process-wide, so
+/// two trainings interleaved in one process (threads) disturb each other's noise; run them in
+/// turn or in separate processes.
 pub struct Trainer {
     pub config: HibConfig,
     pub device: Device,

@@ -7,6 +7,10 @@ use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::{load_model, HibConfig, ModelKind, RunDir, Trainer};
 use tch::{Device, Kind, Tensor};
 
+/// libtorch's random generator is process-wide: tests that train take turns, as two trainings
+/// in one process would have to.
+static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn train_set() -> NDigitDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
@@ -32,6 +36,7 @@ fn config(steps: usize) -> HibConfig {
 
 #[test]
 fn resumed_training_equals_uninterrupted_training() {
+    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
 
@@ -69,6 +74,7 @@ fn resumed_training_equals_uninterrupted_training() {
 
 #[test]
 fn a_saved_model_loads_back_with_identical_outputs() {
+    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(&dir.path().join("run")).unwrap();

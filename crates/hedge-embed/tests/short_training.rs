@@ -8,8 +8,9 @@ use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset,
 use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, HibConfig, ModelKind, Trainer};
 use tch::Device;
 
-/// Steps of the CI run: about two minutes on a 2-core CPU.
-const STEPS: usize = 1500;
+/// Steps of the CI run: about 4.5 minutes on a 2-core CPU with bf16 convolutions. Measured
+/// here: 1,000 steps reach AP 0.916, 2,000 steps 0.940 (seed 0).
+const STEPS: usize = 2000;
 
 #[test]
 fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
