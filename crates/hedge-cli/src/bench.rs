@@ -32,6 +32,9 @@ pub struct BenchArgs {
     /// Number format of the convolutions.
     #[arg(long, value_enum, default_value = "auto")]
     precision: crate::hib::PrecisionArg,
+    /// Pairs scored per pair of embedded images (1: the paper's independent pairs).
+    #[arg(long, default_value_t = 1)]
+    reuse: usize,
     /// Embedding dimension of the benchmarked model.
     #[arg(long, default_value_t = 2)]
     dim: usize,
@@ -50,10 +53,12 @@ pub fn run(command: BenchCommand) -> Result<()> {
     // Both numbers are always measured, so one JSON object carries both keys.
     let (train_steps, infer_batches) =
         if train { (args.steps, args.steps / 4 + 1) } else { (args.steps / 4 + 1, args.steps) };
-    let train_ips = train_images_per_s(&config, device, args.warmup, train_steps)?;
+    let train_ips = train_images_per_s(&config, device, args.warmup, train_steps, args.reuse)?;
     let infer_ips = infer_images_per_s(&config, device, infer_batch, args.warmup.min(3), infer_batches)?;
     let report = serde_json::json!({
         "train_images_per_s": train_ips,
+        "train_pairs_per_s": train_ips / 2.0 * args.reuse.max(1) as f64,
+        "pairs_per_image_pair": args.reuse.max(1),
         "infer_images_per_s": infer_ips,
         "train_batch_images": 2 * config.batch_pairs,
         "infer_batch_images": infer_batch,

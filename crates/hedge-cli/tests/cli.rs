@@ -96,3 +96,24 @@ fn bench_prints_both_throughputs_as_json() {
     assert!(v["train_images_per_s"].as_f64().unwrap() > 0.0);
     assert!(v["infer_images_per_s"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn a_toml_config_is_read_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("hib.toml");
+    std::fs::write(&cfg, "dim = 3\nmodel = \"point\"\nsteps = 2\nbatch_pairs = 4\nseed = 1\n").unwrap();
+    let run = dir.path().join("run");
+    let o = hedge(&["hib", "train", "--config", s(&cfg), "--seed", "7", "--no-eval", "--out", s(&run)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["hib"]["dim"], 3);
+    assert_eq!(config["hib"]["model"], "point");
+    assert_eq!(config["hib"]["seed"], 7);
+    assert_eq!(std::fs::read_to_string(run.join("metrics.jsonl")).unwrap().lines().count(), 1);
+
+    std::fs::write(&cfg, "dims = 3\n").unwrap();
+    let o = hedge(&["hib", "train", "--config", s(&cfg), "--out", s(&dir.path().join("r2"))]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && e.contains("hib.toml") && e.contains("dims"), "{e}");
+}

@@ -24,7 +24,9 @@ fn main() {
         let c2 = nn::conv2d(&root / "c2", 32, 64, 5, cfg);
         let feat = if pad == 2 { 64 * 7 * 14 } else { 64 * 4 * 11 };
         let head = nn::linear(&root / "h", feat, 4, Default::default());
+        let tch_adam = v.contains("tchadam");
         let mut opt = hedge_embed::Adam::new(&vs, 1e-3);
+        let mut topt = nn::OptimizerConfig::build(nn::Adam::default(), &vs, 1e-3).unwrap();
         let x = Tensor::rand([256, 1, 28, 56], (Kind::Float, Device::Cpu));
         let x = if cl { to_cl(&x) } else { x };
         let conv = |x: &Tensor, c: &nn::Conv2D| -> Tensor {
@@ -54,9 +56,15 @@ fn main() {
                     .sqrt();
                 (-d).log_sigmoid().logsumexp([1i64, 2].as_slice(), false).mean(Kind::Float)
             };
-            opt.zero_grad();
-            loss.backward();
-            opt.step();
+            if tch_adam {
+                topt.zero_grad();
+                loss.backward();
+                topt.step();
+            } else {
+                opt.zero_grad();
+                loss.backward();
+                opt.step();
+            }
             loss.double_value(&[])
         };
         for _ in 0..5 {
