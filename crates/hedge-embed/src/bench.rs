@@ -45,7 +45,7 @@ pub fn train_images_per_s(
                 variance: right.variance.map(|v| v.roll([r].as_slice(), [0i64].as_slice())),
             };
             let loss = vib_loss(&net.matcher, &left, &right, &is_match, config.effective_samples() as i64, config.beta);
-            total = total + loss.total;
+            total += loss.total;
         }
         adam.zero_grad();
         total.backward();

@@ -1,8 +1,16 @@
 //! Metrics for hedge. Each metric is a pure function over plain slices, tested against
-//! scikit-learn / SciPy reference values.
+//! scikit-learn / SciPy / NumPy reference values or hand computations.
 
+pub mod calibration;
+pub mod correlation;
 mod error;
+pub mod knn;
+pub mod quadrature;
 pub mod ranking;
 
+pub use calibration::{equal_count_bins, expected_calibration_error, risk_coverage, RiskCoverage};
+pub use correlation::kendall_tau_b;
 pub use error::{EvalError, Result};
+pub use knn::{knn_accuracy, knn_correct, plurality_label, top_k, KnnRule};
+pub use quadrature::gauss_hermite;
 pub use ranking::average_precision;
