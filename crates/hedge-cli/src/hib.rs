@@ -115,6 +115,9 @@ pub struct TrainArgs {
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Keep a copy of the model every N steps in RUN_DIR/checkpoints/ (0: none).
+    #[arg(long, default_value_t = 0)]
+    keep_every: usize,
     /// Skip the closing verification check on test_unseen.
     #[arg(long)]
     no_eval: bool,
@@ -251,6 +254,7 @@ fn train(args: TrainArgs) -> Result<()> {
     };
     let train_set = load_split(config.digits, NDigitSplit::Train)?;
     let mut trainer = Trainer::new(config.clone(), train_set, device)?;
+    trainer.keep_checkpoints_every(args.keep_every);
     if resuming {
         trainer.resume_from(&run)?;
         run.truncate_metrics(trainer.step())?;

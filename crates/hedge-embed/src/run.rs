@@ -15,6 +15,8 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 pub const MODEL_FILE: &str = "model.safetensors";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 pub const STATE_FILE: &str = "state.json";
+/// Folder of the models kept along the way (`--keep-every`).
+pub const CHECKPOINTS_DIR: &str = "checkpoints";
 
 /// What `config.json` holds: the resolved hyper-parameters and how the run was started.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use crate::config::{HibConfig, LossKind};
 use crate::loss::{contrastive, vib_loss};
 use crate::model::HibNet;
 use crate::optim::Adam;
-use crate::run::{save_atomically, RunDir, RunState, StepMetrics, MODEL_FILE, OPTIMIZER_FILE};
+use crate::run::{save_atomically, RunDir, RunState, StepMetrics, CHECKPOINTS_DIR, MODEL_FILE, OPTIMIZER_FILE};
 use crate::{EmbedError, Result};
 
 /// Builds a network with its variables, initialised deterministically from `config.seed`.
@@ -60,6 +60,7 @@ pub struct Trainer {
     sampler: BalancedPairSampler,
     step: usize,
     seconds: f64,
+    keep_every: Option<usize>,
 }
 
 impl Trainer {
@@ -76,7 +77,13 @@ impl Trainer {
         let (vs, net) = build_model(&config, device)?;
         let adam = Adam::new(&vs, config.learning_rate);
         let sampler = BalancedPairSampler::new(&dataset.labels)?;
-        Ok(Trainer { config, device, vs, net, adam, dataset, sampler, step: 0, seconds: 0.0 })
+        Ok(Trainer { config, device, vs, net, adam, dataset, sampler, step: 0, seconds: 0.0, keep_every: None })
+    }
+
+    /// Also keep a copy of the model every `every` steps as
+    /// `checkpoints/model-<step>.safetensors` (for quality-vs-steps curves).
+    pub fn keep_checkpoints_every(&mut self, every: usize) {
+        self.keep_every = (every > 0).then_some(every);
     }
 
     /// Steps taken so far.
@@ -187,6 +194,12 @@ impl Trainer {
                 }
                 if m.step % self.config.checkpoint_every == 0 || m.step == self.config.steps {
                     self.checkpoint(run)?;
+                }
+                if self.keep_every.is_some_and(|k| m.step % k == 0) {
+                    let dir = run.file(CHECKPOINTS_DIR);
+                    std::fs::create_dir_all(&dir).map_err(|e| EmbedError::io(&dir, e))?;
+                    let path = dir.join(format!("model-{:07}.safetensors", m.step));
+                    save_atomically(&path, |p| Ok(self.vs.save(p)?))?;
                 }
             }
         }
