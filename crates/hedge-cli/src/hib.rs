@@ -6,9 +6,11 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
+use hedge_embed::evaluate::MeanStd;
 use hedge_embed::{
-    device_name, embed_dataset, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions, HibConfig,
-    LossKind, ModelKind, RunConfig, RunDir, Trainer,
+    device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions,
+    EvalOptions, HibConfig, LossKind, MatchEstimator, ModelEval, ModelEvalOptions, ModelKind, RunConfig, RunDir,
+    Trainer,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
@@ -24,6 +26,50 @@ pub enum HibCommand {
     Train(TrainArgs),
     /// Embed a split with a trained model into an .npz (mean, variance, weights, label, eta).
     Embed(EmbedArgs),
+    /// Evaluate a trained model: verification AP, KNN, uncertainty correlations, calibration.
+    Eval(EvalArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum EstimatorArg {
+    Mc,
+    Quadrature,
+}
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Run directory written by `hedge hib train`.
+    #[arg(long)]
+    run: PathBuf,
+    /// test_unseen (default; classes never seen in training) or test_seen.
+    #[arg(long, default_value = "test_unseen")]
+    split: String,
+    /// How p(m | x1, x2) is computed for stochastic embeddings.
+    #[arg(long, value_enum, default_value = "mc")]
+    match_estimator: EstimatorArg,
+    /// Monte-Carlo samples per input (Eq. 5).
+    #[arg(long, default_value_t = 8)]
+    samples: i64,
+    /// Gauss-Hermite nodes per dimension (quadrature estimator).
+    #[arg(long, default_value_t = 16)]
+    points: usize,
+    /// Repeats of the sampling-dependent evaluation.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Candidates per probe re-ranked by the match probability in KNN.
+    #[arg(long, default_value_t = 100)]
+    candidates: usize,
+    /// Evaluate this weights file (e.g. RUN_DIR/checkpoints/model-0005000.safetensors) instead
+    /// of RUN_DIR/model.safetensors; the report then goes to stdout only.
+    #[arg(long)]
+    weights: Option<PathBuf>,
+    /// Print the report as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -149,6 +195,7 @@ pub fn run(command: HibCommand) -> Result<()> {
     match command {
         HibCommand::Train(args) => train(args),
         HibCommand::Embed(args) => embed(args),
+        HibCommand::Eval(args) => eval(args),
     }
 }
 
@@ -368,4 +415,127 @@ fn check_output_path(path: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn eval(args: EvalArgs) -> Result<()> {
+    crate::set_threads(args.threads);
+    let device = parse_device(&args.device)?;
+    let run = RunDir::open(&args.run)?;
+    let config = run.read_config()?.hib;
+    let split = NDigitSplit::parse(&args.split)?;
+    if split == NDigitSplit::Train {
+        bail!("--split train: evaluate on test_unseen or test_seen");
+    }
+    let estimator = match args.match_estimator {
+        EstimatorArg::Mc if args.samples < 1 => bail!("--samples must be at least 1"),
+        EstimatorArg::Mc => MatchEstimator::MonteCarlo { samples: args.samples },
+        EstimatorArg::Quadrature if !(1..=64).contains(&args.points) => bail!("--points must be in 1..=64"),
+        EstimatorArg::Quadrature => MatchEstimator::Quadrature { points: args.points },
+    };
+    let (mut vs, net) = load_model(&run, &config, device)?;
+    if let Some(w) = &args.weights {
+        vs.load(w).with_context(|| format!("cannot load weights '{}'", w.display()))?;
+    }
+    let test = load_split(config.digits, split)?;
+    let started = std::time::Instant::now();
+    let embed_options = EmbedOptions { samples: 1, ..Default::default() };
+    let clean = embed_dataset(&net, &test, &Corruption::Clean, device, embed_options)?;
+    let corrupt = embed_dataset(&net, &test, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, embed_options)?;
+    let options = ModelEvalOptions {
+        base: EvalOptions { estimator, candidates: args.candidates, ..Default::default() },
+        repeats: args.repeats,
+        pair_seed: PAIR_SEED,
+        ..Default::default()
+    };
+    let stochastic = config.model != ModelKind::Point;
+    let report = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
+    let json = eval_json(&report, &config, split, estimator, &args, started.elapsed().as_secs_f64());
+    let text = serde_json::to_string_pretty(&json)? + "\n";
+    if args.weights.is_none() {
+        hedge_data::write_atomic(&run.file("eval.json"), text.as_bytes())?;
+        info!("wrote {}", run.file("eval.json").display());
+    }
+    if args.json {
+        print!("{text}");
+    } else {
+        println!("{}", eval_table(&report));
+    }
+    Ok(())
+}
+
+/// `eval.json`: the keys of issue 3 (`verification_ap.clean`, `tau_knn.corrupt_std`, …) plus curves.
+pub fn eval_json(
+    r: &ModelEval,
+    config: &HibConfig,
+    split: NDigitSplit,
+    estimator: MatchEstimator,
+    args: &EvalArgs,
+    seconds: f64,
+) -> serde_json::Value {
+    use serde_json::json;
+    let pair =
+        |c: MeanStd, k: MeanStd| json!({"clean": c.mean, "corrupt": k.mean, "clean_std": c.std, "corrupt_std": k.std});
+    let opt = |c: Option<MeanStd>, k: Option<MeanStd>| json!({"clean": c.map(|m| m.mean), "corrupt": k.map(|m| m.mean), "clean_std": c.map(|m| m.std), "corrupt_std": k.map(|m| m.std)});
+    json!({
+        "run": args.run.display().to_string(),
+        "weights": args.weights.as_ref().map(|w| w.display().to_string()),
+        "split": split.name(),
+        "model": config.model,
+        "components": config.effective_components(),
+        "digits": config.digits,
+        "dim": config.dim,
+        "steps": config.steps,
+        "match_estimator": estimator,
+        "repeats": r.repeats,
+        "verification_ap": pair(r.clean.verification_ap, r.corrupt.verification_ap),
+        "knn_accuracy": pair(r.clean.knn_majority, r.corrupt.knn_majority),
+        "knn_plurality": pair(r.clean.knn_plurality, r.corrupt.knn_plurality),
+        "tau_ap": opt(r.clean.tau_ap, r.corrupt.tau_ap),
+        "tau_knn": opt(r.clean.tau_knn, r.corrupt.tau_knn),
+        "ece": r.ece.mean,
+        "ece_std": r.ece.std,
+        "aurc": r.aurc.mean,
+        "aurc_std": r.aurc.std,
+        "by_variant": {"ece": pair(r.clean.ece, r.corrupt.ece), "aurc": pair(r.clean.aurc, r.corrupt.aurc)},
+        "gallery_probe": {
+            "clean_gallery_clean_probe": {"majority": r.gallery_probe.clean_gallery_clean_probe.0, "plurality": r.gallery_probe.clean_gallery_clean_probe.1},
+            "clean_gallery_corrupt_probe": {"majority": r.gallery_probe.clean_gallery_corrupt_probe.0, "plurality": r.gallery_probe.clean_gallery_corrupt_probe.1},
+            "corrupt_gallery_clean_probe": {"majority": r.gallery_probe.corrupt_gallery_clean_probe.0, "plurality": r.gallery_probe.corrupt_gallery_clean_probe.1},
+        },
+        "bins": {
+            "clean": {"ap": r.clean.bin_ap, "knn": r.clean.bin_knn},
+            "corrupt": {"ap": r.corrupt.bin_ap, "knn": r.corrupt.bin_knn},
+        },
+        "risk_at_coverage": r.risk_at_coverage,
+        "eval_seconds": seconds,
+        "command": command_line(),
+    })
+}
+
+fn eval_table(r: &ModelEval) -> String {
+    let f = |m: MeanStd| format!("{:.3} ± {:.3}", m.mean, m.std);
+    let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
+    format!(
+        "| metric | clean | corrupt |\n|---|---|---|\n\
+         | verification AP | {} | {} |\n| KNN accuracy (majority) | {} | {} |\n| KNN accuracy (plurality) | {} | {} |\n\
+         | tau AP | {} | {} |\n| tau KNN | {} | {} |\n| ECE | {} | {} |\n| AURC | {} | {} |\n\
+         pooled ECE {:.4}, pooled AURC {:.4} ({} repeats)",
+        f(r.clean.verification_ap),
+        f(r.corrupt.verification_ap),
+        f(r.clean.knn_majority),
+        f(r.corrupt.knn_majority),
+        f(r.clean.knn_plurality),
+        f(r.corrupt.knn_plurality),
+        o(r.clean.tau_ap),
+        o(r.corrupt.tau_ap),
+        o(r.clean.tau_knn),
+        o(r.corrupt.tau_knn),
+        f(r.clean.ece),
+        f(r.corrupt.ece),
+        f(r.clean.aurc),
+        f(r.corrupt.aurc),
+        r.ece.mean,
+        r.aurc.mean,
+        r.repeats
+    )
 }

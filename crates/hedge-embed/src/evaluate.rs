@@ -428,3 +428,173 @@ mod tests {
         assert_eq!(inverted_tau(&[0.5, 0.5]), None);
     }
 }
+
+/// Mean and standard deviation over repeats.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct MeanStd {
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl MeanStd {
+    /// Over the defined values; `None` when there are none.
+    pub fn of(values: &[Option<f64>]) -> Option<MeanStd> {
+        let v: Vec<f64> = values.iter().flatten().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        Some(MeanStd { mean, std: var.sqrt() })
+    }
+}
+
+/// Options of [`evaluate_model`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ModelEvalOptions {
+    pub base: EvalOptions,
+    /// Repeats of the sampling-dependent evaluation (the paper: 10). Deterministic evaluations
+    /// (point embeddings, quadrature) run once.
+    pub repeats: usize,
+    pub matching_pairs: usize,
+    pub non_matching_pairs: usize,
+    pub pair_seed: u64,
+}
+
+impl Default for ModelEvalOptions {
+    fn default() -> Self {
+        ModelEvalOptions {
+            base: EvalOptions::default(),
+            repeats: 10,
+            matching_pairs: 5000,
+            non_matching_pairs: 5000,
+            pair_seed: 1,
+        }
+    }
+}
+
+/// Summary of one variant over the repeats.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VariantSummary {
+    pub verification_ap: MeanStd,
+    pub knn_majority: MeanStd,
+    pub knn_plurality: MeanStd,
+    pub tau_ap: Option<MeanStd>,
+    pub tau_knn: Option<MeanStd>,
+    pub ece: MeanStd,
+    pub aurc: MeanStd,
+    /// Per-bin AP and KNN accuracy, averaged over repeats (bin 0 = most certain).
+    pub bin_ap: Vec<f64>,
+    pub bin_knn: Vec<f64>,
+}
+
+/// The whole evaluation of one model on one split.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelEval {
+    pub clean: VariantSummary,
+    pub corrupt: VariantSummary,
+    /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
+    pub ece: MeanStd,
+    /// Area under the risk–coverage curve of majority-KNN identification, clean and corrupt
+    /// probes together, rejecting by η.
+    pub aurc: MeanStd,
+    /// Risk at 20 evenly spaced coverages (5 %, 10 %, … 100 %) of the pooled curve (repeat 0).
+    pub risk_at_coverage: Vec<f64>,
+    /// Appendix G: (majority, plurality) KNN accuracy per gallery/probe combination (repeat 0).
+    pub gallery_probe: GalleryProbe,
+    pub repeats: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GalleryProbe {
+    pub clean_gallery_clean_probe: (f64, f64),
+    pub clean_gallery_corrupt_probe: (f64, f64),
+    pub corrupt_gallery_clean_probe: (f64, f64),
+}
+
+/// Evaluates a model on the clean and corrupt twins of a test split.
+pub fn evaluate_model(
+    matcher: &MatchHead,
+    clean: &EmbeddedSet,
+    corrupt: &EmbeddedSet,
+    stochastic: bool,
+    options: &ModelEvalOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<ModelEval> {
+    let pairs = hedge_data::verification_pairs(
+        &clean.labels,
+        options.matching_pairs,
+        options.non_matching_pairs,
+        options.pair_seed,
+    )?;
+    let deterministic = !stochastic || matches!(options.base.estimator, MatchEstimator::Quadrature { .. });
+    let repeats = if deterministic { 1 } else { options.repeats.max(1) };
+    let (mut runs_clean, mut runs_corrupt) = (Vec::new(), Vec::new());
+    let (mut pooled_ece, mut pooled_aurc) = (Vec::new(), Vec::new());
+    let mut risk_at_coverage = Vec::new();
+    for r in 0..repeats {
+        progress(&format!("repeat {}/{repeats}", r + 1));
+        let opts = EvalOptions { seed: options.base.seed + r as i64, ..options.base };
+        let c = evaluate_variant(matcher, clean, &pairs, stochastic, &opts)?;
+        let k = evaluate_variant(matcher, corrupt, &pairs, stochastic, &opts)?;
+        let scores: Vec<f64> = c.pair_scores.iter().chain(&k.pair_scores).copied().collect();
+        let labels: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
+        pooled_ece.push(Some(expected_calibration_error(&scores, &labels, 10)?));
+        let eta: Vec<f64> = c.eta.iter().chain(&k.eta).copied().collect();
+        let correct: Vec<bool> = c.correct.iter().chain(&k.correct).copied().collect();
+        let rc = risk_coverage(&eta, &correct)?;
+        pooled_aurc.push(Some(rc.aurc));
+        if r == 0 {
+            let n = rc.risk.len();
+            risk_at_coverage = (1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect();
+        }
+        runs_clean.push(c);
+        runs_corrupt.push(k);
+    }
+    progress("gallery/probe variants");
+    let opts = EvalOptions { seed: options.base.seed, ..options.base };
+    let cc = (runs_clean[0].knn_majority, runs_clean[0].knn_plurality);
+    let ck = gallery_probe_accuracy(matcher, clean, corrupt, stochastic, &opts)?;
+    let kc = gallery_probe_accuracy(matcher, corrupt, clean, stochastic, &opts)?;
+    Ok(ModelEval {
+        clean: summarise(&runs_clean),
+        corrupt: summarise(&runs_corrupt),
+        ece: MeanStd::of(&pooled_ece).unwrap_or_default(),
+        aurc: MeanStd::of(&pooled_aurc).unwrap_or_default(),
+        risk_at_coverage,
+        gallery_probe: GalleryProbe {
+            clean_gallery_clean_probe: cc,
+            clean_gallery_corrupt_probe: ck,
+            corrupt_gallery_clean_probe: kc,
+        },
+        repeats,
+    })
+}
+
+fn summarise(runs: &[VariantMetrics]) -> VariantSummary {
+    let of = |f: &dyn Fn(&VariantMetrics) -> Option<f64>| MeanStd::of(&runs.iter().map(f).collect::<Vec<_>>());
+    let bins = |f: &dyn Fn(&VariantMetrics) -> &Vec<f64>| -> Vec<f64> {
+        let len = f(&runs[0]).len();
+        (0..len)
+            .map(|b| {
+                let v: Vec<f64> = runs.iter().map(|r| f(r)[b]).filter(|x| x.is_finite()).collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            })
+            .collect()
+    };
+    VariantSummary {
+        verification_ap: of(&|r| Some(r.verification_ap)).unwrap_or_default(),
+        knn_majority: of(&|r| Some(r.knn_majority)).unwrap_or_default(),
+        knn_plurality: of(&|r| Some(r.knn_plurality)).unwrap_or_default(),
+        tau_ap: of(&|r| r.tau_ap),
+        tau_knn: of(&|r| r.tau_knn),
+        ece: of(&|r| Some(r.ece)).unwrap_or_default(),
+        aurc: of(&|r| Some(r.aurc)).unwrap_or_default(),
+        bin_ap: bins(&|r| &r.bin_ap),
+        bin_knn: bins(&|r| &r.bin_knn),
+    }
+}
