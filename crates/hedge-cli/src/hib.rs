@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
-use hedge_embed::evaluate::MeanStd;
+use hedge_embed::evaluate::{MeanStd, Twin};
 use hedge_embed::{
     device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions,
     EvalOptions, HibConfig, LossKind, MatchEstimator, ModelEval, ModelEvalOptions, ModelKind, RunConfig, RunDir,
@@ -473,9 +473,11 @@ pub fn eval_json(
     seconds: f64,
 ) -> serde_json::Value {
     use serde_json::json;
-    let pair =
-        |c: MeanStd, k: MeanStd| json!({"clean": c.mean, "corrupt": k.mean, "clean_std": c.std, "corrupt_std": k.std});
-    let opt = |c: Option<MeanStd>, k: Option<MeanStd>| json!({"clean": c.map(|m| m.mean), "corrupt": k.map(|m| m.mean), "clean_std": c.map(|m| m.std), "corrupt_std": k.map(|m| m.std)});
+    let twin = |t: &Twin<MeanStd>| json!({"clean": t.clean.mean, "corrupt": t.corrupt.mean, "clean_std": t.clean.std, "corrupt_std": t.corrupt.std});
+    let opt = |t: &Twin<Option<MeanStd>>| {
+        json!({"clean": t.clean.map(|m| m.mean), "corrupt": t.corrupt.map(|m| m.mean),
+               "clean_std": t.clean.map(|m| m.std), "corrupt_std": t.corrupt.map(|m| m.std)})
+    };
     json!({
         "run": args.run.display().to_string(),
         "weights": args.weights.as_ref().map(|w| w.display().to_string()),
@@ -487,26 +489,28 @@ pub fn eval_json(
         "steps": config.steps,
         "match_estimator": estimator,
         "repeats": r.repeats,
-        "verification_ap": pair(r.clean.verification_ap, r.corrupt.verification_ap),
-        "knn_accuracy": pair(r.clean.knn_majority, r.corrupt.knn_majority),
-        "knn_plurality": pair(r.clean.knn_plurality, r.corrupt.knn_plurality),
-        "tau_ap": opt(r.clean.tau_ap, r.corrupt.tau_ap),
-        "tau_knn": opt(r.clean.tau_knn, r.corrupt.tau_knn),
+        "protocol": "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out",
+        "verification_ap": twin(&r.verification_ap),
+        "knn_accuracy": twin(&r.knn_majority),
+        "knn_plurality": twin(&r.knn_plurality),
+        "tau_ap": opt(&r.tau_ap),
+        "tau_knn": opt(&r.tau_knn),
         "ece": r.ece.mean,
         "ece_std": r.ece.std,
+        "ece_by_variant": twin(&r.ece_by_variant),
         "aurc": r.aurc.mean,
         "aurc_std": r.aurc.std,
-        "by_variant": {"ece": pair(r.clean.ece, r.corrupt.ece), "aurc": pair(r.clean.aurc, r.corrupt.aurc)},
-        "gallery_probe": {
-            "clean_gallery_clean_probe": {"majority": r.gallery_probe.clean_gallery_clean_probe.0, "plurality": r.gallery_probe.clean_gallery_clean_probe.1},
-            "clean_gallery_corrupt_probe": {"majority": r.gallery_probe.clean_gallery_corrupt_probe.0, "plurality": r.gallery_probe.clean_gallery_corrupt_probe.1},
-            "corrupt_gallery_clean_probe": {"majority": r.gallery_probe.corrupt_gallery_clean_probe.0, "plurality": r.gallery_probe.corrupt_gallery_clean_probe.1},
-        },
-        "bins": {
-            "clean": {"ap": r.clean.bin_ap, "knn": r.clean.bin_knn},
-            "corrupt": {"ap": r.corrupt.bin_ap, "knn": r.corrupt.bin_knn},
-        },
         "risk_at_coverage": r.risk_at_coverage,
+        "mean_eta": {"clean": r.mean_eta.clean, "corrupt": r.mean_eta.corrupt},
+        "gallery_probe": r.gallery_probe.iter().map(|g| json!({
+            "gallery": g.gallery, "probe": g.probe,
+            "majority": g.majority.mean, "plurality": g.plurality.mean,
+            "tau_knn": g.tau_knn.map(|t| t.mean),
+        })).collect::<Vec<_>>(),
+        "bins": {
+            "clean": {"ap": r.bin_ap.clean, "knn": r.bin_knn.clean},
+            "corrupt": {"ap": r.bin_ap.corrupt, "knn": r.bin_knn.corrupt},
+        },
         "eval_seconds": seconds,
         "command": command_line(),
     })
@@ -515,27 +519,21 @@ pub fn eval_json(
 fn eval_table(r: &ModelEval) -> String {
     let f = |m: MeanStd| format!("{:.3} ± {:.3}", m.mean, m.std);
     let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
-    format!(
-        "| metric | clean | corrupt |\n|---|---|---|\n\
-         | verification AP | {} | {} |\n| KNN accuracy (majority) | {} | {} |\n| KNN accuracy (plurality) | {} | {} |\n\
-         | tau AP | {} | {} |\n| tau KNN | {} | {} |\n| ECE | {} | {} |\n| AURC | {} | {} |\n\
-         pooled ECE {:.4}, pooled AURC {:.4} ({} repeats)",
-        f(r.clean.verification_ap),
-        f(r.corrupt.verification_ap),
-        f(r.clean.knn_majority),
-        f(r.corrupt.knn_majority),
-        f(r.clean.knn_plurality),
-        f(r.corrupt.knn_plurality),
-        o(r.clean.tau_ap),
-        o(r.corrupt.tau_ap),
-        o(r.clean.tau_knn),
-        o(r.corrupt.tau_knn),
-        f(r.clean.ece),
-        f(r.corrupt.ece),
-        f(r.clean.aurc),
-        f(r.corrupt.aurc),
-        r.ece.mean,
-        r.aurc.mean,
-        r.repeats
-    )
+    let mut t = String::from("| metric | clean | corrupt |\n|---|---|---|\n");
+    t += &format!("| verification AP | {} | {} |\n", f(r.verification_ap.clean), f(r.verification_ap.corrupt));
+    t += &format!("| KNN accuracy (majority) | {} | {} |\n", f(r.knn_majority.clean), f(r.knn_majority.corrupt));
+    t += &format!("| KNN accuracy (plurality) | {} | {} |\n", f(r.knn_plurality.clean), f(r.knn_plurality.corrupt));
+    t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));
+    t += &format!("| tau KNN | {} | {} |\n", o(r.tau_knn.clean), o(r.tau_knn.corrupt));
+    t += &format!("| ECE | {} | {} |\n", f(r.ece_by_variant.clean), f(r.ece_by_variant.corrupt));
+    t += &format!("| mean eta | {:.4} | {:.4} |\n\n", r.mean_eta.clean, r.mean_eta.corrupt);
+    t += "| gallery | probe | majority | plurality | tau KNN |\n|---|---|---|---|---|\n";
+    for g in &r.gallery_probe {
+        t += &format!("| {} | {} | {} | {} | {} |\n", g.gallery, g.probe, f(g.majority), f(g.plurality), o(g.tau_knn));
+    }
+    t += &format!(
+        "\npooled ECE {:.4}, AURC (clean + corrupt probes, clean gallery) {:.4}; {} repeats",
+        r.ece.mean, r.aurc.mean, r.repeats
+    );
+    t
 }

@@ -240,79 +240,6 @@ pub fn self_mismatch(matcher: &MatchHead, set: &Embedding, estimator: MatchEstim
     })
 }
 
-/// Everything measured on one variant (clean or corrupt) in one repeat.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VariantMetrics {
-    pub verification_ap: f64,
-    pub knn_majority: f64,
-    pub knn_plurality: f64,
-    /// −τ_b(bin index, AP of the bin's pairs); `None` without uncertainty (point embeddings).
-    pub tau_ap: Option<f64>,
-    /// −τ_b(bin index, KNN accuracy of the bin's images).
-    pub tau_knn: Option<f64>,
-    pub bin_ap: Vec<f64>,
-    pub bin_knn: Vec<f64>,
-    pub ece: f64,
-    pub aurc: f64,
-    /// Per image: KNN (majority) correct, and η.
-    #[serde(skip)]
-    pub correct: Vec<bool>,
-    #[serde(skip)]
-    pub eta: Vec<f64>,
-    #[serde(skip)]
-    pub pair_scores: Vec<f64>,
-}
-
-/// One repeat of the evaluation of `set` (leave-one-out KNN within the set).
-pub fn evaluate_variant(
-    matcher: &MatchHead,
-    set: &EmbeddedSet,
-    pairs: &PairBatch,
-    stochastic: bool,
-    options: &EvalOptions,
-) -> Result<VariantMetrics> {
-    tch::manual_seed(options.seed);
-    let scorer = Scorer { matcher, estimator: options.estimator, stochastic };
-    let scores = scorer.pair_scores(set, pairs)?;
-    let verification_ap = average_precision(&scores, &pairs.is_match)?;
-    let neighbours = scorer.neighbours(&set.embedding, &set.embedding, options.knn_k, options.candidates, true)?;
-    let labels_of = |n: &Vec<usize>| n.iter().map(|&j| set.labels[j]).collect::<Vec<u32>>();
-    let nl: Vec<Vec<u32>> = neighbours.iter().map(labels_of).collect();
-    let correct: Vec<bool> = set.labels.iter().zip(&nl).map(|(&t, n)| knn_correct(t, n, KnnRule::Majority)).collect();
-    let plural = set.labels.iter().zip(&nl).filter(|(&t, n)| knn_correct(t, n, KnnRule::Plurality)).count();
-    let n = set.len() as f64;
-    let eta =
-        if stochastic { self_mismatch(matcher, &set.embedding, options.estimator)? } else { vec![0.0; set.len()] };
-    let (mut tau_ap, mut tau_knn, mut bin_ap, mut bin_knn) = (None, None, Vec::new(), Vec::new());
-    if stochastic {
-        let bins = equal_count_bins(&eta, options.bins)?;
-        bin_knn = bins.iter().map(|b| b.iter().filter(|&&i| correct[i]).count() as f64 / b.len() as f64).collect();
-        let pair_eta: Vec<f64> = pairs.left.iter().zip(&pairs.right).map(|(&l, &r)| 0.5 * (eta[l] + eta[r])).collect();
-        for b in equal_count_bins(&pair_eta, options.bins)? {
-            let s: Vec<f64> = b.iter().map(|&k| scores[k]).collect();
-            let y: Vec<bool> = b.iter().map(|&k| pairs.is_match[k]).collect();
-            // A bin without a matching pair has no AP; it is left out of the correlation.
-            bin_ap.push(average_precision(&s, &y).unwrap_or(f64::NAN));
-        }
-        tau_knn = inverted_tau(&bin_knn);
-        tau_ap = inverted_tau(&bin_ap);
-    }
-    Ok(VariantMetrics {
-        verification_ap,
-        knn_majority: correct.iter().filter(|&&c| c).count() as f64 / n,
-        knn_plurality: plural as f64 / n,
-        tau_ap,
-        tau_knn,
-        bin_ap,
-        bin_knn,
-        ece: expected_calibration_error(&scores, &pairs.is_match, 10)?,
-        aurc: risk_coverage(&eta, &correct)?.aurc,
-        correct,
-        eta,
-        pair_scores: scores,
-    })
-}
-
 /// −τ_b(bin index, performance) over the bins with a defined performance, so that
 /// "performance falls as uncertainty rises" is positive (Table 2). `None` when undefined.
 pub fn inverted_tau(per_bin: &[f64]) -> Option<f64> {
@@ -321,33 +248,289 @@ pub fn inverted_tau(per_bin: &[f64]) -> Option<f64> {
     kendall_tau_b(&idx, &perf).ok().map(|t| -t)
 }
 
-/// KNN accuracy (majority, plurality) with a separate gallery and probe set (Appendix G), leaving
-/// out each probe's own image.
-pub fn gallery_probe_accuracy(
-    matcher: &MatchHead,
+/// Majority and plurality KNN correctness of every probe against a gallery holding the same
+/// images (possibly in the other variant), leaving out each probe's own image.
+#[derive(Debug, Clone)]
+pub struct KnnOutcome {
+    pub majority: Vec<bool>,
+    pub plurality: Vec<bool>,
+}
+
+impl KnnOutcome {
+    pub fn majority_accuracy(&self) -> f64 {
+        fraction(&self.majority)
+    }
+
+    pub fn plurality_accuracy(&self) -> f64 {
+        fraction(&self.plurality)
+    }
+}
+
+fn fraction(v: &[bool]) -> f64 {
+    v.iter().filter(|&&c| c).count() as f64 / v.len().max(1) as f64
+}
+
+/// KNN identification of `probes` against `gallery` (Section 4.3, Appendix G).
+pub fn knn_outcome(
+    scorer: &Scorer,
     gallery: &EmbeddedSet,
     probes: &EmbeddedSet,
-    stochastic: bool,
     options: &EvalOptions,
-) -> Result<(f64, f64)> {
+) -> Result<KnnOutcome> {
     if gallery.labels != probes.labels {
         return Err(EmbedError::config(
             "gallery",
-            "gallery and probe sets must be the two variants of the same images".to_string(),
+            "gallery and probes must be two variants of the same images".to_string(),
         ));
     }
-    tch::manual_seed(options.seed);
-    let scorer = Scorer { matcher, estimator: options.estimator, stochastic };
     let neighbours =
         scorer.neighbours(&probes.embedding, &gallery.embedding, options.knn_k, options.candidates, true)?;
-    let (mut major, mut plural) = (0usize, 0usize);
+    let (mut majority, mut plurality) = (Vec::with_capacity(probes.len()), Vec::with_capacity(probes.len()));
     for (i, n) in neighbours.iter().enumerate() {
         let labels: Vec<u32> = n.iter().map(|&j| gallery.labels[j]).collect();
-        major += usize::from(knn_correct(probes.labels[i], &labels, KnnRule::Majority));
-        plural += usize::from(knn_correct(probes.labels[i], &labels, KnnRule::Plurality));
+        majority.push(knn_correct(probes.labels[i], &labels, KnnRule::Majority));
+        plurality.push(knn_correct(probes.labels[i], &labels, KnnRule::Plurality));
     }
-    let n = probes.len() as f64;
-    Ok((major as f64 / n, plural as f64 / n))
+    Ok(KnnOutcome { majority, plurality })
+}
+
+/// Accuracy per η bin (bin 0 = most certain).
+pub fn binned_accuracy(eta: &[f64], correct: &[bool], bins: usize) -> Result<Vec<f64>> {
+    Ok(equal_count_bins(eta, bins)?
+        .iter()
+        .map(|b| b.iter().filter(|&&i| correct[i]).count() as f64 / b.len() as f64)
+        .collect())
+}
+
+/// AP per bin of pairs sorted by the mean η of their two images (Section 4.4); NaN for a bin
+/// without a matching pair.
+pub fn binned_ap(eta: &[f64], pairs: &PairBatch, scores: &[f64], bins: usize) -> Result<Vec<f64>> {
+    let pair_eta: Vec<f64> = pairs.left.iter().zip(&pairs.right).map(|(&l, &r)| 0.5 * (eta[l] + eta[r])).collect();
+    Ok(equal_count_bins(&pair_eta, bins)?
+        .iter()
+        .map(|b| {
+            let s: Vec<f64> = b.iter().map(|&k| scores[k]).collect();
+            let y: Vec<bool> = b.iter().map(|&k| pairs.is_match[k]).collect();
+            average_precision(&s, &y).unwrap_or(f64::NAN)
+        })
+        .collect())
+}
+
+/// Mean and standard deviation over repeats.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct MeanStd {
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl MeanStd {
+    /// Over the defined, finite values; `None` when there are none.
+    pub fn of(values: &[Option<f64>]) -> Option<MeanStd> {
+        let v: Vec<f64> = values.iter().flatten().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+        Some(MeanStd { mean, std: var.sqrt() })
+    }
+
+    fn all(values: &[f64]) -> MeanStd {
+        MeanStd::of(&values.iter().map(|&v| Some(v)).collect::<Vec<_>>()).unwrap_or_default()
+    }
+}
+
+/// A clean and a corrupt value of the same measure.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Twin<T> {
+    pub clean: T,
+    pub corrupt: T,
+}
+
+/// Options of [`evaluate_model`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ModelEvalOptions {
+    pub base: EvalOptions,
+    /// Repeats of the sampling-dependent evaluation (the paper: 10). Deterministic evaluations
+    /// (point embeddings, quadrature) run once.
+    pub repeats: usize,
+    pub matching_pairs: usize,
+    pub non_matching_pairs: usize,
+    pub pair_seed: u64,
+}
+
+impl Default for ModelEvalOptions {
+    fn default() -> Self {
+        ModelEvalOptions {
+            base: EvalOptions::default(),
+            repeats: 10,
+            matching_pairs: 5000,
+            non_matching_pairs: 5000,
+            pair_seed: 1,
+        }
+    }
+}
+
+/// One gallery/probe combination of Appendix G (Tables 6 and 7).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GalleryProbeRow {
+    pub gallery: String,
+    pub probe: String,
+    pub majority: MeanStd,
+    pub plurality: MeanStd,
+    /// −τ between probe-η bin and majority accuracy.
+    pub tau_knn: Option<MeanStd>,
+}
+
+/// The whole evaluation of one model on the clean and corrupt twins of a test split.
+///
+/// Protocol (Section 4, and v1's Section 4.3 and Appendix G): verification pairs are drawn
+/// within a variant; KNN probes are clean images, identified against a clean gallery
+/// (`clean`) or against the corrupt twin of the gallery (`corrupt`), leaving each probe's own
+/// image out; uncertainty bins use the η of the images being scored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelEval {
+    pub verification_ap: Twin<MeanStd>,
+    pub knn_majority: Twin<MeanStd>,
+    pub knn_plurality: Twin<MeanStd>,
+    pub tau_ap: Twin<Option<MeanStd>>,
+    pub tau_knn: Twin<Option<MeanStd>>,
+    /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
+    pub ece: MeanStd,
+    pub ece_by_variant: Twin<MeanStd>,
+    /// Area under the risk–coverage curve of majority-KNN identification of clean and corrupt
+    /// probes together against the clean gallery, rejecting the most uncertain (η) first.
+    pub aurc: MeanStd,
+    /// Risk at coverages 5 %, 10 %, …, 100 % of that pooled curve (mean over repeats).
+    pub risk_at_coverage: Vec<f64>,
+    pub gallery_probe: Vec<GalleryProbeRow>,
+    /// Per-bin AP and KNN accuracy, mean over repeats (bin 0 = most certain).
+    pub bin_ap: Twin<Vec<f64>>,
+    pub bin_knn: Twin<Vec<f64>>,
+    /// Mean η over the images of each variant.
+    pub mean_eta: Twin<f64>,
+    pub repeats: usize,
+}
+
+/// Evaluates a model on the clean and corrupt twins of a test split.
+pub fn evaluate_model(
+    matcher: &MatchHead,
+    clean: &EmbeddedSet,
+    corrupt: &EmbeddedSet,
+    stochastic: bool,
+    options: &ModelEvalOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<ModelEval> {
+    let pairs = hedge_data::verification_pairs(
+        &clean.labels,
+        options.matching_pairs,
+        options.non_matching_pairs,
+        options.pair_seed,
+    )?;
+    let deterministic = !stochastic || matches!(options.base.estimator, MatchEstimator::Quadrature { .. });
+    let repeats = if deterministic { 1 } else { options.repeats.max(1) };
+    let bins = options.base.bins;
+    let combos = [("clean", "clean"), ("corrupt", "clean"), ("clean", "corrupt"), ("corrupt", "corrupt")];
+    let set_of = |name: &str| if name == "clean" { clean } else { corrupt };
+    let mut ap = (Vec::new(), Vec::new());
+    let mut ece = (Vec::new(), Vec::new(), Vec::new());
+    let mut tau_ap = (Vec::new(), Vec::new());
+    let mut bin_ap = (Vec::new(), Vec::new());
+    let mut knn: Vec<(Vec<f64>, Vec<f64>, Vec<Option<f64>>, Vec<Vec<f64>>)> = vec![Default::default(); combos.len()];
+    let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
+    for r in 0..repeats {
+        progress(&format!("repeat {}/{repeats}", r + 1));
+        let opts = EvalOptions { seed: options.base.seed + r as i64, ..options.base };
+        tch::manual_seed(opts.seed);
+        let scorer = Scorer { matcher, estimator: opts.estimator, stochastic };
+        let eta_of = |set: &EmbeddedSet| -> Result<Vec<f64>> {
+            if stochastic {
+                self_mismatch(matcher, &set.embedding, opts.estimator)
+            } else {
+                Ok(vec![0.0; set.len()])
+            }
+        };
+        let (eta_clean, eta_corrupt) = (eta_of(clean)?, eta_of(corrupt)?);
+        eta_means.0.push(eta_clean.iter().sum::<f64>() / eta_clean.len() as f64);
+        eta_means.1.push(eta_corrupt.iter().sum::<f64>() / eta_corrupt.len() as f64);
+        let s_clean = scorer.pair_scores(clean, &pairs)?;
+        let s_corrupt = scorer.pair_scores(corrupt, &pairs)?;
+        ap.0.push(average_precision(&s_clean, &pairs.is_match)?);
+        ap.1.push(average_precision(&s_corrupt, &pairs.is_match)?);
+        ece.0.push(expected_calibration_error(&s_clean, &pairs.is_match, 10)?);
+        ece.1.push(expected_calibration_error(&s_corrupt, &pairs.is_match, 10)?);
+        let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
+        let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
+        ece.2.push(expected_calibration_error(&both, &both_y, 10)?);
+        if stochastic {
+            let (bc, bk) =
+                (binned_ap(&eta_clean, &pairs, &s_clean, bins)?, binned_ap(&eta_corrupt, &pairs, &s_corrupt, bins)?);
+            tau_ap.0.push(inverted_tau(&bc));
+            tau_ap.1.push(inverted_tau(&bk));
+            bin_ap.0.push(bc);
+            bin_ap.1.push(bk);
+        }
+        let mut outcomes = Vec::with_capacity(combos.len());
+        for (c, (gallery, probe)) in combos.iter().enumerate() {
+            progress(&format!("repeat {}/{repeats}: KNN, {gallery} gallery, {probe} probes", r + 1));
+            let o = knn_outcome(&scorer, set_of(gallery), set_of(probe), &opts)?;
+            knn[c].0.push(o.majority_accuracy());
+            knn[c].1.push(o.plurality_accuracy());
+            if stochastic {
+                let eta = if *probe == "clean" { &eta_clean } else { &eta_corrupt };
+                let per_bin = binned_accuracy(eta, &o.majority, bins)?;
+                knn[c].2.push(inverted_tau(&per_bin));
+                knn[c].3.push(per_bin);
+            }
+            outcomes.push(o);
+        }
+        // Known unknowns: a stream of clean and corrupt probes against the clean gallery.
+        let eta: Vec<f64> = eta_clean.iter().chain(&eta_corrupt).copied().collect();
+        let correct: Vec<bool> = outcomes[0].majority.iter().chain(&outcomes[2].majority).copied().collect();
+        let rc = risk_coverage(&eta, &correct)?;
+        aurc.push(rc.aurc);
+        let n = rc.risk.len();
+        risk.push((1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect::<Vec<f64>>());
+    }
+    let mean_bins = |runs: &[Vec<f64>]| -> Vec<f64> {
+        let len = runs.first().map_or(0, Vec::len);
+        (0..len)
+            .map(|b| {
+                let v: Vec<f64> = runs.iter().map(|r| r[b]).filter(|x| x.is_finite()).collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            })
+            .collect()
+    };
+    Ok(ModelEval {
+        verification_ap: Twin { clean: MeanStd::all(&ap.0), corrupt: MeanStd::all(&ap.1) },
+        knn_majority: Twin { clean: MeanStd::all(&knn[0].0), corrupt: MeanStd::all(&knn[1].0) },
+        knn_plurality: Twin { clean: MeanStd::all(&knn[0].1), corrupt: MeanStd::all(&knn[1].1) },
+        tau_ap: Twin { clean: MeanStd::of(&tau_ap.0), corrupt: MeanStd::of(&tau_ap.1) },
+        tau_knn: Twin { clean: MeanStd::of(&knn[0].2), corrupt: MeanStd::of(&knn[1].2) },
+        ece: MeanStd::all(&ece.2),
+        ece_by_variant: Twin { clean: MeanStd::all(&ece.0), corrupt: MeanStd::all(&ece.1) },
+        aurc: MeanStd::all(&aurc),
+        risk_at_coverage: mean_bins(&risk),
+        gallery_probe: combos
+            .iter()
+            .zip(&knn)
+            .map(|((g, p), k)| GalleryProbeRow {
+                gallery: g.to_string(),
+                probe: p.to_string(),
+                majority: MeanStd::all(&k.0),
+                plurality: MeanStd::all(&k.1),
+                tau_knn: MeanStd::of(&k.2),
+            })
+            .collect(),
+        bin_ap: Twin { clean: mean_bins(&bin_ap.0), corrupt: mean_bins(&bin_ap.1) },
+        bin_knn: Twin { clean: mean_bins(&knn[0].3), corrupt: mean_bins(&knn[1].3) },
+        mean_eta: Twin { clean: MeanStd::all(&eta_means.0).mean, corrupt: MeanStd::all(&eta_means.1).mean },
+        repeats,
+    })
 }
 
 #[cfg(test)]
@@ -419,6 +602,16 @@ mod tests {
     }
 
     #[test]
+    fn binned_metrics_follow_the_bins() {
+        // η rises with the index; the first half is correct, the second wrong.
+        let eta: Vec<f64> = (0..40).map(f64::from).collect();
+        let correct: Vec<bool> = (0..40).map(|i| i < 20).collect();
+        let per_bin = binned_accuracy(&eta, &correct, 4).unwrap();
+        assert_eq!(per_bin, vec![1.0, 1.0, 0.0, 0.0]);
+        assert!(inverted_tau(&per_bin).unwrap() > 0.0);
+    }
+
+    #[test]
     fn inverted_tau_is_positive_when_performance_falls() {
         assert_eq!(inverted_tau(&[0.9, 0.8, 0.7, 0.5]), Some(1.0));
         assert_eq!(
@@ -426,175 +619,5 @@ mod tests {
             Some(-(1.0 / 3.0 * 1e6f64).round())
         );
         assert_eq!(inverted_tau(&[0.5, 0.5]), None);
-    }
-}
-
-/// Mean and standard deviation over repeats.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct MeanStd {
-    pub mean: f64,
-    pub std: f64,
-}
-
-impl MeanStd {
-    /// Over the defined values; `None` when there are none.
-    pub fn of(values: &[Option<f64>]) -> Option<MeanStd> {
-        let v: Vec<f64> = values.iter().flatten().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
-        Some(MeanStd { mean, std: var.sqrt() })
-    }
-}
-
-/// Options of [`evaluate_model`].
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct ModelEvalOptions {
-    pub base: EvalOptions,
-    /// Repeats of the sampling-dependent evaluation (the paper: 10). Deterministic evaluations
-    /// (point embeddings, quadrature) run once.
-    pub repeats: usize,
-    pub matching_pairs: usize,
-    pub non_matching_pairs: usize,
-    pub pair_seed: u64,
-}
-
-impl Default for ModelEvalOptions {
-    fn default() -> Self {
-        ModelEvalOptions {
-            base: EvalOptions::default(),
-            repeats: 10,
-            matching_pairs: 5000,
-            non_matching_pairs: 5000,
-            pair_seed: 1,
-        }
-    }
-}
-
-/// Summary of one variant over the repeats.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VariantSummary {
-    pub verification_ap: MeanStd,
-    pub knn_majority: MeanStd,
-    pub knn_plurality: MeanStd,
-    pub tau_ap: Option<MeanStd>,
-    pub tau_knn: Option<MeanStd>,
-    pub ece: MeanStd,
-    pub aurc: MeanStd,
-    /// Per-bin AP and KNN accuracy, averaged over repeats (bin 0 = most certain).
-    pub bin_ap: Vec<f64>,
-    pub bin_knn: Vec<f64>,
-}
-
-/// The whole evaluation of one model on one split.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelEval {
-    pub clean: VariantSummary,
-    pub corrupt: VariantSummary,
-    /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
-    pub ece: MeanStd,
-    /// Area under the risk–coverage curve of majority-KNN identification, clean and corrupt
-    /// probes together, rejecting by η.
-    pub aurc: MeanStd,
-    /// Risk at 20 evenly spaced coverages (5 %, 10 %, … 100 %) of the pooled curve (repeat 0).
-    pub risk_at_coverage: Vec<f64>,
-    /// Appendix G: (majority, plurality) KNN accuracy per gallery/probe combination (repeat 0).
-    pub gallery_probe: GalleryProbe,
-    pub repeats: usize,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GalleryProbe {
-    pub clean_gallery_clean_probe: (f64, f64),
-    pub clean_gallery_corrupt_probe: (f64, f64),
-    pub corrupt_gallery_clean_probe: (f64, f64),
-}
-
-/// Evaluates a model on the clean and corrupt twins of a test split.
-pub fn evaluate_model(
-    matcher: &MatchHead,
-    clean: &EmbeddedSet,
-    corrupt: &EmbeddedSet,
-    stochastic: bool,
-    options: &ModelEvalOptions,
-    mut progress: impl FnMut(&str),
-) -> Result<ModelEval> {
-    let pairs = hedge_data::verification_pairs(
-        &clean.labels,
-        options.matching_pairs,
-        options.non_matching_pairs,
-        options.pair_seed,
-    )?;
-    let deterministic = !stochastic || matches!(options.base.estimator, MatchEstimator::Quadrature { .. });
-    let repeats = if deterministic { 1 } else { options.repeats.max(1) };
-    let (mut runs_clean, mut runs_corrupt) = (Vec::new(), Vec::new());
-    let (mut pooled_ece, mut pooled_aurc) = (Vec::new(), Vec::new());
-    let mut risk_at_coverage = Vec::new();
-    for r in 0..repeats {
-        progress(&format!("repeat {}/{repeats}", r + 1));
-        let opts = EvalOptions { seed: options.base.seed + r as i64, ..options.base };
-        let c = evaluate_variant(matcher, clean, &pairs, stochastic, &opts)?;
-        let k = evaluate_variant(matcher, corrupt, &pairs, stochastic, &opts)?;
-        let scores: Vec<f64> = c.pair_scores.iter().chain(&k.pair_scores).copied().collect();
-        let labels: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
-        pooled_ece.push(Some(expected_calibration_error(&scores, &labels, 10)?));
-        let eta: Vec<f64> = c.eta.iter().chain(&k.eta).copied().collect();
-        let correct: Vec<bool> = c.correct.iter().chain(&k.correct).copied().collect();
-        let rc = risk_coverage(&eta, &correct)?;
-        pooled_aurc.push(Some(rc.aurc));
-        if r == 0 {
-            let n = rc.risk.len();
-            risk_at_coverage = (1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect();
-        }
-        runs_clean.push(c);
-        runs_corrupt.push(k);
-    }
-    progress("gallery/probe variants");
-    let opts = EvalOptions { seed: options.base.seed, ..options.base };
-    let cc = (runs_clean[0].knn_majority, runs_clean[0].knn_plurality);
-    let ck = gallery_probe_accuracy(matcher, clean, corrupt, stochastic, &opts)?;
-    let kc = gallery_probe_accuracy(matcher, corrupt, clean, stochastic, &opts)?;
-    Ok(ModelEval {
-        clean: summarise(&runs_clean),
-        corrupt: summarise(&runs_corrupt),
-        ece: MeanStd::of(&pooled_ece).unwrap_or_default(),
-        aurc: MeanStd::of(&pooled_aurc).unwrap_or_default(),
-        risk_at_coverage,
-        gallery_probe: GalleryProbe {
-            clean_gallery_clean_probe: cc,
-            clean_gallery_corrupt_probe: ck,
-            corrupt_gallery_clean_probe: kc,
-        },
-        repeats,
-    })
-}
-
-fn summarise(runs: &[VariantMetrics]) -> VariantSummary {
-    let of = |f: &dyn Fn(&VariantMetrics) -> Option<f64>| MeanStd::of(&runs.iter().map(f).collect::<Vec<_>>());
-    let bins = |f: &dyn Fn(&VariantMetrics) -> &Vec<f64>| -> Vec<f64> {
-        let len = f(&runs[0]).len();
-        (0..len)
-            .map(|b| {
-                let v: Vec<f64> = runs.iter().map(|r| f(r)[b]).filter(|x| x.is_finite()).collect();
-                if v.is_empty() {
-                    f64::NAN
-                } else {
-                    v.iter().sum::<f64>() / v.len() as f64
-                }
-            })
-            .collect()
-    };
-    VariantSummary {
-        verification_ap: of(&|r| Some(r.verification_ap)).unwrap_or_default(),
-        knn_majority: of(&|r| Some(r.knn_majority)).unwrap_or_default(),
-        knn_plurality: of(&|r| Some(r.knn_plurality)).unwrap_or_default(),
-        tau_ap: of(&|r| r.tau_ap),
-        tau_knn: of(&|r| r.tau_knn),
-        ece: of(&|r| Some(r.ece)).unwrap_or_default(),
-        aurc: of(&|r| Some(r.aurc)).unwrap_or_default(),
-        bin_ap: bins(&|r| &r.bin_ap),
-        bin_knn: bins(&|r| &r.bin_knn),
     }
 }

@@ -22,9 +22,7 @@ pub use config::{ConvPrecision, HibConfig, LossKind, ModelKind};
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, match_scores, verification_ap, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};
-pub use evaluate::{
-    evaluate_model, evaluate_variant, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions, VariantMetrics,
-};
+pub use evaluate::{evaluate_model, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions};
 pub use loss::MatchHead;
 pub use model::HibNet;
 pub use optim::Adam;
