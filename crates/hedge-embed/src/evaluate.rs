@@ -412,6 +412,11 @@ pub struct ModelEval {
     pub repeats: usize,
 }
 
+/// Per gallery/probe combination, over repeats: majority and plurality accuracy, −τ of the
+/// per-bin accuracy, and the per-bin accuracies.
+#[derive(Debug, Clone, Default)]
+struct KnnRepeats(Vec<f64>, Vec<f64>, Vec<Option<f64>>, Vec<Vec<f64>>);
+
 /// Evaluates a model on the clean and corrupt twins of a test split.
 pub fn evaluate_model(
     matcher: &MatchHead,
@@ -436,7 +441,7 @@ pub fn evaluate_model(
     let mut ece = (Vec::new(), Vec::new(), Vec::new());
     let mut tau_ap = (Vec::new(), Vec::new());
     let mut bin_ap = (Vec::new(), Vec::new());
-    let mut knn: Vec<(Vec<f64>, Vec<f64>, Vec<Option<f64>>, Vec<Vec<f64>>)> = vec![Default::default(); combos.len()];
+    let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); combos.len()];
     let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
     for r in 0..repeats {
         progress(&format!("repeat {}/{repeats}", r + 1));
