@@ -28,6 +28,8 @@ pub enum HibCommand {
     Embed(EmbedArgs),
     /// Evaluate a trained model: verification AP, KNN, uncertainty correlations, calibration.
     Eval(EvalArgs),
+    /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
+    Reproduce(crate::reproduce::ReproduceArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -196,6 +198,7 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Train(args) => train(args),
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
+        HibCommand::Reproduce(args) => crate::reproduce::run(args),
     }
 }
 
@@ -258,6 +261,20 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     Ok(c)
 }
 
+/// Creates a run directory and writes its resolved `config.json`.
+pub fn new_run(out: &Path, config: &HibConfig, device: tch::Device) -> Result<RunDir> {
+    let run = RunDir::create(out)?;
+    run.write_config(&RunConfig {
+        hib: config.clone(),
+        device: device_name(device),
+        threads: tch::get_num_threads() as i64,
+        command: command_line(),
+        hedge_version: env!("CARGO_PKG_VERSION").into(),
+        libtorch: "2.13.0".into(),
+    })?;
+    Ok(run)
+}
+
 /// MNIST and one N-digit split from `$HEDGE_DATA_DIR`.
 pub fn load_split(digits: usize, split: NDigitSplit) -> Result<NDigitDataset> {
     let dir = data_dir()?;
@@ -287,23 +304,31 @@ fn train(args: TrainArgs) -> Result<()> {
             let mut config = resolve_config(&args)?;
             config.conv_precision = config.conv_precision.resolve(device);
             let out = args.out.as_ref().expect("clap requires --out without --resume");
-            let run = RunDir::create(out)?;
-            run.write_config(&RunConfig {
-                hib: config.clone(),
-                device: device_name(device),
-                threads: tch::get_num_threads() as i64,
-                command: command_line(),
-                hedge_version: env!("CARGO_PKG_VERSION").into(),
-                libtorch: "2.13.0".into(),
-            })?;
-            (run, config, false)
+            (new_run(out, &config, device)?, config, false)
         }
     };
+    let trainer = run_training(&run, &config, device, resuming, args.keep_every)?;
+    if !args.no_eval {
+        let report = quick_verification(&run, &config, &trainer)?;
+        println!("{report}");
+    }
+    println!("run directory: {}", run.path.display());
+    Ok(())
+}
+
+/// Trains (or resumes) the run to `config.steps`, with a progress bar, and returns the trainer.
+pub fn run_training(
+    run: &RunDir,
+    config: &HibConfig,
+    device: tch::Device,
+    resuming: bool,
+    keep_every: usize,
+) -> Result<Trainer> {
     let train_set = load_split(config.digits, NDigitSplit::Train)?;
     let mut trainer = Trainer::new(config.clone(), train_set, device)?;
-    trainer.keep_checkpoints_every(args.keep_every);
+    trainer.keep_checkpoints_every(keep_every);
     if resuming {
-        trainer.resume_from(&run)?;
+        trainer.resume_from(run)?;
         run.truncate_metrics(trainer.step())?;
         info!("resuming {} at step {} of {}", run.path.display(), trainer.step(), config.steps);
     }
@@ -325,7 +350,7 @@ fn train(args: TrainArgs) -> Result<()> {
     // Without a terminal the bar is hidden; log a line every tenth of the run instead.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let log_every = (config.steps / 10).max(1);
-    trainer.run(Some(&run), |m| {
+    trainer.run(Some(run), |m| {
         bar.set_position(m.step as u64);
         if !tty && (m.step % log_every == 0 || m.step == config.steps) {
             info!(
@@ -342,12 +367,7 @@ fn train(args: TrainArgs) -> Result<()> {
     })?;
     bar.finish();
     info!("wrote {}", run.file(hedge_embed::run::MODEL_FILE).display());
-    if !args.no_eval {
-        let report = quick_verification(&run, &config, &trainer)?;
-        println!("{report}");
-    }
-    println!("run directory: {}", run.path.display());
-    Ok(())
+    Ok(trainer)
 }
 
 /// Verification AP on `test_unseen` (5,000 + 5,000 pairs), clean and corrupt, written to
@@ -421,55 +441,98 @@ fn eval(args: EvalArgs) -> Result<()> {
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
-    let config = run.read_config()?.hib;
     let split = NDigitSplit::parse(&args.split)?;
-    if split == NDigitSplit::Train {
-        bail!("--split train: evaluate on test_unseen or test_seen");
-    }
     let estimator = match args.match_estimator {
         EstimatorArg::Mc if args.samples < 1 => bail!("--samples must be at least 1"),
         EstimatorArg::Mc => MatchEstimator::MonteCarlo { samples: args.samples },
         EstimatorArg::Quadrature if !(1..=64).contains(&args.points) => bail!("--points must be in 1..=64"),
         EstimatorArg::Quadrature => MatchEstimator::Quadrature { points: args.points },
     };
-    let (mut vs, net) = load_model(&run, &config, device)?;
-    if let Some(w) = &args.weights {
-        vs.load(w).with_context(|| format!("cannot load weights '{}'", w.display()))?;
-    }
-    let test = load_split(config.digits, split)?;
-    let started = std::time::Instant::now();
-    let embed_options = EmbedOptions { samples: 1, ..Default::default() };
-    let clean = embed_dataset(&net, &test, &Corruption::Clean, device, embed_options)?;
-    let corrupt = embed_dataset(&net, &test, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, embed_options)?;
-    let options = ModelEvalOptions {
-        base: EvalOptions { estimator, candidates: args.candidates, ..Default::default() },
-        repeats: args.repeats,
-        pair_seed: PAIR_SEED,
-        ..Default::default()
-    };
-    let stochastic = config.model != ModelKind::Point;
-    let report = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
-    let json = eval_json(&report, &config, split, estimator, &args, started.elapsed().as_secs_f64());
-    let text = serde_json::to_string_pretty(&json)? + "\n";
-    if args.weights.is_none() {
-        hedge_data::write_atomic(&run.file("eval.json"), text.as_bytes())?;
-        info!("wrote {}", run.file("eval.json").display());
-    }
+    let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates };
+    let (report, json) = evaluate_run(&run, args.weights.as_deref(), &settings, device)?;
     if args.json {
-        print!("{text}");
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         println!("{}", eval_table(&report));
     }
     Ok(())
 }
 
+/// What `hedge hib eval` measures, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct EvalSettings {
+    pub split: NDigitSplit,
+    pub estimator: MatchEstimator,
+    pub repeats: usize,
+    pub candidates: usize,
+}
+
+impl Default for EvalSettings {
+    fn default() -> Self {
+        EvalSettings {
+            split: NDigitSplit::TestUnseen,
+            estimator: MatchEstimator::MonteCarlo { samples: 8 },
+            repeats: 10,
+            candidates: 100,
+        }
+    }
+}
+
+/// Embeds the split's clean and corrupt twins with the run's model (or `weights`), evaluates,
+/// and (for the run's own model) writes `eval.json`.
+pub fn evaluate_run(
+    run: &RunDir,
+    weights: Option<&Path>,
+    settings: &EvalSettings,
+    device: tch::Device,
+) -> Result<(ModelEval, serde_json::Value)> {
+    let config = run.read_config()?.hib;
+    if settings.split == NDigitSplit::Train {
+        bail!("--split train: evaluate on test_unseen or test_seen");
+    }
+    let (mut vs, net) = load_model(run, &config, device)?;
+    if let Some(w) = weights {
+        vs.load(w).with_context(|| format!("cannot load weights '{}'", w.display()))?;
+    }
+    let test = load_split(config.digits, settings.split)?;
+    let started = std::time::Instant::now();
+    let (clean, corrupt) = embed_twins(&net, &test, device)?;
+    let options = ModelEvalOptions {
+        base: EvalOptions { estimator: settings.estimator, candidates: settings.candidates, ..Default::default() },
+        repeats: settings.repeats,
+        pair_seed: PAIR_SEED,
+        ..Default::default()
+    };
+    let stochastic = config.model != ModelKind::Point;
+    let report = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
+    let json = eval_json(&report, &config, settings, run, weights, started.elapsed().as_secs_f64());
+    if weights.is_none() {
+        let text = serde_json::to_string_pretty(&json)? + "\n";
+        hedge_data::write_atomic(&run.file("eval.json"), text.as_bytes())?;
+        info!("wrote {}", run.file("eval.json").display());
+    }
+    Ok((report, json))
+}
+
+/// The clean and corrupt twins of a test split, embedded.
+pub fn embed_twins(
+    net: &hedge_embed::HibNet,
+    test: &NDigitDataset,
+    device: tch::Device,
+) -> Result<(hedge_embed::EmbeddedSet, hedge_embed::EmbeddedSet)> {
+    let options = EmbedOptions { samples: 1, ..Default::default() };
+    let clean = embed_dataset(net, test, &Corruption::Clean, device, options)?;
+    let corrupt = embed_dataset(net, test, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, options)?;
+    Ok((clean, corrupt))
+}
+
 /// `eval.json`: the keys of issue 3 (`verification_ap.clean`, `tau_knn.corrupt_std`, …) plus curves.
 pub fn eval_json(
     r: &ModelEval,
     config: &HibConfig,
-    split: NDigitSplit,
-    estimator: MatchEstimator,
-    args: &EvalArgs,
+    settings: &EvalSettings,
+    run: &RunDir,
+    weights: Option<&Path>,
     seconds: f64,
 ) -> serde_json::Value {
     use serde_json::json;
@@ -479,15 +542,15 @@ pub fn eval_json(
                "clean_std": t.clean.map(|m| m.std), "corrupt_std": t.corrupt.map(|m| m.std)})
     };
     json!({
-        "run": args.run.display().to_string(),
-        "weights": args.weights.as_ref().map(|w| w.display().to_string()),
-        "split": split.name(),
+        "run": run.path.display().to_string(),
+        "weights": weights.map(|w| w.display().to_string()),
+        "split": settings.split.name(),
         "model": config.model,
         "components": config.effective_components(),
         "digits": config.digits,
         "dim": config.dim,
         "steps": config.steps,
-        "match_estimator": estimator,
+        "match_estimator": settings.estimator,
         "repeats": r.repeats,
         "protocol": "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out",
         "verification_ap": twin(&r.verification_ap),
@@ -516,7 +579,7 @@ pub fn eval_json(
     })
 }
 
-fn eval_table(r: &ModelEval) -> String {
+pub fn eval_table(r: &ModelEval) -> String {
     let f = |m: MeanStd| format!("{:.3} ± {:.3}", m.mean, m.std);
     let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
     let mut t = String::from("| metric | clean | corrupt |\n|---|---|---|\n");

@@ -1,7 +1,9 @@
 //! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
 
 mod bench;
+mod figures;
 mod hib;
+mod reproduce;
 
 use clap::{Parser, Subcommand};
 

@@ -117,3 +117,29 @@ fn a_toml_config_is_read_and_flags_override_it() {
     let e = stderr(&o);
     assert!(!o.status.success() && e.contains("hib.toml") && e.contains("dims"), "{e}");
 }
+
+#[test]
+fn eval_writes_every_documented_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let o = hedge(&["hib", "train", "--model", "point", "--steps", "3", "--batch", "8", "--no-eval", "--out", s(&run)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = hedge(&["hib", "eval", "--run", s(&run), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(v["verification_ap"], on_disk["verification_ap"]);
+    for key in ["verification_ap", "knn_accuracy", "knn_plurality"] {
+        for variant in ["clean", "corrupt"] {
+            let x = v[key][variant].as_f64().unwrap_or_else(|| panic!("{key}.{variant} missing"));
+            assert!((0.0..=1.0).contains(&x), "{key}.{variant} = {x}");
+        }
+    }
+    // A point embedding has no uncertainty: its correlations are null, not invented.
+    assert!(v["tau_ap"]["clean"].is_null() && v["tau_knn"]["corrupt_std"].is_null());
+    for key in ["ece", "aurc"] {
+        assert!((0.0..=1.0).contains(&v[key].as_f64().unwrap()), "{key}");
+    }
+    assert_eq!(v["gallery_probe"].as_array().unwrap().len(), 4);
+}

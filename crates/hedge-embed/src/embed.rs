@@ -29,7 +29,7 @@ pub struct EmbeddedSet {
 pub struct EmbedOptions {
     /// Images per forward pass.
     pub batch: usize,
-    /// Monte-Carlo samples per input for η.
+    /// Monte-Carlo samples per input for η (rounded up to a multiple of the mixture components).
     pub samples: i64,
     /// Seed of the sampling noise, so the same call gives the same η.
     pub seed: i64,
@@ -60,7 +60,10 @@ pub fn embed_dataset(
             let pixels = dataset.render_batch(chunk, corruption, &mut rng);
             let x = images_to_tensor(&pixels, chunk.len(), dataset.width(), device);
             let e = net.forward(&x);
-            etas.push(net.matcher.self_mismatch(&e, options.samples).to_device(Device::Cpu));
+            // Stratified sampling needs a multiple of the component count.
+            let c = e.components();
+            let k = (options.samples.max(1) + c - 1) / c * c;
+            etas.push(net.matcher.self_mismatch(&e, k).to_device(Device::Cpu));
             means.push(e.mean.to_device(Device::Cpu));
             if let Some(v) = e.variance {
                 variances.push(v.to_device(Device::Cpu));
