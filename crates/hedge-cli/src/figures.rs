@@ -146,27 +146,35 @@ fn digits_of(classes: &[u32]) -> usize {
 
 /// Figure 5: AP and KNN accuracy per η bin (bin 0 = most certain), clean and corrupt.
 pub fn uncertainty_bins(path: &Path, series: &[(&str, &[f64])], title: &str) -> Result<()> {
-    let bins = series.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    let points: Vec<(&str, Vec<(f64, f64)>)> =
+        series.iter().map(|(name, v)| (*name, v.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect())).collect();
+    line_chart(path, &points, "uncertainty bin (eta, low to high)", "performance", title)
+}
+
+/// Lines with markers on a [x-range] x [0, 1] frame, one per named series; NaNs are skipped.
+pub fn line_chart(
+    path: &Path,
+    series: &[(&str, Vec<(f64, f64)>)],
+    x_desc: &str,
+    y_desc: &str,
+    title: &str,
+) -> Result<()> {
+    let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (x0, x1) = if x0 < x1 { (x0, x1) } else { (0.0, 1.0) };
     render(path, (900, 560), |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(50)
-            .build_cartesian_2d(0f64..(bins.max(1) - 1) as f64, 0f64..1.0)
+            .build_cartesian_2d(x0..x1, 0f64..1.0)
             .map_err(|e| anyhow!("{e}"))?;
-        chart
-            .configure_mesh()
-            .x_desc("uncertainty bin (eta, low to high)")
-            .y_desc("performance")
-            .draw()
-            .map_err(|e| anyhow!("{e}"))?;
+        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(|e| anyhow!("{e}"))?;
         for (k, (name, values)) in series.iter().enumerate() {
-            let col = Palette99::pick(k).stroke_width(2);
-            let points: Vec<(f64, f64)> =
-                values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| (i as f64, v)).collect();
+            let points: Vec<(f64, f64)> = values.iter().copied().filter(|p| p.1.is_finite()).collect();
             chart
-                .draw_series(LineSeries::new(points.clone(), col))
+                .draw_series(LineSeries::new(points.clone(), Palette99::pick(k).stroke_width(2)))
                 .map_err(|e| anyhow!("{e}"))?
                 .label(*name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(k).stroke_width(2)));

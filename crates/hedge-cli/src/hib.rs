@@ -28,6 +28,8 @@ pub enum HibCommand {
     Embed(EmbedArgs),
     /// Evaluate a trained model: verification AP, KNN, uncertainty correlations, calibration.
     Eval(EvalArgs),
+    /// Quality against training steps, from the checkpoints a run kept (--keep-every).
+    Curve(CurveArgs),
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
     Reproduce(crate::reproduce::ReproduceArgs),
 }
@@ -36,6 +38,18 @@ pub enum HibCommand {
 pub enum EstimatorArg {
     Mc,
     Quadrature,
+}
+
+#[derive(Args)]
+pub struct CurveArgs {
+    /// Run directory with a checkpoints/ folder.
+    #[arg(long)]
+    run: PathBuf,
+    /// Repeats of the sampling-dependent evaluation per checkpoint.
+    #[arg(long, default_value_t = 1)]
+    repeats: usize,
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 #[derive(Args)]
@@ -198,6 +212,7 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Train(args) => train(args),
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
+        HibCommand::Curve(args) => curve(&args.run, args.repeats, parse_device(&args.device)?).map(|_| ()),
         HibCommand::Reproduce(args) => crate::reproduce::run(args),
     }
 }
@@ -599,4 +614,52 @@ pub fn eval_table(r: &ModelEval) -> String {
         r.ece.mean, r.aurc.mean, r.repeats
     );
     t
+}
+
+/// Evaluates every kept checkpoint of a run (and its final model) on test_unseen; writes
+/// `curve.json` (step, training seconds, AP and KNN, clean and corrupt) and `curve.png`.
+pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<serde_json::Value>> {
+    let run = RunDir::open(run_dir)?;
+    let dir = run.file(hedge_embed::run::CHECKPOINTS_DIR);
+    let mut files: Vec<(usize, PathBuf)> = std::fs::read_dir(&dir)
+        .with_context(|| format!("'{}' has no checkpoints; train with --keep-every N", dir.display()))?
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let step = p.file_stem()?.to_str()?.strip_prefix("model-")?.parse().ok()?;
+            Some((step, p))
+        })
+        .collect();
+    files.sort();
+    let seconds_at: std::collections::BTreeMap<usize, f64> =
+        run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
+    let settings = EvalSettings { repeats, ..Default::default() };
+    let mut rows = Vec::new();
+    for (step, path) in &files {
+        info!("curve: step {step}");
+        let (_, j) = evaluate_run(&run, Some(path), &settings, device)?;
+        rows.push(serde_json::json!({
+            "step": step,
+            "train_seconds": seconds_at.get(step),
+            "verification_ap": j["verification_ap"],
+            "knn_accuracy": j["knn_accuracy"],
+        }));
+    }
+    let text = serde_json::to_string_pretty(&rows)? + "\n";
+    hedge_data::write_atomic(&run.file("curve.json"), text.as_bytes())?;
+    let series = |key: &str, variant: &str| -> Vec<(f64, f64)> {
+        rows.iter().filter_map(|r| Some((r["step"].as_f64()?, r[key][variant].as_f64()?))).collect()
+    };
+    crate::figures::line_chart(
+        &run.file("curve.png"),
+        &[
+            ("verification AP, clean", series("verification_ap", "clean")),
+            ("verification AP, corrupt", series("verification_ap", "corrupt")),
+            ("KNN accuracy, clean", series("knn_accuracy", "clean")),
+            ("KNN accuracy, corrupt gallery", series("knn_accuracy", "corrupt")),
+        ],
+        "training steps",
+        "test_unseen",
+        &format!("{}: quality vs training steps", run.path.display()),
+    )?;
+    Ok(rows)
 }

@@ -45,6 +45,9 @@ pub struct ReproduceArgs {
     /// Also train point embeddings with the hard contrastive loss at these margins (Appendix B).
     #[arg(long)]
     appendix_b: bool,
+    /// Also evaluate every kept checkpoint (each 1,000 steps) and plot quality against steps.
+    #[arg(long)]
+    curves: bool,
     #[arg(long, default_value = "cpu")]
     device: String,
     #[arg(long, default_value_t = 0)]
@@ -201,6 +204,9 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         write(&args.out.join("appendix_b.md"), &appendix_b(&summary))?;
     }
     draw_figures(&args, &results, device)?;
+    if args.curves {
+        draw_curves(&args, &results, device)?;
+    }
     write(&args.out.join("README.md"), &readme(&args, &summary))?;
     println!("{}", table1(&summary));
     println!("{}", table2(&summary));
@@ -459,5 +465,36 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
         s["seconds"].as_f64().unwrap_or(0.0),
         table1(s),
         table2(s),
+    )
+}
+
+/// AP and KNN against training steps for the seed-0 run of point, MoG-1 and MoG-2:
+/// `curves.json` and `quality_vs_steps.png`.
+fn draw_curves(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: tch::Device) -> Result<()> {
+    let mut all = serde_json::Map::new();
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (v, evals) in results.iter().filter(|(v, _)| ["point", "mog1", "mog2"].contains(&v.key.as_str())) {
+        let Some(run_path) = evals.first().and_then(|e| e["run"].as_str()) else { continue };
+        let rows = crate::hib::curve(Path::new(run_path), 1, device)?;
+        for (key, variant, what) in [
+            ("verification_ap", "clean", "AP clean"),
+            ("verification_ap", "corrupt", "AP corrupt"),
+            ("knn_accuracy", "corrupt", "KNN corrupt"),
+        ] {
+            series.push((
+                format!("{} {what}", v.label),
+                rows.iter().filter_map(|r| Some((r["step"].as_f64()?, r[key][variant].as_f64()?))).collect(),
+            ));
+        }
+        all.insert(v.key.clone(), Value::Array(rows));
+    }
+    write(&args.out.join("curves.json"), &(serde_json::to_string_pretty(&Value::Object(all))? + "\n"))?;
+    let named: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+    figures::line_chart(
+        &args.out.join("quality_vs_steps.png"),
+        &named,
+        "training steps",
+        "test_unseen",
+        &format!("N = {}, D = {}: quality vs training steps", args.digits, args.dim),
     )
 }
