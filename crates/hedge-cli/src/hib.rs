@@ -9,8 +9,8 @@ use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset,
 use hedge_embed::evaluate::{MeanStd, Twin};
 use hedge_embed::{
     device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions,
-    EvalOptions, HibConfig, LossKind, MatchEstimator, ModelEval, ModelEvalOptions, ModelKind, RunConfig, RunDir,
-    Trainer,
+    EvalOptions, HibConfig, LossKind, LrSchedule, MatchEstimator, ModelEval, ModelEvalOptions, ModelKind, RunConfig,
+    RunDir, Trainer,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
@@ -102,6 +102,21 @@ enum LossArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum ScheduleArg {
+    Constant,
+    Cosine,
+}
+
+impl From<ScheduleArg> for LrSchedule {
+    fn from(s: ScheduleArg) -> Self {
+        match s {
+            ScheduleArg::Constant => LrSchedule::Constant,
+            ScheduleArg::Cosine => LrSchedule::Cosine,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum PrecisionArg {
     Auto,
     F32,
@@ -133,7 +148,7 @@ pub struct TrainArgs {
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "seed", "precision"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "lr_schedule", "seed", "precision"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -166,6 +181,9 @@ pub struct TrainArgs {
     /// Adam learning rate.
     #[arg(long)]
     lr: Option<f64>,
+    /// Learning-rate schedule: constant or cosine (decay to 0 at --steps).
+    #[arg(long, value_enum)]
+    lr_schedule: Option<ScheduleArg>,
     #[arg(long)]
     seed: Option<u64>,
     /// Number format of the convolutions (auto: bf16 where the hardware has it).
@@ -268,6 +286,9 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     }
     if let Some(v) = args.seed {
         c.seed = v;
+    }
+    if let Some(v) = args.lr_schedule {
+        c.lr_schedule = v.into();
     }
     if let Some(v) = args.precision {
         c.conv_precision = v.into();

@@ -36,6 +36,9 @@ pub struct ReproduceArgs {
     /// Adam learning rate.
     #[arg(long)]
     lr: Option<f64>,
+    /// Learning-rate schedule.
+    #[arg(long, value_enum, default_value = "constant")]
+    lr_schedule: crate::hib::ScheduleArg,
     /// Also train MoG-1 with beta = 0 (Table 5).
     #[arg(long)]
     beta_sweep: bool,
@@ -112,7 +115,8 @@ fn variants(args: &ReproduceArgs) -> Vec<Variant> {
     let base = match args.lr {
         Some(lr) => base.with_learning_rate(lr),
         None => base,
-    };
+    }
+    .with_lr_schedule(args.lr_schedule.into());
     let mut v = vec![
         Variant { key: "point".into(), label: "point".into(), config: base.clone().with_model(ModelKind::Point) },
         Variant { key: "mog1".into(), label: "MoG-1".into(), config: base.clone().with_model(ModelKind::Gaussian) },

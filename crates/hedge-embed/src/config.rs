@@ -26,6 +26,26 @@ pub enum LossKind {
     Contrastive,
 }
 
+/// How the learning rate moves over training.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrSchedule {
+    /// `learning_rate` throughout (the paper states no schedule).
+    Constant,
+    /// Half a cosine from `learning_rate` down to 0 at `steps`.
+    Cosine,
+}
+
+impl LrSchedule {
+    /// The learning rate of step `step` (0-based) of `steps`.
+    pub fn at(self, base: f64, step: usize, steps: usize) -> f64 {
+        match self {
+            LrSchedule::Constant => base,
+            LrSchedule::Cosine => 0.5 * base * (1.0 + (std::f64::consts::PI * step as f64 / steps.max(1) as f64).cos()),
+        }
+    }
+}
+
 /// Number format of the two convolutions (the trunk's bulk of arithmetic). The master weights,
 /// the head, the losses and the optimiser always stay in f32; `bf16` casts the conv inputs and
 /// weights as PyTorch's autocast would, which doubles training speed on CPUs with AVX512-BF16.
@@ -75,6 +95,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `beta` | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
 /// | `samples` | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
 /// | `learning_rate` | 1e-3 | Adam step size | > 0 |
+/// | `lr_schedule` | constant | constant or cosine decay to 0 | |
 /// | `channels` | [32, 64] | widths of the two conv layers | ≥ 1 |
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
@@ -97,6 +118,7 @@ pub struct HibConfig {
     pub beta: f64,
     pub samples: usize,
     pub learning_rate: f64,
+    pub lr_schedule: LrSchedule,
     pub channels: [usize; 2],
     pub occlusion_probability: f64,
     pub min_variance: f64,
@@ -122,6 +144,7 @@ impl Default for HibConfig {
             beta: 1e-4,
             samples: 8,
             learning_rate: 1e-3,
+            lr_schedule: LrSchedule::Constant,
             channels: [32, 64],
             occlusion_probability: 0.2,
             min_variance: 1e-6,
@@ -160,6 +183,7 @@ impl HibConfig {
         with_beta: beta: f64,
         with_samples: samples: usize,
         with_learning_rate: learning_rate: f64,
+        with_lr_schedule: lr_schedule: LrSchedule,
         with_channels: channels: [usize; 2],
         with_occlusion_probability: occlusion_probability: f64,
         with_min_variance: min_variance: f64,
@@ -279,6 +303,14 @@ mod tests {
             let msg = c.check().unwrap_err().to_string();
             assert!(msg.contains(&format!("'{field}'")), "{msg}");
         }
+    }
+
+    #[test]
+    fn cosine_schedule_starts_at_the_base_rate_and_ends_at_zero() {
+        assert_eq!(LrSchedule::Cosine.at(1e-3, 0, 100), 1e-3);
+        assert!((LrSchedule::Cosine.at(1e-3, 50, 100) - 5e-4).abs() < 1e-15);
+        assert!(LrSchedule::Cosine.at(1e-3, 100, 100).abs() < 1e-15);
+        assert_eq!(LrSchedule::Constant.at(1e-3, 70, 100), 1e-3);
     }
 
     #[test]

@@ -160,6 +160,7 @@ impl Trainer {
                 (l.shallow_clone(), l, zero)
             }
         };
+        self.adam.learning_rate = self.config.lr_schedule.at(self.config.learning_rate, self.step, self.config.steps);
         self.adam.zero_grad();
         total.backward();
         self.adam.step();
