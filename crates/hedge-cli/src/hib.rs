@@ -597,8 +597,10 @@ pub fn eval_json(
         "ece": r.ece.mean,
         "ece_std": r.ece.std,
         "ece_by_variant": twin(&r.ece_by_variant),
-        "aurc": r.aurc.mean,
-        "aurc_std": r.aurc.std,
+        // A point embedding has no η to reject by: its risk-coverage curve would only reflect
+        // the input order.
+        "aurc": (config.model != ModelKind::Point).then_some(r.aurc.mean),
+        "aurc_std": (config.model != ModelKind::Point).then_some(r.aurc.std),
         "risk_at_coverage": r.risk_at_coverage,
         "mean_eta": {"clean": r.mean_eta.clean, "corrupt": r.mean_eta.corrupt},
         "gallery_probe": r.gallery_probe.iter().map(|g| json!({
