@@ -8,9 +8,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::evaluate::{MeanStd, Twin};
 use hedge_embed::{
-    device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, ConvPrecision, EmbedOptions,
-    EvalOptions, HibConfig, LossKind, LrSchedule, MatchEstimator, ModelEval, ModelEvalOptions, ModelKind, RunConfig,
-    RunDir, Trainer,
+    device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, BatchComposition,
+    ConvPrecision, EmbedOptions, EvalOptions, HibConfig, LossKind, LrSchedule, MatchEstimator, ModelEval,
+    ModelEvalOptions, ModelKind, RunConfig, RunDir, Trainer,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
@@ -23,7 +23,7 @@ pub const PAIR_SEED: u64 = 1;
 #[derive(Subcommand)]
 pub enum HibCommand {
     /// Train a point, Gaussian or mixture-of-Gaussians embedding (writes a run directory).
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// Embed a split with a trained model into an .npz (mean, variance, weights, label, eta).
     Embed(EmbedArgs),
     /// Evaluate a trained model: verification AP, KNN, uncertainty correlations, calibration.
@@ -31,7 +31,7 @@ pub enum HibCommand {
     /// Quality against training steps, from the checkpoints a run kept (--keep-every).
     Curve(CurveArgs),
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
-    Reproduce(crate::reproduce::ReproduceArgs),
+    Reproduce(Box<crate::reproduce::ReproduceArgs>),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -148,7 +148,7 @@ pub struct TrainArgs {
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "beta", "samples", "lr", "lr_schedule", "seed", "precision"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -170,8 +170,12 @@ pub struct TrainArgs {
     #[arg(long)]
     steps: Option<usize>,
     /// Pairs per step (two images each).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "group")]
     batch: Option<usize>,
+    /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
+    /// scoring every within-class pair and as many cross-class ones.
+    #[arg(long, value_name = "CLASSESxIMAGES")]
+    group: Option<String>,
     /// Weight of the KL term.
     #[arg(long)]
     beta: Option<f64>,
@@ -227,11 +231,11 @@ pub struct EmbedArgs {
 
 pub fn run(command: HibCommand) -> Result<()> {
     match command {
-        HibCommand::Train(args) => train(args),
+        HibCommand::Train(args) => train(*args),
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
         HibCommand::Curve(args) => curve(&args.run, args.repeats, parse_device(&args.device)?).map(|_| ()),
-        HibCommand::Reproduce(args) => crate::reproduce::run(args),
+        HibCommand::Reproduce(args) => crate::reproduce::run(*args),
     }
 }
 
@@ -275,6 +279,9 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.batch {
         c.batch_pairs = v;
     }
+    if let Some(v) = &args.group {
+        c = with_group(c, v)?;
+    }
     if let Some(v) = args.beta {
         c.beta = v;
     }
@@ -295,6 +302,15 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     }
     c.check()?;
     Ok(c)
+}
+
+/// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (the `--group` flag).
+pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
+    let parsed = spec.split_once('x').and_then(|(p, k)| Some((p.trim().parse().ok()?, k.trim().parse().ok()?)));
+    let Some((classes, per_class)) = parsed else {
+        bail!("--group '{spec}': expected CLASSESxIMAGES, e.g. 32x8");
+    };
+    Ok(config.with_batch(BatchComposition::Grouped).with_group_classes(classes).with_group_size(per_class))
 }
 
 /// Creates a run directory and writes its resolved `config.json`.
@@ -368,13 +384,16 @@ pub fn run_training(
         run.truncate_metrics(trainer.step())?;
         info!("resuming {} at step {} of {}", run.path.display(), trainer.step(), config.steps);
     }
+    let batch = match config.batch {
+        BatchComposition::Independent => format!("{} independent pairs", config.batch_pairs),
+        BatchComposition::Grouped => format!("{} classes x {} images", config.group_classes, config.group_size),
+    };
     info!(
-        "training {:?} HIB, D = {}, {}-digit MNIST, {} steps of {} pairs on {} ({} threads) into {}",
+        "training {:?} HIB, D = {}, {}-digit MNIST, {} steps of {batch} on {} ({} threads) into {}",
         config.model,
         config.dim,
         config.digits,
         config.steps,
-        config.batch_pairs,
         device_name(device),
         tch::get_num_threads(),
         run.path.display()
@@ -515,7 +534,7 @@ impl Default for EvalSettings {
 }
 
 /// Embeds the split's clean and corrupt twins with the run's model (or `weights`), evaluates,
-/// and (for the run's own model) writes `eval.json`.
+/// and (for the run's own model) writes `eval.json` (`test_unseen`) or `eval_test_seen.json`.
 pub fn evaluate_run(
     run: &RunDir,
     weights: Option<&Path>,
@@ -543,9 +562,14 @@ pub fn evaluate_run(
     let report = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
     let json = eval_json(&report, &config, settings, run, weights, started.elapsed().as_secs_f64());
     if weights.is_none() {
+        // One report per split, so evaluating test_seen never replaces the test_unseen report.
+        let name = match settings.split {
+            NDigitSplit::TestUnseen => "eval.json".to_string(),
+            other => format!("eval_{}.json", other.name()),
+        };
         let text = serde_json::to_string_pretty(&json)? + "\n";
-        hedge_data::write_atomic(&run.file("eval.json"), text.as_bytes())?;
-        info!("wrote {}", run.file("eval.json").display());
+        hedge_data::write_atomic(&run.file(&name), text.as_bytes())?;
+        info!("wrote {}", run.file(&name).display());
     }
     Ok((report, json))
 }

@@ -39,6 +39,9 @@ pub struct ReproduceArgs {
     /// Learning-rate schedule.
     #[arg(long, value_enum, default_value = "constant")]
     lr_schedule: crate::hib::ScheduleArg,
+    /// Grouped batches CLASSESxIMAGES (e.g. 32x8) instead of the paper's 128 independent pairs.
+    #[arg(long, value_name = "CLASSESxIMAGES")]
+    group: Option<String>,
     /// Also train MoG-1 with beta = 0 (Table 5).
     #[arg(long)]
     beta_sweep: bool,
@@ -110,8 +113,12 @@ struct Variant {
     config: HibConfig,
 }
 
-fn variants(args: &ReproduceArgs) -> Vec<Variant> {
+fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
     let base = HibConfig::default().with_digits(args.digits).with_dim(args.dim).with_steps(args.steps).with_beta(1e-4);
+    let base = match &args.group {
+        Some(spec) => crate::hib::with_group(base, spec)?,
+        None => base,
+    };
     let base = match args.lr {
         Some(lr) => base.with_learning_rate(lr),
         None => base,
@@ -142,7 +149,10 @@ fn variants(args: &ReproduceArgs) -> Vec<Variant> {
             });
         }
     }
-    v
+    for variant in &v {
+        variant.config.check()?;
+    }
+    Ok(v)
 }
 
 /// Trains (or resumes, or reuses) one run and returns its eval.json.
@@ -184,7 +194,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let settings = EvalSettings { repeats: args.repeats, ..Default::default() };
     let started = std::time::Instant::now();
     let mut results: Vec<(Variant, Vec<Value>)> = Vec::new();
-    for v in variants(&args) {
+    for v in variants(&args)? {
         let mut evals = Vec::new();
         for seed in 0..args.seeds {
             let dir = args.out.join("runs").join(format!("{}-seed{seed}", v.key));
@@ -267,7 +277,8 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
         "seeds": args.seeds,
         "repeats": args.repeats,
         "seconds": seconds,
-        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        // argv[0] normalised: the binary may run from a copy outside target/.
+        "command": std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" "),
     })
 }
 
@@ -454,18 +465,43 @@ fn draw_figures(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device:
 }
 
 fn readme(args: &ReproduceArgs, s: &Value) -> String {
+    // Training time of each model (mean over seeds), from its run's state: a re-invocation that
+    // reuses finished runs still reports what the training cost.
+    let train_times: Vec<String> = s["models"]
+        .as_object()
+        .map(|models| {
+            models
+                .values()
+                .filter_map(|m| {
+                    let secs: Vec<f64> = m["train_seconds"].as_array()?.iter().filter_map(Value::as_f64).collect();
+                    let mean = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
+                    Some(format!("{} {:.0} s", m["label"].as_str()?, mean))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     format!(
-        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{} training steps per model (batch 128 pairs, Adam, lr {}), {} seed(s), \
-         evaluation on `test_unseen` with {} repeats of the sampling-dependent metrics. Total wall-clock: {:.0} s.\n\n{}\n{}\n\
+        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{} training steps per model ({}, Adam, lr {}, {} learning rate), {} seed(s), \
+         evaluation on `test_unseen` with {} repeats of the sampling-dependent metrics. Training time per model: {}. \
+         Wall-clock of the last invocation: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
          (config.json, metrics.jsonl, model.safetensors, eval.json; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
         args.digits,
         args.dim,
         s["command"].as_str().unwrap_or(""),
         args.steps,
+        match &args.group {
+            Some(g) => format!("grouped batches of {g} (classes x images per class): every within-class pair and as many cross-class ones"),
+            None => "batch 128 independent pairs as in the paper".to_string(),
+        },
         args.lr.unwrap_or(HibConfig::default().learning_rate),
+        match args.lr_schedule {
+            crate::hib::ScheduleArg::Constant => "constant",
+            crate::hib::ScheduleArg::Cosine => "cosine-decayed",
+        },
         args.seeds,
         args.repeats,
+        train_times.join(", "),
         s["seconds"].as_f64().unwrap_or(0.0),
         table1(s),
         table2(s),

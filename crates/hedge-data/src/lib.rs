@@ -28,4 +28,4 @@ pub use mnist::{Mnist, MnistSplit};
 pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData};
 pub use occlusion::{Corruption, Occlusion};
-pub use pairs::{verification_pairs, BalancedPairSampler, PairBatch};
+pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};

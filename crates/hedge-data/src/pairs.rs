@@ -102,6 +102,101 @@ impl BalancedPairSampler {
     }
 }
 
+/// A grouped ("P x K") batch: the images to embed, and pairs given as positions in `images`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupedBatch {
+    /// Dataset indices of the batch's images, group after group.
+    pub images: Vec<usize>,
+    /// Pairs of positions in `images` (not dataset indices).
+    pub pairs: PairBatch,
+}
+
+/// Batches of `classes` classes with `per_class` distinct images each, scored on every
+/// within-class pair plus as many random cross-class pairs (so still half matching).
+///
+/// The same images as an independent batch of `classes · per_class / 2` pairs yield
+/// `classes · per_class · (per_class − 1)` pairs here: the embedding cost of a step is unchanged,
+/// the number of scored pairs grows `per_class − 1` fold. A departure from the paper's
+/// two-stream sampler, offered to study batch composition.
+#[derive(Debug, Clone)]
+pub struct GroupedPairSampler {
+    by_class: Vec<Vec<usize>>,
+    classes: usize,
+    per_class: usize,
+}
+
+impl GroupedPairSampler {
+    /// # Errors
+    /// [`DataError::InvalidArgument`] when `classes < 2`, `per_class < 2`, the labels have fewer
+    /// than `classes` classes, or a class has fewer than `per_class` images.
+    pub fn new(labels: &[u32], classes: usize, per_class: usize) -> Result<Self> {
+        let mut map: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, &l) in labels.iter().enumerate() {
+            map.entry(l).or_default().push(i);
+        }
+        let invalid = |what: String| Err(DataError::InvalidArgument { name: "group", what });
+        if classes < 2 || per_class < 2 {
+            return invalid(format!(
+                "{classes} classes x {per_class} images; a grouped batch needs at least 2 classes of at least 2 images"
+            ));
+        }
+        if map.len() < classes {
+            return invalid(format!("{classes} classes per batch but the labels have only {}", map.len()));
+        }
+        if let Some((label, members)) = map.iter().find(|(_, m)| m.len() < per_class) {
+            return invalid(format!(
+                "class {label} has {} images, fewer than the {per_class} per class a batch takes",
+                members.len()
+            ));
+        }
+        Ok(GroupedPairSampler { by_class: map.into_values().collect(), classes, per_class })
+    }
+
+    /// Images per batch.
+    pub fn images_per_batch(&self) -> usize {
+        self.classes * self.per_class
+    }
+
+    /// Pairs per batch: every within-class pair and as many cross-class ones.
+    pub fn pairs_per_batch(&self) -> usize {
+        self.classes * self.per_class * (self.per_class - 1)
+    }
+
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> GroupedBatch {
+        let chosen = rand::seq::index::sample(rng, self.by_class.len(), self.classes);
+        let mut images = Vec::with_capacity(self.images_per_batch());
+        for c in chosen.iter() {
+            let members = &self.by_class[c];
+            images.extend(rand::seq::index::sample(rng, members.len(), self.per_class).iter().map(|k| members[k]));
+        }
+        let group = |position: usize| position / self.per_class;
+        let mut out: Vec<(usize, usize, bool)> = Vec::with_capacity(self.pairs_per_batch());
+        for g in 0..self.classes {
+            let start = g * self.per_class;
+            for i in start..start + self.per_class {
+                for j in i + 1..start + self.per_class {
+                    out.push((i, j, true));
+                }
+            }
+        }
+        let matching = out.len();
+        let n = images.len();
+        while out.len() < 2 * matching {
+            let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+            if group(i) != group(j) {
+                out.push((i, j, false));
+            }
+        }
+        out.shuffle(rng);
+        let pairs = PairBatch {
+            left: out.iter().map(|p| p.0).collect(),
+            right: out.iter().map(|p| p.1).collect(),
+            is_match: out.iter().map(|p| p.2).collect(),
+        };
+        GroupedBatch { images, pairs }
+    }
+}
+
 /// A fixed verification set: `matching` + `non_matching` pairs drawn from `seed`, as in the
 /// paper's 10k test pairs (half matching).
 pub fn verification_pairs(labels: &[u32], matching: usize, non_matching: usize, seed: u64) -> Result<PairBatch> {
@@ -150,6 +245,37 @@ mod tests {
         assert_eq!(a.is_match.iter().filter(|&&m| m).count(), 50);
         assert_eq!(a.is_match.iter().filter(|&&m| !m).count(), 70);
         assert_eq!(a, verification_pairs(&labels, 50, 70, 9).unwrap());
+    }
+
+    #[test]
+    fn grouped_batches_pair_within_and_across_classes() {
+        // 40 classes of 10 images; labels interleaved so positions and classes differ.
+        let labels: Vec<u32> = (0..400).map(|i| (i % 40) as u32).collect();
+        let sampler = GroupedPairSampler::new(&labels, 8, 4).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let b = sampler.sample(&mut rng);
+        assert_eq!(b.images.len(), 32);
+        assert_eq!(b.pairs.len(), sampler.pairs_per_batch());
+        // 8 groups x C(4, 2) = 48 matching pairs, and as many non-matching.
+        assert_eq!(b.pairs.is_match.iter().filter(|&&m| m).count(), 48);
+        let mut distinct = b.images.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 32, "images in a batch are distinct");
+        for k in 0..b.pairs.len() {
+            let (l, r) = (labels[b.images[b.pairs.left[k]]], labels[b.images[b.pairs.right[k]]]);
+            assert_eq!(l == r, b.pairs.is_match[k]);
+        }
+        let classes: std::collections::BTreeSet<u32> = b.images.iter().map(|&i| labels[i]).collect();
+        assert_eq!(classes.len(), 8);
+    }
+
+    #[test]
+    fn grouped_sampler_refuses_impossible_groups() {
+        let labels: Vec<u32> = (0..30).map(|i| (i % 3) as u32).collect();
+        assert!(GroupedPairSampler::new(&labels, 4, 2).is_err(), "only 3 classes");
+        assert!(GroupedPairSampler::new(&labels, 2, 11).is_err(), "classes have 10 images");
+        assert!(GroupedPairSampler::new(&labels, 2, 1).is_err(), "no matching pair in a group of 1");
     }
 
     #[test]

@@ -42,6 +42,17 @@ impl Embedding {
         }
     }
 
+    /// The rows `index` of the batch, in that order (rows may repeat).
+    ///
+    /// # Shapes
+    /// `index`: `[P]` int64; returns a `[P, C, D]` embedding.
+    pub fn select_rows(&self, index: &Tensor) -> Embedding {
+        Embedding {
+            mean: self.mean.index_select(0, index),
+            variance: self.variance.as_ref().map(|v| v.index_select(0, index)),
+        }
+    }
+
     /// `k` reparameterised samples per input, stratified: `k / C` from every component.
     /// A point embedding returns itself once, whatever `k`.
     ///

@@ -18,7 +18,7 @@ pub mod optim;
 pub mod run;
 pub mod train;
 
-pub use config::{ConvPrecision, HibConfig, LossKind, LrSchedule, ModelKind};
+pub use config::{BatchComposition, ConvPrecision, HibConfig, LossKind, LrSchedule, ModelKind};
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, match_scores, verification_ap, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};

@@ -47,6 +47,9 @@ pub struct StepMetrics {
     pub b: f64,
     pub seconds: f64,
     pub pairs_per_s: f64,
+    /// Pairs scored in the step (absent, so 0, in runs written before grouped batches).
+    #[serde(default)]
+    pub pairs: usize,
 }
 
 /// A run directory on disk.

@@ -2,12 +2,12 @@
 
 use std::time::Instant;
 
-use hedge_data::{BalancedPairSampler, Corruption, NDigitDataset};
+use hedge_data::{BalancedPairSampler, Corruption, GroupedPairSampler, NDigitDataset};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
-use crate::config::{HibConfig, LossKind};
+use crate::config::{BatchComposition, HibConfig, LossKind};
 use crate::loss::{contrastive, vib_loss};
 use crate::model::HibNet;
 use crate::optim::Adam;
@@ -43,6 +43,15 @@ struct StepBatch {
     images: Tensor,
     is_match: Tensor,
     pairs: usize,
+    /// Positions of each pair's images in `images` (grouped batches); `None` means the first
+    /// `pairs` images are the left ones and the next `pairs` the right ones.
+    positions: Option<(Tensor, Tensor)>,
+}
+
+/// The pair sampler of a [`BatchComposition`].
+enum Sampler {
+    Independent(BalancedPairSampler),
+    Grouped(GroupedPairSampler),
 }
 
 /// A model being trained, with its optimiser, data and position.
@@ -57,7 +66,7 @@ pub struct Trainer {
     pub net: HibNet,
     adam: Adam,
     dataset: NDigitDataset,
-    sampler: BalancedPairSampler,
+    sampler: Sampler,
     step: usize,
     seconds: f64,
     keep_every: Option<usize>,
@@ -76,7 +85,12 @@ impl Trainer {
         }
         let (vs, net) = build_model(&config, device)?;
         let adam = Adam::new(&vs, config.learning_rate);
-        let sampler = BalancedPairSampler::new(&dataset.labels)?;
+        let sampler = match config.batch {
+            BatchComposition::Independent => Sampler::Independent(BalancedPairSampler::new(&dataset.labels)?),
+            BatchComposition::Grouped => {
+                Sampler::Grouped(GroupedPairSampler::new(&dataset.labels, config.group_classes, config.group_size)?)
+            }
+        };
         Ok(Trainer { config, device, vs, net, adam, dataset, sampler, step: 0, seconds: 0.0, keep_every: None })
     }
 
@@ -119,15 +133,29 @@ impl Trainer {
     fn batch(&self, step: usize) -> StepBatch {
         let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
         rng.set_stream(step as u64);
-        let pairs = self.sampler.sample(self.config.batch_pairs, &mut rng);
         let corruption = Corruption::Random { probability: self.config.occlusion_probability };
-        // Left images first, then right ones: one forward pass embeds both.
-        let order: Vec<usize> = pairs.left.iter().chain(&pairs.right).copied().collect();
+        let (order, pairs, positions) = match &self.sampler {
+            Sampler::Independent(sampler) => {
+                let pairs = sampler.sample(self.config.batch_pairs, &mut rng);
+                // Left images first, then right ones: one forward pass embeds both.
+                let order: Vec<usize> = pairs.left.iter().chain(&pairs.right).copied().collect();
+                (order, pairs, None)
+            }
+            Sampler::Grouped(sampler) => {
+                let batch = sampler.sample(&mut rng);
+                let index = |p: &[usize]| {
+                    Tensor::from_slice(&p.iter().map(|&i| i as i64).collect::<Vec<_>>()).to_device(self.device)
+                };
+                let positions = (index(&batch.pairs.left), index(&batch.pairs.right));
+                (batch.images, batch.pairs, Some(positions))
+            }
+        };
         let pixels = self.dataset.render_batch(&order, &corruption, &mut rng);
         StepBatch {
             images: images_to_tensor(&pixels, order.len(), self.dataset.width(), self.device),
             is_match: Tensor::from_slice(&pairs.is_match).to_device(self.device),
             pairs: pairs.len(),
+            positions,
         }
     }
 
@@ -138,8 +166,13 @@ impl Trainer {
         // The reparameterisation noise of this step, reproducible on resume.
         tch::manual_seed((self.config.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.step as i64));
         let embedding = self.net.forward(&batch.images);
-        let b = batch.pairs as i64;
-        let (left, right) = (embedding.narrow(0, b), embedding.narrow(b, b));
+        let (left, right) = match &batch.positions {
+            Some((l, r)) => (embedding.select_rows(l), embedding.select_rows(r)),
+            None => {
+                let b = batch.pairs as i64;
+                (embedding.narrow(0, b), embedding.narrow(b, b))
+            }
+        };
         let (total, pair, kl) = match self.config.loss {
             LossKind::Soft => {
                 let l = vib_loss(
@@ -180,6 +213,7 @@ impl Trainer {
             b: self.net.matcher.b.double_value(&[]),
             seconds: self.seconds,
             pairs_per_s: batch.pairs as f64 / seconds,
+            pairs: batch.pairs,
         })
     }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
-use hedge_embed::{load_model, HibConfig, ModelKind, RunDir, Trainer};
+use hedge_embed::{load_model, BatchComposition, HibConfig, ModelKind, RunDir, Trainer};
 use tch::{Device, Kind, Tensor};
 
 /// libtorch's random generator is process-wide: tests that train take turns, as two trainings
@@ -34,8 +34,22 @@ fn config(steps: usize) -> HibConfig {
         .with_seed(5)
 }
 
+/// Grouped batches (4 classes x 4 images: 48 pairs from 16 images) instead of independent pairs.
+fn grouped(steps: usize) -> HibConfig {
+    config(steps).with_batch(BatchComposition::Grouped).with_group_classes(4).with_group_size(4)
+}
+
 #[test]
 fn resumed_training_equals_uninterrupted_training() {
+    resume_is_exact(config);
+}
+
+#[test]
+fn resumed_grouped_training_equals_uninterrupted_training() {
+    resume_is_exact(grouped);
+}
+
+fn resume_is_exact(config: fn(usize) -> HibConfig) {
     let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
@@ -70,6 +84,12 @@ fn resumed_training_equals_uninterrupted_training() {
     let metrics = part_dir.read_metrics().unwrap();
     assert_eq!(metrics.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     assert!(metrics.iter().all(|m| m.loss.is_finite() && m.a > 0.0));
+    // Independent batches score 16 pairs a step; 4 x 4 groups score 4·4·3 = 48.
+    let pairs = match config(1).batch {
+        BatchComposition::Independent => 16,
+        BatchComposition::Grouped => 48,
+    };
+    assert!(metrics.iter().all(|m| m.pairs == pairs), "every step scores {pairs} pairs");
 }
 
 #[test]
