@@ -2,13 +2,12 @@
 
 use std::path::Path;
 
-use hedge_data::{Corruption, NDigitDataset, NpyArray, NpyData, PairBatch};
+use hedge_data::{Corruption, NDigitDataset, NpyArray, NpyData};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
 
 use crate::distribution::Embedding;
-use crate::loss::MatchHead;
 use crate::model::HibNet;
 use crate::train::images_to_tensor;
 use crate::Result;
@@ -121,31 +120,4 @@ impl EmbeddedSet {
         )?;
         Ok(())
     }
-}
-
-/// p(m | x1, x2) for every pair, by Monte Carlo with `samples` per input (Eq. 5).
-pub fn match_scores(matcher: &MatchHead, set: &EmbeddedSet, pairs: &PairBatch, samples: i64, seed: i64) -> Vec<f64> {
-    tch::manual_seed(seed);
-    tch::no_grad(|| {
-        let matcher_cpu =
-            MatchHead { a_raw: matcher.a_raw.to_device(Device::Cpu), b: matcher.b.to_device(Device::Cpu) };
-        let mut scores = Vec::with_capacity(pairs.len());
-        for (l, r) in pairs.left.chunks(2000).zip(pairs.right.chunks(2000)) {
-            let p = matcher_cpu.match_probability(&set.select(l), &set.select(r), samples);
-            scores.extend(Vec::<f64>::try_from(p.to_kind(Kind::Double)).expect("double tensor"));
-        }
-        scores
-    })
-}
-
-/// Verification average precision of `pairs` (higher p(m | x1, x2) = match).
-pub fn verification_ap(
-    matcher: &MatchHead,
-    set: &EmbeddedSet,
-    pairs: &PairBatch,
-    samples: i64,
-    seed: i64,
-) -> Result<f64> {
-    let scores = match_scores(matcher, set, pairs, samples, seed);
-    Ok(hedge_eval::average_precision(&scores, &pairs.is_match)?)
 }

@@ -144,8 +144,8 @@ impl Scorer<'_> {
             let idx = |v: &[usize]| Tensor::from_slice(&v.iter().map(|&i| i as i64).collect::<Vec<_>>());
             let (l, r) = (idx(&pairs.left), idx(&pairs.right));
             let p = self.pair_probability(
-                &select(&set.embedding, &l),
-                &select(&set.embedding, &r),
+                &set.embedding.select_rows(&l),
+                &set.embedding.select_rows(&r),
                 &z.index_select(0, &l),
                 &z.index_select(0, &r),
             )?;
@@ -208,8 +208,8 @@ impl Scorer<'_> {
                         .expand([len, m], false)
                         .flatten(0, -1)
                         + start;
-                    let pa = select(probes, &probe_rows);
-                    let gb = select(gallery, &flat);
+                    let pa = probes.select_rows(&probe_rows);
+                    let gb = gallery.select_rows(&flat);
                     let prob =
                         self.pair_probability(&pa, &gb, &zp.index_select(0, &probe_rows), &zg.index_select(0, &flat))?;
                     let prob: Vec<f64> = Vec::<f64>::try_from(prob.to_kind(Kind::Double))?;
@@ -225,8 +225,25 @@ impl Scorer<'_> {
     }
 }
 
-fn select(e: &Embedding, idx: &Tensor) -> Embedding {
-    Embedding { mean: e.mean.index_select(0, idx), variance: e.variance.as_ref().map(|v| v.index_select(0, idx)) }
+/// Verification average precision of `pairs` in `set`, p(m | x1, x2) by Monte Carlo with
+/// `samples` per input drawn from `seed`: the quick check after training. [`evaluate_model`]
+/// runs the full protocol.
+pub fn verification_ap(
+    matcher: &MatchHead,
+    set: &EmbeddedSet,
+    pairs: &PairBatch,
+    samples: i64,
+    seed: i64,
+) -> Result<f64> {
+    tch::manual_seed(seed);
+    let matcher = matcher.to_cpu();
+    let scorer = Scorer {
+        matcher: &matcher,
+        estimator: MatchEstimator::MonteCarlo { samples },
+        stochastic: set.embedding.variance.is_some(),
+    };
+    let scores = scorer.pair_scores(set, pairs)?;
+    Ok(hedge_eval::average_precision(&scores, &pairs.is_match)?)
 }
 
 /// η for every image of `set` under the estimator (seeded by the caller for Monte Carlo).
@@ -426,6 +443,8 @@ pub fn evaluate_model(
     options: &ModelEvalOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<ModelEval> {
+    // Embedded sets live on the CPU; so must the match head, whatever device trained it.
+    let matcher = &matcher.to_cpu();
     let pairs = hedge_data::verification_pairs(
         &clean.labels,
         options.matching_pairs,

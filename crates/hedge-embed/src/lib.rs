@@ -20,9 +20,9 @@ pub mod train;
 
 pub use config::{BatchComposition, ConvPrecision, HibConfig, LossKind, LrSchedule, ModelKind};
 pub use distribution::Embedding;
-pub use embed::{embed_dataset, match_scores, verification_ap, EmbedOptions, EmbeddedSet};
+pub use embed::{embed_dataset, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};
-pub use evaluate::{evaluate_model, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions};
+pub use evaluate::{evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions};
 pub use loss::MatchHead;
 pub use model::HibNet;
 pub use optim::Adam;

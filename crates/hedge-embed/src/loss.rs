@@ -16,6 +16,11 @@ pub struct MatchHead {
 }
 
 impl MatchHead {
+    /// A CPU copy (the evaluation works on CPU tensors whatever device trained the model).
+    pub fn to_cpu(&self) -> MatchHead {
+        MatchHead { a_raw: self.a_raw.to_device(tch::Device::Cpu), b: self.b.to_device(tch::Device::Cpu) }
+    }
+
     pub fn new(vs: nn::Path, init_a: f64, init_b: f64) -> Self {
         // softplus⁻¹(a) = ln(eᵃ − 1), written stably for large a.
         let a_raw = if init_a > 20.0 { init_a } else { init_a.exp_m1().ln() };
