@@ -677,6 +677,18 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
         })
         .collect();
     files.sort();
+    // A curve.json over exactly these checkpoints and repeats is reused (evaluating again costs
+    // minutes); rows without `repeats` predate the field and used 1.
+    if let Ok(text) = std::fs::read_to_string(run.file("curve.json")) {
+        if let Ok(rows) = serde_json::from_str::<Vec<serde_json::Value>>(&text) {
+            let steps: Vec<usize> = rows.iter().filter_map(|r| r["step"].as_u64().map(|s| s as usize)).collect();
+            let same_repeats = rows.iter().all(|r| r["repeats"].as_u64().unwrap_or(1) == repeats as u64);
+            if same_repeats && steps == files.iter().map(|f| f.0).collect::<Vec<_>>() {
+                info!("reusing {}", run.file("curve.json").display());
+                return Ok(rows);
+            }
+        }
+    }
     let seconds_at: std::collections::BTreeMap<usize, f64> =
         run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
     let settings = EvalSettings { repeats, ..Default::default() };
@@ -687,6 +699,7 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
         rows.push(serde_json::json!({
             "step": step,
             "train_seconds": seconds_at.get(step),
+            "repeats": repeats,
             "verification_ap": j["verification_ap"],
             "knn_accuracy": j["knn_accuracy"],
         }));

@@ -508,6 +508,47 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
     )
 }
 
+/// Per model and metric, the training time (seconds on this machine) of the first kept
+/// checkpoint at or above the paper's value, or the best value reached if none is.
+fn time_to_quality(
+    args: &ReproduceArgs,
+    curves: &serde_json::Map<String, Value>,
+    results: &[(Variant, Vec<Value>)],
+) -> String {
+    let paper = paper(args.digits, args.dim).unwrap_or(Value::Null);
+    let mut t = format!(
+        "Time to quality, N = {}, D = {}: training wall-clock (2 threads, this machine) until a kept checkpoint \
+         reaches the paper's value on test_unseen (one Monte-Carlo repeat per checkpoint).\n\n\
+         | model | metric | paper | reached at | best so far |\n|---|---|---|---|---|\n",
+        args.digits, args.dim
+    );
+    for (v, _) in results {
+        let Some(rows) = curves.get(&v.key).and_then(Value::as_array) else { continue };
+        for (key, variant, name) in [
+            ("verification_ap", "clean", "AP clean"),
+            ("verification_ap", "corrupt", "AP corrupt"),
+            ("knn_accuracy", "clean", "KNN clean"),
+            ("knn_accuracy", "corrupt", "KNN corrupt"),
+        ] {
+            let Some(target) = paper[&v.key][key][variant].as_f64() else { continue };
+            let points: Vec<(u64, f64, f64)> = rows
+                .iter()
+                .filter_map(|r| Some((r["step"].as_u64()?, r["train_seconds"].as_f64()?, r[key][variant].as_f64()?)))
+                .collect();
+            let reached = points.iter().find(|p| p.2 >= target);
+            let best = points.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+            let _ = writeln!(
+                t,
+                "| {} | {name} | {target:.3} | {} | {} |",
+                v.label,
+                reached.map_or("not reached".to_string(), |p| format!("{} s (step {})", p.1.round(), p.0)),
+                best.map_or("n/a".to_string(), |p| format!("{:.3} at step {} ({} s)", p.2, p.0, p.1.round())),
+            );
+        }
+    }
+    t
+}
+
 /// AP and KNN against training steps for the seed-0 run of point, MoG-1 and MoG-2:
 /// `curves.json` and `quality_vs_steps.png`.
 fn draw_curves(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: tch::Device) -> Result<()> {
@@ -528,7 +569,8 @@ fn draw_curves(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: 
         }
         all.insert(v.key.clone(), Value::Array(rows));
     }
-    write(&args.out.join("curves.json"), &(serde_json::to_string_pretty(&Value::Object(all))? + "\n"))?;
+    write(&args.out.join("curves.json"), &(serde_json::to_string_pretty(&Value::Object(all.clone()))? + "\n"))?;
+    write(&args.out.join("time_to_quality.md"), &time_to_quality(args, &all, results))?;
     let named: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
     figures::line_chart(
         &args.out.join("quality_vs_steps.png"),
