@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use hedge_data::NDigitSplit;
-use hedge_embed::{load_model, parse_device, HibConfig, LossKind, ModelKind, RunDir};
+use hedge_data::{Corruption, NDigitSplit};
+use hedge_embed::{
+    embed_dataset, load_model, parse_device, EmbedOptions, EmbeddedSet, HibConfig, LossKind, ModelKind, RunDir,
+};
 use serde_json::{json, Value};
 use tracing::info;
 
@@ -430,8 +432,18 @@ fn draw_figures(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device:
                 &title,
             )?;
         } else {
+            // Appendix D orders the centroids of all classes: the seen and unseen test classes.
+            let seen = load_split(args.digits, NDigitSplit::TestSeen)?;
+            let seen = embed_dataset(
+                &net,
+                &seen,
+                &Corruption::Clean,
+                device,
+                EmbedOptions { samples: 1, ..Default::default() },
+            )?;
+            let all = EmbeddedSet::concat(&[&seen, &clean]);
             let (order, score, run_len) =
-                figures::centroid_line(&args.out.join(format!("number_line_{}.png", v.key)), &clean, &title)?;
+                figures::centroid_line(&args.out.join(format!("number_line_{}.png", v.key)), &all, &title)?;
             write(
                 &args.out.join(format!("number_line_{}.json", v.key)),
                 &(serde_json::to_string_pretty(

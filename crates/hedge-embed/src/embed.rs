@@ -80,6 +80,21 @@ pub fn embed_dataset(
 }
 
 impl EmbeddedSet {
+    /// The sets one after another (e.g. test_seen and test_unseen for all classes).
+    ///
+    /// # Shapes
+    /// every set `[N_i, C, D]` with the same C and D; returns `[ΣN_i, C, D]`.
+    pub fn concat(sets: &[&EmbeddedSet]) -> EmbeddedSet {
+        let means: Vec<&Tensor> = sets.iter().map(|s| &s.embedding.mean).collect();
+        let variances: Option<Vec<&Tensor>> = sets.iter().map(|s| s.embedding.variance.as_ref()).collect();
+        let etas: Vec<&Tensor> = sets.iter().map(|s| &s.eta).collect();
+        EmbeddedSet {
+            embedding: Embedding { mean: Tensor::cat(&means, 0), variance: variances.map(|v| Tensor::cat(&v, 0)) },
+            labels: sets.iter().flat_map(|s| s.labels.iter().copied()).collect(),
+            eta: Tensor::cat(&etas, 0),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.labels.len()
     }
@@ -119,5 +134,32 @@ impl EmbeddedSet {
             ],
         )?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: i64, first_label: u32, variance: bool) -> EmbeddedSet {
+        let mean = Tensor::arange(n * 2, (Kind::Float, Device::Cpu)).reshape([n, 1, 2]);
+        EmbeddedSet {
+            embedding: Embedding { variance: variance.then(|| mean.ones_like()), mean },
+            labels: (0..n as u32).map(|i| first_label + i).collect(),
+            eta: Tensor::zeros([n], (Kind::Float, Device::Cpu)),
+        }
+    }
+
+    #[test]
+    fn concat_keeps_rows_and_labels_in_order() {
+        let (a, b) = (set(3, 10, true), set(2, 20, true));
+        let all = EmbeddedSet::concat(&[&a, &b]);
+        assert_eq!(all.labels, vec![10, 11, 12, 20, 21]);
+        assert_eq!(all.embedding.mean.size(), vec![5, 1, 2]);
+        assert!(all.embedding.mean.narrow(0, 3, 2).equal(&b.embedding.mean));
+        assert_eq!(all.eta.size(), vec![5]);
+        assert!(all.embedding.variance.is_some());
+        // Point embeddings (no variance) stay point embeddings.
+        assert!(EmbeddedSet::concat(&[&set(1, 0, false), &set(1, 1, false)]).embedding.variance.is_none());
     }
 }
