@@ -601,6 +601,10 @@ pub fn eval_json(
         json!({"clean": t.clean.map(|m| m.mean), "corrupt": t.corrupt.map(|m| m.mean),
                "clean_std": t.clean.map(|m| m.std), "corrupt_std": t.corrupt.map(|m| m.std)})
     };
+    // Beyond the paper's two columns: pairs of one clean and one corrupt image.
+    let mut verification_ap = twin(&r.verification_ap);
+    verification_ap["clean_vs_corrupt"] = json!(r.verification_ap_mixed.mean);
+    verification_ap["clean_vs_corrupt_std"] = json!(r.verification_ap_mixed.std);
     json!({
         "run": run.path.display().to_string(),
         "weights": weights.map(|w| w.display().to_string()),
@@ -613,7 +617,7 @@ pub fn eval_json(
         "match_estimator": settings.estimator,
         "repeats": r.repeats,
         "protocol": "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out",
-        "verification_ap": twin(&r.verification_ap),
+        "verification_ap": verification_ap,
         "knn_accuracy": twin(&r.knn_majority),
         "knn_plurality": twin(&r.knn_plurality),
         "tau_ap": opt(&r.tau_ap),
@@ -646,6 +650,7 @@ pub fn eval_table(r: &ModelEval) -> String {
     let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
     let mut t = String::from("| metric | clean | corrupt |\n|---|---|---|\n");
     t += &format!("| verification AP | {} | {} |\n", f(r.verification_ap.clean), f(r.verification_ap.corrupt));
+    t += &format!("| verification AP, clean vs corrupt pairs | {} | |\n", f(r.verification_ap_mixed));
     t += &format!("| KNN accuracy (majority) | {} | {} |\n", f(r.knn_majority.clean), f(r.knn_majority.corrupt));
     t += &format!("| KNN accuracy (plurality) | {} | {} |\n", f(r.knn_plurality.clean), f(r.knn_plurality.corrupt));
     t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));

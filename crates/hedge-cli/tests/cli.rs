@@ -136,6 +136,8 @@ fn eval_writes_every_documented_key() {
             assert!((0.0..=1.0).contains(&x), "{key}.{variant} = {x}");
         }
     }
+    let mixed = v["verification_ap"]["clean_vs_corrupt"].as_f64().expect("verification_ap.clean_vs_corrupt");
+    assert!((0.0..=1.0).contains(&mixed), "clean-vs-corrupt AP {mixed}");
     // A point embedding has no uncertainty: its correlations are null, not invented.
     assert!(v["tau_ap"]["clean"].is_null() && v["tau_knn"]["corrupt_std"].is_null());
     assert!((0.0..=1.0).contains(&v["ece"].as_f64().unwrap()));
