@@ -383,6 +383,10 @@ pub fn run_training(
         trainer.resume_from(run)?;
         run.truncate_metrics(trainer.step())?;
         info!("resuming {} at step {} of {}", run.path.display(), trainer.step(), config.steps);
+    } else {
+        // A step-0 checkpoint: a run stopped before its first regular checkpoint can still be
+        // resumed (from the start) instead of being left half-made.
+        trainer.checkpoint(run)?;
     }
     let batch = match config.batch {
         BatchComposition::Independent => format!("{} independent pairs", config.batch_pairs),
