@@ -144,3 +144,57 @@ fn eval_writes_every_documented_key() {
     assert!(v["aurc"].is_null(), "no uncertainty, no risk-coverage curve");
     assert_eq!(v["gallery_probe"].as_array().unwrap().len(), 4);
 }
+
+/// A tiny reproduction (2 steps a model, 1 repeat): the tables, summary.json in the documented
+/// shape with the paper's values beside ours, figures, and reuse of finished runs.
+#[test]
+fn reproduce_smoke_run_writes_tables_summary_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("n2-d2");
+    let args = [
+        "hib",
+        "reproduce",
+        "--steps",
+        "2",
+        "--repeats",
+        "1",
+        "--group",
+        "4x4",
+        "--appendix-g",
+        "--beta-sweep",
+        "--appendix-b",
+        "--out",
+        s(&out),
+    ];
+    let o = hedge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["steps"], 2);
+    assert!(summary["command"].as_str().unwrap().contains("reproduce"));
+    for model in ["point", "mog1", "mog2"] {
+        for key in ["verification_ap", "knn_accuracy"] {
+            for variant in ["clean", "corrupt"] {
+                let x = summary["models"][model][key][variant].as_f64().unwrap();
+                assert!((0.0..=1.0).contains(&x), "{model}.{key}.{variant} = {x}");
+                assert!(summary["paper"][model][key][variant].is_number());
+            }
+        }
+    }
+    // Table 1 of the paper, N = 2, D = 2: point AP clean 0.987, MoG-2 KNN corrupt 0.757.
+    assert_eq!(summary["paper"]["point"]["verification_ap"]["clean"], 0.987);
+    assert_eq!(summary["paper"]["mog2"]["knn_accuracy"]["corrupt"], 0.757);
+    assert!(summary["models"]["mog1"]["tau_knn"]["clean"].is_number());
+    assert!(summary["models"]["mog1-beta0"]["verification_ap"]["clean"].is_number(), "Table 5's beta = 0 model");
+    assert!(summary["models"]["point-contrastive-m2"]["knn_accuracy"]["clean"].is_number(), "Appendix B, M = 2");
+    assert!(summary["models"]["point"]["tau_knn"]["clean"].is_null(), "no η for a point embedding");
+    let table1 = std::fs::read_to_string(out.join("table1.md")).unwrap();
+    assert!(table1.contains("(0.987)") && table1.contains("| KNN accuracy, corrupt |"), "{table1}");
+    for f in ["table2.md", "table5.md", "table6.md", "table7.md", "appendix_b.md", "README.md", "embeddings_mog2.png"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // A second invocation reuses the finished runs instead of training again.
+    let o = hedge(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reusing"), "{}", stderr(&o));
+}

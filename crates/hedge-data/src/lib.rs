@@ -20,6 +20,7 @@ pub mod ndigit;
 pub mod npy;
 pub mod occlusion;
 pub mod pairs;
+pub mod uci;
 
 pub use atomic::write_atomic;
 pub use datadir::{data_dir, DATA_DIR_ENV};
@@ -29,3 +30,4 @@ pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};
+pub use uci::{UciDataset, UciSplit};
