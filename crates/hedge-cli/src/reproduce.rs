@@ -605,3 +605,51 @@ fn draw_curves(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: 
         &format!("N = {}, D = {}: quality vs training steps", args.digits, args.dim),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary with the given models, every metric of model k equal to 0.1·(k + 1).
+    fn summary(models: &[&str]) -> Value {
+        let mut m = serde_json::Map::new();
+        for (k, name) in models.iter().enumerate() {
+            let x = 0.1 * (k + 1) as f64;
+            let twin = json!({"clean": x, "corrupt": x});
+            m.insert(
+                name.to_string(),
+                json!({"verification_ap": twin, "knn_accuracy": twin, "tau_ap": twin, "tau_knn": twin}),
+            );
+        }
+        json!({"digits": 2, "dim": 2, "models": m, "paper": paper(2, 2)})
+    }
+
+    #[test]
+    fn appendix_b_lists_soft_then_every_margin() {
+        let t = appendix_b(&summary(&[
+            "point",
+            "point-contrastive-m0.5",
+            "point-contrastive-m1",
+            "point-contrastive-m2",
+            "point-contrastive-m4",
+        ]));
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| loss")).collect();
+        assert_eq!(rows.len(), 5, "{t}");
+        assert!(rows[0].starts_with("| soft contrastive | 0.100 (0.987) |"), "{}", rows[0]);
+        assert!(rows[4].starts_with("| contrastive, M = 4 | 0.500 |"), "{}", rows[4]);
+    }
+
+    #[test]
+    fn table5_puts_beta_zero_beside_the_paper_model() {
+        let t = table5(&summary(&["mog1", "mog1-beta0"]));
+        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 (0.989) |"), "{t}");
+        assert!(t.contains("| KNN correlation, corrupt | 0.200 | 0.100 (0.470) |"), "{t}");
+    }
+
+    #[test]
+    fn paper_values_exist_for_the_four_settings_only() {
+        assert_eq!(paper(3, 3).unwrap()["mog2"]["knn_accuracy"]["corrupt"], 0.598);
+        assert_eq!(paper(2, 3).unwrap()["mog1"]["tau_ap"]["corrupt"], 0.86);
+        assert!(paper(2, 1).is_none());
+    }
+}
