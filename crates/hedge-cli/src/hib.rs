@@ -334,8 +334,10 @@ pub fn load_split(digits: usize, split: NDigitSplit) -> Result<NDigitDataset> {
     Ok(NDigitDataset::load(&dir, digits, split, &mnist)?)
 }
 
-fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+/// The command as a user would type it from the repository root: argv[0] is normalised, since
+/// the binary may run from a copy outside target/.
+pub fn command_line() -> String {
+    std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
 
 fn train(args: TrainArgs) -> Result<()> {

@@ -283,8 +283,7 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
         "seeds": args.seeds,
         "repeats": args.repeats,
         "seconds": seconds,
-        // argv[0] normalised: the binary may run from a copy outside target/.
-        "command": std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" "),
+        "command": crate::hib::command_line(),
     })
 }
 
