@@ -42,7 +42,7 @@ impl Embedding {
         }
     }
 
-    /// The rows `index` of the batch, in that order (rows may repeat).
+    /// The rows `index` of the batch, in that order (rows may repeat; see [`index_tensor`]).
     ///
     /// # Shapes
     /// `index`: `[P]` int64; returns a `[P, C, D]` embedding.
@@ -101,6 +101,14 @@ impl Embedding {
             (diff.square() / &var + var.log() + LN_2PI).sum_dim_intlist([3i64].as_slice(), false, Kind::Float) * -0.5; // [B, K, C]
         per_component.logsumexp([2i64].as_slice(), false) - (self.components() as f64).ln()
     }
+}
+
+/// Row indices as the int64 CPU tensor `index_select` takes.
+///
+/// # Shapes
+/// returns `[indices.len()]`.
+pub fn index_tensor(indices: &[usize]) -> Tensor {
+    Tensor::from_slice(&indices.iter().map(|&i| i as i64).collect::<Vec<_>>())
 }
 
 #[cfg(test)]

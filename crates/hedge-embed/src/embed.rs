@@ -103,15 +103,6 @@ impl EmbeddedSet {
         self.labels.is_empty()
     }
 
-    /// The embeddings of rows `indices`.
-    pub fn select(&self, indices: &[usize]) -> Embedding {
-        let idx = Tensor::from_slice(&indices.iter().map(|&i| i as i64).collect::<Vec<_>>());
-        Embedding {
-            mean: self.embedding.mean.index_select(0, &idx),
-            variance: self.embedding.variance.as_ref().map(|v| v.index_select(0, &idx)),
-        }
-    }
-
     /// Writes `mean` `[N, C, D]`, `variance` `[N, C, D]` (zeros for point embeddings),
     /// `weights` `[N, C]`, `label` `[N]` and `eta` `[N]` as an `.npz` that `numpy.load` opens.
     pub fn write_npz(&self, path: &Path) -> Result<()> {

@@ -9,7 +9,7 @@ use hedge_eval::{
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::distribution::Embedding;
+use crate::distribution::{index_tensor, Embedding};
 use crate::embed::EmbeddedSet;
 use crate::loss::MatchHead;
 use crate::{EmbedError, Result};
@@ -141,8 +141,7 @@ impl Scorer<'_> {
     pub fn pair_scores(&self, set: &EmbeddedSet, pairs: &PairBatch) -> Result<Vec<f64>> {
         tch::no_grad(|| {
             let z = self.samples(&set.embedding);
-            let idx = |v: &[usize]| Tensor::from_slice(&v.iter().map(|&i| i as i64).collect::<Vec<_>>());
-            let (l, r) = (idx(&pairs.left), idx(&pairs.right));
+            let (l, r) = (index_tensor(&pairs.left), index_tensor(&pairs.right));
             let p = self.pair_probability(
                 &set.embedding.select_rows(&l),
                 &set.embedding.select_rows(&r),

@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
 use crate::config::{BatchComposition, HibConfig, LossKind};
+use crate::distribution::index_tensor;
 use crate::loss::{contrastive, vib_loss};
 use crate::model::HibNet;
 use crate::optim::Adam;
@@ -143,9 +144,7 @@ impl Trainer {
             }
             Sampler::Grouped(sampler) => {
                 let batch = sampler.sample(&mut rng);
-                let index = |p: &[usize]| {
-                    Tensor::from_slice(&p.iter().map(|&i| i as i64).collect::<Vec<_>>()).to_device(self.device)
-                };
+                let index = |p: &[usize]| index_tensor(p).to_device(self.device);
                 let positions = (index(&batch.pairs.left), index(&batch.pairs.right));
                 (batch.images, batch.pairs, Some(positions))
             }
