@@ -1,0 +1,31 @@
+//! One error type for the crate: every message says what was wrong and how to fix it.
+
+/// Errors from fitting and evaluating Bayesian models.
+#[derive(Debug, thiserror::Error)]
+pub enum BayesError {
+    /// A hyper-parameter outside its valid range (caught by `check()` before any work is done).
+    #[error("invalid hyper-parameter '{name}' = {value}: {what}")]
+    InvalidHyperParameter { name: &'static str, value: String, what: String },
+    /// Inputs whose shapes do not agree.
+    #[error("shape mismatch in {what}: expected {expected}, found {found}")]
+    ShapeMismatch { what: String, expected: String, found: String },
+    /// A NaN or infinite value in user data.
+    #[error("non-finite value in {what} at {position}: remove or impute it before fitting")]
+    NonFinite { what: String, position: String },
+    /// A matrix that stayed indefinite even after adding the largest allowed jitter.
+    #[error(
+        "{what} is not positive definite even with {jitter:.3e} added to its diagonal; \
+         check for duplicated inputs, a vanishing noise variance or extreme lengthscales"
+    )]
+    NotPositiveDefinite { what: String, jitter: f64 },
+    /// Too little data for the requested model.
+    #[error("not enough data for {what}: {found} given, need at least {needed}")]
+    NotEnoughData { what: String, found: usize, needed: usize },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, BayesError>;
+
+pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> BayesError {
+    BayesError::InvalidHyperParameter { name, value: value.to_string(), what: what.into() }
+}

@@ -1,0 +1,427 @@
+//! Exact Gaussian-process regression with an RBF or ARD-RBF kernel plus Gaussian noise (Q4 of the
+//! notes): posterior, log marginal likelihood and its gradient, hyper-parameters fitted by L-BFGS
+//! with restarts.
+
+use faer::{Mat, MatRef};
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{invalid, BayesError, Result};
+use crate::kernel::{KernelKind, RbfKernel};
+use crate::lbfgs::Lbfgs;
+use crate::linalg::{self, Cholesky};
+
+/// Kernel hyper-parameters plus the noise variance σ².
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpHyperParameters {
+    /// The RBF kernel (signal variance and lengthscales).
+    pub kernel: RbfKernel,
+    /// σ², the variance of the Gaussian observation noise.
+    pub noise_variance: f64,
+}
+
+/// Gradient of the log marginal likelihood with respect to log-hyper-parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpGradient {
+    /// ∂/∂ log s².
+    pub log_signal_variance: f64,
+    /// ∂/∂ log ℓ.
+    pub log_lengthscales: Vec<f64>,
+    /// ∂/∂ σ² (not in log space, so callers can choose their parametrisation).
+    pub noise_variance: f64,
+}
+
+/// Hyper-parameters of [`GpRegression`].
+///
+/// | name | default | purpose | range |
+/// |---|---|---|---|
+/// | `kernel` | `Ard` | one lengthscale or one per input | |
+/// | `signal_variance` | 1 | initial s² | > 0 |
+/// | `lengthscale` | 1 | initial ℓ (every dimension) | > 0 |
+/// | `noise_variance` | 0.1 | initial σ² | > `noise_floor` |
+/// | `optimise` | true | fit hyper-parameters by maximising the log marginal likelihood | |
+/// | `restarts` | 2 | extra L-BFGS runs from random starts | |
+/// | `max_iters` | 200 | L-BFGS iterations per run | ≥ 1 |
+/// | `normalise_y` | true | fit on (y − mean)/std, predict on the original scale | |
+/// | `noise_floor` | 1e-6 | σ² never goes below this | ≥ 0 |
+/// | `seed` | 0 | random restarts | |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpConfig {
+    pub kernel: KernelKind,
+    pub signal_variance: f64,
+    pub lengthscale: f64,
+    pub noise_variance: f64,
+    pub optimise: bool,
+    pub restarts: usize,
+    pub max_iters: usize,
+    pub normalise_y: bool,
+    pub noise_floor: f64,
+    pub seed: u64,
+}
+
+impl Default for GpConfig {
+    fn default() -> Self {
+        Self {
+            kernel: KernelKind::Ard,
+            signal_variance: 1.0,
+            lengthscale: 1.0,
+            noise_variance: 0.1,
+            optimise: true,
+            restarts: 2,
+            max_iters: 200,
+            normalise_y: true,
+            noise_floor: 1e-6,
+            seed: 0,
+        }
+    }
+}
+
+impl GpConfig {
+    pub fn with_kernel(mut self, kernel: KernelKind) -> Self {
+        self.kernel = kernel;
+        self
+    }
+    pub fn with_initial(mut self, signal_variance: f64, lengthscale: f64, noise_variance: f64) -> Self {
+        self.signal_variance = signal_variance;
+        self.lengthscale = lengthscale;
+        self.noise_variance = noise_variance;
+        self
+    }
+    pub fn with_optimise(mut self, optimise: bool) -> Self {
+        self.optimise = optimise;
+        self
+    }
+    pub fn with_restarts(mut self, restarts: usize) -> Self {
+        self.restarts = restarts;
+        self
+    }
+    pub fn with_max_iters(mut self, max_iters: usize) -> Self {
+        self.max_iters = max_iters;
+        self
+    }
+    pub fn with_normalise_y(mut self, normalise_y: bool) -> Self {
+        self.normalise_y = normalise_y;
+        self
+    }
+    pub fn with_noise_floor(mut self, noise_floor: f64) -> Self {
+        self.noise_floor = noise_floor;
+        self
+    }
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Validates the hyper-parameters.
+    ///
+    /// # Errors
+    /// [`BayesError::InvalidHyperParameter`] naming the first bad field.
+    pub fn check(&self) -> Result<()> {
+        check_positive("signal_variance", self.signal_variance)?;
+        check_positive("lengthscale", self.lengthscale)?;
+        if !(self.noise_floor >= 0.0 && self.noise_floor.is_finite()) {
+            return Err(invalid("noise_floor", self.noise_floor, "must be a finite number ≥ 0"));
+        }
+        if !(self.noise_variance > self.noise_floor && self.noise_variance.is_finite()) {
+            return Err(invalid("noise_variance", self.noise_variance, format!("must exceed noise_floor = {}", self.noise_floor)));
+        }
+        if self.max_iters == 0 {
+            return Err(invalid("max_iters", 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The initial hyper-parameters for inputs with `dims` columns.
+    pub fn initial(&self, dims: usize) -> GpHyperParameters {
+        let n_ls = match self.kernel {
+            KernelKind::Rbf => 1,
+            KernelKind::Ard => dims,
+        };
+        GpHyperParameters {
+            kernel: RbfKernel::new(self.signal_variance, vec![self.lengthscale; n_ls]),
+            noise_variance: self.noise_variance,
+        }
+    }
+
+    /// Fits the GP to inputs `x` (`[n, d]`) and targets `y` (`[n]`).
+    ///
+    /// # Errors
+    /// Invalid hyper-parameters, mismatched shapes, non-finite data, or a kernel matrix that is
+    /// not positive definite even with jitter.
+    pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedGp> {
+        self.check()?;
+        linalg::check_rows(x, y.len(), "GP inputs vs targets")?;
+        linalg::check_finite_matrix(x, "GP inputs")?;
+        linalg::check_finite_slice(y, "GP targets")?;
+        if y.len() < 2 {
+            return Err(BayesError::NotEnoughData { what: "GP regression".into(), found: y.len(), needed: 2 });
+        }
+        let scaler = TargetScaler::new(y, self.normalise_y);
+        let ys = scaler.forward(y);
+        let mut hyper = self.initial(x.ncols());
+        let mut runs = Vec::new();
+        if self.optimise {
+            let packing = Packing { noise_floor: self.noise_floor };
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
+            let mut best: Option<(f64, GpHyperParameters)> = None;
+            for restart in 0..=self.restarts {
+                let start = if restart == 0 { hyper.clone() } else { random_start(&hyper, self.noise_floor, &mut rng) };
+                let objective = |theta: &[f64]| {
+                    let h = packing.unpack(theta, &start);
+                    match log_marginal_likelihood(x, &ys, &h) {
+                        Ok((lml, g)) => (-lml, packing.pack_gradient(&g, &h).into_iter().map(|v| -v).collect()),
+                        Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
+                    }
+                };
+                let optimiser = Lbfgs { max_iters: self.max_iters, ..Default::default() };
+                let m = optimiser.minimise(objective, packing.pack(&start));
+                let found = packing.unpack(&m.x, &start);
+                tracing::info!(restart, lml = -m.value, iterations = m.iterations, stop = m.stop, "GP restart");
+                runs.push(OptimisationRun { log_marginal_likelihood: -m.value, iterations: m.iterations, stop: m.stop });
+                if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| -m.value > *v) {
+                    best = Some((-m.value, found));
+                }
+            }
+            hyper = best.map(|(_, h)| h).ok_or_else(|| BayesError::NotPositiveDefinite {
+                what: "the GP kernel matrix at every start".into(),
+                jitter: 0.0,
+            })?;
+        }
+        FittedGp::new(x, y, &ys, scaler, hyper, runs)
+    }
+}
+
+/// Conditions a GP with *fixed* hyper-parameters (on the standardised scale when
+/// `config.normalise_y`), skipping the search.
+pub fn fit_with(config: &GpConfig, x: MatRef<'_, f64>, y: &[f64], hyper: GpHyperParameters) -> Result<FittedGp> {
+    linalg::check_rows(x, y.len(), "GP inputs vs targets")?;
+    linalg::check_finite_matrix(x, "GP inputs")?;
+    linalg::check_finite_slice(y, "GP targets")?;
+    let scaler = TargetScaler::new(y, config.normalise_y);
+    let ys = scaler.forward(y);
+    FittedGp::new(x, y, &ys, scaler, hyper, Vec::new())
+}
+
+fn check_positive(name: &'static str, v: f64) -> Result<()> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(invalid(name, v, "must be a finite number > 0"))
+    }
+}
+
+/// Log-space packing of hyper-parameters for the optimiser: [log s², log ℓ…, log(σ² − floor)].
+pub(crate) struct Packing {
+    pub noise_floor: f64,
+}
+
+impl Packing {
+    pub fn pack(&self, h: &GpHyperParameters) -> Vec<f64> {
+        let mut v = vec![h.kernel.signal_variance.ln()];
+        v.extend(h.kernel.lengthscales.iter().map(|l| l.ln()));
+        v.push((h.noise_variance - self.noise_floor).max(1e-300).ln());
+        v
+    }
+    pub fn unpack(&self, theta: &[f64], like: &GpHyperParameters) -> GpHyperParameters {
+        let n_ls = like.kernel.lengthscales.len();
+        GpHyperParameters {
+            kernel: RbfKernel::new(theta[0].exp(), theta[1..1 + n_ls].iter().map(|v| v.exp()).collect()),
+            noise_variance: self.noise_floor + theta[1 + n_ls].exp(),
+        }
+    }
+    pub fn pack_gradient(&self, g: &GpGradient, h: &GpHyperParameters) -> Vec<f64> {
+        let mut v = vec![g.log_signal_variance];
+        v.extend_from_slice(&g.log_lengthscales);
+        v.push(g.noise_variance * (h.noise_variance - self.noise_floor));
+        v
+    }
+}
+
+fn random_start(like: &GpHyperParameters, noise_floor: f64, rng: &mut impl Rng) -> GpHyperParameters {
+    let log_uniform = |rng: &mut dyn rand::RngCore, lo: f64, hi: f64| (lo.ln() + rng.random::<f64>() * (hi / lo).ln()).exp();
+    GpHyperParameters {
+        kernel: RbfKernel::new(
+            log_uniform(rng, 0.1, 10.0),
+            like.kernel.lengthscales.iter().map(|_| log_uniform(rng, 0.1, 10.0)).collect(),
+        ),
+        noise_variance: noise_floor + log_uniform(rng, 1e-3, 1.0),
+    }
+}
+
+/// Optional standardisation of the targets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TargetScaler {
+    pub mean: f64,
+    pub scale: f64,
+}
+
+impl TargetScaler {
+    /// Mean and standard deviation of `y` (identity when `normalise` is false or y is constant).
+    pub fn new(y: &[f64], normalise: bool) -> Self {
+        if !normalise {
+            return Self { mean: 0.0, scale: 1.0 };
+        }
+        let n = y.len() as f64;
+        let mean = y.iter().sum::<f64>() / n;
+        let var = y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        Self { mean, scale: if var > 0.0 { var.sqrt() } else { 1.0 } }
+    }
+    pub fn forward(&self, y: &[f64]) -> Vec<f64> {
+        y.iter().map(|v| (v - self.mean) / self.scale).collect()
+    }
+}
+
+/// One L-BFGS run of the hyper-parameter search.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OptimisationRun {
+    pub log_marginal_likelihood: f64,
+    pub iterations: usize,
+    pub stop: &'static str,
+}
+
+/// log p(y | X, θ) = −½ yᵀ(K + σ²I)⁻¹y − ½ log|K + σ²I| − n/2 log 2π and its gradient.
+///
+/// # Shapes
+/// `x`: `[n, d]`, `y`: `[n]`.
+pub fn log_marginal_likelihood(x: MatRef<'_, f64>, y: &[f64], h: &GpHyperParameters) -> Result<(f64, GpGradient)> {
+    let n = y.len();
+    let xs = h.kernel.scale(x);
+    let kf = h.kernel.cross_scaled(xs.as_ref(), xs.as_ref());
+    let mut k = kf.clone();
+    for i in 0..n {
+        k[(i, i)] += h.noise_variance;
+    }
+    let chol = Cholesky::new(k.as_ref(), "the GP kernel matrix K + σ²I")?;
+    drop(k);
+    let alpha = chol.solve(linalg::column(y).as_ref());
+    let quad: f64 = (0..n).map(|i| y[i] * alpha[(i, 0)]).sum();
+    let lml = -0.5 * quad - 0.5 * chol.log_det() - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    // ∂lml/∂K = ½(ααᵀ − K⁻¹).
+    let mut g = chol.inverse();
+    drop(chol);
+    for j in 0..n {
+        for i in 0..n {
+            g[(i, j)] = 0.5 * (alpha[(i, 0)] * alpha[(j, 0)] - g[(i, j)]);
+        }
+    }
+    let kg = h.kernel.hyper_gradient(xs.as_ref(), xs.as_ref(), kf.as_ref(), g.as_ref());
+    let trace: f64 = (0..n).map(|i| g[(i, i)]).sum();
+    Ok((
+        lml,
+        GpGradient {
+            log_signal_variance: kg.log_signal_variance,
+            log_lengthscales: kg.log_lengthscales,
+            noise_variance: trace,
+        },
+    ))
+}
+
+/// Predictive distribution at test inputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// E[f(x*)] = E[y*].
+    pub mean: Vec<f64>,
+    /// Var[f(x*)], the latent (noise-free) variance.
+    pub latent_variance: Vec<f64>,
+    /// σ² on the scale of the predictions; Var[y*] = latent_variance + noise_variance.
+    pub noise_variance: f64,
+}
+
+impl Prediction {
+    /// Var[y*] = Var[f*] + σ².
+    pub fn observed_variance(&self) -> Vec<f64> {
+        self.latent_variance.iter().map(|v| v + self.noise_variance).collect()
+    }
+
+    /// Root mean squared error of the mean against `y`.
+    pub fn rmse(&self, y: &[f64]) -> f64 {
+        (self.mean.iter().zip(y).map(|(m, t)| (m - t).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
+    }
+
+    /// Mean negative log density of `y` under N(mean, Var[y*]).
+    pub fn mean_nll(&self, y: &[f64]) -> f64 {
+        let var = self.observed_variance();
+        self.mean
+            .iter()
+            .zip(&var)
+            .zip(y)
+            .map(|((m, v), t)| 0.5 * (2.0 * std::f64::consts::PI * v).ln() + (t - m).powi(2) / (2.0 * v))
+            .sum::<f64>()
+            / y.len() as f64
+    }
+}
+
+/// A GP conditioned on its training data.
+pub struct FittedGp {
+    /// Hyper-parameters on the standardised target scale.
+    pub hyper: GpHyperParameters,
+    /// Target standardisation.
+    pub scaler: TargetScaler,
+    /// L-BFGS runs (empty when the hyper-parameters were fixed).
+    pub runs: Vec<OptimisationRun>,
+    x_scaled: Mat<f64>,
+    alpha: Mat<f64>,
+    chol: Cholesky,
+    lml_standardised: f64,
+}
+
+impl FittedGp {
+    fn new(
+        x: MatRef<'_, f64>,
+        y: &[f64],
+        ys: &[f64],
+        scaler: TargetScaler,
+        hyper: GpHyperParameters,
+        runs: Vec<OptimisationRun>,
+    ) -> Result<Self> {
+        let n = y.len();
+        let x_scaled = hyper.kernel.scale(x);
+        let mut k = hyper.kernel.cross_scaled(x_scaled.as_ref(), x_scaled.as_ref());
+        for i in 0..n {
+            k[(i, i)] += hyper.noise_variance;
+        }
+        let chol = Cholesky::new(k.as_ref(), "the GP kernel matrix K + σ²I")?;
+        let alpha = chol.solve(linalg::column(ys).as_ref());
+        let quad: f64 = (0..n).map(|i| ys[i] * alpha[(i, 0)]).sum();
+        let lml_standardised = -0.5 * quad - 0.5 * chol.log_det() - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+        Ok(Self { hyper, scaler, runs, x_scaled, alpha, chol, lml_standardised })
+    }
+
+    /// log p(y | X, θ) of the training targets on their original scale.
+    pub fn log_marginal_likelihood(&self) -> f64 {
+        self.lml_standardised - self.alpha.nrows() as f64 * self.scaler.scale.ln()
+    }
+
+    /// Signal variance on the original target scale.
+    pub fn signal_variance(&self) -> f64 {
+        self.hyper.kernel.signal_variance * self.scaler.scale.powi(2)
+    }
+
+    /// Noise variance on the original target scale.
+    pub fn noise_variance(&self) -> f64 {
+        self.hyper.noise_variance * self.scaler.scale.powi(2)
+    }
+
+    /// Posterior predictive at `x_test` (`[m, d]`), on the original target scale.
+    pub fn predict(&self, x_test: MatRef<'_, f64>) -> Result<Prediction> {
+        if x_test.ncols() != self.x_scaled.ncols() {
+            return Err(BayesError::ShapeMismatch {
+                what: "GP test inputs".into(),
+                expected: format!("{} columns", self.x_scaled.ncols()),
+                found: format!("{} columns", x_test.ncols()),
+            });
+        }
+        linalg::check_finite_matrix(x_test, "GP test inputs")?;
+        let ts = self.hyper.kernel.scale(x_test);
+        let k_star = self.hyper.kernel.cross_scaled(self.x_scaled.as_ref(), ts.as_ref()); // [n, m]
+        let mean_s = k_star.transpose() * &self.alpha;
+        let v = self.chol.solve_l(k_star.as_ref());
+        let explained = linalg::column_dots(v.as_ref(), v.as_ref());
+        let s2 = self.scaler.scale.powi(2);
+        Ok(Prediction {
+            mean: (0..x_test.nrows()).map(|i| self.scaler.mean + self.scaler.scale * mean_s[(i, 0)]).collect(),
+            latent_variance: explained.iter().map(|e| (self.hyper.kernel.signal_variance - e).max(0.0) * s2).collect(),
+            noise_variance: self.noise_variance(),
+        })
+    }
+}

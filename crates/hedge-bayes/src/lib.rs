@@ -1,0 +1,15 @@
+//! Bayesian model toolbox for hedge: Bayesian linear regression (known noise and
+//! normal–inverse-gamma), Bayesian probit regression (Laplace), exact and sparse (FITC, VFE)
+//! Gaussian-process regression, a Gibbs sampler for a normal model, and EM for spike-and-slab
+//! linear regression. Pure Rust: faer for linear algebra, rand for sampling, statrs for special
+//! functions.
+
+mod error;
+pub mod gp;
+pub mod kernel;
+pub mod lbfgs;
+pub mod linalg;
+
+pub use error::{BayesError, Result};
+pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};
+pub use kernel::{KernelKind, RbfKernel};

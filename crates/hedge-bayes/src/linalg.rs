@@ -1,0 +1,140 @@
+//! Dense linear-algebra helpers on top of faer: Cholesky with adaptive jitter, triangular solves,
+//! input checks.
+
+use faer::linalg::solvers::{DenseSolveCore, Llt};
+use faer::{Mat, MatRef, Side};
+
+use crate::error::{BayesError, Result};
+
+/// A Cholesky factor `A + jitter·I = L Lᵀ`, with the jitter that was needed.
+pub struct Cholesky {
+    llt: Llt<f64>,
+    /// Jitter added to the diagonal (0 when the matrix factorised as given).
+    pub jitter: f64,
+}
+
+impl Cholesky {
+    /// Factorises a symmetric matrix, adding jitter `10⁻¹⁰·mean(diag)`, then ten times more, up to
+    /// `10⁻⁴·mean(diag)`, until it succeeds. `what` names the matrix in the error.
+    pub fn new(a: MatRef<'_, f64>, what: &str) -> Result<Self> {
+        if let Ok(llt) = a.llt(Side::Lower) {
+            return Ok(Self { llt, jitter: 0.0 });
+        }
+        let n = a.nrows();
+        let mean_diag = (0..n).map(|i| a[(i, i)].abs()).sum::<f64>() / n.max(1) as f64;
+        let mut jitter = 1e-10 * mean_diag.max(f64::MIN_POSITIVE);
+        let mut shifted = a.to_owned();
+        let mut added = 0.0;
+        while jitter <= 1e-4 * mean_diag.max(f64::MIN_POSITIVE) * 1.0001 {
+            for i in 0..n {
+                shifted[(i, i)] += jitter - added;
+            }
+            added = jitter;
+            if let Ok(llt) = shifted.llt(Side::Lower) {
+                tracing::debug!(what, jitter, "Cholesky needed jitter");
+                return Ok(Self { llt, jitter });
+            }
+            jitter *= 10.0;
+        }
+        Err(BayesError::NotPositiveDefinite { what: what.to_string(), jitter: added })
+    }
+
+    /// The lower-triangular factor L.
+    pub fn l(&self) -> MatRef<'_, f64> {
+        self.llt.L()
+    }
+
+    /// log |A| = 2 Σ log Lᵢᵢ.
+    pub fn log_det(&self) -> f64 {
+        let l = self.l();
+        2.0 * (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>()
+    }
+
+    /// A⁻¹ B.
+    pub fn solve(&self, b: MatRef<'_, f64>) -> Mat<f64> {
+        use faer::linalg::solvers::Solve;
+        self.llt.solve(b)
+    }
+
+    /// L⁻¹ B.
+    pub fn solve_l(&self, b: MatRef<'_, f64>) -> Mat<f64> {
+        let mut out = b.to_owned();
+        self.l().solve_lower_triangular_in_place(out.as_mut());
+        out
+    }
+
+    /// L⁻ᵀ B.
+    pub fn solve_lt(&self, b: MatRef<'_, f64>) -> Mat<f64> {
+        let mut out = b.to_owned();
+        self.l().transpose().solve_upper_triangular_in_place(out.as_mut());
+        out
+    }
+
+    /// A⁻¹ (dense).
+    pub fn inverse(&self) -> Mat<f64> {
+        self.llt.inverse()
+    }
+}
+
+/// A column vector as an n×1 matrix.
+pub fn column(v: &[f64]) -> Mat<f64> {
+    Mat::from_fn(v.len(), 1, |i, _| v[i])
+}
+
+/// The first column of a matrix as a Vec.
+pub fn to_vec(m: MatRef<'_, f64>) -> Vec<f64> {
+    (0..m.nrows()).map(|i| m[(i, 0)]).collect()
+}
+
+/// A row-major `n × d` slice as a faer matrix.
+pub fn from_rows(rows: &[f64], n: usize, d: usize) -> Mat<f64> {
+    Mat::from_fn(n, d, |i, j| rows[i * d + j])
+}
+
+/// Fails on the first NaN or infinity, naming `what` and the row/column.
+pub fn check_finite_matrix(m: MatRef<'_, f64>, what: &str) -> Result<()> {
+    for j in 0..m.ncols() {
+        for i in 0..m.nrows() {
+            if !m[(i, j)].is_finite() {
+                return Err(BayesError::NonFinite { what: what.to_string(), position: format!("row {i}, column {j}") });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fails on the first NaN or infinity in a vector.
+pub fn check_finite_slice(v: &[f64], what: &str) -> Result<()> {
+    match v.iter().position(|x| !x.is_finite()) {
+        Some(i) => Err(BayesError::NonFinite { what: what.to_string(), position: format!("index {i}") }),
+        None => Ok(()),
+    }
+}
+
+/// Fails unless `x` has `n` rows.
+pub fn check_rows(x: MatRef<'_, f64>, n: usize, what: &str) -> Result<()> {
+    if x.nrows() != n {
+        return Err(BayesError::ShapeMismatch {
+            what: what.to_string(),
+            expected: format!("{n} rows (one per target)"),
+            found: format!("{} rows", x.nrows()),
+        });
+    }
+    Ok(())
+}
+
+/// Σᵢⱼ Aᵢⱼ Bᵢⱼ.
+pub fn frobenius_dot(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
+    let mut s = 0.0;
+    for j in 0..a.ncols() {
+        for i in 0..a.nrows() {
+            s += a[(i, j)] * b[(i, j)];
+        }
+    }
+    s
+}
+
+/// Sum of each column of `A ∘ B`.
+pub fn column_dots(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Vec<f64> {
+    (0..a.ncols()).map(|j| (0..a.nrows()).map(|i| a[(i, j)] * b[(i, j)]).sum()).collect()
+}
