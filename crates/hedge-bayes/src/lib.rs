@@ -9,7 +9,9 @@ pub mod gp;
 pub mod kernel;
 pub mod lbfgs;
 pub mod linalg;
+pub mod sparse;
 
 pub use error::{BayesError, Result};
 pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};
 pub use kernel::{KernelKind, RbfKernel};
+pub use sparse::{FittedSparseGp, SparseGpConfig, SparseMethod};

@@ -1,0 +1,470 @@
+//! Sparse GP regression with M pseudo-inputs Z (Q5 of the notes): FITC/SPGP (Snelson &
+//! Ghahramani), whose marginal likelihood is N(y | 0, Q + Λ) with Q = K_fu K_uu⁻¹ K_uf and
+//! Λ = diag(K_ff − Q) + σ²I, and VFE (Titsias), which uses Λ = σ²I and subtracts
+//! tr(K_ff − Q)/2σ² to make the objective a lower bound on the exact log marginal likelihood.
+//! Both cost O(NM²) per evaluation; the pseudo-inputs and kernel hyper-parameters are fitted
+//! together by L-BFGS with analytic gradients.
+
+use faer::{Mat, MatRef};
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{invalid, BayesError, Result};
+use crate::gp::{GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
+use crate::lbfgs::Lbfgs;
+use crate::linalg::{self, Cholesky};
+
+/// Which sparse objective to optimise (and which Λ to predict with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SparseMethod {
+    /// Fully independent training conditional (SPGP): heteroscedastic Λ = diag(K_ff − Q) + σ².
+    #[default]
+    Fitc,
+    /// Variational free energy (Titsias 2009): a lower bound on the exact log marginal likelihood.
+    Vfe,
+}
+
+/// Hyper-parameters of a sparse GP: those of [`GpConfig`] plus the pseudo-inputs.
+///
+/// | name | default | purpose | range |
+/// |---|---|---|---|
+/// | `gp` | [`GpConfig::default`] with no restarts | kernel, initial values, iterations | |
+/// | `method` | `Fitc` | objective | |
+/// | `inducing` | 256 | number of pseudo-inputs M (initialised at a random subset of X) | ≥ 1 |
+/// | `optimise_inducing` | true | move Z with the hyper-parameters | |
+/// | `jitter` | 1e-6 | added to K_uu's diagonal, relative to s² | ≥ 0 |
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SparseGpConfig {
+    pub gp: GpConfig,
+    pub method: SparseMethod,
+    pub inducing: usize,
+    pub optimise_inducing: bool,
+    pub jitter: f64,
+}
+
+impl Default for SparseGpConfig {
+    fn default() -> Self {
+        Self {
+            gp: GpConfig::default().with_restarts(0),
+            method: SparseMethod::Fitc,
+            inducing: 256,
+            optimise_inducing: true,
+            jitter: 1e-6,
+        }
+    }
+}
+
+impl SparseGpConfig {
+    pub fn with_gp(mut self, gp: GpConfig) -> Self {
+        self.gp = gp;
+        self
+    }
+    pub fn with_method(mut self, method: SparseMethod) -> Self {
+        self.method = method;
+        self
+    }
+    pub fn with_inducing(mut self, inducing: usize) -> Self {
+        self.inducing = inducing;
+        self
+    }
+    pub fn with_optimise_inducing(mut self, optimise_inducing: bool) -> Self {
+        self.optimise_inducing = optimise_inducing;
+        self
+    }
+    pub fn with_jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Validates the hyper-parameters.
+    pub fn check(&self) -> Result<()> {
+        self.gp.check()?;
+        if self.inducing == 0 {
+            return Err(invalid("inducing", 0, "need at least one pseudo-input"));
+        }
+        if !(self.jitter >= 0.0 && self.jitter.is_finite()) {
+            return Err(invalid("jitter", self.jitter, "must be a finite number ≥ 0"));
+        }
+        Ok(())
+    }
+
+    /// Fits with pseudo-inputs initialised at a random subset of the rows of `x`.
+    pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedSparseGp> {
+        self.check()?;
+        linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
+        let m = self.inducing.min(x.nrows());
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.gp.seed);
+        let mut rows = sample(&mut rng, x.nrows(), m).into_vec();
+        rows.sort_unstable();
+        let z = Mat::from_fn(m, x.ncols(), |i, d| x[(rows[i], d)]);
+        self.fit_from(x, y, z)
+    }
+
+    /// Fits starting from the given pseudo-inputs `z` (`[m, d]`).
+    pub fn fit_from(&self, x: MatRef<'_, f64>, y: &[f64], z: Mat<f64>) -> Result<FittedSparseGp> {
+        self.check()?;
+        linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
+        linalg::check_finite_matrix(x, "sparse GP inputs")?;
+        linalg::check_finite_slice(y, "sparse GP targets")?;
+        if z.ncols() != x.ncols() {
+            return Err(BayesError::ShapeMismatch {
+                what: "pseudo-inputs".into(),
+                expected: format!("{} columns", x.ncols()),
+                found: format!("{} columns", z.ncols()),
+            });
+        }
+        let scaler = TargetScaler::new(y, self.gp.normalise_y);
+        let ys = scaler.forward(y);
+        let mut hyper = self.gp.initial(x.ncols());
+        let mut z = z;
+        let mut runs = Vec::new();
+        if self.gp.optimise {
+            let packing = Packing { noise_floor: self.gp.noise_floor };
+            let n_hyper = packing.pack(&hyper).len();
+            let (m, d) = (z.nrows(), z.ncols());
+            let start_hyper = hyper.clone();
+            let optimise_z = self.optimise_inducing;
+            let z0 = z.clone();
+            let unpack = |theta: &[f64]| {
+                let h = packing.unpack(&theta[..n_hyper], &start_hyper);
+                let zz = if optimise_z { Mat::from_fn(m, d, |i, k| theta[n_hyper + i * d + k]) } else { z0.clone() };
+                (h, zz)
+            };
+            let objective = |theta: &[f64]| {
+                let (h, zz) = unpack(theta);
+                match sparse_objective(x, &ys, zz.as_ref(), &h, self.method, self.jitter) {
+                    Ok(o) => {
+                        let g = crate::gp::GpGradient {
+                            log_signal_variance: o.log_signal_variance,
+                            log_lengthscales: o.log_lengthscales.clone(),
+                            noise_variance: o.noise_variance,
+                        };
+                        let mut grad: Vec<f64> = packing.pack_gradient(&g, &h).into_iter().map(|v| -v).collect();
+                        if optimise_z {
+                            for i in 0..m {
+                                for k in 0..d {
+                                    grad.push(-o.inducing[(i, k)]);
+                                }
+                            }
+                        }
+                        (-o.value, grad)
+                    }
+                    Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
+                }
+            };
+            let mut theta0 = packing.pack(&hyper);
+            if optimise_z {
+                for i in 0..m {
+                    for k in 0..d {
+                        theta0.push(z[(i, k)]);
+                    }
+                }
+            }
+            let optimiser = Lbfgs { max_iters: self.gp.max_iters, ..Default::default() };
+            let found = optimiser.minimise(objective, theta0);
+            tracing::info!(objective = -found.value, iterations = found.iterations, stop = found.stop, "sparse GP fit");
+            if !found.value.is_finite() {
+                return Err(BayesError::NotPositiveDefinite {
+                    what: "the sparse GP matrices at the initial hyper-parameters".into(),
+                    jitter: self.jitter,
+                });
+            }
+            runs.push(OptimisationRun {
+                log_marginal_likelihood: -found.value,
+                iterations: found.iterations,
+                stop: found.stop,
+            });
+            (hyper, z) = unpack(&found.x);
+        }
+        FittedSparseGp::new(x, &ys, scaler, hyper, z, self.method, self.jitter, runs)
+    }
+}
+
+/// The sparse objective and its gradients.
+#[derive(Debug, Clone)]
+pub struct SparseObjective {
+    /// FITC: log N(y | 0, Q + Λ). VFE: log N(y | 0, Q + σ²I) − tr(K_ff − Q)/2σ².
+    pub value: f64,
+    pub log_signal_variance: f64,
+    pub log_lengthscales: Vec<f64>,
+    /// ∂/∂σ².
+    pub noise_variance: f64,
+    /// ∂/∂Z, `[m, d]`.
+    pub inducing: Mat<f64>,
+}
+
+/// Shared factorisations of the sparse model.
+struct Factors {
+    /// K_uf, `[m, n]` (scaled inputs).
+    u: Mat<f64>,
+    /// K_uu without jitter.
+    kuu: Mat<f64>,
+    luu: Cholesky,
+    /// L_uu⁻¹ K_uf.
+    v: Mat<f64>,
+    /// Qᵢᵢ.
+    q: Vec<f64>,
+    /// Λᵢᵢ.
+    lambda: Vec<f64>,
+    /// Cholesky of B̃ = I + V Λ⁻¹ Vᵀ.
+    lb: Cholesky,
+    /// a = (K_uu + K_uf Λ⁻¹ K_fu)⁻¹ K_uf Λ⁻¹ y.
+    a: Mat<f64>,
+    /// tᵀt where t = L_B⁻¹ V Λ⁻¹ y.
+    tt: f64,
+}
+
+fn factorise(
+    xs: MatRef<'_, f64>,
+    zs: MatRef<'_, f64>,
+    y: &[f64],
+    h: &GpHyperParameters,
+    method: SparseMethod,
+    jitter: f64,
+) -> Result<Factors> {
+    let (m, n) = (zs.nrows(), xs.nrows());
+    let s2 = h.kernel.signal_variance;
+    let u = h.kernel.cross_scaled(zs, xs);
+    let kuu = symmetric(h.kernel.cross_scaled(zs, zs));
+    let mut kuu_j = kuu.clone();
+    for i in 0..m {
+        kuu_j[(i, i)] += jitter * s2;
+    }
+    let luu = Cholesky::new(kuu_j.as_ref(), "the pseudo-input kernel matrix K_uu")?;
+    let v = luu.solve_l(u.as_ref());
+    let q = linalg::column_dots(v.as_ref(), v.as_ref());
+    let lambda: Vec<f64> = match method {
+        SparseMethod::Fitc => q.iter().map(|qi| (s2 - qi).max(0.0) + h.noise_variance).collect(),
+        SparseMethod::Vfe => vec![h.noise_variance; n],
+    };
+    let vb = Mat::from_fn(m, n, |i, j| v[(i, j)] / lambda[j].sqrt());
+    let mut bt = &vb * vb.transpose();
+    drop(vb);
+    for i in 0..m {
+        bt[(i, i)] += 1.0;
+    }
+    let lb = Cholesky::new(symmetric(bt).as_ref(), "the sparse GP matrix I + V Λ⁻¹ Vᵀ")?;
+    let by = Mat::from_fn(n, 1, |i, _| y[i] / lambda[i]);
+    let w = &v * &by;
+    let t = lb.solve_l(w.as_ref());
+    let tt = (0..m).map(|i| t[(i, 0)].powi(2)).sum();
+    let a = luu.solve_lt(lb.solve_lt(t.as_ref()).as_ref());
+    Ok(Factors { u, kuu, luu, v, q, lambda, lb, a, tt })
+}
+
+fn symmetric(mut k: Mat<f64>) -> Mat<f64> {
+    for i in 0..k.nrows() {
+        for j in 0..i {
+            let v = 0.5 * (k[(i, j)] + k[(j, i)]);
+            k[(i, j)] = v;
+            k[(j, i)] = v;
+        }
+    }
+    k
+}
+
+/// The FITC or VFE objective at pseudo-inputs `z` and its gradients (targets as given; no
+/// standardisation here).
+///
+/// # Shapes
+/// `x`: `[n, d]`, `y`: `[n]`, `z`: `[m, d]`.
+pub fn sparse_objective(
+    x: MatRef<'_, f64>,
+    y: &[f64],
+    z: MatRef<'_, f64>,
+    h: &GpHyperParameters,
+    method: SparseMethod,
+    jitter: f64,
+) -> Result<SparseObjective> {
+    let n = y.len();
+    let m = z.nrows();
+    let s2 = h.kernel.signal_variance;
+    let sigma2 = h.noise_variance;
+    let xs = h.kernel.scale(x);
+    let zs = h.kernel.scale(z);
+    let f = factorise(xs.as_ref(), zs.as_ref(), y, h, method, jitter)?;
+    let quad_lambda: f64 = (0..n).map(|i| y[i] * y[i] / f.lambda[i]).sum();
+    let log_lambda: f64 = f.lambda.iter().map(|l| l.ln()).sum();
+    let mut value =
+        -0.5 * (quad_lambda - f.tt) - 0.5 * (f.lb.log_det() + log_lambda) - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    let trace_residual: f64 = f.q.iter().map(|qi| s2 - qi).sum();
+    if method == SparseMethod::Vfe {
+        value -= trace_residual / (2.0 * sigma2);
+    }
+
+    // Reverse mode, with B = K_uu + K_uf Λ⁻¹ K_fu, a = B⁻¹ K_uf Λ⁻¹ y, β = 1/λ:
+    //   ∂F/∂B = −½(aaᵀ + B⁻¹), ∂F/∂c = a for c = K_uf(β∘y), and ∂F/∂K_uu also gets +½K_uu⁻¹.
+    let identity = Mat::<f64>::identity(m, m);
+    let luu_inv = f.luu.solve_l(identity.as_ref());
+    let bt_inv = f.lb.inverse();
+    let b_inv = luu_inv.transpose() * &bt_inv * &luu_inv;
+    let kuu_inv = luu_inv.transpose() * &luu_inv;
+    let g_b = Mat::from_fn(m, m, |i, j| -0.5 * (f.a[(i, 0)] * f.a[(j, 0)] + b_inv[(i, j)]));
+    let p = f.luu.solve_lt(f.v.as_ref()); // K_uu⁻¹ K_uf
+    let gbu = &g_b * &f.u;
+    let uta = f.u.transpose() * &f.a;
+    let u_gbu = linalg::column_dots(f.u.as_ref(), gbu.as_ref());
+    let beta: Vec<f64> = f.lambda.iter().map(|l| 1.0 / l).collect();
+    let g_lambda: Vec<f64> = (0..n)
+        .map(|i| {
+            let g_beta = -0.5 * y[i] * y[i] + y[i] * uta[(i, 0)] + u_gbu[i] + 0.5 * f.lambda[i];
+            -g_beta * beta[i] * beta[i]
+        })
+        .collect();
+    let (q_weight, g_sigma2, g_log_s2_diag): (Vec<f64>, f64, f64) = match method {
+        // λᵢ = max(s² − qᵢ, 0) + σ²: ∂F/∂qᵢ = −∂F/∂λᵢ and ∂F/∂s² = Σ ∂F/∂λᵢ where the clamp
+        // is inactive.
+        SparseMethod::Fitc => {
+            let active: Vec<bool> = f.q.iter().map(|qi| s2 - qi >= 0.0).collect();
+            let q_weight = (0..n).map(|i| if active[i] { -g_lambda[i] } else { 0.0 }).collect();
+            let on_s2: f64 = (0..n).filter(|&i| active[i]).map(|i| g_lambda[i]).sum();
+            (q_weight, g_lambda.iter().sum(), on_s2 * s2)
+        }
+        // λᵢ = σ², plus −tr(K_ff − Q)/2σ²: ∂F/∂qᵢ = 1/2σ².
+        SparseMethod::Vfe => (
+            vec![0.5 / sigma2; n],
+            g_lambda.iter().sum::<f64>() + trace_residual / (2.0 * sigma2 * sigma2),
+            -(n as f64) * s2 / (2.0 * sigma2),
+        ),
+    };
+    // qᵢ = K_uᵢᵀ K_uu⁻¹ K_uᵢ: ∂qᵢ/∂K_uᵢ = 2pᵢ, ∂qᵢ/∂K_uu = −pᵢpᵢᵀ.
+    let g_u = Mat::from_fn(m, n, |i, j| {
+        2.0 * gbu[(i, j)] * beta[j] + f.a[(i, 0)] * beta[j] * y[j] + 2.0 * p[(i, j)] * q_weight[j]
+    });
+    let pw = Mat::from_fn(m, n, |i, j| p[(i, j)] * q_weight[j]);
+    let ppt = &pw * p.transpose();
+    let mut g_kuu = Mat::from_fn(m, m, |i, j| 0.5 * kuu_inv[(i, j)] + g_b[(i, j)] - ppt[(i, j)]);
+    g_kuu = symmetric(g_kuu);
+    let jitter_trace: f64 = (0..m).map(|i| g_kuu[(i, i)]).sum::<f64>() * jitter * s2;
+
+    let mut grad = h.kernel.hyper_gradient(zs.as_ref(), xs.as_ref(), f.u.as_ref(), g_u.as_ref());
+    grad.add(&h.kernel.hyper_gradient(zs.as_ref(), zs.as_ref(), f.kuu.as_ref(), g_kuu.as_ref()));
+    let ut = f.u.transpose().to_owned();
+    let gut = g_u.transpose().to_owned();
+    drop(g_u);
+    let mut g_z = h.kernel.second_input_gradient(xs.as_ref(), zs.as_ref(), ut.as_ref(), gut.as_ref());
+    let g_z_uu = h.kernel.second_input_gradient(zs.as_ref(), zs.as_ref(), f.kuu.as_ref(), g_kuu.as_ref());
+    for i in 0..m {
+        for d in 0..z.ncols() {
+            g_z[(i, d)] += 2.0 * g_z_uu[(i, d)];
+        }
+    }
+    Ok(SparseObjective {
+        value,
+        log_signal_variance: grad.log_signal_variance + g_log_s2_diag + jitter_trace,
+        log_lengthscales: grad.log_lengthscales,
+        noise_variance: g_sigma2,
+        inducing: g_z,
+    })
+}
+
+/// Conditions a sparse GP with *fixed* hyper-parameters (on the standardised scale when
+/// `config.gp.normalise_y`) and pseudo-inputs `z`, skipping the search.
+pub fn fit_with(
+    config: &SparseGpConfig,
+    x: MatRef<'_, f64>,
+    y: &[f64],
+    hyper: GpHyperParameters,
+    z: Mat<f64>,
+) -> Result<FittedSparseGp> {
+    config.check()?;
+    linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
+    linalg::check_finite_matrix(x, "sparse GP inputs")?;
+    linalg::check_finite_slice(y, "sparse GP targets")?;
+    let scaler = TargetScaler::new(y, config.gp.normalise_y);
+    let ys = scaler.forward(y);
+    FittedSparseGp::new(x, &ys, scaler, hyper, z, config.method, config.jitter, Vec::new())
+}
+
+/// A sparse GP conditioned on its training data.
+pub struct FittedSparseGp {
+    /// Hyper-parameters on the standardised target scale.
+    pub hyper: GpHyperParameters,
+    /// Pseudo-inputs, `[m, d]`.
+    pub inducing: Mat<f64>,
+    pub method: SparseMethod,
+    pub scaler: TargetScaler,
+    pub runs: Vec<OptimisationRun>,
+    objective_standardised: f64,
+    n: usize,
+    zs: Mat<f64>,
+    luu: Cholesky,
+    lb: Cholesky,
+    a: Mat<f64>,
+}
+
+impl FittedSparseGp {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        x: MatRef<'_, f64>,
+        ys: &[f64],
+        scaler: TargetScaler,
+        hyper: GpHyperParameters,
+        inducing: Mat<f64>,
+        method: SparseMethod,
+        jitter: f64,
+        runs: Vec<OptimisationRun>,
+    ) -> Result<Self> {
+        let xs = hyper.kernel.scale(x);
+        let zs = hyper.kernel.scale(inducing.as_ref());
+        let objective_standardised = sparse_objective(x, ys, inducing.as_ref(), &hyper, method, jitter)?.value;
+        let f = factorise(xs.as_ref(), zs.as_ref(), ys, &hyper, method, jitter)?;
+        Ok(Self {
+            hyper,
+            inducing,
+            method,
+            scaler,
+            runs,
+            objective_standardised,
+            n: ys.len(),
+            zs,
+            luu: f.luu,
+            lb: f.lb,
+            a: f.a,
+        })
+    }
+
+    /// The fitted objective (FITC marginal likelihood or VFE bound) on the original target scale.
+    pub fn objective(&self) -> f64 {
+        self.objective_standardised - self.n as f64 * self.scaler.scale.ln()
+    }
+
+    /// Signal variance on the original target scale.
+    pub fn signal_variance(&self) -> f64 {
+        self.hyper.kernel.signal_variance * self.scaler.scale.powi(2)
+    }
+
+    /// Noise variance on the original target scale.
+    pub fn noise_variance(&self) -> f64 {
+        self.hyper.noise_variance * self.scaler.scale.powi(2)
+    }
+
+    /// Predictive mean k*ᵀa and latent variance k** − k*ᵀ(K_uu⁻¹ − B⁻¹)k* at `x_test`, in O(M²)
+    /// per point, on the original target scale.
+    pub fn predict(&self, x_test: MatRef<'_, f64>) -> Result<Prediction> {
+        if x_test.ncols() != self.zs.ncols() {
+            return Err(BayesError::ShapeMismatch {
+                what: "sparse GP test inputs".into(),
+                expected: format!("{} columns", self.zs.ncols()),
+                found: format!("{} columns", x_test.ncols()),
+            });
+        }
+        linalg::check_finite_matrix(x_test, "sparse GP test inputs")?;
+        let ts = self.hyper.kernel.scale(x_test);
+        let k_star = self.hyper.kernel.cross_scaled(self.zs.as_ref(), ts.as_ref()); // [m, t]
+        let mean_s = k_star.transpose() * &self.a;
+        let c = self.luu.solve_l(k_star.as_ref());
+        let q = linalg::column_dots(c.as_ref(), c.as_ref());
+        let e = self.lb.solve_l(c.as_ref());
+        let back = linalg::column_dots(e.as_ref(), e.as_ref());
+        let s2 = self.scaler.scale.powi(2);
+        let signal = self.hyper.kernel.signal_variance;
+        Ok(Prediction {
+            mean: (0..x_test.nrows()).map(|i| self.scaler.mean + self.scaler.scale * mean_s[(i, 0)]).collect(),
+            latent_variance: q.iter().zip(&back).map(|(qi, bi)| (signal - qi + bi).max(0.0) * s2).collect(),
+            noise_variance: self.noise_variance(),
+        })
+    }
+}
