@@ -123,7 +123,11 @@ impl GpConfig {
             return Err(invalid("noise_floor", self.noise_floor, "must be a finite number ≥ 0"));
         }
         if !(self.noise_variance > self.noise_floor && self.noise_variance.is_finite()) {
-            return Err(invalid("noise_variance", self.noise_variance, format!("must exceed noise_floor = {}", self.noise_floor)));
+            return Err(invalid(
+                "noise_variance",
+                self.noise_variance,
+                format!("must exceed noise_floor = {}", self.noise_floor),
+            ));
         }
         if self.max_iters == 0 {
             return Err(invalid("max_iters", 0, "must be at least 1"));
@@ -177,7 +181,11 @@ impl GpConfig {
                 let m = optimiser.minimise(objective, packing.pack(&start));
                 let found = packing.unpack(&m.x, &start);
                 tracing::info!(restart, lml = -m.value, iterations = m.iterations, stop = m.stop, "GP restart");
-                runs.push(OptimisationRun { log_marginal_likelihood: -m.value, iterations: m.iterations, stop: m.stop });
+                runs.push(OptimisationRun {
+                    log_marginal_likelihood: -m.value,
+                    iterations: m.iterations,
+                    stop: m.stop,
+                });
                 if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| -m.value > *v) {
                     best = Some((-m.value, found));
                 }
@@ -238,7 +246,8 @@ impl Packing {
 }
 
 fn random_start(like: &GpHyperParameters, noise_floor: f64, rng: &mut impl Rng) -> GpHyperParameters {
-    let log_uniform = |rng: &mut dyn rand::RngCore, lo: f64, hi: f64| (lo.ln() + rng.random::<f64>() * (hi / lo).ln()).exp();
+    let log_uniform =
+        |rng: &mut dyn rand::RngCore, lo: f64, hi: f64| (lo.ln() + rng.random::<f64>() * (hi / lo).ln()).exp();
     GpHyperParameters {
         kernel: RbfKernel::new(
             log_uniform(rng, 0.1, 10.0),

@@ -200,7 +200,9 @@ mod tests {
     fn gradients_match_finite_differences() {
         let (x, z) = data();
         let g = Mat::from_fn(5, 4, |i, j| ((i + 2 * j) as f64).sin());
-        let objective = |k: &RbfKernel, z: &Mat<f64>| crate::linalg::frobenius_dot(k.cross(x.as_ref(), z.as_ref()).as_ref(), g.as_ref());
+        let objective = |k: &RbfKernel, z: &Mat<f64>| {
+            crate::linalg::frobenius_dot(k.cross(x.as_ref(), z.as_ref()).as_ref(), g.as_ref())
+        };
         for lengthscales in [vec![0.8], vec![0.5, 1.0, 2.0]] {
             let k = RbfKernel::new(1.3, lengthscales.clone());
             let (xs, zs) = (k.scale(x.as_ref()), k.scale(z.as_ref()));

@@ -143,7 +143,8 @@ mod tests {
     #[test]
     fn steps_back_from_points_it_cannot_evaluate() {
         // f(x) = x − log x is undefined for x ≤ 0; its minimum is at x = 1.
-        let f = |x: &[f64]| if x[0] <= 0.0 { (f64::NAN, vec![0.0]) } else { (x[0] - x[0].ln(), vec![1.0 - 1.0 / x[0]]) };
+        let f =
+            |x: &[f64]| if x[0] <= 0.0 { (f64::NAN, vec![0.0]) } else { (x[0] - x[0].ln(), vec![1.0 - 1.0 / x[0]]) };
         let m = Lbfgs::default().minimise(f, vec![5.0]);
         assert!((m.x[0] - 1.0).abs() < 1e-4, "{m:?}");
     }

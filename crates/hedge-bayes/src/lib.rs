@@ -9,6 +9,7 @@ pub mod gp;
 pub mod kernel;
 pub mod lbfgs;
 pub mod linalg;
+pub mod linear;
 pub mod sparse;
 
 pub use error::{BayesError, Result};

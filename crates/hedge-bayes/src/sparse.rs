@@ -287,8 +287,9 @@ pub fn sparse_objective(
     let f = factorise(xs.as_ref(), zs.as_ref(), y, h, method, jitter)?;
     let quad_lambda: f64 = (0..n).map(|i| y[i] * y[i] / f.lambda[i]).sum();
     let log_lambda: f64 = f.lambda.iter().map(|l| l.ln()).sum();
-    let mut value =
-        -0.5 * (quad_lambda - f.tt) - 0.5 * (f.lb.log_det() + log_lambda) - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    let mut value = -0.5 * (quad_lambda - f.tt)
+        - 0.5 * (f.lb.log_det() + log_lambda)
+        - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
     let trace_residual: f64 = f.q.iter().map(|qi| s2 - qi).sum();
     if method == SparseMethod::Vfe {
         value -= trace_residual / (2.0 * sigma2);

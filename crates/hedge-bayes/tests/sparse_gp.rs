@@ -30,10 +30,15 @@ fn gradients_match_finite_differences() {
     for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
         let h = hyper();
         let o = sparse_objective(x.as_ref(), &y, z.as_ref(), &h, method, 1e-6).unwrap();
-        let value = |h: &GpHyperParameters, z: &Mat<f64>| sparse_objective(x.as_ref(), &y, z.as_ref(), h, method, 1e-6).unwrap().value;
+        let value = |h: &GpHyperParameters, z: &Mat<f64>| {
+            sparse_objective(x.as_ref(), &y, z.as_ref(), h, method, 1e-6).unwrap().value
+        };
         let eps: f64 = 1e-6;
         let check = |fd: f64, an: f64, what: &str| {
-            assert!((fd - an).abs() < 1e-5 * an.abs().max(1.0), "{method:?} {what}: finite difference {fd}, analytic {an}");
+            assert!(
+                (fd - an).abs() < 1e-5 * an.abs().max(1.0),
+                "{method:?} {what}: finite difference {fd}, analytic {an}"
+            );
         };
         let (mut hp, mut hn) = (h.clone(), h.clone());
         hp.kernel.signal_variance *= eps.exp();

@@ -1,5 +1,6 @@
 //! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
 
+mod bayes;
 mod bench;
 mod figures;
 mod hib;
@@ -21,6 +22,11 @@ enum Command {
         #[command(subcommand)]
         command: hib::HibCommand,
     },
+    /// Bayesian models: GP and sparse GP regression on UCI sets, Gibbs sampling, spike-and-slab EM.
+    Bayes {
+        #[command(subcommand)]
+        command: bayes::BayesCommand,
+    },
     /// Throughput benchmarks (images per second).
     Bench {
         #[command(subcommand)]
@@ -38,6 +44,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Hib { command } => hib::run(command),
+        Command::Bayes { command } => bayes::run(command),
         Command::Bench { command } => bench::run(command),
     };
     if let Err(e) = result {
