@@ -4,13 +4,17 @@
 //! linear regression. Pure Rust: faer for linear algebra, rand for sampling, statrs for special
 //! functions.
 
+pub mod diagnostics;
 mod error;
+pub mod gibbs;
 pub mod gp;
 pub mod kernel;
 pub mod lbfgs;
 pub mod linalg;
 pub mod linear;
+pub mod probit;
 pub mod sparse;
+pub mod spike_slab;
 
 pub use error::{BayesError, Result};
 pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};

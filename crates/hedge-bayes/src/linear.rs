@@ -300,10 +300,10 @@ mod tests {
             [-0.02174221829218544, 0.0605141557397233, 0.01697658312861401],
             [-0.05809582701630698, 0.01697658312861401, 0.0549018700912575],
         ];
-        for i in 0..3 {
+        for (i, row) in cov.iter().enumerate() {
             assert!((fit.mean[i] - mean[i]).abs() < 1e-12);
-            for j in 0..3 {
-                assert!((fit.covariance[(i, j)] - cov[i][j]).abs() < 1e-12);
+            for (j, c) in row.iter().enumerate() {
+                assert!((fit.covariance[(i, j)] - c).abs() < 1e-12);
             }
         }
         assert!((fit.log_evidence - -15.118696510447139).abs() < 1e-10, "{}", fit.log_evidence);
