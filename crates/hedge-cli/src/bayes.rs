@@ -16,6 +16,94 @@ use serde_json::json;
 pub enum BayesCommand {
     /// GP regression on a UCI set's standard split: test RMSE and NLL, fitted hyper-parameters.
     Gp(GpArgs),
+    /// The lengthscale study: GP prior samples and posterior mean ± 2σ on a 1-D function for
+    /// ℓ ∈ {0.2, 0.5, 1, 2, 5, 10}, as one PNG grid (plus a table of fit quality per ℓ).
+    Lengthscales(LengthscaleArgs),
+    /// Gibbs sampling of (μ, β) for normal data with known truth: posterior summaries, ESS, R-hat.
+    Gibbs(GibbsArgs),
+    /// EM for spike-and-slab regression on synthetic sparse data: the recovered support.
+    SpikeSlab(SpikeSlabArgs),
+}
+
+#[derive(Args)]
+pub struct LengthscaleArgs {
+    /// Run directory for lengthscales.png, lengthscales.json, lengthscales.md, config.json.
+    #[arg(long)]
+    out: PathBuf,
+    /// Training points drawn uniformly on [−5, 5].
+    #[arg(long, default_value_t = 12)]
+    points: usize,
+    /// Standard deviation of the observation noise.
+    #[arg(long, default_value_t = 0.1)]
+    noise: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum MeanPriorArg {
+    /// μ ~ N(0, 100) independent of β (the notes' semi-conjugate model).
+    Independent,
+    /// μ | β ~ N(0, 1/(0.01 β)): the posterior is known exactly and printed alongside.
+    Conjugate,
+}
+
+#[derive(Args)]
+pub struct GibbsArgs {
+    /// Observations drawn from N(true_mean, true_sd²).
+    #[arg(long, default_value_t = 50)]
+    n: usize,
+    #[arg(long, default_value_t = 2.0)]
+    true_mean: f64,
+    #[arg(long, default_value_t = 0.5)]
+    true_sd: f64,
+    #[arg(long, value_enum, default_value = "independent")]
+    prior: MeanPriorArg,
+    #[arg(long, default_value_t = 4)]
+    chains: usize,
+    /// Kept draws per chain.
+    #[arg(long, default_value_t = 2000)]
+    samples: usize,
+    #[arg(long, default_value_t = 500)]
+    burn_in: usize,
+    #[arg(long, default_value_t = 1)]
+    thin: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+    /// Run directory: config.json, summary.json, draws.npz (mu, beta: [chains, samples]), trace.png.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct SpikeSlabArgs {
+    /// Rows of the design matrix (standard normal inputs).
+    #[arg(long, default_value_t = 200)]
+    n: usize,
+    /// Columns (candidate weights).
+    #[arg(long, default_value_t = 30)]
+    d: usize,
+    /// Non-zero true weights (magnitudes 1–3, random signs and positions).
+    #[arg(long, default_value_t = 5)]
+    nonzero: usize,
+    /// Standard deviation of the observation noise.
+    #[arg(long, default_value_t = 0.5)]
+    noise: f64,
+    /// v₀, the spike's variance relative to σ².
+    #[arg(long, default_value_t = 1e-2)]
+    spike_variance: f64,
+    /// v₁, the slab's variance relative to σ².
+    #[arg(long, default_value_t = 10.0)]
+    slab_variance: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+    /// Run directory: config.json, result.json, weights.csv.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -67,6 +155,9 @@ pub struct GpArgs {
 pub fn run(command: BayesCommand) -> Result<()> {
     match command {
         BayesCommand::Gp(args) => gp(args),
+        BayesCommand::Lengthscales(args) => lengthscales(args),
+        BayesCommand::Gibbs(args) => gibbs(args),
+        BayesCommand::SpikeSlab(args) => spike_slab(args),
     }
 }
 
@@ -240,6 +331,290 @@ fn write_gp_run(
     hedge_data::write_atomic(&out.join("predictions.csv"), csv.as_bytes())?;
     if report["rmse"].as_f64().is_none_or(|v| !v.is_finite()) {
         bail!("the fit produced a non-finite RMSE; see {}", out.display());
+    }
+    Ok(())
+}
+
+fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    hedge_data::write_atomic(path, serde_json::to_string_pretty(value)?.as_bytes())?;
+    Ok(())
+}
+
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// The study's true function.
+fn study_function(x: f64) -> f64 {
+    x.sin() + 0.5 * (2.3 * x).sin()
+}
+
+fn lengthscales(args: LengthscaleArgs) -> Result<()> {
+    use hedge_bayes::gp::{fit_with, GpHyperParameters};
+    use hedge_bayes::linalg::Cholesky;
+    use hedge_bayes::RbfKernel;
+    use rand::{Rng, SeedableRng};
+    use rand_distr::StandardNormal;
+
+    if args.points == 0 || args.noise.is_nan() || args.noise <= 0.0 {
+        bail!("--points must be ≥ 1 and --noise > 0 (got {} and {})", args.points, args.noise);
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+    let train_x: Vec<f64> = (0..args.points).map(|_| -5.0 + 10.0 * rng.random::<f64>()).collect();
+    let train_y: Vec<f64> =
+        train_x.iter().map(|&x| study_function(x) + args.noise * rng.sample::<f64, _>(StandardNormal)).collect();
+    let grid: Vec<f64> = (0..201).map(|i| -5.0 + 0.05 * i as f64).collect();
+    let truth: Vec<f64> = grid.iter().map(|&x| study_function(x)).collect();
+    let xg = Mat::from_fn(grid.len(), 1, |i, _| grid[i]);
+    let xt = Mat::from_fn(train_x.len(), 1, |i, _| train_x[i]);
+    let mut panels = Vec::new();
+    let mut rows = Vec::new();
+    for &ell in &[0.2, 0.5, 1.0, 2.0, 5.0, 10.0] {
+        let hyper =
+            GpHyperParameters { kernel: RbfKernel::new(1.0, vec![ell]), noise_variance: args.noise * args.noise };
+        let prior = Cholesky::new(hyper.kernel.gram(xg.as_ref()).as_ref(), "the prior covariance on the grid")?;
+        let l = prior.l();
+        let prior_samples: Vec<Vec<f64>> = (0..3)
+            .map(|_| {
+                let e: Vec<f64> = (0..grid.len()).map(|_| rng.sample::<f64, _>(StandardNormal)).collect();
+                (0..grid.len()).map(|i| (0..=i).map(|k| l[(i, k)] * e[k]).sum()).collect()
+            })
+            .collect();
+        let config = GpConfig::default().with_normalise_y(false);
+        let fitted = fit_with(&config, xt.as_ref(), &train_y, hyper)?;
+        let p = fitted.predict(xg.as_ref())?;
+        let rmse = p.rmse(&truth);
+        let coverage = p
+            .mean
+            .iter()
+            .zip(&p.latent_variance)
+            .zip(&truth)
+            .filter(|((m, v), t)| (*m - *t).abs() <= 2.0 * v.sqrt())
+            .count() as f64
+            / grid.len() as f64;
+        rows.push(json!({
+            "lengthscale": ell,
+            "log_marginal_likelihood": fitted.log_marginal_likelihood(),
+            "rmse_to_truth": rmse,
+            "coverage_2sd": coverage,
+            "mean_posterior_sd": p.latent_variance.iter().map(|v| v.sqrt()).sum::<f64>() / grid.len() as f64,
+        }));
+        panels.push(crate::bayes_plots::StudyPanel {
+            lengthscale: ell,
+            grid: grid.clone(),
+            truth: truth.clone(),
+            prior_samples,
+            posterior_sd: p.latent_variance.iter().map(|v| v.sqrt()).collect(),
+            posterior_mean: p.mean,
+            train: train_x.iter().copied().zip(train_y.iter().copied()).collect(),
+        });
+    }
+    crate::bayes_plots::lengthscale_grid(&args.out.join("lengthscales.png"), &panels)?;
+    let config = json!({
+        "command": command_line(),
+        "function": "f(x) = sin(x) + 0.5 sin(2.3x) on [-5, 5]",
+        "points": args.points, "noise_sd": args.noise, "seed": args.seed,
+        "kernel": "RBF, signal variance 1, noise variance = noise_sd²",
+    });
+    write_json(&args.out.join("config.json"), &config)?;
+    write_json(&args.out.join("lengthscales.json"), &json!(rows))?;
+    let mut md = String::from(
+        "| ℓ | log marginal likelihood | RMSE to f on the grid | grid points inside ±2σ | mean posterior σ |\n|---|---|---|---|---|\n",
+    );
+    for r in &rows {
+        md.push_str(&format!(
+            "| {} | {:.2} | {:.3} | {:.2} | {:.3} |\n",
+            r["lengthscale"],
+            r["log_marginal_likelihood"].as_f64().unwrap_or(f64::NAN),
+            r["rmse_to_truth"].as_f64().unwrap_or(f64::NAN),
+            r["coverage_2sd"].as_f64().unwrap_or(f64::NAN),
+            r["mean_posterior_sd"].as_f64().unwrap_or(f64::NAN)
+        ));
+    }
+    hedge_data::write_atomic(&args.out.join("lengthscales.md"), md.as_bytes())?;
+    print!("{md}");
+    println!("wrote {}", args.out.join("lengthscales.png").display());
+    Ok(())
+}
+
+fn gibbs(args: GibbsArgs) -> Result<()> {
+    use hedge_bayes::gibbs::{normal_gamma_posterior, GibbsConfig, MeanPrior};
+    use rand::{Rng, SeedableRng};
+    use rand_distr::StandardNormal;
+
+    if args.n == 0 || args.true_sd.is_nan() || args.true_sd <= 0.0 {
+        bail!("--n must be ≥ 1 and --true-sd > 0 (got {} and {})", args.n, args.true_sd);
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.wrapping_add(12345));
+    let x: Vec<f64> =
+        (0..args.n).map(|_| args.true_mean + args.true_sd * rng.sample::<f64, _>(StandardNormal)).collect();
+    let (a, b) = (1.0, 1.0);
+    let prior = match args.prior {
+        MeanPriorArg::Independent => MeanPrior::Independent { mean: 0.0, variance: 100.0 },
+        MeanPriorArg::Conjugate => MeanPrior::Conjugate { mean: 0.0, kappa: 0.01 },
+    };
+    let config = GibbsConfig::default()
+        .with_mean_prior(prior)
+        .with_gamma_prior(a, b)
+        .with_chains(args.chains)
+        .with_samples(args.samples, args.burn_in, args.thin)
+        .with_seed(args.seed);
+    let start = Instant::now();
+    let r = config.run(&x)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let exact = match prior {
+        MeanPrior::Conjugate { mean, kappa } => {
+            let (mu_n, kappa_n, a_n, b_n) = normal_gamma_posterior(&x, mean, kappa, a, b);
+            Some(
+                json!({ "mu_mean": mu_n, "mu_sd": (b_n / (kappa_n * (a_n - 1.0))).sqrt(), "beta_mean": a_n / b_n, "beta_sd": a_n.sqrt() / b_n }),
+            )
+        }
+        MeanPrior::Independent { .. } => None,
+    };
+    let truth = json!({ "mu": args.true_mean, "beta": 1.0 / (args.true_sd * args.true_sd) });
+    let summary = json!({ "truth": truth, "mu": r.mu_summary, "beta": r.beta_summary, "exact_posterior": exact, "seconds": seconds, "draws": args.chains * args.samples });
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        write_json(
+            &out.join("config.json"),
+            &json!({ "command": command_line(), "sampler": config, "n": args.n, "true_mean": args.true_mean, "true_sd": args.true_sd }),
+        )?;
+        write_json(&out.join("summary.json"), &summary)?;
+        let flat = |c: &[Vec<f64>]| {
+            hedge_data::NpyArray::new(
+                vec![c.len(), c[0].len()],
+                hedge_data::NpyData::F64(c.iter().flatten().copied().collect()),
+            )
+        };
+        hedge_data::write_npz(&out.join("draws.npz"), &[("mu", flat(&r.mu)), ("beta", flat(&r.beta))])?;
+        crate::bayes_plots::traces(&out.join("trace.png"), &[("μ", &r.mu), ("β (precision)", &r.beta)])?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+        return Ok(());
+    }
+    println!(
+        "{} observations from N({}, {}²); {} chains × {} kept draws (burn-in {}, thin {}) in {seconds:.3} s",
+        args.n, args.true_mean, args.true_sd, args.chains, args.samples, args.burn_in, args.thin
+    );
+    println!("{:<6} {:>8} {:>10} {:>9} {:>22} {:>9} {:>7}", "", "truth", "mean", "sd", "95% interval", "ESS", "R-hat");
+    for (name, t, s) in [("μ", args.true_mean, &r.mu_summary), ("β", 1.0 / args.true_sd.powi(2), &r.beta_summary)] {
+        println!(
+            "{:<6} {:>8.4} {:>10.4} {:>9.4} {:>22} {:>9.0} {:>7.4}",
+            name,
+            t,
+            s.mean,
+            s.sd,
+            format!("[{:.4}, {:.4}]", s.interval_95.0, s.interval_95.1),
+            s.ess,
+            s.r_hat
+        );
+    }
+    if let Some(e) = exact {
+        println!(
+            "exact normal-gamma posterior: E[μ] = {:.4} (sd {:.4}), E[β] = {:.4} (sd {:.4})",
+            e["mu_mean"].as_f64().unwrap_or(f64::NAN),
+            e["mu_sd"].as_f64().unwrap_or(f64::NAN),
+            e["beta_mean"].as_f64().unwrap_or(f64::NAN),
+            e["beta_sd"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(())
+}
+
+fn spike_slab(args: SpikeSlabArgs) -> Result<()> {
+    use hedge_bayes::spike_slab::SpikeSlabConfig;
+    use rand::seq::index::sample;
+    use rand::{Rng, SeedableRng};
+    use rand_distr::StandardNormal;
+
+    if args.nonzero > args.d || args.n < 2 || args.noise.is_nan() || args.noise <= 0.0 {
+        bail!(
+            "need --nonzero ≤ --d, --n ≥ 2 and --noise > 0 (got {}, {}, {}, {})",
+            args.nonzero,
+            args.d,
+            args.n,
+            args.noise
+        );
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+    let x = Mat::from_fn(args.n, args.d, |_, _| rng.sample::<f64, _>(StandardNormal));
+    let mut truth = vec![0.0; args.d];
+    let mut support = sample(&mut rng, args.d, args.nonzero).into_vec();
+    support.sort_unstable();
+    for &j in &support {
+        let sign = if rng.random::<bool>() { 1.0 } else { -1.0 };
+        truth[j] = sign * (1.0 + 2.0 * rng.random::<f64>());
+    }
+    let y: Vec<f64> = (0..args.n)
+        .map(|i| {
+            (0..args.d).map(|j| x[(i, j)] * truth[j]).sum::<f64>() + args.noise * rng.sample::<f64, _>(StandardNormal)
+        })
+        .collect();
+    let config = SpikeSlabConfig::default().with_variances(args.spike_variance, args.slab_variance);
+    let start = Instant::now();
+    let fit = config.fit(x.as_ref(), &y)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let found = fit.support();
+    let false_positives: Vec<usize> = found.iter().copied().filter(|j| !support.contains(j)).collect();
+    let missed: Vec<usize> = support.iter().copied().filter(|j| !found.contains(j)).collect();
+    let result = json!({
+        "true_support": support,
+        "recovered_support": found,
+        "exact_recovery": false_positives.is_empty() && missed.is_empty(),
+        "false_positives": false_positives,
+        "missed": missed,
+        "theta": fit.theta,
+        "noise_variance": fit.noise_variance,
+        "true_noise_variance": args.noise * args.noise,
+        "iterations": fit.iterations,
+        "converged": fit.converged,
+        "seconds": seconds,
+        "weights": fit.weights,
+        "weight_sd": fit.weight_sd,
+        "true_weights": truth,
+    });
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        write_json(
+            &out.join("config.json"),
+            &json!({ "command": command_line(), "em": config, "n": args.n, "d": args.d, "nonzero": args.nonzero, "noise_sd": args.noise, "seed": args.seed }),
+        )?;
+        write_json(&out.join("result.json"), &result)?;
+        let mut csv = String::from("index,true_weight,posterior_mean,posterior_sd,included\n");
+        for j in 0..args.d {
+            csv.push_str(&format!(
+                "{j},{},{},{},{}\n",
+                truth[j],
+                fit.weights[j],
+                fit.weight_sd[j],
+                u8::from(fit.included[j])
+            ));
+        }
+        hedge_data::write_atomic(&out.join("weights.csv"), csv.as_bytes())?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&result)?);
+        return Ok(());
+    }
+    println!(
+        "{} × {} design, {} non-zero weights, noise sd {}; EM: {} iterations ({}), {seconds:.3} s",
+        args.n,
+        args.d,
+        args.nonzero,
+        args.noise,
+        fit.iterations,
+        if fit.converged { "converged" } else { "iteration limit" }
+    );
+    println!("true support      {support:?}");
+    println!("recovered support {found:?}{}", if result["exact_recovery"] == json!(true) { "  (exact)" } else { "" });
+    println!("θ = {:.3}, σ² = {:.4} (true {:.4})", fit.theta, fit.noise_variance, args.noise * args.noise);
+    println!("{:>5} {:>10} {:>10} {:>9}", "index", "true w", "E[w]", "sd");
+    for j in 0..args.d {
+        if truth[j] != 0.0 || fit.included[j] {
+            println!("{j:>5} {:>10.4} {:>10.4} {:>9.4}", truth[j], fit.weights[j], fit.weight_sd[j]);
+        }
     }
     Ok(())
 }

@@ -35,7 +35,7 @@ pub fn centroids(set: &EmbeddedSet) -> BTreeMap<u32, (f64, f64)> {
 }
 
 /// Renders to a temporary sibling and renames, so a failed plot never leaves half a PNG.
-fn render(
+pub(crate) fn render(
     path: &Path,
     size: (u32, u32),
     draw: impl FnOnce(DrawingArea<BitMapBackend, plotters::coord::Shift>) -> Result<()>,

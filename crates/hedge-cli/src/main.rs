@@ -1,6 +1,7 @@
 //! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
 
 mod bayes;
+mod bayes_plots;
 mod bench;
 mod figures;
 mod hib;

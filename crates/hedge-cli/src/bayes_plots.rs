@@ -1,0 +1,111 @@
+//! Figures for `hedge bayes`: the lengthscale study grid and Gibbs trace plots.
+
+use std::path::Path;
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+use crate::figures::render;
+
+/// One panel of the lengthscale study.
+pub struct StudyPanel {
+    pub lengthscale: f64,
+    pub grid: Vec<f64>,
+    pub truth: Vec<f64>,
+    pub prior_samples: Vec<Vec<f64>>,
+    pub posterior_mean: Vec<f64>,
+    pub posterior_sd: Vec<f64>,
+    pub train: Vec<(f64, f64)>,
+}
+
+/// Rows of (prior samples | posterior mean ± 2σ with the data and the true function).
+pub fn lengthscale_grid(path: &Path, panels: &[StudyPanel]) -> Result<()> {
+    let (w, h) = (1300u32, 300 * panels.len() as u32 + 60);
+    render(path, (w, h), |root| {
+        let root = root
+            .titled("GP prior samples (left) and posterior mean ± 2σ (right) by lengthscale ℓ", ("sans-serif", 24))
+            .map_err(|e| anyhow!("{e}"))?;
+        let cells = root.split_evenly((panels.len(), 2));
+        for (row, panel) in panels.iter().enumerate() {
+            let (x0, x1) = (panel.grid[0], *panel.grid.last().unwrap_or(&1.0));
+            let left = &cells[2 * row];
+            let mut chart = ChartBuilder::on(left)
+                .caption(format!("prior, ℓ = {}", panel.lengthscale), ("sans-serif", 18))
+                .margin(8)
+                .x_label_area_size(25)
+                .y_label_area_size(40)
+                .build_cartesian_2d(x0..x1, -3.5f64..3.5)
+                .map_err(|e| anyhow!("{e}"))?;
+            chart.configure_mesh().light_line_style(WHITE).draw().map_err(|e| anyhow!("{e}"))?;
+            for (k, s) in panel.prior_samples.iter().enumerate() {
+                let pts: Vec<(f64, f64)> =
+                    panel.grid.iter().copied().zip(s.iter().map(|v| v.clamp(-3.5, 3.5))).collect();
+                chart
+                    .draw_series(LineSeries::new(pts, Palette99::pick(k).stroke_width(2)))
+                    .map_err(|e| anyhow!("{e}"))?;
+            }
+            let right = &cells[2 * row + 1];
+            let mut chart = ChartBuilder::on(right)
+                .caption(format!("posterior, ℓ = {}", panel.lengthscale), ("sans-serif", 18))
+                .margin(8)
+                .x_label_area_size(25)
+                .y_label_area_size(40)
+                .build_cartesian_2d(x0..x1, -3.5f64..3.5)
+                .map_err(|e| anyhow!("{e}"))?;
+            chart.configure_mesh().light_line_style(WHITE).draw().map_err(|e| anyhow!("{e}"))?;
+            let clamp = |v: f64| v.clamp(-3.5, 3.5);
+            let mut band: Vec<(f64, f64)> = panel
+                .grid
+                .iter()
+                .zip(panel.posterior_mean.iter().zip(&panel.posterior_sd))
+                .map(|(&x, (m, s))| (x, clamp(m + 2.0 * s)))
+                .collect();
+            band.extend(
+                panel
+                    .grid
+                    .iter()
+                    .zip(panel.posterior_mean.iter().zip(&panel.posterior_sd))
+                    .rev()
+                    .map(|(&x, (m, s))| (x, clamp(m - 2.0 * s))),
+            );
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.2).filled())))
+                .map_err(|e| anyhow!("{e}"))?;
+            let truth: Vec<(f64, f64)> = panel.grid.iter().copied().zip(panel.truth.iter().copied()).collect();
+            chart.draw_series(LineSeries::new(truth, BLACK.stroke_width(1))).map_err(|e| anyhow!("{e}"))?;
+            let mean: Vec<(f64, f64)> =
+                panel.grid.iter().copied().zip(panel.posterior_mean.iter().map(|&v| clamp(v))).collect();
+            chart.draw_series(LineSeries::new(mean, BLUE.stroke_width(2))).map_err(|e| anyhow!("{e}"))?;
+            chart
+                .draw_series(panel.train.iter().map(|&p| Circle::new(p, 4, RED.filled())))
+                .map_err(|e| anyhow!("{e}"))?;
+        }
+        Ok(())
+    })
+}
+
+/// Trace plots, one row per named quantity, one line per chain.
+pub fn traces(path: &Path, quantities: &[(&str, &[Vec<f64>])]) -> Result<()> {
+    render(path, (1100, 300 * quantities.len() as u32), |root| {
+        let rows = root.split_evenly((quantities.len(), 1));
+        for (area, (name, chains)) in rows.iter().zip(quantities) {
+            let all = chains.iter().flatten();
+            let (lo, hi) = all.fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+            let pad = 0.05 * (hi - lo).max(1e-12);
+            let n = chains.first().map_or(1, Vec::len);
+            let mut chart = ChartBuilder::on(area)
+                .caption(format!("{name}: {} chains", chains.len()), ("sans-serif", 18))
+                .margin(8)
+                .x_label_area_size(25)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0f64..n as f64, (lo - pad)..(hi + pad))
+                .map_err(|e| anyhow!("{e}"))?;
+            chart.configure_mesh().x_desc("kept draw").draw().map_err(|e| anyhow!("{e}"))?;
+            for (k, c) in chains.iter().enumerate() {
+                let pts: Vec<(f64, f64)> = c.iter().enumerate().map(|(i, &v)| (i as f64, v)).collect();
+                chart.draw_series(LineSeries::new(pts, Palette99::pick(k).mix(0.7))).map_err(|e| anyhow!("{e}"))?;
+            }
+        }
+        Ok(())
+    })
+}
