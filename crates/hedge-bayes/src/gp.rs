@@ -153,6 +153,16 @@ impl GpConfig {
     /// Invalid hyper-parameters, mismatched shapes, non-finite data, or a kernel matrix that is
     /// not positive definite even with jitter.
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedGp> {
+        self.fit_observed(x, y, &mut |_| {})
+    }
+
+    /// As [`GpConfig::fit`], reporting each accepted L-BFGS step to `observer` (for progress bars).
+    pub fn fit_observed(
+        &self,
+        x: MatRef<'_, f64>,
+        y: &[f64],
+        observer: &mut dyn FnMut(FitProgress),
+    ) -> Result<FittedGp> {
         self.check()?;
         linalg::check_rows(x, y.len(), "GP inputs vs targets")?;
         linalg::check_finite_matrix(x, "GP inputs")?;
@@ -178,7 +188,9 @@ impl GpConfig {
                     }
                 };
                 let optimiser = Lbfgs { max_iters: self.max_iters, ..Default::default() };
-                let m = optimiser.minimise(objective, packing.pack(&start));
+                let m = optimiser.minimise_observed(objective, packing.pack(&start), &mut |iteration, value| {
+                    observer(FitProgress { run: restart, iteration, log_marginal_likelihood: -value })
+                });
                 let found = packing.unpack(&m.x, &start);
                 tracing::info!(restart, lml = -m.value, iterations = m.iterations, stop = m.stop, "GP restart");
                 runs.push(OptimisationRun {
@@ -278,6 +290,16 @@ impl TargetScaler {
     pub fn forward(&self, y: &[f64]) -> Vec<f64> {
         y.iter().map(|v| (v - self.mean) / self.scale).collect()
     }
+}
+
+/// Progress of a hyper-parameter search, reported after each accepted L-BFGS step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitProgress {
+    /// 0 for the run from the configured start, then 1, 2, … for the random restarts.
+    pub run: usize,
+    pub iteration: usize,
+    /// The objective being maximised (standardised targets).
+    pub log_marginal_likelihood: f64,
 }
 
 /// One L-BFGS run of the hyper-parameter search.

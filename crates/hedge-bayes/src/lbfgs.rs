@@ -42,7 +42,17 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 impl Lbfgs {
     /// Minimises `objective`, which returns the value and gradient at a point.
-    pub fn minimise(&self, mut objective: impl FnMut(&[f64]) -> (f64, Vec<f64>), x0: Vec<f64>) -> Minimum {
+    pub fn minimise(&self, objective: impl FnMut(&[f64]) -> (f64, Vec<f64>), x0: Vec<f64>) -> Minimum {
+        self.minimise_observed(objective, x0, &mut |_, _| {})
+    }
+
+    /// As [`Lbfgs::minimise`], calling `observer(iteration, value)` after every accepted step.
+    pub fn minimise_observed(
+        &self,
+        mut objective: impl FnMut(&[f64]) -> (f64, Vec<f64>),
+        x0: Vec<f64>,
+        observer: &mut dyn FnMut(usize, f64),
+    ) -> Minimum {
         let mut x = x0;
         let (mut f, mut g) = objective(&x);
         let mut evaluations = 1;
@@ -115,6 +125,7 @@ impl Lbfgs {
             x = x_new;
             f = f_new;
             g = g_new;
+            observer(iteration + 1, f);
             if relative < self.relative_tolerance {
                 return Minimum { x, value: f, iterations: iteration + 1, evaluations, stop: "relative tolerance" };
             }

@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, BayesError, Result};
-use crate::gp::{GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
+use crate::gp::{FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
 use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
 
@@ -92,6 +92,16 @@ impl SparseGpConfig {
 
     /// Fits with pseudo-inputs initialised at a random subset of the rows of `x`.
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedSparseGp> {
+        self.fit_observed(x, y, &mut |_| {})
+    }
+
+    /// As [`SparseGpConfig::fit`], reporting each accepted L-BFGS step to `observer`.
+    pub fn fit_observed(
+        &self,
+        x: MatRef<'_, f64>,
+        y: &[f64],
+        observer: &mut dyn FnMut(FitProgress),
+    ) -> Result<FittedSparseGp> {
         self.check()?;
         linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
         let m = self.inducing.min(x.nrows());
@@ -99,11 +109,21 @@ impl SparseGpConfig {
         let mut rows = sample(&mut rng, x.nrows(), m).into_vec();
         rows.sort_unstable();
         let z = Mat::from_fn(m, x.ncols(), |i, d| x[(rows[i], d)]);
-        self.fit_from(x, y, z)
+        self.fit_from_observed(x, y, z, observer)
     }
 
     /// Fits starting from the given pseudo-inputs `z` (`[m, d]`).
     pub fn fit_from(&self, x: MatRef<'_, f64>, y: &[f64], z: Mat<f64>) -> Result<FittedSparseGp> {
+        self.fit_from_observed(x, y, z, &mut |_| {})
+    }
+
+    fn fit_from_observed(
+        &self,
+        x: MatRef<'_, f64>,
+        y: &[f64],
+        z: Mat<f64>,
+        observer: &mut dyn FnMut(FitProgress),
+    ) -> Result<FittedSparseGp> {
         self.check()?;
         linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
         linalg::check_finite_matrix(x, "sparse GP inputs")?;
@@ -163,7 +183,9 @@ impl SparseGpConfig {
                 }
             }
             let optimiser = Lbfgs { max_iters: self.gp.max_iters, ..Default::default() };
-            let found = optimiser.minimise(objective, theta0);
+            let found = optimiser.minimise_observed(objective, theta0, &mut |iteration, value| {
+                observer(FitProgress { run: 0, iteration, log_marginal_likelihood: -value })
+            });
             tracing::info!(objective = -found.value, iterations = found.iterations, stop = found.stop, "sparse GP fit");
             if !found.value.is_finite() {
                 return Err(BayesError::NotPositiveDefinite {

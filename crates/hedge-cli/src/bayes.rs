@@ -225,11 +225,22 @@ fn gp(args: GpArgs) -> Result<()> {
             args.sparse.map_or("the exact GP".to_string(), |m| format!("a sparse GP with {m} pseudo-inputs"))
         );
     }
+    let bar = if args.json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new_spinner() };
+    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    let mut observer = |p: hedge_bayes::gp::FitProgress| {
+        bar.set_message(format!(
+            "run {} iteration {}: objective {:.4} (standardised targets)",
+            p.run, p.iteration, p.log_marginal_likelihood
+        ));
+    };
     let start = Instant::now();
+    let fit_seconds;
     let (prediction, lml, hyper, signal, noise, runs, config_json): (Prediction, f64, _, f64, f64, _, _) =
         match args.sparse {
             None => {
-                let fitted = gp_config.fit(s.train_x.as_ref(), &s.train_y)?;
+                let fitted = gp_config.fit_observed(s.train_x.as_ref(), &s.train_y, &mut observer)?;
+                fit_seconds = start.elapsed().as_secs_f64();
                 let p = fitted.predict(s.test_x.as_ref())?;
                 let runs = serde_json::to_value(&fitted.runs)?;
                 (
@@ -248,7 +259,8 @@ fn gp(args: GpArgs) -> Result<()> {
                     SparseMethodArg::Vfe => SparseMethod::Vfe,
                 };
                 let config = SparseGpConfig::default().with_gp(gp_config.clone()).with_inducing(m).with_method(method);
-                let fitted = config.fit(s.train_x.as_ref(), &s.train_y)?;
+                let fitted = config.fit_observed(s.train_x.as_ref(), &s.train_y, &mut observer)?;
+                fit_seconds = start.elapsed().as_secs_f64();
                 let p = fitted.predict(s.test_x.as_ref())?;
                 let runs = serde_json::to_value(&fitted.runs)?;
                 (
@@ -262,7 +274,7 @@ fn gp(args: GpArgs) -> Result<()> {
                 )
             }
         };
-    let fit_seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
     // Lengthscales in the units of the original inputs (the model sees standardised inputs).
     let lengthscales: Vec<f64> = match kernel {
         KernelKind::Ard => hyper.kernel.lengthscales.iter().zip(&s.x_scale).map(|(l, sd)| l * sd).collect(),
@@ -583,14 +595,8 @@ fn spike_slab(args: SpikeSlabArgs) -> Result<()> {
         )?;
         write_json(&out.join("result.json"), &result)?;
         let mut csv = String::from("index,true_weight,posterior_mean,posterior_sd,included\n");
-        for j in 0..args.d {
-            csv.push_str(&format!(
-                "{j},{},{},{},{}\n",
-                truth[j],
-                fit.weights[j],
-                fit.weight_sd[j],
-                u8::from(fit.included[j])
-            ));
+        for (j, t) in truth.iter().enumerate() {
+            csv.push_str(&format!("{j},{},{},{},{}\n", t, fit.weights[j], fit.weight_sd[j], u8::from(fit.included[j])));
         }
         hedge_data::write_atomic(&out.join("weights.csv"), csv.as_bytes())?;
     }
@@ -611,9 +617,9 @@ fn spike_slab(args: SpikeSlabArgs) -> Result<()> {
     println!("recovered support {found:?}{}", if result["exact_recovery"] == json!(true) { "  (exact)" } else { "" });
     println!("θ = {:.3}, σ² = {:.4} (true {:.4})", fit.theta, fit.noise_variance, args.noise * args.noise);
     println!("{:>5} {:>10} {:>10} {:>9}", "index", "true w", "E[w]", "sd");
-    for j in 0..args.d {
-        if truth[j] != 0.0 || fit.included[j] {
-            println!("{j:>5} {:>10.4} {:>10.4} {:>9.4}", truth[j], fit.weights[j], fit.weight_sd[j]);
+    for (j, &t) in truth.iter().enumerate() {
+        if t != 0.0 || fit.included[j] {
+            println!("{j:>5} {:>10.4} {:>10.4} {:>9.4}", t, fit.weights[j], fit.weight_sd[j]);
         }
     }
     Ok(())
