@@ -327,16 +327,19 @@ pub fn log_marginal_likelihood(x: MatRef<'_, f64>, y: &[f64], h: &GpHyperParamet
     let alpha = chol.solve(linalg::column(y).as_ref());
     let quad: f64 = (0..n).map(|i| y[i] * alpha[(i, 0)]).sum();
     let lml = -0.5 * quad - 0.5 * chol.log_det() - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
-    // ∂lml/∂K = ½(ααᵀ − K⁻¹).
-    let mut g = chol.inverse();
+    // ∂lml/∂K = ½(ααᵀ − K⁻¹); the kernel's backward pass needs W = K_f ∘ ∂lml/∂K, formed in
+    // place of K⁻¹ (the noise enters only through the trace).
+    let mut w = chol.inverse();
     drop(chol);
-    for j in 0..n {
-        for i in 0..n {
-            g[(i, j)] = 0.5 * (alpha[(i, 0)] * alpha[(j, 0)] - g[(i, j)]);
+    let trace: f64 = (0..n).map(|i| 0.5 * (alpha[(i, 0)] * alpha[(i, 0)] - w[(i, i)])).sum();
+    let alpha_v = linalg::to_vec(alpha.as_ref());
+    linalg::par_columns_mut(&mut w, |j, column| {
+        let kf_j = linalg::col(&kf, j);
+        for (i, v) in column.iter_mut().enumerate() {
+            *v = kf_j[i] * 0.5 * (alpha_v[i] * alpha_v[j] - *v);
         }
-    }
-    let kg = h.kernel.hyper_gradient(xs.as_ref(), xs.as_ref(), kf.as_ref(), g.as_ref());
-    let trace: f64 = (0..n).map(|i| g[(i, i)]).sum();
+    });
+    let kg = h.kernel.backward_weighted(xs.as_ref(), xs.as_ref(), &w).hyper;
     Ok((
         lml,
         GpGradient {

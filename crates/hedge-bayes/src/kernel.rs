@@ -5,6 +5,8 @@
 use faer::{Mat, MatRef};
 use serde::{Deserialize, Serialize};
 
+use crate::linalg;
+
 /// Isotropic RBF (one shared lengthscale) or ARD-RBF (one per input dimension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -66,12 +68,12 @@ impl RbfKernel {
         let z_sq = row_squared_norms(zs);
         let mut k = xs * zs.transpose();
         let s2 = self.signal_variance;
-        for j in 0..k.ncols() {
-            for i in 0..k.nrows() {
-                let r2 = (x_sq[i] + z_sq[j] - 2.0 * k[(i, j)]).max(0.0);
-                k[(i, j)] = s2 * (-0.5 * r2).exp();
+        linalg::par_columns_mut(&mut k, |j, column| {
+            for (v, xi) in column.iter_mut().zip(&x_sq) {
+                let r2 = (xi + z_sq[j] - 2.0 * *v).max(0.0);
+                *v = s2 * (-0.5 * r2).exp();
             }
-        }
+        });
         k
     }
 
@@ -112,18 +114,30 @@ impl RbfKernel {
         k: MatRef<'_, f64>,
         g: MatRef<'_, f64>,
     ) -> KernelGradient {
-        let w = hadamard(k, g);
-        // ∂K_ij/∂log ℓ_d = K_ij (x̃_id − z̃_jd)²; summed against g this expands into
-        // Σ_i x̃_id² (W1)_i + Σ_j z̃_jd² (Wᵀ1)_j − 2 (x̃ᵀ W z̃)_dd, all matrix products.
-        let row_sums: Vec<f64> = (0..w.nrows()).map(|i| (0..w.ncols()).map(|j| w[(i, j)]).sum()).collect();
-        let col_sums: Vec<f64> = (0..w.ncols()).map(|j| (0..w.nrows()).map(|i| w[(i, j)]).sum()).collect();
-        let wz = &w * zs;
+        self.backward_weighted(xs, zs, &hadamard(k, g)).hyper
+    }
+
+    /// The backward pass of `K = k(X, Z)` given the weights `W = K ∘ ∂F/∂K`: gradients on the
+    /// log-hyper-parameters and on the (unscaled) first argument X,
+    /// ∂F/∂x_id = Σ_j W_ij (z_jd − x_id)/ℓ_d². Taking W rather than the cotangent lets callers
+    /// form it in place, without another `[n, m]` matrix.
+    ///
+    /// # Shapes
+    /// `xs`: `[n, d]`, `zs`: `[m, d]` (scaled inputs), `w`: `[n, m]` → gradient on X `[n, d]`.
+    pub fn backward_weighted(&self, xs: MatRef<'_, f64>, zs: MatRef<'_, f64>, w: &Mat<f64>) -> KernelBackward {
+        let ones = Mat::<f64>::from_fn(w.ncols(), 1, |_, _| 1.0);
+        let row_sums = w * &ones;
+        let col_sums = linalg::par_map_columns(w.ncols(), |j| linalg::col(w, j).iter().sum());
+        let wz = w * zs;
         let d = xs.ncols();
+        // ∂K_ij/∂log ℓ_d = K_ij (x̃_id − z̃_jd)²; summed against the cotangent this expands into
+        // Σ_i x̃_id² (W1)_i + Σ_j z̃_jd² (Wᵀ1)_j − 2 Σ_i x̃_id (W z̃)_id.
         let mut per_dim = vec![0.0; d];
         for (dim, out) in per_dim.iter_mut().enumerate() {
             let mut s = 0.0;
-            for (i, r) in row_sums.iter().enumerate() {
-                s += xs[(i, dim)] * xs[(i, dim)] * r - 2.0 * xs[(i, dim)] * wz[(i, dim)];
+            for i in 0..xs.nrows() {
+                let x = xs[(i, dim)];
+                s += x * x * row_sums[(i, 0)] - 2.0 * x * wz[(i, dim)];
             }
             for (j, c) in col_sums.iter().enumerate() {
                 s += zs[(j, dim)] * zs[(j, dim)] * c;
@@ -131,26 +145,20 @@ impl RbfKernel {
             *out = s;
         }
         let log_lengthscales = if self.lengthscales.len() == 1 { vec![per_dim.iter().sum()] } else { per_dim };
-        KernelGradient { log_signal_variance: row_sums.iter().sum(), log_lengthscales }
+        let first_input = Mat::from_fn(xs.nrows(), d, |i, dim| (wz[(i, dim)] - xs[(i, dim)] * row_sums[(i, 0)]) / self.lengthscale(dim));
+        KernelBackward {
+            hyper: KernelGradient { log_signal_variance: col_sums.iter().sum(), log_lengthscales },
+            first_input,
+        }
     }
+}
 
-    /// Backpropagates a cotangent on `K = k(X, Z)` to the *unscaled* second argument Z:
-    /// ∂F/∂z_jd = Σ_i g_ij K_ij (x_id − z_jd)/ℓ_d².
-    ///
-    /// # Shapes
-    /// `xs`: `[n, d]`, `zs`: `[m, d]` (scaled inputs), `k`, `g`: `[n, m]` → `[m, d]`.
-    pub fn second_input_gradient(
-        &self,
-        xs: MatRef<'_, f64>,
-        zs: MatRef<'_, f64>,
-        k: MatRef<'_, f64>,
-        g: MatRef<'_, f64>,
-    ) -> Mat<f64> {
-        let w = hadamard(k, g);
-        let col_sums: Vec<f64> = (0..w.ncols()).map(|j| (0..w.nrows()).map(|i| w[(i, j)]).sum()).collect();
-        let wtx = w.transpose() * xs;
-        Mat::from_fn(zs.nrows(), zs.ncols(), |j, d| (wtx[(j, d)] - zs[(j, d)] * col_sums[j]) / self.lengthscale(d))
-    }
+/// Result of [`RbfKernel::backward_weighted`].
+#[derive(Debug, Clone)]
+pub struct KernelBackward {
+    pub hyper: KernelGradient,
+    /// ∂F/∂X for the first argument, `[n, d]`.
+    pub first_input: Mat<f64>,
 }
 
 impl KernelGradient {
@@ -165,7 +173,13 @@ impl KernelGradient {
 
 /// Elementwise product.
 pub(crate) fn hadamard(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
-    Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)] * b[(i, j)])
+    let mut out = a.to_owned();
+    linalg::par_columns_mut(&mut out, |j, column| {
+        for (i, v) in column.iter_mut().enumerate() {
+            *v *= b[(i, j)];
+        }
+    });
+    out
 }
 
 fn row_squared_norms(x: MatRef<'_, f64>) -> Vec<f64> {
@@ -222,7 +236,10 @@ mod tests {
                 let fd = (objective(&kp, &z) - objective(&kn, &z)) / (2.0 * h);
                 assert!((fd - grad.log_lengthscales[d]).abs() < 1e-6, "dim {d}: {fd} vs {}", grad.log_lengthscales[d]);
             }
-            let gz = k.second_input_gradient(xs.as_ref(), zs.as_ref(), km.as_ref(), g.as_ref());
+            // Z is the first argument of k(Z, X), whose cotangent is gᵀ.
+            let kt = k.cross_scaled(zs.as_ref(), xs.as_ref());
+            let gt = g.transpose().to_owned();
+            let gz = k.backward_weighted(zs.as_ref(), xs.as_ref(), &hadamard(kt.as_ref(), gt.as_ref())).first_input;
             for j in 0..4 {
                 for d in 0..3 {
                     let (mut zp, mut zn) = (z.clone(), z.clone());

@@ -136,5 +136,31 @@ pub fn frobenius_dot(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
 
 /// Sum of each column of `A ∘ B`.
 pub fn column_dots(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Vec<f64> {
-    (0..a.ncols()).map(|j| (0..a.nrows()).map(|i| a[(i, j)] * b[(i, j)]).sum()).collect()
+    par_map_columns(a.ncols(), |j| {
+        let (ca, cb) = (a.col(j), b.col(j));
+        match (ca.try_as_col_major(), cb.try_as_col_major()) {
+            (Some(x), Some(y)) => x.as_slice().iter().zip(y.as_slice()).map(|(u, v)| u * v).sum(),
+            _ => (0..a.nrows()).map(|i| a[(i, j)] * b[(i, j)]).sum(),
+        }
+    })
+}
+
+/// Runs `f(j, column_j)` over the columns of `m` in parallel.
+pub fn par_columns_mut(m: &mut Mat<f64>, f: impl Fn(usize, &mut [f64]) + Sync + Send) {
+    use rayon::prelude::*;
+    m.par_col_chunks_mut(1).enumerate().for_each(|(j, c)| {
+        let column = c.col_mut(0).try_as_col_major_mut().expect("owned matrices have contiguous columns").as_slice_mut();
+        f(j, column)
+    });
+}
+
+/// `f(j)` for every column index in parallel, collected in order.
+pub fn par_map_columns(n: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> Vec<f64> {
+    use rayon::prelude::*;
+    (0..n).into_par_iter().map(f).collect()
+}
+
+/// Column `j` of an owned matrix as a slice.
+pub fn col(m: &Mat<f64>, j: usize) -> &[f64] {
+    m.col_as_slice(j)
 }

@@ -261,7 +261,11 @@ fn factorise(
         SparseMethod::Fitc => q.iter().map(|qi| (s2 - qi).max(0.0) + h.noise_variance).collect(),
         SparseMethod::Vfe => vec![h.noise_variance; n],
     };
-    let vb = Mat::from_fn(m, n, |i, j| v[(i, j)] / lambda[j].sqrt());
+    let mut vb = v.clone();
+    linalg::par_columns_mut(&mut vb, |j, column| {
+        let scale = 1.0 / lambda[j].sqrt();
+        column.iter_mut().for_each(|x| *x *= scale);
+    });
     let mut bt = &vb * vb.transpose();
     drop(vb);
     for i in 0..m {
@@ -319,6 +323,8 @@ pub fn sparse_objective(
 
     // Reverse mode, with B = K_uu + K_uf Λ⁻¹ K_fu, a = B⁻¹ K_uf Λ⁻¹ y, β = 1/λ:
     //   ∂F/∂B = −½(aaᵀ + B⁻¹), ∂F/∂c = a for c = K_uf(β∘y), and ∂F/∂K_uu also gets +½K_uu⁻¹.
+    // The [m, n] matrices dominate the cost, so they are formed by matrix products and fused,
+    // in-place column passes.
     let identity = Mat::<f64>::identity(m, m);
     let luu_inv = f.luu.solve_l(identity.as_ref());
     let bt_inv = f.lb.inverse();
@@ -326,9 +332,9 @@ pub fn sparse_objective(
     let kuu_inv = luu_inv.transpose() * &luu_inv;
     let g_b = Mat::from_fn(m, m, |i, j| -0.5 * (f.a[(i, 0)] * f.a[(j, 0)] + b_inv[(i, j)]));
     let p = f.luu.solve_lt(f.v.as_ref()); // K_uu⁻¹ K_uf
-    let gbu = &g_b * &f.u;
+    let mut gbu = &g_b * &f.u;
     let uta = f.u.transpose() * &f.a;
-    let u_gbu = linalg::column_dots(f.u.as_ref(), gbu.as_ref());
+    let u_gbu = linalg::par_map_columns(n, |j| linalg::col(&f.u, j).iter().zip(linalg::col(&gbu, j)).map(|(a, b)| a * b).sum());
     let beta: Vec<f64> = f.lambda.iter().map(|l| 1.0 / l).collect();
     let g_lambda: Vec<f64> = (0..n)
         .map(|i| {
@@ -352,28 +358,39 @@ pub fn sparse_objective(
             -(n as f64) * s2 / (2.0 * sigma2),
         ),
     };
-    // qᵢ = K_uᵢᵀ K_uu⁻¹ K_uᵢ: ∂qᵢ/∂K_uᵢ = 2pᵢ, ∂qᵢ/∂K_uu = −pᵢpᵢᵀ.
-    let g_u = Mat::from_fn(m, n, |i, j| {
-        2.0 * gbu[(i, j)] * beta[j] + f.a[(i, 0)] * beta[j] * y[j] + 2.0 * p[(i, j)] * q_weight[j]
+    // ∂F/∂K_uf = 2 G_B K_uf diag(β) + a(β∘y)ᵀ + 2 P diag(∂F/∂q), since qᵢ = K_uᵢᵀ K_uu⁻¹ K_uᵢ
+    // has ∂qᵢ/∂K_uᵢ = 2pᵢ and ∂qᵢ/∂K_uu = −pᵢpᵢᵀ. Only W = K_uf ∘ ∂F/∂K_uf is needed, formed in
+    // place of G_B K_uf.
+    let a_vec = linalg::to_vec(f.a.as_ref());
+    linalg::par_columns_mut(&mut gbu, |j, column| {
+        let (u, pj) = (linalg::col(&f.u, j), linalg::col(&p, j));
+        let (bj, byj, qj) = (beta[j], beta[j] * y[j], q_weight[j]);
+        for i in 0..column.len() {
+            column[i] = u[i] * (2.0 * column[i] * bj + a_vec[i] * byj + 2.0 * pj[i] * qj);
+        }
     });
-    let pw = Mat::from_fn(m, n, |i, j| p[(i, j)] * q_weight[j]);
+    let w_u = gbu;
+    let mut pw = f.v;
+    linalg::par_columns_mut(&mut pw, |j, column| {
+        let pj = linalg::col(&p, j);
+        for (v, pv) in column.iter_mut().zip(pj) {
+            *v = pv * q_weight[j];
+        }
+    });
     let ppt = &pw * p.transpose();
-    let mut g_kuu = Mat::from_fn(m, m, |i, j| 0.5 * kuu_inv[(i, j)] + g_b[(i, j)] - ppt[(i, j)]);
-    g_kuu = symmetric(g_kuu);
+    drop(pw);
+    drop(p);
+    let g_kuu = symmetric(Mat::from_fn(m, m, |i, j| 0.5 * kuu_inv[(i, j)] + g_b[(i, j)] - ppt[(i, j)]));
     let jitter_trace: f64 = (0..m).map(|i| g_kuu[(i, i)]).sum::<f64>() * jitter * s2;
 
-    let mut grad = h.kernel.hyper_gradient(zs.as_ref(), xs.as_ref(), f.u.as_ref(), g_u.as_ref());
-    grad.add(&h.kernel.hyper_gradient(zs.as_ref(), zs.as_ref(), f.kuu.as_ref(), g_kuu.as_ref()));
-    let ut = f.u.transpose().to_owned();
-    let gut = g_u.transpose().to_owned();
-    drop(g_u);
-    let mut g_z = h.kernel.second_input_gradient(xs.as_ref(), zs.as_ref(), ut.as_ref(), gut.as_ref());
-    let g_z_uu = h.kernel.second_input_gradient(zs.as_ref(), zs.as_ref(), f.kuu.as_ref(), g_kuu.as_ref());
-    for i in 0..m {
-        for d in 0..z.ncols() {
-            g_z[(i, d)] += 2.0 * g_z_uu[(i, d)];
-        }
-    }
+    let back_u = h.kernel.backward_weighted(zs.as_ref(), xs.as_ref(), &w_u);
+    drop(w_u);
+    let w_uu = crate::kernel::hadamard(f.kuu.as_ref(), g_kuu.as_ref());
+    let back_uu = h.kernel.backward_weighted(zs.as_ref(), zs.as_ref(), &w_uu);
+    let mut grad = back_u.hyper;
+    grad.add(&back_uu.hyper);
+    // K_uu depends on Z through both arguments; with a symmetric cotangent the two are equal.
+    let g_z = Mat::from_fn(m, z.ncols(), |i, d| back_u.first_input[(i, d)] + 2.0 * back_uu.first_input[(i, d)]);
     Ok(SparseObjective {
         value,
         log_signal_variance: grad.log_signal_variance + g_log_s2_diag + jitter_trace,

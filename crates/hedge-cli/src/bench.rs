@@ -1,4 +1,4 @@
-//! `hedge bench …`: throughput of the default HIB network.
+//! `hedge bench …`: throughput of the default HIB network, and seconds per GP fit.
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -11,6 +11,31 @@ pub enum BenchCommand {
     Train(BenchArgs),
     /// Inference images/s: embedding batches of 1,000 images.
     Embed(BenchArgs),
+    /// Seconds per GP objective evaluation and per fit: exact GP on kin8nm-sized data,
+    /// FITC/VFE on protein (45,730 rows).
+    Bayes(BayesBenchArgs),
+}
+
+#[derive(Args)]
+pub struct BayesBenchArgs {
+    /// Print one JSON object only.
+    #[arg(long)]
+    json: bool,
+    /// Training rows for the exact GP (taken from kin8nm split 0).
+    #[arg(long, value_delimiter = ',', default_value = "2000,5000")]
+    exact_rows: Vec<usize>,
+    /// Pseudo-inputs for FITC and VFE on protein split 0.
+    #[arg(long, value_delimiter = ',', default_value = "256,512")]
+    inducing: Vec<usize>,
+    /// Timed objective-and-gradient evaluations per case.
+    #[arg(long, default_value_t = 3)]
+    evals: usize,
+    /// Also time complete fits (L-BFGS to convergence, no restarts).
+    #[arg(long)]
+    fit: bool,
+    /// L-BFGS iterations per fit.
+    #[arg(long, default_value_t = 200)]
+    max_iters: usize,
 }
 
 #[derive(Args)]
@@ -44,6 +69,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     let (args, train) = match command {
         BenchCommand::Train(a) => (a, true),
         BenchCommand::Embed(a) => (a, false),
+        BenchCommand::Bayes(a) => return bench_bayes(a),
     };
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
@@ -78,4 +104,100 @@ pub fn run(command: BenchCommand) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
+    use hedge_bayes::gp::{log_marginal_likelihood, GpConfig};
+    use hedge_bayes::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
+    use std::time::Instant;
+
+    let data_dir = hedge_data::data_dir()?;
+    let mut rows = Vec::new();
+    let time_evals = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        f()?; // warm-up (allocations, thread pool)
+        let start = Instant::now();
+        for _ in 0..args.evals.max(1) {
+            f()?;
+        }
+        Ok(start.elapsed().as_secs_f64() / args.evals.max(1) as f64)
+    };
+    if !args.exact_rows.is_empty() {
+        let (_, s) = crate::bayes::load_uci_split(&data_dir, "uci/kin8nm", 0)?;
+        for &n in &args.exact_rows {
+            let n = n.min(s.train_y.len());
+            let x = s.train_x.as_ref().subrows(0, n);
+            let y = &s.train_y[..n];
+            let config = GpConfig::default().with_restarts(0).with_max_iters(args.max_iters);
+            let h = config.initial(x.ncols());
+            let eval_s = time_evals(&mut || {
+                log_marginal_likelihood(x, y, &h)?;
+                Ok(())
+            })?;
+            let (fit_s, iterations) = if args.fit {
+                let start = Instant::now();
+                let fitted = config.fit(x, y)?;
+                (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
+            } else {
+                (None, None)
+            };
+            rows.push(serde_json::json!({"model": "exact", "dataset": "kin8nm", "rows": n, "inducing": null,
+                "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}));
+        }
+    }
+    if !args.inducing.is_empty() {
+        let (_, s) = crate::bayes::load_uci_split(&data_dir, "uci/protein-tertiary-structure", 0)?;
+        let n = s.train_y.len();
+        for &m in &args.inducing {
+            for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
+                let config = SparseGpConfig::default()
+                    .with_inducing(m)
+                    .with_method(method)
+                    .with_gp(GpConfig::default().with_restarts(0).with_max_iters(args.max_iters));
+                let h = config.gp.initial(s.train_x.ncols());
+                let z = s.train_x.as_ref().subrows(0, m).to_owned();
+                let eval_s = time_evals(&mut || {
+                    sparse_objective(s.train_x.as_ref(), &s.train_y, z.as_ref(), &h, method, config.jitter)?;
+                    Ok(())
+                })?;
+                let (fit_s, iterations) = if args.fit {
+                    let start = Instant::now();
+                    let fitted = config.fit(s.train_x.as_ref(), &s.train_y)?;
+                    (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
+                } else {
+                    (None, None)
+                };
+                let name = match method {
+                    SparseMethod::Fitc => "fitc",
+                    SparseMethod::Vfe => "vfe",
+                };
+                rows.push(serde_json::json!({"model": name, "dataset": "protein-tertiary-structure", "rows": n, "inducing": m,
+                    "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}));
+            }
+        }
+    }
+    let report = serde_json::json!({ "cases": rows, "threads": rayon_threads(), "evals": args.evals });
+    if args.json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!("| model | data | rows | M | s / evaluation (value + gradient) | fit s | iterations |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in report["cases"].as_array().into_iter().flatten() {
+        let opt = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.2}"));
+        println!(
+            "| {} | {} | {} | {} | {:.3} | {} | {} |",
+            r["model"].as_str().unwrap_or_default(),
+            r["dataset"].as_str().unwrap_or_default(),
+            r["rows"],
+            r["inducing"].as_u64().map_or("-".to_string(), |m| m.to_string()),
+            r["seconds_per_evaluation"].as_f64().unwrap_or(f64::NAN),
+            opt(&r["fit_seconds"]),
+            r["iterations"].as_u64().map_or("-".to_string(), |m| m.to_string()),
+        );
+    }
+    Ok(())
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
