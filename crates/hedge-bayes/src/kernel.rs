@@ -64,14 +64,22 @@ impl RbfKernel {
     /// # Shapes
     /// `xs`: `[n, d]`, `zs`: `[m, d]` → `[n, m]`.
     pub fn cross_scaled(&self, xs: MatRef<'_, f64>, zs: MatRef<'_, f64>) -> Mat<f64> {
-        let x_sq = row_squared_norms(xs);
-        let z_sq = row_squared_norms(zs);
-        let mut k = xs * zs.transpose();
+        // Squared distances accumulated dimension by dimension down contiguous columns (a
+        // product with only d inner terms would be bound by memory, not arithmetic).
+        let xs_cols: Vec<Vec<f64>> = (0..xs.ncols()).map(|d| (0..xs.nrows()).map(|i| xs[(i, d)]).collect()).collect();
+        let zs = zs.to_owned();
         let s2 = self.signal_variance;
+        let mut k = Mat::<f64>::zeros(xs.nrows(), zs.nrows());
         linalg::par_columns_mut(&mut k, |j, column| {
-            for (v, xi) in column.iter_mut().zip(&x_sq) {
-                let r2 = (xi + z_sq[j] - 2.0 * *v).max(0.0);
-                *v = s2 * (-0.5 * r2).exp();
+            for (d, xd) in xs_cols.iter().enumerate() {
+                let zjd = zs[(j, d)];
+                for (v, x) in column.iter_mut().zip(xd) {
+                    let diff = x - zjd;
+                    *v += diff * diff;
+                }
+            }
+            for v in column.iter_mut() {
+                *v = s2 * (-0.5 * *v).exp();
             }
         });
         k

@@ -164,3 +164,31 @@ pub fn par_map_columns(n: usize, f: impl Fn(usize) -> f64 + Sync + Send) -> Vec<
 pub fn col(m: &Mat<f64>, j: usize) -> &[f64] {
     m.col_as_slice(j)
 }
+
+/// `A Bᵀ` for products known to be symmetric (such as `V D Vᵀ`): only the lower triangle is
+/// computed, which halves the work, then mirrored.
+///
+/// # Shapes
+/// `a`, `b`: `[m, n]` → `[m, m]`.
+pub fn symmetric_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
+    use faer::linalg::matmul::triangular::{matmul, BlockStructure};
+    let m = a.nrows();
+    let mut out = Mat::<f64>::zeros(m, m);
+    matmul(
+        out.as_mut(),
+        BlockStructure::TriangularLower,
+        faer::Accum::Replace,
+        a,
+        BlockStructure::Rectangular,
+        b.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        faer::get_global_parallelism(),
+    );
+    for j in 0..m {
+        for i in 0..j {
+            out[(i, j)] = out[(j, i)];
+        }
+    }
+    out
+}

@@ -266,7 +266,7 @@ fn factorise(
         let scale = 1.0 / lambda[j].sqrt();
         column.iter_mut().for_each(|x| *x *= scale);
     });
-    let mut bt = &vb * vb.transpose();
+    let mut bt = linalg::symmetric_product(vb.as_ref(), vb.as_ref());
     drop(vb);
     for i in 0..m {
         bt[(i, i)] += 1.0;
@@ -370,16 +370,13 @@ pub fn sparse_objective(
         }
     });
     let w_u = gbu;
-    let mut pw = f.v;
-    linalg::par_columns_mut(&mut pw, |j, column| {
-        let pj = linalg::col(&p, j);
-        for (v, pv) in column.iter_mut().zip(pj) {
-            *v = pv * q_weight[j];
-        }
-    });
-    let ppt = &pw * p.transpose();
-    drop(pw);
     drop(p);
+    // P diag(∂F/∂q) Pᵀ = L_uu⁻ᵀ (V diag(∂F/∂q) Vᵀ) L_uu⁻¹, a symmetric product at half the cost.
+    let mut vw = f.v.clone();
+    linalg::par_columns_mut(&mut vw, |j, column| column.iter_mut().for_each(|v| *v *= q_weight[j]));
+    let vwv = linalg::symmetric_product(vw.as_ref(), f.v.as_ref());
+    drop(vw);
+    let ppt = luu_inv.transpose() * &vwv * &luu_inv;
     let g_kuu = symmetric(Mat::from_fn(m, m, |i, j| 0.5 * kuu_inv[(i, j)] + g_b[(i, j)] - ppt[(i, j)]));
     let jitter_trace: f64 = (0..m).map(|i| g_kuu[(i, i)]).sum::<f64>() * jitter * s2;
 
