@@ -10,7 +10,9 @@ fn main() {
     let u = k.cross(z.as_ref(), x.as_ref());
     println!("cross {:?}", t.elapsed());
     let mut kuu = k.gram(z.as_ref());
-    for i in 0..m { kuu[(i, i)] += 1e-6; }
+    for i in 0..m {
+        kuu[(i, i)] += 1e-6;
+    }
     let l = Cholesky::new(kuu.as_ref(), "kuu").unwrap();
     let t = Instant::now();
     let v = l.solve_l(u.as_ref());

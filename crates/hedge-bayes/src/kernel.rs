@@ -153,7 +153,9 @@ impl RbfKernel {
             *out = s;
         }
         let log_lengthscales = if self.lengthscales.len() == 1 { vec![per_dim.iter().sum()] } else { per_dim };
-        let first_input = Mat::from_fn(xs.nrows(), d, |i, dim| (wz[(i, dim)] - xs[(i, dim)] * row_sums[(i, 0)]) / self.lengthscale(dim));
+        let first_input = Mat::from_fn(xs.nrows(), d, |i, dim| {
+            (wz[(i, dim)] - xs[(i, dim)] * row_sums[(i, 0)]) / self.lengthscale(dim)
+        });
         KernelBackward {
             hyper: KernelGradient { log_signal_variance: col_sums.iter().sum(), log_lengthscales },
             first_input,
@@ -188,10 +190,6 @@ pub(crate) fn hadamard(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
         }
     });
     out
-}
-
-fn row_squared_norms(x: MatRef<'_, f64>) -> Vec<f64> {
-    (0..x.nrows()).map(|i| (0..x.ncols()).map(|d| x[(i, d)] * x[(i, d)]).sum()).collect()
 }
 
 #[cfg(test)]

@@ -149,7 +149,8 @@ pub fn column_dots(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Vec<f64> {
 pub fn par_columns_mut(m: &mut Mat<f64>, f: impl Fn(usize, &mut [f64]) + Sync + Send) {
     use rayon::prelude::*;
     m.par_col_chunks_mut(1).enumerate().for_each(|(j, c)| {
-        let column = c.col_mut(0).try_as_col_major_mut().expect("owned matrices have contiguous columns").as_slice_mut();
+        let column =
+            c.col_mut(0).try_as_col_major_mut().expect("owned matrices have contiguous columns").as_slice_mut();
         f(j, column)
     });
 }

@@ -334,7 +334,8 @@ pub fn sparse_objective(
     let p = f.luu.solve_lt(f.v.as_ref()); // K_uu⁻¹ K_uf
     let mut gbu = &g_b * &f.u;
     let uta = f.u.transpose() * &f.a;
-    let u_gbu = linalg::par_map_columns(n, |j| linalg::col(&f.u, j).iter().zip(linalg::col(&gbu, j)).map(|(a, b)| a * b).sum());
+    let u_gbu =
+        linalg::par_map_columns(n, |j| linalg::col(&f.u, j).iter().zip(linalg::col(&gbu, j)).map(|(a, b)| a * b).sum());
     let beta: Vec<f64> = f.lambda.iter().map(|l| 1.0 / l).collect();
     let g_lambda: Vec<f64> = (0..n)
         .map(|i| {

@@ -170,8 +170,10 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
                     SparseMethod::Fitc => "fitc",
                     SparseMethod::Vfe => "vfe",
                 };
-                rows.push(serde_json::json!({"model": name, "dataset": "protein-tertiary-structure", "rows": n, "inducing": m,
-                    "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}));
+                rows.push(
+                    serde_json::json!({"model": name, "dataset": "protein-tertiary-structure", "rows": n, "inducing": m,
+                    "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}),
+                );
             }
         }
     }
