@@ -16,6 +16,9 @@ use serde_json::json;
 pub enum BayesCommand {
     /// GP regression on a UCI set's standard split: test RMSE and NLL, fitted hyper-parameters.
     Gp(GpArgs),
+    /// GP regression on several UCI sets (one split): a run directory per set, `table.md` and
+    /// `summary.json`. Finished sets (with a `result.json`) are reused.
+    GpSuite(GpSuiteArgs),
     /// The lengthscale study: GP prior samples and posterior mean ± 2σ on a 1-D function for
     /// ℓ ∈ {0.2, 0.5, 1, 2, 5, 10}, as one PNG grid (plus a table of fit quality per ℓ).
     Lengthscales(LengthscaleArgs),
@@ -23,6 +26,29 @@ pub enum BayesCommand {
     Gibbs(GibbsArgs),
     /// EM for spike-and-slab regression on synthetic sparse data: the recovered support.
     SpikeSlab(SpikeSlabArgs),
+}
+
+#[derive(Args)]
+pub struct GpSuiteArgs {
+    /// UCI set names (folders under $HEDGE_DATA_DIR/uci).
+    #[arg(long, value_delimiter = ',', default_value = "yacht,bostonHousing,concrete,kin8nm")]
+    datasets: Vec<String>,
+    #[arg(long, default_value_t = 0)]
+    split: usize,
+    /// Sparse GP with this many pseudo-inputs instead of the exact GP.
+    #[arg(long)]
+    sparse: Option<usize>,
+    #[arg(long, value_enum, default_value = "fitc")]
+    method: SparseMethodArg,
+    #[arg(long)]
+    restarts: Option<usize>,
+    #[arg(long, default_value_t = 200)]
+    max_iters: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Results directory.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -120,7 +146,7 @@ pub enum SparseMethodArg {
     Vfe,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct GpArgs {
     /// `uci/<name>`, a folder under $HEDGE_DATA_DIR (e.g. uci/yacht).
     #[arg(long)]
@@ -155,6 +181,7 @@ pub struct GpArgs {
 pub fn run(command: BayesCommand) -> Result<()> {
     match command {
         BayesCommand::Gp(args) => gp(args),
+        BayesCommand::GpSuite(args) => gp_suite(args),
         BayesCommand::Lengthscales(args) => lengthscales(args),
         BayesCommand::Gibbs(args) => gibbs(args),
         BayesCommand::SpikeSlab(args) => spike_slab(args),
@@ -203,6 +230,92 @@ pub fn load_uci_split(data_dir: &Path, dataset: &str, k: usize) -> Result<(UciDa
 }
 
 fn gp(args: GpArgs) -> Result<()> {
+    let report = fit_report(&args)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        let r = &report;
+        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        let lengthscales: Vec<String> = r["lengthscales"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| format!("{:.3}", l.as_f64().unwrap_or(f64::NAN)))
+            .collect();
+        println!("dataset                  {} split {}", args.dataset, args.split);
+        println!("model                    {}", r["model"].as_str().unwrap_or_default());
+        println!("test RMSE                {:.4}", f("rmse"));
+        println!("test NLL (mean)          {:.4}", f("nll"));
+        println!(
+            "log marginal likelihood  {:.3}{}",
+            f("log_marginal_likelihood"),
+            if args.sparse.is_some() { " (sparse objective)" } else { "" }
+        );
+        println!("signal variance          {:.4}", f("signal_variance"));
+        println!("noise variance           {:.6}", f("noise_variance"));
+        println!("lengthscales             {}", lengthscales.join(" "));
+        println!("fit seconds              {:.2}", f("fit_seconds"));
+    }
+    Ok(())
+}
+
+fn gp_suite(args: GpSuiteArgs) -> Result<()> {
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut reports = Vec::new();
+    for name in &args.datasets {
+        let run = args.out.join(name);
+        let existing = run.join("result.json");
+        let report: serde_json::Value = if existing.is_file() {
+            eprintln!("{name}: reusing {}", existing.display());
+            serde_json::from_str(&std::fs::read_to_string(&existing)?)
+                .with_context(|| format!("cannot parse {}", existing.display()))?
+        } else {
+            fit_report(&GpArgs {
+                dataset: format!("uci/{name}"),
+                split: args.split,
+                sparse: args.sparse,
+                method: args.method,
+                kernel: KernelArg::Ard,
+                restarts: args.restarts,
+                max_iters: args.max_iters,
+                seed: args.seed,
+                json: false,
+                out: Some(run),
+            })?
+        };
+        reports.push(report);
+    }
+    let mut md = format!(
+        "GP regression, ARD-RBF kernel, standard split {} (inputs standardised on the training rows; \
+         RMSE and mean test NLL on the original target scale).\n\n\
+         | dataset | model | train | test | RMSE | NLL | log marginal likelihood | noise variance | fit s |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+        args.split
+    );
+    for r in &reports {
+        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {:.4} | {:.3} | {:.1} | {:.3e} | {:.1} |\n",
+            r["dataset"].as_str().unwrap_or_default(),
+            r["model"].as_str().unwrap_or_default(),
+            r["train_rows"],
+            r["test_rows"],
+            f("rmse"),
+            f("nll"),
+            f("log_marginal_likelihood"),
+            f("noise_variance"),
+            f("fit_seconds")
+        ));
+    }
+    md.push_str(&format!("\nCommand: `{}`\n", command_line()));
+    hedge_data::write_atomic(&args.out.join("table.md"), md.as_bytes())?;
+    write_json(&args.out.join("summary.json"), &json!(reports))?;
+    print!("{md}");
+    Ok(())
+}
+
+/// Fits one GP as `args` asks and returns the report (writing the run directory if asked).
+fn fit_report(args: &GpArgs) -> Result<serde_json::Value> {
     let data_dir = hedge_data::data_dir()?;
     let (data, s) = load_uci_split(&data_dir, &args.dataset, args.split)?;
     let kernel = match args.kernel {
@@ -299,24 +412,7 @@ fn gp(args: GpArgs) -> Result<()> {
     if let Some(out) = &args.out {
         write_gp_run(out, &config_json, &report, &prediction, &s.test_y)?;
     }
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        let r = &report;
-        println!("dataset                  {} split {}", args.dataset, args.split);
-        println!("model                    {}", r["model"].as_str().unwrap_or_default());
-        println!("test RMSE                {:.4}", r["rmse"].as_f64().unwrap_or(f64::NAN));
-        println!("test NLL (mean)          {:.4}", r["nll"].as_f64().unwrap_or(f64::NAN));
-        println!("log marginal likelihood  {lml:.3}{}", if args.sparse.is_some() { " (sparse objective)" } else { "" });
-        println!("signal variance          {signal:.4}");
-        println!("noise variance           {noise:.6}");
-        println!(
-            "lengthscales             {}",
-            lengthscales.iter().map(|l| format!("{l:.3}")).collect::<Vec<_>>().join(" ")
-        );
-        println!("fit seconds              {fit_seconds:.2}");
-    }
-    Ok(())
+    Ok(report)
 }
 
 fn write_gp_run(
@@ -327,8 +423,7 @@ fn write_gp_run(
     y: &[f64],
 ) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create run directory {}", out.display()))?;
-    let command: Vec<String> = std::env::args().collect();
-    let config = json!({ "command": command.join(" "), "model": config });
+    let config = json!({ "command": command_line(), "model": config });
     hedge_data::write_atomic(&out.join("config.json"), serde_json::to_string_pretty(&config)?.as_bytes())?;
     hedge_data::write_atomic(&out.join("result.json"), serde_json::to_string_pretty(report)?.as_bytes())?;
     let mut csv = String::from("target,mean,latent_variance,predictive_variance\n");
@@ -353,7 +448,7 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
 }
 
 fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    crate::hib::command_line()
 }
 
 /// The study's true function.
