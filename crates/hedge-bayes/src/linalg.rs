@@ -193,3 +193,36 @@ pub fn symmetric_product(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cholesky_adds_jitter_to_a_singular_matrix_and_refuses_an_indefinite_one() {
+        // Rank one: [1 1; 1 1] is positive semi-definite, so a little jitter makes it factorise.
+        let singular = Mat::from_fn(2, 2, |_, _| 1.0);
+        let c = Cholesky::new(singular.as_ref(), "K").unwrap();
+        assert!(c.jitter > 0.0 && c.jitter <= 1e-4);
+        let l = c.l();
+        assert!((l[(0, 0)] * l[(0, 0)] - 1.0 - c.jitter).abs() < 1e-12);
+        // Eigenvalues 3 and −1: no allowed jitter helps, and the error names the matrix.
+        let indefinite = Mat::from_fn(2, 2, |i, j| if i == j { 1.0 } else { 2.0 });
+        let e = Cholesky::new(indefinite.as_ref(), "the test matrix").err().unwrap();
+        assert!(e.to_string().contains("the test matrix is not positive definite"), "{e}");
+    }
+
+    #[test]
+    fn symmetric_product_equals_the_full_product() {
+        let a = Mat::from_fn(5, 7, |i, j| ((i * 7 + j) as f64).sin());
+        let b = Mat::from_fn(5, 7, |i, j| ((i * 7 + j) as f64).sin() * (1.0 + j as f64));
+        // a diag(1 + j) aᵀ is symmetric.
+        let full = &a * b.transpose();
+        let half = symmetric_product(a.as_ref(), b.as_ref());
+        for i in 0..5 {
+            for j in 0..5 {
+                assert!((full[(i, j)] - half[(i, j)]).abs() < 1e-12);
+            }
+        }
+    }
+}

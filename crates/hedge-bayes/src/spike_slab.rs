@@ -24,7 +24,7 @@ use crate::linalg::{self, Cholesky};
 /// | `nu`, `lambda` | 1, 0.1 | IG(ν/2, νλ/2) prior on σ² | ≥ 0 |
 /// | `a0`, `b0` | 1, 1 | Beta(a₀, b₀) prior on θ | ≥ 1 |
 /// | `max_iters` | 200 | EM iterations at most | ≥ 1 |
-/// | `tolerance` | 1e-8 | stop when the objective rises by less than this (relative) and γ is unchanged | > 0 |
+/// | `tolerance` | 1e-8 | stop when the expected complete-data log posterior changes by less than this (relative) and γ is unchanged | > 0 |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SpikeSlabConfig {
     pub spike_variance: f64,
@@ -65,6 +65,8 @@ pub struct FittedSpikeSlab {
     pub noise_variance: f64,
     /// log p(y | Θ) + log p(Θ) (up to constants) at each E-step (EM never decreases it).
     pub objective: Vec<f64>,
+    /// The expected complete-data log posterior after each M-step; convergence is judged on it.
+    pub expected_complete_log_posterior: Vec<f64>,
     pub iterations: usize,
     pub converged: bool,
 }
@@ -139,6 +141,7 @@ impl SpikeSlabConfig {
         let mut gamma = vec![true; d];
         let kappa = |g: bool| if g { self.slab_variance } else { self.spike_variance };
         let mut objective = Vec::new();
+        let mut expected = Vec::new();
         let mut converged = false;
         let mut posterior = (vec![0.0; d], Mat::<f64>::zeros(d, d));
         for _ in 0..self.max_iters {
@@ -183,12 +186,25 @@ impl SpikeSlabConfig {
             let included = gamma.iter().filter(|&&g| g).count() as f64;
             let gamma_changed = gamma.iter().zip(&previous_gamma).any(|(a, b)| a != b);
             theta = ((included + self.a0 - 1.0) / (d as f64 + self.a0 + self.b0 - 2.0)).clamp(1e-12, 1.0 - 1e-12);
+            // Expected complete-data log posterior Q(Θ_new | Θ_old) (the notes' objective), with
+            // E[wwᵀ] = σ²_old A⁻¹ + μμᵀ from this E-step; EM stops when it settles.
+            let xtx_second: f64 = (0..d)
+                .map(|i| (0..d).map(|j| xtx[(i, j)] * (sigma2_old * a_inv[(i, j)] + mu[i] * mu[j])).sum::<f64>())
+                .sum();
+            let prior_w: f64 = (0..d).map(|j| second(j, sigma2_old) / kappa(gamma[j])).sum();
+            let log_k_new: f64 = gamma.iter().map(|&g| kappa(g).ln()).sum();
+            let q = -(yty - 2.0 * y_x_mu + xtx_second + prior_w) / (2.0 * sigma2)
+                - 0.5 * (n + d) as f64 * (2.0 * std::f64::consts::PI * sigma2).ln()
+                - 0.5 * log_k_new
+                + (included + self.a0 - 1.0) * theta.ln()
+                + (d as f64 - included + self.b0 - 1.0) * (1.0 - theta).ln()
+                - (0.5 * self.nu + 1.0) * sigma2.ln()
+                - self.nu * self.lambda / (2.0 * sigma2);
             posterior = (mu, a_inv);
             let done = !gamma_changed
-                && objective
-                    .last()
-                    .is_some_and(|&last: &f64| (value - last).abs() <= self.tolerance * last.abs().max(1.0));
+                && expected.last().is_some_and(|&last: &f64| (q - last).abs() <= self.tolerance * last.abs().max(1.0));
             objective.push(value);
+            expected.push(q);
             if done {
                 converged = true;
                 break;
@@ -203,6 +219,7 @@ impl SpikeSlabConfig {
             noise_variance: sigma2,
             iterations: objective.len(),
             objective,
+            expected_complete_log_posterior: expected,
             converged,
         })
     }
