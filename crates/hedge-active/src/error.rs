@@ -1,0 +1,22 @@
+//! One error type for the crate.
+
+/// Errors from acquisition functions and the active-learning loop.
+#[derive(Debug, thiserror::Error)]
+pub enum ActiveError {
+    /// A setting outside its valid range.
+    #[error("invalid setting '{name}' = {value}: {what}")]
+    InvalidSetting { name: &'static str, value: String, what: String },
+    /// Inputs whose shapes do not agree.
+    #[error("shape mismatch in {what}: expected {expected}, found {found}")]
+    ShapeMismatch { what: String, expected: String, found: String },
+    /// An error from the Bayesian model underneath.
+    #[error(transparent)]
+    Model(#[from] hedge_bayes::BayesError),
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, ActiveError>;
+
+pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> ActiveError {
+    ActiveError::InvalidSetting { name, value: value.to_string(), what: what.into() }
+}

@@ -1,0 +1,9 @@
+//! Bayesian batch active learning for hedge: Frank–Wolfe sparse subset approximation (ACS-FW,
+//! Pinsler et al. 2019) over closed-form or projected log-posterior vectors, and baseline
+//! acquisitions. Builds on `hedge-bayes`.
+
+mod error;
+pub mod frank_wolfe;
+
+pub use error::{ActiveError, Result};
+pub use frank_wolfe::{frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
