@@ -2,7 +2,9 @@
 //! Pinsler et al. 2019) over closed-form or projected log-posterior vectors, and baseline
 //! acquisitions. Builds on `hedge-bayes`.
 
+pub mod bivariate;
 mod error;
+pub mod fisher;
 pub mod frank_wolfe;
 
 pub use error::{ActiveError, Result};
