@@ -2,6 +2,7 @@
 //! Pinsler et al. 2019) over closed-form or projected log-posterior vectors, and baseline
 //! acquisitions. Builds on `hedge-bayes`.
 
+pub mod acquisition;
 pub mod bivariate;
 mod error;
 pub mod fisher;
