@@ -7,6 +7,8 @@ pub mod bivariate;
 mod error;
 pub mod fisher;
 pub mod frank_wolfe;
+pub mod neural_linear;
+pub mod regression_loop;
 
 pub use error::{ActiveError, Result};
 pub use frank_wolfe::{frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
