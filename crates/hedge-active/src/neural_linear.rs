@@ -16,8 +16,8 @@ use crate::error::{invalid, ActiveError, Result};
 /// |---|---|---|
 /// | `hidden` | 30 | units per hidden layer |
 /// | `layers` | 2 | hidden layers (ReLU) |
-/// | `steps` | 1000 | full-batch Adam steps |
-/// | `learning_rate` | 5e-3 | Adam step size |
+/// | `steps` | 8000 | full-batch Adam steps (1000 underfits: yacht RMSE 4.5 vs 1.7 at 100 labels) |
+/// | `learning_rate` | 1e-2 | Adam step size |
 /// | `weight_decay` | 1e-4 | L2 penalty on every weight |
 /// | `nig` | λ = 1, a₀ = b₀ = 1 | the Bayesian last layer |
 /// | `seed` | 0 | initialisation |
@@ -37,8 +37,8 @@ impl Default for NeuralLinearConfig {
         Self {
             hidden: 30,
             layers: 2,
-            steps: 1000,
-            learning_rate: 5e-3,
+            steps: 8000,
+            learning_rate: 1e-2,
             weight_decay: 1e-4,
             nig: NigLinearConfig::default(),
             seed: 0,

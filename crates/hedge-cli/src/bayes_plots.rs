@@ -109,3 +109,51 @@ pub fn traces(path: &Path, quantities: &[(&str, &[Vec<f64>])]) -> Result<()> {
         Ok(())
     })
 }
+
+/// Mean curves with ±1 standard-error bands, one per named series of (x, mean, se).
+pub fn curves_with_error(
+    path: &Path,
+    series: &[(String, Vec<(f64, f64, f64)>)],
+    x_desc: &str,
+    y_desc: &str,
+    title: &str,
+) -> Result<()> {
+    let points = series.iter().flat_map(|(_, v)| v.iter());
+    let (x0, x1, y0, y1) = points.fold((f64::MAX, f64::MIN, f64::MAX, f64::MIN), |(a, b, c, d), &(x, m, s)| {
+        (a.min(x), b.max(x), c.min(m - s), d.max(m + s))
+    });
+    if x0 > x1 {
+        return Err(anyhow!("nothing to plot"));
+    }
+    let pad = 0.05 * (y1 - y0).max(1e-9);
+    render(path, (900, 560), |root| {
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1.max(x0 + 1.0), (y0 - pad)..(y1 + pad))
+            .map_err(|e| anyhow!("{e}"))?;
+        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(|e| anyhow!("{e}"))?;
+        for (k, (name, v)) in series.iter().enumerate() {
+            let colour = Palette99::pick(k);
+            let mut band: Vec<(f64, f64)> = v.iter().map(|&(x, m, s)| (x, m + s)).collect();
+            band.extend(v.iter().rev().map(|&(x, m, s)| (x, m - s)));
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))
+                .map_err(|e| anyhow!("{e}"))?;
+            chart
+                .draw_series(LineSeries::new(v.iter().map(|&(x, m, _)| (x, m)), colour.stroke_width(2)))
+                .map_err(|e| anyhow!("{e}"))?
+                .label(name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(k).stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow!("{e}"))?;
+        Ok(())
+    })
+}

@@ -1,5 +1,6 @@
 //! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
 
+mod active;
 mod bayes;
 mod bayes_plots;
 mod bench;
@@ -23,6 +24,11 @@ enum Command {
         #[command(subcommand)]
         command: hib::HibCommand,
     },
+    /// Bayesian batch active learning (ACS-FW and baselines) on UCI regression sets.
+    Active {
+        #[command(subcommand)]
+        command: active::ActiveCommand,
+    },
     /// Bayesian models: GP and sparse GP regression on UCI sets, Gibbs sampling, spike-and-slab EM.
     Bayes {
         #[command(subcommand)]
@@ -45,6 +51,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Hib { command } => hib::run(command),
+        Command::Active { command } => active::run(command),
         Command::Bayes { command } => bayes::run(command),
         Command::Bench { command } => bench::run(command),
     };
