@@ -127,7 +127,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
          | method | final RMSE (mean ± se) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|\n",
         args.dataset, args.seeds, args.init, args.batch, args.budget
     );
-    let mut curves: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    let mut curves: Vec<crate::bayes_plots::MeanCurve> = Vec::new();
     for &m in &args.method {
         let method: Method = m.into();
         let runs: Vec<Vec<&RoundMetrics>> =
