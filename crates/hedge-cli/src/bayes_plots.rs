@@ -110,14 +110,11 @@ pub fn traces(path: &Path, quantities: &[(&str, &[Vec<f64>])]) -> Result<()> {
     })
 }
 
+/// A named curve of (x, mean, standard error) points.
+pub type MeanCurve = (String, Vec<(f64, f64, f64)>);
+
 /// Mean curves with ±1 standard-error bands, one per named series of (x, mean, se).
-pub fn curves_with_error(
-    path: &Path,
-    series: &[(String, Vec<(f64, f64, f64)>)],
-    x_desc: &str,
-    y_desc: &str,
-    title: &str,
-) -> Result<()> {
+pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc: &str, title: &str) -> Result<()> {
     let points = series.iter().flat_map(|(_, v)| v.iter());
     let (x0, x1, y0, y1) = points.fold((f64::MAX, f64::MIN, f64::MAX, f64::MIN), |(a, b, c, d), &(x, m, s)| {
         (a.min(x), b.max(x), c.min(m - s), d.max(m + s))
