@@ -93,6 +93,8 @@ fn run_experiment(args: RunArgs) -> Result<()> {
     config.model.steps = args.steps;
     config.model.learning_rate = args.lr;
     config.model.weight_decay = args.weight_decay;
+    // Refuse impossible settings before creating anything.
+    config.check(data.rows() - data.rows() / 5)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let total = args.seeds * args.method.len() as u64;
     let bar = indicatif::ProgressBar::new(total);

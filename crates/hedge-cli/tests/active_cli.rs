@@ -1,0 +1,40 @@
+//! `hedge active run` end to end on yacht at a tiny scale: the artefacts and their shape.
+
+use std::process::Command;
+
+#[test]
+fn active_run_writes_summary_rounds_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("yacht");
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "2", "--steps", "100", "--budget", "40"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["dataset"], "yacht");
+    assert_eq!(summary["seeds"], 2);
+    for method in ["random", "maxent", "acs-fw"] {
+        let m = &summary["methods"][method];
+        assert!(m["final_rmse"]["mean"].as_f64().unwrap() > 0.0, "{summary}");
+        assert!(m["final_rmse"]["se"].as_f64().is_some());
+        assert!(m["rounds"]["mean"].as_f64().unwrap() >= 2.0);
+        assert!(m["selection_seconds"]["mean"].as_f64().is_some());
+    }
+    let rounds = std::fs::read_to_string(out.join("rounds.jsonl")).unwrap();
+    // Random and MaxEnt take 20 → 30 → 40: three rounds each per seed.
+    let random = rounds.lines().filter(|l| l.contains("\"method\":\"random\"")).count();
+    assert_eq!(random, 6);
+    assert_eq!(&std::fs::read(out.join("rmse_vs_labels.png")).unwrap()[1..4], b"PNG");
+
+    let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "1", "--budget", "100000"])
+        .args(["--out", dir.path().join("bad").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("budget"), "{}", String::from_utf8_lossy(&e.stderr));
+    assert!(!dir.path().join("bad").exists(), "a refused run must not leave a directory behind");
+}
