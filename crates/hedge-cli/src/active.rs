@@ -15,6 +15,15 @@ pub enum ActiveCommand {
     /// Pool-based active learning with NeuralLinear on a UCI regression set: per-round metrics,
     /// summary.json, table.md and rmse_vs_labels.png in the output directory.
     Run(RunArgs),
+    /// Rebuilds summary.json, table.md and rmse_vs_labels.png from a run directory's rounds.jsonl.
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// A directory written by `hedge active run`.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -70,6 +79,7 @@ pub struct RunArgs {
 pub fn run(command: ActiveCommand) -> Result<()> {
     match command {
         ActiveCommand::Run(args) => run_experiment(args),
+        ActiveCommand::Report(args) => report(args),
     }
 }
 
@@ -123,17 +133,44 @@ fn run_experiment(args: RunArgs) -> Result<()> {
     let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset, "seeds": args.seeds, "loop": config,
         "protocol": "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale" });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
+    let spec = ReportSpec {
+        out: args.out.clone(),
+        dataset: args.dataset.clone(),
+        seeds: args.seeds,
+        methods: args.method.iter().map(|&m| m.into()).collect(),
+        init: args.init,
+        batch: args.batch,
+        budget: args.budget,
+        command: crate::hib::command_line(),
+    };
+    write_report(&spec, &all)
+}
+
+/// What a report needs besides the rounds.
+struct ReportSpec {
+    out: PathBuf,
+    dataset: String,
+    seeds: u64,
+    methods: Vec<Method>,
+    init: usize,
+    batch: usize,
+    budget: usize,
+    command: String,
+}
+
+/// summary.json, table.md and rmse_vs_labels.png from the rounds of every run.
+fn write_report(spec: &ReportSpec, all: &[RoundMetrics]) -> Result<()> {
     let mut methods = serde_json::Map::new();
     let mut md = format!(
         "{}: NeuralLinear (2 × 30 ReLU + NIG last layer), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
          | method | final RMSE (mean ± se) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|\n",
-        args.dataset, args.seeds, args.init, args.batch, args.budget
+        spec.dataset, spec.seeds, spec.init, spec.batch, spec.budget
     );
     let mut curves: Vec<crate::bayes_plots::MeanCurve> = Vec::new();
-    for &m in &args.method {
-        let method: Method = m.into();
+    for &m in &spec.methods {
+        let method: Method = m;
         let runs: Vec<Vec<&RoundMetrics>> =
-            (0..args.seeds).map(|s| all.iter().filter(|r| r.method == method && r.seed == s).collect()).collect();
+            (0..spec.seeds).map(|s| all.iter().filter(|r| r.method == method && r.seed == s).collect()).collect();
         let finals: Vec<f64> = runs.iter().filter_map(|r| r.last().map(|x| x.test_rmse)).collect();
         let final_ll: Vec<f64> = runs.iter().filter_map(|r| r.last().map(|x| x.test_log_likelihood)).collect();
         let rounds: Vec<f64> = runs.iter().map(|r| r.len().saturating_sub(1) as f64).collect();
@@ -152,9 +189,17 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             "| {} | {rm:.3} ± {rse:.3} | {llm:.3} ± {llse:.3} | {roundm:.1} | {selm:.4} |\n",
             method.name()
         ));
+        // Each seed's RMSE on a common label grid (the latest round at or below each grid
+        // point), so ACS-FW's seeds, whose label counts differ, average point by point.
+        let grid: std::collections::BTreeSet<usize> =
+            (spec.init..=spec.budget).step_by(spec.batch.max(1)).chain(std::iter::once(spec.budget)).collect();
         let mut by_labels: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        for r in all.iter().filter(|r| r.method == method) {
-            by_labels.entry(r.labels).or_default().push(r.test_rmse);
+        for run in &runs {
+            for &g in &grid {
+                if let Some(r) = run.iter().rev().find(|r| r.labels <= g) {
+                    by_labels.entry(g).or_default().push(r.test_rmse);
+                }
+            }
         }
         curves.push((
             method.name().to_string(),
@@ -167,19 +212,51 @@ fn run_experiment(args: RunArgs) -> Result<()> {
                 .collect(),
         ));
     }
-    let summary = json!({ "dataset": name, "seeds": args.seeds, "methods": methods });
-    hedge_data::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
-    md.push_str(&format!("\nCommand: `{}`\n", crate::hib::command_line()));
-    hedge_data::write_atomic(&args.out.join("table.md"), md.as_bytes())?;
+    let summary = json!({ "dataset": spec.dataset.strip_prefix("uci/").unwrap_or(&spec.dataset), "seeds": spec.seeds, "methods": methods });
+    hedge_data::write_atomic(&spec.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    md.push_str(&format!("\nCommand: `{}`\n", spec.command));
+    hedge_data::write_atomic(&spec.out.join("table.md"), md.as_bytes())?;
     crate::bayes_plots::curves_with_error(
-        &args.out.join("rmse_vs_labels.png"),
+        &spec.out.join("rmse_vs_labels.png"),
         &curves,
         "labels",
         "test RMSE (mean ± se over seeds)",
-        &format!("{}: RMSE vs labels", args.dataset),
+        &format!("{}: RMSE vs labels", spec.dataset),
     )?;
     print!("{md}");
     Ok(())
+}
+
+fn report(args: ReportArgs) -> Result<()> {
+    let read = |f: &str| -> Result<String> {
+        let path = args.out.join(f);
+        std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {} (is this an `hedge active run` directory?)", path.display()))
+    };
+    let config: serde_json::Value = serde_json::from_str(&read("config.json")?)?;
+    let all: Vec<RoundMetrics> = read("rounds.jsonl")?
+        .lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("rounds.jsonl line {}", i + 1)))
+        .collect::<Result<_>>()?;
+    let methods = [Method::Random, Method::Maxent, Method::AcsFw]
+        .into_iter()
+        .filter(|m| all.iter().any(|r| r.method == *m))
+        .collect();
+    let field = |k: &str| {
+        config["loop"][k].as_u64().map(|v| v as usize).ok_or_else(|| anyhow!("config.json: missing loop.{k}"))
+    };
+    let spec = ReportSpec {
+        out: args.out.clone(),
+        dataset: config["dataset"].as_str().unwrap_or_default().to_string(),
+        seeds: config["seeds"].as_u64().ok_or_else(|| anyhow!("config.json: missing seeds"))?,
+        methods,
+        init: field("init")?,
+        batch: field("batch")?,
+        budget: field("budget")?,
+        command: config["command"].as_str().unwrap_or_default().to_string(),
+    };
+    write_report(&spec, &all)
 }
 
 fn mean_se(v: &[f64]) -> (f64, f64) {
