@@ -29,3 +29,12 @@ pub type Result<T> = std::result::Result<T, BayesError>;
 pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> BayesError {
     BayesError::InvalidHyperParameter { name, value: value.to_string(), what: what.into() }
 }
+
+/// Fails unless `v` is a finite number > 0.
+pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(invalid(name, v, "must be a finite number > 0"))
+    }
+}

@@ -6,7 +6,7 @@ use faer::{Mat, MatRef};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{invalid, BayesError, Result};
+use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::kernel::{KernelKind, RbfKernel};
 use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
@@ -164,9 +164,7 @@ impl GpConfig {
         observer: &mut dyn FnMut(FitProgress),
     ) -> Result<FittedGp> {
         self.check()?;
-        linalg::check_rows(x, y.len(), "GP inputs vs targets")?;
-        linalg::check_finite_matrix(x, "GP inputs")?;
-        linalg::check_finite_slice(y, "GP targets")?;
+        linalg::check_training_data(x, y, "GP")?;
         if y.len() < 2 {
             return Err(BayesError::NotEnoughData { what: "GP regression".into(), found: y.len(), needed: 2 });
         }
@@ -214,20 +212,10 @@ impl GpConfig {
 /// Conditions a GP with *fixed* hyper-parameters (on the standardised scale when
 /// `config.normalise_y`), skipping the search.
 pub fn fit_with(config: &GpConfig, x: MatRef<'_, f64>, y: &[f64], hyper: GpHyperParameters) -> Result<FittedGp> {
-    linalg::check_rows(x, y.len(), "GP inputs vs targets")?;
-    linalg::check_finite_matrix(x, "GP inputs")?;
-    linalg::check_finite_slice(y, "GP targets")?;
+    linalg::check_training_data(x, y, "GP")?;
     let scaler = TargetScaler::new(y, config.normalise_y);
     let ys = scaler.forward(y);
     FittedGp::new(x, y, &ys, scaler, hyper, Vec::new())
-}
-
-fn check_positive(name: &'static str, v: f64) -> Result<()> {
-    if v > 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(invalid(name, v, "must be a finite number > 0"))
-    }
 }
 
 /// Log-space packing of hyper-parameters for the optimiser: [log s², log ℓ…, log(σ² − floor)].
@@ -438,14 +426,7 @@ impl FittedGp {
 
     /// Posterior predictive at `x_test` (`[m, d]`), on the original target scale.
     pub fn predict(&self, x_test: MatRef<'_, f64>) -> Result<Prediction> {
-        if x_test.ncols() != self.x_scaled.ncols() {
-            return Err(BayesError::ShapeMismatch {
-                what: "GP test inputs".into(),
-                expected: format!("{} columns", self.x_scaled.ncols()),
-                found: format!("{} columns", x_test.ncols()),
-            });
-        }
-        linalg::check_finite_matrix(x_test, "GP test inputs")?;
+        linalg::check_test_inputs(x_test, self.x_scaled.ncols(), "GP")?;
         let ts = self.hyper.kernel.scale(x_test);
         let k_star = self.hyper.kernel.cross_scaled(self.x_scaled.as_ref(), ts.as_ref()); // [n, m]
         let mean_s = k_star.transpose() * &self.alpha;

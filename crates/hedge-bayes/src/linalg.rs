@@ -123,6 +123,25 @@ pub fn check_rows(x: MatRef<'_, f64>, n: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Training data for a model named `model`: one target per row, no NaN or infinity.
+pub fn check_training_data(x: MatRef<'_, f64>, y: &[f64], model: &str) -> Result<()> {
+    check_rows(x, y.len(), &format!("{model} inputs vs targets"))?;
+    check_finite_matrix(x, &format!("{model} inputs"))?;
+    check_finite_slice(y, &format!("{model} targets"))
+}
+
+/// Test inputs for a model trained on `columns` inputs: the same width, no NaN or infinity.
+pub fn check_test_inputs(x: MatRef<'_, f64>, columns: usize, model: &str) -> Result<()> {
+    if x.ncols() != columns {
+        return Err(BayesError::ShapeMismatch {
+            what: format!("{model} test inputs"),
+            expected: format!("{columns} columns"),
+            found: format!("{} columns", x.ncols()),
+        });
+    }
+    check_finite_matrix(x, &format!("{model} test inputs"))
+}
+
 /// Σᵢⱼ Aᵢⱼ Bᵢⱼ.
 pub fn frobenius_dot(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> f64 {
     let mut s = 0.0;

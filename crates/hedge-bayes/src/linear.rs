@@ -9,7 +9,7 @@ use rand_distr::{Distribution, Gamma, StandardNormal};
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 
-use crate::error::{invalid, BayesError, Result};
+use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -22,14 +22,6 @@ fn check_data(phi: MatRef<'_, f64>, y: &[f64]) -> Result<()> {
         return Err(BayesError::NotEnoughData { what: "Bayesian linear regression".into(), found: 0, needed: 1 });
     }
     Ok(())
-}
-
-fn check_positive(name: &'static str, v: f64) -> Result<()> {
-    if v > 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(invalid(name, v, "must be a finite number > 0"))
-    }
 }
 
 /// Posterior precision-weighted solve: returns (Cholesky of A, A⁻¹b) for A = ΦᵀΦ·scale + prior·I.

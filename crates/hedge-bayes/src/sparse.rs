@@ -125,9 +125,7 @@ impl SparseGpConfig {
         observer: &mut dyn FnMut(FitProgress),
     ) -> Result<FittedSparseGp> {
         self.check()?;
-        linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
-        linalg::check_finite_matrix(x, "sparse GP inputs")?;
-        linalg::check_finite_slice(y, "sparse GP targets")?;
+        linalg::check_training_data(x, y, "sparse GP")?;
         if z.ncols() != x.ncols() {
             return Err(BayesError::ShapeMismatch {
                 what: "pseudo-inputs".into(),
@@ -408,9 +406,7 @@ pub fn fit_with(
     z: Mat<f64>,
 ) -> Result<FittedSparseGp> {
     config.check()?;
-    linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
-    linalg::check_finite_matrix(x, "sparse GP inputs")?;
-    linalg::check_finite_slice(y, "sparse GP targets")?;
+    linalg::check_training_data(x, y, "sparse GP")?;
     let scaler = TargetScaler::new(y, config.gp.normalise_y);
     let ys = scaler.forward(y);
     FittedSparseGp::new(x, &ys, scaler, hyper, z, config.method, config.jitter, Vec::new())
@@ -482,14 +478,7 @@ impl FittedSparseGp {
     /// Predictive mean k*ᵀa and latent variance k** − k*ᵀ(K_uu⁻¹ − B⁻¹)k* at `x_test`, in O(M²)
     /// per point, on the original target scale.
     pub fn predict(&self, x_test: MatRef<'_, f64>) -> Result<Prediction> {
-        if x_test.ncols() != self.zs.ncols() {
-            return Err(BayesError::ShapeMismatch {
-                what: "sparse GP test inputs".into(),
-                expected: format!("{} columns", self.zs.ncols()),
-                found: format!("{} columns", x_test.ncols()),
-            });
-        }
-        linalg::check_finite_matrix(x_test, "sparse GP test inputs")?;
+        linalg::check_test_inputs(x_test, self.zs.ncols(), "sparse GP")?;
         let ts = self.hyper.kernel.scale(x_test);
         let k_star = self.hyper.kernel.cross_scaled(self.zs.as_ref(), ts.as_ref()); // [m, t]
         let mean_s = k_star.transpose() * &self.a;

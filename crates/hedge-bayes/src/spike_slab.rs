@@ -125,9 +125,7 @@ impl SpikeSlabConfig {
     /// `x`: `[n, d]`, `y`: `[n]`.
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedSpikeSlab> {
         self.check()?;
-        linalg::check_rows(x, y.len(), "spike-and-slab inputs vs targets")?;
-        linalg::check_finite_matrix(x, "spike-and-slab inputs")?;
-        linalg::check_finite_slice(y, "spike-and-slab targets")?;
+        linalg::check_training_data(x, y, "spike-and-slab")?;
         let (n, d) = (x.nrows(), x.ncols());
         if n < 2 {
             return Err(BayesError::NotEnoughData { what: "spike-and-slab EM".into(), found: n, needed: 2 });
