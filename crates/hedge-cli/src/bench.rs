@@ -1,6 +1,6 @@
 //! `hedge bench …`: throughput of the default HIB network, and seconds per GP fit.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use hedge_embed::bench::{infer_images_per_s, train_images_per_s};
 use hedge_embed::{device_name, parse_device, HibConfig};
@@ -14,6 +14,31 @@ pub enum BenchCommand {
     /// Seconds per GP objective evaluation and per fit: exact GP on kin8nm-sized data,
     /// FITC/VFE on protein (45,730 rows).
     Bayes(BayesBenchArgs),
+    /// Seconds per ACS-FW batch on pools of random projections (J-dimensional vectors L̂_n);
+    /// `--export DIR` saves the pools and picks for `benches/acs_fw_numpy.py`.
+    AcsFw(AcsFwBenchArgs),
+}
+
+#[derive(Args)]
+pub struct AcsFwBenchArgs {
+    /// Pool sizes N.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    pool: Vec<usize>,
+    /// Projection dimensions J (the paper's default is 10).
+    #[arg(long, value_delimiter = ',', default_value = "10,100")]
+    projections: Vec<usize>,
+    /// Frank–Wolfe iterations per batch (the batch size b).
+    #[arg(long, value_delimiter = ',', default_value = "10,100")]
+    batch: Vec<usize>,
+    /// Timed batches per case (after one untimed warm-up).
+    #[arg(long, default_value_t = 20)]
+    repeats: usize,
+    /// Directory for pool_N_J.npz (vectors, picks_b) and rust.json.
+    #[arg(long)]
+    export: Option<std::path::PathBuf>,
+    /// Print one JSON object only.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -70,6 +95,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Train(a) => (a, true),
         BenchCommand::Embed(a) => (a, false),
         BenchCommand::Bayes(a) => return bench_bayes(a),
+        BenchCommand::AcsFw(a) => return bench_acs_fw(a),
     };
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
@@ -195,6 +221,76 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
             r["seconds_per_evaluation"].as_f64().unwrap_or(f64::NAN),
             opt(&r["fit_seconds"]),
             r["iterations"].as_u64().map_or("-".to_string(), |m| m.to_string()),
+        );
+    }
+    Ok(())
+}
+
+/// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean
+/// plus per-point noise of varying scale (so the norms σ_n differ), fixed seed.
+fn synthetic_projections(n: usize, j: usize, seed: u64) -> faer::Mat<f64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let scales: Vec<f64> = (0..n).map(|_| 0.2 + rng.random::<f64>() * 2.0).collect();
+    faer::Mat::from_fn(n, j, |i, _| scales[i] * (0.5 + rng.sample::<f64, _>(rand_distr::StandardNormal)))
+}
+
+fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
+    use hedge_active::frank_wolfe::{frank_wolfe, Projections};
+    use hedge_data::{NpyArray, NpyData};
+    use std::time::Instant;
+
+    if args.projections.contains(&0) || args.batch.contains(&0) || args.pool.contains(&0) {
+        anyhow::bail!("--pool, --projections and --batch must all be ≥ 1");
+    }
+    if let Some(dir) = &args.export {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut rows = Vec::new();
+    for &n in &args.pool {
+        for &j in &args.projections {
+            let pool = Projections(synthetic_projections(n, j, (n * 1000 + j) as u64));
+            let flat: Vec<f64> =
+                (0..n).flat_map(|i| (0..j).map(move |k| (i, k))).map(|(i, k)| pool.0[(i, k)]).collect();
+            let mut arrays = vec![("vectors".to_string(), NpyArray::new(vec![n, j], NpyData::F64(flat)))];
+            for &b in &args.batch {
+                let warm = frank_wolfe(&pool, b, false)?;
+                let start = Instant::now();
+                for _ in 0..args.repeats.max(1) {
+                    std::hint::black_box(frank_wolfe(&pool, b, false)?);
+                }
+                let seconds = start.elapsed().as_secs_f64() / args.repeats.max(1) as f64;
+                rows.push(serde_json::json!({"pool": n, "projections": j, "iterations": b,
+                    "iterations_run": warm.picks.len(), "seconds_per_batch": seconds, "batch_points": warm.indices.len()}));
+                arrays.push((
+                    format!("picks_{b}"),
+                    NpyArray::new(vec![warm.picks.len()], NpyData::I64(warm.picks.iter().map(|&f| f as i64).collect())),
+                ));
+            }
+            if let Some(dir) = &args.export {
+                let named: Vec<(&str, NpyArray)> = arrays.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+                hedge_data::write_npz(&dir.join(format!("pool_{n}_{j}.npz")), &named)?;
+            }
+        }
+    }
+    let report = serde_json::json!({ "cases": rows, "threads": rayon_threads(), "repeats": args.repeats });
+    if let Some(dir) = &args.export {
+        hedge_data::write_atomic(&dir.join("rust.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    if args.json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!("| pool N | J | iterations b | iterations run | batch points | ms / batch |\n|---|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {} | {} | {:.3} |",
+            r["pool"],
+            r["projections"],
+            r["iterations"],
+            r["iterations_run"],
+            r["batch_points"],
+            r["seconds_per_batch"].as_f64().unwrap_or(f64::NAN) * 1e3
         );
     }
     Ok(())
