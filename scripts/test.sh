@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs libtorch first if needed (scripts/setup-libtorch.sh).
-# Data: $HEDGE_DATA_DIR (default ./data) must hold mnist/, n-digit-mnist/ and uci/.
+# Data: $HEDGE_DATA_DIR (default ./data) must hold mnist/, fashion-mnist/, n-digit-mnist/ and uci/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

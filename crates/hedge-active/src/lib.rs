@@ -4,6 +4,8 @@
 
 pub mod acquisition;
 pub mod bivariate;
+pub mod classification;
+pub mod classification_loop;
 mod error;
 pub mod fisher;
 pub mod frank_wolfe;

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use faer::Mat;
+use hedge_active::classification_loop::{
+    images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassMethod, ClassRoundMetrics, ImageSet,
+};
 use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
 use hedge_data::UciDataset;
 use serde_json::json;
@@ -17,6 +20,70 @@ pub enum ActiveCommand {
     Run(RunArgs),
     /// Rebuilds summary.json, table.md and rmse_vs_labels.png from a run directory's rounds.jsonl.
     Report(ReportArgs),
+    /// Pool-based active learning on Fashion-MNIST (or MNIST) with a small CNN and a Laplace
+    /// (Gaussian) last layer: Random, MaxEnt, BALD and ACS-FW with random projections. Writes
+    /// rounds.jsonl, summary.json, table.md and accuracy_vs_labels.png.
+    Classify(ClassifyArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ClassMethodArg {
+    Random,
+    Maxent,
+    Bald,
+    AcsFw,
+}
+
+impl From<ClassMethodArg> for ClassMethod {
+    fn from(m: ClassMethodArg) -> Self {
+        match m {
+            ClassMethodArg::Random => ClassMethod::Random,
+            ClassMethodArg::Maxent => ClassMethod::Maxent,
+            ClassMethodArg::Bald => ClassMethod::Bald,
+            ClassMethodArg::AcsFw => ClassMethod::AcsFw,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ClassifyArgs {
+    /// Folder under $HEDGE_DATA_DIR with the four IDX files: fashion-mnist or mnist.
+    #[arg(long, default_value = "fashion-mnist")]
+    dataset: String,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,bald,acs-fw")]
+    method: Vec<ClassMethodArg>,
+    /// Seeds 0..S (each its own pool, test subset, initial labels and networks).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// Pool size, drawn per seed from the training split.
+    #[arg(long, default_value_t = 5000)]
+    pool: usize,
+    /// Test images, drawn per seed from the test split.
+    #[arg(long, default_value_t = 2000)]
+    test: usize,
+    #[arg(long, default_value_t = 20)]
+    init: usize,
+    #[arg(long, default_value_t = 20)]
+    batch: usize,
+    #[arg(long, default_value_t = 200)]
+    budget: usize,
+    /// ACS-FW: force `batch` distinct images per round.
+    #[arg(long)]
+    distinct: bool,
+    /// Adam steps per CNN fit (64 images per step).
+    #[arg(long, default_value_t = 300)]
+    steps: usize,
+    /// Posterior draws of the last layer for the predictive, MaxEnt and BALD.
+    #[arg(long, default_value_t = 100)]
+    samples: i64,
+    /// Random projections J for ACS-FW.
+    #[arg(long, default_value_t = 10)]
+    projections: i64,
+    /// Intra-op threads for libtorch (0: its default).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -80,6 +147,7 @@ pub fn run(command: ActiveCommand) -> Result<()> {
     match command {
         ActiveCommand::Run(args) => run_experiment(args),
         ActiveCommand::Report(args) => report(args),
+        ActiveCommand::Classify(args) => classify(args),
     }
 }
 
@@ -189,28 +257,9 @@ fn write_report(spec: &ReportSpec, all: &[RoundMetrics]) -> Result<()> {
             "| {} | {rm:.3} ± {rse:.3} | {llm:.3} ± {llse:.3} | {roundm:.1} | {selm:.4} |\n",
             method.name()
         ));
-        // Each seed's RMSE on a common label grid (the latest round at or below each grid
-        // point), so ACS-FW's seeds, whose label counts differ, average point by point.
-        let grid: std::collections::BTreeSet<usize> =
-            (spec.init..=spec.budget).step_by(spec.batch.max(1)).chain(std::iter::once(spec.budget)).collect();
-        let mut by_labels: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-        for run in &runs {
-            for &g in &grid {
-                if let Some(r) = run.iter().rev().find(|r| r.labels <= g) {
-                    by_labels.entry(g).or_default().push(r.test_rmse);
-                }
-            }
-        }
-        curves.push((
-            method.name().to_string(),
-            by_labels
-                .into_iter()
-                .map(|(l, v)| {
-                    let (m, se) = mean_se(&v);
-                    (l as f64, m, se)
-                })
-                .collect(),
-        ));
+        let per_seed: Vec<Vec<(usize, f64)>> =
+            runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_rmse)).collect()).collect();
+        curves.push((method.name().to_string(), grid_curve(&per_seed, spec.init, spec.batch, spec.budget)));
     }
     let summary = json!({ "dataset": spec.dataset.strip_prefix("uci/").unwrap_or(&spec.dataset), "seeds": spec.seeds, "methods": methods });
     hedge_data::write_atomic(&spec.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
@@ -257,6 +306,166 @@ fn report(args: ReportArgs) -> Result<()> {
         command: config["command"].as_str().unwrap_or_default().to_string(),
     };
     write_report(&spec, &all)
+}
+
+/// Mean ± se over seeds on a common label grid (init, init + batch, …, budget), each seed
+/// contributing its latest round at or below each grid point, so that runs whose label counts
+/// differ (ACS-FW's smaller batches) average point by point.
+fn grid_curve(per_seed: &[Vec<(usize, f64)>], init: usize, batch: usize, budget: usize) -> Vec<(f64, f64, f64)> {
+    let grid: std::collections::BTreeSet<usize> =
+        (init..=budget).step_by(batch.max(1)).chain(std::iter::once(budget)).collect();
+    let mut by_labels: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for run in per_seed {
+        for &g in &grid {
+            if let Some(&(_, v)) = run.iter().rev().find(|(labels, _)| *labels <= g) {
+                by_labels.entry(g).or_default().push(v);
+            }
+        }
+    }
+    by_labels
+        .into_iter()
+        .map(|(l, v)| {
+            let (m, se) = mean_se(&v);
+            (l as f64, m, se)
+        })
+        .collect()
+}
+
+fn classify(args: ClassifyArgs) -> Result<()> {
+    crate::set_threads(args.threads);
+    let data_dir = hedge_data::data_dir()?;
+    let data = hedge_data::Mnist::load(&data_dir.join(&args.dataset)).with_context(|| {
+        format!("--dataset {}: expected the four IDX files under $HEDGE_DATA_DIR/{0}", args.dataset)
+    })?;
+    if args.pool > data.train.len() || args.test > data.test.len() || args.pool == 0 || args.test == 0 {
+        return Err(anyhow!(
+            "--pool {} / --test {}: must lie in 1..={} / 1..={} (the split sizes)",
+            args.pool,
+            args.test,
+            data.train.len(),
+            data.test.len()
+        ));
+    }
+    let mut config = ClassLoopConfig {
+        init: args.init,
+        batch: args.batch,
+        budget: args.budget,
+        distinct: args.distinct,
+        samples: args.samples,
+        projections: args.projections,
+        ..Default::default()
+    };
+    config.model = config.model.with_steps(args.steps);
+    config.check(args.pool)?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let bar = indicatif::ProgressBar::new(args.seeds * args.method.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed_precise} ETA {eta} {msg}")
+            .expect("template"),
+    );
+    let subset = |split: &hedge_data::MnistSplit, size: usize, seed: u64| -> (Vec<u8>, Vec<u8>) {
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let idx = rand::seq::index::sample(&mut rng, split.len(), size).into_vec();
+        (idx.iter().flat_map(|&i| split.image(i).to_vec()).collect(), idx.iter().map(|&i| split.labels[i]).collect())
+    };
+    let mut all: Vec<ClassRoundMetrics> = Vec::new();
+    let mut lines = String::new();
+    for seed in 0..args.seeds {
+        let (pool_pixels, pool_labels) = subset(&data.train, args.pool, seed);
+        let (test_pixels, test_labels) = subset(&data.test, args.test, seed + 1_000_000);
+        let (mean, std) = pixel_moments(&pool_pixels);
+        let (pool_images, pool_y) = (images_tensor(&pool_pixels, mean, std), labels_tensor(&pool_labels));
+        let (test_images, test_y) = (images_tensor(&test_pixels, mean, std), labels_tensor(&test_labels));
+        for &m in &args.method {
+            let method: ClassMethod = m.into();
+            bar.set_message(format!("{} seed {seed}", method.name()));
+            let rounds = config.run(
+                &ImageSet { images: &pool_images, labels: &pool_y },
+                &ImageSet { images: &test_images, labels: &test_y },
+                10,
+                method,
+                seed,
+            )?;
+            for r in &rounds {
+                lines.push_str(&serde_json::to_string(r)?);
+                lines.push('\n');
+            }
+            hedge_data::write_atomic(&args.out.join("rounds.jsonl"), lines.as_bytes())?;
+            all.extend(rounds);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset, "seeds": args.seeds,
+        "pool": args.pool, "test": args.test, "loop": config, "threads": tch::get_num_threads(),
+        "protocol": "per seed: pool drawn from the training split, test images from the test split, pixels standardised on the pool; the CNN is retrained from scratch every round" });
+    hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
+    let methods: Vec<ClassMethod> = args.method.iter().map(|&m| m.into()).collect();
+    write_class_report(&args.out, &args.dataset, args.seeds, &methods, &config, &all)
+}
+
+/// summary.json, table.md and accuracy_vs_labels.png for `hedge active classify`.
+fn write_class_report(
+    out: &std::path::Path,
+    dataset: &str,
+    seeds: u64,
+    methods: &[ClassMethod],
+    config: &ClassLoopConfig,
+    all: &[ClassRoundMetrics],
+) -> Result<()> {
+    let mut summary_methods = serde_json::Map::new();
+    let mut md = format!(
+        "{dataset}: CNN + Laplace last layer, {seeds} seeds, {} initial labels, batches of {}, budget {}, J = {} projections.\n\n\
+         Accuracy: the network's prediction (last layer at its MAP); MC accuracy and log-likelihood: the posterior predictive.\n\n\
+         | method | final accuracy (mean ± se) | final MC accuracy | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|---|\n",
+        config.init, config.batch, config.budget, config.projections
+    );
+    let mut curves: Vec<crate::bayes_plots::MeanCurve> = Vec::new();
+    for &method in methods {
+        let runs: Vec<Vec<&ClassRoundMetrics>> =
+            (0..seeds).map(|s| all.iter().filter(|r| r.method == method && r.seed == s).collect()).collect();
+        let finals: Vec<f64> = runs.iter().filter_map(|r| r.last().map(|x| x.test_accuracy)).collect();
+        let final_ll: Vec<f64> = runs.iter().filter_map(|r| r.last().map(|x| x.test_log_likelihood)).collect();
+        let final_mc: Vec<f64> = runs.iter().filter_map(|r| r.last().map(|x| x.predictive_accuracy)).collect();
+        let rounds: Vec<f64> = runs.iter().map(|r| r.len().saturating_sub(1) as f64).collect();
+        let selections: Vec<f64> =
+            runs.iter().flatten().filter(|r| r.batch_size > 0).map(|r| r.selection_seconds).collect();
+        let (am, ase) = mean_se(&finals);
+        let (mcm, mcse) = mean_se(&final_mc);
+        let (llm, llse) = mean_se(&final_ll);
+        let (roundm, _) = mean_se(&rounds);
+        let (selm, _) = mean_se(&selections);
+        let per_seed: Vec<Vec<(usize, f64)>> =
+            runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_accuracy)).collect()).collect();
+        let curve = grid_curve(&per_seed, config.init, config.batch, config.budget);
+        let by_labels: serde_json::Map<String, serde_json::Value> =
+            curve.iter().map(|&(l, m, se)| (format!("{l}"), json!({"mean": m, "se": se}))).collect();
+        summary_methods.insert(
+            method.name().into(),
+            json!({ "final_accuracy": {"mean": am, "se": ase}, "final_predictive_accuracy": {"mean": mcm, "se": mcse},
+                    "final_log_likelihood": {"mean": llm, "se": llse},
+                    "rounds": {"mean": roundm}, "selection_seconds": {"mean": selm}, "accuracy_by_labels": by_labels }),
+        );
+        md.push_str(&format!(
+            "| {} | {am:.4} ± {ase:.4} | {mcm:.4} ± {mcse:.4} | {llm:.3} ± {llse:.3} | {roundm:.1} | {selm:.3} |\n",
+            method.name()
+        ));
+        curves.push((method.name().to_string(), curve));
+    }
+    let summary = json!({ "dataset": dataset, "seeds": seeds, "methods": summary_methods });
+    hedge_data::write_atomic(&out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    md.push_str(&format!("\nCommand: `{}`\n", crate::hib::command_line()));
+    hedge_data::write_atomic(&out.join("table.md"), md.as_bytes())?;
+    crate::bayes_plots::curves_with_error(
+        &out.join("accuracy_vs_labels.png"),
+        &curves,
+        "labels",
+        "test accuracy (mean ± se over seeds)",
+        &format!("{dataset}: accuracy vs labels"),
+    )?;
+    print!("{md}");
+    Ok(())
 }
 
 fn mean_se(v: &[f64]) -> (f64, f64) {
