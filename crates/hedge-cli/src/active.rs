@@ -261,6 +261,7 @@ fn write_report(spec: &ReportSpec, all: &[RoundMetrics]) -> Result<()> {
             runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_rmse)).collect()).collect();
         curves.push((method.name().to_string(), grid_curve(&per_seed, spec.init, spec.batch, spec.budget)));
     }
+    md.push_str(&paired_differences(spec.seeds, &spec.methods, all));
     let summary = json!({ "dataset": spec.dataset.strip_prefix("uci/").unwrap_or(&spec.dataset), "seeds": spec.seeds, "methods": methods });
     hedge_data::write_atomic(&spec.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     md.push_str(&format!("\nCommand: `{}`\n", spec.command));
@@ -306,6 +307,27 @@ fn report(args: ReportArgs) -> Result<()> {
         command: config["command"].as_str().unwrap_or_default().to_string(),
     };
     write_report(&spec, &all)
+}
+
+/// Paired comparison of final RMSEs: every seed shares its split and initial labels across
+/// methods, so per-seed differences cancel the split-to-split variance that dominates the
+/// unpaired standard errors.
+fn paired_differences(seeds: u64, methods: &[Method], all: &[RoundMetrics]) -> String {
+    let final_of = |m: Method, s: u64| all.iter().rfind(|r| r.method == m && r.seed == s).map(|r| r.test_rmse);
+    let mut md = String::from(
+        "\nPaired differences of final RMSE (same split and initial labels per seed):\n\n\
+         | A − B | mean ± se | seeds where A is better |\n|---|---|---|\n",
+    );
+    for (i, &a) in methods.iter().enumerate() {
+        for &b in &methods[i + 1..] {
+            let diffs: Vec<f64> =
+                (0..seeds).filter_map(|s| Some(final_of(a, s)? - final_of(b, s)?)).collect();
+            let (m, se) = mean_se(&diffs);
+            let wins = diffs.iter().filter(|d| **d < 0.0).count();
+            md.push_str(&format!("| {} − {} | {m:+.3} ± {se:.3} | {wins}/{} |\n", a.name(), b.name(), diffs.len()));
+        }
+    }
+    md
 }
 
 /// Mean ± se over seeds on a common label grid (init, init + batch, …, budget), each seed
