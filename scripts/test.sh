@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace. Installs libtorch first if needed (scripts/setup-libtorch.sh).
-# Data: $HEDGE_DATA_DIR (default ./data) must hold mnist/, fashion-mnist/, n-digit-mnist/ and uci/.
+# Data: $HEDGE_DATA_DIR (default ./data) must hold mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup-libtorch.sh
 data="${HEDGE_DATA_DIR:-./data}"
 if [ ! -d "$data" ]; then
-  echo "test: data directory '$data' does not exist; set HEDGE_DATA_DIR to the folder holding mnist/, n-digit-mnist/ and uci/" >&2
+  echo "test: data directory '$data' does not exist; set HEDGE_DATA_DIR to the folder holding mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/" >&2
   exit 1
 fi
 # Tests run from each crate's folder, so hand them an absolute path.

@@ -320,8 +320,7 @@ fn paired_differences(seeds: u64, methods: &[Method], all: &[RoundMetrics]) -> S
     );
     for (i, &a) in methods.iter().enumerate() {
         for &b in &methods[i + 1..] {
-            let diffs: Vec<f64> =
-                (0..seeds).filter_map(|s| Some(final_of(a, s)? - final_of(b, s)?)).collect();
+            let diffs: Vec<f64> = (0..seeds).filter_map(|s| Some(final_of(a, s)? - final_of(b, s)?)).collect();
             let (m, se) = mean_se(&diffs);
             let wins = diffs.iter().filter(|d| **d < 0.0).count();
             md.push_str(&format!("| {} − {} | {m:+.3} ± {se:.3} | {wins}/{} |\n", a.name(), b.name(), diffs.len()));

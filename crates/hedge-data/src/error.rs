@@ -8,7 +8,7 @@ use std::path::PathBuf;
 pub enum DataError {
     #[error(
         "data directory '{path}' does not exist. Set HEDGE_DATA_DIR to the folder that holds \
-         mnist/, n-digit-mnist/ and uci/ (default ./data); see README.md, section 'Data'"
+         mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/ (default ./data); see README.md, section 'Data'"
     )]
     MissingDataDir { path: PathBuf },
 

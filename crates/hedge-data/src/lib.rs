@@ -11,7 +11,9 @@
 //! # Ok::<(), hedge_data::DataError>(())
 //! ```
 
+pub mod adult;
 pub mod atomic;
+pub mod context;
 mod datadir;
 mod error;
 pub mod idx;
@@ -22,7 +24,9 @@ pub mod occlusion;
 pub mod pairs;
 pub mod uci;
 
+pub use adult::{Adult, AdultSplit};
 pub use atomic::write_atomic;
+pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
 pub use error::{DataError, Result};
 pub use mnist::{Mnist, MnistSplit};
