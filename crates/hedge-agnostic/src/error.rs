@@ -1,0 +1,25 @@
+//! One error type for the crate.
+
+/// Errors from models, training and the audit.
+#[derive(Debug, thiserror::Error)]
+pub enum AgnosticError {
+    /// A setting outside its valid range.
+    #[error("invalid setting '{name}' = {value}: {what}")]
+    InvalidSetting { name: &'static str, value: String, what: String },
+    /// Inputs whose shapes do not agree.
+    #[error("shape mismatch in {what}: expected {expected}, found {found}")]
+    ShapeMismatch { what: String, expected: String, found: String },
+    /// Training diverged (a loss became NaN or infinite).
+    #[error("training diverged at step {step}: {what}")]
+    Diverged { step: usize, what: String },
+    /// An error from the data layer.
+    #[error(transparent)]
+    Data(#[from] hedge_data::DataError),
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, AgnosticError>;
+
+pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> AgnosticError {
+    AgnosticError::InvalidSetting { name, value: value.to_string(), what: what.into() }
+}

@@ -1,0 +1,13 @@
+//! Concept-agnostic networks for hedge (Jia, Lansdall-Welfare & Cristianini, IDA 2018): a shared
+//! feature extractor trained with a gradient-reversal adversary (a DANN, Ganin et al. 2016) so
+//! that a protected concept cannot be read from the features.
+
+mod error;
+pub mod grl;
+pub mod model;
+pub mod train;
+
+pub use error::{AgnosticError, Result};
+pub use grl::reverse_gradient;
+pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
+pub use train::{train, StepLog, TrainConfig, TrainingData};

@@ -1,0 +1,169 @@
+//! The three parts of an agnostic network (Jia et al. 2018, Sec. 3): a shared feature extractor
+//! G_f, a target classifier G_y and a protected-concept classifier G_p that sees the features
+//! through the gradient reversal layer. Each part has its own variable store, so G_p can also be
+//! trained alone (several adversary steps per feature step).
+
+use serde::{Deserialize, Serialize};
+use tch::nn::{self, Module};
+use tch::{Device, Tensor};
+
+use crate::error::{invalid, Result};
+
+/// The feature extractor G_f.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExtractorKind {
+    /// Ganin et al.'s MNIST network: conv 5×5 32 → ReLU → max-pool 2 → conv 5×5 48 → ReLU →
+    /// max-pool 2, features 48 · 4 · 4 = 768, on `[n, channels, 28, 28]` images.
+    Cnn { channels: i64 },
+    /// Tabular data: `inputs` → `hidden` → `hidden`, ReLU.
+    Mlp { inputs: i64, hidden: i64 },
+}
+
+/// Network shape.
+///
+/// | name | default | purpose |
+/// |---|---|---|
+/// | `extractor` | CNN on 3 channels | G_f |
+/// | `head_hidden` | 100 | width of the heads' hidden layers (G_y: 2 layers, G_p: 1, as Ganin's) |
+/// | `target_classes` | 2 | outputs of G_y |
+/// | `protected_classes` | 2 | outputs of G_p |
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    pub extractor: ExtractorKind,
+    pub head_hidden: i64,
+    pub target_classes: i64,
+    pub protected_classes: i64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            extractor: ExtractorKind::Cnn { channels: 3 },
+            head_hidden: 100,
+            target_classes: 2,
+            protected_classes: 2,
+        }
+    }
+}
+
+impl ModelConfig {
+    pub fn with_extractor(mut self, extractor: ExtractorKind) -> Self {
+        self.extractor = extractor;
+        self
+    }
+
+    pub fn with_target_classes(mut self, classes: i64) -> Self {
+        self.target_classes = classes;
+        self
+    }
+
+    pub fn check(&self) -> Result<()> {
+        let ok = match self.extractor {
+            ExtractorKind::Cnn { channels } => channels >= 1,
+            ExtractorKind::Mlp { inputs, hidden } => inputs >= 1 && hidden >= 1,
+        };
+        if !ok || self.head_hidden < 1 || self.target_classes < 2 || self.protected_classes < 2 {
+            return Err(invalid("model", format!("{self:?}"), "need ≥ 1 channel/input/unit and ≥ 2 classes per head"));
+        }
+        Ok(())
+    }
+
+    /// Width of G_f's output.
+    pub fn feature_dim(&self) -> i64 {
+        match self.extractor {
+            ExtractorKind::Cnn { .. } => 48 * 4 * 4,
+            ExtractorKind::Mlp { hidden, .. } => hidden,
+        }
+    }
+}
+
+/// G_f as layers.
+#[derive(Debug)]
+enum Extractor {
+    Cnn { conv1: nn::Conv2D, conv2: nn::Conv2D },
+    Mlp { fc1: nn::Linear, fc2: nn::Linear },
+}
+
+/// An agnostic network: G_f, G_y, G_p, each with its own variables.
+pub struct AgnosticNet {
+    pub config: ModelConfig,
+    pub extractor_vars: nn::VarStore,
+    pub target_vars: nn::VarStore,
+    pub protected_vars: nn::VarStore,
+    extractor: Extractor,
+    target_head: nn::Sequential,
+    protected_head: nn::Sequential,
+}
+
+impl AgnosticNet {
+    /// A freshly initialised network (seed it with `tch::manual_seed` first).
+    pub fn new(config: ModelConfig) -> Result<Self> {
+        config.check()?;
+        let (ef, tf, pf) =
+            (nn::VarStore::new(Device::Cpu), nn::VarStore::new(Device::Cpu), nn::VarStore::new(Device::Cpu));
+        let f = ef.root();
+        let extractor = match config.extractor {
+            ExtractorKind::Cnn { channels } => Extractor::Cnn {
+                conv1: nn::conv2d(&f / "conv1", channels, 32, 5, Default::default()),
+                conv2: nn::conv2d(&f / "conv2", 32, 48, 5, Default::default()),
+            },
+            ExtractorKind::Mlp { inputs, hidden } => Extractor::Mlp {
+                fc1: nn::linear(&f / "fc1", inputs, hidden, Default::default()),
+                fc2: nn::linear(&f / "fc2", hidden, hidden, Default::default()),
+            },
+        };
+        let (d, h) = (config.feature_dim(), config.head_hidden);
+        let t = tf.root();
+        let target_head = nn::seq()
+            .add(nn::linear(&t / "fc1", d, h, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&t / "fc2", h, h, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&t / "out", h, config.target_classes, Default::default()));
+        let p = pf.root();
+        let protected_head = nn::seq()
+            .add(nn::linear(&p / "fc1", d, h, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&p / "out", h, config.protected_classes, Default::default()));
+        Ok(Self {
+            config,
+            extractor_vars: ef,
+            target_vars: tf,
+            protected_vars: pf,
+            extractor,
+            target_head,
+            protected_head,
+        })
+    }
+
+    /// The last convolution's rectified maps before pooling (CNN only), `[n, 48, 8, 8]`: what the
+    /// activation-map audit upsamples.
+    pub fn feature_maps(&self, x: &Tensor) -> Option<Tensor> {
+        match &self.extractor {
+            Extractor::Cnn { conv1, conv2 } => Some(x.apply(conv1).relu().max_pool2d_default(2).apply(conv2).relu()),
+            Extractor::Mlp { .. } => None,
+        }
+    }
+
+    /// G_f.
+    ///
+    /// # Shapes
+    /// `x`: `[n, channels, 28, 28]` or `[n, inputs]` → `[n, feature_dim]`.
+    pub fn features(&self, x: &Tensor) -> Tensor {
+        match &self.extractor {
+            Extractor::Cnn { .. } => self.feature_maps(x).expect("a CNN has maps").max_pool2d_default(2).flatten(1, -1),
+            Extractor::Mlp { fc1, fc2 } => x.apply(fc1).relu().apply(fc2).relu(),
+        }
+    }
+
+    /// G_y logits `[n, target_classes]` from features.
+    pub fn target_logits(&self, features: &Tensor) -> Tensor {
+        self.target_head.forward(features)
+    }
+
+    /// G_p logits `[n, protected_classes]` from features (apply the GRL before, when training).
+    pub fn protected_logits(&self, features: &Tensor) -> Tensor {
+        self.protected_head.forward(features)
+    }
+}
