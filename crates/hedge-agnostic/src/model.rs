@@ -81,7 +81,7 @@ impl ModelConfig {
 /// G_f as layers.
 #[derive(Debug)]
 enum Extractor {
-    Cnn { conv1: nn::Conv2D, conv2: nn::Conv2D },
+    Cnn { conv1: Box<nn::Conv2D>, conv2: Box<nn::Conv2D> },
     Mlp { fc1: nn::Linear, fc2: nn::Linear },
 }
 
@@ -105,8 +105,8 @@ impl AgnosticNet {
         let f = ef.root();
         let extractor = match config.extractor {
             ExtractorKind::Cnn { channels } => Extractor::Cnn {
-                conv1: nn::conv2d(&f / "conv1", channels, 32, 5, Default::default()),
-                conv2: nn::conv2d(&f / "conv2", 32, 48, 5, Default::default()),
+                conv1: Box::new(nn::conv2d(&f / "conv1", channels, 32, 5, Default::default())),
+                conv2: Box::new(nn::conv2d(&f / "conv2", 32, 48, 5, Default::default())),
             },
             ExtractorKind::Mlp { inputs, hidden } => Extractor::Mlp {
                 fc1: nn::linear(&f / "fc1", inputs, hidden, Default::default()),
@@ -141,7 +141,9 @@ impl AgnosticNet {
     /// activation-map audit upsamples.
     pub fn feature_maps(&self, x: &Tensor) -> Option<Tensor> {
         match &self.extractor {
-            Extractor::Cnn { conv1, conv2 } => Some(x.apply(conv1).relu().max_pool2d_default(2).apply(conv2).relu()),
+            Extractor::Cnn { conv1, conv2 } => {
+                Some(x.apply(&**conv1).relu().max_pool2d_default(2).apply(&**conv2).relu())
+            }
             Extractor::Mlp { .. } => None,
         }
     }

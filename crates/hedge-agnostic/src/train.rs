@@ -86,7 +86,7 @@ impl TrainConfig {
                 "all must be ≥ 1",
             ));
         }
-        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) || !(0.0..1.0).contains(&self.momentum) {
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite() && (0.0..1.0).contains(&self.momentum)) {
             return Err(invalid(
                 "learning_rate/momentum",
                 format!("{}/{}", self.learning_rate, self.momentum),
@@ -191,7 +191,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
             let mut loss = net.protected_logits(&ft).cross_entropy_for_logits(&pt);
             if let Some((xc, pc)) = &context {
                 let fc = tch::no_grad(|| net.features(xc));
-                loss = loss + net.protected_logits(&fc).cross_entropy_for_logits(pc);
+                loss += net.protected_logits(&fc).cross_entropy_for_logits(pc);
             }
             opt_p.zero_grad();
             loss.backward();
@@ -202,8 +202,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
         let mut protected_loss = net.protected_logits(&reverse_gradient(&ft, alpha)).cross_entropy_for_logits(&pt);
         if let Some((xc, pc)) = &context {
             let fc = net.features(xc);
-            protected_loss =
-                protected_loss + net.protected_logits(&reverse_gradient(&fc, alpha)).cross_entropy_for_logits(pc);
+            protected_loss += net.protected_logits(&reverse_gradient(&fc, alpha)).cross_entropy_for_logits(pc);
         }
         let loss = &target_loss * (1.0 - alpha) + &protected_loss;
         let value = loss.double_value(&[]);
