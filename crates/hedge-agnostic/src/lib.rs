@@ -2,6 +2,7 @@
 //! feature extractor trained with a gradient-reversal adversary (a DANN, Ganin et al. 2016) so
 //! that a protected concept cannot be read from the features.
 
+pub mod audit;
 mod error;
 pub mod grl;
 pub mod model;

@@ -1,0 +1,251 @@
+//! The audit of a trained network, on data disjoint from its training data: accuracies, worst
+//! group accuracy, fresh probes on the frozen features (with a 95 % interval around chance and a
+//! mutual-information lower bound), counterfactual flip rate, activation-map mass inside the
+//! digit, and the fairness gaps used for Adult.
+
+use serde::{Deserialize, Serialize};
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+use crate::error::{invalid, Result};
+use crate::model::AgnosticNet;
+
+/// Features of `x` in batches of 1,000, without gradients.
+pub fn features(net: &AgnosticNet, x: &Tensor) -> Tensor {
+    tch::no_grad(|| {
+        let parts: Vec<Tensor> = x.split(1000, 0).iter().map(|b| net.features(b)).collect();
+        Tensor::cat(&parts, 0)
+    })
+}
+
+/// Fraction of rows whose argmax equals the label.
+pub fn accuracy(logits: &Tensor, labels: &Tensor) -> f64 {
+    logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
+}
+
+/// Lowest accuracy over the (target, protected) groups present, from predictions.
+pub fn worst_group_accuracy(predicted: &Tensor, target: &Tensor, protected: &Tensor) -> f64 {
+    let mut worst = f64::INFINITY;
+    for y in 0..2 {
+        for a in 0..2 {
+            let in_group = target.eq(y).logical_and(&protected.eq(a));
+            let count = in_group.sum(Kind::Int64).int64_value(&[]);
+            if count > 0 {
+                let right = predicted.eq_tensor(target).logical_and(&in_group).sum(Kind::Int64).int64_value(&[]);
+                worst = worst.min(right as f64 / count as f64);
+            }
+        }
+    }
+    worst
+}
+
+/// Fraction of predictions that change when only the background changes.
+pub fn flip_rate(net: &AgnosticNet, x: &Tensor, x_flipped: &Tensor) -> f64 {
+    let a = net.target_logits(&features(net, x)).argmax(1, false);
+    let b = net.target_logits(&features(net, x_flipped)).argmax(1, false);
+    a.ne_tensor(&b).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
+}
+
+/// Share of activation mass inside the (dilated) digit mask: per image, the strongest response
+/// over G_f's last convolution channels, upsampled bilinearly to 28 × 28, mass inside the mask /
+/// total mass, averaged over images. `None` for networks without maps.
+///
+/// # Shapes
+/// `x`: `[n, 3, 28, 28]`, `mask`: `[n, 28, 28]` of 0/1.
+pub fn mask_share(net: &AgnosticNet, x: &Tensor, mask: &Tensor) -> Option<f64> {
+    let maps = activation_maps(net, x)?;
+    let mask = mask.to_kind(Kind::Float);
+    let inside = (&maps * &mask).sum_dim_intlist([1, 2].as_slice(), false, Kind::Float);
+    let total = maps.sum_dim_intlist([1, 2].as_slice(), false, Kind::Float).clamp_min(1e-12);
+    Some((inside / total).mean(Kind::Double).double_value(&[]))
+}
+
+/// Per image the channel-wise maximum of G_f's last rectified maps, upsampled to `[n, 28, 28]`.
+pub fn activation_maps(net: &AgnosticNet, x: &Tensor) -> Option<Tensor> {
+    tch::no_grad(|| {
+        let parts: Option<Vec<Tensor>> = x
+            .split(1000, 0)
+            .iter()
+            .map(|b| {
+                net.feature_maps(b).map(|m| {
+                    let strongest = m.amax([1].as_slice(), true);
+                    strongest.upsample_bilinear2d([28, 28], false, None, None).squeeze_dim(1)
+                })
+            })
+            .collect();
+        parts.map(|p| Tensor::cat(&p, 0))
+    })
+}
+
+/// Kind of probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// Multinomial logistic regression.
+    Linear,
+    /// One hidden layer of 64 ReLU units.
+    Mlp,
+}
+
+/// Probe training (full-batch Adam on standardised features).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeConfig {
+    pub kind: ProbeKind,
+    pub steps: usize,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub seed: u64,
+}
+
+impl ProbeConfig {
+    pub fn new(kind: ProbeKind) -> Self {
+        Self { kind, steps: 500, learning_rate: 1e-2, weight_decay: 1e-4, seed: 0 }
+    }
+}
+
+/// What a probe could read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub accuracy: f64,
+    /// Majority-class rate of the probe-test labels.
+    pub chance: f64,
+    /// 95 % interval of a chance-level classifier's accuracy on this many test points.
+    pub chance_interval: (f64, f64),
+    pub at_chance: bool,
+    /// Cross-entropy of the probe on the test split, bits.
+    pub cross_entropy_bits: f64,
+    /// Entropy H(A) of the test labels, bits.
+    pub entropy_bits: f64,
+    /// max(0, H(A) − cross-entropy): a lower bound on I(A; features), bits.
+    pub mutual_information_bits: f64,
+    pub test_points: usize,
+}
+
+/// Trains a probe on (train features → labels) and scores it on the test split.
+///
+/// # Shapes
+/// `train_f`: `[n, d]`, `train_a`: `[n]` i64 in `0..classes`; the same for test.
+pub fn probe(
+    train_f: &Tensor,
+    train_a: &Tensor,
+    test_f: &Tensor,
+    test_a: &Tensor,
+    config: &ProbeConfig,
+) -> Result<ProbeResult> {
+    let (n, d) = (train_f.size()[0], train_f.size()[1]);
+    let m = test_f.size()[0];
+    if n < 2 || m < 1 || train_a.size() != [n] || test_a.size() != [m] || test_f.size()[1] != d {
+        return Err(invalid(
+            "probe data",
+            format!("{n} train / {m} test rows"),
+            "need ≥ 2 train rows, ≥ 1 test row, one label each",
+        ));
+    }
+    let classes = (train_a.max().int64_value(&[]).max(test_a.max().int64_value(&[])) + 1).max(2);
+    let mean = train_f.mean_dim(0, true, Kind::Float);
+    let std = train_f.std_dim(0, false, true).clamp_min(1e-6);
+    let (xs, xt) = ((train_f - &mean) / &std, (test_f - &mean) / &std);
+    tch::manual_seed(config.seed as i64);
+    let vs = nn::VarStore::new(Device::Cpu);
+    let root = vs.root();
+    let net = match config.kind {
+        ProbeKind::Linear => nn::seq().add(nn::linear(&root / "out", d, classes, Default::default())),
+        ProbeKind::Mlp => nn::seq()
+            .add(nn::linear(&root / "hidden", d, 64, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&root / "out", 64, classes, Default::default())),
+    };
+    let mut opt = nn::Adam { wd: config.weight_decay, ..Default::default() }
+        .build(&vs, config.learning_rate)
+        .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
+    for _ in 0..config.steps {
+        let loss = net.forward(&xs).cross_entropy_for_logits(train_a);
+        opt.backward_step(&loss);
+    }
+    let logits = tch::no_grad(|| net.forward(&xt));
+    let acc = accuracy(&logits, test_a);
+    let ce_nats = tch::no_grad(|| logits.cross_entropy_for_logits(test_a)).double_value(&[]);
+    let counts = test_a.bincount(None::<Tensor>, classes).to_kind(Kind::Double) / m as f64;
+    let probs: Vec<f64> = Vec::try_from(counts).map_err(|e| invalid("probe", e, "copy"))?;
+    let chance = probs.iter().copied().fold(0.0, f64::max);
+    let entropy_bits = -probs.iter().filter(|&&p| p > 0.0).map(|p| p * p.log2()).sum::<f64>();
+    let half = 1.96 * (chance * (1.0 - chance) / m as f64).sqrt();
+    let cross_entropy_bits = ce_nats / std::f64::consts::LN_2;
+    Ok(ProbeResult {
+        accuracy: acc,
+        chance,
+        chance_interval: (chance - half, chance + half),
+        at_chance: acc <= chance + half,
+        cross_entropy_bits,
+        entropy_bits,
+        mutual_information_bits: (entropy_bits - cross_entropy_bits).max(0.0),
+        test_points: m as usize,
+    })
+}
+
+/// P(ŷ = 1 | A = 1) − P(ŷ = 1 | A = 0) (AIF360's statistical parity difference with A = 1 the
+/// unprivileged group).
+pub fn demographic_parity_difference(predicted: &Tensor, protected: &Tensor) -> f64 {
+    let rate = |a: i64| {
+        let g = protected.eq(a);
+        let count = g.sum(Kind::Int64).int64_value(&[]).max(1) as f64;
+        predicted.eq(1).logical_and(&g).sum(Kind::Int64).int64_value(&[]) as f64 / count
+    };
+    rate(1) - rate(0)
+}
+
+/// max(|TPR₁ − TPR₀|, |FPR₁ − FPR₀|) between the protected groups.
+pub fn equalised_odds_difference(predicted: &Tensor, target: &Tensor, protected: &Tensor) -> f64 {
+    let rate = |a: i64, y: i64| {
+        let g = protected.eq(a).logical_and(&target.eq(y));
+        let count = g.sum(Kind::Int64).int64_value(&[]).max(1) as f64;
+        predicted.eq(1).logical_and(&g).sum(Kind::Int64).int64_value(&[]) as f64 / count
+    };
+    (rate(1, 1) - rate(0, 1)).abs().max((rate(1, 0) - rate(0, 0)).abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Features that carry no protected information by construction (independent noise) leave
+    /// both probes inside the chance interval with a near-zero information bound; features that
+    /// contain A let them read it.
+    #[test]
+    fn probes_are_at_chance_on_independent_features_and_read_leaks() {
+        tch::manual_seed(3);
+        let (n, m) = (2000, 2000);
+        let a_train = Tensor::randint(2, [n], (Kind::Int64, Device::Cpu));
+        let a_test = Tensor::randint(2, [m], (Kind::Int64, Device::Cpu));
+        let noise_train = Tensor::randn([n, 20], (Kind::Float, Device::Cpu));
+        let noise_test = Tensor::randn([m, 20], (Kind::Float, Device::Cpu));
+        for kind in [ProbeKind::Linear, ProbeKind::Mlp] {
+            let config = ProbeConfig { steps: 300, ..ProbeConfig::new(kind) };
+            let r = probe(&noise_train, &a_train, &noise_test, &a_test, &config).unwrap();
+            assert!(r.at_chance, "{kind:?} on noise: {r:?}");
+            assert!(r.mutual_information_bits < 0.02, "{kind:?}: {r:?}");
+            assert!((r.entropy_bits - 1.0).abs() < 0.01);
+            // A leaked through one noisy coordinate.
+            let leak = |f: &Tensor, a: &Tensor| {
+                let col = a.to_kind(Kind::Float) * 2.0 - 1.0 + f.narrow(1, 0, 1).squeeze_dim(1) * 0.5;
+                Tensor::cat(&[col.unsqueeze(1), f.narrow(1, 1, 19)], 1)
+            };
+            let r =
+                probe(&leak(&noise_train, &a_train), &a_train, &leak(&noise_test, &a_test), &a_test, &config).unwrap();
+            assert!(r.accuracy > 0.95 && !r.at_chance && r.mutual_information_bits > 0.5, "{kind:?}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn fairness_gaps_match_hand_counts() {
+        // A = 1: predictions 1,1,0,0 (targets 1,0,1,0); A = 0: 1,0,0,0 (targets 1,1,0,0).
+        let predicted = Tensor::from_slice(&[1i64, 1, 0, 0, 1, 0, 0, 0]);
+        let target = Tensor::from_slice(&[1i64, 0, 1, 0, 1, 1, 0, 0]);
+        let protected = Tensor::from_slice(&[1i64, 1, 1, 1, 0, 0, 0, 0]);
+        assert!((demographic_parity_difference(&predicted, &protected) - 0.25).abs() < 1e-12);
+        // TPR: A=1 1/2, A=0 1/2; FPR: A=1 1/2, A=0 0/2 → 0.5.
+        assert!((equalised_odds_difference(&predicted, &target, &protected) - 0.5).abs() < 1e-12);
+        // Groups (y, a): (1,1) 1/2, (0,1) 1/2, (1,0) 1/2, (0,0) 2/2.
+        assert!((worst_group_accuracy(&predicted, &target, &protected) - 0.5).abs() < 1e-12);
+    }
+}
