@@ -4,6 +4,7 @@
 
 pub mod audit;
 mod error;
+pub mod experiment;
 pub mod grl;
 pub mod model;
 pub mod train;

@@ -1,6 +1,7 @@
 //! `hedge`: hedged instance embeddings, concept-agnostic networks and Bayesian active learning.
 
 mod active;
+mod agnostic;
 mod bayes;
 mod bayes_plots;
 mod bench;
@@ -29,6 +30,11 @@ enum Command {
         #[command(subcommand)]
         command: active::ActiveCommand,
     },
+    /// Concept-agnostic networks: gradient reversal, the α sweep and the audit.
+    Agnostic {
+        #[command(subcommand)]
+        command: agnostic::AgnosticCommand,
+    },
     /// Bayesian models: GP and sparse GP regression on UCI sets, Gibbs sampling, spike-and-slab EM.
     Bayes {
         #[command(subcommand)]
@@ -52,6 +58,7 @@ fn main() {
     let result = match cli.command {
         Command::Hib { command } => hib::run(command),
         Command::Active { command } => active::run(command),
+        Command::Agnostic { command } => agnostic::run(command),
         Command::Bayes { command } => bayes::run(command),
         Command::Bench { command } => bench::run(command),
     };

@@ -1,0 +1,180 @@
+//! One Context-MNIST run: train at a given α, then audit on data disjoint from training.
+
+use std::time::Instant;
+
+use hedge_data::context::COLOUR_PIXELS;
+use hedge_data::{ContextMnist, ContextSet};
+use serde::{Deserialize, Serialize};
+use tch::{Kind, Tensor};
+
+use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use crate::error::Result;
+use crate::model::{AgnosticNet, ModelConfig};
+use crate::train::{train, TrainConfig, TrainingData};
+
+/// A Context-MNIST split as tensors.
+pub struct ImageSet {
+    /// `[n, 3, 28, 28]` f32 in [−1, 1].
+    pub x: Tensor,
+    /// `[n]` i64: digit ≥ 5.
+    pub target: Tensor,
+    /// `[n]` i64: photograph background.
+    pub protected: Tensor,
+    /// The same digits with the other background.
+    pub flipped: Tensor,
+    /// `[n, 28, 28]` u8 dilated digit masks.
+    pub mask: Tensor,
+}
+
+fn images(pixels: &[u8]) -> Tensor {
+    let n = (pixels.len() / COLOUR_PIXELS) as i64;
+    (Tensor::from_slice(pixels).to_kind(Kind::Float) / 127.5 - 1.0).reshape([n, 3, 28, 28])
+}
+
+fn labels(v: &[u8]) -> Tensor {
+    Tensor::from_slice(&v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>())
+}
+
+impl ImageSet {
+    pub fn new(set: &ContextSet) -> Self {
+        Self {
+            x: images(&set.pixels),
+            target: labels(&set.target),
+            protected: labels(&set.protected),
+            flipped: images(&set.flipped),
+            mask: Tensor::from_slice(&set.mask).reshape([set.len() as i64, 28, 28]),
+        }
+    }
+}
+
+/// Every Context-MNIST split as tensors.
+pub struct ContextTensors {
+    pub target_train: ImageSet,
+    pub context_train: ImageSet,
+    pub test_iid: ImageSet,
+    pub test_balanced: ImageSet,
+    pub test_reversed: ImageSet,
+    pub probe_train: ImageSet,
+    pub probe_test: ImageSet,
+}
+
+impl ContextTensors {
+    pub fn new(data: &ContextMnist) -> Self {
+        Self {
+            target_train: ImageSet::new(&data.target_train),
+            context_train: ImageSet::new(&data.context_train),
+            test_iid: ImageSet::new(&data.test_iid),
+            test_balanced: ImageSet::new(&data.test_balanced),
+            test_reversed: ImageSet::new(&data.test_reversed),
+            probe_train: ImageSet::new(&data.probe_train),
+            probe_test: ImageSet::new(&data.probe_test),
+        }
+    }
+}
+
+/// Target accuracy on the three tests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TestAccuracy {
+    pub iid: f64,
+    pub balanced: f64,
+    pub reversed: f64,
+}
+
+/// Probe accuracies by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeAccuracy {
+    pub linear: f64,
+    pub mlp: f64,
+}
+
+/// Everything the audit measures for one trained network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextAudit {
+    pub alpha: f64,
+    pub repeat: u64,
+    pub target_accuracy: TestAccuracy,
+    /// Lowest (target, background) group accuracy on the balanced test.
+    pub worst_group_accuracy: f64,
+    /// G_p's accuracy at the background on the balanced test.
+    pub protected_head_accuracy: f64,
+    pub probe_accuracy: ProbeAccuracy,
+    pub probe_linear: ProbeResult,
+    pub probe_mlp: ProbeResult,
+    /// MLP probes trained and scored within each target class, mean accuracy.
+    pub probe_within_class_mlp: f64,
+    /// Whether every within-class MLP probe stayed inside its chance interval.
+    pub probe_within_class_at_chance: bool,
+    /// Fraction of balanced-test predictions that change with the background alone.
+    pub flip_rate: f64,
+    /// Activation mass inside the dilated digit mask (balanced test).
+    pub mask_share: f64,
+    pub train_seconds: f64,
+}
+
+/// Trains a fresh network (seeded by `train.seed`) and audits it.
+pub fn run_context(
+    data: &ContextTensors,
+    model: ModelConfig,
+    train_config: &TrainConfig,
+    probe_steps: usize,
+    repeat: u64,
+) -> Result<ContextAudit> {
+    tch::manual_seed(train_config.seed as i64);
+    let net = AgnosticNet::new(model)?;
+    let start = Instant::now();
+    let training = TrainingData {
+        target_x: &data.target_train.x,
+        target_y: &data.target_train.target,
+        target_p: &data.target_train.protected,
+        context_x: &data.context_train.x,
+        context_p: &data.context_train.protected,
+    };
+    train(&net, &training, train_config)?;
+    let train_seconds = start.elapsed().as_secs_f64();
+    let target_acc = |set: &ImageSet| audit::accuracy(&net.target_logits(&audit::features(&net, &set.x)), &set.target);
+    let balanced_f = audit::features(&net, &data.test_balanced.x);
+    let predicted = net.target_logits(&balanced_f).argmax(1, false);
+    let probe_train_f = audit::features(&net, &data.probe_train.x);
+    let probe_test_f = audit::features(&net, &data.probe_test.x);
+    let probe = |kind: ProbeKind, train_f: &Tensor, train_a: &Tensor, test_f: &Tensor, test_a: &Tensor| {
+        let config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(kind) };
+        audit::probe(train_f, train_a, test_f, test_a, &config)
+    };
+    let (pt, pa) = (&data.probe_train, &data.probe_test);
+    let probe_linear = probe(ProbeKind::Linear, &probe_train_f, &pt.protected, &probe_test_f, &pa.protected)?;
+    let probe_mlp = probe(ProbeKind::Mlp, &probe_train_f, &pt.protected, &probe_test_f, &pa.protected)?;
+    let mut within = Vec::new();
+    for y in 0..2i64 {
+        let (it, ia) = (pt.target.eq(y).nonzero().squeeze_dim(1), pa.target.eq(y).nonzero().squeeze_dim(1));
+        within.push(probe(
+            ProbeKind::Mlp,
+            &probe_train_f.index_select(0, &it),
+            &pt.protected.index_select(0, &it),
+            &probe_test_f.index_select(0, &ia),
+            &pa.protected.index_select(0, &ia),
+        )?);
+    }
+    Ok(ContextAudit {
+        alpha: train_config.alpha,
+        repeat,
+        target_accuracy: TestAccuracy {
+            iid: target_acc(&data.test_iid),
+            balanced: audit::accuracy(&net.target_logits(&balanced_f), &data.test_balanced.target),
+            reversed: target_acc(&data.test_reversed),
+        },
+        worst_group_accuracy: audit::worst_group_accuracy(
+            &predicted,
+            &data.test_balanced.target,
+            &data.test_balanced.protected,
+        ),
+        protected_head_accuracy: audit::accuracy(&net.protected_logits(&balanced_f), &data.test_balanced.protected),
+        probe_accuracy: ProbeAccuracy { linear: probe_linear.accuracy, mlp: probe_mlp.accuracy },
+        probe_linear,
+        probe_mlp,
+        probe_within_class_mlp: within.iter().map(|r| r.accuracy).sum::<f64>() / within.len() as f64,
+        probe_within_class_at_chance: within.iter().all(|r| r.at_chance),
+        flip_rate: audit::flip_rate(&net, &data.test_balanced.x, &data.test_balanced.flipped),
+        mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
+        train_seconds,
+    })
+}
