@@ -12,4 +12,4 @@ pub mod train;
 pub use error::{AgnosticError, Result};
 pub use grl::reverse_gradient;
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
-pub use train::{train, StepLog, TrainConfig, TrainingData};
+pub use train::{train, Adversary, StepLog, TrainConfig, TrainingData};

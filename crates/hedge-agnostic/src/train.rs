@@ -12,6 +12,19 @@ use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
 use crate::model::AgnosticNet;
 
+/// How G_f is kept from encoding the protected concept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Adversary {
+    /// Eq. 1 through the gradient reversal layer (the paper): G_f ascends G_p's loss.
+    Reversal,
+    /// G_f pushes G_p's prediction toward the uniform distribution (a confusion loss, Tzeng et
+    /// al. 2015; Alvi et al. 2018) while G_p learns its own loss on detached features. Its
+    /// gradient is bounded and vanishes when G_p is at chance, where reversal keeps pushing G_p
+    /// to be confidently wrong — which still encodes the concept.
+    Confusion,
+}
+
 /// Optimisation settings (SGD with momentum and Ganin et al.'s annealing by default).
 ///
 /// | name | default | purpose |
@@ -23,6 +36,7 @@ use crate::model::AgnosticNet;
 /// | `learning_rate` | 0.01 | μ₀ |
 /// | `anneal` | true | μ_p = μ₀/(1 + 10p)^0.75 (Ganin et al. 2016) |
 /// | `momentum` | 0.9 | SGD momentum |
+/// | `adversary` | reversal | the paper's GRL, or the confusion loss |
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -34,6 +48,7 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     pub anneal: bool,
     pub momentum: f64,
+    pub adversary: Adversary,
     pub adversary_steps: usize,
     pub seed: u64,
 }
@@ -48,6 +63,7 @@ impl Default for TrainConfig {
             learning_rate: 0.01,
             anneal: true,
             momentum: 0.9,
+            adversary: Adversary::Reversal,
             adversary_steps: 1,
             seed: 0,
         }
@@ -67,6 +83,11 @@ impl TrainConfig {
 
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    pub fn with_adversary(mut self, adversary: Adversary) -> Self {
+        self.adversary = adversary;
         self
     }
 
@@ -185,8 +206,10 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
             let ic = draw(n_context);
             (data.context_x.index_select(0, &ic), data.context_p.index_select(0, &ic))
         });
-        // Extra adversary-only steps on frozen features.
-        for _ in 1..config.adversary_steps {
+        // Adversary-only steps on frozen features: the extra ones, plus (confusion) its own step.
+        let own_steps = config.adversary_steps - 1 + usize::from(config.adversary == Adversary::Confusion);
+        let mut adversary_loss = 0.0;
+        for _ in 0..own_steps {
             let ft = tch::no_grad(|| net.features(&xt));
             let mut loss = net.protected_logits(&ft).cross_entropy_for_logits(&pt);
             if let Some((xc, pc)) = &context {
@@ -196,15 +219,30 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
             opt_p.zero_grad();
             loss.backward();
             opt_p.step();
+            adversary_loss = loss.double_value(&[]);
         }
         let ft = net.features(&xt);
         let target_loss = net.target_logits(&ft).cross_entropy_for_logits(&yt);
-        let mut protected_loss = net.protected_logits(&reverse_gradient(&ft, alpha)).cross_entropy_for_logits(&pt);
-        if let Some((xc, pc)) = &context {
-            let fc = net.features(xc);
-            protected_loss += net.protected_logits(&reverse_gradient(&fc, alpha)).cross_entropy_for_logits(pc);
-        }
-        let loss = &target_loss * (1.0 - alpha) + &protected_loss;
+        let fc = context.as_ref().map(|(xc, _)| net.features(xc));
+        let (loss, protected_loss) = match config.adversary {
+            Adversary::Reversal => {
+                let mut protected = net.protected_logits(&reverse_gradient(&ft, alpha)).cross_entropy_for_logits(&pt);
+                if let (Some(fc), Some((_, pc))) = (&fc, &context) {
+                    protected += net.protected_logits(&reverse_gradient(fc, alpha)).cross_entropy_for_logits(pc);
+                }
+                let value = protected.double_value(&[]);
+                (&target_loss * (1.0 - alpha) + protected, value)
+            }
+            Adversary::Confusion => {
+                // Cross-entropy of G_p's prediction against the uniform distribution.
+                let confusion = |f: &Tensor| -net.protected_logits(f).log_softmax(1, Kind::Float).mean(Kind::Float);
+                let mut confused = confusion(&ft);
+                if let Some(fc) = &fc {
+                    confused += confusion(fc);
+                }
+                (&target_loss * (1.0 - alpha) + confused * alpha, adversary_loss)
+            }
+        };
         let value = loss.double_value(&[]);
         if !value.is_finite() {
             return Err(AgnosticError::Diverged { step, what: format!("loss {value} (lower the learning rate)") });
@@ -213,8 +251,10 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
             opt.zero_grad();
         }
         loss.backward();
-        for opt in [&mut opt_f, &mut opt_y, &mut opt_p] {
-            opt.step();
+        opt_f.step();
+        opt_y.step();
+        if config.adversary == Adversary::Reversal {
+            opt_p.step();
         }
         if step % every == 0 || step + 1 == config.steps {
             logs.push(StepLog {
@@ -222,7 +262,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
                 alpha,
                 learning_rate: lr,
                 target_loss: target_loss.double_value(&[]),
-                protected_loss: protected_loss.double_value(&[]),
+                protected_loss,
             });
         }
     }
@@ -262,22 +302,26 @@ mod tests {
         let accuracy = |logits: Tensor, labels: &Tensor| {
             logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
         };
-        let run = |alpha: f64, k: usize| {
+        let run = |alpha: f64, k: usize, adversary: Adversary| {
             tch::manual_seed(1);
             let net = AgnosticNet::new(model).unwrap();
             let config = TrainConfig { anneal: false, ..TrainConfig::default() }
                 .with_alpha(alpha)
                 .with_steps(1500)
-                .with_adversary_steps(k);
+                .with_adversary_steps(k)
+                .with_adversary(adversary);
             train(&net, &data, &config).unwrap();
             let f = tch::no_grad(|| net.features(&x));
             (accuracy(net.target_logits(&f), &y), accuracy(net.protected_logits(&f), &p))
         };
-        let (target0, protected0) = run(0.0, 1);
+        let (target0, protected0) = run(0.0, 1, Adversary::Reversal);
         assert!(target0 > 0.95, "α = 0 target accuracy {target0}");
         assert!(protected0 > 0.9, "α = 0: the adversary reads p, {protected0}");
-        let (target_hi, protected_hi) = run(0.7, 5);
+        let (target_hi, protected_hi) = run(0.7, 5, Adversary::Reversal);
         assert!(target_hi > 0.9, "α = 0.7 target accuracy {target_hi}");
         assert!(protected_hi < 0.65, "α = 0.7: the adversary should be near chance, {protected_hi}");
+        let (target_c, protected_c) = run(0.7, 1, Adversary::Confusion);
+        assert!(target_c > 0.9, "confusion: target accuracy {target_c}");
+        assert!(protected_c < 0.65, "confusion: the adversary should be near chance, {protected_c}");
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_agnostic::experiment::{run_context, ContextAudit, ContextTensors};
-use hedge_agnostic::{ModelConfig, TrainConfig};
+use hedge_agnostic::{Adversary, ModelConfig, TrainConfig};
 use hedge_data::{Backgrounds, ContextMnistConfig, Mnist};
 use serde_json::{json, Value};
 
@@ -20,6 +20,12 @@ pub enum AgnosticCommand {
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum DatasetArg {
     ContextMnist,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AdversaryArg {
+    Reversal,
+    Confusion,
 }
 
 #[derive(Args)]
@@ -44,6 +50,9 @@ pub struct SweepArgs {
     /// SGD steps per network (64 target + 64 context images each).
     #[arg(long, default_value_t = 1500)]
     steps: usize,
+    /// How G_f hides the concept: the paper's gradient reversal, or a confusion loss.
+    #[arg(long, value_enum, default_value = "reversal")]
+    adversary: AdversaryArg,
     /// G_p updates per feature update (1: plain GRL).
     #[arg(long, default_value_t = 1)]
     adversary_steps: usize,
