@@ -122,9 +122,14 @@ fn sweep(args: SweepArgs) -> Result<()> {
         "probe_test": data.probe_test.agreement() });
     let tensors = ContextTensors::new(&data);
     let model = ModelConfig::default();
+    let adversary = match args.adversary {
+        AdversaryArg::Reversal => Adversary::Reversal,
+        AdversaryArg::Confusion => Adversary::Confusion,
+    };
     let base = TrainConfig {
         ramp: !args.no_ramp,
         steps: args.steps,
+        adversary,
         adversary_steps: args.adversary_steps,
         ..Default::default()
     };
