@@ -15,6 +15,16 @@ pub enum AgnosticCommand {
     /// reversed tests, G_p's accuracy, fresh probes, flip rate, mask share. Writes metrics.jsonl,
     /// summary.json, table.md, accuracy_vs_alpha.png and probe_vs_alpha.png.
     Sweep(SweepArgs),
+    /// Rebuilds summary.json, table.md and the figures from a sweep directory's metrics.jsonl
+    /// (for example after an interrupted sweep).
+    Report(ReportArgs),
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// A directory written by `hedge agnostic sweep`.
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -72,6 +82,7 @@ pub struct SweepArgs {
 pub fn run(command: AgnosticCommand) -> Result<()> {
     match command {
         AgnosticCommand::Sweep(args) => sweep(args),
+        AgnosticCommand::Report(args) => report(args),
     }
 }
 
@@ -162,6 +173,29 @@ fn sweep(args: SweepArgs) -> Result<()> {
     write_sweep_report(&args.out, &alphas, &audits)
 }
 
+fn report(args: ReportArgs) -> Result<()> {
+    let path = args.out.join("metrics.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {} (is this an `hedge agnostic sweep` directory?)", path.display()))?;
+    let audits: Vec<ContextAudit> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{} line {}", path.display(), i + 1)))
+        .collect::<Result<_>>()?;
+    let mut alphas: Vec<f64> = audits.iter().map(|a| a.alpha).collect();
+    alphas.sort_by(f64::total_cmp);
+    alphas.dedup();
+    if alphas.is_empty() {
+        bail!("{}: no finished runs", path.display());
+    }
+    let config: Value = std::fs::read_to_string(args.out.join("config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let command = config["command"].as_str().unwrap_or_default().to_string();
+    write_sweep_report_with(&args.out, &alphas, &audits, &command)
+}
+
 /// The numbers summarised per α, as JSON paths into a `ContextAudit`.
 const SUMMARISED: [&str; 11] = [
     "target_accuracy.iid",
@@ -189,6 +223,15 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
 }
 
 fn write_sweep_report(out: &std::path::Path, alphas: &[f64], audits: &[ContextAudit]) -> Result<()> {
+    write_sweep_report_with(out, alphas, audits, &crate::hib::command_line())
+}
+
+fn write_sweep_report_with(
+    out: &std::path::Path,
+    alphas: &[f64],
+    audits: &[ContextAudit],
+    command: &str,
+) -> Result<()> {
     let mut by_alpha = serde_json::Map::new();
     let mut stats: Vec<Vec<(f64, f64)>> = vec![Vec::new(); SUMMARISED.len()];
     for &alpha in alphas {
@@ -228,7 +271,11 @@ fn write_sweep_report(out: &std::path::Path, alphas: &[f64], audits: &[ContextAu
         }
         md.push('\n');
     }
-    md.push_str(&format!("\nCommand: `{}`\n", crate::hib::command_line()));
+    let runs = |alpha: f64| audits.iter().filter(|a| a.alpha == alpha).count();
+    md.push_str(&format!(
+        "\nRuns per α: {}.\n\nCommand: `{command}`\n",
+        alphas.iter().map(|&a| format!("{a:.1}: {}", runs(a))).collect::<Vec<_>>().join(", ")
+    ));
     hedge_data::write_atomic(&out.join("table.md"), md.as_bytes())?;
     let curve = |k: usize, name: &str| -> crate::bayes_plots::MeanCurve {
         (name.to_string(), alphas.iter().zip(&stats[k]).map(|(&a, &(m, s))| (a, m, s)).collect())

@@ -41,6 +41,19 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
         assert_eq!(&std::fs::read(out.join(png)).unwrap()[1..4], b"PNG");
     }
     assert_eq!(std::fs::read_to_string(out.join("metrics.jsonl")).unwrap().lines().count(), 2);
+    // `report` rebuilds the same summary from metrics.jsonl.
+    std::fs::remove_file(out.join("summary.json")).unwrap();
+    let r = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["agnostic", "report", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let rebuilt: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rebuilt["alphas"]["1.0"]["runs"], 1);
+    let diff = rebuilt["alphas"]["0.0"]["flip_rate"]["mean"].as_f64().unwrap()
+        - summary["alphas"]["0.0"]["flip_rate"]["mean"].as_f64().unwrap();
+    assert!(diff.abs() < 1e-12);
 
     let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
         .args(["agnostic", "sweep", "--alphas", "0:2:0.5", "--out", dir.path().join("bad").to_str().unwrap()])
