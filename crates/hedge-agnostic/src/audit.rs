@@ -39,11 +39,11 @@ pub fn worst_group_accuracy(predicted: &Tensor, target: &Tensor, protected: &Ten
     worst
 }
 
-/// Fraction of predictions that change when only the background changes.
-pub fn flip_rate(net: &AgnosticNet, x: &Tensor, x_flipped: &Tensor) -> f64 {
-    let a = net.target_logits(&features(net, x)).argmax(1, false);
+/// Fraction of predictions that change when only the background changes, given the
+/// predictions on the original images (which the caller usually has already).
+pub fn flip_rate(net: &AgnosticNet, predicted: &Tensor, x_flipped: &Tensor) -> f64 {
     let b = net.target_logits(&features(net, x_flipped)).argmax(1, false);
-    a.ne_tensor(&b).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
+    predicted.ne_tensor(&b).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
 }
 
 /// Share of activation mass inside the (dilated) digit mask: per image, the strongest response

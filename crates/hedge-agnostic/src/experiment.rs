@@ -133,7 +133,8 @@ pub fn run_context(
     let train_seconds = start.elapsed().as_secs_f64();
     let target_acc = |set: &ImageSet| audit::accuracy(&net.target_logits(&audit::features(&net, &set.x)), &set.target);
     let balanced_f = audit::features(&net, &data.test_balanced.x);
-    let predicted = net.target_logits(&balanced_f).argmax(1, false);
+    let balanced_logits = net.target_logits(&balanced_f);
+    let predicted = balanced_logits.argmax(1, false);
     let probe_train_f = audit::features(&net, &data.probe_train.x);
     let probe_test_f = audit::features(&net, &data.probe_test.x);
     let probe = |kind: ProbeKind, train_f: &Tensor, train_a: &Tensor, test_f: &Tensor, test_a: &Tensor| {
@@ -159,7 +160,7 @@ pub fn run_context(
         repeat,
         target_accuracy: TestAccuracy {
             iid: target_acc(&data.test_iid),
-            balanced: audit::accuracy(&net.target_logits(&balanced_f), &data.test_balanced.target),
+            balanced: audit::accuracy(&balanced_logits, &data.test_balanced.target),
             reversed: target_acc(&data.test_reversed),
         },
         worst_group_accuracy: audit::worst_group_accuracy(
@@ -173,7 +174,7 @@ pub fn run_context(
         probe_mlp,
         probe_within_class_mlp: within.iter().map(|r| r.accuracy).sum::<f64>() / within.len() as f64,
         probe_within_class_at_chance: within.iter().all(|r| r.at_chance),
-        flip_rate: audit::flip_rate(&net, &data.test_balanced.x, &data.test_balanced.flipped),
+        flip_rate: audit::flip_rate(&net, &predicted, &data.test_balanced.flipped),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
     })

@@ -175,24 +175,15 @@ fn run_experiment(args: RunArgs) -> Result<()> {
     config.check(data.rows() - data.rows() / 5)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let total = args.seeds * args.method.len() as u64;
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed_precise} ETA {eta} {msg}")
-            .expect("template"),
-    );
+    let bar = crate::runlog::runs_bar(total, "runs");
     let mut all: Vec<RoundMetrics> = Vec::new();
-    let mut lines = String::new();
+    let mut log = crate::runlog::JsonLines::new(&args.out.join("rounds.jsonl"));
     for seed in 0..args.seeds {
         for &m in &args.method {
             let method: Method = m.into();
             bar.set_message(format!("{} seed {seed}", method.name()));
             let rounds = config.run(&x, &data.targets, method, seed)?;
-            for r in &rounds {
-                lines.push_str(&serde_json::to_string(r)?);
-                lines.push('\n');
-            }
-            // Written after every run, so an interrupted experiment keeps what it finished.
-            hedge_data::write_atomic(&args.out.join("rounds.jsonl"), lines.as_bytes())?;
+            log.append(&rounds)?;
             all.extend(rounds);
             bar.inc(1);
         }
@@ -379,11 +370,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
     config.model = config.model.with_steps(args.steps);
     config.check(args.pool)?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let bar = indicatif::ProgressBar::new(args.seeds * args.method.len() as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed_precise} ETA {eta} {msg}")
-            .expect("template"),
-    );
+    let bar = crate::runlog::runs_bar(args.seeds * args.method.len() as u64, "runs");
     let subset = |split: &hedge_data::MnistSplit, size: usize, seed: u64| -> (Vec<u8>, Vec<u8>) {
         use rand::SeedableRng;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -391,7 +378,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
         (idx.iter().flat_map(|&i| split.image(i).to_vec()).collect(), idx.iter().map(|&i| split.labels[i]).collect())
     };
     let mut all: Vec<ClassRoundMetrics> = Vec::new();
-    let mut lines = String::new();
+    let mut log = crate::runlog::JsonLines::new(&args.out.join("rounds.jsonl"));
     for seed in 0..args.seeds {
         let (pool_pixels, pool_labels) = subset(&data.train, args.pool, seed);
         let (test_pixels, test_labels) = subset(&data.test, args.test, seed + 1_000_000);
@@ -408,11 +395,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
                 method,
                 seed,
             )?;
-            for r in &rounds {
-                lines.push_str(&serde_json::to_string(r)?);
-                lines.push('\n');
-            }
-            hedge_data::write_atomic(&args.out.join("rounds.jsonl"), lines.as_bytes())?;
+            log.append(&rounds)?;
             all.extend(rounds);
             bar.inc(1);
         }

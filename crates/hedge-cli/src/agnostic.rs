@@ -150,21 +150,15 @@ fn sweep(args: SweepArgs) -> Result<()> {
         "measured_agreement": measured, "model": model, "train": base, "alphas": alphas, "repeats": args.repeats,
         "probe_steps": args.probe_steps, "threads": tch::get_num_threads() });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
-    let bar = indicatif::ProgressBar::new(alphas.len() as u64 * args.repeats);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} networks {elapsed_precise} ETA {eta} {msg}")
-            .expect("template"),
-    );
+    let bar = crate::runlog::runs_bar(alphas.len() as u64 * args.repeats, "networks");
     let mut audits: Vec<ContextAudit> = Vec::new();
-    let mut lines = String::new();
+    let mut log = crate::runlog::JsonLines::new(&args.out.join("metrics.jsonl"));
     for repeat in 0..args.repeats {
         for &alpha in &alphas {
             bar.set_message(format!("α = {alpha}, repeat {repeat}"));
             let config = base.with_alpha(alpha).with_seed(repeat);
             let audit = run_context(&tensors, model, &config, args.probe_steps, repeat)?;
-            lines.push_str(&serde_json::to_string(&audit)?);
-            lines.push('\n');
-            hedge_data::write_atomic(&args.out.join("metrics.jsonl"), lines.as_bytes())?;
+            log.append(std::slice::from_ref(&audit))?;
             audits.push(audit);
             bar.inc(1);
         }

@@ -8,6 +8,7 @@ mod bench;
 mod figures;
 mod hib;
 mod reproduce;
+mod runlog;
 
 use clap::{Parser, Subcommand};
 
