@@ -12,6 +12,9 @@ pub enum AgnosticError {
     /// Training diverged (a loss became NaN or infinite).
     #[error("training diverged at step {step}: {what}")]
     Diverged { step: usize, what: String },
+    /// A file that could not be written.
+    #[error("cannot write '{path}': {what}")]
+    Write { path: String, what: String },
     /// An error from the data layer.
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),

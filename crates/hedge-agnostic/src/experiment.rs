@@ -10,7 +10,7 @@ use tch::{Kind, Tensor};
 use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
 use crate::error::Result;
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{train, TrainConfig, TrainingData};
+use crate::train::{train, train_observed, TrainConfig, TrainingData};
 
 /// A Context-MNIST split as tensors.
 pub struct ImageSet {
@@ -26,12 +26,14 @@ pub struct ImageSet {
     pub mask: Tensor,
 }
 
-fn images(pixels: &[u8]) -> Tensor {
+/// Colour images `[n, 3, 28, 28]` scaled to [−1, 1].
+pub fn images(pixels: &[u8]) -> Tensor {
     let n = (pixels.len() / COLOUR_PIXELS) as i64;
     (Tensor::from_slice(pixels).to_kind(Kind::Float) / 127.5 - 1.0).reshape([n, 3, 28, 28])
 }
 
-fn labels(v: &[u8]) -> Tensor {
+/// Byte labels as i64.
+pub fn labels(v: &[u8]) -> Tensor {
     Tensor::from_slice(&v.iter().map(|&x| i64::from(x)).collect::<Vec<_>>())
 }
 
@@ -111,14 +113,15 @@ pub struct ContextAudit {
     pub train_seconds: f64,
 }
 
-/// Trains a fresh network (seeded by `train.seed`) and audits it.
+/// Trains a fresh network (seeded by `train.seed`) and audits it; returns the network too (for
+/// activation maps and checkpoints).
 pub fn run_context(
     data: &ContextTensors,
     model: ModelConfig,
     train_config: &TrainConfig,
     probe_steps: usize,
     repeat: u64,
-) -> Result<ContextAudit> {
+) -> Result<(ContextAudit, AgnosticNet)> {
     tch::manual_seed(train_config.seed as i64);
     let net = AgnosticNet::new(model)?;
     let start = Instant::now();
@@ -155,7 +158,7 @@ pub fn run_context(
             &pa.protected.index_select(0, &ia),
         )?);
     }
-    Ok(ContextAudit {
+    let audit = ContextAudit {
         alpha: train_config.alpha,
         repeat,
         target_accuracy: TestAccuracy {
@@ -177,5 +180,62 @@ pub fn run_context(
         flip_rate: audit::flip_rate(&net, &predicted, &data.test_balanced.flipped),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
-    })
+    };
+    Ok((audit, net))
+}
+
+/// One point of Experiment 1's learning curves (the paper's Fig. 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossDomainPoint {
+    /// "target" (trained on digit ≥ 5) or "context" (trained on the background).
+    pub model: String,
+    pub step: usize,
+    /// Accuracy at digit ≥ 5 on the IID target test (for the context model: its background
+    /// prediction read as the class that background goes with).
+    pub target_test: f64,
+    /// Accuracy at the background on images without a digit (for the target model: its digit
+    /// prediction read as the background that class goes with).
+    pub context_test: f64,
+}
+
+/// Experiment 1 (cross-domain classification): two independent CNNs, one trained on the
+/// target-labelled set for the target, one on the context-labelled set for the background
+/// (α = 0: no adversary), each evaluated on both test sets every `every` steps.
+pub fn cross_domain(
+    data: &ContextTensors,
+    context_test: &ImageSet,
+    model: ModelConfig,
+    config: &TrainConfig,
+    every: usize,
+) -> Result<Vec<CrossDomainPoint>> {
+    let config = config.with_alpha(0.0);
+    let empty_x = data.context_train.x.narrow(0, 0, 0);
+    let empty_p = data.context_train.protected.narrow(0, 0, 0);
+    let mut points = Vec::new();
+    let (tt, ct) = (&data.test_iid, context_test);
+    for (name, set, labels) in [
+        ("target", &data.target_train, &data.target_train.target),
+        ("context", &data.context_train, &data.context_train.protected),
+    ] {
+        tch::manual_seed(config.seed as i64);
+        let net = AgnosticNet::new(model)?;
+        let training = TrainingData {
+            target_x: &set.x,
+            target_y: labels,
+            target_p: labels,
+            context_x: &empty_x,
+            context_p: &empty_p,
+        };
+        train_observed(&net, &training, &config, every, |step, net| {
+            let predict = |x: &Tensor| net.target_logits(&audit::features(net, x));
+            points.push(CrossDomainPoint {
+                model: name.to_string(),
+                step,
+                target_test: audit::accuracy(&predict(&tt.x), &tt.target),
+                context_test: audit::accuracy(&predict(&ct.x), &ct.protected),
+            });
+            Ok(())
+        })?;
+    }
+    Ok(points)
 }

@@ -3,8 +3,10 @@
 //! that a protected concept cannot be read from the features.
 
 pub mod audit;
+pub mod domain;
 mod error;
 pub mod experiment;
+pub mod fairness;
 pub mod grl;
 pub mod model;
 pub mod train;
@@ -12,4 +14,4 @@ pub mod train;
 pub use error::{AgnosticError, Result};
 pub use grl::reverse_gradient;
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
-pub use train::{train, Adversary, StepLog, TrainConfig, TrainingData};
+pub use train::{train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};

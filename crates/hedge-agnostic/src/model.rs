@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tch::nn::{self, Module};
 use tch::{Device, Tensor};
 
-use crate::error::{invalid, Result};
+use crate::error::{invalid, AgnosticError, Result};
 
 /// The feature extractor G_f.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -157,6 +157,21 @@ impl AgnosticNet {
             Extractor::Cnn { .. } => self.feature_maps(x).expect("a CNN has maps").max_pool2d_default(2).flatten(1, -1),
             Extractor::Mlp { fc1, fc2 } => x.apply(fc1).relu().apply(fc2).relu(),
         }
+    }
+
+    /// Writes the three parts as `<stem>-extractor.safetensors`, `<stem>-target.safetensors` and
+    /// `<stem>-protected.safetensors` in `dir` (each written to a temporary name, then renamed).
+    pub fn save(&self, dir: &std::path::Path, stem: &str) -> Result<()> {
+        for (part, vars) in
+            [("extractor", &self.extractor_vars), ("target", &self.target_vars), ("protected", &self.protected_vars)]
+        {
+            let path = dir.join(format!("{stem}-{part}.safetensors"));
+            let tmp = dir.join(format!(".{stem}-{part}.partial.safetensors"));
+            let fail = |e: String| AgnosticError::Write { path: path.display().to_string(), what: e };
+            vars.save(&tmp).map_err(|e| fail(e.to_string()))?;
+            std::fs::rename(&tmp, &path).map_err(|e| fail(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// G_y logits `[n, target_classes]` from features.

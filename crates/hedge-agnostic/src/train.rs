@@ -25,6 +25,19 @@ pub enum Adversary {
     Confusion,
 }
 
+/// How the target loss and the adversary's loss are weighted for G_f.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// The agnostic-networks paper's Eq. 1: (1 − α)·L_y − α·(L_p over the target-labelled set +
+    /// L_p over the context-labelled set).
+    #[default]
+    Paper,
+    /// Ganin et al.'s DANN: L_y − λ·L_d with L_d the mean over both sets together and λ = α (the
+    /// MNIST → MNIST-M benchmark uses λ ramped to 1).
+    Dann,
+}
+
 /// Optimisation settings (SGD with momentum and Ganin et al.'s annealing by default).
 ///
 /// | name | default | purpose |
@@ -36,6 +49,7 @@ pub enum Adversary {
 /// | `learning_rate` | 0.01 | μ₀ |
 /// | `anneal` | true | μ_p = μ₀/(1 + 10p)^0.75 (Ganin et al. 2016) |
 /// | `momentum` | 0.9 | SGD momentum |
+/// | `objective` | paper | Eq. 1, or Ganin et al.'s DANN weighting |
 /// | `adversary` | reversal | the paper's GRL, or the confusion loss |
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
 /// | `seed` | 0 | initialisation and batches |
@@ -48,6 +62,8 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     pub anneal: bool,
     pub momentum: f64,
+    #[serde(default)]
+    pub objective: Objective,
     pub adversary: Adversary,
     pub adversary_steps: usize,
     pub seed: u64,
@@ -63,6 +79,7 @@ impl Default for TrainConfig {
             learning_rate: 0.01,
             anneal: true,
             momentum: 0.9,
+            objective: Objective::Paper,
             adversary: Adversary::Reversal,
             adversary_steps: 1,
             seed: 0,
@@ -88,6 +105,11 @@ impl TrainConfig {
 
     pub fn with_adversary(mut self, adversary: Adversary) -> Self {
         self.adversary = adversary;
+        self
+    }
+
+    pub fn with_objective(mut self, objective: Objective) -> Self {
+        self.objective = objective;
         self
     }
 
@@ -167,6 +189,18 @@ fn sgd(vars: &nn::VarStore, config: &TrainConfig) -> Result<nn::Optimizer> {
 
 /// Trains `net` in place; returns the losses every `steps / 50` steps.
 pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -> Result<Vec<StepLog>> {
+    train_observed(net, data, config, 0, |_, _| Ok(()))
+}
+
+/// [`train`], calling `observe(steps done, net)` every `every` steps (never when `every` is 0)
+/// and after the last one: for learning curves such as Experiment 1's.
+pub fn train_observed(
+    net: &AgnosticNet,
+    data: &TrainingData<'_>,
+    config: &TrainConfig,
+    every: usize,
+    mut observe: impl FnMut(usize, &AgnosticNet) -> Result<()>,
+) -> Result<Vec<StepLog>> {
     config.check()?;
     let n = data.target_x.size()[0];
     let n_context = data.context_x.size()[0];
@@ -186,7 +220,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
     let mut opt_f = sgd(&net.extractor_vars, config)?;
     let mut opt_y = sgd(&net.target_vars, config)?;
     let mut opt_p = sgd(&net.protected_vars, config)?;
-    let every = (config.steps / 50).max(1);
+    let log_every = (config.steps / 50).max(1);
     let mut logs = Vec::new();
     let draw = |size: i64| Tensor::randint(size, [config.batch.min(size)], (Kind::Int64, Device::Cpu));
     for step in 0..config.steps {
@@ -206,21 +240,29 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
             let ic = draw(n_context);
             (data.context_x.index_select(0, &ic), data.context_p.index_select(0, &ic))
         });
-        // Adversary-only steps on frozen features: the extra ones, plus (confusion) its own step.
+        // Adversary-only steps on this batch's features, frozen (G_f does not change between them,
+        // so they are computed once): the extra steps, plus (confusion) G_p's own step.
         let own_steps = config.adversary_steps - 1 + usize::from(config.adversary == Adversary::Confusion);
         let mut adversary_loss = 0.0;
-        for _ in 0..own_steps {
-            let ft = tch::no_grad(|| net.features(&xt));
-            let mut loss = net.protected_logits(&ft).cross_entropy_for_logits(&pt);
-            if let Some((xc, pc)) = &context {
-                let fc = tch::no_grad(|| net.features(xc));
-                loss += net.protected_logits(&fc).cross_entropy_for_logits(pc);
+        if own_steps > 0 {
+            let frozen_t = tch::no_grad(|| net.features(&xt));
+            let frozen_c = context.as_ref().map(|(xc, _)| tch::no_grad(|| net.features(xc)));
+            for _ in 0..own_steps {
+                let mut loss = net.protected_logits(&frozen_t).cross_entropy_for_logits(&pt);
+                if let (Some(fc), Some((_, pc))) = (&frozen_c, &context) {
+                    loss += net.protected_logits(fc).cross_entropy_for_logits(pc);
+                }
+                opt_p.zero_grad();
+                loss.backward();
+                opt_p.step();
+                adversary_loss = loss.double_value(&[]);
             }
-            opt_p.zero_grad();
-            loss.backward();
-            opt_p.step();
-            adversary_loss = loss.double_value(&[]);
         }
+        // Eq. 1 weighs L_y by 1 − α and sums the two sets' L_p; DANN keeps L_y at 1 and averages.
+        let (target_weight, protected_scale) = match config.objective {
+            Objective::Paper => (1.0 - alpha, 1.0),
+            Objective::Dann => (1.0, if context.is_some() { 0.5 } else { 1.0 }),
+        };
         let ft = net.features(&xt);
         let target_loss = net.target_logits(&ft).cross_entropy_for_logits(&yt);
         let fc = context.as_ref().map(|(xc, _)| net.features(xc));
@@ -231,7 +273,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
                     protected += net.protected_logits(&reverse_gradient(fc, alpha)).cross_entropy_for_logits(pc);
                 }
                 let value = protected.double_value(&[]);
-                (&target_loss * (1.0 - alpha) + protected, value)
+                (&target_loss * target_weight + protected * protected_scale, value)
             }
             Adversary::Confusion => {
                 // Cross-entropy of G_p's prediction against the uniform distribution.
@@ -240,7 +282,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
                 if let Some(fc) = &fc {
                     confused += confusion(fc);
                 }
-                (&target_loss * (1.0 - alpha) + confused * alpha, adversary_loss)
+                (&target_loss * target_weight + confused * (alpha * protected_scale), adversary_loss)
             }
         };
         let value = loss.double_value(&[]);
@@ -256,7 +298,7 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
         if config.adversary == Adversary::Reversal {
             opt_p.step();
         }
-        if step % every == 0 || step + 1 == config.steps {
+        if step % log_every == 0 || step + 1 == config.steps {
             logs.push(StepLog {
                 step,
                 alpha,
@@ -264,6 +306,9 @@ pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -
                 target_loss: target_loss.double_value(&[]),
                 protected_loss,
             });
+        }
+        if every > 0 && ((step + 1) % every == 0 || step + 1 == config.steps) {
+            observe(step + 1, net)?;
         }
     }
     Ok(logs)
@@ -302,18 +347,20 @@ mod tests {
         let accuracy = |logits: Tensor, labels: &Tensor| {
             logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
         };
-        let run = |alpha: f64, k: usize, adversary: Adversary| {
+        let run_with = |alpha: f64, k: usize, adversary: Adversary, objective: Objective| {
             tch::manual_seed(1);
             let net = AgnosticNet::new(model).unwrap();
             let config = TrainConfig { anneal: false, ..TrainConfig::default() }
                 .with_alpha(alpha)
                 .with_steps(1500)
                 .with_adversary_steps(k)
-                .with_adversary(adversary);
+                .with_adversary(adversary)
+                .with_objective(objective);
             train(&net, &data, &config).unwrap();
             let f = tch::no_grad(|| net.features(&x));
             (accuracy(net.target_logits(&f), &y), accuracy(net.protected_logits(&f), &p))
         };
+        let run = |alpha: f64, k: usize, adversary: Adversary| run_with(alpha, k, adversary, Objective::Paper);
         let (target0, protected0) = run(0.0, 1, Adversary::Reversal);
         assert!(target0 > 0.95, "α = 0 target accuracy {target0}");
         assert!(protected0 > 0.9, "α = 0: the adversary reads p, {protected0}");
@@ -323,5 +370,9 @@ mod tests {
         let (target_c, protected_c) = run(0.7, 1, Adversary::Confusion);
         assert!(target_c > 0.9, "confusion: target accuracy {target_c}");
         assert!(protected_c < 0.65, "confusion: the adversary should be near chance, {protected_c}");
+        // Ganin's weighting (L_y at full weight, λ = 1) hides p as well.
+        let (target_d, protected_d) = run_with(1.0, 5, Adversary::Reversal, Objective::Dann);
+        assert!(target_d > 0.9, "DANN: target accuracy {target_d}");
+        assert!(protected_d < 0.65, "DANN: the adversary should be near chance, {protected_d}");
     }
 }

@@ -2,6 +2,7 @@
 
 mod active;
 mod agnostic;
+mod agnostic_plots;
 mod bayes;
 mod bayes_plots;
 mod bench;

@@ -173,6 +173,31 @@ impl ContextSet {
     }
 }
 
+impl ContextSet {
+    /// Backgrounds without a digit (Experiment 1's contextual test set: the paper's forest paths
+    /// and coasts without animals): alternately plain black and a
+    /// random photograph crop.
+    /// `digit` is 10 ("none"), `target` equals `protected` (the class each background goes with
+    /// in the target-labelled training set), masks are empty, no flipped twins.
+    pub fn backgrounds_only(n: usize, backgrounds: &Backgrounds, rng: &mut ChaCha8Rng) -> Self {
+        let mut set = ContextSet::default();
+        for i in 0..n {
+            let protected = u8::from(i % 2 == 1);
+            let patch = backgrounds.random_patch(rng);
+            if protected == 1 {
+                set.pixels.extend_from_slice(&patch);
+            } else {
+                set.pixels.extend(std::iter::repeat_n(0u8, COLOUR_PIXELS));
+            }
+            set.digit.push(10);
+            set.target.push(protected);
+            set.protected.push(protected);
+            set.mask.extend(std::iter::repeat_n(0u8, DIGIT_PIXELS));
+        }
+        set
+    }
+}
+
 /// Pixels of the digit (> 0) dilated by one pixel in each direction.
 pub fn dilated_mask(digit: &[u8]) -> Vec<u8> {
     let s = DIGIT_SIDE as isize;
@@ -335,6 +360,20 @@ mod tests {
         let p = plain(&digit);
         assert_eq!(&p[..DIGIT_PIXELS], &digit[..]);
         assert_eq!(&p[2 * DIGIT_PIXELS..], &digit[..]);
+    }
+
+    #[test]
+    fn backgrounds_only_are_half_photos_and_carry_no_digit() {
+        let bg = fake_backgrounds();
+        let set = ContextSet::backgrounds_only(10, &bg, &mut ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(set.len(), 10);
+        assert_eq!(set.protected.iter().map(|&p| usize::from(p)).sum::<usize>(), 5);
+        for i in 0..10 {
+            let photo = set.image(i).iter().all(|&v| v == 200 || v == 100);
+            let black = set.image(i).iter().all(|&v| v == 0);
+            assert!(if set.protected[i] == 1 { photo } else { black });
+        }
+        assert_eq!(set.agreement(), 1.0);
     }
 
     #[test]

@@ -1,0 +1,144 @@
+//! Adult income with sex as the protected concept (removed from the inputs): an MLP agnostic
+//! network audited with the fairness gaps AIF360 reports (statistical-parity and equalised-odds
+//! differences) and with fresh probes that try to read sex back from the features.
+
+use std::time::Instant;
+
+use hedge_data::{Adult, AdultSplit};
+use serde::{Deserialize, Serialize};
+use tch::{Kind, Tensor};
+
+use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use crate::error::Result;
+use crate::experiment::{labels, ProbeAccuracy};
+use crate::model::{AgnosticNet, ModelConfig};
+use crate::train::{train, TrainConfig, TrainingData};
+
+/// One Adult split as tensors.
+pub struct TabularSet {
+    /// `[n, features]` f32.
+    pub x: Tensor,
+    /// `[n]` i64: income > 50K.
+    pub target: Tensor,
+    /// `[n]` i64: 1 = Female.
+    pub protected: Tensor,
+}
+
+impl TabularSet {
+    fn new(split: &AdultSplit, features: usize) -> Self {
+        Self {
+            x: Tensor::from_slice(&split.features).reshape([split.len() as i64, features as i64]),
+            target: labels(&split.target),
+            protected: labels(&split.protected),
+        }
+    }
+
+    fn rows(&self, index: &Tensor) -> Self {
+        Self {
+            x: self.x.index_select(0, index),
+            target: self.target.index_select(0, index),
+            protected: self.protected.index_select(0, index),
+        }
+    }
+}
+
+/// Adult's training split, and its test split cut in two at random (seeded) for the probes:
+/// they learn on `probe_train` and are scored on `probe_test`; the network's own numbers use
+/// the whole test split. None of it is seen in training.
+pub struct TabularTensors {
+    pub train: TabularSet,
+    pub test: TabularSet,
+    pub probe_train: TabularSet,
+    pub probe_test: TabularSet,
+    pub features: usize,
+}
+
+impl TabularTensors {
+    pub fn new(adult: &Adult, seed: u64) -> Self {
+        let features = adult.features();
+        let test = TabularSet::new(&adult.test, features);
+        tch::manual_seed(seed as i64);
+        let order = Tensor::randperm(adult.test.len() as i64, (Kind::Int64, tch::Device::Cpu));
+        let half = adult.test.len() as i64 / 2;
+        Self {
+            train: TabularSet::new(&adult.train, features),
+            probe_train: test.rows(&order.narrow(0, 0, half)),
+            probe_test: test.rows(&order.narrow(0, half, adult.test.len() as i64 - half)),
+            test,
+            features,
+        }
+    }
+}
+
+/// What one Adult network achieves and leaks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FairnessAudit {
+    pub alpha: f64,
+    pub repeat: u64,
+    /// Income accuracy on the test split.
+    pub accuracy: f64,
+    /// Income accuracy of the worst (income, sex) group.
+    pub worst_group_accuracy: f64,
+    /// P(ŷ = 1 | female) − P(ŷ = 1 | male), AIF360's statistical parity difference.
+    pub demographic_parity_difference: f64,
+    /// max(|ΔTPR|, |ΔFPR|) between the sexes.
+    pub equalised_odds_difference: f64,
+    /// Rate of predicted income > 50K.
+    pub positive_rate: f64,
+    /// G_p's accuracy at sex on the test split (chance: the majority rate, male).
+    pub protected_head_accuracy: f64,
+    pub probe_accuracy: ProbeAccuracy,
+    pub probe_linear: ProbeResult,
+    pub probe_mlp: ProbeResult,
+    pub train_seconds: f64,
+}
+
+/// Trains one MLP agnostic network on Adult (no context-labelled set: every training row has
+/// both labels) and audits it on the test split.
+pub fn run_tabular(
+    data: &TabularTensors,
+    model: ModelConfig,
+    config: &TrainConfig,
+    probe_steps: usize,
+    repeat: u64,
+) -> Result<(FairnessAudit, AgnosticNet)> {
+    tch::manual_seed(config.seed as i64);
+    let net = AgnosticNet::new(model)?;
+    let empty_x = Tensor::zeros([0, data.features as i64], (Kind::Float, tch::Device::Cpu));
+    let empty_p = Tensor::zeros([0], (Kind::Int64, tch::Device::Cpu));
+    let training = TrainingData {
+        target_x: &data.train.x,
+        target_y: &data.train.target,
+        target_p: &data.train.protected,
+        context_x: &empty_x,
+        context_p: &empty_p,
+    };
+    let start = Instant::now();
+    train(&net, &training, config)?;
+    let train_seconds = start.elapsed().as_secs_f64();
+    let f = audit::features(&net, &data.test.x);
+    let predicted = net.target_logits(&f).argmax(1, false);
+    let (t, a) = (&data.test.target, &data.test.protected);
+    let probe_train = audit::features(&net, &data.probe_train.x);
+    let probe_test = audit::features(&net, &data.probe_test.x);
+    let probe = |kind| {
+        let probe_config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(kind) };
+        audit::probe(&probe_train, &data.probe_train.protected, &probe_test, &data.probe_test.protected, &probe_config)
+    };
+    let (probe_linear, probe_mlp) = (probe(ProbeKind::Linear)?, probe(ProbeKind::Mlp)?);
+    let audit = FairnessAudit {
+        alpha: config.alpha,
+        repeat,
+        accuracy: predicted.eq_tensor(t).to_kind(Kind::Double).mean(Kind::Double).double_value(&[]),
+        worst_group_accuracy: audit::worst_group_accuracy(&predicted, t, a),
+        demographic_parity_difference: audit::demographic_parity_difference(&predicted, a),
+        equalised_odds_difference: audit::equalised_odds_difference(&predicted, t, a),
+        positive_rate: predicted.to_kind(Kind::Double).mean(Kind::Double).double_value(&[]),
+        protected_head_accuracy: audit::accuracy(&net.protected_logits(&f), a),
+        probe_accuracy: ProbeAccuracy { linear: probe_linear.accuracy, mlp: probe_mlp.accuracy },
+        probe_linear,
+        probe_mlp,
+        train_seconds,
+    };
+    Ok((audit, net))
+}
