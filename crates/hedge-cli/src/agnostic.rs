@@ -334,6 +334,7 @@ fn report(args: ReportArgs) -> Result<()> {
         "adult" => DatasetArg::Adult,
         _ => DatasetArg::ContextMnist,
     };
+    crate::agnostic_plots::redraw_activation_maps(&args.out)?;
     write_sweep_report(&args.out, dataset, &alphas, &audits, &command)
 }
 

@@ -42,11 +42,43 @@ pub fn write_activation_maps(out: &Path, images: &Tensor, maps: &[(f64, Tensor)]
             ("maps", NpyArray::new(vec![alphas.len(), k, 28, 28], NpyData::F32(values.clone()))),
         ],
     )?;
+    draw_grid(&out.join("activation_maps.png"), k, &pixels, &alphas, &values)
+}
+
+/// Redraws `activation_maps.png` from a sweep's `activation_maps.npz`; `Ok(false)` when the
+/// directory has none.
+pub fn redraw_activation_maps(out: &Path) -> Result<bool> {
+    let path = out.join("activation_maps.npz");
+    if !path.exists() {
+        return Ok(false);
+    }
+    let arrays = hedge_data::read_npz(&path)?;
+    let get = |name: &str| {
+        arrays
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a)
+            .ok_or_else(|| anyhow!("{}: no array '{name}' (expected images, alphas, maps)", path.display()))
+    };
+    let (images, alphas, maps) = (get("images")?, get("alphas")?, get("maps")?);
+    let (NpyData::U8(pixels), NpyData::F64(alphas), NpyData::F32(values)) = (&images.data, &alphas.data, &maps.data)
+    else {
+        return Err(anyhow!("{}: expected u8 images, f64 alphas, f32 maps", path.display()));
+    };
+    let k = images.shape.first().copied().unwrap_or(0);
+    if pixels.len() != k * 3 * 784 || values.len() != alphas.len() * k * 784 {
+        return Err(anyhow!("{}: array sizes do not match {k} images of 3 × 28 × 28", path.display()));
+    }
+    draw_grid(&out.join("activation_maps.png"), k, pixels, alphas, values)?;
+    Ok(true)
+}
+
+fn draw_grid(path: &Path, k: usize, pixels: &[u8], alphas: &[f64], values: &[f32]) -> Result<()> {
     let size = (LABEL_WIDTH + CELL * k as u32, CELL * (1 + alphas.len() as u32) + 30);
-    render(&out.join("activation_maps.png"), size, |root| {
+    render(path, size, |root| {
         let err = |e: String| anyhow!("activation-map grid: {e}");
         root.draw(&Text::new(
-            "strongest G_f response (each map scaled to its own maximum); top row: inputs",
+            "strongest G_f response, each map scaled from its own minimum (black) to maximum (white); top row: inputs",
             (5, 5),
             ("sans-serif", 16),
         ))
@@ -73,8 +105,9 @@ pub fn write_activation_maps(out: &Path, images: &Tensor, maps: &[(f64, Tensor)]
         for (r, alpha) in alphas.iter().enumerate() {
             for i in 0..k {
                 let map = &values[(r * k + i) * 784..(r * k + i + 1) * 784];
-                let max = map.iter().copied().fold(1e-12f32, f32::max);
-                cell(1 + r as u32, i, &|p| heat(f64::from(map[p] / max)))?;
+                let (lo, hi) = map.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                let range = (hi - lo).max(1e-12);
+                cell(1 + r as u32, i, &|p| heat(f64::from((map[p] - lo) / range)))?;
             }
             let y = (top + CELL * (1 + r as u32) + CELL / 2) as i32;
             root.draw(&Text::new(format!("α = {alpha}"), (8, y), ("sans-serif", 16)))
