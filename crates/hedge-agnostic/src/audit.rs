@@ -68,7 +68,8 @@ pub fn activation_maps(net: &AgnosticNet, x: &Tensor) -> Option<Tensor> {
             .iter()
             .map(|b| {
                 net.feature_maps(b).map(|m| {
-                    let strongest = m.amax([1].as_slice(), true);
+                    // The positive part: with a leaky G_f the maps can be slightly negative.
+                    let strongest = m.amax([1].as_slice(), true).clamp_min(0.0);
                     strongest.upsample_bilinear2d([28, 28], false, None, None).squeeze_dim(1)
                 })
             })

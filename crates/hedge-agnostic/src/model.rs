@@ -28,12 +28,15 @@ pub enum ExtractorKind {
 /// | `head_hidden` | 100 | width of the heads' hidden layers (G_y: 2 layers, G_p: 1, as Ganin's) |
 /// | `target_classes` | 2 | outputs of G_y |
 /// | `protected_classes` | 2 | outputs of G_p |
+/// | `negative_slope` | 0 | G_f's activation: ReLU at 0, leaky ReLU max(x, s·x) above (a dead G_f cannot recover; a leaky one can) |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
     pub extractor: ExtractorKind,
     pub head_hidden: i64,
     pub target_classes: i64,
     pub protected_classes: i64,
+    #[serde(default)]
+    pub negative_slope: f64,
 }
 
 impl Default for ModelConfig {
@@ -43,6 +46,7 @@ impl Default for ModelConfig {
             head_hidden: 100,
             target_classes: 2,
             protected_classes: 2,
+            negative_slope: 0.0,
         }
     }
 }
@@ -58,7 +62,15 @@ impl ModelConfig {
         self
     }
 
+    pub fn with_negative_slope(mut self, slope: f64) -> Self {
+        self.negative_slope = slope;
+        self
+    }
+
     pub fn check(&self) -> Result<()> {
+        if !(0.0..1.0).contains(&self.negative_slope) {
+            return Err(invalid("negative_slope", self.negative_slope, "must lie in [0, 1)"));
+        }
         let ok = match self.extractor {
             ExtractorKind::Cnn { channels } => channels >= 1,
             ExtractorKind::Mlp { inputs, hidden } => inputs >= 1 && hidden >= 1,
@@ -142,9 +154,18 @@ impl AgnosticNet {
     pub fn feature_maps(&self, x: &Tensor) -> Option<Tensor> {
         match &self.extractor {
             Extractor::Cnn { conv1, conv2 } => {
-                Some(x.apply(&**conv1).relu().max_pool2d_default(2).apply(&**conv2).relu())
+                Some(self.activate(&self.activate(&x.apply(&**conv1)).max_pool2d_default(2).apply(&**conv2)))
             }
             Extractor::Mlp { .. } => None,
+        }
+    }
+
+    /// G_f's non-linearity: ReLU, or leaky ReLU with `negative_slope`.
+    fn activate(&self, x: &Tensor) -> Tensor {
+        if self.config.negative_slope == 0.0 {
+            x.relu()
+        } else {
+            x.maximum(&(x * self.config.negative_slope))
         }
     }
 
@@ -155,7 +176,7 @@ impl AgnosticNet {
     pub fn features(&self, x: &Tensor) -> Tensor {
         match &self.extractor {
             Extractor::Cnn { .. } => self.feature_maps(x).expect("a CNN has maps").max_pool2d_default(2).flatten(1, -1),
-            Extractor::Mlp { fc1, fc2 } => x.apply(fc1).relu().apply(fc2).relu(),
+            Extractor::Mlp { fc1, fc2 } => self.activate(&self.activate(&x.apply(fc1)).apply(fc2)),
         }
     }
 
@@ -182,5 +203,38 @@ impl AgnosticNet {
     /// G_p logits `[n, protected_classes]` from features (apply the GRL before, when training).
     pub fn protected_logits(&self, features: &Tensor) -> Tensor {
         self.protected_head.forward(features)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ReLU features are never negative; a leaky G_f passes s·x for x < 0, so its features and
+    /// gradients stay alive where a ReLU G_f would be dead. Slopes outside [0, 1) are refused.
+    #[test]
+    fn leaky_extractor_keeps_negative_responses() {
+        let mlp = ExtractorKind::Mlp { inputs: 3, hidden: 8 };
+        let x = Tensor::from_slice(&[-5.0f32, -4.0, -3.0, 2.0, 1.0, 0.5]).reshape([2, 3]);
+        tch::manual_seed(0);
+        let relu = AgnosticNet::new(ModelConfig::default().with_extractor(mlp)).unwrap();
+        assert!(relu.features(&x).min().double_value(&[]) >= 0.0);
+        tch::manual_seed(0);
+        let leaky = AgnosticNet::new(ModelConfig::default().with_extractor(mlp).with_negative_slope(0.1)).unwrap();
+        // Same weights (same seed): the first layers' positive parts agree; only the leaky one
+        // has negative outputs.
+        let (r, l) = (relu.features(&x), leaky.features(&x));
+        assert!(l.min().double_value(&[]) < 0.0, "{l}");
+        let first_layer = |net: &AgnosticNet| {
+            net.activate(&x.apply(match &net.extractor {
+                Extractor::Mlp { fc1, .. } => fc1,
+                Extractor::Cnn { .. } => unreachable!("an MLP"),
+            }))
+        };
+        let (hr, hl) = (first_layer(&relu), first_layer(&leaky));
+        assert!((hl.relu() - &hr).abs().max().double_value(&[]) < 1e-6);
+        assert!(r.min().double_value(&[]) >= 0.0);
+        assert!(ModelConfig::default().with_negative_slope(1.0).check().is_err());
+        assert!(ModelConfig::default().with_negative_slope(-0.1).check().is_err());
     }
 }

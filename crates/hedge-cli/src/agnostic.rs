@@ -99,6 +99,9 @@ pub struct SweepArgs {
     /// Keep α fixed instead of ramping it up.
     #[arg(long)]
     no_ramp: bool,
+    /// Leaky ReLU slope in G_f (0: Ganin's ReLU). A leaky G_f cannot collapse to all-dead units.
+    #[arg(long, default_value_t = 0.0)]
+    negative_slope: f64,
     /// Adam steps per probe.
     #[arg(long, default_value_t = 300)]
     probe_steps: usize,
@@ -219,7 +222,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
                 "test_reversed": data.test_reversed.agreement(), "probe_train": data.probe_train.agreement(),
                 "probe_test": data.probe_test.agreement() } });
             context = Some(ContextTensors::new(&data));
-            model = ModelConfig::default();
+            model = ModelConfig::default().with_negative_slope(args.negative_slope);
             let tensors = context.as_ref().expect("just built");
             let probe_steps = args.probe_steps;
             run_one = Box::new(move |config: &TrainConfig, repeat: u64| {
@@ -235,7 +238,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             domain = DomainTensors::build(&mnist, &backgrounds, train, test, 0);
             data_json = json!({ "source": "MNIST train (grey in 3 channels)", "target": "MNIST-M from the same digits, BSDS500 crops, seed 0",
                 "train_images_per_domain": domain.source_x.size()[0], "test_images_per_domain": domain.source_test_x.size()[0] });
-            model = ModelConfig::default().with_target_classes(10);
+            model = ModelConfig::default().with_target_classes(10).with_negative_slope(args.negative_slope);
             let probe_steps = args.probe_steps;
             let d = &domain;
             run_one = Box::new(move |config: &TrainConfig, repeat: u64| {
@@ -259,6 +262,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             });
         }
     }
+    model.check()?;
     std::fs::create_dir_all(args.out.join("checkpoints"))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset.name(), "data": data_json,
