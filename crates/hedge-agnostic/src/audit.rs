@@ -184,6 +184,22 @@ pub fn probe(
     })
 }
 
+/// A linear and an MLP probe with `steps` Adam steps, seeded by `seed`: `(linear, mlp)`.
+///
+/// # Shapes
+/// As [`probe`].
+pub fn probe_pair(
+    train_f: &Tensor,
+    train_a: &Tensor,
+    test_f: &Tensor,
+    test_a: &Tensor,
+    steps: usize,
+    seed: u64,
+) -> Result<(ProbeResult, ProbeResult)> {
+    let run = |kind| probe(train_f, train_a, test_f, test_a, &ProbeConfig { steps, seed, ..ProbeConfig::new(kind) });
+    Ok((run(ProbeKind::Linear)?, run(ProbeKind::Mlp)?))
+}
+
 /// P(ŷ = 1 | A = 1) − P(ŷ = 1 | A = 0) (AIF360's statistical parity difference with A = 1 the
 /// unprivileged group).
 pub fn demographic_parity_difference(predicted: &Tensor, protected: &Tensor) -> f64 {

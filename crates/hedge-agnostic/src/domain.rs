@@ -3,18 +3,16 @@
 //! the domain classifier; the score is digit accuracy on MNIST-M test images. Ganin et al.
 //! report 0.5225 trained on the source only and 0.7666 with DANN.
 
-use std::time::Instant;
-
 use hedge_data::context::{mnist_m, plain, COLOUR_PIXELS};
 use hedge_data::{Backgrounds, Mnist, MnistSplit};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use crate::audit::{self, ProbeResult};
 use crate::error::Result;
 use crate::experiment::{images, labels, ProbeAccuracy};
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{train, TrainConfig, TrainingData};
+use crate::train::{fit, TrainConfig, TrainingData};
 
 /// Source (MNIST, grey digits in three channels) and target (MNIST-M) images as tensors.
 pub struct DomainTensors {
@@ -96,8 +94,6 @@ pub fn run_domain(
     probe_steps: usize,
     repeat: u64,
 ) -> Result<(DomainAudit, AgnosticNet)> {
-    tch::manual_seed(config.seed as i64);
-    let net = AgnosticNet::new(model)?;
     let source_domain = Tensor::zeros([data.source_x.size()[0]], (Kind::Int64, tch::Device::Cpu));
     let target_domain = Tensor::ones([data.target_x.size()[0]], (Kind::Int64, tch::Device::Cpu));
     let training = TrainingData {
@@ -107,9 +103,7 @@ pub fn run_domain(
         context_x: &data.target_x,
         context_p: &target_domain,
     };
-    let start = Instant::now();
-    train(&net, &training, config)?;
-    let train_seconds = start.elapsed().as_secs_f64();
+    let (net, train_seconds) = fit(model, &training, config)?;
     let fs = audit::features(&net, &data.source_test_x);
     let ft = audit::features(&net, &data.target_test_x);
     let (ns, nt) = (fs.size()[0], ft.size()[0]);
@@ -122,11 +116,8 @@ pub fn run_domain(
     let probe_train_d = Tensor::cat(&[domains(ns / 2, 0), domains(nt / 2, 1)], 0);
     let probe_test = Tensor::cat(&[half(&fs, ns, false), half(&ft, nt, false)], 0);
     let probe_test_d = Tensor::cat(&[domains(ns - ns / 2, 0), domains(nt - nt / 2, 1)], 0);
-    let probe = |kind| {
-        let probe_config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(kind) };
-        audit::probe(&probe_train, &probe_train_d, &probe_test, &probe_test_d, &probe_config)
-    };
-    let (probe_linear, probe_mlp) = (probe(ProbeKind::Linear)?, probe(ProbeKind::Mlp)?);
+    let (probe_linear, probe_mlp) =
+        audit::probe_pair(&probe_train, &probe_train_d, &probe_test, &probe_test_d, probe_steps, repeat)?;
     let audit = DomainAudit {
         alpha: config.alpha,
         repeat,

@@ -1,7 +1,5 @@
 //! One Context-MNIST run: train at a given α, then audit on data disjoint from training.
 
-use std::time::Instant;
-
 use hedge_data::context::COLOUR_PIXELS;
 use hedge_data::{ContextMnist, ContextSet};
 use serde::{Deserialize, Serialize};
@@ -10,7 +8,7 @@ use tch::{Kind, Tensor};
 use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
 use crate::error::Result;
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{train, train_observed, TrainConfig, TrainingData};
+use crate::train::{fit, train_observed, TrainConfig, TrainingData};
 
 /// A Context-MNIST split as tensors.
 pub struct ImageSet {
@@ -122,9 +120,6 @@ pub fn run_context(
     probe_steps: usize,
     repeat: u64,
 ) -> Result<(ContextAudit, AgnosticNet)> {
-    tch::manual_seed(train_config.seed as i64);
-    let net = AgnosticNet::new(model)?;
-    let start = Instant::now();
     let training = TrainingData {
         target_x: &data.target_train.x,
         target_y: &data.target_train.target,
@@ -132,30 +127,26 @@ pub fn run_context(
         context_x: &data.context_train.x,
         context_p: &data.context_train.protected,
     };
-    train(&net, &training, train_config)?;
-    let train_seconds = start.elapsed().as_secs_f64();
+    let (net, train_seconds) = fit(model, &training, train_config)?;
     let target_acc = |set: &ImageSet| audit::accuracy(&net.target_logits(&audit::features(&net, &set.x)), &set.target);
     let balanced_f = audit::features(&net, &data.test_balanced.x);
     let balanced_logits = net.target_logits(&balanced_f);
     let predicted = balanced_logits.argmax(1, false);
     let probe_train_f = audit::features(&net, &data.probe_train.x);
     let probe_test_f = audit::features(&net, &data.probe_test.x);
-    let probe = |kind: ProbeKind, train_f: &Tensor, train_a: &Tensor, test_f: &Tensor, test_a: &Tensor| {
-        let config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(kind) };
-        audit::probe(train_f, train_a, test_f, test_a, &config)
-    };
     let (pt, pa) = (&data.probe_train, &data.probe_test);
-    let probe_linear = probe(ProbeKind::Linear, &probe_train_f, &pt.protected, &probe_test_f, &pa.protected)?;
-    let probe_mlp = probe(ProbeKind::Mlp, &probe_train_f, &pt.protected, &probe_test_f, &pa.protected)?;
+    let (probe_linear, probe_mlp) =
+        audit::probe_pair(&probe_train_f, &pt.protected, &probe_test_f, &pa.protected, probe_steps, repeat)?;
+    let mlp_config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(ProbeKind::Mlp) };
     let mut within = Vec::new();
     for y in 0..2i64 {
         let (it, ia) = (pt.target.eq(y).nonzero().squeeze_dim(1), pa.target.eq(y).nonzero().squeeze_dim(1));
-        within.push(probe(
-            ProbeKind::Mlp,
+        within.push(audit::probe(
             &probe_train_f.index_select(0, &it),
             &pt.protected.index_select(0, &it),
             &probe_test_f.index_select(0, &ia),
             &pa.protected.index_select(0, &ia),
+            &mlp_config,
         )?);
     }
     let audit = ContextAudit {

@@ -2,17 +2,15 @@
 //! network audited with the fairness gaps AIF360 reports (statistical-parity and equalised-odds
 //! differences) and with fresh probes that try to read sex back from the features.
 
-use std::time::Instant;
-
 use hedge_data::{Adult, AdultSplit};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use crate::audit::{self, ProbeResult};
 use crate::error::Result;
 use crate::experiment::{labels, ProbeAccuracy};
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{train, TrainConfig, TrainingData};
+use crate::train::{fit, TrainConfig, TrainingData};
 
 /// One Adult split as tensors.
 pub struct TabularSet {
@@ -102,8 +100,6 @@ pub fn run_tabular(
     probe_steps: usize,
     repeat: u64,
 ) -> Result<(FairnessAudit, AgnosticNet)> {
-    tch::manual_seed(config.seed as i64);
-    let net = AgnosticNet::new(model)?;
     let empty_x = Tensor::zeros([0, data.features as i64], (Kind::Float, tch::Device::Cpu));
     let empty_p = Tensor::zeros([0], (Kind::Int64, tch::Device::Cpu));
     let training = TrainingData {
@@ -113,19 +109,14 @@ pub fn run_tabular(
         context_x: &empty_x,
         context_p: &empty_p,
     };
-    let start = Instant::now();
-    train(&net, &training, config)?;
-    let train_seconds = start.elapsed().as_secs_f64();
+    let (net, train_seconds) = fit(model, &training, config)?;
     let f = audit::features(&net, &data.test.x);
     let predicted = net.target_logits(&f).argmax(1, false);
     let (t, a) = (&data.test.target, &data.test.protected);
     let probe_train = audit::features(&net, &data.probe_train.x);
     let probe_test = audit::features(&net, &data.probe_test.x);
-    let probe = |kind| {
-        let probe_config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(kind) };
-        audit::probe(&probe_train, &data.probe_train.protected, &probe_test, &data.probe_test.protected, &probe_config)
-    };
-    let (probe_linear, probe_mlp) = (probe(ProbeKind::Linear)?, probe(ProbeKind::Mlp)?);
+    let (pt, pa) = (&data.probe_train.protected, &data.probe_test.protected);
+    let (probe_linear, probe_mlp) = audit::probe_pair(&probe_train, pt, &probe_test, pa, probe_steps, repeat)?;
     let audit = FairnessAudit {
         alpha: config.alpha,
         repeat,

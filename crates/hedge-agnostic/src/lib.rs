@@ -14,4 +14,4 @@ pub mod train;
 pub use error::{AgnosticError, Result};
 pub use grl::reverse_gradient;
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
-pub use train::{train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};
+pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};

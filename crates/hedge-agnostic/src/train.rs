@@ -10,7 +10,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
-use crate::model::AgnosticNet;
+use crate::model::{AgnosticNet, ModelConfig};
 
 /// How G_f is kept from encoding the protected concept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +187,16 @@ fn sgd(vars: &nn::VarStore, config: &TrainConfig) -> Result<nn::Optimizer> {
         .map_err(|e| invalid("optimiser", e, "could not build SGD"))
 }
 
+/// A fresh network seeded by `config.seed`, trained on `data`; returns it with the training
+/// time in seconds.
+pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) -> Result<(AgnosticNet, f64)> {
+    tch::manual_seed(config.seed as i64);
+    let net = AgnosticNet::new(model)?;
+    let start = std::time::Instant::now();
+    train(&net, data, config)?;
+    Ok((net, start.elapsed().as_secs_f64()))
+}
+
 /// Trains `net` in place; returns the losses every `steps / 50` steps.
 pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -> Result<Vec<StepLog>> {
     train_observed(net, data, config, 0, |_, _| Ok(()))
@@ -317,7 +327,7 @@ pub fn train_observed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ExtractorKind, ModelConfig};
+    use crate::model::ExtractorKind;
 
     #[test]
     fn ramp_and_annealing_follow_their_formulas() {

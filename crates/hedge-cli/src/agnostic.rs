@@ -196,72 +196,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         ..Default::default()
     };
     base.with_alpha(alphas[0]).check()?;
-    let dir = hedge_data::data_dir()?;
-    // Each dataset: its description for config.json and a function that trains and audits one
-    // network, returning the audit and the network.
-    type RunOne<'a> = Box<dyn Fn(&TrainConfig, u64) -> Result<(Audit, AgnosticNet)> + 'a>;
-    let context: Option<ContextTensors>;
-    let domain;
-    let tabular;
-    let (data_json, model, run_one): (Value, ModelConfig, RunOne);
-    match args.dataset {
-        DatasetArg::ContextMnist => {
-            let mnist = Mnist::load(&dir.join("mnist"))?;
-            let backgrounds = Backgrounds::load(&dir.join("bsds500"))?;
-            let data_config = ContextMnistConfig {
-                rho: args.rho,
-                target_train: args.target_train.unwrap_or(10_000),
-                context_train: args.context_train,
-                test: args.test.unwrap_or(4000),
-                ..Default::default()
-            };
-            let data = data_config.build(&mnist, &backgrounds)?;
-            data_json = json!({ "config": data_config, "measured_agreement": {
-                "target_train": data.target_train.agreement(), "context_train": data.context_train.agreement(),
-                "test_iid": data.test_iid.agreement(), "test_balanced": data.test_balanced.agreement(),
-                "test_reversed": data.test_reversed.agreement(), "probe_train": data.probe_train.agreement(),
-                "probe_test": data.probe_test.agreement() } });
-            context = Some(ContextTensors::new(&data));
-            model = ModelConfig::default().with_negative_slope(args.negative_slope);
-            let tensors = context.as_ref().expect("just built");
-            let probe_steps = args.probe_steps;
-            run_one = Box::new(move |config: &TrainConfig, repeat: u64| {
-                let (audit, net) = run_context(tensors, model, config, probe_steps, repeat)?;
-                Ok((serde_json::to_value(audit)?, net))
-            });
-        }
-        DatasetArg::MnistM => {
-            let mnist = Mnist::load(&dir.join("mnist"))?;
-            let backgrounds = Backgrounds::load(&dir.join("bsds500"))?;
-            let (train, test) = (args.target_train.unwrap_or(60_000), args.test.unwrap_or(10_000));
-            context = None;
-            domain = DomainTensors::build(&mnist, &backgrounds, train, test, 0);
-            data_json = json!({ "source": "MNIST train (grey in 3 channels)", "target": "MNIST-M from the same digits, BSDS500 crops, seed 0",
-                "train_images_per_domain": domain.source_x.size()[0], "test_images_per_domain": domain.source_test_x.size()[0] });
-            model = ModelConfig::default().with_target_classes(10).with_negative_slope(args.negative_slope);
-            let probe_steps = args.probe_steps;
-            let d = &domain;
-            run_one = Box::new(move |config: &TrainConfig, repeat: u64| {
-                let (audit, net) = run_domain(d, model, config, probe_steps, repeat)?;
-                Ok((serde_json::to_value(audit)?, net))
-            });
-        }
-        DatasetArg::Adult => {
-            let adult = Adult::load(&dir.join("adult"))?;
-            context = None;
-            tabular = TabularTensors::new(&adult, 0);
-            data_json = json!({ "train_rows": adult.train.len(), "test_rows": adult.test.len(),
-                "features": adult.features(), "protected": "sex (Female = 1), removed from the inputs" });
-            model = ModelConfig::default()
-                .with_extractor(ExtractorKind::Mlp { inputs: adult.features() as i64, hidden: 100 });
-            let probe_steps = args.probe_steps;
-            let t = &tabular;
-            run_one = Box::new(move |config: &TrainConfig, repeat: u64| {
-                let (audit, net) = run_tabular(t, model, config, probe_steps, repeat)?;
-                Ok((serde_json::to_value(audit)?, net))
-            });
-        }
-    }
+    let (data, data_json, model) = prepare(&args)?;
     model.check()?;
     std::fs::create_dir_all(args.out.join("checkpoints"))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -273,13 +208,16 @@ fn sweep(args: SweepArgs) -> Result<()> {
     let mut audits: Vec<Audit> = Vec::new();
     let mut log = crate::runlog::JsonLines::new(&args.out.join("metrics.jsonl"));
     // Activation maps of repeat 0 on a fixed handful of balanced-test images (Context-MNIST).
-    let shown = context.as_ref().map(|c| shown_images(&c.test_balanced));
+    let shown = match &data {
+        Prepared::Context(c) => Some(shown_images(&c.test_balanced)),
+        _ => None,
+    };
     let mut maps: Vec<(f64, Tensor)> = Vec::new();
     for repeat in 0..args.repeats {
         for &alpha in &alphas {
             bar.set_message(format!("α = {alpha}, repeat {repeat}"));
             let config = base.with_alpha(alpha).with_seed(repeat);
-            let (audit, net) = run_one(&config, repeat)?;
+            let (audit, net) = data.run(model, &config, args.probe_steps, repeat)?;
             if repeat == 0 {
                 net.save(&args.out.join("checkpoints"), &format!("alpha-{}", alpha_key(alpha)))?;
                 if let Some(m) = shown.as_ref().and_then(|x| activation_maps(&net, x)) {
@@ -296,6 +234,83 @@ fn sweep(args: SweepArgs) -> Result<()> {
         crate::agnostic_plots::write_activation_maps(&args.out, x, &maps)?;
     }
     write_sweep_report(&args.out, args.dataset, &alphas, &audits, &crate::hib::command_line())
+}
+
+/// A dataset loaded for a sweep, as tensors.
+enum Prepared {
+    Context(ContextTensors),
+    Domain(DomainTensors),
+    Tabular(TabularTensors),
+}
+
+impl Prepared {
+    /// Trains and audits one network; the audit as JSON, and the network.
+    fn run(
+        &self,
+        model: ModelConfig,
+        config: &TrainConfig,
+        probe_steps: usize,
+        repeat: u64,
+    ) -> Result<(Audit, AgnosticNet)> {
+        let (audit, net) = match self {
+            Prepared::Context(d) => {
+                let (a, net) = run_context(d, model, config, probe_steps, repeat)?;
+                (serde_json::to_value(a)?, net)
+            }
+            Prepared::Domain(d) => {
+                let (a, net) = run_domain(d, model, config, probe_steps, repeat)?;
+                (serde_json::to_value(a)?, net)
+            }
+            Prepared::Tabular(d) => {
+                let (a, net) = run_tabular(d, model, config, probe_steps, repeat)?;
+                (serde_json::to_value(a)?, net)
+            }
+        };
+        Ok((audit, net))
+    }
+}
+
+/// Loads the sweep's dataset from `$HEDGE_DATA_DIR`: the tensors, their description for
+/// config.json, and the network shape that fits them.
+fn prepare(args: &SweepArgs) -> Result<(Prepared, Value, ModelConfig)> {
+    let dir = hedge_data::data_dir()?;
+    let model = ModelConfig::default().with_negative_slope(args.negative_slope);
+    Ok(match args.dataset {
+        DatasetArg::ContextMnist => {
+            let mnist = Mnist::load(&dir.join("mnist"))?;
+            let backgrounds = Backgrounds::load(&dir.join("bsds500"))?;
+            let data_config = ContextMnistConfig {
+                rho: args.rho,
+                target_train: args.target_train.unwrap_or(10_000),
+                context_train: args.context_train,
+                test: args.test.unwrap_or(4000),
+                ..Default::default()
+            };
+            let data = data_config.build(&mnist, &backgrounds)?;
+            let described = json!({ "config": data_config, "measured_agreement": {
+                "target_train": data.target_train.agreement(), "context_train": data.context_train.agreement(),
+                "test_iid": data.test_iid.agreement(), "test_balanced": data.test_balanced.agreement(),
+                "test_reversed": data.test_reversed.agreement(), "probe_train": data.probe_train.agreement(),
+                "probe_test": data.probe_test.agreement() } });
+            (Prepared::Context(ContextTensors::new(&data)), described, model)
+        }
+        DatasetArg::MnistM => {
+            let mnist = Mnist::load(&dir.join("mnist"))?;
+            let backgrounds = Backgrounds::load(&dir.join("bsds500"))?;
+            let (train, test) = (args.target_train.unwrap_or(60_000), args.test.unwrap_or(10_000));
+            let domain = DomainTensors::build(&mnist, &backgrounds, train, test, 0);
+            let described = json!({ "source": "MNIST train (grey in 3 channels)", "target": "MNIST-M from the same digits, BSDS500 crops, seed 0",
+                "train_images_per_domain": domain.source_x.size()[0], "test_images_per_domain": domain.source_test_x.size()[0] });
+            (Prepared::Domain(domain), described, model.with_target_classes(10))
+        }
+        DatasetArg::Adult => {
+            let adult = Adult::load(&dir.join("adult"))?;
+            let described = json!({ "train_rows": adult.train.len(), "test_rows": adult.test.len(),
+                "features": adult.features(), "protected": "sex (Female = 1), removed from the inputs" });
+            let mlp = ExtractorKind::Mlp { inputs: adult.features() as i64, hidden: 100 };
+            (Prepared::Tabular(TabularTensors::new(&adult, 0)), described, model.with_extractor(mlp))
+        }
+    })
 }
 
 /// Four plain and four photograph images from the start of a balanced test set.

@@ -2,19 +2,29 @@
 //! artefacts, the summary's documented shape, the measured correlations, refused settings),
 //! Adult, MNIST → MNIST-M, and Experiment 1.
 
-use std::process::Command;
+use std::process::{Command, Output};
+
+fn hedge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().unwrap()
+}
+
+/// Runs `hedge <command> --out <out>` (`command`: words separated by spaces) and fails the test
+/// with its stderr unless it succeeded.
+fn hedge_ok(command: &str, out: &std::path::Path) {
+    let mut args: Vec<&str> = command.split_whitespace().collect();
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = hedge(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
 
 #[test]
 fn sweep_writes_the_audit_in_the_documented_shape() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("context");
-    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "sweep", "--alphas", "0,1", "--repeats", "1", "--steps", "150", "--rho", "0.95"])
-        .args(["--target-train", "2000", "--context-train", "1000", "--test", "1000", "--probe-steps", "100"])
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    hedge_ok(
+        "agnostic sweep --alphas 0,1 --repeats 1 --steps 150 --rho 0.95 --target-train 2000 --context-train 1000 --test 1000 --probe-steps 100",
+        &out,
+    );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["protected_chance"], 0.5);
@@ -51,11 +61,7 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
     assert_eq!(std::fs::read_to_string(out.join("metrics.jsonl")).unwrap().lines().count(), 2);
     // `report` rebuilds the same summary from metrics.jsonl.
     std::fs::remove_file(out.join("summary.json")).unwrap();
-    let r = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "report", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    hedge_ok("agnostic report", &out);
     let rebuilt: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(rebuilt["alphas"]["1.0"]["runs"], 1);
@@ -63,10 +69,7 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
         - summary["alphas"]["0.0"]["flip_rate"]["mean"].as_f64().unwrap();
     assert!(diff.abs() < 1e-12);
 
-    let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "sweep", "--alphas", "0:2:0.5", "--out", dir.path().join("bad").to_str().unwrap()])
-        .output()
-        .unwrap();
+    let e = hedge(&["agnostic", "sweep", "--alphas", "0:2:0.5", "--out", dir.path().join("bad").to_str().unwrap()]);
     assert!(!e.status.success());
     assert!(String::from_utf8_lossy(&e.stderr).contains("--alphas"), "{}", String::from_utf8_lossy(&e.stderr));
     assert!(!dir.path().join("bad").exists());
@@ -83,12 +86,7 @@ fn summary_of(out: &std::path::Path) -> serde_json::Value {
 fn adult_sweep_measures_the_parity_gap_and_the_leak() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("adult");
-    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "sweep", "--dataset", "adult", "--alphas", "0,0.9", "--repeats", "1", "--steps", "1500"])
-        .args(["--probe-steps", "200", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    hedge_ok("agnostic sweep --dataset adult --alphas 0,0.9 --repeats 1 --steps 1500 --probe-steps 200", &out);
     let summary = summary_of(&out);
     let chance = summary["protected_chance"].as_f64().unwrap();
     assert!((chance - 0.67).abs() < 0.02, "male share of the probe-test rows: {chance}");
@@ -121,12 +119,10 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
 fn mnist_m_sweep_shows_the_domain_gap() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mnist-m");
-    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "sweep", "--dataset", "mnist-m", "--alphas", "0", "--repeats", "1", "--steps", "300"])
-        .args(["--target-train", "3000", "--test", "1000", "--probe-steps", "100", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    hedge_ok(
+        "agnostic sweep --dataset mnist-m --alphas 0 --repeats 1 --steps 300 --target-train 3000 --test 1000 --probe-steps 100",
+        &out,
+    );
     let a0 = &summary_of(&out)["alphas"]["0.0"];
     let mnist = a0["target_accuracy"]["mnist"]["mean"].as_f64().unwrap();
     let mnist_m = a0["target_accuracy"]["mnist_m"]["mean"].as_f64().unwrap();
@@ -141,12 +137,7 @@ fn mnist_m_sweep_shows_the_domain_gap() {
 fn exp1_shows_the_target_model_learned_the_background() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp1");
-    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["agnostic", "exp1", "--steps", "300", "--every", "150", "--target-train", "3000"])
-        .args(["--context-train", "2000", "--test", "1000", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    hedge_ok("agnostic exp1 --steps 300 --every 150 --target-train 3000 --context-train 2000 --test 1000", &out);
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(out.join("metrics.jsonl"))
         .unwrap()
         .lines()
