@@ -1,24 +1,20 @@
 //! `hedge hib …`: train, embed.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
+use hedge_data::{verification_pairs, Corruption, NDigitDataset, NDigitSplit};
 use hedge_embed::evaluate::{MeanStd, Twin};
+use hedge_embed::experiment::{read_plan, train_run, TrainPlan};
 use hedge_embed::{
     device_name, embed_dataset, evaluate_model, load_model, parse_device, verification_ap, BatchComposition,
-    ConvPrecision, EmbedOptions, EvalOptions, HibConfig, LossKind, LrSchedule, MatchEstimator, ModelEval,
-    ModelEvalOptions, ModelKind, RunConfig, RunDir, Trainer,
+    ConvPrecision, EmbedOptions, EvalOptions, HibConfig, LossKind, LrSchedule, MatchEstimator, MatchInit, ModelEval,
+    ModelEvalOptions, ModelKind, Norm, PairSet, RunConfig, RunDir, TrainEvent, Trainer,
 };
+pub use hedge_embed::{CORRUPT_SEED, PAIR_SEED};
 use indicatif::{ProgressBar, ProgressStyle};
 use tracing::info;
-
-/// Seed of the deterministic `corrupt` test twin (shared by every command, so numbers agree).
-pub const CORRUPT_SEED: u64 = 20190101;
-/// Seed of the fixed verification pair set.
-pub const PAIR_SEED: u64 = 1;
 
 #[derive(Subcommand)]
 pub enum HibCommand {
@@ -102,6 +98,18 @@ enum LossArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum MatchInitArg {
+    Fixed,
+    FirstBatch,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum NormArg {
+    None,
+    Batch,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum ScheduleArg {
     Constant,
     Cosine,
@@ -148,7 +156,7 @@ pub struct TrainArgs {
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "ema", "all_pairs", "validation_classes", "budget_minutes", "watch_every", "watch"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -188,6 +196,38 @@ pub struct TrainArgs {
     /// Learning-rate schedule: constant or cosine (decay to 0 at --steps).
     #[arg(long, value_enum)]
     lr_schedule: Option<ScheduleArg>,
+    /// Linear learning-rate warm-up over this many steps before the schedule.
+    #[arg(long)]
+    warmup: Option<usize>,
+    /// Learning-rate multiplier of the match head's a and b.
+    #[arg(long)]
+    head_lr_scale: Option<f64>,
+    /// How b starts: fixed (init_b) or first-batch (a times the first batch's median distance).
+    #[arg(long, value_enum)]
+    match_init: Option<MatchInitArg>,
+    /// Normalisation after each convolution.
+    #[arg(long, value_enum)]
+    norm: Option<NormArg>,
+    /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
+    #[arg(long)]
+    ema: Option<f64>,
+    /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
+    #[arg(long, requires = "group")]
+    all_pairs: bool,
+    /// Hold this many training classes out (seeded) to choose the model on unseen classes:
+    /// watched as `validation`, the best kept as model_best.safetensors.
+    #[arg(long)]
+    validation_classes: Option<usize>,
+    /// Stop after this many minutes of training (evaluation excluded); without --steps the
+    /// step count is planned from the speed of the first steps so schedules end on time.
+    #[arg(long)]
+    budget_minutes: Option<f64>,
+    /// Evaluate the watched sets (validation classes and --watch splits) every N steps.
+    #[arg(long, default_value_t = 0)]
+    watch_every: usize,
+    /// Test splits to watch (comma-separated: test_seen,test_unseen), for curves only.
+    #[arg(long, value_delimiter = ',')]
+    watch: Vec<String>,
     #[arg(long)]
     seed: Option<u64>,
     /// Number format of the convolutions (auto: bf16 where the hardware has it).
@@ -300,8 +340,69 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.precision {
         c.conv_precision = v.into();
     }
+    if let Some(v) = args.warmup {
+        c.warmup_steps = v;
+    }
+    if let Some(v) = args.head_lr_scale {
+        c.head_lr_scale = v;
+    }
+    if let Some(v) = args.match_init {
+        c.match_init = match v {
+            MatchInitArg::Fixed => MatchInit::Fixed,
+            MatchInitArg::FirstBatch => MatchInit::FirstBatch,
+        };
+    }
+    if let Some(v) = args.norm {
+        c.norm = match v {
+            NormArg::None => Norm::None,
+            NormArg::Batch => Norm::Batch,
+        };
+    }
+    if let Some(v) = args.ema {
+        c.ema_decay = v;
+    }
+    if args.all_pairs {
+        c.pair_set = PairSet::All;
+    }
+    if let Some(v) = args.validation_classes {
+        c.validation_classes = v;
+    }
+    if args.budget_minutes.is_some() && args.steps.is_none() {
+        // Planned from the measured speed after the first steps; until then effectively open.
+        c.steps = PLANNED_STEPS_PLACEHOLDER;
+    }
     c.check()?;
     Ok(c)
+}
+
+/// `steps` of a budgeted run until its first steps have been timed.
+const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
+
+/// The watch plan of `hedge hib train`'s flags.
+fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
+    if let Some(m) = args.budget_minutes {
+        if !(m.is_finite() && m > 0.0) {
+            bail!("--budget-minutes {m}: give a positive number of minutes");
+        }
+    }
+    let watch_splits = args
+        .watch
+        .iter()
+        .map(|s| match NDigitSplit::parse(s)? {
+            NDigitSplit::Train => bail!("--watch train: watch test_seen or test_unseen (training images say nothing)"),
+            split => Ok(split),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !watch_splits.is_empty() && args.watch_every == 0 {
+        bail!("--watch needs --watch-every N (steps between evaluations)");
+    }
+    Ok(TrainPlan {
+        budget_minutes: args.budget_minutes,
+        watch_every: args.watch_every,
+        watch_splits,
+        keep_every: args.keep_every,
+        ..Default::default()
+    })
 }
 
 /// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (the `--group` flag).
@@ -329,9 +430,7 @@ pub fn new_run(out: &Path, config: &HibConfig, device: tch::Device) -> Result<Ru
 
 /// MNIST and one N-digit split from `$HEDGE_DATA_DIR`.
 pub fn load_split(digits: usize, split: NDigitSplit) -> Result<NDigitDataset> {
-    let dir = data_dir()?;
-    let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
-    Ok(NDigitDataset::load(&dir, digits, split, &mnist)?)
+    Ok(hedge_embed::load_split(digits, split)?)
 }
 
 /// The command as a user would type it from the repository root: argv[0] is normalised, since
@@ -343,25 +442,30 @@ pub fn command_line() -> String {
 fn train(args: TrainArgs) -> Result<()> {
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
-    let (run, config, resuming) = match &args.resume {
+    let (run, config, resuming, plan) = match &args.resume {
         Some(path) => {
             let run = RunDir::open(path)?;
             let mut rc = run.read_config()?;
+            let mut plan = read_plan(&run)?;
+            plan.keep_every = args.keep_every;
             if let Some(steps) = args.steps {
                 rc.hib.steps = steps;
                 rc.hib.check()?;
                 run.write_config(&rc)?;
+                // An explicit new total replaces the budget the run was started with.
+                plan.budget_minutes = None;
             }
-            (run, rc.hib, true)
+            (run, rc.hib, true, plan)
         }
         None => {
             let mut config = resolve_config(&args)?;
             config.conv_precision = config.conv_precision.resolve(device);
+            let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
-            (new_run(out, &config, device)?, config, false)
+            (new_run(out, &config, device)?, config, false, plan)
         }
     };
-    let trainer = run_training(&run, &config, device, resuming, args.keep_every)?;
+    let trainer = run_training_planned(&run, &config, device, resuming, &plan)?;
     if !args.no_eval {
         let report = quick_verification(&run, &config, &trainer)?;
         println!("{report}");
@@ -378,53 +482,78 @@ pub fn run_training(
     resuming: bool,
     keep_every: usize,
 ) -> Result<Trainer> {
-    let train_set = load_split(config.digits, NDigitSplit::Train)?;
-    let mut trainer = Trainer::new(config.clone(), train_set, device)?;
-    trainer.keep_checkpoints_every(keep_every);
-    if resuming {
-        trainer.resume_from(run)?;
-        run.truncate_metrics(trainer.step())?;
-        info!("resuming {} at step {} of {}", run.path.display(), trainer.step(), config.steps);
-    } else {
-        // A step-0 checkpoint: a run stopped before its first regular checkpoint can still be
-        // resumed (from the start) instead of being left half-made.
-        trainer.checkpoint(run)?;
-    }
+    run_training_planned(run, config, device, resuming, &TrainPlan { keep_every, ..Default::default() })
+}
+
+/// [`run_training`] with a watch plan and budget.
+pub fn run_training_planned(
+    run: &RunDir,
+    config: &HibConfig,
+    device: tch::Device,
+    resuming: bool,
+    plan: &TrainPlan,
+) -> Result<Trainer> {
     let batch = match config.batch {
         BatchComposition::Independent => format!("{} independent pairs", config.batch_pairs),
         BatchComposition::Grouped => format!("{} classes x {} images", config.group_classes, config.group_size),
     };
+    let length = match plan.budget_minutes {
+        Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
+        _ => format!("{} steps", config.steps),
+    };
     info!(
-        "training {:?} HIB, D = {}, {}-digit MNIST, {} steps of {batch} on {} ({} threads) into {}",
+        "training {:?} HIB, D = {}, {}-digit MNIST, {length} of {batch} on {} ({} threads) into {}",
         config.model,
         config.dim,
         config.digits,
-        config.steps,
         device_name(device),
         tch::get_num_threads(),
         run.path.display()
     );
-    let bar = ProgressBar::new(config.steps as u64).with_position(trainer.step() as u64);
+    let bar = ProgressBar::new(config.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
     );
     // Without a terminal the bar is hidden; log a line every tenth of the run instead.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let log_every = (config.steps / 10).max(1);
-    trainer.run(Some(run), |m| {
-        bar.set_position(m.step as u64);
-        if !tty && (m.step % log_every == 0 || m.step == config.steps) {
-            info!(
-                "step {}/{}: loss {:.4} kl {:.2} a {:.3} b {:.3} {:.0} pairs/s",
-                m.step, config.steps, m.loss, m.kl, m.a, m.b, m.pairs_per_s
-            );
+    let mut log_every = (config.steps / 10).max(1);
+    let trainer = train_run(run, config, device, resuming, plan, |event| match event {
+        TrainEvent::Step { metrics: m, planned_steps } => {
+            if bar.length() != Some(planned_steps as u64) {
+                bar.set_length(planned_steps as u64);
+                log_every = (planned_steps / 10).max(1);
+            }
+            bar.set_position(m.step as u64);
+            if !tty && (m.step % log_every == 0 || m.step == planned_steps) {
+                info!(
+                    "step {}/{}: loss {:.4} kl {:.2} a {:.3} b {:.3} {:.0} pairs/s",
+                    m.step, planned_steps, m.loss, m.kl, m.a, m.b, m.pairs_per_s
+                );
+            }
+            if m.step % 10 == 0 || m.step == planned_steps {
+                bar.set_message(format!(
+                    "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",
+                    m.loss, m.kl, m.a, m.b, m.pairs_per_s
+                ));
+            }
         }
-        if m.step % 10 == 0 || m.step == config.steps {
-            bar.set_message(format!(
-                "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",
-                m.loss, m.kl, m.a, m.b, m.pairs_per_s
-            ));
+        TrainEvent::Planned { steps, seconds_per_step } => {
+            info!("budget: {steps} steps planned at {:.1} ms a step", seconds_per_step * 1e3)
         }
+        TrainEvent::Monitor(r) => {
+            let sets: Vec<String> = r
+                .sets
+                .iter()
+                .map(|(name, q)| {
+                    format!(
+                        "{name}: AP {:.3}/{:.3} KNN {:.3}/{:.3}",
+                        q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt
+                    )
+                })
+                .collect();
+            bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, sets.join("; ")));
+        }
+        TrainEvent::BudgetReached { step } => info!("budget reached at step {step}"),
     })?;
     bar.finish();
     info!("wrote {}", run.file(hedge_embed::run::MODEL_FILE).display());
@@ -438,8 +567,9 @@ fn quick_verification(run: &RunDir, config: &HibConfig, trainer: &Trainer) -> Re
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let mut out = serde_json::Map::new();
     for (name, corruption) in [("clean", Corruption::Clean), ("corrupt", Corruption::Corrupt { seed: CORRUPT_SEED })] {
-        let set = embed_dataset(&trainer.net, &test, &corruption, trainer.device, EmbedOptions::default())?;
-        let ap = verification_ap(&trainer.net.matcher, &set, &pairs, 8, 0)?;
+        let net = trainer.inference_net();
+        let set = embed_dataset(net, &test, &corruption, trainer.device, EmbedOptions::default())?;
+        let ap = verification_ap(&net.matcher, &set, &pairs, 8, 0)?;
         let eta = set.eta.mean(tch::Kind::Float).double_value(&[]);
         out.insert(name.into(), serde_json::json!({"verification_ap": ap, "mean_eta": eta}));
     }

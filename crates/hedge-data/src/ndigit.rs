@@ -216,6 +216,19 @@ impl NDigitDataset {
         DIGIT_PIXELS * self.digits
     }
 
+    /// The images at `indices` (in that order) as a dataset of their own, e.g. validation
+    /// classes carved out of `train`. Indices must be `< self.len()`.
+    pub fn subset(&self, indices: &[usize]) -> NDigitDataset {
+        let d = self.digits;
+        NDigitDataset {
+            digits: d,
+            split: self.split,
+            parts: indices.iter().flat_map(|&i| self.parts[i * d..(i + 1) * d].iter().copied()).collect(),
+            labels: indices.iter().map(|&i| self.labels[i]).collect(),
+            source: Arc::clone(&self.source),
+        }
+    }
+
     /// The distinct class numbers, sorted.
     pub fn classes(&self) -> Vec<u32> {
         let mut c = self.labels.clone();

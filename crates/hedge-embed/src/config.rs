@@ -59,6 +59,38 @@ pub enum BatchComposition {
     Grouped,
 }
 
+/// Which pairs of a grouped batch the loss scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairSet {
+    /// Every within-class pair plus as many random cross-class pairs (half matching).
+    Sampled,
+    /// Every pair of the batch's images, matching and non-matching terms each weighted 1/2 (the
+    /// balanced objective in expectation, with all `n(n − 1)/2` pairs instead of a sample).
+    All,
+}
+
+/// Normalisation after each convolution of the trunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    /// None (the paper's network).
+    None,
+    /// Batch normalisation (batch statistics in training, running averages at test time).
+    Batch,
+}
+
+/// How the match head's offset b starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchInit {
+    /// `init_a`, `init_b`.
+    Fixed,
+    /// `init_a`, and b = a · (median distance between the first batch's pair means), so that
+    /// p(m) starts at 1/2 where the untrained network puts a typical pair.
+    FirstBatch,
+}
+
 /// Number format of the two convolutions (the trunk's bulk of arithmetic). The master weights,
 /// the head, the losses and the optimiser always stay in f32; `bf16` casts the conv inputs and
 /// weights as PyTorch's autocast would, which doubles training speed on CPUs with AVX512-BF16.
@@ -111,6 +143,14 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `samples` | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
 /// | `learning_rate` | 1e-3 | Adam step size | > 0 |
 /// | `lr_schedule` | constant | constant or cosine decay to 0 | |
+/// | `warmup_steps` | 0 | linear warm-up from 0 before the schedule starts | < `steps` |
+/// | `head_lr_scale` | 1 | learning-rate multiplier of the match head's a and b | > 0 |
+/// | `match_init` | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
+/// | `norm` | none | none or batch normalisation after each convolution | |
+/// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
+/// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
+/// | `validation_classes` | 0 | training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
+/// | `validation_seed` | 0 | which classes are held out | |
 /// | `channels` | [32, 64] | widths of the two conv layers | ≥ 1 |
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
@@ -137,6 +177,14 @@ pub struct HibConfig {
     pub samples: usize,
     pub learning_rate: f64,
     pub lr_schedule: LrSchedule,
+    pub warmup_steps: usize,
+    pub head_lr_scale: f64,
+    pub match_init: MatchInit,
+    pub norm: Norm,
+    pub ema_decay: f64,
+    pub pair_set: PairSet,
+    pub validation_classes: usize,
+    pub validation_seed: u64,
     pub channels: [usize; 2],
     pub occlusion_probability: f64,
     pub min_variance: f64,
@@ -166,6 +214,14 @@ impl Default for HibConfig {
             samples: 8,
             learning_rate: 1e-3,
             lr_schedule: LrSchedule::Constant,
+            warmup_steps: 0,
+            head_lr_scale: 1.0,
+            match_init: MatchInit::Fixed,
+            norm: Norm::None,
+            ema_decay: 0.0,
+            pair_set: PairSet::Sampled,
+            validation_classes: 0,
+            validation_seed: 0,
             channels: [32, 64],
             occlusion_probability: 0.2,
             min_variance: 1e-6,
@@ -208,6 +264,14 @@ impl HibConfig {
         with_samples: samples: usize,
         with_learning_rate: learning_rate: f64,
         with_lr_schedule: lr_schedule: LrSchedule,
+        with_warmup_steps: warmup_steps: usize,
+        with_head_lr_scale: head_lr_scale: f64,
+        with_match_init: match_init: MatchInit,
+        with_norm: norm: Norm,
+        with_ema_decay: ema_decay: f64,
+        with_pair_set: pair_set: PairSet,
+        with_validation_classes: validation_classes: usize,
+        with_validation_seed: validation_seed: u64,
         with_channels: channels: [usize; 2],
         with_occlusion_probability: occlusion_probability: f64,
         with_min_variance: min_variance: f64,
@@ -231,6 +295,15 @@ impl HibConfig {
             ModelKind::Point => 1,
             _ => self.samples,
         }
+    }
+
+    /// The learning rate of step `step` (0-based): a linear warm-up over `warmup_steps`, then
+    /// `lr_schedule` over the remaining steps.
+    pub fn learning_rate_at(&self, step: usize) -> f64 {
+        if step < self.warmup_steps {
+            return self.learning_rate * (step + 1) as f64 / self.warmup_steps as f64;
+        }
+        self.lr_schedule.at(self.learning_rate, step - self.warmup_steps, self.steps.saturating_sub(self.warmup_steps))
     }
 
     /// Validates every hyper-parameter; call once before building a model.
@@ -285,6 +358,27 @@ impl HibConfig {
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
             return fail("learning_rate", format!("{}; must be > 0", self.learning_rate));
         }
+        if self.warmup_steps >= self.steps {
+            return fail(
+                "warmup_steps",
+                format!("{} with {} steps; the warm-up must end before training does", self.warmup_steps, self.steps),
+            );
+        }
+        if !(self.head_lr_scale.is_finite() && self.head_lr_scale > 0.0) {
+            return fail(
+                "head_lr_scale",
+                format!("{}; the match head's learning-rate multiplier must be > 0", self.head_lr_scale),
+            );
+        }
+        if !(0.0..1.0).contains(&self.ema_decay) {
+            return fail("ema_decay", format!("{}; use 0 (off) or a decay in (0, 1) such as 0.999", self.ema_decay));
+        }
+        if self.pair_set == PairSet::All && self.batch != BatchComposition::Grouped {
+            return fail("pair_set", "all pairs needs grouped batches (--group CLASSESxIMAGES)".into());
+        }
+        if self.pair_set == PairSet::All && self.loss != LossKind::Soft {
+            return fail("pair_set", "all pairs is implemented for the soft contrastive loss; use --loss soft".into());
+        }
         if self.channels.contains(&0) {
             return fail("channels", format!("{:?}; each conv layer needs at least one channel", self.channels));
         }
@@ -332,6 +426,10 @@ mod tests {
             (HibConfig::default().with_batch(BatchComposition::Grouped).with_group_size(1), "group_classes"),
             (HibConfig::default().with_occlusion_probability(1.5), "occlusion_probability"),
             (HibConfig::default().with_learning_rate(f64::NAN), "learning_rate"),
+            (HibConfig::default().with_steps(100).with_warmup_steps(100), "warmup_steps"),
+            (HibConfig::default().with_head_lr_scale(0.0), "head_lr_scale"),
+            (HibConfig::default().with_ema_decay(1.0), "ema_decay"),
+            (HibConfig::default().with_pair_set(PairSet::All), "pair_set"),
         ];
         for (c, field) in cases {
             let msg = c.check().unwrap_err().to_string();
@@ -345,6 +443,23 @@ mod tests {
         assert!((LrSchedule::Cosine.at(1e-3, 50, 100) - 5e-4).abs() < 1e-15);
         assert!(LrSchedule::Cosine.at(1e-3, 100, 100).abs() < 1e-15);
         assert_eq!(LrSchedule::Constant.at(1e-3, 70, 100), 1e-3);
+    }
+
+    #[test]
+    fn warm_up_rises_linearly_then_hands_over_to_the_schedule() {
+        let c = HibConfig::default()
+            .with_learning_rate(1e-2)
+            .with_steps(110)
+            .with_warmup_steps(10)
+            .with_lr_schedule(LrSchedule::Cosine);
+        assert!((c.learning_rate_at(0) - 1e-3).abs() < 1e-15);
+        assert!((c.learning_rate_at(9) - 1e-2).abs() < 1e-15);
+        assert!((c.learning_rate_at(10) - 1e-2).abs() < 1e-15);
+        assert!((c.learning_rate_at(60) - 5e-3).abs() < 1e-15);
+        assert!(c.learning_rate_at(110).abs() < 1e-15);
+        // Without warm-up the schedule is the old one.
+        let plain = c.clone().with_warmup_steps(0);
+        assert_eq!(plain.learning_rate_at(55), LrSchedule::Cosine.at(1e-2, 55, 110));
     }
 
     #[test]

@@ -9,25 +9,32 @@
 pub mod bench;
 pub mod config;
 pub mod distribution;
+pub mod ema;
 pub mod embed;
 mod error;
 pub mod evaluate;
+pub mod experiment;
 pub mod loss;
 pub mod model;
+pub mod monitor;
 pub mod optim;
 pub mod run;
 pub mod train;
 
-pub use config::{BatchComposition, ConvPrecision, HibConfig, LossKind, LrSchedule, ModelKind};
+pub use config::{
+    BatchComposition, ConvPrecision, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm, PairSet,
+};
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};
 pub use evaluate::{evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions};
+pub use experiment::{load_split, train_run, TrainPlan};
 pub use loss::MatchHead;
 pub use model::HibNet;
+pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
 pub use optim::Adam;
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
-pub use train::{build_model, load_model, Trainer};
+pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
 /// Parses `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when available, else CPU).
 pub fn parse_device(s: &str) -> Result<tch::Device> {

@@ -17,6 +17,8 @@ pub struct Adam {
     step: i64,
     /// (name, parameter, first moment, second moment), sorted by name.
     slots: Vec<(String, Tensor, Tensor, Tensor)>,
+    /// Learning-rate multiplier of each slot (1 unless set by [`Adam::scale_learning_rate`]).
+    scales: Vec<f64>,
 }
 
 impl Adam {
@@ -32,8 +34,23 @@ impl Adam {
                 let v = p.zeros_like();
                 (name, p, m, v)
             })
-            .collect();
-        Adam { learning_rate, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 0, slots }
+            .collect::<Vec<_>>();
+        let scales = vec![1.0; slots.len()];
+        Adam { learning_rate, beta1: 0.9, beta2: 0.999, eps: 1e-8, step: 0, slots, scales }
+    }
+
+    /// Multiplies the learning rate of every variable whose name starts with `prefix` by
+    /// `scale` (e.g. the match head's a and b, which otherwise move one learning rate a step);
+    /// returns how many variables it applies to.
+    pub fn scale_learning_rate(&mut self, prefix: &str, scale: f64) -> usize {
+        let mut n = 0;
+        for ((name, ..), s) in self.slots.iter().zip(&mut self.scales) {
+            if name.starts_with(prefix) {
+                *s = scale;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Optimiser steps taken so far.
@@ -58,7 +75,7 @@ impl Adam {
         let bias2 = 1.0 - self.beta2.powi(t);
         let (b1, b2, eps, lr) = (self.beta1, self.beta2, self.eps, self.learning_rate);
         tch::no_grad(|| {
-            for (_, p, m, v) in &mut self.slots {
+            for ((_, p, m, v), scale) in self.slots.iter_mut().zip(&self.scales) {
                 let g = p.grad();
                 if !g.defined() {
                     continue;
@@ -66,7 +83,7 @@ impl Adam {
                 let _ = m.g_mul_scalar_(b1).g_add_(&(&g * (1.0 - b1)));
                 let _ = v.g_mul_scalar_(b2).g_add_(&(g.square() * (1.0 - b2)));
                 let denom = (&*v / bias2).sqrt() + eps;
-                let _ = p.g_sub_(&(&*m / &denom * (lr / bias1)));
+                let _ = p.g_sub_(&(&*m / &denom * (lr * scale / bias1)));
             }
         });
     }
@@ -131,6 +148,21 @@ mod tests {
             assert!((x.double_value(&[0]) - xr).abs() < 1e-6, "step {t}");
         }
         assert!((xr - 0.3).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_scaled_variable_moves_scale_times_as_far() {
+        // Adam's first step moves every parameter by exactly lr · sign(g).
+        let vs = nn::VarStore::new(Device::Cpu);
+        let x = vs.root().var("x", &[1], nn::Init::Const(0.0));
+        let y = (vs.root() / "match").var("b", &[1], nn::Init::Const(0.0));
+        let mut adam = Adam::new(&vs, 0.01);
+        assert_eq!(adam.scale_learning_rate("match.", 30.0), 1);
+        adam.zero_grad();
+        ((&x - 1.0).square() + (&y - 1.0).square()).sum(Kind::Float).backward();
+        adam.step();
+        assert!((x.double_value(&[0]) - 0.01).abs() < 1e-6);
+        assert!((y.double_value(&[0]) - 0.3).abs() < 1e-5);
     }
 
     #[test]

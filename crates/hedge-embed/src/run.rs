@@ -15,6 +15,13 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 pub const MODEL_FILE: &str = "model.safetensors";
 pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
 pub const STATE_FILE: &str = "state.json";
+/// The weight average (`ema_decay > 0`): what the run is evaluated with.
+pub const EMA_FILE: &str = "model_ema.safetensors";
+/// Quick quality of the watched sets during training, one JSON line per evaluation.
+pub const MONITOR_FILE: &str = "monitor.jsonl";
+/// The weights with the best validation score so far, and which step they are.
+pub const BEST_MODEL_FILE: &str = "model_best.safetensors";
+pub const BEST_FILE: &str = "best.json";
 /// Folder of the models kept along the way (`--keep-every`).
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 
@@ -50,6 +57,16 @@ pub struct StepMetrics {
     /// Pairs scored in the step (absent, so 0, in runs written before grouped batches).
     #[serde(default)]
     pub pairs: usize,
+}
+
+/// `best.json`: the model kept as `model_best.safetensors`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct BestModel {
+    pub step: usize,
+    pub train_seconds: f64,
+    /// [`crate::QuickEval::score`] on the validation classes.
+    pub score: f64,
+    pub validation: crate::QuickEval,
 }
 
 /// A run directory on disk.
@@ -113,16 +130,21 @@ impl RunDir {
     }
 
     pub fn append_metrics(&self, m: &StepMetrics) -> Result<()> {
-        let path = self.file(METRICS_FILE);
+        self.append_json_line(METRICS_FILE, m)
+    }
+
+    /// Appends one JSON line to the file `name` of the run.
+    pub fn append_json_line<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        let path = self.file(name);
         let mut f =
             std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| EmbedError::io(&path, e))?;
-        let line = serde_json::to_string(m).expect("metrics serialise");
+        let line = serde_json::to_string(value).expect("serialisable");
         writeln!(f, "{line}").map_err(|e| EmbedError::io(&path, e))
     }
 
-    /// Every metrics line, in order.
-    pub fn read_metrics(&self) -> Result<Vec<StepMetrics>> {
-        let path = self.file(METRICS_FILE);
+    /// Every line of the JSON-lines file `name` (empty when the file does not exist).
+    pub fn read_json_lines<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Vec<T>> {
+        let path = self.file(name);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -132,13 +154,25 @@ impl RunDir {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
-                serde_json::from_str(l)
-                    .map_err(|e| EmbedError::run(&self.path, format!("{METRICS_FILE} line {}: {e}", i + 1)))
+                serde_json::from_str(l).map_err(|e| EmbedError::run(&self.path, format!("{name} line {}: {e}", i + 1)))
             })
             .collect()
     }
 
-    /// Drops metrics lines logged after `step` (they belong to work the checkpoint lost).
+    /// The JSON file `name` of the run, or `None` when it does not exist.
+    pub fn read_json_if_present<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Option<T>> {
+        if !self.file(name).is_file() {
+            return Ok(None);
+        }
+        self.read_json(name).map(Some)
+    }
+
+    /// Every metrics line, in order.
+    pub fn read_metrics(&self) -> Result<Vec<StepMetrics>> {
+        self.read_json_lines(METRICS_FILE)
+    }
+
+    /// Drops metrics (and monitor) lines logged after `step` (they belong to work the checkpoint lost).
     pub fn truncate_metrics(&self, step: usize) -> Result<()> {
         let kept: Vec<String> = self
             .read_metrics()?
@@ -147,16 +181,25 @@ impl RunDir {
             .map(|m| serde_json::to_string(&m).expect("metrics serialise") + "\n")
             .collect();
         hedge_data::write_atomic(&self.file(METRICS_FILE), kept.concat().as_bytes())?;
+        if self.file(MONITOR_FILE).is_file() {
+            let kept: Vec<String> = self
+                .read_json_lines::<crate::MonitorRecord>(MONITOR_FILE)?
+                .into_iter()
+                .filter(|m| m.step <= step)
+                .map(|m| serde_json::to_string(&m).expect("monitor serialises") + "\n")
+                .collect();
+            hedge_data::write_atomic(&self.file(MONITOR_FILE), kept.concat().as_bytes())?;
+        }
         Ok(())
     }
 
-    fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
+    pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
         let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
         hedge_data::write_atomic(&self.file(name), text.as_bytes())?;
         Ok(())
     }
 
-    fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
+    pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
         let path = self.file(name);
         let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
         serde_json::from_str(&text).map_err(|e| EmbedError::run(&self.path, format!("{name} is not valid: {e}")))

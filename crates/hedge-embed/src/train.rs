@@ -7,13 +7,23 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
-use crate::config::{BatchComposition, HibConfig, LossKind};
-use crate::distribution::index_tensor;
-use crate::loss::{contrastive, vib_loss};
+use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, ModelKind, PairSet};
+use crate::distribution::{index_tensor, Embedding};
+use crate::ema::Ema;
+use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
 use crate::model::HibNet;
+use crate::monitor::{split_off_classes, validation_classes, MonitorRecord, WatchSet};
 use crate::optim::Adam;
-use crate::run::{save_atomically, RunDir, RunState, StepMetrics, CHECKPOINTS_DIR, MODEL_FILE, OPTIMIZER_FILE};
+use crate::run::{
+    save_atomically, BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE,
+    MODEL_FILE, MONITOR_FILE, OPTIMIZER_FILE,
+};
 use crate::{EmbedError, Result};
+
+/// Images per validation class at most (the size of a `test_unseen` class).
+pub const VALIDATION_PER_CLASS: usize = 333;
+/// Steps whose time plans a budgeted run (the first five, which warm caches up, excluded).
+pub const CALIBRATION_STEPS: usize = 30;
 
 /// Builds a network with its variables, initialised deterministically from `config.seed`.
 pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
@@ -24,10 +34,16 @@ pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, 
     Ok((vs, net))
 }
 
-/// Loads `model.safetensors` of a run into a freshly built network.
+/// Loads the weights a run is evaluated with into a freshly built network: the averaged
+/// weights (`model_ema.safetensors`) when the run kept an average, else `model.safetensors`.
 pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
     let (mut vs, net) = build_model(config, device)?;
-    vs.load(run.file(MODEL_FILE))?;
+    let ema = run.file(EMA_FILE);
+    if config.ema_decay > 0.0 && ema.is_file() {
+        vs.load(ema)?;
+    } else {
+        vs.load(run.file(MODEL_FILE))?;
+    }
     Ok((vs, net))
 }
 
@@ -55,6 +71,45 @@ enum Sampler {
     Grouped(GroupedPairSampler),
 }
 
+/// The weight average kept beside the trained weights.
+struct Averaged {
+    vs: nn::VarStore,
+    net: HibNet,
+    ema: Ema,
+}
+
+/// What [`Trainer::run_with`] does besides training.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Sets evaluated every `watch_every` steps and at the end (`monitor.jsonl`). A set named
+    /// `validation` chooses the best model (`model_best.safetensors`, `best.json`).
+    pub watch: &'a [WatchSet],
+    pub watch_every: usize,
+    /// Stop once this much training wall-clock (evaluation excluded) has passed. With
+    /// `plan_steps`, the step count is also set from the speed of the first
+    /// [`CALIBRATION_STEPS`] steps, so that schedules end at the budget.
+    pub budget_seconds: Option<f64>,
+    pub plan_steps: bool,
+}
+
+/// What [`Trainer::run_with`] reports as it goes.
+pub enum TrainEvent<'a> {
+    Step {
+        metrics: &'a StepMetrics,
+        planned_steps: usize,
+    },
+    Monitor(&'a MonitorRecord),
+    /// The step count was planned from the budget.
+    Planned {
+        steps: usize,
+        seconds_per_step: f64,
+    },
+    /// Training stopped at the wall-clock budget before the planned steps.
+    BudgetReached {
+        step: usize,
+    },
+}
+
 /// A model being trained, with its optimiser, data and position.
 ///
 /// Training is deterministic for a seed on the CPU. libtorch's generator is process-wide, so
@@ -71,9 +126,17 @@ pub struct Trainer {
     step: usize,
     seconds: f64,
     keep_every: Option<usize>,
+    averaged: Option<Averaged>,
+    validation: Option<NDigitDataset>,
+    /// Every pair of a grouped batch (`pair_set = all`): left and right positions, and which
+    /// ones match.
+    all_pairs: Option<(Tensor, Tensor, Tensor)>,
 }
 
 impl Trainer {
+    /// `dataset` is the whole training split; with `validation_classes > 0` those classes are
+    /// taken out of it first ([`Trainer::validation_set`]).
+    ///
     /// # Errors
     /// Invalid hyper-parameters, or a dataset whose digit count differs from `config.digits`.
     pub fn new(mut config: HibConfig, dataset: NDigitDataset, device: Device) -> Result<Self> {
@@ -84,15 +147,67 @@ impl Trainer {
                 format!("the config says {} but the dataset has {}-digit images", config.digits, dataset.digits),
             ));
         }
+        let (dataset, validation) = if config.validation_classes > 0 {
+            let held_out = validation_classes(&dataset, config.validation_classes, config.validation_seed)?;
+            let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
+            (train, Some(val))
+        } else {
+            (dataset, None)
+        };
         let (vs, net) = build_model(&config, device)?;
-        let adam = Adam::new(&vs, config.learning_rate);
+        let mut adam = Adam::new(&vs, config.learning_rate);
+        adam.scale_learning_rate("match.", config.head_lr_scale);
+        let averaged = if config.ema_decay > 0.0 {
+            let (mut shadow, shadow_net) = build_model(&config, device)?;
+            Ema::reset(&mut shadow, &vs)?;
+            Some(Averaged { vs: shadow, net: shadow_net, ema: Ema::new(config.ema_decay) })
+        } else {
+            None
+        };
+        let all_pairs =
+            (config.pair_set == PairSet::All).then(|| all_pairs(config.group_classes, config.group_size, device));
         let sampler = match config.batch {
             BatchComposition::Independent => Sampler::Independent(BalancedPairSampler::new(&dataset.labels)?),
             BatchComposition::Grouped => {
                 Sampler::Grouped(GroupedPairSampler::new(&dataset.labels, config.group_classes, config.group_size)?)
             }
         };
-        Ok(Trainer { config, device, vs, net, adam, dataset, sampler, step: 0, seconds: 0.0, keep_every: None })
+        Ok(Trainer {
+            config,
+            device,
+            vs,
+            net,
+            adam,
+            dataset,
+            sampler,
+            step: 0,
+            seconds: 0.0,
+            keep_every: None,
+            averaged,
+            validation,
+            all_pairs,
+        })
+    }
+
+    /// The held-out validation classes (`validation_classes > 0`), at most
+    /// [`VALIDATION_PER_CLASS`] images each.
+    pub fn validation_set(&self) -> Option<&NDigitDataset> {
+        self.validation.as_ref()
+    }
+
+    /// The network to evaluate: the weight average when one is kept, else the trained weights.
+    pub fn inference_net(&self) -> &HibNet {
+        self.averaged.as_ref().map_or(&self.net, |a| &a.net)
+    }
+
+    /// The variables of [`Trainer::inference_net`].
+    pub fn inference_vars(&self) -> &nn::VarStore {
+        self.averaged.as_ref().map_or(&self.vs, |a| &a.vs)
+    }
+
+    /// Training wall-clock so far, in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.seconds
     }
 
     /// Also keep a copy of the model every `every` steps as
@@ -117,14 +232,21 @@ impl Trainer {
                 format!("state.json says step {} but the optimizer state has {}", state.step, self.adam.steps_taken()),
             ));
         }
+        if let Some(avg) = &mut self.averaged {
+            avg.vs.load(run.file(EMA_FILE))?;
+            avg.ema.set_updates(state.step as i64);
+        }
         self.step = state.step;
         self.seconds = state.seconds;
         Ok(())
     }
 
-    /// Writes model, optimiser and state of the current step.
+    /// Writes model, optimiser (and weight average) and state of the current step.
     pub fn checkpoint(&self, run: &RunDir) -> Result<()> {
         save_atomically(&run.file(MODEL_FILE), |p| Ok(self.vs.save(p)?))?;
+        if let Some(avg) = &self.averaged {
+            save_atomically(&run.file(EMA_FILE), |p| Ok(avg.vs.save(p)?))?;
+        }
         save_atomically(&run.file(OPTIMIZER_FILE), |p| self.adam.save(p))?;
         run.write_state(&RunState { step: self.step, seconds: self.seconds })
     }
@@ -164,7 +286,7 @@ impl Trainer {
         let batch = self.batch(self.step);
         // The reparameterisation noise of this step, reproducible on resume.
         tch::manual_seed((self.config.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.step as i64));
-        let embedding = self.net.forward(&batch.images);
+        let embedding = self.net.forward_t(&batch.images, true);
         let (left, right) = match &batch.positions {
             Some((l, r)) => (embedding.select_rows(l), embedding.select_rows(r)),
             None => {
@@ -172,8 +294,23 @@ impl Trainer {
                 (embedding.narrow(0, b), embedding.narrow(b, b))
             }
         };
-        let (total, pair, kl) = match self.config.loss {
-            LossKind::Soft => {
+        if self.step == 0 && self.config.match_init == MatchInit::FirstBatch {
+            init_offset_from_distances(&self.net.matcher, &left, &right);
+        }
+        let mut scored_pairs = batch.pairs;
+        let (total, pair, kl) = match (&self.all_pairs, self.config.loss) {
+            (Some((l, r, is_match)), LossKind::Soft) => {
+                scored_pairs = is_match.size()[0] as usize;
+                let loss = all_pair_loss(
+                    &self.net.matcher,
+                    &embedding,
+                    (l, r, is_match),
+                    self.config.effective_samples() as i64,
+                    self.config.beta,
+                );
+                (loss.0, loss.1, loss.2)
+            }
+            (_, LossKind::Soft) => {
                 let l = vib_loss(
                     &self.net.matcher,
                     &left,
@@ -184,7 +321,7 @@ impl Trainer {
                 );
                 (l.total, l.pair, l.kl)
             }
-            LossKind::Contrastive => {
+            (_, LossKind::Contrastive) => {
                 let l =
                     contrastive(&left.mean.select(1, 0), &right.mean.select(1, 0), &batch.is_match, self.config.margin)
                         .mean(Kind::Float);
@@ -192,10 +329,13 @@ impl Trainer {
                 (l.shallow_clone(), l, zero)
             }
         };
-        self.adam.learning_rate = self.config.lr_schedule.at(self.config.learning_rate, self.step, self.config.steps);
+        self.adam.learning_rate = self.config.learning_rate_at(self.step);
         self.adam.zero_grad();
         total.backward();
         self.adam.step();
+        if let Some(avg) = &mut self.averaged {
+            avg.ema.update(&avg.vs, &self.vs);
+        }
         self.step += 1;
         let seconds = started.elapsed().as_secs_f64();
         self.seconds += seconds;
@@ -211,37 +351,219 @@ impl Trainer {
             a: self.net.matcher.a().double_value(&[]),
             b: self.net.matcher.b.double_value(&[]),
             seconds: self.seconds,
-            pairs_per_s: batch.pairs as f64 / seconds,
-            pairs: batch.pairs,
+            pairs_per_s: scored_pairs as f64 / seconds,
+            pairs: scored_pairs,
         })
     }
 
     /// Trains up to `config.steps`, logging every `log_every` steps to `run` (when given) and to
     /// `on_step` (every step), and checkpointing every `checkpoint_every` steps and at the end.
     pub fn run(&mut self, run: Option<&RunDir>, mut on_step: impl FnMut(&StepMetrics)) -> Result<()> {
+        self.run_with(run, &RunOptions::default(), |event| {
+            if let TrainEvent::Step { metrics, .. } = event {
+                on_step(metrics)
+            }
+        })
+    }
+
+    /// [`Trainer::run`] with watched sets, model choice on validation classes and a wall-clock
+    /// budget (see [`RunOptions`]). With a budget and `plan_steps`, `config.steps` is replaced
+    /// by the planned count (and `config.json` of `run` rewritten) after the calibration steps.
+    pub fn run_with(
+        &mut self,
+        run: Option<&RunDir>,
+        options: &RunOptions,
+        mut on_event: impl FnMut(TrainEvent),
+    ) -> Result<()> {
+        let mut calibration_start = None;
         while self.step < self.config.steps {
             let m = self.train_step()?;
-            on_step(&m);
+            on_event(TrainEvent::Step { metrics: &m, planned_steps: self.config.steps });
+            if m.step == 5 {
+                calibration_start = Some(self.seconds);
+            }
+            if let (Some(budget), true, Some(t0)) = (options.budget_seconds, options.plan_steps, calibration_start) {
+                if m.step == CALIBRATION_STEPS {
+                    let per_step = (self.seconds - t0) / (CALIBRATION_STEPS - 5) as f64;
+                    let rest = ((budget - self.seconds) / per_step).floor().max(0.0) as usize;
+                    self.config.steps = (self.step + rest).max(self.config.warmup_steps + 1);
+                    if let Some(run) = run {
+                        let mut rc = run.read_config()?;
+                        rc.hib.steps = self.config.steps;
+                        run.write_config(&rc)?;
+                    }
+                    on_event(TrainEvent::Planned { steps: self.config.steps, seconds_per_step: per_step });
+                }
+            }
+            let budget_hit = options.budget_seconds.is_some_and(|b| self.seconds >= b) && self.step < self.config.steps;
+            let last = m.step == self.config.steps || budget_hit;
             if let Some(run) = run {
-                if m.step % self.config.log_every == 0 || m.step == self.config.steps {
+                if m.step % self.config.log_every == 0 || last {
                     run.append_metrics(&m)?;
                 }
-                if m.step % self.config.checkpoint_every == 0 || m.step == self.config.steps {
+                if m.step % self.config.checkpoint_every == 0 || last {
                     self.checkpoint(run)?;
                 }
                 if self.keep_every.is_some_and(|k| m.step % k == 0) {
                     let dir = run.file(CHECKPOINTS_DIR);
                     std::fs::create_dir_all(&dir).map_err(|e| EmbedError::io(&dir, e))?;
                     let path = dir.join(format!("model-{:07}.safetensors", m.step));
-                    save_atomically(&path, |p| Ok(self.vs.save(p)?))?;
+                    save_atomically(&path, |p| Ok(self.inference_vars().save(p)?))?;
                 }
+            }
+            let watch_now = options.watch_every > 0 && (m.step % options.watch_every == 0 || last);
+            if !options.watch.is_empty() && watch_now {
+                let record = self.watch(options.watch)?;
+                if let Some(run) = run {
+                    run.append_json_line(MONITOR_FILE, &record)?;
+                    self.keep_if_best(run, &record)?;
+                }
+                on_event(TrainEvent::Monitor(&record));
+            }
+            if budget_hit {
+                on_event(TrainEvent::BudgetReached { step: self.step });
+                break;
             }
         }
         Ok(())
     }
 
+    /// Evaluates the inference network on every watched set.
+    pub fn watch(&self, sets: &[WatchSet]) -> Result<MonitorRecord> {
+        let started = Instant::now();
+        let stochastic = self.config.model != ModelKind::Point;
+        let mut out = std::collections::BTreeMap::new();
+        for set in sets {
+            out.insert(set.name.clone(), set.evaluate(self.inference_net(), self.device, stochastic)?);
+        }
+        Ok(MonitorRecord {
+            step: self.step,
+            train_seconds: self.seconds,
+            ema: self.averaged.is_some(),
+            sets: out,
+            eval_seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Keeps the inference weights as `model_best.safetensors` when the `validation` set's
+    /// score beats the best so far (`best.json`).
+    fn keep_if_best(&self, run: &RunDir, record: &MonitorRecord) -> Result<()> {
+        let Some(q) = record.sets.get("validation") else {
+            return Ok(());
+        };
+        let best: Option<BestModel> = run.read_json_if_present(BEST_FILE)?;
+        if best.is_some_and(|b| b.score >= q.score() && b.step != record.step) {
+            return Ok(());
+        }
+        save_atomically(&run.file(BEST_MODEL_FILE), |p| Ok(self.inference_vars().save(p)?))?;
+        run.write_json(
+            BEST_FILE,
+            &BestModel { step: record.step, train_seconds: record.train_seconds, score: q.score(), validation: *q },
+        )
+    }
+
     /// The dataset being trained on.
     pub fn dataset(&self) -> &NDigitDataset {
         &self.dataset
+    }
+}
+
+/// Positions of every pair `i < j` of a grouped batch of `classes x per_class` images, and
+/// whether each matches (same group).
+///
+/// # Shapes
+/// returns three `[n(n − 1)/2]` tensors (two Int64, one Bool), n = classes · per_class.
+fn all_pairs(classes: usize, per_class: usize, device: Device) -> (Tensor, Tensor, Tensor) {
+    let n = classes * per_class;
+    let (mut l, mut r, mut m) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in i + 1..n {
+            l.push(i as i64);
+            r.push(j as i64);
+            m.push(i / per_class == j / per_class);
+        }
+    }
+    (
+        Tensor::from_slice(&l).to_device(device),
+        Tensor::from_slice(&r).to_device(device),
+        Tensor::from_slice(&m).to_device(device),
+    )
+}
+
+/// The VIB loss over every pair of a batch (`pair_set = all`): the matching and the
+/// non-matching pairs' mean soft contrastive losses, each weighted 1/2 (what balanced sampling
+/// gives in expectation), plus β times twice the mean KL per image (a pair holds two inputs, as
+/// in Eq. 8). Each image's K samples are drawn once and shared by all its pairs.
+///
+/// Returns (total, pair, kl).
+fn all_pair_loss(
+    matcher: &MatchHead,
+    embedding: &Embedding,
+    (left, right, is_match): (&Tensor, &Tensor, &Tensor),
+    k: i64,
+    beta: f64,
+) -> (Tensor, Tensor, Tensor) {
+    let z = embedding.sample(k);
+    let (log_p, log_not_p) = matcher.log_match(&z.index_select(0, left), &z.index_select(0, right));
+    let per_pair = soft_contrastive(&log_p, &log_not_p, is_match);
+    let pos = is_match.to_kind(Kind::Float);
+    let neg = 1.0 - &pos;
+    let matching = (&per_pair * &pos).sum(Kind::Float) / pos.sum(Kind::Float);
+    let non_matching = (&per_pair * &neg).sum(Kind::Float) / neg.sum(Kind::Float);
+    let pair = (matching + non_matching) * 0.5;
+    let kl = embedding.kl_to_standard_normal(&z).mean(Kind::Float) * 2.0;
+    let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
+    (total, pair, kl)
+}
+
+/// Sets b = a · median‖μ1 − μ2‖ over the pairs (first components), so p(m) = 1/2 at the
+/// typical distance of the untrained network.
+fn init_offset_from_distances(matcher: &MatchHead, left: &Embedding, right: &Embedding) {
+    tch::no_grad(|| {
+        let d = (left.mean.select(1, 0) - right.mean.select(1, 0))
+            .square()
+            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+            .sqrt();
+        let median = d.median().double_value(&[]);
+        let b = matcher.a().double_value(&[]) * median;
+        let _ = matcher.b.shallow_clone().fill_(b);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_pairs_of_a_grouped_batch() {
+        let (l, r, m) = all_pairs(3, 2, Device::Cpu);
+        assert_eq!(l.size(), [15]);
+        let l: Vec<i64> = Vec::try_from(l).unwrap();
+        let r: Vec<i64> = Vec::try_from(r).unwrap();
+        let m: Vec<bool> = Vec::try_from(m).unwrap();
+        // Matches are exactly (0,1), (2,3), (4,5).
+        let matched: Vec<(i64, i64)> = (0..15).filter(|&i| m[i]).map(|i| (l[i], r[i])).collect();
+        assert_eq!(matched, vec![(0, 1), (2, 3), (4, 5)]);
+        assert!(l.iter().zip(&r).all(|(a, b)| a < b));
+    }
+
+    /// The all-pairs loss of point embeddings equals the balanced average computed by hand.
+    #[test]
+    fn all_pair_loss_balances_matching_and_non_matching_pairs() {
+        let vs = nn::VarStore::new(Device::Cpu);
+        let head = MatchHead::new(vs.root() / "match", 1.0, 0.5);
+        // Four images on a line at 0, 1, 3, 6; groups {0, 1}, {2, 3}.
+        let z = Tensor::from_slice(&[0.0f32, 1.0, 3.0, 6.0]).reshape([4, 1, 1]);
+        let e = Embedding::point(z.reshape([4, 1]));
+        let pairs = all_pairs(2, 2, Device::Cpu);
+        let (total, pair, kl) = all_pair_loss(&head, &e, (&pairs.0, &pairs.1, &pairs.2), 1, 1e-4);
+        let sig = |t: f64| 1.0 / (1.0 + (-t).exp());
+        let p = |d: f64| sig(-d + 0.5);
+        let matching = (-(p(1.0)).ln() - (p(3.0)).ln()) / 2.0;
+        let non = [3.0, 6.0, 2.0, 5.0].iter().map(|&d| -(1.0 - p(d)).ln()).sum::<f64>() / 4.0;
+        let want = 0.5 * (matching + non);
+        assert!((pair.double_value(&[]) - want).abs() < 1e-5, "{} vs {want}", pair.double_value(&[]));
+        assert_eq!(kl.double_value(&[]), 0.0);
+        assert!((total.double_value(&[]) - want).abs() < 1e-5);
     }
 }

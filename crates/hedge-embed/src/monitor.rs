@@ -1,0 +1,166 @@
+//! Watching a model while it trains: the four headline numbers of Table 1 on held-out sets,
+//! recorded against training wall-clock (`monitor.jsonl`), and model choice on validation
+//! classes carved from `train`.
+
+use std::collections::BTreeMap;
+
+use hedge_data::{verification_pairs, Corruption, NDigitDataset, PairBatch};
+use serde::{Deserialize, Serialize};
+use tch::Device;
+
+use crate::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
+use crate::evaluate::{knn_outcome, EvalOptions, MatchEstimator, Scorer};
+use crate::model::HibNet;
+use crate::Result;
+
+/// Seed of the deterministic `corrupt` test twin (shared by every command, so numbers agree).
+pub const CORRUPT_SEED: u64 = 20190101;
+/// Seed of the fixed verification pair set.
+pub const PAIR_SEED: u64 = 1;
+
+/// Verification AP (clean pairs, corrupt pairs) and majority KNN accuracy (clean probes
+/// against the clean gallery, and against the corrupt gallery), from one Monte-Carlo repeat:
+/// the four rows of Table 1, cheap enough to compute every few minutes of training.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuickEval {
+    pub ap_clean: f64,
+    pub ap_corrupt: f64,
+    pub knn_clean: f64,
+    pub knn_corrupt: f64,
+}
+
+impl QuickEval {
+    /// The mean of the four numbers: the score model choice maximises.
+    pub fn score(&self) -> f64 {
+        (self.ap_clean + self.ap_corrupt + self.knn_clean + self.knn_corrupt) / 4.0
+    }
+}
+
+/// A held-out set to watch: images, and its fixed verification pairs.
+pub struct WatchSet {
+    pub name: String,
+    pub data: NDigitDataset,
+    pub pairs: PairBatch,
+}
+
+impl WatchSet {
+    /// A watch set with `pairs_per_kind` matching and as many non-matching pairs (the paper's
+    /// 5,000 + 5,000 on a test split).
+    ///
+    /// # Errors
+    /// A set with a single class or too few images to draw the pairs from.
+    pub fn new(name: &str, data: NDigitDataset, pairs_per_kind: usize) -> Result<Self> {
+        let pairs = verification_pairs(&data.labels, pairs_per_kind, pairs_per_kind, PAIR_SEED)?;
+        Ok(WatchSet { name: name.to_string(), data, pairs })
+    }
+
+    /// The clean and corrupt twins of the set, embedded by `net` (means and variances only).
+    pub fn embed(&self, net: &HibNet, device: Device) -> Result<(EmbeddedSet, EmbeddedSet)> {
+        embed_twins(net, &self.data, device)
+    }
+
+    /// The four numbers of [`QuickEval`], Monte Carlo with K = 8 from seed 0.
+    pub fn evaluate(&self, net: &HibNet, device: Device, stochastic: bool) -> Result<QuickEval> {
+        let (clean, corrupt) = self.embed(net, device)?;
+        quick_eval(net, &clean, &corrupt, &self.pairs, stochastic)
+    }
+}
+
+/// The clean and corrupt twins of a dataset, embedded (η from one sample: not used here).
+pub fn embed_twins(net: &HibNet, data: &NDigitDataset, device: Device) -> Result<(EmbeddedSet, EmbeddedSet)> {
+    let options = EmbedOptions { samples: 1, ..Default::default() };
+    let clean = embed_dataset(net, data, &Corruption::Clean, device, options)?;
+    let corrupt = embed_dataset(net, data, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, options)?;
+    Ok((clean, corrupt))
+}
+
+/// [`QuickEval`] of embedded twins.
+pub fn quick_eval(
+    net: &HibNet,
+    clean: &EmbeddedSet,
+    corrupt: &EmbeddedSet,
+    pairs: &PairBatch,
+    stochastic: bool,
+) -> Result<QuickEval> {
+    tch::manual_seed(0);
+    let matcher = net.matcher.to_cpu();
+    let options = EvalOptions::default();
+    let scorer = Scorer { matcher: &matcher, estimator: MatchEstimator::MonteCarlo { samples: 8 }, stochastic };
+    let ap = |set: &EmbeddedSet| -> Result<f64> {
+        let scores = scorer.pair_scores(set, pairs)?;
+        Ok(hedge_eval::average_precision(&scores, &pairs.is_match)?)
+    };
+    Ok(QuickEval {
+        ap_clean: ap(clean)?,
+        ap_corrupt: ap(corrupt)?,
+        knn_clean: knn_outcome(&scorer, clean, clean, &options)?.majority_accuracy(),
+        knn_corrupt: knn_outcome(&scorer, corrupt, clean, &options)?.majority_accuracy(),
+    })
+}
+
+/// One line of `monitor.jsonl`: the quick numbers of every watched set at a training step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorRecord {
+    pub step: usize,
+    /// Training wall-clock so far (evaluation excluded).
+    pub train_seconds: f64,
+    /// Whether these are the averaged (EMA) weights.
+    pub ema: bool,
+    pub sets: BTreeMap<String, QuickEval>,
+    /// Seconds this evaluation took.
+    pub eval_seconds: f64,
+}
+
+/// Validation classes: `count` classes of `data` chosen by `seed` (a partial Fisher–Yates
+/// shuffle of the sorted class list, so the choice depends on nothing else), sorted.
+///
+/// # Errors
+/// [`crate::EmbedError::Config`] when fewer than two classes would remain for training.
+pub fn validation_classes(data: &NDigitDataset, count: usize, seed: u64) -> Result<Vec<u32>> {
+    use rand::seq::SliceRandom;
+    use rand_chacha::rand_core::SeedableRng;
+    let mut classes = data.classes();
+    if count + 2 > classes.len() {
+        return Err(crate::EmbedError::config(
+            "validation_classes",
+            format!("{count} of {} classes; leave at least 2 for training", classes.len()),
+        ));
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    classes.shuffle(&mut rng);
+    let mut chosen = classes[..count].to_vec();
+    chosen.sort_unstable();
+    Ok(chosen)
+}
+
+/// Splits a training set into (training part, validation part): the validation part holds
+/// every image of the `held_out` classes, at most `per_class` of each (the first ones, in table
+/// order), so a validation set has the size of a test split.
+pub fn split_off_classes(data: &NDigitDataset, held_out: &[u32], per_class: usize) -> (NDigitDataset, NDigitDataset) {
+    let mut keep = Vec::new();
+    let mut val = Vec::new();
+    let mut taken: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, label) in data.labels.iter().enumerate() {
+        if held_out.binary_search(label).is_ok() {
+            let n = taken.entry(*label).or_default();
+            if *n < per_class {
+                val.push(i);
+                *n += 1;
+            }
+        } else {
+            keep.push(i);
+        }
+    }
+    (data.subset(&keep), data.subset(&val))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_eval_score_is_the_mean() {
+        let q = QuickEval { ap_clean: 1.0, ap_corrupt: 0.5, knn_clean: 0.25, knn_corrupt: 0.25 };
+        assert_eq!(q.score(), 0.5);
+    }
+}
