@@ -72,7 +72,7 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 100)]
     candidates: usize,
     /// Evaluate this weights file (e.g. RUN_DIR/checkpoints/model-0005000.safetensors) instead
-    /// of RUN_DIR/model.safetensors; the report then goes to stdout only.
+    /// of the run's own weights; the report then goes to stdout only.
     #[arg(long)]
     weights: Option<PathBuf>,
     /// Print the report as JSON instead of a table.
@@ -107,6 +107,22 @@ enum MatchInitArg {
 enum NormArg {
     None,
     Batch,
+}
+
+/// A test split on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    TestSeen,
+    TestUnseen,
+}
+
+impl From<SplitArg> for NDigitSplit {
+    fn from(s: SplitArg) -> Self {
+        match s {
+            SplitArg::TestSeen => NDigitSplit::TestSeen,
+            SplitArg::TestUnseen => NDigitSplit::TestUnseen,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -376,7 +392,7 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
 }
 
 /// `steps` of a budgeted run until its first steps have been timed.
-const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
+pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
 
 /// The watch plan of `hedge hib train`'s flags.
 fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
@@ -474,18 +490,8 @@ fn train(args: TrainArgs) -> Result<()> {
     Ok(())
 }
 
-/// Trains (or resumes) the run to `config.steps`, with a progress bar, and returns the trainer.
-pub fn run_training(
-    run: &RunDir,
-    config: &HibConfig,
-    device: tch::Device,
-    resuming: bool,
-    keep_every: usize,
-) -> Result<Trainer> {
-    run_training_planned(run, config, device, resuming, &TrainPlan { keep_every, ..Default::default() })
-}
-
-/// [`run_training`] with a watch plan and budget.
+/// Trains (or resumes) the run to `config.steps` or the plan's budget, with a progress bar and
+/// the watched sets logged, and returns the trainer.
 pub fn run_training_planned(
     run: &RunDir,
     config: &HibConfig,
@@ -640,7 +646,7 @@ fn eval(args: EvalArgs) -> Result<()> {
         EstimatorArg::Quadrature => MatchEstimator::Quadrature { points: args.points },
     };
     let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates };
-    let (report, json) = evaluate_run(&run, args.weights.as_deref(), &settings, device)?;
+    let (report, json) = evaluate_run(&run, args.weights.as_deref(), &settings, device, args.weights.is_none())?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
@@ -669,13 +675,23 @@ impl Default for EvalSettings {
     }
 }
 
+/// The report `hedge hib eval` writes for a split: `eval.json` (`test_unseen`, the name older
+/// runs have) or `eval_<split>.json`.
+pub fn eval_file_name(split: NDigitSplit) -> String {
+    match split {
+        NDigitSplit::TestUnseen => "eval.json".to_string(),
+        other => format!("eval_{}.json", other.name()),
+    }
+}
+
 /// Embeds the split's clean and corrupt twins with the run's model (or `weights`), evaluates,
-/// and (for the run's own model) writes `eval.json` (`test_unseen`) or `eval_test_seen.json`.
+/// and with `save` writes [`eval_file_name`] into the run.
 pub fn evaluate_run(
     run: &RunDir,
     weights: Option<&Path>,
     settings: &EvalSettings,
     device: tch::Device,
+    save: bool,
 ) -> Result<(ModelEval, serde_json::Value)> {
     let config = run.read_config()?.hib;
     if settings.split == NDigitSplit::Train {
@@ -697,12 +713,9 @@ pub fn evaluate_run(
     let stochastic = config.model != ModelKind::Point;
     let report = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
     let json = eval_json(&report, &config, settings, run, weights, started.elapsed().as_secs_f64());
-    if weights.is_none() {
+    if save {
         // One report per split, so evaluating test_seen never replaces the test_unseen report.
-        let name = match settings.split {
-            NDigitSplit::TestUnseen => "eval.json".to_string(),
-            other => format!("eval_{}.json", other.name()),
-        };
+        let name = eval_file_name(settings.split);
         let text = serde_json::to_string_pretty(&json)? + "\n";
         hedge_data::write_atomic(&run.file(&name), text.as_bytes())?;
         info!("wrote {}", run.file(&name).display());
@@ -761,10 +774,11 @@ pub fn eval_json(
         "ece": r.ece.mean,
         "ece_std": r.ece.std,
         "ece_by_variant": twin(&r.ece_by_variant),
-        // A point embedding has no η to reject by: its risk-coverage curve would only reflect
-        // the input order.
-        "aurc": (config.model != ModelKind::Point).then_some(r.aurc.mean),
-        "aurc_std": (config.model != ModelKind::Point).then_some(r.aurc.std),
+        // A point embedding has no η: its probes are rejected by the distance to their nearest
+        // gallery neighbour instead (the paper's baseline proxy).
+        "aurc": r.aurc.mean,
+        "aurc_std": r.aurc.std,
+        "aurc_uncertainty": if config.model == ModelKind::Point { "nearest_neighbour_distance" } else { "eta" },
         "risk_at_coverage": r.risk_at_coverage,
         "mean_eta": {"clean": r.mean_eta.clean, "corrupt": r.mean_eta.corrupt},
         "gallery_probe": r.gallery_probe.iter().map(|g| json!({
@@ -836,7 +850,7 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
     let mut rows = Vec::new();
     for (step, path) in &files {
         info!("curve: step {step}");
-        let (_, j) = evaluate_run(&run, Some(path), &settings, device)?;
+        let (_, j) = evaluate_run(&run, Some(path), &settings, device, false)?;
         rows.push(serde_json::json!({
             "step": step,
             "train_seconds": seconds_at.get(step),

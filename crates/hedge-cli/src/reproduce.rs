@@ -9,14 +9,18 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 use hedge_data::{Corruption, NDigitSplit};
+use hedge_embed::experiment::TrainPlan;
+use hedge_embed::run::BEST_MODEL_FILE;
 use hedge_embed::{
-    embed_dataset, load_model, parse_device, EmbedOptions, EmbeddedSet, HibConfig, LossKind, ModelKind, RunDir,
+    embed_dataset, load_model, paper, parse_device, EmbedOptions, EmbeddedSet, HibConfig, LossKind, ModelKind, RunDir,
 };
 use serde_json::{json, Value};
 use tracing::info;
 
 use crate::figures;
-use crate::hib::{embed_twins, evaluate_run, load_split, new_run, run_training, EvalSettings};
+use crate::hib::{
+    embed_twins, eval_file_name, evaluate_run, load_split, new_run, run_training_planned, EvalSettings, SplitArg,
+};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -26,9 +30,24 @@ pub struct ReproduceArgs {
     /// Embedding dimension (D).
     #[arg(long, default_value_t = 2)]
     dim: usize,
-    /// Training steps per model.
-    #[arg(long, default_value_t = 20_000)]
-    steps: usize,
+    /// Training steps per model (default 20,000; with --budget-minutes, planned from speed).
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Minutes of training per model (evaluation excluded): the step count is planned from the
+    /// speed of the first steps so that schedules end on time.
+    #[arg(long)]
+    budget_minutes: Option<f64>,
+    /// TOML recipe (any HibConfig fields: schedule, levers, batch) applied to every model;
+    /// the flags below override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The test split Tables 1 and 2 are computed on; the other split is reported beside it.
+    #[arg(long, value_enum, default_value = "test-seen")]
+    split: SplitArg,
+    /// Evaluate the validation classes (if the recipe holds some out) and both test splits
+    /// every N steps during training (monitor.jsonl; quality against wall-clock).
+    #[arg(long, default_value_t = 0)]
+    watch_every: usize,
     /// Seeds per model (results are averaged).
     #[arg(long, default_value_t = 1)]
     seeds: u64,
@@ -38,9 +57,9 @@ pub struct ReproduceArgs {
     /// Adam learning rate.
     #[arg(long)]
     lr: Option<f64>,
-    /// Learning-rate schedule.
-    #[arg(long, value_enum, default_value = "constant")]
-    lr_schedule: crate::hib::ScheduleArg,
+    /// Learning-rate schedule (default: the recipe's, else constant).
+    #[arg(long, value_enum)]
+    lr_schedule: Option<crate::hib::ScheduleArg>,
     /// Grouped batches CLASSESxIMAGES (e.g. 32x8) instead of the paper's 128 independent pairs.
     #[arg(long, value_name = "CLASSESxIMAGES")]
     group: Option<String>,
@@ -68,44 +87,17 @@ pub struct ReproduceArgs {
 /// Margins of the Appendix B comparison.
 const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
 
-/// Table 1 and 2 values of the ICLR 2019 paper for (N, D): per model, verification AP and KNN
-/// accuracy (clean, corrupt) and the τ correlations (MoG only).
+/// Tables 1 and 2 of the paper for (N, D) as JSON (per model `verification_ap`,
+/// `knn_accuracy`, and for MoG `tau_ap`, `tau_knn`, each `{clean, corrupt}`), plus Table 5's
+/// β = 0 and β = 1e-4 columns as `mog1-beta0` and `mog1-beta1e4` where the paper has them.
 fn paper(digits: usize, dim: usize) -> Option<Value> {
-    let col = match (digits, dim) {
-        (2, 2) => 0,
-        (2, 3) => 1,
-        (3, 2) => 2,
-        (3, 3) => 3,
-        _ => return None,
-    };
-    // Table 1: rows AP clean, AP corrupt, KNN clean, KNN corrupt; 4 (N, D) blocks of point/MoG-1/MoG-2.
-    const T1: [[f64; 12]; 4] = [
-        [0.987, 0.989, 0.990, 0.996, 0.996, 0.996, 0.978, 0.981, 0.976, 0.987, 0.989, 0.991],
-        [0.880, 0.907, 0.912, 0.913, 0.926, 0.932, 0.886, 0.899, 0.904, 0.901, 0.922, 0.925],
-        [0.871, 0.879, 0.888, 0.942, 0.953, 0.939, 0.554, 0.591, 0.540, 0.795, 0.770, 0.766],
-        [0.583, 0.760, 0.757, 0.874, 0.909, 0.885, 0.274, 0.350, 0.351, 0.522, 0.555, 0.598],
-    ];
-    // Table 2: rows AP corr clean, AP corr corrupt, KNN corr clean, KNN corr corrupt; MoG-1/MoG-2.
-    const T2: [[f64; 8]; 4] = [
-        [0.74, 0.43, 0.68, 0.48, 0.63, 0.28, 0.51, 0.39],
-        [0.81, 0.79, 0.86, 0.87, 0.82, 0.76, 0.85, 0.79],
-        [0.71, 0.57, 0.72, 0.47, 0.76, 0.29, 0.74, 0.54],
-        [0.47, 0.43, 0.55, 0.52, 0.49, 0.50, 0.67, 0.34],
-    ];
-    let model = |m: usize| {
-        let t1 = |row: usize| T1[row][3 * col + m];
-        let mut v = json!({
-            "verification_ap": {"clean": t1(0), "corrupt": t1(1)},
-            "knn_accuracy": {"clean": t1(2), "corrupt": t1(3)},
-        });
-        if m > 0 {
-            let t2 = |row: usize| T2[row][2 * col + m - 1];
-            v["tau_ap"] = json!({"clean": t2(0), "corrupt": t2(1)});
-            v["tau_knn"] = json!({"clean": t2(2), "corrupt": t2(3)});
-        }
-        v
-    };
-    Some(json!({"point": model(0), "mog1": model(1), "mog2": model(2)}))
+    let t = paper::table1(digits, dim)?;
+    let mut v = json!({"point": t.point, "mog1": t.mog1, "mog2": t.mog2});
+    if let Some(t5) = paper::table5(digits, dim) {
+        v["mog1-beta0"] = json!(t5.beta0);
+        v["mog1-beta1e4"] = json!(t5.beta1e4);
+    }
+    Some(v)
 }
 
 /// One model of the reproduction.
@@ -116,7 +108,22 @@ struct Variant {
 }
 
 fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
-    let base = HibConfig::default().with_digits(args.digits).with_dim(args.dim).with_steps(args.steps).with_beta(1e-4);
+    let recipe = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read --config '{}': {e}", path.display()))?;
+            toml::from_str::<HibConfig>(&text)
+                .map_err(|e| anyhow::anyhow!("--config '{}' is not a valid HIB recipe: {e}", path.display()))?
+        }
+        None => HibConfig::default(),
+    };
+    let steps = match (args.steps, args.budget_minutes) {
+        (Some(s), _) => s,
+        (None, Some(_)) => crate::hib::PLANNED_STEPS_PLACEHOLDER,
+        (None, None) if args.config.is_some() => recipe.steps,
+        (None, None) => 20_000,
+    };
+    let base = recipe.with_digits(args.digits).with_dim(args.dim).with_steps(steps);
     let base = match &args.group {
         Some(spec) => crate::hib::with_group(base, spec)?,
         None => base,
@@ -124,8 +131,11 @@ fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
     let base = match args.lr {
         Some(lr) => base.with_learning_rate(lr),
         None => base,
-    }
-    .with_lr_schedule(args.lr_schedule.into());
+    };
+    let base = match args.lr_schedule {
+        Some(schedule) => base.with_lr_schedule(schedule.into()),
+        None => base,
+    };
     let mut v = vec![
         Variant { key: "point".into(), label: "point".into(), config: base.clone().with_model(ModelKind::Point) },
         Variant { key: "mog1".into(), label: "MoG-1".into(), config: base.clone().with_model(ModelKind::Gaussian) },
@@ -157,13 +167,33 @@ fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
     Ok(v)
 }
 
-/// Trains (or resumes, or reuses) one run and returns its eval.json.
-fn train_and_eval(dir: &Path, config: &HibConfig, device: tch::Device, settings: &EvalSettings) -> Result<Value> {
+/// The evaluations of one run: on the tables' split and on the other one.
+struct RunEvals {
+    main: Value,
+    other: Value,
+}
+
+/// Trains (or resumes, or reuses) one run and returns its evaluation on both test splits
+/// (`eval.json` for test_unseen, `eval_test_seen.json`). On test_unseen a run that held
+/// validation classes out is evaluated with the weights they chose (`model_best.safetensors`);
+/// on test_seen with its final weights.
+fn train_and_eval(
+    dir: &Path,
+    config: &HibConfig,
+    device: tch::Device,
+    settings: &EvalSettings,
+    plan: &TrainPlan,
+) -> Result<RunEvals> {
+    let budgeted = plan.budget_minutes.is_some();
     let (run, resuming) = if dir.join("config.json").is_file() {
         let run = RunDir::open(dir)?;
         let stored = run.read_config()?.hib;
         let mut want = config.clone();
         want.conv_precision = stored.conv_precision;
+        if budgeted {
+            // A budgeted run plans its own step count.
+            want.steps = stored.steps;
+        }
         if stored != want {
             bail!("'{}' holds a run with another configuration; remove it or choose another --out", dir.display());
         }
@@ -173,17 +203,35 @@ fn train_and_eval(dir: &Path, config: &HibConfig, device: tch::Device, settings:
         c.conv_precision = c.conv_precision.resolve(device);
         (new_run(dir, &c, device)?, false)
     };
-    let done = run.read_state()?.step >= config.steps;
-    if let (true, Ok(text)) = (done, std::fs::read_to_string(run.file("eval.json"))) {
-        info!("reusing {}", run.file("eval.json").display());
-        return Ok(serde_json::from_str(&text)?);
-    }
+    let stored = run.read_config()?.hib;
+    let state = run.read_state()?;
+    let done = state.step >= stored.steps || plan.budget_minutes.is_some_and(|m| state.seconds >= m * 60.0);
     if !done {
-        let stored = run.read_config()?.hib;
-        run_training(&run, &stored, device, resuming && run.read_state()?.step > 0, 1000)?;
+        run_training_planned(&run, &stored, device, resuming && state.step > 0, plan)?;
     }
-    let (_, json) = evaluate_run(&run, None, settings, device)?;
-    Ok(json)
+    let other_split = match settings.split {
+        NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
+        _ => NDigitSplit::TestSeen,
+    };
+    let mut evals = Vec::new();
+    for split in [settings.split, other_split] {
+        let name = eval_file_name(split);
+        if let (true, Ok(text)) = (done, std::fs::read_to_string(run.file(&name))) {
+            info!("reusing {}", run.file(&name).display());
+            evals.push(serde_json::from_str(&text)?);
+            continue;
+        }
+        let best = run.file(BEST_MODEL_FILE);
+        let weights = (split == NDigitSplit::TestUnseen && best.is_file()).then_some(best.as_path());
+        let (_, mut json) = evaluate_run(&run, weights, &EvalSettings { split, ..*settings }, device, false)?;
+        // The run's own report, whichever weights it scored.
+        json["run"] = json!(run.path.display().to_string());
+        hedge_data::write_atomic(&run.file(&name), (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
+        evals.push(json);
+    }
+    let other = evals.pop().expect("two evaluations");
+    let main = evals.pop().expect("two evaluations");
+    Ok(RunEvals { main, other })
 }
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
@@ -192,20 +240,42 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     if args.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
+    if let Some(m) = args.budget_minutes {
+        if !(m.is_finite() && m > 0.0) {
+            bail!("--budget-minutes {m}: give a positive number of minutes");
+        }
+    }
+    let variants = variants(&args)?;
     std::fs::create_dir_all(&args.out)?;
-    let settings = EvalSettings { repeats: args.repeats, ..Default::default() };
+    let split: NDigitSplit = args.split.into();
+    let settings = EvalSettings { split, repeats: args.repeats, ..Default::default() };
+    let plan = TrainPlan {
+        budget_minutes: args.budget_minutes,
+        watch_every: args.watch_every,
+        watch_splits: if args.watch_every > 0 { vec![NDigitSplit::TestSeen, NDigitSplit::TestUnseen] } else { vec![] },
+        keep_every: 1000,
+        ..Default::default()
+    };
     let started = std::time::Instant::now();
     let mut results: Vec<(Variant, Vec<Value>)> = Vec::new();
-    for v in variants(&args)? {
-        let mut evals = Vec::new();
+    let mut other: Vec<(Variant, Vec<Value>)> = Vec::new();
+    for v in variants {
+        let (mut evals, mut others) = (Vec::new(), Vec::new());
         for seed in 0..args.seeds {
             let dir = args.out.join("runs").join(format!("{}-seed{seed}", v.key));
             info!("{}: seed {seed} in {}", v.label, dir.display());
-            evals.push(train_and_eval(&dir, &v.config.clone().with_seed(seed), device, &settings)?);
+            let e = train_and_eval(&dir, &v.config.clone().with_seed(seed), device, &settings, &plan)?;
+            evals.push(e.main);
+            others.push(e.other);
         }
+        other.push((Variant { key: v.key.clone(), label: v.label.clone(), config: v.config.clone() }, others));
         results.push((v, evals));
     }
-    let summary = summarise(&args, &results, started.elapsed().as_secs_f64());
+    let mut summary = summarise(&args, &results, started.elapsed().as_secs_f64());
+    summary["other_split"] = json!({
+        "split": if split == NDigitSplit::TestSeen { "test_unseen" } else { "test_seen" },
+        "models": summarise(&args, &other, 0.0)["models"],
+    });
     write(&args.out.join("summary.json"), &(serde_json::to_string_pretty(&summary)? + "\n"))?;
     write(&args.out.join("table1.md"), &table1(&summary))?;
     write(&args.out.join("table2.md"), &table2(&summary))?;
@@ -213,13 +283,14 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         write(&args.out.join("table5.md"), &table5(&summary))?;
     }
     if args.appendix_g {
-        write(&args.out.join("table6.md"), &table67(&results, false))?;
-        write(&args.out.join("table7.md"), &table67(&results, true))?;
+        let split_name = split.name();
+        write(&args.out.join("table6.md"), &table67(&args, split_name, &results, false))?;
+        write(&args.out.join("table7.md"), &table67(&args, split_name, &results, true))?;
     }
     if args.appendix_b {
         write(&args.out.join("appendix_b.md"), &appendix_b(&summary))?;
     }
-    draw_figures(&args, &results, device)?;
+    draw_figures(&args, split, &results, device)?;
     if args.curves {
         draw_curves(&args, &results, device)?;
     }
@@ -241,11 +312,37 @@ fn mean_of(evals: &[Value], key: &str, variant: &str) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// Sample standard deviation over seeds (n − 1 in the denominator) of `eval[key][variant]`;
+/// `None` with fewer than two seeds.
+fn std_of(evals: &[Value], key: &str, variant: &str) -> Option<f64> {
+    let v: Vec<f64> = evals.iter().filter_map(|e| e[key][variant].as_f64()).collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    Some((v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+}
+
+/// `{clean, corrupt, clean_std, corrupt_std}` of a metric over seeds.
+fn over_seeds(evals: &[Value], key: &str) -> Value {
+    json!({
+        "clean": mean_of(evals, key, "clean"),
+        "corrupt": mean_of(evals, key, "corrupt"),
+        "clean_std": std_of(evals, key, "clean"),
+        "corrupt_std": std_of(evals, key, "corrupt"),
+    })
+}
+
+/// Mean over seeds of a top-level number of the evaluations, `None` where none has it.
+fn mean_field(evals: &[Value], key: &str) -> Option<f64> {
+    let v: Vec<f64> = evals.iter().filter_map(|e| e[key].as_f64()).collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
 fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f64) -> Value {
     let mut models = serde_json::Map::new();
     for (v, evals) in results {
-        let metric =
-            |key: &str| json!({"clean": mean_of(evals, key, "clean"), "corrupt": mean_of(evals, key, "corrupt")});
+        let metric = |key: &str| over_seeds(evals, key);
         let train_seconds: Vec<f64> = evals
             .iter()
             .filter_map(|e| e["run"].as_str())
@@ -259,14 +356,17 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
                 "verification_ap": {
                     "clean": mean_of(evals, "verification_ap", "clean"),
                     "corrupt": mean_of(evals, "verification_ap", "corrupt"),
+                    "clean_std": std_of(evals, "verification_ap", "clean"),
+                    "corrupt_std": std_of(evals, "verification_ap", "corrupt"),
                     "clean_vs_corrupt": mean_of(evals, "verification_ap", "clean_vs_corrupt"),
                 },
                 "knn_accuracy": metric("knn_accuracy"),
                 "knn_plurality": metric("knn_plurality"),
                 "tau_ap": metric("tau_ap"),
                 "tau_knn": metric("tau_knn"),
-                "ece": evals.iter().filter_map(|e| e["ece"].as_f64()).sum::<f64>() / evals.len() as f64,
-                "aurc": evals.iter().filter_map(|e| e["aurc"].as_f64()).sum::<f64>() / evals.len() as f64,
+                "ece": mean_field(evals, "ece"),
+                "aurc": mean_field(evals, "aurc"),
+                "aurc_uncertainty": evals.first().map(|e| e["aurc_uncertainty"].clone()),
                 "seeds": evals.len(),
                 "train_seconds": train_seconds,
                 "runs": evals.iter().map(|e| e["run"].clone()).collect::<Vec<_>>(),
@@ -276,10 +376,12 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
     json!({
         "digits": args.digits,
         "dim": args.dim,
-        "split": "test_unseen",
+        "split": evals_split(results),
+        "std_convention": "sample standard deviation over seeds (n - 1); null for one seed",
         "models": models,
         "paper": paper(args.digits, args.dim),
         "steps": args.steps,
+        "budget_minutes": args.budget_minutes,
         "seeds": args.seeds,
         "repeats": args.repeats,
         "seconds": seconds,
@@ -287,67 +389,134 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
     })
 }
 
-/// "0.912 (paper 0.880)" or "n/a".
+/// The split the evaluations were computed on (from the first one).
+fn evals_split(results: &[(Variant, Vec<Value>)]) -> Value {
+    results.iter().flat_map(|(_, e)| e.first()).map(|e| e["split"].clone()).next().unwrap_or(Value::Null)
+}
+
+/// "0.912 ± 0.004 (0.880)": ours (± sd over seeds when there are several) and the paper's, or "n/a".
 fn cell(summary: &Value, model: &str, key: &str, variant: &str) -> String {
     let ours = summary["models"][model][key][variant].as_f64();
+    let sd = summary["models"][model][key][format!("{variant}_std")].as_f64();
     let paper = summary["paper"][model][key][variant].as_f64();
-    match (ours, paper) {
-        (Some(o), Some(p)) => format!("{o:.3} ({p:.3})"),
+    let ours = match (ours, sd) {
+        (Some(o), Some(sd)) => format!("{o:.3} ± {sd:.3}"),
         (Some(o), None) => format!("{o:.3}"),
-        _ => "n/a".into(),
+        _ => return "n/a".into(),
+    };
+    match paper {
+        Some(p) => format!("{ours} ({p:.3})"),
+        None => ours,
     }
 }
 
+/// Ours only (no paper value), for the other split's columns.
+fn plain(summary: &Value, model: &str, key: &str, variant: &str) -> String {
+    summary["other_split"]["models"][model][key][variant].as_f64().map_or("n/a".into(), |v| format!("{v:.3}"))
+}
+
+fn split_name(s: &Value) -> &str {
+    s["split"].as_str().unwrap_or("?")
+}
+
 fn table1(s: &Value) -> String {
+    let other = s["other_split"]["split"].as_str();
     let mut t = format!(
-        "Table 1, N = {}, D = {}, test_unseen, ours (paper). KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n| | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n",
-        s["digits"], s["dim"]
+        "Table 1, N = {}, D = {}, {}, ours (paper){}. KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n",
+        s["digits"],
+        s["dim"],
+        split_name(s),
+        if s["seeds"].as_u64().unwrap_or(1) > 1 { " as mean ± sd over seeds" } else { "" },
     );
+    match other {
+        Some(o) => {
+            let _ = writeln!(t, "| | point | MoG-1 | MoG-2 | point, {o} | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|---|---|");
+        }
+        None => t.push_str("| | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n"),
+    }
+    let mut row = |name: String, key: &str, variant: &str| {
+        let _ = write!(
+            t,
+            "| {name} | {} | {} | {} |",
+            cell(s, "point", key, variant),
+            cell(s, "mog1", key, variant),
+            cell(s, "mog2", key, variant)
+        );
+        if other.is_some() {
+            let _ = write!(
+                t,
+                " {} | {} | {} |",
+                plain(s, "point", key, variant),
+                plain(s, "mog1", key, variant),
+                plain(s, "mog2", key, variant)
+            );
+        }
+        t.push('\n');
+    };
     for (key, name) in [("verification_ap", "Verification AP"), ("knn_accuracy", "KNN accuracy")] {
         for variant in ["clean", "corrupt"] {
-            let _ = writeln!(
-                t,
-                "| {name}, {variant} | {} | {} | {} |",
-                cell(s, "point", key, variant),
-                cell(s, "mog1", key, variant),
-                cell(s, "mog2", key, variant)
-            );
+            row(format!("{name}, {variant}"), key, variant);
         }
     }
     if ["point", "mog1", "mog2"].iter().any(|m| s["models"][m]["verification_ap"]["clean_vs_corrupt"].is_number()) {
-        let _ = writeln!(
-            t,
-            "| Verification AP, clean vs corrupt pairs (not in the paper) | {} | {} | {} |",
-            cell(s, "point", "verification_ap", "clean_vs_corrupt"),
-            cell(s, "mog1", "verification_ap", "clean_vs_corrupt"),
-            cell(s, "mog2", "verification_ap", "clean_vs_corrupt")
-        );
+        row("Verification AP, clean vs corrupt pairs (not in the paper)".into(), "verification_ap", "clean_vs_corrupt");
     }
     t
 }
 
 fn table2(s: &Value) -> String {
+    let other = s["other_split"]["split"].as_str();
     let mut t = format!(
-        "Table 2, N = {}, D = {}: Kendall's tau between uncertainty bin and performance (sign inverted), ours (paper).\n\n| | MoG-1 | MoG-2 |\n|---|---|---|\n",
-        s["digits"], s["dim"]
+        "Table 2, N = {}, D = {}, {}: Kendall's tau between uncertainty bin and performance (sign inverted), ours (paper).\n\n",
+        s["digits"],
+        s["dim"],
+        split_name(s)
     );
+    match other {
+        Some(o) => {
+            let _ = writeln!(t, "| | MoG-1 | MoG-2 | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|");
+        }
+        None => t.push_str("| | MoG-1 | MoG-2 |\n|---|---|---|\n"),
+    }
     for (key, name) in [("tau_ap", "AP correlation"), ("tau_knn", "KNN correlation")] {
         for variant in ["clean", "corrupt"] {
-            let _ = writeln!(
-                t,
-                "| {name}, {variant} | {} | {} |",
-                cell(s, "mog1", key, variant),
-                cell(s, "mog2", key, variant)
-            );
+            let _ = write!(t, "| {name}, {variant} | {} | {} |", cell(s, "mog1", key, variant), cell(s, "mog2", key, variant));
+            if other.is_some() {
+                let _ = write!(t, " {} | {} |", plain(s, "mog1", key, variant), plain(s, "mog2", key, variant));
+            }
+            t.push('\n');
         }
     }
     t
 }
 
+/// Table 5 (Appendix E of arXiv v1): MoG-1 with β = 0 and β = 1e-4, ours beside the paper's
+/// own Table 5 columns (its β = 1e-4 column is a different run from its Table 1 MoG-1).
 fn table5(s: &Value) -> String {
-    let mut t = String::from(
-        "Table 5 (Appendix E): MoG-1 with beta = 0 and beta = 1e-4.\n\n| | beta = 0 | beta = 1e-4 |\n|---|---|---|\n",
+    let has_paper = s["paper"]["mog1-beta0"].is_object();
+    let mut t = format!(
+        "Table 5 (Appendix E), N = {}, D = {}, {}: MoG-1 with beta = 0 and beta = 1e-4.\n\n",
+        s["digits"],
+        s["dim"],
+        split_name(s)
     );
+    if has_paper {
+        t.push_str("| | ours, beta = 0 | ours, beta = 1e-4 | paper, beta = 0 | paper, beta = 1e-4 |\n|---|---|---|---|---|\n");
+    } else {
+        t.push_str("| | ours, beta = 0 | ours, beta = 1e-4 |\n|---|---|---|\n");
+    }
+    let ours = |model: &str, key: &str, variant: &str| {
+        let v = s["models"][model][key][variant].as_f64();
+        let sd = s["models"][model][key][format!("{variant}_std")].as_f64();
+        match (v, sd) {
+            (Some(v), Some(sd)) => format!("{v:.3} ± {sd:.3}"),
+            (Some(v), None) => format!("{v:.3}"),
+            _ => "n/a".into(),
+        }
+    };
+    let paper = |model: &str, key: &str, variant: &str| {
+        s["paper"][model][key][variant].as_f64().map_or("n/a".into(), |v| format!("{v:.3}"))
+    };
     for (key, name) in [
         ("verification_ap", "Verification AP"),
         ("knn_accuracy", "KNN accuracy"),
@@ -355,23 +524,33 @@ fn table5(s: &Value) -> String {
         ("tau_knn", "KNN correlation"),
     ] {
         for variant in ["clean", "corrupt"] {
-            let _ = writeln!(
-                t,
-                "| {name}, {variant} | {} | {} |",
-                cell(s, "mog1-beta0", key, variant),
-                cell(s, "mog1", key, variant)
-            );
+            let _ = write!(t, "| {name}, {variant} | {} | {} |", ours("mog1-beta0", key, variant), ours("mog1", key, variant));
+            if has_paper {
+                let _ = write!(t, " {} | {} |", paper("mog1-beta0", key, variant), paper("mog1-beta1e4", key, variant));
+            }
+            t.push('\n');
         }
+    }
+    if !has_paper {
+        t.push_str("\nThe paper reports Table 5 for (N, D) = (2, 2) and (3, 3) only.\n");
     }
     t
 }
 
-/// Table 6 (plurality KNN by gallery/probe) or Table 7 (τ by gallery/probe), point and MoG-1.
-fn table67(results: &[(Variant, Vec<Value>)], tau: bool) -> String {
+/// Table 6 (plurality KNN by gallery/probe) or Table 7 (τ by gallery/probe), point and MoG-1,
+/// ours (paper). The paper's Table 6 "point" is its contrastive-loss point embedding.
+fn table67(args: &ReproduceArgs, split: &str, results: &[(Variant, Vec<Value>)], tau: bool) -> String {
+    let paper_rows = paper::tables6_7(args.digits, args.dim);
     let mut t = if tau {
-        String::from("Table 7 (Appendix G): KNN correlation with uncertainty by gallery/probe, MoG-1.\n\n| gallery | probe | MoG-1 |\n|---|---|---|\n")
+        format!(
+            "Table 7 (Appendix G), N = {}, D = {}, {split}: KNN correlation with uncertainty by gallery/probe, MoG-1, ours (paper).\n\n| gallery | probe | MoG-1 |\n|---|---|---|\n",
+            args.digits, args.dim
+        )
     } else {
-        String::from("Table 6 (Appendix G): plurality KNN accuracy by gallery/probe.\n\n| gallery | probe | point | MoG-1 |\n|---|---|---|---|\n")
+        format!(
+            "Table 6 (Appendix G), N = {}, D = {}, {split}: plurality KNN accuracy by gallery/probe, ours (paper).\n\n| gallery | probe | point | MoG-1 |\n|---|---|---|---|\n",
+            args.digits, args.dim
+        )
     };
     let rows = |key: &str| -> Vec<(String, String, f64)> {
         let Some((_, evals)) = results.iter().find(|(v, _)| v.key == key) else { return Vec::new() };
@@ -397,13 +576,24 @@ fn table67(results: &[(Variant, Vec<Value>)], tau: bool) -> String {
             })
             .unwrap_or_default()
     };
+    let paper_of = |g: &str, p: &str| paper_rows.and_then(|rows| rows.into_iter().find(|r| r.gallery == g && r.probe == p));
+    let with_paper = |ours: String, paper: Option<f64>| match paper {
+        Some(p) => format!("{ours} ({p:.3})"),
+        None => ours,
+    };
     let (point, mog) = (rows("point"), rows("mog1"));
     for (i, (g, p, m)) in mog.iter().enumerate() {
+        let pr = paper_of(g, p);
         if tau {
-            let _ = writeln!(t, "| {g} | {p} | {m:.3} |");
+            let _ = writeln!(t, "| {g} | {p} | {} |", with_paper(format!("{m:.3}"), pr.map(|r| r.mog1_tau_knn)));
         } else {
             let pt = point.get(i).map_or("n/a".into(), |r| format!("{:.3}", r.2));
-            let _ = writeln!(t, "| {g} | {p} | {pt} | {m:.3} |");
+            let _ = writeln!(
+                t,
+                "| {g} | {p} | {} | {} |",
+                with_paper(pt, pr.map(|r| r.point_plurality)),
+                with_paper(format!("{m:.3}"), pr.map(|r| r.mog1_plurality))
+            );
         }
     }
     t
@@ -426,8 +616,13 @@ fn appendix_b(s: &Value) -> String {
     t
 }
 
-fn draw_figures(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: tch::Device) -> Result<()> {
-    let test = load_split(args.digits, NDigitSplit::TestUnseen)?;
+fn draw_figures(
+    args: &ReproduceArgs,
+    split: NDigitSplit,
+    results: &[(Variant, Vec<Value>)],
+    device: tch::Device,
+) -> Result<()> {
+    let test = load_split(args.digits, split)?;
     for (v, evals) in results.iter().filter(|(v, _)| ["point", "mog1", "mog2"].contains(&v.key.as_str())) {
         let Some(run_path) = evals.first().and_then(|e| e["run"].as_str()) else { continue };
         let run = RunDir::open(Path::new(run_path))?;
@@ -504,32 +699,53 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
+    let length = match (args.budget_minutes, args.steps) {
+        (Some(m), _) => format!("a budget of {m} minutes of training per model (steps planned from the measured speed)"),
+        (None, Some(steps)) => format!("{steps} training steps per model"),
+        (None, None) => "the recipe's training steps".to_string(),
+    };
     format!(
-        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{} training steps per model ({}, Adam, lr {}, {} learning rate), {} seed(s), \
-         evaluation on `test_unseen` with {} repeats of the sampling-dependent metrics. Training time per model: {}. \
+        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{length}; recipe (fields that differ from the paper's \
+         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s); tables on `{}`, the other split beside \
+         them; {} repeats of the sampling-dependent metrics. Training time per model: {}. \
          Wall-clock of the last invocation: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
-         (config.json, metrics.jsonl, model.safetensors, eval.json; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
+         (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, eval.json for test_unseen, \
+         eval_test_seen.json; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
         args.digits,
         args.dim,
         s["command"].as_str().unwrap_or(""),
-        args.steps,
-        match &args.group {
-            Some(g) => format!("grouped batches of {g} (classes x images per class): every within-class pair and as many cross-class ones"),
-            None => "batch 128 independent pairs as in the paper".to_string(),
-        },
-        args.lr.unwrap_or(HibConfig::default().learning_rate),
-        match args.lr_schedule {
-            crate::hib::ScheduleArg::Constant => "constant",
-            crate::hib::ScheduleArg::Cosine => "cosine-decayed",
-        },
+        recipe_changes(s),
         args.seeds,
+        split_name(s),
         args.repeats,
         train_times.join(", "),
         s["seconds"].as_f64().unwrap_or(0.0),
         table1(s),
         table2(s),
     )
+}
+
+/// The MoG-1 seed-0 run's hyper-parameters that differ from `HibConfig::default()` (besides
+/// digits, dim, model, steps and seed), as `name = value` pairs.
+fn recipe_changes(s: &Value) -> String {
+    let Some(run) = s["models"]["mog1"]["runs"][0].as_str() else { return "n/a".into() };
+    let Ok(config) = RunDir::open(Path::new(run)).and_then(|r| r.read_config()) else { return "n/a".into() };
+    let ours = serde_json::to_value(&config.hib).unwrap_or(Value::Null);
+    let defaults = serde_json::to_value(HibConfig::default()).unwrap_or(Value::Null);
+    let skip = ["digits", "dim", "model", "components", "steps", "seed", "conv_precision"];
+    let changes: Vec<String> = ours
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| !skip.contains(&k.as_str()) && defaults.get(k.as_str()) != Some(v))
+        .map(|(k, v)| format!("`{k} = {v}`"))
+        .collect();
+    if changes.is_empty() {
+        "none".into()
+    } else {
+        changes.join(", ")
+    }
 }
 
 /// Per model and metric, the training time (seconds on this machine) of the first kept

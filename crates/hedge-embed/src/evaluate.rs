@@ -310,6 +310,33 @@ pub fn knn_outcome(
     Ok(KnnOutcome { majority, plurality })
 }
 
+/// Per probe, the distance from its (first-component) mean to the nearest gallery mean other
+/// than gallery item i = probe i (the same image): the nearest-neighbour uncertainty proxy of a
+/// point embedding.
+///
+/// # Shapes
+/// `probes`, `gallery`: `N` aligned inputs each; returns `N` distances.
+pub fn nearest_neighbour_distance(probes: &Embedding, gallery: &Embedding) -> Result<Vec<f64>> {
+    tch::no_grad(|| {
+        let g = gallery.mean.select(1, 0);
+        let n = probes.batch();
+        let mut out = Vec::with_capacity(n as usize);
+        let chunk = 1000i64;
+        let mut start = 0;
+        while start < n {
+            let len = chunk.min(n - start);
+            let p = probes.mean.narrow(0, start, len).select(1, 0);
+            let mut d2 = (p.unsqueeze(1) - g.unsqueeze(0)).square().sum_dim_intlist([2i64].as_slice(), false, Kind::Float);
+            let rows = Tensor::arange(len, (Kind::Int64, Device::Cpu));
+            let cols = &rows + start;
+            let _ = d2.index_put_(&[Some(rows), Some(cols)], &Tensor::from(f32::INFINITY), false);
+            out.extend(Vec::<f64>::try_from(d2.amin([1i64].as_slice(), false).sqrt().to_kind(Kind::Double))?);
+            start += len;
+        }
+        Ok(out)
+    })
+}
+
 /// Accuracy per η bin (bin 0 = most certain).
 pub fn binned_accuracy(eta: &[f64], correct: &[bool], bins: usize) -> Result<Vec<f64>> {
     Ok(equal_count_bins(eta, bins)?
@@ -417,7 +444,8 @@ pub struct ModelEval {
     /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
     pub ece: MeanStd,
     pub ece_by_variant: Twin<MeanStd>,
-    /// Area under the risk–coverage curve of majority-KNN identification of clean and corrupt
+    /// Area under the risk–coverage curve (η; the nearest-neighbour distance for point
+    /// embeddings) of majority-KNN identification of clean and corrupt
     /// probes together against the clean gallery, rejecting the most uncertain (η) first.
     pub aurc: MeanStd,
     /// Risk at coverages 5 %, 10 %, …, 100 % of that pooled curve (mean over repeats).
@@ -518,8 +546,16 @@ pub fn evaluate_model(
             }
             outcomes.push(o);
         }
-        // Known unknowns: a stream of clean and corrupt probes against the clean gallery.
-        let eta: Vec<f64> = eta_clean.iter().chain(&eta_corrupt).copied().collect();
+        // Known unknowns: a stream of clean and corrupt probes against the clean gallery,
+        // rejected by η, or for a point embedding (no η) by the distance to the nearest gallery
+        // neighbour (the paper's baseline proxy, Section 4.4).
+        let eta: Vec<f64> = if stochastic {
+            eta_clean.iter().chain(&eta_corrupt).copied().collect()
+        } else {
+            let mut d = nearest_neighbour_distance(&clean.embedding, &clean.embedding)?;
+            d.extend(nearest_neighbour_distance(&corrupt.embedding, &clean.embedding)?);
+            d
+        };
         let correct: Vec<bool> = outcomes[0].majority.iter().chain(&outcomes[2].majority).copied().collect();
         let rc = risk_coverage(&eta, &correct)?;
         aurc.push(rc.aurc);

@@ -18,6 +18,7 @@ pub mod loss;
 pub mod model;
 pub mod monitor;
 pub mod optim;
+pub mod paper;
 pub mod run;
 pub mod train;
 
