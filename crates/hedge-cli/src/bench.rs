@@ -17,6 +17,38 @@ pub enum BenchCommand {
     /// Seconds per ACS-FW batch on pools of random projections (J-dimensional vectors L̂_n);
     /// `--export DIR` saves the pools and picks for `benches/acs_fw_numpy.py`.
     AcsFw(AcsFwBenchArgs),
+    /// Minutes of training (2 CPU threads by default) until a recipe reaches the paper's
+    /// N = 2, D = 2 Table 1 value on a test split (default: MoG-1 verification AP clean, 0.989),
+    /// evaluated every --watch-every steps; stops there or at the budget.
+    Recipe(RecipeBenchArgs),
+}
+
+#[derive(Args)]
+pub struct RecipeBenchArgs {
+    /// TOML recipe (HibConfig fields), e.g. results/hib/recipe.toml; the model kind in it picks
+    /// the paper column (point, MoG-1, MoG-2).
+    #[arg(long)]
+    config: std::path::PathBuf,
+    /// Which number must reach the paper's: ap-clean, ap-corrupt, knn-clean, knn-corrupt.
+    #[arg(long, default_value = "ap-clean")]
+    metric: String,
+    /// test_seen or test_unseen.
+    #[arg(long, default_value = "test_seen")]
+    split: String,
+    /// Give up after this many minutes of training.
+    #[arg(long, default_value_t = 45.0)]
+    budget_minutes: f64,
+    /// Steps between evaluations.
+    #[arg(long, default_value_t = 500)]
+    watch_every: usize,
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Run directory to write (kept: monitor.jsonl is the curve).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Print one JSON object only.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -96,6 +128,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Embed(a) => (a, false),
         BenchCommand::Bayes(a) => return bench_bayes(a),
         BenchCommand::AcsFw(a) => return bench_acs_fw(a),
+        BenchCommand::Recipe(a) => return bench_recipe(a),
     };
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
@@ -298,4 +331,88 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
 
 fn rayon_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
+    use hedge_data::NDigitSplit;
+    use hedge_embed::experiment::{paper_column, train_run, TrainPlan};
+    use hedge_embed::monitor::{QualityTarget, QuickMetric};
+    crate::set_threads(args.threads);
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
+    let mut config: HibConfig =
+        toml::from_str(&text).with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
+    config = config.with_digits(2).with_dim(2).with_steps(crate::hib::PLANNED_STEPS_PLACEHOLDER);
+    config.check()?;
+    let metric = match args.metric.as_str() {
+        "ap-clean" => QuickMetric::ApClean,
+        "ap-corrupt" => QuickMetric::ApCorrupt,
+        "knn-clean" => QuickMetric::KnnClean,
+        "knn-corrupt" => QuickMetric::KnnCorrupt,
+        other => anyhow::bail!("--metric '{other}': use ap-clean, ap-corrupt, knn-clean or knn-corrupt"),
+    };
+    let split = NDigitSplit::parse(&args.split)?;
+    if split == NDigitSplit::Train {
+        anyhow::bail!("--split train: the benchmark measures test_seen or test_unseen");
+    }
+    let column = paper_column(&config).context("the paper reports point, MoG-1 and MoG-2 only")?;
+    let paper = hedge_embed::paper::table1(2, 2).and_then(|t| t.model(column).copied()).context("paper table")?;
+    let target = metric.paper_value(&paper);
+    let device = tch::Device::Cpu;
+    config.conv_precision = config.conv_precision.resolve(device);
+    let run = crate::hib::new_run(&args.out, &config, device)?;
+    let plan = TrainPlan {
+        budget_minutes: Some(args.budget_minutes),
+        watch_every: args.watch_every,
+        watch_splits: vec![split],
+        target: Some(QualityTarget { set: split.name().into(), metric, value: target }),
+        ..Default::default()
+    };
+    let trainer = train_run(&run, &config, device, false, &plan, |e| {
+        if let hedge_embed::TrainEvent::Monitor(r) = e {
+            if let Some(q) = r.sets.get(split.name()) {
+                tracing::info!("{:.1} min, step {}: {} {:.4}", r.train_seconds / 60.0, r.step, metric.label(), metric.of(q));
+            }
+        }
+    })?;
+    let records: Vec<hedge_embed::MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
+    let r = hedge_embed::monitor::first_reaching(&records, split.name(), metric, target).context("no evaluation ran")?;
+    let report = serde_json::json!({
+        "model": column,
+        "split": split.name(),
+        "metric": metric.label(),
+        "paper": target,
+        "reached": r.reached_at_seconds.is_some(),
+        "minutes_to_paper": r.reached_at_seconds.map(|s| s / 60.0),
+        "step": r.reached_at_step,
+        "best": r.best,
+        "best_at_minutes": r.best_at_seconds / 60.0,
+        "trained_minutes": trainer.seconds() / 60.0,
+        "threads": tch::get_num_threads(),
+        "config": args.config.display().to_string(),
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        match r.reached_at_seconds {
+            Some(s) => println!(
+                "{} reached the paper's {} = {target:.3} on {} after {:.1} minutes of training (step {})",
+                column,
+                metric.label(),
+                split.name(),
+                s / 60.0,
+                r.reached_at_step.unwrap_or(0)
+            ),
+            None => println!(
+                "{} did not reach the paper's {} = {target:.3} on {} within {} minutes; best {:.4} at {:.1} minutes",
+                column,
+                metric.label(),
+                split.name(),
+                args.budget_minutes,
+                r.best,
+                r.best_at_seconds / 60.0
+            ),
+        }
+    }
+    Ok(())
 }

@@ -28,6 +28,22 @@ pub enum HibCommand {
     Curve(CurveArgs),
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
     Reproduce(Box<crate::reproduce::ReproduceArgs>),
+    /// Quality against training wall-clock of runs trained with --watch-every: when each reached
+    /// the paper's Table 1 values (Markdown) and one plot per metric.
+    TimeToQuality(TimeToQualityArgs),
+}
+
+#[derive(Args)]
+pub struct TimeToQualityArgs {
+    /// Run directories with a monitor.jsonl (label=DIR or DIR; comma-separated).
+    #[arg(long, value_delimiter = ',', required = true)]
+    runs: Vec<String>,
+    /// Watched set to report: test_seen, test_unseen or validation.
+    #[arg(long, default_value = "test_seen")]
+    set: String,
+    /// Output Markdown file; the plots go beside it (<stem>_<metric>.png).
+    #[arg(long)]
+    out: PathBuf,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -292,7 +308,62 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Eval(args) => eval(args),
         HibCommand::Curve(args) => curve(&args.run, args.repeats, parse_device(&args.device)?).map(|_| ()),
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
+        HibCommand::TimeToQuality(args) => time_to_quality(args),
     }
+}
+
+fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
+    use hedge_embed::experiment::{time_to_quality_markdown, RunCurve};
+    use hedge_embed::monitor::QuickMetric;
+    check_output_path(&args.out)?;
+    let mut curves = Vec::new();
+    let mut shape = None;
+    for spec in &args.runs {
+        let (label, dir) = spec.split_once('=').unwrap_or((spec.as_str(), spec.as_str()));
+        let run = RunDir::open(Path::new(dir))?;
+        let config = run.read_config()?.hib;
+        match shape {
+            None => shape = Some((config.digits, config.dim)),
+            Some(s) if s != (config.digits, config.dim) => {
+                bail!("run '{dir}' is N = {}, D = {}; the others are N = {}, D = {}", config.digits, config.dim, s.0, s.1)
+            }
+            _ => {}
+        }
+        let curve = RunCurve::read(&run, label)?;
+        if !curve.records.iter().any(|r| r.sets.contains_key(&args.set)) {
+            bail!("run '{dir}' has no '{}' in its monitor.jsonl; train with --watch-every N --watch {}", args.set, args.set);
+        }
+        curves.push(curve);
+    }
+    let (digits, dim) = shape.expect("clap requires at least one run");
+    let text = time_to_quality_markdown(&curves, &args.set, digits, dim);
+    hedge_data::write_atomic(&args.out, text.as_bytes())?;
+    let stem = args.out.with_extension("");
+    for metric in QuickMetric::ALL {
+        let series: Vec<(String, Vec<(f64, f64)>)> = curves
+            .iter()
+            .map(|c| {
+                let points = c
+                    .records
+                    .iter()
+                    .filter_map(|r| Some((r.train_seconds / 60.0, metric.of(r.sets.get(&args.set)?))))
+                    .collect();
+                (c.label.clone(), points)
+            })
+            .collect();
+        let named: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+        let name = format!("{:?}", metric).to_lowercase();
+        let path = PathBuf::from(format!("{}_{name}.png", stem.display()));
+        crate::figures::line_chart(
+            &path,
+            &named,
+            "training minutes (2 CPU threads)",
+            &format!("{}, {}", metric.label(), args.set),
+            &format!("N = {digits}, D = {dim}: {} against wall-clock", metric.label()),
+        )?;
+    }
+    println!("{text}");
+    Ok(())
 }
 
 fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
@@ -560,6 +631,9 @@ pub fn run_training_planned(
             bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, sets.join("; ")));
         }
         TrainEvent::BudgetReached { step } => info!("budget reached at step {step}"),
+        TrainEvent::TargetReached { step, train_seconds } => {
+            info!("target reached at step {step} after {:.1} minutes of training", train_seconds / 60.0)
+        }
     })?;
     bar.finish();
     info!("wrote {}", run.file(hedge_embed::run::MODEL_FILE).display());

@@ -42,16 +42,27 @@ pub struct TrainPlan {
     pub watch_pairs: usize,
     /// Keep a copy of the (inference) weights every this many steps (0: none).
     pub keep_every: usize,
+    /// Stop at the first watch that reaches this (the recipe benchmark).
+    #[serde(default)]
+    pub target: Option<crate::monitor::QualityTarget>,
 }
 
 impl Default for TrainPlan {
     fn default() -> Self {
-        TrainPlan { budget_minutes: None, watch_every: 0, watch_splits: Vec::new(), watch_pairs: 5000, keep_every: 0 }
+        TrainPlan {
+            budget_minutes: None,
+            watch_every: 0,
+            watch_splits: Vec::new(),
+            watch_pairs: 5000,
+            keep_every: 0,
+            target: None,
+        }
     }
 }
 
 /// The sets a run watches: `validation` (the held-out training classes, when the config holds
-/// some out) and each split of `plan.watch_splits` under its own name.
+/// some out) and each split of `plan.watch_splits` under its own name (`test_seen` without
+/// the held-out classes, which the model never trained on).
 pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> {
     let mut sets = Vec::new();
     if plan.watch_every == 0 {
@@ -61,7 +72,13 @@ pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> 
         sets.push(WatchSet::new("validation", val.clone(), plan.watch_pairs)?);
     }
     for &split in &plan.watch_splits {
-        let data = load_split(trainer.config.digits, split)?;
+        let mut data = load_split(trainer.config.digits, split)?;
+        let held_out = trainer.held_out_classes();
+        if split == NDigitSplit::TestSeen && !held_out.is_empty() {
+            // Seen means trained on: the validation classes' test images are not.
+            let keep: Vec<usize> = (0..data.len()).filter(|&i| held_out.binary_search(&data.labels[i]).is_err()).collect();
+            data = data.subset(&keep);
+        }
         sets.push(WatchSet::new(split.name(), data, plan.watch_pairs)?);
     }
     Ok(sets)
@@ -98,7 +115,76 @@ pub fn train_run(
         budget_seconds: plan.budget_minutes.map(|m| m * 60.0),
         // A resumed run already planned its steps (config.json holds them).
         plan_steps: plan.budget_minutes.is_some() && !resuming,
+        target: plan.target.clone(),
     };
     trainer.run_with(Some(run), &options, on_event)?;
     Ok(trainer)
+}
+
+/// A run's quality-against-wall-clock record, labelled for a report.
+#[derive(Debug, Clone)]
+pub struct RunCurve {
+    pub label: String,
+    /// The paper's column this run compares with (`point`, `mog1`, `mog2`), if any.
+    pub paper_column: Option<String>,
+    pub records: Vec<crate::monitor::MonitorRecord>,
+}
+
+impl RunCurve {
+    /// Reads `monitor.jsonl` and `config.json` of a run directory.
+    pub fn read(run: &RunDir, label: &str) -> Result<Self> {
+        let config = run.read_config()?.hib;
+        Ok(RunCurve {
+            label: label.to_string(),
+            paper_column: paper_column(&config).map(str::to_string),
+            records: run.read_json_lines(crate::run::MONITOR_FILE)?,
+        })
+    }
+}
+
+/// The paper's Table 1 column of a configuration: point, MoG-1 (one Gaussian) or MoG-2.
+pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
+    match (config.model, config.effective_components()) {
+        (crate::ModelKind::Point, _) => Some("point"),
+        (crate::ModelKind::Gaussian, _) | (crate::ModelKind::Mog, 1) => Some("mog1"),
+        (crate::ModelKind::Mog, 2) => Some("mog2"),
+        _ => None,
+    }
+}
+
+/// `time-to-quality.md`: for every run and each of the four Table 1 numbers on watched set
+/// `set`, the training minutes at which the run first reached the paper's value, or the best
+/// value it reached and when.
+pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, dim: usize) -> String {
+    use crate::monitor::{first_reaching, QuickMetric};
+    use std::fmt::Write as _;
+    let paper = crate::paper::table1(digits, dim);
+    let mut t = format!(
+        "Time to quality, N = {digits}, D = {dim}, `{set}`: training wall-clock (minutes, evaluation excluded) at which each \
+         run's watched evaluation (one Monte-Carlo repeat, every few hundred steps) first reached the paper's Table 1 value; \
+         otherwise the best value it reached, and when.\n\n\
+         | run | metric | paper | reached at | best (at) |\n|---|---|---|---|---|\n"
+    );
+    for c in curves {
+        let column = c.paper_column.as_deref().and_then(|k| paper.as_ref().and_then(|p| p.model(k)));
+        for metric in QuickMetric::ALL {
+            let target = column.map(|m| metric.paper_value(m));
+            let Some(r) = first_reaching(&c.records, set, metric, target.unwrap_or(f64::INFINITY)) else { continue };
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} | {} | {:.3} ({:.1} min, step {}) |",
+                c.label,
+                metric.label(),
+                target.map_or("n/a".into(), |v| format!("{v:.3}")),
+                match r.reached_at_seconds {
+                    Some(s) => format!("{:.1} min (step {})", s / 60.0, r.reached_at_step.unwrap_or(0)),
+                    None => "not reached".into(),
+                },
+                r.best,
+                r.best_at_seconds / 60.0,
+                r.best_at_step
+            );
+        }
+    }
+    t
 }

@@ -111,6 +111,93 @@ pub struct MonitorRecord {
     pub eval_seconds: f64,
 }
 
+/// One of the four numbers of [`QuickEval`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuickMetric {
+    ApClean,
+    ApCorrupt,
+    KnnClean,
+    KnnCorrupt,
+}
+
+impl QuickMetric {
+    pub const ALL: [QuickMetric; 4] =
+        [QuickMetric::ApClean, QuickMetric::ApCorrupt, QuickMetric::KnnClean, QuickMetric::KnnCorrupt];
+
+    pub fn of(self, q: &QuickEval) -> f64 {
+        match self {
+            QuickMetric::ApClean => q.ap_clean,
+            QuickMetric::ApCorrupt => q.ap_corrupt,
+            QuickMetric::KnnClean => q.knn_clean,
+            QuickMetric::KnnCorrupt => q.knn_corrupt,
+        }
+    }
+
+    /// As the paper's tables name the row.
+    pub fn label(self) -> &'static str {
+        match self {
+            QuickMetric::ApClean => "verification AP, clean",
+            QuickMetric::ApCorrupt => "verification AP, corrupt",
+            QuickMetric::KnnClean => "KNN accuracy, clean",
+            QuickMetric::KnnCorrupt => "KNN accuracy, corrupt",
+        }
+    }
+
+    /// The paper's Table 1 value of this row for a model column.
+    pub fn paper_value(self, model: &crate::paper::PaperModel) -> f64 {
+        match self {
+            QuickMetric::ApClean => model.verification_ap.clean,
+            QuickMetric::ApCorrupt => model.verification_ap.corrupt,
+            QuickMetric::KnnClean => model.knn_accuracy.clean,
+            QuickMetric::KnnCorrupt => model.knn_accuracy.corrupt,
+        }
+    }
+}
+
+/// Stop training once a watched set reaches a value (e.g. the paper's AP): what the recipe
+/// benchmark measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QualityTarget {
+    pub set: String,
+    pub metric: QuickMetric,
+    pub value: f64,
+}
+
+impl QualityTarget {
+    pub fn reached(&self, record: &MonitorRecord) -> bool {
+        record.sets.get(&self.set).is_some_and(|q| self.metric.of(q) >= self.value)
+    }
+}
+
+/// When a run first reached a value, or the best it reached.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Reached {
+    /// Training wall-clock (seconds) of the first record at or above the target, if any.
+    pub reached_at_seconds: Option<f64>,
+    pub reached_at_step: Option<usize>,
+    /// The best value over the records, and when.
+    pub best: f64,
+    pub best_at_seconds: f64,
+    pub best_at_step: usize,
+}
+
+/// Scans a run's monitor records for `metric` of set `set` against `target`.
+/// `None` when no record has the set.
+pub fn first_reaching(records: &[MonitorRecord], set: &str, metric: QuickMetric, target: f64) -> Option<Reached> {
+    let points: Vec<(usize, f64, f64)> =
+        records.iter().filter_map(|r| Some((r.step, r.train_seconds, metric.of(r.sets.get(set)?)))).collect();
+    let best = points.iter().copied().max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let reached = points.iter().find(|p| p.2 >= target);
+    Some(Reached {
+        reached_at_seconds: reached.map(|p| p.1),
+        reached_at_step: reached.map(|p| p.0),
+        best: best.2,
+        best_at_seconds: best.1,
+        best_at_step: best.0,
+    })
+}
+
 /// Validation classes: `count` classes of `data` chosen by `seed` (a partial Fisher–Yates
 /// shuffle of the sorted class list, so the choice depends on nothing else), sorted.
 ///
@@ -157,6 +244,30 @@ pub fn split_off_classes(data: &NDigitDataset, held_out: &[u32], per_class: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(step: usize, seconds: f64, ap: f64) -> MonitorRecord {
+        let q = QuickEval { ap_clean: ap, ap_corrupt: 0.0, knn_clean: 0.0, knn_corrupt: 0.0 };
+        MonitorRecord {
+            step,
+            train_seconds: seconds,
+            ema: false,
+            sets: [("test_seen".to_string(), q)].into_iter().collect(),
+            eval_seconds: 1.0,
+        }
+    }
+
+    #[test]
+    fn first_reaching_finds_the_first_crossing_and_the_best() {
+        let rs = [record(100, 10.0, 0.5), record(200, 20.0, 0.9), record(300, 30.0, 0.95), record(400, 40.0, 0.93)];
+        let r = first_reaching(&rs, "test_seen", QuickMetric::ApClean, 0.92).unwrap();
+        assert_eq!((r.reached_at_step, r.reached_at_seconds), (Some(300), Some(30.0)));
+        assert_eq!((r.best, r.best_at_step), (0.95, 300));
+        let never = first_reaching(&rs, "test_seen", QuickMetric::ApClean, 0.99).unwrap();
+        assert_eq!(never.reached_at_seconds, None);
+        assert!(first_reaching(&rs, "validation", QuickMetric::ApClean, 0.5).is_none());
+        let target = QualityTarget { set: "test_seen".into(), metric: QuickMetric::ApClean, value: 0.9 };
+        assert!(!target.reached(&rs[0]) && target.reached(&rs[1]));
+    }
 
     #[test]
     fn quick_eval_score_is_the_mean() {

@@ -12,7 +12,7 @@ use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
 use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
 use crate::model::HibNet;
-use crate::monitor::{split_off_classes, validation_classes, MonitorRecord, WatchSet};
+use crate::monitor::{split_off_classes, validation_classes, MonitorRecord, QualityTarget, WatchSet};
 use crate::optim::Adam;
 use crate::run::{
     save_atomically, BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE,
@@ -90,6 +90,8 @@ pub struct RunOptions<'a> {
     /// [`CALIBRATION_STEPS`] steps, so that schedules end at the budget.
     pub budget_seconds: Option<f64>,
     pub plan_steps: bool,
+    /// Stop (with a checkpoint) at the first watch that reaches this.
+    pub target: Option<QualityTarget>,
 }
 
 /// What [`Trainer::run_with`] reports as it goes.
@@ -107,6 +109,11 @@ pub enum TrainEvent<'a> {
     /// Training stopped at the wall-clock budget before the planned steps.
     BudgetReached {
         step: usize,
+    },
+    /// A watch reached [`RunOptions::target`]; training stopped there.
+    TargetReached {
+        step: usize,
+        train_seconds: f64,
     },
 }
 
@@ -128,6 +135,7 @@ pub struct Trainer {
     keep_every: Option<usize>,
     averaged: Option<Averaged>,
     validation: Option<NDigitDataset>,
+    held_out: Vec<u32>,
     /// Every pair of a grouped batch (`pair_set = all`): left and right positions, and which
     /// ones match.
     all_pairs: Option<(Tensor, Tensor, Tensor)>,
@@ -147,12 +155,16 @@ impl Trainer {
                 format!("the config says {} but the dataset has {}-digit images", config.digits, dataset.digits),
             ));
         }
-        let (dataset, validation) = if config.validation_classes > 0 {
-            let held_out = validation_classes(&dataset, config.validation_classes, config.validation_seed)?;
+        let held_out = if config.validation_classes > 0 {
+            validation_classes(&dataset, config.validation_classes, config.validation_seed)?
+        } else {
+            Vec::new()
+        };
+        let (dataset, validation) = if held_out.is_empty() {
+            (dataset, None)
+        } else {
             let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
             (train, Some(val))
-        } else {
-            (dataset, None)
         };
         let (vs, net) = build_model(&config, device)?;
         let mut adam = Adam::new(&vs, config.learning_rate);
@@ -185,6 +197,7 @@ impl Trainer {
             keep_every: None,
             averaged,
             validation,
+            held_out,
             all_pairs,
         })
     }
@@ -193,6 +206,11 @@ impl Trainer {
     /// [`VALIDATION_PER_CLASS`] images each.
     pub fn validation_set(&self) -> Option<&NDigitDataset> {
         self.validation.as_ref()
+    }
+
+    /// The training classes held out for validation (sorted; empty without validation).
+    pub fn held_out_classes(&self) -> &[u32] {
+        &self.held_out
     }
 
     /// The network to evaluate: the weight average when one is kept, else the trained weights.
@@ -419,6 +437,13 @@ impl Trainer {
                     self.keep_if_best(run, &record)?;
                 }
                 on_event(TrainEvent::Monitor(&record));
+                if options.target.as_ref().is_some_and(|t| t.reached(&record)) {
+                    if let Some(run) = run {
+                        self.checkpoint(run)?;
+                    }
+                    on_event(TrainEvent::TargetReached { step: self.step, train_seconds: self.seconds });
+                    break;
+                }
             }
             if budget_hit {
                 on_event(TrainEvent::BudgetReached { step: self.step });
