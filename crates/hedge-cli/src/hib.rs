@@ -60,8 +60,13 @@ pub struct CurveArgs {
     /// Repeats of the sampling-dependent evaluation per checkpoint.
     #[arg(long, default_value_t = 1)]
     repeats: usize,
+    /// Test split to evaluate on (test_unseen writes curve.json, test_seen curve_test_seen.json).
+    #[arg(long, value_enum, default_value = "test-unseen")]
+    split: SplitArg,
     #[arg(long, default_value = "cpu")]
     device: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
 }
 
 #[derive(Args)]
@@ -306,7 +311,10 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Train(args) => train(*args),
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
-        HibCommand::Curve(args) => curve(&args.run, args.repeats, parse_device(&args.device)?).map(|_| ()),
+        HibCommand::Curve(args) => {
+            crate::set_threads(args.threads);
+            curve(&args.run, args.repeats, args.split.into(), parse_device(&args.device)?).map(|_| ())
+        }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
         HibCommand::TimeToQuality(args) => time_to_quality(args),
     }
@@ -892,9 +900,19 @@ pub fn eval_table(r: &ModelEval) -> String {
     t
 }
 
-/// Evaluates every kept checkpoint of a run (and its final model) on test_unseen; writes
-/// `curve.json` (step, training seconds, AP and KNN, clean and corrupt) and `curve.png`.
-pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<serde_json::Value>> {
+/// Evaluates every kept checkpoint of a run on a test split; writes `curve.json` and
+/// `curve.png` (test_unseen) or `curve_<split>.{json,png}` (step, training seconds, AP and KNN,
+/// clean and corrupt).
+pub fn curve(
+    run_dir: &Path,
+    repeats: usize,
+    split: NDigitSplit,
+    device: tch::Device,
+) -> Result<Vec<serde_json::Value>> {
+    let (json_name, png_name) = match split {
+        NDigitSplit::TestUnseen => ("curve.json".to_string(), "curve.png".to_string()),
+        other => (format!("curve_{}.json", other.name()), format!("curve_{}.png", other.name())),
+    };
     let run = RunDir::open(run_dir)?;
     let dir = run.file(hedge_embed::run::CHECKPOINTS_DIR);
     let mut files: Vec<(usize, PathBuf)> = std::fs::read_dir(&dir)
@@ -908,19 +926,19 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
     files.sort();
     // A curve.json over exactly these checkpoints and repeats is reused (evaluating again costs
     // minutes); rows without `repeats` predate the field and used 1.
-    if let Ok(text) = std::fs::read_to_string(run.file("curve.json")) {
+    if let Ok(text) = std::fs::read_to_string(run.file(&json_name)) {
         if let Ok(rows) = serde_json::from_str::<Vec<serde_json::Value>>(&text) {
             let steps: Vec<usize> = rows.iter().filter_map(|r| r["step"].as_u64().map(|s| s as usize)).collect();
             let same_repeats = rows.iter().all(|r| r["repeats"].as_u64().unwrap_or(1) == repeats as u64);
             if same_repeats && steps == files.iter().map(|f| f.0).collect::<Vec<_>>() {
-                info!("reusing {}", run.file("curve.json").display());
+                info!("reusing {}", run.file(&json_name).display());
                 return Ok(rows);
             }
         }
     }
     let seconds_at: std::collections::BTreeMap<usize, f64> =
         run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
-    let settings = EvalSettings { repeats, ..Default::default() };
+    let settings = EvalSettings { repeats, split, ..Default::default() };
     let mut rows = Vec::new();
     for (step, path) in &files {
         info!("curve: step {step}");
@@ -934,12 +952,12 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
         }));
     }
     let text = serde_json::to_string_pretty(&rows)? + "\n";
-    hedge_data::write_atomic(&run.file("curve.json"), text.as_bytes())?;
+    hedge_data::write_atomic(&run.file(&json_name), text.as_bytes())?;
     let series = |key: &str, variant: &str| -> Vec<(f64, f64)> {
         rows.iter().filter_map(|r| Some((r["step"].as_f64()?, r[key][variant].as_f64()?))).collect()
     };
     crate::figures::line_chart(
-        &run.file("curve.png"),
+        &run.file(&png_name),
         &[
             ("verification AP, clean", series("verification_ap", "clean")),
             ("verification AP, corrupt", series("verification_ap", "corrupt")),
@@ -947,7 +965,7 @@ pub fn curve(run_dir: &Path, repeats: usize, device: tch::Device) -> Result<Vec<
             ("KNN accuracy, corrupt gallery", series("knn_accuracy", "corrupt")),
         ],
         "training steps",
-        "test_unseen",
+        split.name(),
         &format!("{}: quality vs training steps", run.path.display()),
     )?;
     Ok(rows)

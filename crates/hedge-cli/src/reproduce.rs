@@ -796,7 +796,7 @@ fn draw_curves(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], device: 
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for (v, evals) in results.iter().filter(|(v, _)| ["point", "mog1", "mog2"].contains(&v.key.as_str())) {
         let Some(run_path) = evals.first().and_then(|e| e["run"].as_str()) else { continue };
-        let rows = crate::hib::curve(Path::new(run_path), 1, device)?;
+        let rows = crate::hib::curve(Path::new(run_path), 1, NDigitSplit::TestUnseen, device)?;
         for (key, variant, what) in [
             ("verification_ap", "clean", "AP clean"),
             ("verification_ap", "corrupt", "AP corrupt"),
@@ -855,10 +855,37 @@ mod tests {
     }
 
     #[test]
-    fn table5_puts_beta_zero_beside_the_paper_model() {
+    fn table5_puts_ours_beside_the_papers_table_5_not_table_1() {
         let t = table5(&summary(&["mog1", "mog1-beta0"]));
-        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 (0.989) |"), "{t}");
-        assert!(t.contains("| KNN correlation, corrupt | 0.200 | 0.100 (0.470) |"), "{t}");
+        // Paper Table 5, N = 2, D = 2: AP clean 0.986 (beta = 0) and 0.988 (beta = 1e-4; Table 1 has 0.989).
+        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 | 0.986 | 0.988 |"), "{t}");
+        assert!(t.contains("| KNN correlation, corrupt | 0.200 | 0.100 | 0.636 | 0.609 |"), "{t}");
+        // (2, 3) has no Table 5 in the paper: ours only, and a note.
+        let mut s = summary(&["mog1", "mog1-beta0"]);
+        s["paper"] = paper(2, 3).unwrap();
+        let t = table5(&s);
+        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 |\n"), "{t}");
+        assert!(t.contains("(3, 3) only"), "{t}");
+    }
+
+    #[test]
+    fn table1_cells_carry_the_sd_over_seeds_and_the_other_split() {
+        let mut s = summary(&["point", "mog1", "mog2"]);
+        s["split"] = json!("test_seen");
+        s["models"]["mog1"]["verification_ap"]["clean_std"] = json!(0.004);
+        s["other_split"] = json!({"split": "test_unseen", "models": {"point": {"verification_ap": {"clean": 0.9}}}});
+        let t = table1(&s);
+        assert!(t.contains("test_seen"), "{t}");
+        assert!(t.contains("| point, test_unseen |"), "{t}");
+        assert!(t.contains("| Verification AP, clean | 0.100 (0.987) | 0.200 ± 0.004 (0.989) | 0.300 (0.990) | 0.900 | n/a | n/a |"), "{t}");
+    }
+
+    #[test]
+    fn sd_over_seeds_uses_n_minus_one() {
+        let evals = vec![json!({"m": {"clean": 1.0}}), json!({"m": {"clean": 3.0}})];
+        assert_eq!(mean_of(&evals, "m", "clean"), Some(2.0));
+        assert_eq!(std_of(&evals, "m", "clean"), Some(2f64.sqrt()));
+        assert_eq!(std_of(&evals[..1], "m", "clean"), None);
     }
 
     #[test]

@@ -627,6 +627,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn nearest_neighbour_distance_leaves_the_probe_itself_out() {
+        // Gallery on a line at 0, 1, 5; probes are the same images shifted by 0.5.
+        let gallery = Embedding::point(Tensor::from_slice(&[0.0f32, 0.0, 1.0, 0.0, 5.0, 0.0]).reshape([3, 2]));
+        let probes = Embedding::point(Tensor::from_slice(&[0.5f32, 0.0, 1.5, 0.0, 5.5, 0.0]).reshape([3, 2]));
+        let d = nearest_neighbour_distance(&probes, &gallery).unwrap();
+        // Probe 0 may not use gallery 0 (itself): nearest is 1 at 0.5; probe 1: 0 at 1.5;
+        // probe 2: 1 at 4.5.
+        for (got, want) in d.iter().zip([0.5, 1.5, 4.5]) {
+            assert!((got - want).abs() < 1e-6, "{d:?}");
+        }
+    }
+
     /// The paper's estimator is K = 8 Monte Carlo; its expectation is what quadrature computes.
     /// Averaging 20,000 independent K = 8 estimates leaves a standard error below 1e-3.
     #[test]

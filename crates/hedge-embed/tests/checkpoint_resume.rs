@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
-use hedge_embed::{load_model, BatchComposition, HibConfig, ModelKind, RunDir, Trainer};
+use hedge_embed::{
+    load_model, BatchComposition, HibConfig, LrSchedule, MatchInit, ModelKind, Norm, PairSet, RunDir, Trainer,
+};
 use tch::{Device, Kind, Tensor};
 
 /// libtorch's random generator is process-wide: tests that train take turns, as two trainings
@@ -17,9 +19,14 @@ fn train_set() -> NDigitDataset {
     NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
 }
 
+/// The trained variables and then the evaluated ones (the weight average, where kept; batch
+/// norm's running statistics included).
 fn weights(t: &Trainer) -> Vec<(String, Tensor)> {
     let mut v: Vec<_> = t.vs.variables().into_iter().collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut avg: Vec<_> = t.inference_vars().variables().into_iter().map(|(k, t)| (format!("avg.{k}"), t)).collect();
+    avg.sort_by(|a, b| a.0.cmp(&b.0));
+    v.extend(avg);
     v
 }
 
@@ -37,6 +44,24 @@ fn config(steps: usize) -> HibConfig {
 /// Grouped batches (4 classes x 4 images: 48 pairs from 16 images) instead of independent pairs.
 fn grouped(steps: usize) -> HibConfig {
     config(steps).with_batch(BatchComposition::Grouped).with_group_classes(4).with_group_size(4)
+}
+
+/// Every recipe lever at once: all pairs of the grouped batch, batch norm, a weight average,
+/// a fast match head started from the first batch, warm-up and cosine decay.
+fn recipe(steps: usize) -> HibConfig {
+    grouped(steps)
+        .with_pair_set(PairSet::All)
+        .with_norm(Norm::Batch)
+        .with_ema_decay(0.9)
+        .with_head_lr_scale(30.0)
+        .with_match_init(MatchInit::FirstBatch)
+        .with_warmup_steps(1)
+        .with_lr_schedule(LrSchedule::Cosine)
+}
+
+#[test]
+fn resumed_recipe_training_equals_uninterrupted_training() {
+    resume_is_exact(recipe);
 }
 
 #[test]
@@ -84,10 +109,12 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
     let metrics = part_dir.read_metrics().unwrap();
     assert_eq!(metrics.iter().map(|m| m.step).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     assert!(metrics.iter().all(|m| m.loss.is_finite() && m.a > 0.0));
-    // Independent batches score 16 pairs a step; 4 x 4 groups score 4·4·3 = 48.
-    let pairs = match config(1).batch {
-        BatchComposition::Independent => 16,
-        BatchComposition::Grouped => 48,
+    // Independent batches score 16 pairs a step; 4 x 4 groups score 4·4·3 = 48, or all
+    // 16·15/2 = 120 pairs.
+    let pairs = match (config(1).batch, config(1).pair_set) {
+        (BatchComposition::Independent, _) => 16,
+        (BatchComposition::Grouped, PairSet::Sampled) => 48,
+        (BatchComposition::Grouped, PairSet::All) => 120,
     };
     assert!(metrics.iter().all(|m| m.pairs == pairs), "every step scores {pairs} pairs");
 }

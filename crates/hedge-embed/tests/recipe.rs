@@ -1,0 +1,111 @@
+//! Validation classes carved from `train`, watched sets, model choice and the wall-clock
+//! budget, on the real 2-digit MNIST tables.
+
+use std::sync::Arc;
+
+use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
+use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
+use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
+use hedge_embed::{BatchComposition, HibConfig, ModelKind, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
+use tch::Device;
+
+/// libtorch's random generator is process-wide: tests that train take turns.
+static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn train_set() -> NDigitDataset {
+    let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
+    NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
+}
+
+#[test]
+fn validation_classes_are_fixed_by_their_seed_and_never_trained_on() {
+    let data = train_set();
+    let chosen = validation_classes(&data, 10, 0).unwrap();
+    assert_eq!(chosen.len(), 10);
+    assert_eq!(chosen, validation_classes(&data, 10, 0).unwrap(), "same seed, same classes");
+    assert_ne!(chosen, validation_classes(&data, 10, 1).unwrap(), "another seed, other classes");
+    assert!(chosen.windows(2).all(|w| w[0] < w[1]));
+    let (train, val) = split_off_classes(&data, &chosen, 333);
+    // No training image belongs to a validation class, every other image stays.
+    assert!(train.labels.iter().all(|l| chosen.binary_search(l).is_err()));
+    let held: usize = data.labels.iter().filter(|l| chosen.binary_search(l).is_ok()).count();
+    assert_eq!(train.len(), data.len() - held);
+    // 1,428 images per class in the table, 333 kept per validation class.
+    assert_eq!(val.len(), 10 * 333);
+    assert_eq!(val.classes(), chosen);
+    // The subset renders the same pixels as the original image.
+    let first = data.labels.iter().position(|l| *l == chosen[0]).unwrap();
+    let mut rng = rand::rng();
+    let a = data.render_batch(&[first], &hedge_data::Corruption::Clean, &mut rng);
+    let b = val.render_batch(&[0], &hedge_data::Corruption::Clean, &mut rng);
+    assert_eq!(a, b);
+    // Too many held-out classes leave nothing to train on.
+    let err = validation_classes(&data, 69, 0).unwrap_err().to_string();
+    assert!(err.contains("validation_classes"), "{err}");
+}
+
+#[test]
+fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
+    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let config = HibConfig::default()
+        .with_model(ModelKind::Gaussian)
+        .with_batch(BatchComposition::Grouped)
+        .with_group_classes(8)
+        .with_group_size(4)
+        .with_validation_classes(10)
+        .with_steps(1_000_000)
+        .with_checkpoint_every(1000)
+        .with_log_every(5);
+    let mut trainer = Trainer::new(config, train_set(), Device::Cpu).unwrap();
+    let val = trainer.validation_set().unwrap().clone();
+    // A small validation set keeps the test quick (the first 40 images of each class).
+    let keep: Vec<usize> = (0..val.len()).filter(|i| i % 333 < 40).collect();
+    let watch = [WatchSet::new("validation", val.subset(&keep), 500).unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunDir::create(dir.path()).unwrap();
+    run.write_config(&hedge_embed::RunConfig {
+        hib: trainer.config.clone(),
+        device: "cpu".into(),
+        threads: 1,
+        command: "test".into(),
+        hedge_version: "test".into(),
+        libtorch: "test".into(),
+    })
+    .unwrap();
+    // 40 seconds of training: planned from the speed of the first 30 steps.
+    let options = RunOptions {
+        watch: &watch,
+        watch_every: 20,
+        budget_seconds: Some(40.0),
+        plan_steps: true,
+        target: None,
+    };
+    let (mut planned, mut stopped) = (None, false);
+    trainer
+        .run_with(Some(&run), &options, |e| match e {
+            TrainEvent::Planned { steps, .. } => planned = Some(steps),
+            TrainEvent::BudgetReached { .. } => stopped = true,
+            _ => {}
+        })
+        .unwrap();
+    let planned = planned.expect("the step count is planned after the calibration steps");
+    assert!(planned > 30 && planned < 1_000_000, "{planned}");
+    assert_eq!(run.read_config().unwrap().hib.steps, planned, "config.json holds the planned steps");
+    // Training ends at the planned step or at the budget, within a step of it.
+    assert!(trainer.step() == planned || stopped);
+    assert!(trainer.seconds() < 40.0 + 5.0, "{}", trainer.seconds());
+    let records: Vec<MonitorRecord> = run.read_json_lines(MONITOR_FILE).unwrap();
+    assert!(records.len() >= 2, "watched every 20 steps and at the end");
+    assert!(records.windows(2).all(|w| w[0].step < w[1].step && w[0].train_seconds < w[1].train_seconds));
+    let best: BestModel = run.read_json(BEST_FILE).unwrap();
+    let top = records.iter().map(|r| r.sets["validation"].score()).fold(f64::MIN, f64::max);
+    assert_eq!(best.score, top, "best.json holds the best validation score");
+    assert!(run.file(BEST_MODEL_FILE).is_file());
+    // The quick numbers are probabilities, and verification beats chance after training.
+    let last = &records.last().unwrap().sets["validation"];
+    for v in [last.ap_clean, last.ap_corrupt, last.knn_clean, last.knn_corrupt] {
+        assert!((0.0..=1.0).contains(&v), "{last:?}");
+    }
+    assert!(last.ap_clean > 0.6, "{last:?}");
+}
