@@ -340,8 +340,8 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     crate::set_threads(args.threads);
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
-    let mut config: HibConfig =
-        toml::from_str(&text).with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
+    let mut config: HibConfig = toml::from_str(&text)
+        .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
     config = config.with_digits(2).with_dim(2).with_steps(crate::hib::PLANNED_STEPS_PLACEHOLDER);
     config.check()?;
     let metric = match args.metric.as_str() {
@@ -371,12 +371,19 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     let trainer = train_run(&run, &config, device, false, &plan, |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
             if let Some(q) = r.sets.get(split.name()) {
-                tracing::info!("{:.1} min, step {}: {} {:.4}", r.train_seconds / 60.0, r.step, metric.label(), metric.of(q));
+                tracing::info!(
+                    "{:.1} min, step {}: {} {:.4}",
+                    r.train_seconds / 60.0,
+                    r.step,
+                    metric.label(),
+                    metric.of(q)
+                );
             }
         }
     })?;
     let records: Vec<hedge_embed::MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
-    let r = hedge_embed::monitor::first_reaching(&records, split.name(), metric, target).context("no evaluation ran")?;
+    let r =
+        hedge_embed::monitor::first_reaching(&records, split.name(), metric, target).context("no evaluation ran")?;
     let report = serde_json::json!({
         "model": column,
         "split": split.name(),

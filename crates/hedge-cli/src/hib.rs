@@ -333,13 +333,23 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
         match shape {
             None => shape = Some((config.digits, config.dim)),
             Some(s) if s != (config.digits, config.dim) => {
-                bail!("run '{dir}' is N = {}, D = {}; the others are N = {}, D = {}", config.digits, config.dim, s.0, s.1)
+                bail!(
+                    "run '{dir}' is N = {}, D = {}; the others are N = {}, D = {}",
+                    config.digits,
+                    config.dim,
+                    s.0,
+                    s.1
+                )
             }
             _ => {}
         }
         let curve = RunCurve::read(&run, label)?;
         if !curve.records.iter().any(|r| r.sets.contains_key(&args.set)) {
-            bail!("run '{dir}' has no '{}' in its monitor.jsonl; train with --watch-every N --watch {}", args.set, args.set);
+            bail!(
+                "run '{dir}' has no '{}' in its monitor.jsonl; train with --watch-every N --watch {}",
+                args.set,
+                args.set
+            );
         }
         curves.push(curve);
     }

@@ -430,7 +430,10 @@ fn table1(s: &Value) -> String {
     );
     match other {
         Some(o) => {
-            let _ = writeln!(t, "| | point | MoG-1 | MoG-2 | point, {o} | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|---|---|");
+            let _ = writeln!(
+                t,
+                "| | point | MoG-1 | MoG-2 | point, {o} | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|---|---|"
+            );
         }
         None => t.push_str("| | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n"),
     }
@@ -480,7 +483,12 @@ fn table2(s: &Value) -> String {
     }
     for (key, name) in [("tau_ap", "AP correlation"), ("tau_knn", "KNN correlation")] {
         for variant in ["clean", "corrupt"] {
-            let _ = write!(t, "| {name}, {variant} | {} | {} |", cell(s, "mog1", key, variant), cell(s, "mog2", key, variant));
+            let _ = write!(
+                t,
+                "| {name}, {variant} | {} | {} |",
+                cell(s, "mog1", key, variant),
+                cell(s, "mog2", key, variant)
+            );
             if other.is_some() {
                 let _ = write!(t, " {} | {} |", plain(s, "mog1", key, variant), plain(s, "mog2", key, variant));
             }
@@ -501,7 +509,9 @@ fn table5(s: &Value) -> String {
         split_name(s)
     );
     if has_paper {
-        t.push_str("| | ours, beta = 0 | ours, beta = 1e-4 | paper, beta = 0 | paper, beta = 1e-4 |\n|---|---|---|---|---|\n");
+        t.push_str(
+            "| | ours, beta = 0 | ours, beta = 1e-4 | paper, beta = 0 | paper, beta = 1e-4 |\n|---|---|---|---|---|\n",
+        );
     } else {
         t.push_str("| | ours, beta = 0 | ours, beta = 1e-4 |\n|---|---|---|\n");
     }
@@ -524,7 +534,12 @@ fn table5(s: &Value) -> String {
         ("tau_knn", "KNN correlation"),
     ] {
         for variant in ["clean", "corrupt"] {
-            let _ = write!(t, "| {name}, {variant} | {} | {} |", ours("mog1-beta0", key, variant), ours("mog1", key, variant));
+            let _ = write!(
+                t,
+                "| {name}, {variant} | {} | {} |",
+                ours("mog1-beta0", key, variant),
+                ours("mog1", key, variant)
+            );
             if has_paper {
                 let _ = write!(t, " {} | {} |", paper("mog1-beta0", key, variant), paper("mog1-beta1e4", key, variant));
             }
@@ -576,7 +591,8 @@ fn table67(args: &ReproduceArgs, split: &str, results: &[(Variant, Vec<Value>)],
             })
             .unwrap_or_default()
     };
-    let paper_of = |g: &str, p: &str| paper_rows.and_then(|rows| rows.into_iter().find(|r| r.gallery == g && r.probe == p));
+    let paper_of =
+        |g: &str, p: &str| paper_rows.and_then(|rows| rows.into_iter().find(|r| r.gallery == g && r.probe == p));
     let with_paper = |ours: String, paper: Option<f64>| match paper {
         Some(p) => format!("{ours} ({p:.3})"),
         None => ours,
@@ -700,7 +716,9 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
         })
         .unwrap_or_default();
     let length = match (args.budget_minutes, args.steps) {
-        (Some(m), _) => format!("a budget of {m} minutes of training per model (steps planned from the measured speed)"),
+        (Some(m), _) => {
+            format!("a budget of {m} minutes of training per model (steps planned from the measured speed)")
+        }
         (None, Some(steps)) => format!("{steps} training steps per model"),
         (None, None) => "the recipe's training steps".to_string(),
     };

@@ -326,7 +326,8 @@ pub fn nearest_neighbour_distance(probes: &Embedding, gallery: &Embedding) -> Re
         while start < n {
             let len = chunk.min(n - start);
             let p = probes.mean.narrow(0, start, len).select(1, 0);
-            let mut d2 = (p.unsqueeze(1) - g.unsqueeze(0)).square().sum_dim_intlist([2i64].as_slice(), false, Kind::Float);
+            let mut d2 =
+                (p.unsqueeze(1) - g.unsqueeze(0)).square().sum_dim_intlist([2i64].as_slice(), false, Kind::Float);
             let rows = Tensor::arange(len, (Kind::Int64, Device::Cpu));
             let cols = &rows + start;
             let _ = d2.index_put_(&[Some(rows), Some(cols)], &Tensor::from(f32::INFINITY), false);

@@ -76,7 +76,8 @@ pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> 
         let held_out = trainer.held_out_classes();
         if split == NDigitSplit::TestSeen && !held_out.is_empty() {
             // Seen means trained on: the validation classes' test images are not.
-            let keep: Vec<usize> = (0..data.len()).filter(|&i| held_out.binary_search(&data.labels[i]).is_err()).collect();
+            let keep: Vec<usize> =
+                (0..data.len()).filter(|&i| held_out.binary_search(&data.labels[i]).is_err()).collect();
             data = data.subset(&keep);
         }
         sets.push(WatchSet::new(split.name(), data, plan.watch_pairs)?);

@@ -74,13 +74,8 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     })
     .unwrap();
     // 40 seconds of training: planned from the speed of the first 30 steps.
-    let options = RunOptions {
-        watch: &watch,
-        watch_every: 20,
-        budget_seconds: Some(40.0),
-        plan_steps: true,
-        target: None,
-    };
+    let options =
+        RunOptions { watch: &watch, watch_every: 20, budget_seconds: Some(40.0), plan_steps: true, target: None };
     let (mut planned, mut stopped) = (None, false);
     trainer
         .run_with(Some(&run), &options, |e| match e {
