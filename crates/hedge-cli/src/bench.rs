@@ -32,8 +32,8 @@ pub struct RecipeBenchArgs {
     /// Which number must reach the paper's: ap-clean, ap-corrupt, knn-clean, knn-corrupt.
     #[arg(long, default_value = "ap-clean")]
     metric: String,
-    /// test_seen or test_unseen.
-    #[arg(long, default_value = "test_seen")]
+    /// test_unseen (the tables' split) or test_seen.
+    #[arg(long, default_value = "test_unseen")]
     split: String,
     /// Give up after this many minutes of training.
     #[arg(long, default_value_t = 45.0)]

@@ -38,8 +38,8 @@ pub struct TimeToQualityArgs {
     /// Run directories with a monitor.jsonl (label=DIR or DIR; comma-separated).
     #[arg(long, value_delimiter = ',', required = true)]
     runs: Vec<String>,
-    /// Watched set to report: test_seen, test_unseen or validation.
-    #[arg(long, default_value = "test_seen")]
+    /// Watched set to report: test_unseen, test_seen or validation.
+    #[arg(long, default_value = "test_unseen")]
     set: String,
     /// Output Markdown file; the plots go beside it (<stem>_<metric>.png).
     #[arg(long)]
