@@ -141,7 +141,9 @@ fn eval_writes_every_documented_key() {
     // A point embedding has no uncertainty: its correlations are null, not invented.
     assert!(v["tau_ap"]["clean"].is_null() && v["tau_knn"]["corrupt_std"].is_null());
     assert!((0.0..=1.0).contains(&v["ece"].as_f64().unwrap()));
-    assert!(v["aurc"].is_null(), "no uncertainty, no risk-coverage curve");
+    // No η either: its risk-coverage curve rejects by the nearest-neighbour distance, and says so.
+    assert_eq!(v["aurc_uncertainty"], "nearest_neighbour_distance");
+    assert!((0.0..=1.0).contains(&v["aurc"].as_f64().expect("aurc for a point model")));
     assert_eq!(v["gallery_probe"].as_array().unwrap().len(), 4);
 }
 
@@ -175,8 +177,18 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     assert_eq!(summary["paper"]["mog2"]["knn_accuracy"]["corrupt"], 0.757);
     assert!(summary["models"]["mog1"]["tau_knn"]["clean"].is_number());
     assert!(summary["models"]["point"]["tau_knn"]["clean"].is_null(), "no η for a point embedding");
+    // Tables on one split, the other beside them, never mixed.
+    assert_eq!(summary["split"], "test_unseen");
+    assert_eq!(summary["other_split"]["split"], "test_seen");
+    assert!(summary["other_split"]["models"]["mog1"]["knn_accuracy"]["clean"].is_number());
+    // One seed: no spread to report.
+    assert!(summary["models"]["mog1"]["verification_ap"]["clean_std"].is_null());
     let table1 = std::fs::read_to_string(out.join("table1.md")).unwrap();
     assert!(table1.contains("(0.987)") && table1.contains("| KNN accuracy, corrupt |"), "{table1}");
+    assert!(table1.contains("test_unseen") && table1.contains("| point, test_seen |"), "{table1}");
+    // Appendix G with the paper's numbers (Table 6, N = 2, D = 2: point clean/clean 0.882).
+    let table6 = std::fs::read_to_string(out.join("table6.md")).unwrap();
+    assert!(table6.contains("(0.882)"), "{table6}");
     for f in ["table2.md", "table6.md", "table7.md", "README.md", "embeddings_mog2.png", "uncertainty_bins_mog1.png"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
