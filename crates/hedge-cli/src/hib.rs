@@ -815,16 +815,13 @@ pub fn evaluate_run(
     Ok((report, json))
 }
 
-/// The clean and corrupt twins of a test split, embedded.
+/// The clean and corrupt twins of a test split, embedded (the library's, with its error type).
 pub fn embed_twins(
     net: &hedge_embed::HibNet,
     test: &NDigitDataset,
     device: tch::Device,
 ) -> Result<(hedge_embed::EmbeddedSet, hedge_embed::EmbeddedSet)> {
-    let options = EmbedOptions { samples: 1, ..Default::default() };
-    let clean = embed_dataset(net, test, &Corruption::Clean, device, options)?;
-    let corrupt = embed_dataset(net, test, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, options)?;
-    Ok((clean, corrupt))
+    Ok(hedge_embed::monitor::embed_twins(net, test, device)?)
 }
 
 /// `eval.json`: the keys of issue 3 (`verification_ap.clean`, `tau_knn.corrupt_std`, …) plus curves.

@@ -576,11 +576,11 @@ mod tests {
     fn first_batch_offset_is_a_times_the_median_distance() {
         let vs = nn::VarStore::new(Device::Cpu);
         let head = MatchHead::new(vs.root() / "match", 2.0, 0.0);
-        // Pair distances 3 (3-4-5), 1 and 10: median 3, so b = 2 · 3.
+        // Pair distances 5 (a 3-4-5 triangle), 1 and 10: median 5, so b = 2 · 5.
         let left = Embedding::point(Tensor::from_slice(&[0.0f32, 0.0, 1.0, 1.0, 0.0, 0.0]).reshape([3, 2]));
         let right = Embedding::point(Tensor::from_slice(&[3.0f32, 4.0, 1.0, 2.0, 6.0, 8.0]).reshape([3, 2]));
         init_offset_from_distances(&head, &left, &right);
-        assert!((head.b.double_value(&[]) - 6.0).abs() < 1e-5, "{}", head.b.double_value(&[]));
+        assert!((head.b.double_value(&[]) - 10.0).abs() < 1e-5, "{}", head.b.double_value(&[]));
     }
 
     /// The all-pairs loss of point embeddings equals the balanced average computed by hand.
