@@ -2,8 +2,6 @@
 //! variable store of the same network so that the averaged model can be evaluated, saved and
 //! loaded like any other.
 
-use std::path::Path;
-
 use tch::nn;
 
 use crate::Result;
@@ -64,12 +62,6 @@ impl Ema {
         shadow.copy(live)?;
         Ok(())
     }
-}
-
-/// Saves a store's variables (a thin wrapper so callers need not import tch's error type).
-pub fn save_store(vs: &nn::VarStore, path: &Path) -> Result<()> {
-    vs.save(path)?;
-    Ok(())
 }
 
 #[cfg(test)]
