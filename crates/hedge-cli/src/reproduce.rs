@@ -45,13 +45,18 @@ pub struct ReproduceArgs {
     /// (default test_unseen: the split closer to the paper, results/hib/n2-d2-split/README.md).
     #[arg(long, value_enum, default_value = "test-unseen")]
     split: SplitArg,
-    /// Evaluate the validation classes (if the recipe holds some out) and both test splits
-    /// every N steps during training (monitor.jsonl; quality against wall-clock).
+    /// Evaluate the validation classes (if the recipe holds some out) and the tables' split
+    /// every N steps during training (monitor.jsonl; quality against wall-clock; the
+    /// validation classes choose model_best.safetensors).
     #[arg(long, default_value_t = 0)]
     watch_every: usize,
-    /// Seeds per model (results are averaged).
+    /// Seeds per model of Table 1 (point, MoG-1, MoG-2; results are averaged).
     #[arg(long, default_value_t = 1)]
     seeds: u64,
+    /// Seeds for the extra models: Table 5's beta = 0 and Appendix B's margins (the paper
+    /// reports one run of each).
+    #[arg(long, default_value_t = 1)]
+    extra_seeds: u64,
     /// Repeats of the sampling-dependent evaluation.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
@@ -106,6 +111,8 @@ struct Variant {
     key: String,
     label: String,
     config: HibConfig,
+    /// Seeds 0..seeds are trained and averaged.
+    seeds: u64,
 }
 
 fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
@@ -138,12 +145,23 @@ fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
         None => base,
     };
     let mut v = vec![
-        Variant { key: "point".into(), label: "point".into(), config: base.clone().with_model(ModelKind::Point) },
-        Variant { key: "mog1".into(), label: "MoG-1".into(), config: base.clone().with_model(ModelKind::Gaussian) },
+        Variant {
+            key: "point".into(),
+            label: "point".into(),
+            config: base.clone().with_model(ModelKind::Point),
+            seeds: args.seeds,
+        },
+        Variant {
+            key: "mog1".into(),
+            label: "MoG-1".into(),
+            config: base.clone().with_model(ModelKind::Gaussian),
+            seeds: args.seeds,
+        },
         Variant {
             key: "mog2".into(),
             label: "MoG-2".into(),
             config: base.clone().with_model(ModelKind::Mog).with_components(2),
+            seeds: args.seeds,
         },
     ];
     if args.beta_sweep {
@@ -151,6 +169,7 @@ fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
             key: "mog1-beta0".into(),
             label: "MoG-1, beta = 0".into(),
             config: base.clone().with_model(ModelKind::Gaussian).with_beta(0.0),
+            seeds: args.extra_seeds,
         });
     }
     if args.appendix_b {
@@ -159,6 +178,7 @@ fn variants(args: &ReproduceArgs) -> Result<Vec<Variant>> {
                 key: format!("point-contrastive-m{m}"),
                 label: format!("point, contrastive M = {m}"),
                 config: base.clone().with_model(ModelKind::Point).with_loss(LossKind::Contrastive).with_margin(m),
+                seeds: args.extra_seeds,
             });
         }
     }
@@ -238,8 +258,8 @@ fn train_and_eval(
 pub fn run(args: ReproduceArgs) -> Result<()> {
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
-    if args.seeds == 0 {
-        bail!("--seeds must be at least 1");
+    if args.seeds == 0 || args.extra_seeds == 0 {
+        bail!("--seeds and --extra-seeds must be at least 1");
     }
     if let Some(m) = args.budget_minutes {
         if !(m.is_finite() && m > 0.0) {
@@ -253,7 +273,9 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let plan = TrainPlan {
         budget_minutes: args.budget_minutes,
         watch_every: args.watch_every,
-        watch_splits: if args.watch_every > 0 { vec![NDigitSplit::TestSeen, NDigitSplit::TestUnseen] } else { vec![] },
+        // The tables' split beside the validation classes: a third set would add ~1/3 to each
+        // watch, and the other split is evaluated at the end anyway.
+        watch_splits: if args.watch_every > 0 { vec![split] } else { vec![] },
         keep_every: 1000,
         ..Default::default()
     };
@@ -262,14 +284,17 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let mut other: Vec<(Variant, Vec<Value>)> = Vec::new();
     for v in variants {
         let (mut evals, mut others) = (Vec::new(), Vec::new());
-        for seed in 0..args.seeds {
+        for seed in 0..v.seeds {
             let dir = args.out.join("runs").join(format!("{}-seed{seed}", v.key));
             info!("{}: seed {seed} in {}", v.label, dir.display());
             let e = train_and_eval(&dir, &v.config.clone().with_seed(seed), device, &settings, &plan)?;
             evals.push(e.main);
             others.push(e.other);
         }
-        other.push((Variant { key: v.key.clone(), label: v.label.clone(), config: v.config.clone() }, others));
+        other.push((
+            Variant { key: v.key.clone(), label: v.label.clone(), config: v.config.clone(), seeds: v.seeds },
+            others,
+        ));
         results.push((v, evals));
     }
     let mut summary = summarise(&args, &results, started.elapsed().as_secs_f64());
@@ -384,6 +409,7 @@ fn summarise(args: &ReproduceArgs, results: &[(Variant, Vec<Value>)], seconds: f
         "steps": args.steps,
         "budget_minutes": args.budget_minutes,
         "seeds": args.seeds,
+        "extra_seeds": args.extra_seeds,
         "repeats": args.repeats,
         "seconds": seconds,
         "command": crate::hib::command_line(),
@@ -547,6 +573,13 @@ fn table5(s: &Value) -> String {
             t.push('\n');
         }
     }
+    let seeds = |model: &str| s["models"][model]["seeds"].as_u64().unwrap_or(0);
+    let _ = writeln!(
+        t,
+        "\nSeeds: beta = 0 {}, beta = 1e-4 {} (the Table 1 MoG-1 runs; ± is the sd over seeds).",
+        seeds("mog1-beta0"),
+        seeds("mog1")
+    );
     if !has_paper {
         t.push_str("\nThe paper reports Table 5 for (N, D) = (2, 2) and (3, 3) only.\n");
     }
@@ -725,7 +758,7 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
     };
     format!(
         "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{length}; recipe (fields that differ from the paper's \
-         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s); tables on `{}`, the other split beside \
+         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s) per Table 1 model ({} for the extra models); tables on `{}`, the other split beside \
          them; {} repeats of the sampling-dependent metrics. Training time per model: {}. \
          Wall-clock of the last invocation: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
@@ -736,6 +769,7 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
         s["command"].as_str().unwrap_or(""),
         recipe_changes(s),
         args.seeds,
+        args.extra_seeds,
         split_name(s),
         args.repeats,
         train_times.join(", "),
@@ -879,6 +913,11 @@ mod tests {
         // Paper Table 5, N = 2, D = 2: AP clean 0.986 (beta = 0) and 0.988 (beta = 1e-4; Table 1 has 0.989).
         assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 | 0.986 | 0.988 |"), "{t}");
         assert!(t.contains("| KNN correlation, corrupt | 0.200 | 0.100 | 0.636 | 0.609 |"), "{t}");
+        // The beta = 0 model is an extra (one seed by default), the beta = 1e-4 one a Table 1 model.
+        let mut s = summary(&["mog1", "mog1-beta0"]);
+        s["models"]["mog1"]["seeds"] = json!(3);
+        s["models"]["mog1-beta0"]["seeds"] = json!(1);
+        assert!(table5(&s).contains("Seeds: beta = 0 1, beta = 1e-4 3"), "{}", table5(&s));
         // (2, 3) has no Table 5 in the paper: ours only, and a note.
         let mut s = summary(&["mog1", "mog1-beta0"]);
         s["paper"] = paper(2, 3).unwrap();

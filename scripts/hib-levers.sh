@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The HIB lever ladder of results/hib/levers/README.md: MoG-1, N = 2, D = 2, 8 minutes of
+# training per run on 2 threads, 10 validation classes held out of train, every run watched
+# every 400 steps on the validation classes and both test splits.
+#
+#   scripts/hib-levers.sh SEED [RUN...]     e.g. scripts/hib-levers.sh 1 a-baseline e-bn f-allpairs
+#
+# Seed 0 writes results/hib/levers/<RUN>, other seeds results/hib/levers/<RUN>-seed<SEED>.
+# A finished run (its folder holds `done`) is skipped, so the script can be re-run after an
+# interruption; an unfinished one is resumed. Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seed=${1:?usage: scripts/hib-levers.sh SEED [RUN...]}
+shift
+hedge=${HEDGE:-./target/release/hedge}
+
+common=(--model gaussian --validation-classes 10 --budget-minutes 8 --watch-every 400
+    --watch test_seen,test_unseen --threads 2 --no-eval --seed "$seed")
+head=(--lr 3e-3 --lr-schedule cosine --warmup 200 --head-lr-scale 30 --match-init first-batch)
+
+levers() {
+    case "$1" in
+    a-baseline) echo --group 32x8 --lr 1e-3 ;;
+    b-cosine) echo --group 32x8 --lr 1e-3 --lr-schedule cosine ;;
+    c-lr3e-3-warmup) echo --group 32x8 --lr 3e-3 --lr-schedule cosine --warmup 200 ;;
+    d-head) echo --group 32x8 "${head[@]}" ;;
+    e-bn) echo --group 32x8 "${head[@]}" --norm batch ;;
+    f-allpairs) echo --group 32x8 "${head[@]}" --norm batch --all-pairs ;;
+    g-ema) echo --group 32x8 "${head[@]}" --norm batch --all-pairs --ema 0.999 ;;
+    # Beyond the ladder: f's recipe with other batch shapes (same 256 images per batch) and a
+    # higher peak learning rate.
+    h-64x4) echo --group 64x4 "${head[@]}" --norm batch --all-pairs ;;
+    i-16x16) echo --group 16x16 "${head[@]}" --norm batch --all-pairs ;;
+    j-lr1e-2) echo --group 32x8 --lr 1e-2 --lr-schedule cosine --warmup 200 --head-lr-scale 30 \
+        --match-init first-batch --norm batch --all-pairs ;;
+    *)
+        echo "unknown run '$1'" >&2
+        exit 2
+        ;;
+    esac
+}
+
+runs=("$@")
+if [ ${#runs[@]} -eq 0 ]; then
+    runs=(a-baseline b-cosine c-lr3e-3-warmup d-head e-bn f-allpairs g-ema h-64x4 i-16x16 j-lr1e-2)
+fi
+for name in "${runs[@]}"; do
+    args=$(levers "$name")
+    out=results/hib/levers/$name
+    [ "$seed" = 0 ] || out=$out-seed$seed
+    if [ -f "$out/done" ]; then
+        echo "$out: done, skipped"
+        continue
+    fi
+    if [ -f "$out/config.json" ]; then
+        # shellcheck disable=SC2086
+        "$hedge" hib train --resume "$out" --no-eval --watch-every 400 --watch test_seen,test_unseen --threads 2 \
+            >>"$out.log" 2>&1
+    else
+        # shellcheck disable=SC2086
+        "$hedge" hib train "${common[@]}" $args --out "$out" >"$out.log" 2>&1
+    fi
+    touch "$out/done"
+    echo "$out: finished"
+done
