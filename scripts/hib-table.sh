@@ -4,10 +4,12 @@
 #
 #   scripts/hib-table.sh [SETTING...]       SETTING: n2-d2 n2-d3 n3-d2 n3-d3 (default: all four)
 #
-# BUDGET (minutes of training per model, default 20: results/hib/recipe-45min/README.md says why) and HEDGE (the binary, default
-# ./target/release/hedge) may be set in the environment. `hedge hib reproduce` reuses finished
-# runs and resumes unfinished ones, so the script can be stopped and started again at any time
-# (the runs' model and optimizer files are committed, so from any checkout).
+# BUDGET (minutes of training per model, default 20; results/hib/recipe-45min/README.md says
+# why) and HEDGE (the binary, default ./target/release/hedge) may be set in the environment.
+# `hedge hib reproduce` reuses finished runs and resumes unfinished ones, so the script can be
+# stopped and started again at any time, from any checkout (the runs' model and optimizer files
+# are committed). Each run trains the steps its budget planned from its first steps' speed, so
+# work beside it slows the table down without changing its numbers.
 #
 # N = 2, D = 2 has 3 seeds of point / MoG-1 / MoG-2, Table 5's beta = 0 and Appendix B's four
 # margins; N = 3, D = 3 has Table 5 and Figure 5; the others one seed of the three models.
@@ -19,7 +21,7 @@ settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(n2-d2 n2-d3 n3-d2 n3-d3)
 
 common=(hib reproduce --config results/hib/recipe.toml --budget-minutes "$budget" --watch-every 1000
-    --appendix-g --threads 2)
+    --finish-planned-steps --appendix-g --threads 2)
 for setting in "${settings[@]}"; do
     case "$setting" in
     n2-d2) extra=(--digits 2 --dim 2 --seeds 3 --beta-sweep --appendix-b) ;;

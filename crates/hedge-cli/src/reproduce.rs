@@ -37,6 +37,11 @@ pub struct ReproduceArgs {
     /// speed of the first steps so that schedules end on time.
     #[arg(long)]
     budget_minutes: Option<f64>,
+    /// With --budget-minutes: train every planned step even if the machine slows down after
+    /// planning (the budget then fixes the step count, not the stop), so other work beside a
+    /// long reproduction changes its wall-clock, not its numbers.
+    #[arg(long, requires = "budget_minutes")]
+    finish_planned_steps: bool,
     /// TOML recipe (any HibConfig fields: schedule, levers, batch) applied to every model;
     /// the flags below override it.
     #[arg(long)]
@@ -226,7 +231,8 @@ fn train_and_eval(
     };
     let stored = run.read_config()?.hib;
     let state = run.read_state()?;
-    let done = state.step >= stored.steps || plan.budget_minutes.is_some_and(|m| state.seconds >= m * 60.0);
+    let done = state.step >= stored.steps
+        || (!plan.finish_planned_steps && plan.budget_minutes.is_some_and(|m| state.seconds >= m * 60.0));
     if !done {
         run_training_planned(&run, &stored, device, resuming && state.step > 0, plan)?;
     }
@@ -277,6 +283,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         // watch, and the other split is evaluated at the end anyway.
         watch_splits: if args.watch_every > 0 { vec![split] } else { vec![] },
         keep_every: 1000,
+        finish_planned_steps: args.finish_planned_steps,
         ..Default::default()
     };
     let started = std::time::Instant::now();
@@ -750,6 +757,10 @@ fn readme(args: &ReproduceArgs, s: &Value) -> String {
         })
         .unwrap_or_default();
     let length = match (args.budget_minutes, args.steps) {
+        (Some(m), _) if args.finish_planned_steps => format!(
+            "a budget of {m} minutes of training per model: the steps were planned from the speed of the first \
+             steps and all of them trained, however long that took"
+        ),
         (Some(m), _) => {
             format!("a budget of {m} minutes of training per model (steps planned from the measured speed)")
         }

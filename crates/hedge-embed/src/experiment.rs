@@ -45,6 +45,10 @@ pub struct TrainPlan {
     /// Stop at the first watch that reaches this (the recipe benchmark).
     #[serde(default)]
     pub target: Option<crate::monitor::QualityTarget>,
+    /// The budget only plans the step count; the run trains all planned steps even if it takes
+    /// longer (reproductions that must not depend on the machine's other work).
+    #[serde(default)]
+    pub finish_planned_steps: bool,
 }
 
 impl Default for TrainPlan {
@@ -56,6 +60,7 @@ impl Default for TrainPlan {
             watch_pairs: 5000,
             keep_every: 0,
             target: None,
+            finish_planned_steps: false,
         }
     }
 }
@@ -90,7 +95,8 @@ pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> 
 ///
 /// A fresh run writes a step-0 checkpoint first, so a run stopped before its first regular
 /// checkpoint can still be resumed. A resumed budgeted run keeps the planned step count of its
-/// `config.json` and stops when the total training wall-clock reaches the budget.
+/// `config.json` and stops when the total training wall-clock reaches the budget (unless
+/// `plan.finish_planned_steps`).
 pub fn train_run(
     run: &RunDir,
     config: &HibConfig,
@@ -116,6 +122,7 @@ pub fn train_run(
         budget_seconds: plan.budget_minutes.map(|m| m * 60.0),
         // A resumed run already planned its steps (config.json holds them).
         plan_steps: plan.budget_minutes.is_some() && !resuming,
+        finish_planned_steps: plan.finish_planned_steps,
         target: plan.target.clone(),
     };
     trainer.run_with(Some(run), &options, on_event)?;

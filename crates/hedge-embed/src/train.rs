@@ -90,8 +90,19 @@ pub struct RunOptions<'a> {
     /// [`CALIBRATION_STEPS`] steps, so that schedules end at the budget.
     pub budget_seconds: Option<f64>,
     pub plan_steps: bool,
+    /// With a budget, train to the planned step count even if the machine slows down later
+    /// (the budget only plans the steps): results then do not depend on other work beside the
+    /// run, only its wall-clock does.
+    pub finish_planned_steps: bool,
     /// Stop (with a checkpoint) at the first watch that reaches this.
     pub target: Option<QualityTarget>,
+}
+
+impl RunOptions<'_> {
+    /// Whether training stops now, after `seconds` of training wall-clock, for the budget.
+    pub fn budget_reached(&self, seconds: f64) -> bool {
+        !self.finish_planned_steps && self.budget_seconds.is_some_and(|b| seconds >= b)
+    }
 }
 
 /// What [`Trainer::run_with`] reports as it goes.
@@ -413,7 +424,7 @@ impl Trainer {
                     on_event(TrainEvent::Planned { steps: self.config.steps, seconds_per_step: per_step });
                 }
             }
-            let budget_hit = options.budget_seconds.is_some_and(|b| self.seconds >= b) && self.step < self.config.steps;
+            let budget_hit = options.budget_reached(self.seconds) && self.step < self.config.steps;
             let last = m.step == self.config.steps || budget_hit;
             if let Some(run) = run {
                 if m.step % self.config.log_every == 0 || last {

@@ -48,6 +48,16 @@ fn validation_classes_are_fixed_by_their_seed_and_never_trained_on() {
 }
 
 #[test]
+fn a_budget_stops_training_unless_it_only_plans_the_steps() {
+    let hard = RunOptions { budget_seconds: Some(60.0), plan_steps: true, ..Default::default() };
+    assert!(!hard.budget_reached(59.9));
+    assert!(hard.budget_reached(60.0));
+    let planning_only = RunOptions { finish_planned_steps: true, ..hard };
+    assert!(!planning_only.budget_reached(600.0));
+    assert!(!RunOptions::default().budget_reached(1e9), "no budget, no stop");
+}
+
+#[test]
 fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let config = HibConfig::default()
@@ -77,7 +87,7 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     .unwrap();
     // 40 seconds of training: planned from the speed of the first 30 steps.
     let options =
-        RunOptions { watch: &watch, watch_every: 20, budget_seconds: Some(40.0), plan_steps: true, target: None };
+        RunOptions { watch: &watch, watch_every: 20, budget_seconds: Some(40.0), plan_steps: true, ..Default::default() };
     let (mut planned, mut stopped) = (None, false);
     trainer
         .run_with(Some(&run), &options, |e| match e {
