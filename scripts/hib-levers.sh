@@ -27,9 +27,10 @@ levers() {
     e-bn) echo --group 32x8 "${head[@]}" --norm batch ;;
     f-allpairs) echo --group 32x8 "${head[@]}" --norm batch --all-pairs ;;
     g-ema) echo --group 32x8 "${head[@]}" --norm batch --all-pairs --ema 0.999 ;;
-    # Beyond the ladder: f's recipe with other batch shapes (same 256 images per batch) and a
-    # higher peak learning rate.
-    h-64x4) echo --group 64x4 "${head[@]}" --norm batch --all-pairs ;;
+    # Beyond the ladder: f's recipe with other batch shapes (60 x 4: every one of the 60 classes
+    # left for training, 240 images; 16 x 16: 256 images) and a higher
+    # peak learning rate.
+    h-60x4) echo --group 60x4 "${head[@]}" --norm batch --all-pairs ;;
     i-16x16) echo --group 16x16 "${head[@]}" --norm batch --all-pairs ;;
     j-lr1e-2) echo --group 32x8 --lr 1e-2 --lr-schedule cosine --warmup 200 --head-lr-scale 30 \
         --match-init first-batch --norm batch --all-pairs ;;
@@ -42,7 +43,7 @@ levers() {
 
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
-    runs=(a-baseline b-cosine c-lr3e-3-warmup d-head e-bn f-allpairs g-ema h-64x4 i-16x16 j-lr1e-2)
+    runs=(a-baseline b-cosine c-lr3e-3-warmup d-head e-bn f-allpairs g-ema h-60x4 i-16x16 j-lr1e-2)
 fi
 for name in "${runs[@]}"; do
     args=$(levers "$name")
