@@ -231,8 +231,7 @@ fn train_and_eval(
     };
     let stored = run.read_config()?.hib;
     let state = run.read_state()?;
-    let done = state.step >= stored.steps
-        || (!plan.finish_planned_steps && plan.budget_minutes.is_some_and(|m| state.seconds >= m * 60.0));
+    let done = plan.finished(state.step, stored.steps, state.seconds);
     if !done {
         run_training_planned(&run, &stored, device, resuming && state.step > 0, plan)?;
     }

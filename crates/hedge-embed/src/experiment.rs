@@ -51,6 +51,27 @@ pub struct TrainPlan {
     pub finish_planned_steps: bool,
 }
 
+impl TrainPlan {
+    /// Whether a run with this plan, at `step` of `steps` after `seconds` of training, has
+    /// nothing left to train (the same stop rule as [`RunOptions::budget_reached`]).
+    pub fn finished(&self, step: usize, steps: usize, seconds: f64) -> bool {
+        step >= steps || self.run_options(&[], false).budget_reached(seconds)
+    }
+
+    /// The trainer's options for this plan, watching `watch`.
+    fn run_options<'a>(&self, watch: &'a [WatchSet], resuming: bool) -> RunOptions<'a> {
+        RunOptions {
+            watch,
+            watch_every: self.watch_every,
+            budget_seconds: self.budget_minutes.map(|m| m * 60.0),
+            // A resumed run already planned its steps (config.json holds them).
+            plan_steps: self.budget_minutes.is_some() && !resuming,
+            finish_planned_steps: self.finish_planned_steps,
+            target: self.target.clone(),
+        }
+    }
+}
+
 impl Default for TrainPlan {
     fn default() -> Self {
         TrainPlan {
@@ -116,16 +137,7 @@ pub fn train_run(
         trainer.checkpoint(run)?;
     }
     let watch = watch_sets(&trainer, plan)?;
-    let options = RunOptions {
-        watch: &watch,
-        watch_every: plan.watch_every,
-        budget_seconds: plan.budget_minutes.map(|m| m * 60.0),
-        // A resumed run already planned its steps (config.json holds them).
-        plan_steps: plan.budget_minutes.is_some() && !resuming,
-        finish_planned_steps: plan.finish_planned_steps,
-        target: plan.target.clone(),
-    };
-    trainer.run_with(Some(run), &options, on_event)?;
+    trainer.run_with(Some(run), &plan.run_options(&watch, resuming), on_event)?;
     Ok(trainer)
 }
 

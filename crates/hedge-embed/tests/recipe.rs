@@ -55,6 +55,11 @@ fn a_budget_stops_training_unless_it_only_plans_the_steps() {
     let planning_only = RunOptions { finish_planned_steps: true, ..hard };
     assert!(!planning_only.budget_reached(600.0));
     assert!(!RunOptions::default().budget_reached(1e9), "no budget, no stop");
+    // A reproduction asks the plan whether a stored run is finished: the same rule.
+    let plan = hedge_embed::experiment::TrainPlan { budget_minutes: Some(1.0), ..Default::default() };
+    assert!(plan.finished(10, 100, 60.0) && !plan.finished(10, 100, 59.0) && plan.finished(100, 100, 0.0));
+    let plan = hedge_embed::experiment::TrainPlan { finish_planned_steps: true, ..plan };
+    assert!(!plan.finished(10, 100, 600.0) && plan.finished(100, 100, 600.0));
 }
 
 #[test]
@@ -86,8 +91,13 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     })
     .unwrap();
     // 40 seconds of training: planned from the speed of the first 30 steps.
-    let options =
-        RunOptions { watch: &watch, watch_every: 20, budget_seconds: Some(40.0), plan_steps: true, ..Default::default() };
+    let options = RunOptions {
+        watch: &watch,
+        watch_every: 20,
+        budget_seconds: Some(40.0),
+        plan_steps: true,
+        ..Default::default()
+    };
     let (mut planned, mut stopped) = (None, false);
     trainer
         .run_with(Some(&run), &options, |e| match e {
