@@ -37,6 +37,9 @@ levers() {
     # f's levers at a's constant 1e-3 (the 3e-3 and 1e-2 peaks gave seed-dependent unseen-class
     # drops; see the README).
     k-bn-lr1e-3) echo --group 32x8 --lr 1e-3 --head-lr-scale 30 --match-init first-batch --norm batch --all-pairs ;;
+    # a's rate and head with f's batch norm and all pairs (k's seed 1 dropped like d's: the fast
+    # head is the common factor of every seed-1 drop).
+    l-bn-allpairs) echo --group 32x8 --lr 1e-3 --norm batch --all-pairs ;;
     *)
         echo "unknown run '$1'" >&2
         exit 2
@@ -46,7 +49,7 @@ levers() {
 
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
-    runs=(a-baseline b-cosine c-lr3e-3-warmup d-head e-bn f-allpairs g-ema h-60x4 i-16x16 j-lr1e-2 k-bn-lr1e-3)
+    runs=(a-baseline b-cosine c-lr3e-3-warmup d-head e-bn f-allpairs g-ema h-60x4 i-16x16 j-lr1e-2 k-bn-lr1e-3 l-bn-allpairs)
 fi
 for name in "${runs[@]}"; do
     args=$(levers "$name")

@@ -14,7 +14,7 @@ import sys
 
 BASE = os.path.join(os.path.dirname(__file__), "..", "results", "hib", "levers")
 RUNS = ["a-baseline", "b-cosine", "c-lr3e-3-warmup", "d-head", "e-bn", "f-allpairs", "g-ema",
-        "h-60x4", "i-16x16", "j-lr1e-2", "k-bn-lr1e-3"]
+        "h-60x4", "i-16x16", "j-lr1e-2", "k-bn-lr1e-3", "l-bn-allpairs"]
 KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 
 
