@@ -9,6 +9,9 @@
 # A finished run (its folder holds `done`) is skipped, so the script can be re-run after an
 # interruption; an unfinished one is resumed. Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary.
 set -euo pipefail
+# The braces make bash read the whole script before running it, so editing the file while a
+# long run is under way cannot change what the running copy does next.
+{
 cd "$(dirname "$0")/.."
 seed=${1:?usage: scripts/hib-levers.sh SEED [RUN...]}
 shift
@@ -37,8 +40,7 @@ levers() {
     # f's levers at a's constant 1e-3 (the 3e-3 and 1e-2 peaks gave seed-dependent unseen-class
     # drops; see the README).
     k-bn-lr1e-3) echo --group 32x8 --lr 1e-3 --head-lr-scale 30 --match-init first-batch --norm batch --all-pairs ;;
-    # a's rate and head with f's batch norm and all pairs (k's seed 1 dropped like d's: the fast
-    # head is the common factor of every seed-1 drop).
+    # a's rate and head with f's batch norm and all pairs: does the seed-1 drop need the fast head?
     l-bn-allpairs) echo --group 32x8 --lr 1e-3 --norm batch --all-pairs ;;
     *)
         echo "unknown run '$1'" >&2
@@ -70,3 +72,5 @@ for name in "${runs[@]}"; do
     touch "$out/done"
     echo "$out: finished"
 done
+exit
+}

@@ -13,9 +13,13 @@
 #
 # N = 2, D = 2 has 3 seeds of point / MoG-1 / MoG-2, Table 5's beta = 0 and Appendix B's four
 # margins; N = 3, D = 3 has Table 5 and Figure 5; the others one seed of the three models.
-# SEEDS=1 trains seed 0 only where the setting asks for 3 (a first pass). EXTRAS=0 leaves Table 5's and Appendix B's extra models out (a first pass over the main
-# tables; a later run without EXTRAS=0 adds them and rewrites the folder's tables).
+# SEEDS=1 trains seed 0 only where the setting asks for 3, and EXTRAS=0 leaves Table 5's and
+# Appendix B's extra models out (a first pass over the main tables); a later run without them
+# adds the rest and rewrites the folder's tables.
 set -euo pipefail
+# The braces make bash read the whole script before running it, so editing the file while a
+# long run is under way cannot change what the running copy does next.
+{
 cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
 budget=${BUDGET:-20}
@@ -47,3 +51,5 @@ for setting in "${settings[@]}"; do
     mkdir -p "$out"
     "$hedge" "${common[@]}" "${extra[@]}" --out "$out" 2>&1 | tee -a "$out/reproduce.log"
 done
+exit
+}

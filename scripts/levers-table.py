@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The seed table of results/hib/levers/README.md, read from each finished run's last watch.
 
-    python3 scripts/levers-table.py [RUN...]
+    python3 scripts/levers-table.py [RUN...]       (default: every run folder)
 
 Seed 0 of RUN is results/hib/levers/RUN, seed S is RUN-seedS. For each run with a `done`
 marker: steps, training minutes, the validation numbers (AP clean / AP corrupt / KNN clean /
@@ -10,12 +10,17 @@ mean over seeds where there are several. Standard library only.
 """
 import json
 import os
+import re
 import sys
 
 BASE = os.path.join(os.path.dirname(__file__), "..", "results", "hib", "levers")
-RUNS = ["a-baseline", "b-cosine", "c-lr3e-3-warmup", "d-head", "e-bn", "f-allpairs", "g-ema",
-        "h-60x4", "i-16x16", "j-lr1e-2", "k-bn-lr1e-3", "l-bn-allpairs"]
 KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
+
+
+def all_runs():
+    """Every run name with a seed-0 folder, in the ladder's order (its names start a-, b-, ...)."""
+    return sorted(d for d in os.listdir(BASE)
+                  if os.path.isdir(os.path.join(BASE, d)) and not re.search(r"-seed[0-9]+$", d))
 
 
 def last_watch(folder):
@@ -58,4 +63,4 @@ def main(runs):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or RUNS)
+    main(sys.argv[1:] or all_runs())
