@@ -12,5 +12,13 @@ if [ ! -d "$data" ]; then
 fi
 # Tests run from each crate's folder, so hand them an absolute path.
 export HEDGE_DATA_DIR="$(cd "$data" && pwd)"
+# Hygiene first (seconds when it fails): formatting, lints with warnings denied, and docs whose
+# links resolve. --release shares the build scripts' outputs (libtorch's C++ glue) with the tests.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  rustup component add rustfmt clippy
+fi
+cargo fmt --all --check
+cargo clippy --release --workspace --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # --show-output prints what passing tests report (the short training prints its AP).
 exec cargo test --release --workspace -- --show-output

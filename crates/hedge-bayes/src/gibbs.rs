@@ -191,7 +191,7 @@ impl GibbsConfig {
 }
 
 /// The exact normal-gamma posterior of the conjugate model: (μₙ, κₙ, aₙ, bₙ), with
-/// E[μ] = μₙ, E[β] = aₙ/bₙ, Var[μ] = bₙ/(κₙ(aₙ − 1)).
+/// `E[μ] = μₙ`, `E[β] = aₙ/bₙ`, `Var[μ] = bₙ/(κₙ(aₙ − 1))`.
 pub fn normal_gamma_posterior(x: &[f64], mean: f64, kappa: f64, a: f64, b: f64) -> (f64, f64, f64, f64) {
     let n = x.len() as f64;
     let xbar = x.iter().sum::<f64>() / n;

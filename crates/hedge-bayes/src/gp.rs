@@ -31,7 +31,7 @@ pub struct GpGradient {
     pub noise_variance: f64,
 }
 
-/// Hyper-parameters of [`GpRegression`].
+/// Hyper-parameters of an exact GP regression ([`GpConfig`]).
 ///
 /// | name | default | purpose | range |
 /// |---|---|---|---|
@@ -341,16 +341,16 @@ pub fn log_marginal_likelihood(x: MatRef<'_, f64>, y: &[f64], h: &GpHyperParamet
 /// Predictive distribution at test inputs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
-    /// E[f(x*)] = E[y*].
+    /// `E[f(x*)] = E[y*]`.
     pub mean: Vec<f64>,
     /// Var[f(x*)], the latent (noise-free) variance.
     pub latent_variance: Vec<f64>,
-    /// σ² on the scale of the predictions; Var[y*] = latent_variance + noise_variance.
+    /// σ² on the scale of the predictions; `Var[y*] = latent_variance + noise_variance`.
     pub noise_variance: f64,
 }
 
 impl Prediction {
-    /// Var[y*] = Var[f*] + σ².
+    /// `Var[y*] = Var[f*] + σ²`.
     pub fn observed_variance(&self) -> Vec<f64> {
         self.latent_variance.iter().map(|v| v + self.noise_variance).collect()
     }
@@ -360,7 +360,7 @@ impl Prediction {
         (self.mean.iter().zip(y).map(|(m, t)| (m - t).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
     }
 
-    /// Mean negative log density of `y` under N(mean, Var[y*]).
+    /// Mean negative log density of `y` under `N(mean, Var[y*])`.
     pub fn mean_nll(&self, y: &[f64]) -> f64 {
         let var = self.observed_variance();
         self.mean

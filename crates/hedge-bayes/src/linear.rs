@@ -231,7 +231,7 @@ impl FittedNigLinear {
         })
     }
 
-    /// E[σ²] = b̃/(ã − 1) (infinite when ã ≤ 1).
+    /// `E[σ²] = b̃/(ã − 1)` (infinite when ã ≤ 1).
     pub fn expected_noise_variance(&self) -> f64 {
         if self.a > 1.0 {
             self.b / (self.a - 1.0)

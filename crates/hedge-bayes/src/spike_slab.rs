@@ -4,7 +4,7 @@
 //! κ₀ = v₀ (the narrow spike); γ_d ~ Bernoulli(θ); σ² ~ IG(ν/2, νλ/2); θ ~ Beta(a₀, b₀).
 //! E-step: p(w | Θ, y) = N(μ_w, Σ_w) with μ_w = (XᵀX + K⁻¹)⁻¹Xᵀy, Σ_w = σ²(XᵀX + K⁻¹)⁻¹,
 //! K = diag(κ_γ). M-step (exactly the notes' updates):
-//! σ² = (yᵀy − 2yᵀXμ_w + tr((XᵀX + K⁻¹)E[wwᵀ]) + νλ)/(N + D + ν + 2),
+//! `σ² = (yᵀy − 2yᵀXμ_w + tr((XᵀX + K⁻¹)E[wwᵀ]) + νλ)/(N + D + ν + 2)`,
 //! θ = (Σγ + a₀ − 1)/(D + a₀ + b₀ − 2), and each γ_d ∈ {0, 1} maximises the expected
 //! complete-data log posterior. The notes write v₀ > v₁ in one place; here the spike is the
 //! narrow component whatever its label, and `check()` insists on `spike_variance < slab_variance`.

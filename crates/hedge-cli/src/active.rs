@@ -189,7 +189,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset, "seeds": args.seeds, "loop": config,
+    let config_json = json!({ "command": crate::command_line(), "dataset": args.dataset, "seeds": args.seeds, "loop": config,
         "protocol": "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale" });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
     let spec = ReportSpec {
@@ -200,7 +200,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         init: args.init,
         batch: args.batch,
         budget: args.budget,
-        command: crate::hib::command_line(),
+        command: crate::command_line(),
     };
     write_report(&spec, &all)
 }
@@ -401,7 +401,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset, "seeds": args.seeds,
+    let config_json = json!({ "command": crate::command_line(), "dataset": args.dataset, "seeds": args.seeds,
         "pool": args.pool, "test": args.test, "loop": config, "threads": tch::get_num_threads(),
         "protocol": "per seed: pool drawn from the training split, test images from the test split, pixels standardised on the pool; the CNN is retrained from scratch every round" });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
@@ -459,7 +459,7 @@ fn write_class_report(
     }
     let summary = json!({ "dataset": dataset, "seeds": seeds, "methods": summary_methods });
     hedge_data::write_atomic(&out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
-    md.push_str(&format!("\nCommand: `{}`\n", crate::hib::command_line()));
+    md.push_str(&format!("\nCommand: `{}`\n", crate::command_line()));
     hedge_data::write_atomic(&out.join("table.md"), md.as_bytes())?;
     crate::bayes_plots::curves_with_error(
         &out.join("accuracy_vs_labels.png"),

@@ -200,7 +200,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
     model.check()?;
     std::fs::create_dir_all(args.out.join("checkpoints"))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let config_json = json!({ "command": crate::hib::command_line(), "dataset": args.dataset.name(), "data": data_json,
+    let config_json = json!({ "command": crate::command_line(), "dataset": args.dataset.name(), "data": data_json,
         "model": model, "train": base, "alphas": alphas, "repeats": args.repeats,
         "probe_steps": args.probe_steps, "threads": tch::get_num_threads() });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
@@ -233,7 +233,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
     if let (Some(x), false) = (&shown, maps.is_empty()) {
         crate::agnostic_plots::write_activation_maps(&args.out, x, &maps)?;
     }
-    write_sweep_report(&args.out, args.dataset, &alphas, &audits, &crate::hib::command_line())
+    write_sweep_report(&args.out, args.dataset, &alphas, &audits, &crate::command_line())
 }
 
 /// A dataset loaded for a sweep, as tensors.
@@ -579,7 +579,7 @@ fn exp1(args: Exp1Args) -> Result<()> {
     let model = ModelConfig::default();
     let train = TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() };
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let config_json = json!({ "command": crate::hib::command_line(), "data": data_config,
+    let config_json = json!({ "command": crate::command_line(), "data": data_config,
         "context_test": "backgrounds without a digit: half plain, half BSDS500 crops", "model": model, "train": train,
         "every": args.every, "threads": tch::get_num_threads() });
     hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
@@ -603,7 +603,7 @@ fn exp1(args: Exp1Args) -> Result<()> {
         t.context_test,
         c.target_test,
         c.context_test,
-        crate::hib::command_line()
+        crate::command_line()
     );
     hedge_data::write_atomic(&args.out.join("table.md"), md.as_bytes())?;
     let series = |name: &str, test: fn(&CrossDomainPoint) -> f64, label: &str| -> crate::bayes_plots::MeanCurve {

@@ -8,7 +8,7 @@ use hedge_data::{NpyArray, NpyData};
 use plotters::prelude::*;
 use tch::{Kind, Tensor};
 
-use crate::figures::render;
+use hedge_plot::render;
 
 const CELL: u32 = 84;
 const LABEL_WIDTH: u32 = 90;

@@ -448,7 +448,7 @@ fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
 }
 
 fn command_line() -> String {
-    crate::hib::command_line()
+    crate::command_line()
 }
 
 /// The study's true function.

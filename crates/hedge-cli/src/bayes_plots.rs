@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use crate::figures::render;
+use hedge_plot::render;
 
 /// One panel of the lengthscale study.
 pub struct StudyPanel {

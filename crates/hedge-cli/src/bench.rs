@@ -342,7 +342,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
         .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
     let mut config: HibConfig = toml::from_str(&text)
         .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
-    config = config.with_digits(2).with_dim(2).with_steps(crate::hib::PLANNED_STEPS_PLACEHOLDER);
+    config = config.with_digits(2).with_dim(2).with_steps(hedge_embed::run_eval::PLANNED_STEPS_PLACEHOLDER);
     config.check()?;
     let metric = match args.metric.as_str() {
         "ap-clean" => QuickMetric::ApClean,
@@ -360,7 +360,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     let target = metric.paper_value(&paper);
     let device = tch::Device::Cpu;
     config.conv_precision = config.conv_precision.resolve(device);
-    let run = crate::hib::new_run(&args.out, &config, device)?;
+    let run = hedge_embed::new_run(&args.out, &config, device, &crate::command_line())?;
     let plan = TrainPlan {
         budget_minutes: Some(args.budget_minutes),
         watch_every: args.watch_every,

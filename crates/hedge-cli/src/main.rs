@@ -6,7 +6,6 @@ mod agnostic_plots;
 mod bayes;
 mod bayes_plots;
 mod bench;
-mod figures;
 mod hib;
 mod reproduce;
 mod runlog;
@@ -75,4 +74,10 @@ pub(crate) fn set_threads(threads: usize) {
     if threads > 0 {
         tch::set_num_threads(threads as i32);
     }
+}
+
+/// The command as a user would type it from the repository root, recorded in every artefact:
+/// `argv[0]` is normalised, since the binary may run from a copy.
+pub(crate) fn command_line() -> String {
+    std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }

@@ -12,6 +12,9 @@ pub enum EmbedError {
     #[error(transparent)]
     Eval(#[from] hedge_eval::EvalError),
 
+    #[error(transparent)]
+    Plot(#[from] hedge_plot::PlotError),
+
     #[error("libtorch: {0}")]
     Torch(#[from] tch::TchError),
 

@@ -79,7 +79,7 @@ pub fn match_probability_quadrature(
     Ok(per_pair.mean_dim([1i64, 2].as_slice(), false, Kind::Float))
 }
 
-/// Options of [`evaluate_variant`].
+/// Options of [`evaluate_model`] (its `base`) and [`Scorer`].
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct EvalOptions {
     pub estimator: MatchEstimator,

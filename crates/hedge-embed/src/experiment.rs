@@ -208,3 +208,127 @@ pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, d
     }
     t
 }
+
+/// `time-to-quality.md` at `out` for the runs `(label, run directory)` on watched set `set`
+/// ([`time_to_quality_markdown`]), and beside it one plot per Table 1 metric against training
+/// minutes (`<stem>_<metric>.png`). The runs must share (N, D) and have watched `set`.
+pub fn time_to_quality_report(
+    runs: &[(String, std::path::PathBuf)],
+    set: &str,
+    out: &std::path::Path,
+) -> Result<String> {
+    use crate::monitor::QuickMetric;
+    let mut curves = Vec::new();
+    let mut shape = None;
+    for (label, dir) in runs {
+        let run = RunDir::open(dir)?;
+        let config = run.read_config()?.hib;
+        match shape {
+            None => shape = Some((config.digits, config.dim)),
+            Some(s) if s != (config.digits, config.dim) => {
+                return Err(crate::EmbedError::run(
+                    dir,
+                    format!(
+                        "is N = {}, D = {}; the other runs are N = {}, D = {}",
+                        config.digits, config.dim, s.0, s.1
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        let curve = RunCurve::read(&run, label)?;
+        if !curve.records.iter().any(|r| r.sets.contains_key(set)) {
+            return Err(crate::EmbedError::run(
+                dir,
+                format!("has no '{set}' in its monitor.jsonl; train with --watch-every N --watch {set}"),
+            ));
+        }
+        curves.push(curve);
+    }
+    let Some((digits, dim)) = shape else {
+        return Err(crate::EmbedError::config("runs", "no run given; name at least one run directory"));
+    };
+    let text = time_to_quality_markdown(&curves, set, digits, dim);
+    hedge_data::write_atomic(out, text.as_bytes())?;
+    let stem = out.with_extension("");
+    for metric in QuickMetric::ALL {
+        let series: Vec<(&str, Vec<(f64, f64)>)> = curves
+            .iter()
+            .map(|c| {
+                let points = c
+                    .records
+                    .iter()
+                    .filter_map(|r| Some((r.train_seconds / 60.0, metric.of(r.sets.get(set)?))))
+                    .collect();
+                (c.label.as_str(), points)
+            })
+            .collect();
+        let name = format!("{metric:?}").to_lowercase();
+        hedge_plot::line_chart(
+            std::path::Path::new(&format!("{}_{name}.png", stem.display())),
+            &series,
+            "training minutes (2 CPU threads)",
+            &format!("{}, {set}", metric.label()),
+            &format!("N = {digits}, D = {dim}: {} against wall-clock", metric.label()),
+        )?;
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::monitor::{MonitorRecord, QuickEval};
+    use crate::run::{RunConfig, MONITOR_FILE};
+
+    /// A run directory holding what the report reads, config.json and monitor.jsonl, with
+    /// test_unseen AP clean 0.95 at 60 s and 0.99 at 120 s.
+    fn watched_run(dir: &std::path::Path, digits: usize) -> RunDir {
+        let run = RunDir::create(dir).unwrap();
+        run.write_config(&RunConfig {
+            hib: HibConfig::default().with_digits(digits).with_dim(2).with_model(crate::ModelKind::Gaussian),
+            device: "cpu".into(),
+            threads: 2,
+            command: String::new(),
+            hedge_version: String::new(),
+            libtorch: String::new(),
+        })
+        .unwrap();
+        // Opening a run checks that its weights exist; the report never reads them.
+        std::fs::write(run.file(crate::run::MODEL_FILE), b"").unwrap();
+        for (step, seconds, ap) in [(500, 60.0, 0.95), (1000, 120.0, 0.99)] {
+            let q = QuickEval { ap_clean: ap, ap_corrupt: 0.5, knn_clean: 0.5, knn_corrupt: 0.3 };
+            let record = MonitorRecord {
+                step,
+                train_seconds: seconds,
+                ema: false,
+                sets: BTreeMap::from([("test_unseen".to_string(), q)]),
+                eval_seconds: 1.0,
+            };
+            run.append_json_line(MONITOR_FILE, &record).unwrap();
+        }
+        run
+    }
+
+    #[test]
+    fn time_to_quality_reports_the_minute_a_paper_value_is_first_reached() {
+        let dir = tempfile::tempdir().unwrap();
+        watched_run(&dir.path().join("a"), 2);
+        let out = dir.path().join("ttq.md");
+        let text = time_to_quality_report(&[("MoG-1".into(), dir.path().join("a"))], "test_unseen", &out).unwrap();
+        // Paper Table 1, N = 2, D = 2, MoG-1: AP clean 0.989, reached at the 2-minute watch.
+        assert!(text.contains("| MoG-1 | verification AP, clean | 0.989 | 2.0 min (step 1000) |"), "{text}");
+        assert!(text.contains("| MoG-1 | KNN accuracy, clean | 0.879 | not reached | 0.500"), "{text}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
+        assert!(dir.path().join("ttq_apclean.png").is_file());
+        // Runs of different (N, D) and unwatched sets are refused with the run named.
+        watched_run(&dir.path().join("b"), 3);
+        let runs = [("a".into(), dir.path().join("a")), ("b".into(), dir.path().join("b"))];
+        let e = time_to_quality_report(&runs, "test_unseen", &out).unwrap_err().to_string();
+        assert!(e.contains("N = 3") && e.contains("'"), "{e}");
+        let e = time_to_quality_report(&runs[..1], "validation", &out).unwrap_err().to_string();
+        assert!(e.contains("no 'validation'"), "{e}");
+    }
+}

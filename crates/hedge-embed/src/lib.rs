@@ -4,7 +4,9 @@
 //!
 //! Pieces, each usable on its own: [`HibConfig`] (validated hyper-parameters), [`HibNet`]
 //! (the network), [`Embedding`] (a batch of distributions), [`MatchHead`] and the losses in
-//! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], and dataset-level [`embed`] tools.
+//! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], and dataset-level [`embed`] tools; whole
+//! experiments in [`run_eval`] (train, evaluate, curves) and [`mod@reproduce`] (the paper's tables),
+//! with typed reports in [`report`].
 
 pub mod bench;
 pub mod config;
@@ -14,12 +16,16 @@ pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod experiment;
+pub mod figures;
 pub mod loss;
 pub mod model;
 pub mod monitor;
 pub mod optim;
 pub mod paper;
+pub mod report;
+pub mod reproduce;
 pub mod run;
+pub mod run_eval;
 pub mod train;
 
 pub use config::{
@@ -34,7 +40,10 @@ pub use loss::MatchHead;
 pub use model::HibNet;
 pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
 pub use optim::Adam;
+pub use report::{EvalReport, ReproduceSummary};
+pub use reproduce::{reproduce, ReproduceConfig};
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
+pub use run_eval::{evaluate_run, new_run, train_with_progress, EvalSettings};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
 /// Parses `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when available, else CPU).

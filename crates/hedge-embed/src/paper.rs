@@ -18,11 +18,12 @@ const fn cc(clean: f64, corrupt: f64) -> CleanCorrupt {
 
 /// One model's column of Tables 1 and 2 (the τ rows exist for stochastic models only).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+// Fields in alphabetical order: summary.json keeps the key order it had as untyped JSON.
 pub struct PaperModel {
-    pub verification_ap: CleanCorrupt,
     pub knn_accuracy: CleanCorrupt,
     pub tau_ap: Option<CleanCorrupt>,
     pub tau_knn: Option<CleanCorrupt>,
+    pub verification_ap: CleanCorrupt,
 }
 
 /// Tables 1 and 2 for one (N, D).

@@ -1,0 +1,572 @@
+//! The JSON files HIB experiments write, typed both ways: `eval.json` ([`EvalReport`]),
+//! `verification.json` ([`VerificationReport`]), `curve.json` ([`CurvePoint`]) and a
+//! reproduction's `summary.json` ([`ReproduceSummary`]). Readers deserialise these structs, so a
+//! mistyped metric name is a compile error, not a silent "n/a".
+//!
+//! Fields are declared in alphabetical order: the files keep the key order they had when they
+//! were written as untyped JSON, so committed results do not change byte for byte.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::evaluate::{MatchEstimator, MeanStd, ModelEval, Twin};
+use crate::paper::PaperModel;
+use crate::ModelKind;
+
+/// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
+/// is undefined (the uncertainty correlations of a point embedding). What the spread is depends
+/// on the file: over evaluation repeats (population sd, n) in `eval.json`, over seeds (sample
+/// sd, n − 1; `None` for one seed) in `summary.json`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TwinStats {
+    pub clean: Option<f64>,
+    pub clean_std: Option<f64>,
+    pub corrupt: Option<f64>,
+    pub corrupt_std: Option<f64>,
+}
+
+impl TwinStats {
+    /// The value of `variant` (`"clean"` or `"corrupt"`).
+    pub fn get(&self, variant: Variant) -> Option<f64> {
+        match variant {
+            Variant::Clean => self.clean,
+            Variant::Corrupt => self.corrupt,
+        }
+    }
+
+    /// The spread of `variant`.
+    pub fn std(&self, variant: Variant) -> Option<f64> {
+        match variant {
+            Variant::Clean => self.clean_std,
+            Variant::Corrupt => self.corrupt_std,
+        }
+    }
+
+    fn of(t: &Twin<MeanStd>) -> Self {
+        TwinStats {
+            clean: Some(t.clean.mean),
+            clean_std: Some(t.clean.std),
+            corrupt: Some(t.corrupt.mean),
+            corrupt_std: Some(t.corrupt.std),
+        }
+    }
+
+    fn of_optional(t: &Twin<Option<MeanStd>>) -> Self {
+        TwinStats {
+            clean: t.clean.map(|m| m.mean),
+            clean_std: t.clean.map(|m| m.std),
+            corrupt: t.corrupt.map(|m| m.mean),
+            corrupt_std: t.corrupt.map(|m| m.std),
+        }
+    }
+
+    /// Mean and sample sd (n − 1) over `runs` of each variant.
+    pub fn over(runs: &[TwinStats]) -> Self {
+        let clean: Vec<Option<f64>> = runs.iter().map(|t| t.clean).collect();
+        let corrupt: Vec<Option<f64>> = runs.iter().map(|t| t.corrupt).collect();
+        TwinStats {
+            clean: mean(&clean),
+            clean_std: sample_std(&clean),
+            corrupt: mean(&corrupt),
+            corrupt_std: sample_std(&corrupt),
+        }
+    }
+}
+
+/// The clean or the corrupt variant of a test split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Clean,
+    Corrupt,
+}
+
+impl Variant {
+    pub const BOTH: [Variant; 2] = [Variant::Clean, Variant::Corrupt];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Clean => "clean",
+            Variant::Corrupt => "corrupt",
+        }
+    }
+}
+
+/// Verification AP: within the clean pairs, within the corrupt pairs, and (beyond the paper)
+/// over pairs of one clean and one corrupt image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerificationStats {
+    pub clean: Option<f64>,
+    pub clean_std: Option<f64>,
+    /// Absent in curves written before mixed pairs were scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_vs_corrupt: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_vs_corrupt_std: Option<f64>,
+    pub corrupt: Option<f64>,
+    pub corrupt_std: Option<f64>,
+}
+
+impl VerificationStats {
+    /// The clean and corrupt columns alone.
+    pub fn twin(&self) -> TwinStats {
+        TwinStats { clean: self.clean, clean_std: self.clean_std, corrupt: self.corrupt, corrupt_std: self.corrupt_std }
+    }
+
+    /// Mean and sample sd (n − 1) over runs; the mixed pairs' mean only.
+    pub fn over(runs: &[VerificationStats]) -> Self {
+        let twins: Vec<TwinStats> = runs.iter().map(VerificationStats::twin).collect();
+        let t = TwinStats::over(&twins);
+        VerificationStats {
+            clean: t.clean,
+            clean_std: t.clean_std,
+            clean_vs_corrupt: mean(&runs.iter().map(|r| r.clean_vs_corrupt).collect::<Vec<_>>()),
+            clean_vs_corrupt_std: None,
+            corrupt: t.corrupt,
+            corrupt_std: t.corrupt_std,
+        }
+    }
+}
+
+/// Mean of the defined values, `None` where none is.
+pub fn mean(values: &[Option<f64>]) -> Option<f64> {
+    let v: Vec<f64> = values.iter().flatten().copied().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Sample standard deviation (n − 1 in the denominator) of the defined values; `None` with
+/// fewer than two.
+pub fn sample_std(values: &[Option<f64>]) -> Option<f64> {
+    let v: Vec<f64> = values.iter().flatten().copied().collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+}
+
+/// Per-bin values that may hold NaN (an empty bin), written as `null` and read back as NaN.
+fn nan_for_null<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v: Vec<Option<f64>> = Vec::deserialize(d)?;
+    Ok(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+}
+
+/// A number that may be NaN, written as `null` and read back as NaN.
+fn nan_for_null_one<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// AP and KNN accuracy per η bin (bin 0 = most certain) of one variant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BinCurves {
+    #[serde(deserialize_with = "nan_for_null")]
+    pub ap: Vec<f64>,
+    #[serde(deserialize_with = "nan_for_null")]
+    pub knn: Vec<f64>,
+}
+
+/// One gallery/probe combination of Appendix G (means over repeats).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GalleryProbeReport {
+    pub gallery: String,
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub majority: f64,
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub plurality: f64,
+    pub probe: String,
+    pub tau_knn: Option<f64>,
+}
+
+/// Mean η of each variant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CleanCorruptValue {
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub clean: f64,
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub corrupt: f64,
+}
+
+/// `eval.json` (test_unseen) or `eval_<split>.json`: the whole evaluation of one model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// Area under the risk–coverage curve of KNN identification.
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub aurc: f64,
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub aurc_std: f64,
+    /// What rejects probes in the AURC: `eta`, or `nearest_neighbour_distance` for a point
+    /// embedding (absent in reports written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aurc_uncertainty: Option<String>,
+    pub bins: Twin<BinCurves>,
+    pub command: String,
+    pub components: usize,
+    pub digits: usize,
+    pub dim: usize,
+    /// Pooled ECE of p(m | x1, x2) over the clean and corrupt verification pairs.
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub ece: f64,
+    pub ece_by_variant: TwinStats,
+    #[serde(deserialize_with = "nan_for_null_one")]
+    pub ece_std: f64,
+    pub eval_seconds: f64,
+    pub gallery_probe: Vec<GalleryProbeReport>,
+    /// Majority-vote KNN (K = 5): clean probes against the clean (`clean`) or the corrupt
+    /// (`corrupt`) gallery.
+    pub knn_accuracy: TwinStats,
+    pub knn_plurality: TwinStats,
+    pub match_estimator: MatchEstimator,
+    pub mean_eta: CleanCorruptValue,
+    pub model: ModelKind,
+    pub protocol: String,
+    pub repeats: usize,
+    #[serde(deserialize_with = "nan_for_null")]
+    pub risk_at_coverage: Vec<f64>,
+    /// The run directory the report belongs to.
+    pub run: String,
+    pub split: String,
+    pub steps: usize,
+    pub tau_ap: TwinStats,
+    pub tau_knn: TwinStats,
+    pub verification_ap: VerificationStats,
+    /// The weights scored when not the run's own `model.safetensors`.
+    pub weights: Option<String>,
+}
+
+/// The protocol line every `eval.json` carries.
+pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out";
+
+/// What an [`EvalReport`] records besides the evaluation itself.
+#[derive(Debug, Clone)]
+pub struct EvalContext {
+    pub run: String,
+    pub weights: Option<String>,
+    pub split: String,
+    pub model: ModelKind,
+    pub components: usize,
+    pub digits: usize,
+    pub dim: usize,
+    pub steps: usize,
+    pub match_estimator: MatchEstimator,
+    pub eval_seconds: f64,
+    pub command: String,
+}
+
+impl EvalReport {
+    /// The report of evaluation `r` in `context`.
+    pub fn new(r: &ModelEval, context: EvalContext) -> Self {
+        let verification_ap = VerificationStats {
+            clean: Some(r.verification_ap.clean.mean),
+            clean_std: Some(r.verification_ap.clean.std),
+            clean_vs_corrupt: Some(r.verification_ap_mixed.mean),
+            clean_vs_corrupt_std: Some(r.verification_ap_mixed.std),
+            corrupt: Some(r.verification_ap.corrupt.mean),
+            corrupt_std: Some(r.verification_ap.corrupt.std),
+        };
+        EvalReport {
+            aurc: r.aurc.mean,
+            aurc_std: r.aurc.std,
+            // A point embedding has no η: its probes are rejected by the distance to their
+            // nearest gallery neighbour instead (the paper's baseline proxy).
+            aurc_uncertainty: Some(
+                if context.model == ModelKind::Point { "nearest_neighbour_distance" } else { "eta" }.to_string(),
+            ),
+            bins: Twin {
+                clean: BinCurves { ap: r.bin_ap.clean.clone(), knn: r.bin_knn.clean.clone() },
+                corrupt: BinCurves { ap: r.bin_ap.corrupt.clone(), knn: r.bin_knn.corrupt.clone() },
+            },
+            command: context.command,
+            components: context.components,
+            digits: context.digits,
+            dim: context.dim,
+            ece: r.ece.mean,
+            ece_by_variant: TwinStats::of(&r.ece_by_variant),
+            ece_std: r.ece.std,
+            eval_seconds: context.eval_seconds,
+            gallery_probe: r
+                .gallery_probe
+                .iter()
+                .map(|g| GalleryProbeReport {
+                    gallery: g.gallery.clone(),
+                    majority: g.majority.mean,
+                    plurality: g.plurality.mean,
+                    probe: g.probe.clone(),
+                    tau_knn: g.tau_knn.map(|t| t.mean),
+                })
+                .collect(),
+            knn_accuracy: TwinStats::of(&r.knn_majority),
+            knn_plurality: TwinStats::of(&r.knn_plurality),
+            match_estimator: context.match_estimator,
+            mean_eta: CleanCorruptValue { clean: r.mean_eta.clean, corrupt: r.mean_eta.corrupt },
+            model: context.model,
+            protocol: EVAL_PROTOCOL.to_string(),
+            repeats: r.repeats,
+            risk_at_coverage: r.risk_at_coverage.clone(),
+            run: context.run,
+            split: context.split,
+            steps: context.steps,
+            tau_ap: TwinStats::of_optional(&r.tau_ap),
+            tau_knn: TwinStats::of_optional(&r.tau_knn),
+            verification_ap,
+            weights: context.weights,
+        }
+    }
+
+    /// The metric a table row names.
+    pub fn metric(&self, metric: Metric) -> TwinStats {
+        match metric {
+            Metric::VerificationAp => self.verification_ap.twin(),
+            Metric::KnnAccuracy => self.knn_accuracy,
+            Metric::KnnPlurality => self.knn_plurality,
+            Metric::TauAp => self.tau_ap,
+            Metric::TauKnn => self.tau_knn,
+        }
+    }
+
+    /// The Markdown table `hedge hib eval` prints.
+    pub fn markdown(r: &ModelEval) -> String {
+        let f = |m: MeanStd| format!("{:.3} ± {:.3}", m.mean, m.std);
+        let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
+        let mut t = String::from("| metric | clean | corrupt |\n|---|---|---|\n");
+        t += &format!("| verification AP | {} | {} |\n", f(r.verification_ap.clean), f(r.verification_ap.corrupt));
+        t += &format!("| verification AP, clean vs corrupt pairs | {} | |\n", f(r.verification_ap_mixed));
+        t += &format!("| KNN accuracy (majority) | {} | {} |\n", f(r.knn_majority.clean), f(r.knn_majority.corrupt));
+        t += &format!("| KNN accuracy (plurality) | {} | {} |\n", f(r.knn_plurality.clean), f(r.knn_plurality.corrupt));
+        t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));
+        t += &format!("| tau KNN | {} | {} |\n", o(r.tau_knn.clean), o(r.tau_knn.corrupt));
+        t += &format!("| ECE | {} | {} |\n", f(r.ece_by_variant.clean), f(r.ece_by_variant.corrupt));
+        t += &format!("| mean eta | {:.4} | {:.4} |\n\n", r.mean_eta.clean, r.mean_eta.corrupt);
+        t += "| gallery | probe | majority | plurality | tau KNN |\n|---|---|---|---|---|\n";
+        for g in &r.gallery_probe {
+            t += &format!(
+                "| {} | {} | {} | {} | {} |\n",
+                g.gallery,
+                g.probe,
+                f(g.majority),
+                f(g.plurality),
+                o(g.tau_knn)
+            );
+        }
+        t += &format!(
+            "\npooled ECE {:.4}, AURC (clean + corrupt probes, clean gallery) {:.4}; {} repeats",
+            r.ece.mean, r.aurc.mean, r.repeats
+        );
+        t
+    }
+}
+
+/// The metrics of the paper's Tables 1, 2 and 6 that summaries average over seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    VerificationAp,
+    KnnAccuracy,
+    KnnPlurality,
+    TauAp,
+    TauKnn,
+}
+
+impl Metric {
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::VerificationAp => "Verification AP",
+            Metric::KnnAccuracy => "KNN accuracy",
+            Metric::KnnPlurality => "KNN accuracy (plurality)",
+            Metric::TauAp => "AP correlation",
+            Metric::TauKnn => "KNN correlation",
+        }
+    }
+}
+
+/// `verification.json`: the quick check `hedge hib train` ends with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerificationReport {
+    pub pairs: PairCounts,
+    pub split: String,
+    pub step: usize,
+    pub variants: Twin<QuickVerification>,
+}
+
+/// The verification pairs of a [`VerificationReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairCounts {
+    pub matching: usize,
+    pub non_matching: usize,
+    pub seed: u64,
+}
+
+/// AP and mean η of one variant in a [`VerificationReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuickVerification {
+    pub mean_eta: f64,
+    pub verification_ap: f64,
+}
+
+/// One row of `curve.json`: a kept checkpoint's quality.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub knn_accuracy: TwinStats,
+    /// Evaluation repeats (rows written before the field existed used 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<usize>,
+    pub step: usize,
+    /// Training wall-clock at the checkpoint, where the run's metrics record it.
+    pub train_seconds: Option<f64>,
+    pub verification_ap: VerificationStats,
+}
+
+/// One model of a reproduction's `summary.json`, averaged over its seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    pub aurc: Option<f64>,
+    pub aurc_uncertainty: Option<String>,
+    pub ece: Option<f64>,
+    pub knn_accuracy: TwinStats,
+    pub knn_plurality: TwinStats,
+    pub label: String,
+    pub runs: Vec<String>,
+    pub seeds: usize,
+    pub tau_ap: TwinStats,
+    pub tau_knn: TwinStats,
+    pub train_seconds: Vec<f64>,
+    /// The seed the validation classes choose (best `validation` score in `best.json`) and its
+    /// metrics, where the runs held validation classes out and there are several seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_choice: Option<ValidationChoice>,
+    pub verification_ap: VerificationStats,
+}
+
+impl ModelSummary {
+    /// The metric a table row names.
+    pub fn metric(&self, metric: Metric) -> TwinStats {
+        match metric {
+            Metric::VerificationAp => self.verification_ap.twin(),
+            Metric::KnnAccuracy => self.knn_accuracy,
+            Metric::KnnPlurality => self.knn_plurality,
+            Metric::TauAp => self.tau_ap,
+            Metric::TauKnn => self.tau_knn,
+        }
+    }
+}
+
+/// Seed selection on the held-out validation classes (a model choice a user can make without
+/// touching a test split): the chosen run and its test metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationChoice {
+    pub knn_accuracy: TwinStats,
+    pub run: String,
+    pub seed: u64,
+    /// The chosen run's best validation score (`best.json`: the mean of the four Table 1
+    /// numbers on the validation classes).
+    pub validation_score: f64,
+    pub verification_ap: VerificationStats,
+}
+
+/// The other test split's models, reported beside the tables' split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherSplit {
+    pub models: BTreeMap<String, ModelSummary>,
+    pub split: String,
+}
+
+/// `summary.json` of `hedge hib reproduce`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReproduceSummary {
+    pub budget_minutes: Option<f64>,
+    pub command: String,
+    pub digits: usize,
+    pub dim: usize,
+    pub extra_seeds: u64,
+    /// By key: `point`, `mog1`, `mog2`, and the extras (`mog1-beta0`, `point-contrastive-m…`).
+    pub models: BTreeMap<String, ModelSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_split: Option<OtherSplit>,
+    /// The paper's columns for this (N, D) (`point`, `mog1`, `mog2`, and Table 5's
+    /// `mog1-beta0`, `mog1-beta1e4`), where it has them.
+    pub paper: Option<BTreeMap<String, PaperModel>>,
+    pub repeats: usize,
+    /// Wall-clock of the invocation that wrote the summary (finished runs are reused).
+    pub seconds: f64,
+    pub seeds: u64,
+    pub split: String,
+    pub std_convention: String,
+    pub steps: Option<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_sd_uses_n_minus_one_and_needs_two_values() {
+        let v = [Some(1.0), None, Some(3.0)];
+        assert_eq!(mean(&v), Some(2.0));
+        assert_eq!(sample_std(&v), Some(2f64.sqrt()));
+        assert_eq!(sample_std(&v[..2]), None);
+        assert_eq!(mean(&[None]), None);
+    }
+
+    #[test]
+    fn null_bins_read_back_as_nan_and_write_as_null() {
+        let b: BinCurves = serde_json::from_str(r#"{"ap": [0.5, null], "knn": []}"#).unwrap();
+        assert!(b.ap[1].is_nan());
+        assert_eq!(serde_json::to_string(&b).unwrap(), r#"{"ap":[0.5,null],"knn":[]}"#);
+    }
+
+    /// Every `eval*.json`, `curve*.json` and HIB `summary.json` committed under `results/`
+    /// reads as its type and writes back to the same JSON value (the typed reader loses nothing).
+    #[test]
+    fn committed_reports_round_trip_through_their_types() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib");
+        let mut files = Vec::new();
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    files.push(p);
+                }
+            }
+        }
+        let mut checked = 0;
+        for path in files {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+            if !name.ends_with(".json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let original: serde_json::Value = match serde_json::from_str(&text) {
+                Ok(v) => v,
+                Err(_) => continue,
+            };
+            let again = if name.starts_with("eval") && name.ends_with(".json") {
+                serde_json::to_value(
+                    serde_json::from_str::<EvalReport>(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+                )
+            } else if name == "curves.json" {
+                serde_json::to_value(
+                    serde_json::from_str::<BTreeMap<String, Vec<CurvePoint>>>(&text)
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+                )
+            } else if name.starts_with("curve") && name.ends_with(".json") {
+                serde_json::to_value(
+                    serde_json::from_str::<Vec<CurvePoint>>(&text)
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+                )
+            } else if name == "summary.json" && original.get("std_convention").is_some() {
+                serde_json::to_value(
+                    serde_json::from_str::<ReproduceSummary>(&text)
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+                )
+            } else {
+                continue;
+            }
+            .unwrap();
+            assert_eq!(again, original, "{}", path.display());
+            checked += 1;
+        }
+        assert!(checked >= 3, "found only {checked} reports under results/hib");
+    }
+}

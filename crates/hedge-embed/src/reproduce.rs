@@ -1,0 +1,1078 @@
+//! The paper's experiment as one call: [`reproduce`] trains point, MoG-1 and MoG-2 embeddings
+//! (and optionally Table 5's β = 0 and Appendix B's contrastive margins), evaluates them on both
+//! test splits, and writes the paper's Tables 1 and 2 (and 5–7, Appendix B) with the paper's
+//! numbers beside ours, `summary.json` ([`ReproduceSummary`]) and the figures. Finished runs are
+//! reused and unfinished ones resumed, so an interrupted reproduction continues where it stopped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use hedge_data::{Corruption, NDigitSplit};
+use serde::{Deserialize, Serialize};
+use tch::Device;
+use tracing::info;
+
+use crate::experiment::{load_split, TrainPlan};
+use crate::figures::{cloud, embedding_ellipses};
+use crate::paper::{self, PaperModel};
+use crate::report::{
+    mean, CurvePoint, EvalReport, Metric, ModelSummary, OtherSplit, ReproduceSummary, TwinStats, ValidationChoice,
+    Variant, VerificationStats,
+};
+use crate::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
+use crate::run_eval::{
+    curve, embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, train_with_progress, with_group,
+    EvalSettings, PLANNED_STEPS_PLACEHOLDER,
+};
+use crate::{
+    embed_dataset, load_model, EmbedError, EmbedOptions, EmbeddedSet, HibConfig, LossKind, LrSchedule, ModelKind,
+    Result,
+};
+
+/// Margins of the Appendix B comparison.
+pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
+
+/// The spread `summary.json` reports.
+pub const STD_CONVENTION: &str = "sample standard deviation over seeds (n - 1); null for one seed";
+
+/// What [`reproduce`] trains and writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReproduceConfig {
+    /// Digits per image (N).
+    pub digits: usize,
+    /// Embedding dimension (D).
+    pub dim: usize,
+    /// Training steps per model (default: the recipe's when one is given, else 20,000; planned
+    /// from speed with a budget).
+    pub steps: Option<usize>,
+    /// Minutes of training per model (evaluation excluded): the step count is planned from the
+    /// speed of the first steps so that schedules end on time.
+    pub budget_minutes: Option<f64>,
+    /// With a budget: train every planned step even if the machine slows down after planning,
+    /// so other work beside a long reproduction changes its wall-clock, not its numbers.
+    pub finish_planned_steps: bool,
+    /// The recipe (any [`HibConfig`] fields) applied to every model; the fields below override it.
+    pub recipe: Option<HibConfig>,
+    /// The split Tables 1 and 2 are computed on; the other split is reported beside it.
+    pub split: NDigitSplit,
+    /// Watch the validation classes (if the recipe holds some out) and the tables' split every
+    /// this many steps (0: never); the validation classes choose `model_best.safetensors`.
+    pub watch_every: usize,
+    /// Seeds per model of Table 1 (results are averaged).
+    pub seeds: u64,
+    /// Seeds of the extra models (Table 5's β = 0, Appendix B's margins).
+    pub extra_seeds: u64,
+    /// Repeats of the sampling-dependent evaluation.
+    pub repeats: usize,
+    pub learning_rate: Option<f64>,
+    pub lr_schedule: Option<LrSchedule>,
+    /// Grouped batches "CLASSESxIMAGES" instead of the recipe's batches.
+    pub group: Option<String>,
+    /// Also train MoG-1 with β = 0 (Table 5).
+    pub beta_sweep: bool,
+    /// Also write Tables 6 and 7 (plurality KNN, gallery/probe variants).
+    pub appendix_g: bool,
+    /// Also train point embeddings with the hard contrastive loss at [`MARGINS`] (Appendix B).
+    pub appendix_b: bool,
+    /// Also evaluate every kept checkpoint and plot quality against steps.
+    pub curves: bool,
+    /// Output folder (e.g. results/hib/n2-d2).
+    pub out: PathBuf,
+    /// How the reproduction was started, recorded in its files.
+    pub command: String,
+}
+
+impl Default for ReproduceConfig {
+    fn default() -> Self {
+        ReproduceConfig {
+            digits: 2,
+            dim: 2,
+            steps: None,
+            budget_minutes: None,
+            finish_planned_steps: false,
+            recipe: None,
+            split: NDigitSplit::TestUnseen,
+            watch_every: 0,
+            seeds: 1,
+            extra_seeds: 1,
+            repeats: 10,
+            learning_rate: None,
+            lr_schedule: None,
+            group: None,
+            beta_sweep: false,
+            appendix_g: false,
+            appendix_b: false,
+            curves: false,
+            out: PathBuf::from("results/hib/reproduce"),
+            command: String::new(),
+        }
+    }
+}
+
+impl ReproduceConfig {
+    pub fn with_digits(mut self, digits: usize) -> Self {
+        self.digits = digits;
+        self
+    }
+    pub fn with_dim(mut self, dim: usize) -> Self {
+        self.dim = dim;
+        self
+    }
+    pub fn with_steps(mut self, steps: usize) -> Self {
+        self.steps = Some(steps);
+        self
+    }
+    pub fn with_seeds(mut self, seeds: u64) -> Self {
+        self.seeds = seeds;
+        self
+    }
+    pub fn with_out(mut self, out: impl Into<PathBuf>) -> Self {
+        self.out = out.into();
+        self
+    }
+
+    /// Checks what a user can give wrong before anything is trained or written.
+    pub fn check(&self) -> Result<()> {
+        if self.seeds == 0 || self.extra_seeds == 0 {
+            return Err(EmbedError::config("seeds", "seeds and extra seeds must be at least 1"));
+        }
+        if let Some(m) = self.budget_minutes {
+            if !(m.is_finite() && m > 0.0) {
+                return Err(EmbedError::config("budget_minutes", format!("{m}; give a positive number of minutes")));
+            }
+        } else if self.finish_planned_steps {
+            return Err(EmbedError::config("finish_planned_steps", "needs a budget (budget_minutes)"));
+        }
+        if self.split == NDigitSplit::Train {
+            return Err(EmbedError::config("split", "train: tables are computed on test_seen or test_unseen"));
+        }
+        if self.repeats == 0 {
+            return Err(EmbedError::config("repeats", "0; give at least 1"));
+        }
+        models(self)?;
+        Ok(())
+    }
+
+    /// The split reported beside the tables' split.
+    pub fn other_split(&self) -> NDigitSplit {
+        match self.split {
+            NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
+            _ => NDigitSplit::TestSeen,
+        }
+    }
+}
+
+/// One model of the reproduction.
+#[derive(Debug, Clone)]
+pub struct ReproduceModel {
+    /// Its key in `summary.json` and its run folders' prefix (`point`, `mog1`, …).
+    pub key: String,
+    pub label: String,
+    pub config: HibConfig,
+    /// Seeds 0..seeds are trained and averaged.
+    pub seeds: u64,
+}
+
+/// The models a reproduction trains, in order: point, MoG-1, MoG-2, then the extras.
+pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
+    let recipe = c.recipe.clone().unwrap_or_default();
+    let steps = match (c.steps, c.budget_minutes) {
+        (Some(s), _) => s,
+        (None, Some(_)) => PLANNED_STEPS_PLACEHOLDER,
+        (None, None) if c.recipe.is_some() => recipe.steps,
+        (None, None) => 20_000,
+    };
+    let mut base = recipe.with_digits(c.digits).with_dim(c.dim).with_steps(steps);
+    if let Some(spec) = &c.group {
+        base = with_group(base, spec)?;
+    }
+    if let Some(lr) = c.learning_rate {
+        base = base.with_learning_rate(lr);
+    }
+    if let Some(schedule) = c.lr_schedule {
+        base = base.with_lr_schedule(schedule);
+    }
+    let model = |key: &str, label: &str, config: HibConfig, seeds: u64| ReproduceModel {
+        key: key.into(),
+        label: label.into(),
+        config,
+        seeds,
+    };
+    let mut v = vec![
+        model("point", "point", base.clone().with_model(ModelKind::Point), c.seeds),
+        model("mog1", "MoG-1", base.clone().with_model(ModelKind::Gaussian), c.seeds),
+        model("mog2", "MoG-2", base.clone().with_model(ModelKind::Mog).with_components(2), c.seeds),
+    ];
+    if c.beta_sweep {
+        let config = base.clone().with_model(ModelKind::Gaussian).with_beta(0.0);
+        v.push(model("mog1-beta0", "MoG-1, beta = 0", config, c.extra_seeds));
+    }
+    if c.appendix_b {
+        for m in MARGINS {
+            let config = base.clone().with_model(ModelKind::Point).with_loss(LossKind::Contrastive).with_margin(m);
+            v.push(model(
+                &format!("point-contrastive-m{m}"),
+                &format!("point, contrastive M = {m}"),
+                config,
+                c.extra_seeds,
+            ));
+        }
+    }
+    for m in &v {
+        m.config.check()?;
+    }
+    Ok(v)
+}
+
+/// The paper's columns for (N, D): Table 1's `point`, `mog1`, `mog2`, and Table 5's β = 0 and
+/// β = 1e-4 as `mog1-beta0` and `mog1-beta1e4` where the paper has them.
+pub fn paper_columns(digits: usize, dim: usize) -> Option<BTreeMap<String, PaperModel>> {
+    let t = paper::table1(digits, dim)?;
+    let mut v = BTreeMap::from([("point".to_string(), t.point), ("mog1".into(), t.mog1), ("mog2".into(), t.mog2)]);
+    if let Some(t5) = paper::table5(digits, dim) {
+        v.insert("mog1-beta0".into(), t5.beta0);
+        v.insert("mog1-beta1e4".into(), t5.beta1e4);
+    }
+    Some(v)
+}
+
+/// A paper column's value of a metric and variant.
+fn paper_value(model: &PaperModel, metric: Metric, variant: Variant) -> Option<f64> {
+    let cc = match metric {
+        Metric::VerificationAp => Some(model.verification_ap),
+        Metric::KnnAccuracy => Some(model.knn_accuracy),
+        Metric::TauAp => model.tau_ap,
+        Metric::TauKnn => model.tau_knn,
+        Metric::KnnPlurality => None,
+    }?;
+    Some(match variant {
+        Variant::Clean => cc.clean,
+        Variant::Corrupt => cc.corrupt,
+    })
+}
+
+/// The evaluations of one run: on the tables' split and on the other one.
+struct RunEvals {
+    main: EvalReport,
+    other: EvalReport,
+}
+
+/// Trains (or resumes, or reuses) one run and returns its evaluation on both test splits. On
+/// test_unseen a run that held validation classes out is evaluated with the weights they chose
+/// (`model_best.safetensors`); on test_seen with its final weights.
+fn train_and_eval(
+    dir: &Path,
+    config: &HibConfig,
+    device: Device,
+    settings: &EvalSettings,
+    plan: &TrainPlan,
+    command: &str,
+) -> Result<RunEvals> {
+    let budgeted = plan.budget_minutes.is_some();
+    let (run, resuming) = if dir.join(crate::run::CONFIG_FILE).is_file() {
+        let run = RunDir::open(dir)?;
+        let stored = run.read_config()?.hib;
+        let mut want = config.clone();
+        want.conv_precision = stored.conv_precision;
+        if budgeted {
+            // A budgeted run plans its own step count.
+            want.steps = stored.steps;
+        }
+        if stored != want {
+            return Err(EmbedError::run(
+                dir,
+                "holds a run with another configuration; remove it or choose another --out",
+            ));
+        }
+        (run, true)
+    } else {
+        let mut c = config.clone();
+        c.conv_precision = c.conv_precision.resolve(device);
+        (new_run(dir, &c, device, command)?, false)
+    };
+    let stored = run.read_config()?.hib;
+    let state = run.read_state()?;
+    let done = plan.finished(state.step, stored.steps, state.seconds);
+    if !done {
+        train_with_progress(&run, &stored, device, resuming && state.step > 0, plan)?;
+    }
+    let other_split = match settings.split {
+        NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
+        _ => NDigitSplit::TestSeen,
+    };
+    let mut evals = Vec::new();
+    for split in [settings.split, other_split] {
+        if done {
+            if let Some(report) = read_eval(&run, split)? {
+                info!("reusing {}", run.file(&eval_file_name(split)).display());
+                evals.push(report);
+                continue;
+            }
+        }
+        let best = run.file(BEST_MODEL_FILE);
+        let weights = (split == NDigitSplit::TestUnseen && best.is_file()).then_some(best.as_path());
+        let (_, mut report) = evaluate_run(&run, weights, &EvalSettings { split, ..*settings }, device, command)?;
+        // The run's own report, whichever weights it scored.
+        report.run = run.path.display().to_string();
+        crate::run_eval::save_eval(&run, &report)?;
+        evals.push(report);
+    }
+    let other = evals.pop().expect("two evaluations");
+    let main = evals.pop().expect("two evaluations");
+    Ok(RunEvals { main, other })
+}
+
+/// The evaluations of one model's seeds.
+type ModelRuns = (ReproduceModel, Vec<EvalReport>);
+
+/// Trains, evaluates and writes the whole reproduction into `c.out`; returns its summary.
+pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary> {
+    c.check()?;
+    let models = models(c)?;
+    std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
+    let settings = EvalSettings { split: c.split, repeats: c.repeats, ..Default::default() };
+    let plan = TrainPlan {
+        budget_minutes: c.budget_minutes,
+        watch_every: c.watch_every,
+        // The tables' split beside the validation classes: a third set would add ~1/3 to each
+        // watch, and the other split is evaluated at the end anyway.
+        watch_splits: if c.watch_every > 0 { vec![c.split] } else { vec![] },
+        keep_every: 1000,
+        finish_planned_steps: c.finish_planned_steps,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let mut results: Vec<ModelRuns> = Vec::new();
+    let mut other: Vec<ModelRuns> = Vec::new();
+    for m in models {
+        let (mut evals, mut others) = (Vec::new(), Vec::new());
+        for seed in 0..m.seeds {
+            let dir = c.out.join("runs").join(format!("{}-seed{seed}", m.key));
+            info!("{}: seed {seed} in {}", m.label, dir.display());
+            let e = train_and_eval(&dir, &m.config.clone().with_seed(seed), device, &settings, &plan, &c.command)?;
+            evals.push(e.main);
+            others.push(e.other);
+        }
+        other.push((m.clone(), others));
+        results.push((m, evals));
+    }
+    let mut summary = summarise(c, &results, started.elapsed().as_secs_f64())?;
+    summary.other_split =
+        Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: c.other_split().name().to_string() });
+    write_json(&c.out.join("summary.json"), &summary)?;
+    write(&c.out.join("table1.md"), &table1(&summary))?;
+    write(&c.out.join("table2.md"), &table2(&summary))?;
+    if c.beta_sweep {
+        write(&c.out.join("table5.md"), &table5(&summary))?;
+    }
+    if c.appendix_g {
+        write(&c.out.join("table6.md"), &table67(c, &results, false))?;
+        write(&c.out.join("table7.md"), &table67(c, &results, true))?;
+    }
+    if c.appendix_b {
+        write(&c.out.join("appendix_b.md"), &appendix_b(&summary))?;
+    }
+    draw_figures(c, &results, device)?;
+    if c.curves {
+        draw_curves(c, &results, device)?;
+    }
+    write(&c.out.join("README.md"), &readme(c, &summary))?;
+    Ok(summary)
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    hedge_data::write_atomic(path, text.as_bytes())?;
+    Ok(())
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    write(path, &(serde_json::to_string_pretty(value).expect("serialisable") + "\n"))
+}
+
+/// The seed whose run scored best on the validation classes (`best.json`), with its metrics;
+/// `None` for one seed or runs without validation classes.
+fn validation_choice(evals: &[EvalReport]) -> Result<Option<ValidationChoice>> {
+    if evals.len() < 2 {
+        return Ok(None);
+    }
+    let mut best: Option<(f64, u64, &EvalReport)> = None;
+    for (seed, e) in evals.iter().enumerate() {
+        let run = RunDir::open(Path::new(&e.run))?;
+        let Some(b) = run.read_json_if_present::<BestModel>(BEST_FILE)? else { return Ok(None) };
+        if best.is_none_or(|(s, _, _)| b.score > s) {
+            best = Some((b.score, seed as u64, e));
+        }
+    }
+    Ok(best.map(|(score, seed, e)| ValidationChoice {
+        knn_accuracy: e.knn_accuracy,
+        run: e.run.clone(),
+        seed,
+        validation_score: score,
+        verification_ap: VerificationStats { clean_vs_corrupt_std: None, ..e.verification_ap },
+    }))
+}
+
+/// Means and sample sds over each model's seeds.
+fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result<ReproduceSummary> {
+    let mut models = BTreeMap::new();
+    for (m, evals) in results {
+        let over = |f: fn(&EvalReport) -> TwinStats| TwinStats::over(&evals.iter().map(f).collect::<Vec<_>>());
+        let train_seconds: Vec<f64> = evals
+            .iter()
+            .filter_map(|e| RunDir::open(Path::new(&e.run)).ok()?.read_state().ok())
+            .map(|s| s.seconds)
+            .collect();
+        let verification: Vec<VerificationStats> = evals.iter().map(|e| e.verification_ap).collect();
+        models.insert(
+            m.key.clone(),
+            ModelSummary {
+                aurc: mean(&evals.iter().map(|e| Some(e.aurc).filter(|x| x.is_finite())).collect::<Vec<_>>()),
+                aurc_uncertainty: evals.first().and_then(|e| e.aurc_uncertainty.clone()),
+                ece: mean(&evals.iter().map(|e| Some(e.ece).filter(|x| x.is_finite())).collect::<Vec<_>>()),
+                knn_accuracy: over(|e| e.knn_accuracy),
+                knn_plurality: over(|e| e.knn_plurality),
+                label: m.label.clone(),
+                runs: evals.iter().map(|e| e.run.clone()).collect(),
+                seeds: evals.len(),
+                tau_ap: over(|e| e.tau_ap),
+                tau_knn: over(|e| e.tau_knn),
+                train_seconds,
+                validation_choice: validation_choice(evals)?,
+                verification_ap: VerificationStats::over(&verification),
+            },
+        );
+    }
+    Ok(ReproduceSummary {
+        budget_minutes: c.budget_minutes,
+        command: c.command.clone(),
+        digits: c.digits,
+        dim: c.dim,
+        extra_seeds: c.extra_seeds,
+        models,
+        other_split: None,
+        paper: paper_columns(c.digits, c.dim),
+        repeats: c.repeats,
+        seconds,
+        seeds: c.seeds,
+        split: results
+            .iter()
+            .flat_map(|(_, e)| e.first())
+            .map(|e| e.split.clone())
+            .next()
+            .unwrap_or_else(|| c.split.name().to_string()),
+        std_convention: STD_CONVENTION.to_string(),
+        steps: c.steps,
+    })
+}
+
+/// "0.912 ± 0.004": ours, with the sd over seeds when there are several.
+fn ours(t: &TwinStats, variant: Variant) -> Option<String> {
+    let v = t.get(variant)?;
+    Some(match t.std(variant) {
+        Some(sd) => format!("{v:.3} ± {sd:.3}"),
+        None => format!("{v:.3}"),
+    })
+}
+
+/// "0.912 ± 0.004 (0.880)": ours and the paper's, or "n/a".
+fn cell(s: &ReproduceSummary, model: &str, metric: Metric, variant: Variant) -> String {
+    let Some(m) = s.models.get(model) else { return "n/a".into() };
+    let Some(o) = ours(&m.metric(metric), variant) else { return "n/a".into() };
+    match s.paper.as_ref().and_then(|p| p.get(model)).and_then(|p| paper_value(p, metric, variant)) {
+        Some(p) => format!("{o} ({p:.3})"),
+        None => o,
+    }
+}
+
+/// The mixed clean-vs-corrupt AP cell (not in the paper).
+fn mixed_cell(models: &BTreeMap<String, ModelSummary>, model: &str) -> String {
+    models.get(model).and_then(|m| m.verification_ap.clean_vs_corrupt).map_or("n/a".into(), |v| format!("{v:.3}"))
+}
+
+/// Ours only (no paper value), for the other split's columns.
+fn plain(s: &ReproduceSummary, model: &str, metric: Metric, variant: Variant) -> String {
+    s.other_split
+        .as_ref()
+        .and_then(|o| o.models.get(model))
+        .and_then(|m| m.metric(metric).get(variant))
+        .map_or("n/a".into(), |v| format!("{v:.3}"))
+}
+
+const TABLE1_MODELS: [&str; 3] = ["point", "mog1", "mog2"];
+
+/// Table 1 (verification AP and KNN accuracy) on the summary's split, the other split beside
+/// it, and the validation-chosen seed where there is one.
+pub fn table1(s: &ReproduceSummary) -> String {
+    let other = s.other_split.as_ref().map(|o| o.split.as_str());
+    let mut t = format!(
+        "Table 1, N = {}, D = {}, {}, ours (paper){}. KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n",
+        s.digits,
+        s.dim,
+        s.split,
+        if s.seeds > 1 { " as mean ± sd over seeds" } else { "" },
+    );
+    match other {
+        Some(o) => {
+            let _ = writeln!(
+                t,
+                "| | point | MoG-1 | MoG-2 | point, {o} | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|---|---|"
+            );
+        }
+        None => t.push_str("| | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n"),
+    }
+    for metric in [Metric::VerificationAp, Metric::KnnAccuracy] {
+        for variant in Variant::BOTH {
+            let _ = write!(t, "| {}, {} |", metric.label(), variant.name());
+            for m in TABLE1_MODELS {
+                let _ = write!(t, " {} |", cell(s, m, metric, variant));
+            }
+            if other.is_some() {
+                for m in TABLE1_MODELS {
+                    let _ = write!(t, " {} |", plain(s, m, metric, variant));
+                }
+            }
+            t.push('\n');
+        }
+    }
+    if TABLE1_MODELS.iter().any(|m| s.models.get(*m).is_some_and(|x| x.verification_ap.clean_vs_corrupt.is_some())) {
+        t.push_str("| Verification AP, clean vs corrupt pairs (not in the paper) |");
+        for m in TABLE1_MODELS {
+            let _ = write!(t, " {} |", mixed_cell(&s.models, m));
+        }
+        if let Some(o) = &s.other_split {
+            for m in TABLE1_MODELS {
+                let _ = write!(t, " {} |", mixed_cell(&o.models, m));
+            }
+        }
+        t.push('\n');
+    }
+    if TABLE1_MODELS.iter().any(|m| s.models.get(*m).is_some_and(|x| x.validation_choice.is_some())) {
+        let _ = write!(
+            t,
+            "\nThe seed the validation classes choose (best validation score of its `best.json`; a choice that touches no test split), on {}:\n\n\
+             | | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n",
+            s.split
+        );
+        let chosen = |m: &str| s.models.get(m).and_then(|x| x.validation_choice.as_ref());
+        let _ = writeln!(
+            t,
+            "| seed (validation score) | {} |",
+            TABLE1_MODELS
+                .map(|m| chosen(m).map_or("n/a".into(), |c| format!("{} ({:.3})", c.seed, c.validation_score)))
+                .join(" | ")
+        );
+        for metric in [Metric::VerificationAp, Metric::KnnAccuracy] {
+            for variant in Variant::BOTH {
+                let value = |m: &str| {
+                    let c = chosen(m)?;
+                    let twin = if metric == Metric::VerificationAp { c.verification_ap.twin() } else { c.knn_accuracy };
+                    twin.get(variant)
+                };
+                let _ = writeln!(
+                    t,
+                    "| {}, {} | {} |",
+                    metric.label(),
+                    variant.name(),
+                    TABLE1_MODELS.map(|m| value(m).map_or("n/a".into(), |v| format!("{v:.3}"))).join(" | ")
+                );
+            }
+        }
+    }
+    t
+}
+
+/// Table 2 (Kendall's τ between uncertainty bin and performance, sign inverted).
+pub fn table2(s: &ReproduceSummary) -> String {
+    let other = s.other_split.as_ref().map(|o| o.split.as_str());
+    let mut t = format!(
+        "Table 2, N = {}, D = {}, {}: Kendall's tau between uncertainty bin and performance (sign inverted), ours (paper).\n\n",
+        s.digits, s.dim, s.split
+    );
+    match other {
+        Some(o) => {
+            let _ = writeln!(t, "| | MoG-1 | MoG-2 | MoG-1, {o} | MoG-2, {o} |\n|---|---|---|---|---|");
+        }
+        None => t.push_str("| | MoG-1 | MoG-2 |\n|---|---|---|\n"),
+    }
+    for metric in [Metric::TauAp, Metric::TauKnn] {
+        for variant in Variant::BOTH {
+            let _ = write!(
+                t,
+                "| {}, {} | {} | {} |",
+                metric.label(),
+                variant.name(),
+                cell(s, "mog1", metric, variant),
+                cell(s, "mog2", metric, variant)
+            );
+            if other.is_some() {
+                let _ = write!(t, " {} | {} |", plain(s, "mog1", metric, variant), plain(s, "mog2", metric, variant));
+            }
+            t.push('\n');
+        }
+    }
+    t
+}
+
+/// Table 5 (Appendix E of arXiv v1): MoG-1 with β = 0 and β = 1e-4, ours beside the paper's
+/// own Table 5 columns (its β = 1e-4 column is a different run from its Table 1 MoG-1).
+pub fn table5(s: &ReproduceSummary) -> String {
+    let paper = s.paper.as_ref();
+    let has_paper = paper.is_some_and(|p| p.contains_key("mog1-beta0"));
+    let mut t = format!(
+        "Table 5 (Appendix E), N = {}, D = {}, {}: MoG-1 with beta = 0 and beta = 1e-4.\n\n",
+        s.digits, s.dim, s.split
+    );
+    if has_paper {
+        t.push_str(
+            "| | ours, beta = 0 | ours, beta = 1e-4 | paper, beta = 0 | paper, beta = 1e-4 |\n|---|---|---|---|---|\n",
+        );
+    } else {
+        t.push_str("| | ours, beta = 0 | ours, beta = 1e-4 |\n|---|---|---|\n");
+    }
+    let ours_of = |model: &str, metric: Metric, variant: Variant| {
+        s.models.get(model).and_then(|m| ours(&m.metric(metric), variant)).unwrap_or_else(|| "n/a".into())
+    };
+    let paper_of = |model: &str, metric: Metric, variant: Variant| {
+        paper
+            .and_then(|p| p.get(model))
+            .and_then(|p| paper_value(p, metric, variant))
+            .map_or("n/a".into(), |v| format!("{v:.3}"))
+    };
+    for metric in [Metric::VerificationAp, Metric::KnnAccuracy, Metric::TauAp, Metric::TauKnn] {
+        for variant in Variant::BOTH {
+            let _ = write!(
+                t,
+                "| {}, {} | {} | {} |",
+                metric.label(),
+                variant.name(),
+                ours_of("mog1-beta0", metric, variant),
+                ours_of("mog1", metric, variant)
+            );
+            if has_paper {
+                let _ = write!(
+                    t,
+                    " {} | {} |",
+                    paper_of("mog1-beta0", metric, variant),
+                    paper_of("mog1-beta1e4", metric, variant)
+                );
+            }
+            t.push('\n');
+        }
+    }
+    let seeds = |model: &str| s.models.get(model).map_or(0, |m| m.seeds);
+    let _ = writeln!(
+        t,
+        "\nSeeds: beta = 0 {}, beta = 1e-4 {} (the Table 1 MoG-1 runs; ± is the sd over seeds).",
+        seeds("mog1-beta0"),
+        seeds("mog1")
+    );
+    if !has_paper {
+        t.push_str("\nThe paper reports Table 5 for (N, D) = (2, 2) and (3, 3) only.\n");
+    }
+    t
+}
+
+/// Table 6 (plurality KNN by gallery/probe) or Table 7 (τ by gallery/probe), point and MoG-1,
+/// ours (paper). The paper's Table 6 "point" is its contrastive-loss point embedding.
+fn table67(c: &ReproduceConfig, results: &[ModelRuns], tau: bool) -> String {
+    let split = c.split.name();
+    let paper_rows = paper::tables6_7(c.digits, c.dim);
+    let mut t = if tau {
+        format!(
+            "Table 7 (Appendix G), N = {}, D = {}, {split}: KNN correlation with uncertainty by gallery/probe, MoG-1, ours (paper).\n\n| gallery | probe | MoG-1 |\n|---|---|---|\n",
+            c.digits, c.dim
+        )
+    } else {
+        format!(
+            "Table 6 (Appendix G), N = {}, D = {}, {split}: plurality KNN accuracy by gallery/probe, ours (paper).\n\n| gallery | probe | point | MoG-1 |\n|---|---|---|---|\n",
+            c.digits, c.dim
+        )
+    };
+    // Per gallery/probe row of the first seed's report, the mean over seeds.
+    let rows = |key: &str| -> Vec<(String, String, f64)> {
+        let Some((_, evals)) = results.iter().find(|(m, _)| m.key == key) else { return Vec::new() };
+        let Some(first) = evals.first() else { return Vec::new() };
+        first
+            .gallery_probe
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let vals: Vec<Option<f64>> = evals
+                    .iter()
+                    .map(|e| e.gallery_probe.get(i).and_then(|r| if tau { r.tau_knn } else { Some(r.plurality) }))
+                    .collect();
+                (g.gallery.clone(), g.probe.clone(), mean(&vals).unwrap_or(f64::NAN))
+            })
+            .collect()
+    };
+    let paper_of =
+        |g: &str, p: &str| paper_rows.and_then(|rows| rows.into_iter().find(|r| r.gallery == g && r.probe == p));
+    let with_paper = |ours: String, paper: Option<f64>| match paper {
+        Some(p) => format!("{ours} ({p:.3})"),
+        None => ours,
+    };
+    let (point, mog) = (rows("point"), rows("mog1"));
+    for (i, (g, p, m)) in mog.iter().enumerate() {
+        let pr = paper_of(g, p);
+        if tau {
+            let _ = writeln!(t, "| {g} | {p} | {} |", with_paper(format!("{m:.3}"), pr.map(|r| r.mog1_tau_knn)));
+        } else {
+            let pt = point.get(i).map_or("n/a".into(), |r| format!("{:.3}", r.2));
+            let _ = writeln!(
+                t,
+                "| {g} | {p} | {} | {} |",
+                with_paper(pt, pr.map(|r| r.point_plurality)),
+                with_paper(format!("{m:.3}"), pr.map(|r| r.mog1_plurality))
+            );
+        }
+    }
+    t
+}
+
+/// Appendix B: point embeddings with the soft contrastive loss against the hard contrastive loss
+/// at each of [`MARGINS`].
+pub fn appendix_b(s: &ReproduceSummary) -> String {
+    let mut t = String::from("Appendix B: point embeddings, soft contrastive vs contrastive loss at several margins.\n\n| loss | AP clean | AP corrupt | KNN clean | KNN corrupt |\n|---|---|---|---|---|\n");
+    let mut keys = vec![("point".to_string(), "soft contrastive".to_string())];
+    keys.extend(MARGINS.iter().map(|m| (format!("point-contrastive-m{m}"), format!("contrastive, M = {m}"))));
+    for (k, name) in keys {
+        let _ = writeln!(
+            t,
+            "| {name} | {} | {} | {} | {} |",
+            cell(s, &k, Metric::VerificationAp, Variant::Clean),
+            cell(s, &k, Metric::VerificationAp, Variant::Corrupt),
+            cell(s, &k, Metric::KnnAccuracy, Variant::Clean),
+            cell(s, &k, Metric::KnnAccuracy, Variant::Corrupt)
+        );
+    }
+    t
+}
+
+/// The D = 1 centroid ordering of Appendix D, as `number_line_<model>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumberLine {
+    pub adjacent_sharing_a_digit: usize,
+    pub mean_run_length: f64,
+    pub order: Vec<u32>,
+    pub out_of: usize,
+}
+
+/// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7; the number
+/// line of Fig. 10 for D = 1) and performance against uncertainty bins (Fig. 5).
+fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
+    let test = load_split(c.digits, c.split)?;
+    for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
+        let Some(first) = evals.first() else { continue };
+        let run = RunDir::open(Path::new(&first.run))?;
+        let title = format!("{} embeddings, N = {}, D = {}", m.label, c.digits, c.dim);
+        if c.dim >= 2 {
+            let (clean, corrupt) = embed_run_twins(&run, &test, device)?;
+            embedding_ellipses(&c.out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
+        } else {
+            // Appendix D orders the centroids of all classes: the seen and unseen test classes.
+            let config = run.read_config()?.hib;
+            let (_vs, net) = load_model(&run, &config, device)?;
+            let options = EmbedOptions { samples: 1, ..Default::default() };
+            let seen = load_split(c.digits, NDigitSplit::TestSeen)?;
+            let seen = embed_dataset(&net, &seen, &Corruption::Clean, device, options)?;
+            let unseen = load_split(c.digits, NDigitSplit::TestUnseen)?;
+            let unseen = embed_dataset(&net, &unseen, &Corruption::Clean, device, options)?;
+            let all = EmbeddedSet::concat(&[&seen, &unseen]);
+            let order =
+                hedge_plot::centroid_line(&c.out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;
+            write_json(
+                &c.out.join(format!("number_line_{}.json", m.key)),
+                &NumberLine {
+                    adjacent_sharing_a_digit: order.adjacent_sharing_a_digit,
+                    mean_run_length: order.mean_run_length,
+                    out_of: order.order.len().saturating_sub(1),
+                    order: order.order,
+                },
+            )?;
+        }
+        if m.key != "point" {
+            let b = &first.bins;
+            hedge_plot::uncertainty_bins(
+                &c.out.join(format!("uncertainty_bins_{}.png", m.key)),
+                &[
+                    ("AP, clean", b.clean.ap.as_slice()),
+                    ("AP, corrupt", b.corrupt.ap.as_slice()),
+                    ("KNN, clean", b.clean.knn.as_slice()),
+                    ("KNN, corrupt gallery", b.corrupt.knn.as_slice()),
+                ],
+                &format!("{title}: performance vs uncertainty (Fig. 5)"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The folder's README: command, recipe, training times and Tables 1 and 2.
+fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
+    // Training time of each model (mean over seeds), from its run's state: a re-invocation that
+    // reuses finished runs still reports what the training cost.
+    let train_times: Vec<String> = s
+        .models
+        .values()
+        .map(|m| {
+            let mean = m.train_seconds.iter().sum::<f64>() / m.train_seconds.len().max(1) as f64;
+            format!("{} {:.0} s", m.label, mean)
+        })
+        .collect();
+    let length = match (c.budget_minutes, c.steps) {
+        (Some(m), _) if c.finish_planned_steps => format!(
+            "a budget of {m} minutes of training per model: the steps were planned from the speed of the first \
+             steps and all of them trained, however long that took"
+        ),
+        (Some(m), _) => {
+            format!("a budget of {m} minutes of training per model (steps planned from the measured speed)")
+        }
+        (None, Some(steps)) => format!("{steps} training steps per model"),
+        (None, None) => "the recipe's training steps".to_string(),
+    };
+    format!(
+        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{length}; recipe (fields that differ from the paper's \
+         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s) per Table 1 model ({} for the extra models); tables on `{}`, the other split beside \
+         them; {} repeats of the sampling-dependent metrics. Training time per model: {}. \
+         Wall-clock of the last invocation: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
+         Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
+         (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, eval.json for test_unseen, \
+         eval_test_seen.json; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
+        c.digits,
+        c.dim,
+        s.command,
+        recipe_changes(s),
+        c.seeds,
+        c.extra_seeds,
+        s.split,
+        c.repeats,
+        train_times.join(", "),
+        s.seconds,
+        table1(s),
+        table2(s),
+    )
+}
+
+/// The MoG-1 seed-0 run's hyper-parameters that differ from `HibConfig::default()` (besides
+/// digits, dim, model, steps and seed), as `name = value` pairs.
+fn recipe_changes(s: &ReproduceSummary) -> String {
+    let Some(run) = s.models.get("mog1").and_then(|m| m.runs.first()) else { return "n/a".into() };
+    let Ok(config) = RunDir::open(Path::new(run)).and_then(|r| r.read_config()) else { return "n/a".into() };
+    // The config as a field table: comparing field by field needs their names.
+    let ours = serde_json::to_value(&config.hib).unwrap_or_default();
+    let defaults = serde_json::to_value(HibConfig::default()).unwrap_or_default();
+    let skip = ["digits", "dim", "model", "components", "steps", "seed", "conv_precision"];
+    let changes: Vec<String> = ours
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| !skip.contains(&k.as_str()) && defaults.get(k.as_str()) != Some(v))
+        .map(|(k, v)| format!("`{k} = {v}`"))
+        .collect();
+    if changes.is_empty() {
+        "none".into()
+    } else {
+        changes.join(", ")
+    }
+}
+
+/// Per model and metric, the training time (seconds on this machine) of the first kept
+/// checkpoint at or above the paper's value, or the best value reached if none is.
+fn time_to_quality(c: &ReproduceConfig, curves: &BTreeMap<String, Vec<CurvePoint>>, results: &[ModelRuns]) -> String {
+    let paper = paper_columns(c.digits, c.dim).unwrap_or_default();
+    let mut t = format!(
+        "Time to quality, N = {}, D = {}: training wall-clock (2 threads, this machine) until a kept checkpoint \
+         reaches the paper's value on test_unseen (one Monte-Carlo repeat per checkpoint).\n\n\
+         | model | metric | paper | reached at | best so far |\n|---|---|---|---|---|\n",
+        c.digits, c.dim
+    );
+    for (m, _) in results {
+        let Some(rows) = curves.get(&m.key) else { continue };
+        let Some(column) = paper.get(&m.key) else { continue };
+        for (metric, variant, name) in [
+            (Metric::VerificationAp, Variant::Clean, "AP clean"),
+            (Metric::VerificationAp, Variant::Corrupt, "AP corrupt"),
+            (Metric::KnnAccuracy, Variant::Clean, "KNN clean"),
+            (Metric::KnnAccuracy, Variant::Corrupt, "KNN corrupt"),
+        ] {
+            let Some(target) = paper_value(column, metric, variant) else { continue };
+            let points: Vec<(usize, f64, f64)> = rows
+                .iter()
+                .filter_map(|r| {
+                    let twin = if metric == Metric::VerificationAp { r.verification_ap.twin() } else { r.knn_accuracy };
+                    Some((r.step, r.train_seconds?, twin.get(variant)?))
+                })
+                .collect();
+            let reached = points.iter().find(|p| p.2 >= target);
+            let best = points.iter().max_by(|a, b| a.2.total_cmp(&b.2));
+            let _ = writeln!(
+                t,
+                "| {} | {name} | {target:.3} | {} | {} |",
+                m.label,
+                reached.map_or("not reached".to_string(), |p| format!("{} s (step {})", p.1.round(), p.0)),
+                best.map_or("n/a".to_string(), |p| format!("{:.3} at step {} ({} s)", p.2, p.0, p.1.round())),
+            );
+        }
+    }
+    t
+}
+
+/// AP and KNN against training steps for the seed-0 runs of point, MoG-1 and MoG-2:
+/// `curves.json`, `time_to_quality.md` and `quality_vs_steps.png`.
+fn draw_curves(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
+    let mut all = BTreeMap::new();
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
+        let Some(first) = evals.first() else { continue };
+        let run = RunDir::open(Path::new(&first.run))?;
+        let rows = curve(&run, 1, NDigitSplit::TestUnseen, device, &c.command)?;
+        let points = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
+            rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
+        };
+        series.push((format!("{} AP clean", m.label), points(&|r| r.verification_ap.clean)));
+        series.push((format!("{} AP corrupt", m.label), points(&|r| r.verification_ap.corrupt)));
+        series.push((format!("{} KNN corrupt", m.label), points(&|r| r.knn_accuracy.corrupt)));
+        all.insert(m.key.clone(), rows);
+    }
+    write_json(&c.out.join("curves.json"), &all)?;
+    write(&c.out.join("time_to_quality.md"), &time_to_quality(c, &all, results))?;
+    let named: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+    hedge_plot::line_chart(
+        &c.out.join("quality_vs_steps.png"),
+        &named,
+        "training steps",
+        "test_unseen",
+        &format!("N = {}, D = {}: quality vs training steps", c.digits, c.dim),
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A summary with the given models, every metric of model k equal to 0.1·(k + 1).
+    fn summary(models: &[&str]) -> ReproduceSummary {
+        let mut m = BTreeMap::new();
+        for (k, name) in models.iter().enumerate() {
+            let x = Some(0.1 * (k + 1) as f64);
+            let twin = TwinStats { clean: x, corrupt: x, ..Default::default() };
+            m.insert(
+                name.to_string(),
+                ModelSummary {
+                    aurc: None,
+                    aurc_uncertainty: None,
+                    ece: None,
+                    knn_accuracy: twin,
+                    knn_plurality: twin,
+                    label: name.to_string(),
+                    runs: vec![],
+                    seeds: 1,
+                    tau_ap: twin,
+                    tau_knn: twin,
+                    train_seconds: vec![],
+                    validation_choice: None,
+                    verification_ap: VerificationStats { clean: x, corrupt: x, ..Default::default() },
+                },
+            );
+        }
+        ReproduceSummary {
+            budget_minutes: None,
+            command: String::new(),
+            digits: 2,
+            dim: 2,
+            extra_seeds: 1,
+            models: m,
+            other_split: None,
+            paper: paper_columns(2, 2),
+            repeats: 10,
+            seconds: 0.0,
+            seeds: 1,
+            split: "test_unseen".into(),
+            std_convention: STD_CONVENTION.into(),
+            steps: None,
+        }
+    }
+
+    #[test]
+    fn appendix_b_lists_soft_then_every_margin() {
+        let t = appendix_b(&summary(&[
+            "point",
+            "point-contrastive-m0.5",
+            "point-contrastive-m1",
+            "point-contrastive-m2",
+            "point-contrastive-m4",
+        ]));
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| loss")).collect();
+        assert_eq!(rows.len(), 5, "{t}");
+        assert!(rows[0].starts_with("| soft contrastive | 0.100 (0.987) |"), "{}", rows[0]);
+        assert!(rows[4].starts_with("| contrastive, M = 4 | 0.500 |"), "{}", rows[4]);
+    }
+
+    #[test]
+    fn table5_puts_ours_beside_the_papers_table_5_not_table_1() {
+        let t = table5(&summary(&["mog1", "mog1-beta0"]));
+        // Paper Table 5, N = 2, D = 2: AP clean 0.986 (beta = 0) and 0.988 (beta = 1e-4; Table 1 has 0.989).
+        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 | 0.986 | 0.988 |"), "{t}");
+        assert!(t.contains("| KNN correlation, corrupt | 0.200 | 0.100 | 0.636 | 0.609 |"), "{t}");
+        // The beta = 0 model is an extra (one seed by default), the beta = 1e-4 one a Table 1 model.
+        let mut s = summary(&["mog1", "mog1-beta0"]);
+        s.models.get_mut("mog1").unwrap().seeds = 3;
+        assert!(table5(&s).contains("Seeds: beta = 0 1, beta = 1e-4 3"), "{}", table5(&s));
+        // (2, 3) has no Table 5 in the paper: ours only, and a note.
+        let mut s = summary(&["mog1", "mog1-beta0"]);
+        s.paper = paper_columns(2, 3);
+        let t = table5(&s);
+        assert!(t.contains("| Verification AP, clean | 0.200 | 0.100 |\n"), "{t}");
+        assert!(t.contains("(3, 3) only"), "{t}");
+    }
+
+    #[test]
+    fn table1_cells_carry_the_sd_over_seeds_the_other_split_and_the_validation_choice() {
+        let mut s = summary(&["point", "mog1", "mog2"]);
+        s.split = "test_seen".into();
+        s.models.get_mut("mog1").unwrap().verification_ap.clean_std = Some(0.004);
+        let mut other = summary(&["point"]);
+        other.models.get_mut("point").unwrap().verification_ap.clean = Some(0.9);
+        s.other_split = Some(OtherSplit { models: other.models, split: "test_unseen".into() });
+        let t = table1(&s);
+        assert!(t.contains("test_seen"), "{t}");
+        assert!(t.contains("| point, test_unseen |"), "{t}");
+        assert!(
+            t.contains("| Verification AP, clean | 0.100 (0.987) | 0.200 ± 0.004 (0.989) | 0.300 (0.990) | 0.900 | n/a | n/a |"),
+            "{t}"
+        );
+        assert!(!t.contains("validation classes choose"), "{t}");
+        let choice = ValidationChoice {
+            knn_accuracy: TwinStats { clean: Some(0.7), corrupt: Some(0.5), ..Default::default() },
+            run: "r".into(),
+            seed: 2,
+            validation_score: 0.873,
+            verification_ap: VerificationStats { clean: Some(0.97), corrupt: Some(0.8), ..Default::default() },
+        };
+        s.models.get_mut("mog1").unwrap().validation_choice = Some(choice);
+        let t = table1(&s);
+        assert!(t.contains("| seed (validation score) | n/a | 2 (0.873) | n/a |"), "{t}");
+        assert!(t.contains("| KNN accuracy, corrupt | n/a | 0.500 | n/a |"), "{t}");
+    }
+
+    #[test]
+    fn paper_values_exist_for_the_four_settings_only() {
+        assert_eq!(paper_columns(3, 3).unwrap()["mog2"].knn_accuracy.corrupt, 0.598);
+        assert_eq!(paper_columns(2, 3).unwrap()["mog1"].tau_ap.unwrap().corrupt, 0.86);
+        assert!(paper_columns(2, 1).is_none());
+    }
+
+    #[test]
+    fn impossible_reproductions_are_refused_before_anything_is_written() {
+        let c = ReproduceConfig::default().with_seeds(0);
+        assert!(c.check().unwrap_err().to_string().contains("seeds"));
+        let c = ReproduceConfig { budget_minutes: Some(-1.0), ..Default::default() };
+        assert!(c.check().unwrap_err().to_string().contains("budget_minutes"));
+        let c = ReproduceConfig { group: Some("32by8".into()), ..Default::default() };
+        assert!(c.check().unwrap_err().to_string().contains("CLASSESxIMAGES"));
+        let c = ReproduceConfig { finish_planned_steps: true, ..Default::default() };
+        assert!(c.check().is_err());
+    }
+}

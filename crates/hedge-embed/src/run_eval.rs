@@ -1,0 +1,371 @@
+//! Runs as a user works with them after training: start one with its resolved config, train it
+//! with a progress bar, evaluate it on a test split (`eval.json`), check it quickly
+//! (`verification.json`) and follow its kept checkpoints (`curve.json`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hedge_data::{verification_pairs, Corruption, NDigitDataset, NDigitSplit};
+use indicatif::{ProgressBar, ProgressStyle};
+use tch::Device;
+use tracing::info;
+
+use crate::evaluate::{
+    evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions, Twin,
+};
+use crate::experiment::{load_split, train_run, TrainPlan};
+use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
+use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
+use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
+use crate::train::{load_model, TrainEvent, Trainer};
+use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, ModelKind, Result};
+
+/// `steps` of a budgeted run until its first steps have been timed.
+pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
+
+/// The libtorch the engine is built against (recorded in every run's `config.json`).
+pub const LIBTORCH_VERSION: &str = "2.13.0";
+
+/// Creates a run directory and writes its resolved `config.json`; `command` is how the run was
+/// started (recorded for reproduction).
+pub fn new_run(out: &Path, config: &HibConfig, device: Device, command: &str) -> Result<RunDir> {
+    let run = RunDir::create(out)?;
+    run.write_config(&RunConfig {
+        hib: config.clone(),
+        device: device_name(device),
+        threads: tch::get_num_threads() as i64,
+        command: command.to_string(),
+        hedge_version: env!("CARGO_PKG_VERSION").into(),
+        libtorch: LIBTORCH_VERSION.into(),
+    })?;
+    Ok(run)
+}
+
+/// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
+pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
+    let parsed = spec.split_once('x').and_then(|(p, k)| Some((p.trim().parse().ok()?, k.trim().parse().ok()?)));
+    let Some((classes, per_class)) = parsed else {
+        return Err(EmbedError::config("group", format!("'{spec}': expected CLASSESxIMAGES, e.g. 32x8")));
+    };
+    Ok(config.with_batch(BatchComposition::Grouped).with_group_classes(classes).with_group_size(per_class))
+}
+
+/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`train_run`]) with a
+/// progress bar on a terminal, a log line every tenth of the run otherwise, and the watched
+/// sets and planning decisions logged.
+pub fn train_with_progress(
+    run: &RunDir,
+    config: &HibConfig,
+    device: Device,
+    resuming: bool,
+    plan: &TrainPlan,
+) -> Result<Trainer> {
+    let batch = match config.batch {
+        BatchComposition::Independent => format!("{} independent pairs", config.batch_pairs),
+        BatchComposition::Grouped => format!("{} classes x {} images", config.group_classes, config.group_size),
+    };
+    let length = match plan.budget_minutes {
+        Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
+        _ => format!("{} steps", config.steps),
+    };
+    info!(
+        "training {:?} HIB, D = {}, {}-digit MNIST, {length} of {batch} on {} ({} threads) into {}",
+        config.model,
+        config.dim,
+        config.digits,
+        device_name(device),
+        tch::get_num_threads(),
+        run.path.display()
+    );
+    let bar = ProgressBar::new(config.steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
+    );
+    // Without a terminal the bar is hidden; log a line every tenth of the run instead.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut log_every = (config.steps / 10).max(1);
+    let trainer = train_run(run, config, device, resuming, plan, |event| match event {
+        TrainEvent::Step { metrics: m, planned_steps } => {
+            if bar.length() != Some(planned_steps as u64) {
+                bar.set_length(planned_steps as u64);
+                log_every = (planned_steps / 10).max(1);
+            }
+            bar.set_position(m.step as u64);
+            if !tty && (m.step % log_every == 0 || m.step == planned_steps) {
+                info!(
+                    "step {}/{}: loss {:.4} kl {:.2} a {:.3} b {:.3} {:.0} pairs/s",
+                    m.step, planned_steps, m.loss, m.kl, m.a, m.b, m.pairs_per_s
+                );
+            }
+            if m.step % 10 == 0 || m.step == planned_steps {
+                bar.set_message(format!(
+                    "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",
+                    m.loss, m.kl, m.a, m.b, m.pairs_per_s
+                ));
+            }
+        }
+        TrainEvent::Planned { steps, seconds_per_step } => {
+            info!("budget: {steps} steps planned at {:.1} ms a step", seconds_per_step * 1e3)
+        }
+        TrainEvent::Monitor(r) => {
+            let sets: Vec<String> = r
+                .sets
+                .iter()
+                .map(|(name, q)| {
+                    format!(
+                        "{name}: AP {:.3}/{:.3} KNN {:.3}/{:.3}",
+                        q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt
+                    )
+                })
+                .collect();
+            bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, sets.join("; ")));
+        }
+        TrainEvent::BudgetReached { step } => info!("budget reached at step {step}"),
+        TrainEvent::TargetReached { step, train_seconds } => {
+            info!("target reached at step {step} after {:.1} minutes of training", train_seconds / 60.0)
+        }
+    })?;
+    bar.finish();
+    info!("wrote {}", run.file(MODEL_FILE).display());
+    Ok(trainer)
+}
+
+/// Verification AP on `test_unseen` (5,000 + 5,000 pairs), clean and corrupt, written to
+/// `verification.json`: the quick check a training command ends with. The full evaluation
+/// (KNN, uncertainty correlations) is [`evaluate_run`].
+pub fn quick_verification(run: &RunDir, trainer: &Trainer) -> Result<VerificationReport> {
+    let test = load_split(trainer.config.digits, NDigitSplit::TestUnseen)?;
+    let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
+    let net = trainer.inference_net();
+    let score = |corruption: Corruption| -> Result<QuickVerification> {
+        let set = embed_dataset(net, &test, &corruption, trainer.device, EmbedOptions::default())?;
+        let ap = verification_ap(&net.matcher, &set, &pairs, 8, 0)?;
+        Ok(QuickVerification { mean_eta: set.eta.mean(tch::Kind::Float).double_value(&[]), verification_ap: ap })
+    };
+    let report = VerificationReport {
+        pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
+        split: NDigitSplit::TestUnseen.name().to_string(),
+        step: trainer.step(),
+        variants: Twin {
+            clean: score(Corruption::Clean)?,
+            corrupt: score(Corruption::Corrupt { seed: CORRUPT_SEED })?,
+        },
+    };
+    run.write_json("verification.json", &report)?;
+    Ok(report)
+}
+
+/// What a run's evaluation measures, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct EvalSettings {
+    pub split: NDigitSplit,
+    pub estimator: MatchEstimator,
+    /// Repeats of the sampling-dependent evaluation (the paper: 10).
+    pub repeats: usize,
+    /// Candidates per probe re-ranked by the match probability in KNN.
+    pub candidates: usize,
+}
+
+impl Default for EvalSettings {
+    fn default() -> Self {
+        EvalSettings {
+            split: NDigitSplit::TestUnseen,
+            estimator: MatchEstimator::MonteCarlo { samples: 8 },
+            repeats: 10,
+            candidates: 100,
+        }
+    }
+}
+
+impl EvalSettings {
+    /// Checks the settings a user can give wrong.
+    pub fn check(&self) -> Result<()> {
+        match self.estimator {
+            MatchEstimator::MonteCarlo { samples } if samples < 1 => {
+                return Err(EmbedError::config("samples", format!("{samples}; give at least 1")))
+            }
+            MatchEstimator::Quadrature { points } if !(1..=64).contains(&points) => {
+                return Err(EmbedError::config("points", format!("{points}; give 1 to 64 nodes per dimension")))
+            }
+            _ => {}
+        }
+        if self.split == NDigitSplit::Train {
+            return Err(EmbedError::config("split", "train: evaluate on test_unseen or test_seen"));
+        }
+        if self.repeats == 0 {
+            return Err(EmbedError::config("repeats", "0; give at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The report file of an evaluation on `split`: `eval.json` for `test_unseen` (the name older
+/// runs have) or `eval_<split>.json`.
+pub fn eval_file_name(split: NDigitSplit) -> String {
+    match split {
+        NDigitSplit::TestUnseen => "eval.json".to_string(),
+        other => format!("eval_{}.json", other.name()),
+    }
+}
+
+/// Embeds the split's clean and corrupt twins with the run's model (or `weights`) and evaluates
+/// them. `command` is recorded in the report; [`save_eval`] writes it into the run.
+pub fn evaluate_run(
+    run: &RunDir,
+    weights: Option<&Path>,
+    settings: &EvalSettings,
+    device: Device,
+    command: &str,
+) -> Result<(ModelEval, EvalReport)> {
+    settings.check()?;
+    let config = run.read_config()?.hib;
+    let (mut vs, net) = load_model(run, &config, device)?;
+    if let Some(w) = weights {
+        vs.load(w).map_err(|e| EmbedError::run(w, format!("cannot load weights: {e}")))?;
+    }
+    let test = load_split(config.digits, settings.split)?;
+    let started = std::time::Instant::now();
+    let (clean, corrupt) = embed_twins(&net, &test, device)?;
+    let options = ModelEvalOptions {
+        base: EvalOptions { estimator: settings.estimator, candidates: settings.candidates, ..Default::default() },
+        repeats: settings.repeats,
+        pair_seed: PAIR_SEED,
+        ..Default::default()
+    };
+    let stochastic = config.model != ModelKind::Point;
+    let eval = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
+    let report = EvalReport::new(
+        &eval,
+        EvalContext {
+            run: run.path.display().to_string(),
+            weights: weights.map(|w| w.display().to_string()),
+            split: settings.split.name().to_string(),
+            model: config.model,
+            components: config.effective_components(),
+            digits: config.digits,
+            dim: config.dim,
+            steps: config.steps,
+            match_estimator: settings.estimator,
+            eval_seconds: started.elapsed().as_secs_f64(),
+            command: command.to_string(),
+        },
+    );
+    Ok((eval, report))
+}
+
+/// Writes `report` into `run` as [`eval_file_name`] of its split, so evaluating `test_seen`
+/// never replaces the `test_unseen` report.
+pub fn save_eval(run: &RunDir, report: &EvalReport) -> Result<PathBuf> {
+    let name = eval_file_name(NDigitSplit::parse(&report.split)?);
+    run.write_json(&name, report)?;
+    info!("wrote {}", run.file(&name).display());
+    Ok(run.file(&name))
+}
+
+/// A run's evaluation on `split` if its report exists.
+pub fn read_eval(run: &RunDir, split: NDigitSplit) -> Result<Option<EvalReport>> {
+    run.read_json_if_present(&eval_file_name(split))
+}
+
+/// The files of a curve on `split`: `curve.json` / `curve.png` for test_unseen, else
+/// `curve_<split>.json` / `.png`.
+fn curve_files(split: NDigitSplit) -> (String, String) {
+    match split {
+        NDigitSplit::TestUnseen => ("curve.json".to_string(), "curve.png".to_string()),
+        other => (format!("curve_{}.json", other.name()), format!("curve_{}.png", other.name())),
+    }
+}
+
+/// Evaluates every kept checkpoint of a run on a test split and writes the curve (step,
+/// training seconds, AP and KNN, clean and corrupt) as JSON and a PNG. A curve over exactly
+/// the same checkpoints and repeats is reused (evaluating again costs minutes).
+pub fn curve(
+    run: &RunDir,
+    repeats: usize,
+    split: NDigitSplit,
+    device: Device,
+    command: &str,
+) -> Result<Vec<CurvePoint>> {
+    let (json_name, png_name) = curve_files(split);
+    let dir = run.file(CHECKPOINTS_DIR);
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|_| EmbedError::run(&run.path, "has no checkpoints/; train with --keep-every N"))?;
+    let mut files: Vec<(usize, PathBuf)> = entries
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let step = p.file_stem()?.to_str()?.strip_prefix("model-")?.parse().ok()?;
+            Some((step, p))
+        })
+        .collect();
+    files.sort();
+    if let Ok(Some(rows)) = run.read_json_if_present::<Vec<CurvePoint>>(&json_name) {
+        let steps: Vec<usize> = rows.iter().map(|r| r.step).collect();
+        // Rows without `repeats` predate the field and used 1.
+        let same_repeats = rows.iter().all(|r| r.repeats.unwrap_or(1) == repeats);
+        if same_repeats && steps == files.iter().map(|f| f.0).collect::<Vec<_>>() {
+            info!("reusing {}", run.file(&json_name).display());
+            return Ok(rows);
+        }
+    }
+    let seconds_at: BTreeMap<usize, f64> = run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
+    let settings = EvalSettings { repeats, split, ..Default::default() };
+    let mut rows = Vec::new();
+    for (step, path) in &files {
+        info!("curve: step {step}");
+        let (_, report) = evaluate_run(run, Some(path), &settings, device, command)?;
+        rows.push(CurvePoint {
+            knn_accuracy: report.knn_accuracy,
+            repeats: Some(repeats),
+            step: *step,
+            train_seconds: seconds_at.get(step).copied(),
+            verification_ap: report.verification_ap,
+        });
+    }
+    run.write_json(&json_name, &rows)?;
+    let series = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
+        rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
+    };
+    hedge_plot::line_chart(
+        &run.file(&png_name),
+        &[
+            ("verification AP, clean", series(&|r| r.verification_ap.clean)),
+            ("verification AP, corrupt", series(&|r| r.verification_ap.corrupt)),
+            ("KNN accuracy, clean", series(&|r| r.knn_accuracy.clean)),
+            ("KNN accuracy, corrupt gallery", series(&|r| r.knn_accuracy.corrupt)),
+        ],
+        "training steps",
+        split.name(),
+        &format!("{}: quality vs training steps", run.path.display()),
+    )?;
+    Ok(rows)
+}
+
+/// The clean and corrupt twins of a test split embedded with a run's model (its own weights).
+pub fn embed_run_twins(
+    run: &RunDir,
+    test: &NDigitDataset,
+    device: Device,
+) -> Result<(crate::EmbeddedSet, crate::EmbeddedSet)> {
+    let config = run.read_config()?.hib;
+    let (_vs, net) = load_model(run, &config, device)?;
+    embed_twins(&net, test, device)
+}
+
+/// A split of the run's digits embedded with its model, clean or with the evaluation's fixed
+/// occlusions, `samples` Monte-Carlo samples per input for η.
+pub fn embed_run(
+    run: &RunDir,
+    split: NDigitSplit,
+    corrupt: bool,
+    samples: i64,
+    device: Device,
+) -> Result<crate::EmbeddedSet> {
+    if samples < 1 {
+        return Err(EmbedError::config("samples", format!("{samples}; give at least 1")));
+    }
+    let config = run.read_config()?.hib;
+    let (_vs, net) = load_model(run, &config, device)?;
+    let dataset = load_split(config.digits, split)?;
+    let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
+    embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })
+}
