@@ -45,17 +45,24 @@ pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
     (nodes, weights)
 }
 
+/// The 20-node rule of [`bvn_minus_product`], computed once: the probit Fisher inner products
+/// call it n²/2 times per acquisition round.
+fn legendre_20() -> &'static (Vec<f64>, Vec<f64>) {
+    static RULE: std::sync::OnceLock<(Vec<f64>, Vec<f64>)> = std::sync::OnceLock::new();
+    RULE.get_or_init(|| gauss_legendre(20))
+}
+
 /// Φ₂(h, k; ρ) − Φ(h)Φ(k), i.e. Cov[1{X ≤ h}, 1{Y ≤ k}], for |ρ| < 1.
 pub fn bvn_minus_product(h: f64, k: f64, rho: f64) -> f64 {
     let rho = rho.clamp(-1.0 + 1e-15, 1.0 - 1e-15);
     let end = rho.asin();
-    let (nodes, weights) = gauss_legendre(20);
+    let (nodes, weights) = legendre_20();
     let panels = 8;
     let width = end / panels as f64;
     let mut total = 0.0;
     for p in 0..panels {
         let mid = (p as f64 + 0.5) * width;
-        for (x, w) in nodes.iter().zip(&weights) {
+        for (x, w) in nodes.iter().zip(weights) {
             let theta = mid + 0.5 * width * x;
             let (s, c) = theta.sin_cos();
             total += w * (-(h * h - 2.0 * h * k * s + k * k) / (2.0 * c * c)).exp();

@@ -95,19 +95,8 @@ impl LoopConfig {
         let test_len = n / 5;
         let (test, pool) = order.split_at(test_len);
         self.check(pool.len())?;
-        let d = x.ncols();
-        let mean: Vec<f64> = (0..d).map(|j| pool.iter().map(|&i| x[(i, j)]).sum::<f64>() / pool.len() as f64).collect();
-        let scale: Vec<f64> = (0..d)
-            .map(|j| {
-                let v = pool.iter().map(|&i| (x[(i, j)] - mean[j]).powi(2)).sum::<f64>() / pool.len() as f64;
-                if v > 0.0 {
-                    v.sqrt()
-                } else {
-                    1.0
-                }
-            })
-            .collect();
-        let rows = |idx: &[usize]| Mat::from_fn(idx.len(), d, |r, j| (x[(idx[r], j)] - mean[j]) / scale[j]);
+        let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), pool);
+        let rows = |idx: &[usize]| standardiser.transform(x.as_ref(), idx);
         let test_x = rows(test);
         let test_y: Vec<f64> = test.iter().map(|&i| y[i]).collect();
         // Positions into `pool`.

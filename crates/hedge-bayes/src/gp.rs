@@ -174,35 +174,24 @@ impl GpConfig {
         let mut runs = Vec::new();
         if self.optimise {
             let packing = Packing { noise_floor: self.noise_floor };
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
-            let mut best: Option<(f64, GpHyperParameters)> = None;
-            for restart in 0..=self.restarts {
-                let start = if restart == 0 { hyper.clone() } else { random_start(&hyper, self.noise_floor, &mut rng) };
-                let objective = |theta: &[f64]| {
-                    let h = packing.unpack(theta, &start);
-                    match log_marginal_likelihood(x, &ys, &h) {
-                        Ok((lml, g)) => (-lml, packing.pack_gradient(&g, &h).into_iter().map(|v| -v).collect()),
-                        Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
-                    }
-                };
-                let optimiser = Lbfgs { max_iters: self.max_iters, ..Default::default() };
-                let m = optimiser.minimise_observed(objective, packing.pack(&start), &mut |iteration, value| {
-                    observer(FitProgress { run: restart, iteration, log_marginal_likelihood: -value })
-                });
-                let found = packing.unpack(&m.x, &start);
-                tracing::info!(restart, lml = -m.value, iterations = m.iterations, stop = m.stop, "GP restart");
-                runs.push(OptimisationRun {
-                    log_marginal_likelihood: -m.value,
-                    iterations: m.iterations,
-                    stop: m.stop,
-                });
-                if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| -m.value > *v) {
-                    best = Some((-m.value, found));
+            let search = MultiStart {
+                restarts: self.restarts,
+                seed: self.seed,
+                max_iters: self.max_iters,
+                noise_floor: self.noise_floor,
+                what: "GP restart",
+            };
+            let objective = |start: &GpHyperParameters, theta: &[f64]| {
+                let h = packing.unpack(theta, start);
+                match log_marginal_likelihood(x, &ys, &h) {
+                    Ok((lml, g)) => (-lml, packing.pack_gradient(&g, &h).into_iter().map(|v| -v).collect()),
+                    Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
                 }
-            }
-            hyper = best.map(|(_, h)| h).ok_or_else(|| BayesError::NotPositiveDefinite {
-                what: "the GP kernel matrix at every start".into(),
-                jitter: 0.0,
+            };
+            let (found, best) = search.run(&hyper, |h| packing.pack(h), objective, observer);
+            runs = found;
+            hyper = best.map(|(start, theta)| packing.unpack(&theta, &start)).ok_or_else(|| {
+                BayesError::NotPositiveDefinite { what: "the GP kernel matrix at every start".into(), jitter: 0.0 }
             })?;
         }
         FittedGp::new(x, y, &ys, scaler, hyper, runs)
@@ -254,6 +243,51 @@ fn random_start(like: &GpHyperParameters, noise_floor: f64, rng: &mut impl Rng) 
             like.kernel.lengthscales.iter().map(|_| log_uniform(rng, 0.1, 10.0)).collect(),
         ),
         noise_variance: noise_floor + log_uniform(rng, 1e-3, 1.0),
+    }
+}
+
+/// The hyper-parameter search every GP shares: L-BFGS from the configured start, then from
+/// `restarts` random starts ([`random_start`], drawn from a generator seeded with `seed`),
+/// keeping the run with the best objective.
+pub(crate) struct MultiStart {
+    pub restarts: usize,
+    pub seed: u64,
+    pub max_iters: usize,
+    pub noise_floor: f64,
+    /// The log line of each run.
+    pub what: &'static str,
+}
+
+impl MultiStart {
+    /// Minimises `objective(start, θ)` from `theta0(start)` for each start; returns every run
+    /// and the best run's start and θ (`None` when no run reached a finite objective).
+    pub fn run(
+        &self,
+        initial: &GpHyperParameters,
+        theta0: impl Fn(&GpHyperParameters) -> Vec<f64>,
+        objective: impl Fn(&GpHyperParameters, &[f64]) -> (f64, Vec<f64>),
+        observer: &mut dyn FnMut(FitProgress),
+    ) -> (Vec<OptimisationRun>, Option<(GpHyperParameters, Vec<f64>)>) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
+        let mut runs = Vec::new();
+        let mut best: Option<(f64, GpHyperParameters, Vec<f64>)> = None;
+        for restart in 0..=self.restarts {
+            let start = if restart == 0 { initial.clone() } else { random_start(initial, self.noise_floor, &mut rng) };
+            let optimiser = Lbfgs { max_iters: self.max_iters, ..Default::default() };
+            let m = optimiser.minimise_observed(
+                |theta| objective(&start, theta),
+                theta0(&start),
+                &mut |iteration, value| {
+                    observer(FitProgress { run: restart, iteration, log_marginal_likelihood: -value })
+                },
+            );
+            tracing::info!(restart, objective = -m.value, iterations = m.iterations, stop = m.stop, "{}", self.what);
+            runs.push(OptimisationRun { log_marginal_likelihood: -m.value, iterations: m.iterations, stop: m.stop });
+            if m.value.is_finite() && best.as_ref().is_none_or(|(v, _, _)| -m.value > *v) {
+                best = Some((-m.value, start, m.x));
+            }
+        }
+        (runs, best.map(|(_, start, theta)| (start, theta)))
     }
 }
 

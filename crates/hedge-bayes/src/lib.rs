@@ -15,8 +15,10 @@ pub mod linear;
 pub mod probit;
 pub mod sparse;
 pub mod spike_slab;
+pub mod standardise;
 
 pub use error::{BayesError, Result};
 pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};
 pub use kernel::{KernelKind, RbfKernel};
 pub use sparse::{FittedSparseGp, SparseGpConfig, SparseMethod};
+pub use standardise::Standardiser;

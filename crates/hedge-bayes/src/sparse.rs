@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, BayesError, Result};
 use crate::gp::{FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
-use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
 
 /// Which sparse objective to optimise (and which Λ to predict with).
@@ -142,16 +141,27 @@ impl SparseGpConfig {
             let packing = Packing { noise_floor: self.gp.noise_floor };
             let n_hyper = packing.pack(&hyper).len();
             let (m, d) = (z.nrows(), z.ncols());
-            let start_hyper = hyper.clone();
             let optimise_z = self.optimise_inducing;
             let z0 = z.clone();
-            let unpack = |theta: &[f64]| {
-                let h = packing.unpack(&theta[..n_hyper], &start_hyper);
+            // θ = packed hyper-parameters, then (with optimise_inducing) the pseudo-inputs row by row.
+            let unpack = |theta: &[f64], like: &crate::gp::GpHyperParameters| {
+                let h = packing.unpack(&theta[..n_hyper], like);
                 let zz = if optimise_z { Mat::from_fn(m, d, |i, k| theta[n_hyper + i * d + k]) } else { z0.clone() };
                 (h, zz)
             };
-            let objective = |theta: &[f64]| {
-                let (h, zz) = unpack(theta);
+            let theta0 = |start: &crate::gp::GpHyperParameters| {
+                let mut theta = packing.pack(start);
+                if optimise_z {
+                    for i in 0..m {
+                        for k in 0..d {
+                            theta.push(z0[(i, k)]);
+                        }
+                    }
+                }
+                theta
+            };
+            let objective = |start: &crate::gp::GpHyperParameters, theta: &[f64]| {
+                let (h, zz) = unpack(theta, start);
                 match sparse_objective(x, &ys, zz.as_ref(), &h, self.method, self.jitter) {
                     Ok(o) => {
                         let g = crate::gp::GpGradient {
@@ -172,31 +182,24 @@ impl SparseGpConfig {
                     Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
                 }
             };
-            let mut theta0 = packing.pack(&hyper);
-            if optimise_z {
-                for i in 0..m {
-                    for k in 0..d {
-                        theta0.push(z[(i, k)]);
-                    }
-                }
-            }
-            let optimiser = Lbfgs { max_iters: self.gp.max_iters, ..Default::default() };
-            let found = optimiser.minimise_observed(objective, theta0, &mut |iteration, value| {
-                observer(FitProgress { run: 0, iteration, log_marginal_likelihood: -value })
-            });
-            tracing::info!(objective = -found.value, iterations = found.iterations, stop = found.stop, "sparse GP fit");
-            if !found.value.is_finite() {
+            // The same multi-start search as the exact GP: `restarts` random restarts of the
+            // hyper-parameters, each from the same initial pseudo-inputs.
+            let search = crate::gp::MultiStart {
+                restarts: self.gp.restarts,
+                seed: self.gp.seed,
+                max_iters: self.gp.max_iters,
+                noise_floor: self.gp.noise_floor,
+                what: "sparse GP fit",
+            };
+            let (found, best) = search.run(&hyper, theta0, objective, observer);
+            runs = found;
+            let Some((start, theta)) = best else {
                 return Err(BayesError::NotPositiveDefinite {
-                    what: "the sparse GP matrices at the initial hyper-parameters".into(),
+                    what: "the sparse GP matrices at every start".into(),
                     jitter: self.jitter,
                 });
-            }
-            runs.push(OptimisationRun {
-                log_marginal_likelihood: -found.value,
-                iterations: found.iterations,
-                stop: found.stop,
-            });
-            (hyper, z) = unpack(&found.x);
+            };
+            (hyper, z) = unpack(&theta, &start);
         }
         FittedSparseGp::new(x, &ys, scaler, hyper, z, self.method, self.jitter, runs)
     }

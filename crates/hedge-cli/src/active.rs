@@ -84,6 +84,9 @@ pub struct ClassifyArgs {
     threads: usize,
     #[arg(long)]
     out: PathBuf,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Args)]
@@ -141,6 +144,9 @@ pub struct RunArgs {
     weight_decay: f64,
     #[arg(long)]
     out: PathBuf,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 pub fn run(command: ActiveCommand) -> Result<()> {
@@ -173,7 +179,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
     config.model.weight_decay = args.weight_decay;
     // Refuse impossible settings before creating anything.
     config.check(data.rows() - data.rows() / 5)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
     let total = args.seeds * args.method.len() as u64;
     let bar = crate::runlog::runs_bar(total, "runs");
     let mut all: Vec<RoundMetrics> = Vec::new();
@@ -369,7 +375,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
     };
     config.model = config.model.with_steps(args.steps);
     config.check(args.pool)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
     let bar = crate::runlog::runs_bar(args.seeds * args.method.len() as u64, "runs");
     let subset = |split: &hedge_data::MnistSplit, size: usize, seed: u64| -> (Vec<u8>, Vec<u8>) {
         use rand::SeedableRng;

@@ -110,6 +110,9 @@ pub struct SweepArgs {
     threads: usize,
     #[arg(long)]
     out: PathBuf,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Args)]
@@ -135,6 +138,9 @@ pub struct Exp1Args {
     threads: usize,
     #[arg(long)]
     out: PathBuf,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 pub fn run(command: AgnosticCommand) -> Result<()> {
@@ -198,6 +204,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
     base.with_alpha(alphas[0]).check()?;
     let (data, data_json, model) = prepare(&args)?;
     model.check()?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
     std::fs::create_dir_all(args.out.join("checkpoints"))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let config_json = json!({ "command": crate::command_line(), "dataset": args.dataset.name(), "data": data_json,
@@ -578,7 +585,7 @@ fn exp1(args: Exp1Args) -> Result<()> {
     let tensors = ContextTensors::new(&data);
     let model = ModelConfig::default();
     let train = TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() };
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
     let config_json = json!({ "command": crate::command_line(), "data": data_config,
         "context_test": "backgrounds without a digit: half plain, half BSDS500 crops", "model": model, "train": train,
         "every": args.every, "threads": tch::get_num_threads() });

@@ -64,6 +64,9 @@ pub struct LengthscaleArgs {
     noise: f64,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -101,6 +104,9 @@ pub struct GibbsArgs {
     /// Run directory: config.json, summary.json, draws.npz (mu, beta: [chains, samples]), trace.png.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Args)]
@@ -130,6 +136,9 @@ pub struct SpikeSlabArgs {
     /// Run directory: config.json, result.json, weights.csv.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -176,6 +185,9 @@ pub struct GpArgs {
     /// Also write a run directory: config.json, result.json, predictions.csv.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 pub fn run(command: BayesCommand) -> Result<()> {
@@ -205,26 +217,15 @@ pub fn load_uci_split(data_dir: &Path, dataset: &str, k: usize) -> Result<(UciDa
     })?;
     let data = UciDataset::load(data_dir, name)?;
     let split = data.split(k)?;
-    let d = data.features;
-    let n = split.train.len() as f64;
-    let mean: Vec<f64> = (0..d).map(|j| split.train.iter().map(|&i| data.row(i)[j]).sum::<f64>() / n).collect();
-    let scale: Vec<f64> = (0..d)
-        .map(|j| {
-            let v = split.train.iter().map(|&i| (data.row(i)[j] - mean[j]).powi(2)).sum::<f64>() / n;
-            if v > 0.0 {
-                v.sqrt()
-            } else {
-                1.0
-            }
-        })
-        .collect();
-    let take = |rows: &[usize]| Mat::from_fn(rows.len(), d, |r, j| (data.row(rows[r])[j] - mean[j]) / scale[j]);
+    let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
+    let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), &split.train);
+    let take = |rows: &[usize]| standardiser.transform(x.as_ref(), rows);
     let std = Standardised {
         train_x: take(&split.train),
         test_x: take(&split.test),
         train_y: split.train.iter().map(|&i| data.targets[i]).collect(),
         test_y: split.test.iter().map(|&i| data.targets[i]).collect(),
-        x_scale: scale,
+        x_scale: standardiser.scale.clone(),
     };
     Ok((data, std))
 }
@@ -260,6 +261,7 @@ fn gp(args: GpArgs) -> Result<()> {
 }
 
 fn gp_suite(args: GpSuiteArgs) -> Result<()> {
+    // The suite resumes: a dataset whose result.json exists is reused, the others are fitted.
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut reports = Vec::new();
     for name in &args.datasets {
@@ -281,6 +283,8 @@ fn gp_suite(args: GpSuiteArgs) -> Result<()> {
                 seed: args.seed,
                 json: false,
                 out: Some(run),
+                // The suite owns its datasets' folders (a result.json-less one is a failed fit).
+                overwrite: true,
             })?
         };
         reports.push(report);
@@ -318,6 +322,10 @@ fn gp_suite(args: GpSuiteArgs) -> Result<()> {
 fn fit_report(args: &GpArgs) -> Result<serde_json::Value> {
     let data_dir = hedge_data::data_dir()?;
     let (data, s) = load_uci_split(&data_dir, &args.dataset, args.split)?;
+    if let Some(out) = &args.out {
+        // Before the fit, so minutes of optimisation never end in a refused folder.
+        hedge_data::prepare_output_dir(out, args.overwrite)?;
+    }
     let kernel = match args.kernel {
         KernelArg::Ard => KernelKind::Ard,
         KernelArg::Rbf => KernelKind::Rbf,
@@ -466,7 +474,7 @@ fn lengthscales(args: LengthscaleArgs) -> Result<()> {
     if args.points == 0 || args.noise.is_nan() || args.noise <= 0.0 {
         bail!("--points must be ≥ 1 and --noise > 0 (got {} and {})", args.points, args.noise);
     }
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
     let train_x: Vec<f64> = (0..args.points).map(|_| -5.0 + 10.0 * rng.random::<f64>()).collect();
     let train_y: Vec<f64> =
@@ -582,7 +590,7 @@ fn gibbs(args: GibbsArgs) -> Result<()> {
     let truth = json!({ "mu": args.true_mean, "beta": 1.0 / (args.true_sd * args.true_sd) });
     let summary = json!({ "truth": truth, "mu": r.mu_summary, "beta": r.beta_summary, "exact_posterior": exact, "seconds": seconds, "draws": args.chains * args.samples });
     if let Some(out) = &args.out {
-        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        hedge_data::prepare_output_dir(out, args.overwrite)?;
         write_json(
             &out.join("config.json"),
             &json!({ "command": command_line(), "sampler": config, "n": args.n, "true_mean": args.true_mean, "true_sd": args.true_sd }),
@@ -683,7 +691,7 @@ fn spike_slab(args: SpikeSlabArgs) -> Result<()> {
         "true_weights": truth,
     });
     if let Some(out) = &args.out {
-        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        hedge_data::prepare_output_dir(out, args.overwrite)?;
         write_json(
             &out.join("config.json"),
             &json!({ "command": command_line(), "em": config, "n": args.n, "d": args.d, "nonzero": args.nonzero, "noise_sd": args.noise, "seed": args.seed }),

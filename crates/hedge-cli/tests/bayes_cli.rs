@@ -111,6 +111,18 @@ fn lengthscale_study_writes_the_grid_and_prefers_moderate_lengthscales() {
     let lml =
         |ell: f64| rows.iter().find(|r| r["lengthscale"] == ell).unwrap()["log_marginal_likelihood"].as_f64().unwrap();
     assert!(lml(1.0) > lml(0.2) && lml(1.0) > lml(10.0), "{rows:?}");
+
+    // A second run into the same folder is refused, naming a file and the flag, and leaves the
+    // first run's files as they were; --overwrite replaces them.
+    let before = std::fs::read(out.join("lengthscales.json")).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let o = hedge(&["bayes", "lengthscales", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--overwrite") && stderr(&o).contains("config.json"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(out.join("lengthscales.json")).unwrap(), before);
+    let o = hedge(&["bayes", "lengthscales", "--overwrite", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine", "files the study does not write stay");
 }
 
 #[test]

@@ -30,6 +30,9 @@ pub enum DataError {
 
     #[error("invalid argument '{name}': {what}")]
     InvalidArgument { name: &'static str, what: String },
+
+    #[error("'{path}' already holds {entries} file(s) (e.g. '{example}'); choose another --out, or pass --overwrite to replace what a run there wrote")]
+    OutputNotEmpty { path: PathBuf, entries: usize, example: String },
 }
 
 impl DataError {

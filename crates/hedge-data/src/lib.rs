@@ -25,7 +25,7 @@ pub mod pairs;
 pub mod uci;
 
 pub use adult::{Adult, AdultSplit};
-pub use atomic::write_atomic;
+pub use atomic::{prepare_output_dir, write_atomic};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
 pub use error::{DataError, Result};

@@ -314,13 +314,13 @@ impl EvalReport {
 
     /// The metric a table row names.
     pub fn metric(&self, metric: Metric) -> TwinStats {
-        match metric {
-            Metric::VerificationAp => self.verification_ap.twin(),
-            Metric::KnnAccuracy => self.knn_accuracy,
-            Metric::KnnPlurality => self.knn_plurality,
-            Metric::TauAp => self.tau_ap,
-            Metric::TauKnn => self.tau_knn,
-        }
+        metric.pick([
+            &self.verification_ap.twin(),
+            &self.knn_accuracy,
+            &self.knn_plurality,
+            &self.tau_ap,
+            &self.tau_knn,
+        ])
     }
 
     /// The Markdown table `hedge hib eval` prints.
@@ -366,6 +366,11 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// This metric out of the five in [`Metric`]'s order (AP, KNN, plurality KNN, τ AP, τ KNN).
+    fn pick(self, all: [&TwinStats; 5]) -> TwinStats {
+        *all[self as usize]
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Metric::VerificationAp => "Verification AP",
@@ -438,13 +443,13 @@ pub struct ModelSummary {
 impl ModelSummary {
     /// The metric a table row names.
     pub fn metric(&self, metric: Metric) -> TwinStats {
-        match metric {
-            Metric::VerificationAp => self.verification_ap.twin(),
-            Metric::KnnAccuracy => self.knn_accuracy,
-            Metric::KnnPlurality => self.knn_plurality,
-            Metric::TauAp => self.tau_ap,
-            Metric::TauKnn => self.tau_knn,
-        }
+        metric.pick([
+            &self.verification_ap.twin(),
+            &self.knn_accuracy,
+            &self.knn_plurality,
+            &self.tau_ap,
+            &self.tau_knn,
+        ])
     }
 }
 
