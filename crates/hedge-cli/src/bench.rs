@@ -360,7 +360,6 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     let target = metric.paper_value(&paper);
     let device = tch::Device::Cpu;
     config.conv_precision = config.conv_precision.resolve(device);
-    let run = hedge_embed::new_run(&args.out, &config, device, &crate::command_line())?;
     let plan = TrainPlan {
         budget_minutes: Some(args.budget_minutes),
         watch_every: args.watch_every,
@@ -368,6 +367,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
         target: Some(QualityTarget { set: split.name().into(), metric, value: target }),
         ..Default::default()
     };
+    let run = hedge_embed::new_run(&args.out, false, &config, &plan, device, &crate::command_line())?;
     let trainer = train_run(&run, &config, device, false, &plan, |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
             if let Some(q) = r.sets.get(split.name()) {

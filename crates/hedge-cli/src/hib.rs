@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
-use hedge_embed::experiment::{read_plan, TrainPlan};
+use hedge_embed::experiment::{load_split, read_plan, TrainPlan};
 use hedge_embed::run_eval::{
     curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
@@ -188,9 +188,13 @@ pub struct TrainArgs {
     /// TOML file with any HibConfig fields (flags given here override it).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// New run directory (must not exist or be empty).
+    /// New run directory (must not exist or be empty, unless --overwrite).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
+    /// Start a new run in a --out that holds an earlier run: the run's files there are replaced
+    /// (other files are left alone).
+    #[arg(long, requires = "out")]
+    overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
     #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "ema", "all_pairs", "validation_classes", "budget_minutes", "watch_every", "watch"])]
     resume: Option<PathBuf>,
@@ -462,9 +466,9 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
 fn train(args: TrainArgs) -> Result<()> {
     crate::set_threads(args.threads);
     let device = parse_device(&args.device)?;
-    let (run, config, resuming, plan) = match &args.resume {
+    let (run, config, resuming, plan, train_set) = match &args.resume {
         Some(path) => {
-            let run = RunDir::open(path)?;
+            let run = RunDir::open_to_resume(path)?;
             let mut rc = run.read_config()?;
             let mut plan = read_plan(&run)?;
             plan.keep_every = args.keep_every;
@@ -475,17 +479,21 @@ fn train(args: TrainArgs) -> Result<()> {
                 // An explicit new total replaces the budget the run was started with.
                 plan.budget_minutes = None;
             }
-            (run, rc.hib, true, plan)
+            let train_set = load_split(rc.hib.digits, NDigitSplit::Train)?;
+            (run, rc.hib, true, plan, train_set)
         }
         None => {
             let mut config = resolve_config(&args)?;
             config.conv_precision = config.conv_precision.resolve(device);
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
-            (new_run(out, &config, device, &crate::command_line())?, config, false, plan)
+            // The data loads before the run directory exists, so a load failure leaves none.
+            let train_set = load_split(config.digits, NDigitSplit::Train)?;
+            let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
+            (run, config, false, plan, train_set)
         }
     };
-    let trainer = train_with_progress(&run, &config, device, resuming, &plan)?;
+    let trainer = train_with_progress(&run, &config, train_set, device, resuming, &plan)?;
     if !args.no_eval {
         let report = quick_verification(&run, &trainer)?;
         println!("{}", serde_json::to_string_pretty(&report)?);

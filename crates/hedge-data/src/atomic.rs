@@ -23,7 +23,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        DataError::io(path, e)
+        DataError::write(path, e)
     })
 }
 
@@ -44,7 +44,7 @@ pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
             });
         }
     }
-    std::fs::create_dir_all(out).map_err(|e| DataError::io(out, e))
+    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))
 }
 
 #[cfg(test)]

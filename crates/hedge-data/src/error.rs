@@ -22,6 +22,17 @@ pub enum DataError {
         source: std::io::Error,
     },
 
+    #[error("cannot write '{path}': {source}; check that the folder is writable and the disk has room")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// Fault injection in tests ([`crate::rundir::RunDirectory::stop_after_writes`]).
+    #[error("writer stopped after {after} writes, before writing '{path}' (fault injection)")]
+    WriterStopped { path: PathBuf, after: usize },
+
     #[error("'{path}' is not a valid {format} file: {what}")]
     Format { path: PathBuf, format: &'static str, what: String },
 
@@ -38,6 +49,10 @@ pub enum DataError {
 impl DataError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         DataError::Io { path: path.into(), source }
+    }
+
+    pub(crate) fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        DataError::Write { path: path.into(), source }
     }
 
     pub(crate) fn format(path: impl Into<PathBuf>, format: &'static str, what: impl Into<String>) -> Self {

@@ -127,15 +127,31 @@ pub fn train_run(
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trainer> {
     let train_set = load_split(config.digits, NDigitSplit::Train)?;
+    train_run_on(run, config, train_set, device, resuming, plan, on_event)
+}
+
+/// [`train_run`] on a training set already loaded. With `resuming`, a run that has committed a
+/// checkpoint continues from it and one that has not (stopped before its step-0 checkpoint)
+/// starts from step 0.
+pub fn train_run_on(
+    run: &RunDir,
+    config: &HibConfig,
+    train_set: NDigitDataset,
+    device: Device,
+    resuming: bool,
+    plan: &TrainPlan,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trainer> {
     let mut trainer = Trainer::new(config.clone(), train_set, device)?;
     trainer.keep_checkpoints_every(plan.keep_every);
+    let resuming = resuming && run.has_checkpoint();
     if resuming {
         trainer.resume_from(run)?;
-        run.truncate_metrics(trainer.step())?;
     } else {
-        run.write_json(PLAN_FILE, plan)?;
         trainer.checkpoint(run)?;
     }
+    // Lines logged after the checkpoint belong to work it does not hold.
+    run.truncate_metrics(trainer.step())?;
     let watch = watch_sets(&trainer, plan)?;
     trainer.run_with(Some(run), &plan.run_options(&watch, resuming), on_event)?;
     Ok(trainer)

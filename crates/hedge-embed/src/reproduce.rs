@@ -271,7 +271,7 @@ fn train_and_eval(
 ) -> Result<RunEvals> {
     let budgeted = plan.budget_minutes.is_some();
     let (run, resuming) = if dir.join(crate::run::CONFIG_FILE).is_file() {
-        let run = RunDir::open(dir)?;
+        let run = RunDir::open_to_resume(dir)?;
         let stored = run.read_config()?.hib;
         let mut want = config.clone();
         want.conv_precision = stored.conv_precision;
@@ -289,13 +289,14 @@ fn train_and_eval(
     } else {
         let mut c = config.clone();
         c.conv_precision = c.conv_precision.resolve(device);
-        (new_run(dir, &c, device, command)?, false)
+        (new_run(dir, false, &c, plan, device, command)?, false)
     };
     let stored = run.read_config()?.hib;
     let state = run.read_state()?;
     let done = plan.finished(state.step, stored.steps, state.seconds);
     if !done {
-        train_with_progress(&run, &stored, device, resuming && state.step > 0, plan)?;
+        let train_set = crate::experiment::load_split(stored.digits, NDigitSplit::Train)?;
+        train_with_progress(&run, &stored, train_set, device, resuming, plan)?;
     }
     let other_split = match settings.split {
         NDigitSplit::TestSeen => NDigitSplit::TestUnseen,

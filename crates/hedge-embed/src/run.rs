@@ -2,9 +2,9 @@
 //! `optimizer.safetensors`, `state.json`. Checkpoints are written to a temporary sibling and
 //! renamed, so an interrupted run never leaves a damaged file behind.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use hedge_data::RunDirectory;
 use serde::{Deserialize, Serialize};
 
 use crate::config::HibConfig;
@@ -24,6 +24,24 @@ pub const BEST_MODEL_FILE: &str = "model_best.safetensors";
 pub const BEST_FILE: &str = "best.json";
 /// Folder of the models kept along the way (`--keep-every`).
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
+
+/// Every file name a training run writes at its top level (evaluations `eval*.json` aside).
+const RUN_FILES: [&str; 14] = [
+    CONFIG_FILE,
+    crate::experiment::PLAN_FILE,
+    METRICS_FILE,
+    MODEL_FILE,
+    OPTIMIZER_FILE,
+    STATE_FILE,
+    EMA_FILE,
+    MONITOR_FILE,
+    BEST_MODEL_FILE,
+    BEST_FILE,
+    hedge_data::rundir::MANIFEST_FILE,
+    "verification.json",
+    "curve.json",
+    "curve.png",
+];
 
 /// What `config.json` holds: the resolved hyper-parameters and how the run was started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,30 +87,69 @@ pub struct BestModel {
     pub validation: crate::QuickEval,
 }
 
-/// A run directory on disk.
+/// A run directory on disk, written through [`hedge_data::RunDirectory`]: every file
+/// atomically, and model, optimiser, weight average and `state.json` committed together by
+/// `checkpoint.json`.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     pub path: PathBuf,
+    dir: RunDirectory,
 }
 
 impl RunDir {
     /// Creates a fresh run directory; refuses one that already holds files, so nothing a
     /// user made is overwritten.
     pub fn create(path: &Path) -> Result<Self> {
-        if path.exists() {
-            let occupied = std::fs::read_dir(path).map_err(|e| EmbedError::io(path, e))?.next().is_some();
-            if occupied {
-                return Err(EmbedError::run(
-                    path,
-                    "already exists and is not empty; continue it with --resume, or choose another --out",
-                ));
-            }
-        }
-        std::fs::create_dir_all(path).map_err(|e| EmbedError::io(path, e))?;
-        Ok(RunDir { path: path.to_path_buf() })
+        Self::create_with(path, false)
     }
 
-    /// Opens an existing run, checking that its files are there.
+    /// [`RunDir::create`], or with `overwrite` a folder that holds files (the run's files
+    /// replace theirs; others are left alone).
+    pub fn create_with(path: &Path, overwrite: bool) -> Result<Self> {
+        if !overwrite && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_some()) {
+            return Err(EmbedError::run(
+                path,
+                "already exists and is not empty; continue it with --resume, replace it with --overwrite, \
+                 or choose another --out",
+            ));
+        }
+        let dir = RunDirectory::create(path, true)?;
+        let run = RunDir { path: path.to_path_buf(), dir };
+        if overwrite {
+            run.remove_run_files()?;
+        }
+        Ok(run)
+    }
+
+    /// Removes the files a training run writes (and nothing else), so a run started over an
+    /// earlier one mixes nothing of it: no stale best model, metrics line or kept checkpoint.
+    fn remove_run_files(&self) -> Result<()> {
+        let kept = self.file(CHECKPOINTS_DIR);
+        let mut doomed: Vec<PathBuf> = RUN_FILES.iter().map(|f| self.file(f)).collect();
+        if let Ok(entries) = std::fs::read_dir(&kept) {
+            doomed.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("model-"))),
+            );
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.path) {
+            doomed.extend(entries.flatten().map(|e| e.path()).filter(|p| {
+                p.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with("eval") && n.ends_with(".json")
+                })
+            }));
+        }
+        for path in doomed.iter().filter(|p| p.is_file()) {
+            std::fs::remove_file(path).map_err(|e| EmbedError::io(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Opens an existing run to read it (evaluate, embed, report), checking that its files are
+    /// there. Changes nothing on disk.
     pub fn open(path: &Path) -> Result<Self> {
         for f in [CONFIG_FILE, MODEL_FILE] {
             if !path.join(f).is_file() {
@@ -102,7 +159,46 @@ impl RunDir {
                 ));
             }
         }
-        Ok(RunDir { path: path.to_path_buf() })
+        Ok(RunDir { path: path.to_path_buf(), dir: RunDirectory::open(path)? })
+    }
+
+    /// Opens a run to continue training it: brings it to its last committed checkpoint
+    /// ([`RunDirectory::recover`]). A run stopped before its first checkpoint (only
+    /// `config.json` there) continues from step 0.
+    pub fn open_to_resume(path: &Path) -> Result<Self> {
+        if !path.join(CONFIG_FILE).is_file() {
+            return Err(EmbedError::run(
+                path,
+                format!(
+                    "has no {CONFIG_FILE}, so there is no run to resume; start it again with --out {} --overwrite",
+                    path.display()
+                ),
+            ));
+        }
+        let dir = RunDirectory::open_to_resume(path)?;
+        Ok(RunDir { path: path.to_path_buf(), dir })
+    }
+
+    /// The same directory whose writer stops after `n` writes (fault-injection tests; see
+    /// [`RunDirectory::stop_after_writes`]).
+    #[doc(hidden)]
+    pub fn stop_after_writes(self, n: usize) -> Self {
+        RunDir { path: self.path, dir: self.dir.stop_after_writes(n) }
+    }
+
+    /// Writes made through this directory so far.
+    pub fn writes_done(&self) -> usize {
+        self.dir.writes_done()
+    }
+
+    /// The generic layer underneath (atomic writes, checkpoints).
+    pub fn directory(&self) -> &RunDirectory {
+        &self.dir
+    }
+
+    /// Whether the run has committed a checkpoint (or, written before manifests, a `state.json`).
+    pub fn has_checkpoint(&self) -> bool {
+        self.dir.has(hedge_data::rundir::MANIFEST_FILE) || self.dir.has(STATE_FILE)
     }
 
     pub fn file(&self, name: &str) -> PathBuf {
@@ -115,10 +211,6 @@ impl RunDir {
 
     pub fn read_config(&self) -> Result<RunConfig> {
         self.read_json(CONFIG_FILE)
-    }
-
-    pub fn write_state(&self, state: &RunState) -> Result<()> {
-        self.write_json(STATE_FILE, state)
     }
 
     /// The last checkpoint's state; a run without `state.json` has taken no steps.
@@ -135,36 +227,17 @@ impl RunDir {
 
     /// Appends one JSON line to the file `name` of the run.
     pub fn append_json_line<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
-        let path = self.file(name);
-        let mut f =
-            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| EmbedError::io(&path, e))?;
-        let line = serde_json::to_string(value).expect("serialisable");
-        writeln!(f, "{line}").map_err(|e| EmbedError::io(&path, e))
+        Ok(self.dir.append_json_line(name, value)?)
     }
 
     /// Every line of the JSON-lines file `name` (empty when the file does not exist).
     pub fn read_json_lines<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Vec<T>> {
-        let path = self.file(name);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(EmbedError::io(&path, e)),
-        };
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).map_err(|e| EmbedError::run(&self.path, format!("{name} line {}: {e}", i + 1)))
-            })
-            .collect()
+        Ok(self.dir.read_json_lines(name)?)
     }
 
     /// The JSON file `name` of the run, or `None` when it does not exist.
     pub fn read_json_if_present<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<Option<T>> {
-        if !self.file(name).is_file() {
-            return Ok(None);
-        }
-        self.read_json(name).map(Some)
+        Ok(self.dir.read_json_if_present(name)?)
     }
 
     /// Every metrics line, in order.
@@ -174,29 +247,18 @@ impl RunDir {
 
     /// Drops metrics (and monitor) lines logged after `step` (they belong to work the checkpoint lost).
     pub fn truncate_metrics(&self, step: usize) -> Result<()> {
-        let kept: Vec<String> = self
-            .read_metrics()?
-            .into_iter()
-            .filter(|m| m.step <= step)
-            .map(|m| serde_json::to_string(&m).expect("metrics serialise") + "\n")
-            .collect();
-        hedge_data::write_atomic(&self.file(METRICS_FILE), kept.concat().as_bytes())?;
-        if self.file(MONITOR_FILE).is_file() {
-            let kept: Vec<String> = self
-                .read_json_lines::<crate::MonitorRecord>(MONITOR_FILE)?
-                .into_iter()
-                .filter(|m| m.step <= step)
-                .map(|m| serde_json::to_string(&m).expect("monitor serialises") + "\n")
-                .collect();
-            hedge_data::write_atomic(&self.file(MONITOR_FILE), kept.concat().as_bytes())?;
-        }
+        self.dir.retain_json_lines::<StepMetrics>(METRICS_FILE, |m| m.step <= step)?;
+        self.dir.retain_json_lines::<crate::MonitorRecord>(MONITOR_FILE, |m| m.step <= step)?;
         Ok(())
     }
 
     pub fn write_json<T: Serialize>(&self, name: &str, value: &T) -> Result<()> {
-        let text = serde_json::to_string_pretty(value).expect("serialisable") + "\n";
-        hedge_data::write_atomic(&self.file(name), text.as_bytes())?;
-        Ok(())
+        Ok(self.dir.write_json(name, value)?)
+    }
+
+    /// Writes the file `name` with `save` (given a temporary path), atomically.
+    pub fn write_with(&self, name: &str, save: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+        self.dir.write_with(name, save)
     }
 
     pub fn read_json<T: for<'de> Deserialize<'de>>(&self, name: &str) -> Result<T> {
@@ -204,15 +266,4 @@ impl RunDir {
         let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
         serde_json::from_str(&text).map_err(|e| EmbedError::run(&self.path, format!("{name} is not valid: {e}")))
     }
-}
-
-/// Saves through a temporary sibling and a rename (libtorch picks the format by extension,
-/// which the sibling keeps).
-pub(crate) fn save_atomically(path: &Path, save: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let tmp = hedge_data::atomic::temp_sibling(path);
-    if let Err(e) = save(&tmp) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, path).map_err(|e| EmbedError::io(path, e))
 }

@@ -13,7 +13,7 @@ use tracing::info;
 use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions, Twin,
 };
-use crate::experiment::{load_split, train_run, TrainPlan};
+use crate::experiment::{load_split, train_run_on, TrainPlan};
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
@@ -26,10 +26,32 @@ pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
 /// The libtorch the engine is built against (recorded in every run's `config.json`).
 pub const LIBTORCH_VERSION: &str = "2.13.0";
 
-/// Creates a run directory and writes its resolved `config.json`; `command` is how the run was
-/// started (recorded for reproduction).
-pub fn new_run(out: &Path, config: &HibConfig, device: Device, command: &str) -> Result<RunDir> {
-    let run = RunDir::create(out)?;
+/// Creates a run directory (refusing one that holds files unless `overwrite`) and writes its
+/// definition ([`write_run_definition`]); `command` is how the run was started (recorded for
+/// reproduction).
+pub fn new_run(
+    out: &Path,
+    overwrite: bool,
+    config: &HibConfig,
+    plan: &TrainPlan,
+    device: Device,
+    command: &str,
+) -> Result<RunDir> {
+    let run = RunDir::create_with(out, overwrite)?;
+    write_run_definition(&run, config, plan, device, command)?;
+    Ok(run)
+}
+
+/// Writes a new run's plan and then its resolved `config.json`, the file that makes the
+/// folder a run that `--resume` can continue.
+pub fn write_run_definition(
+    run: &RunDir,
+    config: &HibConfig,
+    plan: &TrainPlan,
+    device: Device,
+    command: &str,
+) -> Result<()> {
+    run.write_json(crate::experiment::PLAN_FILE, plan)?;
     run.write_config(&RunConfig {
         hib: config.clone(),
         device: device_name(device),
@@ -37,8 +59,7 @@ pub fn new_run(out: &Path, config: &HibConfig, device: Device, command: &str) ->
         command: command.to_string(),
         hedge_version: env!("CARGO_PKG_VERSION").into(),
         libtorch: LIBTORCH_VERSION.into(),
-    })?;
-    Ok(run)
+    })
 }
 
 /// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
@@ -56,6 +77,7 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
 pub fn train_with_progress(
     run: &RunDir,
     config: &HibConfig,
+    train_set: NDigitDataset,
     device: Device,
     resuming: bool,
     plan: &TrainPlan,
@@ -84,7 +106,7 @@ pub fn train_with_progress(
     // Without a terminal the bar is hidden; log a line every tenth of the run instead.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut log_every = (config.steps / 10).max(1);
-    let trainer = train_run(run, config, device, resuming, plan, |event| match event {
+    let trainer = train_run_on(run, config, train_set, device, resuming, plan, |event| match event {
         TrainEvent::Step { metrics: m, planned_steps } => {
             if bar.length() != Some(planned_steps as u64) {
                 bar.set_length(planned_steps as u64);

@@ -15,8 +15,8 @@ use crate::model::HibNet;
 use crate::monitor::{split_off_classes, validation_classes, MonitorRecord, QualityTarget, WatchSet};
 use crate::optim::Adam;
 use crate::run::{
-    save_atomically, BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE,
-    MODEL_FILE, MONITOR_FILE, OPTIMIZER_FILE,
+    BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE, MODEL_FILE,
+    MONITOR_FILE, OPTIMIZER_FILE, STATE_FILE,
 };
 use crate::{EmbedError, Result};
 
@@ -271,13 +271,19 @@ impl Trainer {
     }
 
     /// Writes model, optimiser (and weight average) and state of the current step.
+    ///
+    /// The files are staged and committed together by `checkpoint.json`, so a run killed
+    /// while writing them resumes from this checkpoint or the previous one, never a mix.
     pub fn checkpoint(&self, run: &RunDir) -> Result<()> {
-        save_atomically(&run.file(MODEL_FILE), |p| Ok(self.vs.save(p)?))?;
+        let mut checkpoint = run.directory().checkpoint(self.step as u64);
+        checkpoint.stage_with(MODEL_FILE, |p| Ok::<_, EmbedError>(self.vs.save(p)?))?;
         if let Some(avg) = &self.averaged {
-            save_atomically(&run.file(EMA_FILE), |p| Ok(avg.vs.save(p)?))?;
+            checkpoint.stage_with(EMA_FILE, |p| Ok::<_, EmbedError>(avg.vs.save(p)?))?;
         }
-        save_atomically(&run.file(OPTIMIZER_FILE), |p| self.adam.save(p))?;
-        run.write_state(&RunState { step: self.step, seconds: self.seconds })
+        checkpoint.stage_with(OPTIMIZER_FILE, |p| self.adam.save(p))?;
+        checkpoint.stage_json(STATE_FILE, &RunState { step: self.step, seconds: self.seconds })?;
+        checkpoint.commit()?;
+        Ok(())
     }
 
     /// The pairs, occlusions and images of step `step`. Each step has its own random stream
@@ -426,21 +432,19 @@ impl Trainer {
             }
             let budget_hit = options.budget_reached(self.seconds) && self.step < self.config.steps;
             let last = m.step == self.config.steps || budget_hit;
+            // Everything a step writes comes before its checkpoint: a run killed after the
+            // checkpoint has written all of it, one killed before redoes the step.
             if let Some(run) = run {
                 if m.step % self.config.log_every == 0 || last {
                     run.append_metrics(&m)?;
                 }
-                if m.step % self.config.checkpoint_every == 0 || last {
-                    self.checkpoint(run)?;
-                }
                 if self.keep_every.is_some_and(|k| m.step % k == 0) {
-                    let dir = run.file(CHECKPOINTS_DIR);
-                    std::fs::create_dir_all(&dir).map_err(|e| EmbedError::io(&dir, e))?;
-                    let path = dir.join(format!("model-{:07}.safetensors", m.step));
-                    save_atomically(&path, |p| Ok(self.inference_vars().save(p)?))?;
+                    let name = format!("{CHECKPOINTS_DIR}/model-{:07}.safetensors", m.step);
+                    run.write_with(&name, |p| Ok(self.inference_vars().save(p)?))?;
                 }
             }
             let watch_now = options.watch_every > 0 && (m.step % options.watch_every == 0 || last);
+            let mut target_reached = false;
             if !options.watch.is_empty() && watch_now {
                 let record = self.watch(options.watch)?;
                 if let Some(run) = run {
@@ -448,13 +452,16 @@ impl Trainer {
                     self.keep_if_best(run, &record)?;
                 }
                 on_event(TrainEvent::Monitor(&record));
-                if options.target.as_ref().is_some_and(|t| t.reached(&record)) {
-                    if let Some(run) = run {
-                        self.checkpoint(run)?;
-                    }
-                    on_event(TrainEvent::TargetReached { step: self.step, train_seconds: self.seconds });
-                    break;
+                target_reached = options.target.as_ref().is_some_and(|t| t.reached(&record));
+            }
+            if let Some(run) = run {
+                if m.step % self.config.checkpoint_every == 0 || last || target_reached {
+                    self.checkpoint(run)?;
                 }
+            }
+            if target_reached {
+                on_event(TrainEvent::TargetReached { step: self.step, train_seconds: self.seconds });
+                break;
             }
             if budget_hit {
                 on_event(TrainEvent::BudgetReached { step: self.step });
@@ -491,7 +498,9 @@ impl Trainer {
         if best.is_some_and(|b| b.score >= q.score() && b.step != record.step) {
             return Ok(());
         }
-        save_atomically(&run.file(BEST_MODEL_FILE), |p| Ok(self.inference_vars().save(p)?))?;
+        // Weights first, then best.json: a run killed between the two re-evaluates this step
+        // when it resumes and writes both again.
+        run.write_with(BEST_MODEL_FILE, |p| Ok(self.inference_vars().save(p)?))?;
         run.write_json(
             BEST_FILE,
             &BestModel { step: record.step, train_seconds: record.train_seconds, score: q.score(), validation: *q },

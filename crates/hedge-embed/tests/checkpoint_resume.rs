@@ -156,3 +156,86 @@ fn a_run_directory_with_files_is_never_overwritten() {
     let err = RunDir::open(dir.path()).unwrap_err().to_string();
     assert!(err.contains("config.json"), "{err}");
 }
+
+/// The files of a finished run that must not depend on where it was interrupted (the logs and
+/// `state.json` also hold wall-clock seconds, so they are compared field by field instead).
+fn deterministic_files(run: &RunDir) -> Vec<(String, Vec<u8>)> {
+    let mut names: Vec<String> = ["config.json", "plan.json", "model.safetensors", "model_ema.safetensors"]
+        .iter()
+        .chain(&["optimizer.safetensors"])
+        .map(|s| s.to_string())
+        .collect();
+    let mut kept: Vec<String> = std::fs::read_dir(run.file("checkpoints"))
+        .unwrap()
+        .map(|e| format!("checkpoints/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    kept.sort();
+    names.extend(kept);
+    names.into_iter().map(|n| (n.clone(), std::fs::read(run.file(&n)).unwrap())).collect()
+}
+
+/// Fault injection: a training run whose writer stops after any single write (as `kill -9`
+/// would stop it: a file half-staged, a manifest written but not every file renamed, a log
+/// line ahead of the checkpoint) is continued as a user would (`--resume`, or `--overwrite`
+/// when it never got its config.json) and ends with the bytes of an uninterrupted run.
+#[test]
+fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
+    use hedge_embed::experiment::{read_plan, train_run_on};
+    use hedge_embed::run_eval::write_run_definition;
+    use hedge_embed::TrainPlan;
+
+    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    let data = train_set();
+    let root = tempfile::tempdir().unwrap();
+    let cfg = recipe(4);
+    let plan = TrainPlan { keep_every: 2, ..Default::default() };
+    let start = |run: &RunDir| -> hedge_embed::Result<()> {
+        write_run_definition(run, &cfg, &plan, Device::Cpu, "test")?;
+        train_run_on(run, &cfg, data.clone(), Device::Cpu, false, &plan, |_| {}).map(|_| ())
+    };
+
+    let straight = RunDir::create(&root.path().join("straight")).unwrap();
+    start(&straight).unwrap();
+    let writes = straight.writes_done();
+    // plan + config, then 3 checkpoints (4 files staged, the manifest, 4 renames), 4 metrics
+    // lines and 2 kept models.
+    assert_eq!(writes, 2 + 3 * 9 + 4 + 2);
+    let expected = deterministic_files(&straight);
+    let expected_metrics: Vec<(usize, f64)> =
+        straight.read_metrics().unwrap().iter().map(|m| (m.step, m.loss)).collect();
+
+    for stop in 1..writes {
+        let path = root.path().join(format!("stopped-{stop}"));
+        let run = RunDir::create(&path).unwrap().stop_after_writes(stop);
+        let err = start(&run).unwrap_err().to_string();
+        assert!(err.contains("fault injection"), "stop {stop}: {err}");
+        drop(run);
+        match RunDir::open_to_resume(&path) {
+            Ok(run) => {
+                let rc = run.read_config().unwrap();
+                let plan = read_plan(&run).unwrap();
+                train_run_on(&run, &rc.hib, data.clone(), Device::Cpu, true, &plan, |_| {}).unwrap();
+            }
+            Err(e) => {
+                // Stopped before config.json: nothing to resume; start over in place.
+                assert!(e.to_string().contains("--overwrite"), "stop {stop}: {e}");
+                assert!(RunDir::create(&path).is_err(), "a folder with files is refused without --overwrite");
+                start(&RunDir::create_with(&path, true).unwrap()).unwrap();
+            }
+        }
+        let run = RunDir::open(&path).unwrap();
+        assert_eq!(run.read_state().unwrap().step, 4, "stop {stop}");
+        for ((name, a), (_, b)) in expected.iter().zip(deterministic_files(&run).iter()) {
+            assert!(a == b, "stop {stop}: {name} differs from the uninterrupted run's");
+        }
+        assert_eq!(deterministic_files(&run).len(), expected.len(), "stop {stop}");
+        let metrics: Vec<(usize, f64)> = run.read_metrics().unwrap().iter().map(|m| (m.step, m.loss)).collect();
+        assert_eq!(metrics, expected_metrics, "stop {stop}: metrics.jsonl");
+        let stray: Vec<String> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(stray.is_empty(), "stop {stop}: {stray:?} left behind");
+    }
+}

@@ -1,0 +1,484 @@
+//! One run-directory layer for every experiment: a folder an experiment owns, whose files are
+//! each written atomically and whose checkpoints are committed by a manifest written last.
+//!
+//! A checkpoint is several files that only make sense together (weights, optimiser moments,
+//! the step they belong to). [`Checkpoint`] writes each of them to a `.pending-<name>` sibling,
+//! then writes `checkpoint.json` (the step and the SHA-256 of every file), then renames the
+//! pending files into place. [`RunDirectory::recover`] (called by [`RunDirectory::open`]) finishes
+//! a commit the manifest announces (renaming pending files whose hash it names) and deletes
+//! pending files of a checkpoint that never got its manifest, so a resume sees the complete
+//! new checkpoint or the complete previous one, never a mix.
+//!
+//! Every write goes through the directory, so a test can stop the writer after any single
+//! write ([`RunDirectory::stop_after_writes`]), the way a killed process would, and check that
+//! resuming reaches the result of an uninterrupted run.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{DataError, Result};
+
+/// The manifest that commits a checkpoint.
+pub const MANIFEST_FILE: &str = "checkpoint.json";
+const PENDING_PREFIX: &str = ".pending-";
+const TEMP_PREFIX: &str = ".tmp-";
+
+/// `checkpoint.json`: which files make up the last committed checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointManifest {
+    /// The step (or round, or finished unit of work) the checkpoint holds.
+    pub step: u64,
+    /// Every file of the checkpoint, in the order they were written.
+    pub files: Vec<ManifestEntry>,
+}
+
+/// One file of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    /// File name relative to the run directory.
+    pub name: String,
+    /// Lower-case hex SHA-256 of the file's bytes.
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// Counts writes and, in fault-injection tests, stops the writer after a chosen one.
+#[derive(Debug, Default)]
+struct WriteCounter {
+    done: AtomicUsize,
+    /// Stop after this many writes (0: never).
+    stop_after: AtomicUsize,
+}
+
+/// A folder an experiment writes its results into.
+#[derive(Debug, Clone)]
+pub struct RunDirectory {
+    path: PathBuf,
+    writes: Arc<WriteCounter>,
+}
+
+impl RunDirectory {
+    /// Makes `path` a new run directory: creates it, or refuses one that already holds files
+    /// unless `overwrite` (then the experiment's files replace theirs; others are left alone).
+    /// Call it after every check and data load, so a bad argument leaves no folder behind.
+    pub fn create(path: &Path, overwrite: bool) -> Result<Self> {
+        crate::atomic::prepare_output_dir(path, overwrite)?;
+        Ok(Self::at(path))
+    }
+
+    /// Opens an existing run directory to read it; changes nothing on disk (another process
+    /// may be writing it).
+    pub fn open(path: &Path) -> Result<Self> {
+        if !path.is_dir() {
+            return Err(DataError::MissingFile { path: path.to_path_buf(), hint: "no run directory there".into() });
+        }
+        Ok(Self::at(path))
+    }
+
+    /// Opens an existing run directory to continue it, recovering its last checkpoint
+    /// ([`Self::recover`]).
+    pub fn open_to_resume(path: &Path) -> Result<Self> {
+        if !path.is_dir() {
+            return Err(DataError::MissingFile {
+                path: path.to_path_buf(),
+                hint: "no run directory there; start the run without --resume (or check the path)".into(),
+            });
+        }
+        let dir = Self::at(path);
+        dir.recover()?;
+        Ok(dir)
+    }
+
+    fn at(path: &Path) -> Self {
+        RunDirectory { path: path.to_path_buf(), writes: Arc::default() }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of the run's file `name`.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Whether the run has a file `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.file(name).is_file()
+    }
+
+    /// Fault injection for tests: every write after the `n`-th fails with
+    /// [`DataError::WriterStopped`] and changes nothing, as if the process had been killed right
+    /// after the `n`-th write. Writes made through clones of this directory count too.
+    #[doc(hidden)]
+    pub fn stop_after_writes(self, n: usize) -> Self {
+        self.writes.stop_after.store(n, Ordering::SeqCst);
+        self
+    }
+
+    /// Writes completed so far through this directory (and its clones).
+    pub fn writes_done(&self) -> usize {
+        self.writes.done.load(Ordering::SeqCst)
+    }
+
+    /// Before each write: refuse it when the fault plan says the writer has stopped.
+    fn before_write(&self, path: &Path) -> Result<()> {
+        let stop = self.writes.stop_after.load(Ordering::SeqCst);
+        if stop > 0 && self.writes.done.load(Ordering::SeqCst) >= stop {
+            return Err(DataError::WriterStopped { path: path.to_path_buf(), after: stop });
+        }
+        Ok(())
+    }
+
+    fn after_write(&self) {
+        self.writes.done.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Writes `bytes` as the file `name` through a temporary sibling and a rename (one write).
+    pub fn write_bytes(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.file(name);
+        self.before_write(&path)?;
+        ensure_parent(&path)?;
+        crate::atomic::write_atomic(&path, bytes)?;
+        self.after_write();
+        Ok(())
+    }
+
+    /// Writes the file `name` with `save`, which writes whatever it writes to the temporary
+    /// path it is given (keeping `name`'s extension, which libtorch's savers read); the result
+    /// is renamed onto `name` (one write).
+    pub fn write_with<E: From<DataError>>(
+        &self,
+        name: &str,
+        save: impl FnOnce(&Path) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let path = self.file(name);
+        self.before_write(&path)?;
+        ensure_parent(&path)?;
+        let tmp = sibling(&path, TEMP_PREFIX);
+        if let Err(e) = save(&tmp) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        std::fs::rename(&tmp, &path).map_err(|e| DataError::write(&path, e))?;
+        self.after_write();
+        Ok(())
+    }
+
+    /// Writes `value` as pretty JSON to `name`, atomically.
+    pub fn write_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {
+        self.write_bytes(name, &pretty_json(value))
+    }
+
+    /// Reads the JSON file `name`.
+    pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let path = self.file(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+        serde_json::from_str(&text).map_err(|e| DataError::format(&path, "JSON", e.to_string()))
+    }
+
+    /// The JSON file `name`, or `None` when the run has none.
+    pub fn read_json_if_present<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>> {
+        if !self.has(name) {
+            return Ok(None);
+        }
+        self.read_json(name).map(Some)
+    }
+
+    /// Appends `value` as one line to the JSON-lines file `name` (one write).
+    pub fn append_json_line<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {
+        let path = self.file(name);
+        self.before_write(&path)?;
+        let mut line = serde_json::to_vec(value).expect("a report serialises");
+        line.push(b'\n');
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| DataError::write(&path, e))?;
+        f.write_all(&line).map_err(|e| DataError::write(&path, e))?;
+        self.after_write();
+        Ok(())
+    }
+
+    /// Every line of the JSON-lines file `name` (none when the file does not exist). A last
+    /// line without its newline is a write a crash cut short and is skipped.
+    pub fn read_json_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
+        let path = self.file(name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(DataError::io(&path, e)),
+        };
+        let complete = if text.ends_with('\n') { &text[..] } else { &text[..text.rfind('\n').map_or(0, |i| i + 1)] };
+        complete
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l)
+                    .map_err(|e| DataError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))
+            })
+            .collect()
+    }
+
+    /// Rewrites the JSON-lines file `name` keeping the lines `keep` accepts (one write; none
+    /// when the file does not exist). Resumes use it to drop lines of work a checkpoint lost.
+    pub fn retain_json_lines<T: DeserializeOwned + Serialize>(
+        &self,
+        name: &str,
+        keep: impl Fn(&T) -> bool,
+    ) -> Result<()> {
+        if !self.has(name) {
+            return Ok(());
+        }
+        let mut text = Vec::new();
+        for line in self.read_json_lines::<T>(name)?.iter().filter(|v| keep(v)) {
+            text.extend(serde_json::to_vec(line).expect("a report serialises"));
+            text.push(b'\n');
+        }
+        self.write_bytes(name, &text)
+    }
+
+    /// Starts a checkpoint of `step`; nothing is visible until [`Checkpoint::commit`].
+    pub fn checkpoint(&self, step: u64) -> Checkpoint<'_> {
+        Checkpoint { dir: self, step, files: Vec::new() }
+    }
+
+    /// The last committed checkpoint, if the run has one.
+    pub fn manifest(&self) -> Result<Option<CheckpointManifest>> {
+        self.read_json_if_present(MANIFEST_FILE)
+    }
+
+    /// Brings the directory to its last committed checkpoint: renames pending files the
+    /// manifest names (a commit cut short after its manifest), checks every file of the
+    /// manifest against its hash, and removes pending and temporary files nothing names.
+    /// Returns the manifest (`None` for a run that never committed one).
+    pub fn recover(&self) -> Result<Option<CheckpointManifest>> {
+        let manifest = self.manifest()?;
+        if let Some(m) = &manifest {
+            for entry in &m.files {
+                let path = self.file(&entry.name);
+                if path.is_file() && sha256_file(&path)? == entry.sha256 {
+                    continue;
+                }
+                let pending = sibling(&path, PENDING_PREFIX);
+                if pending.is_file() && sha256_file(&pending)? == entry.sha256 {
+                    std::fs::rename(&pending, &path).map_err(|e| DataError::write(&path, e))?;
+                    continue;
+                }
+                return Err(DataError::Integrity {
+                    path,
+                    what: format!(
+                        "does not match {MANIFEST_FILE} (step {}, sha256 {}); the checkpoint was damaged after it \
+                         was written. Restore the file, or start the run again with --overwrite",
+                        m.step, entry.sha256
+                    ),
+                });
+            }
+        }
+        self.remove_stray_files(&self.path)?;
+        Ok(manifest)
+    }
+
+    fn remove_stray_files(&self, dir: &Path) -> Result<()> {
+        let entries = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                self.remove_stray_files(&path)?;
+            } else if name.starts_with(PENDING_PREFIX) || name.starts_with(TEMP_PREFIX) {
+                std::fs::remove_file(&path).map_err(|e| DataError::write(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A checkpoint being written: files are staged, then [`Checkpoint::commit`] makes them the
+/// run's checkpoint all at once.
+#[must_use = "a checkpoint is invisible until committed"]
+pub struct Checkpoint<'a> {
+    dir: &'a RunDirectory,
+    step: u64,
+    files: Vec<ManifestEntry>,
+}
+
+impl Checkpoint<'_> {
+    /// Stages `bytes` as the checkpoint's file `name` (one write).
+    pub fn stage_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.stage_with(name, |p| {
+            std::fs::write(p, bytes).map_err(|e| DataError::write(p, e))?;
+            Ok::<(), DataError>(())
+        })
+    }
+
+    /// Stages `value` as the checkpoint's JSON file `name` (one write).
+    pub fn stage_json<T: Serialize + ?Sized>(&mut self, name: &str, value: &T) -> Result<()> {
+        self.stage_bytes(name, &pretty_json(value))
+    }
+
+    /// Stages the checkpoint's file `name`, written by `save` to the path it is given (one
+    /// write).
+    pub fn stage_with<E: From<DataError>>(
+        &mut self,
+        name: &str,
+        save: impl FnOnce(&Path) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let path = self.dir.file(name);
+        self.dir.before_write(&path)?;
+        ensure_parent(&path)?;
+        let pending = sibling(&path, PENDING_PREFIX);
+        save(&pending)?;
+        let bytes = std::fs::metadata(&pending).map_err(|e| DataError::io(&pending, e))?.len();
+        let sha256 = sha256_file(&pending)?;
+        self.files.retain(|f| f.name != name);
+        self.files.push(ManifestEntry { name: name.to_string(), sha256, bytes });
+        self.dir.after_write();
+        Ok(())
+    }
+
+    /// Writes the manifest (the commit point), then renames every staged file into place (one
+    /// write each). Files of the previous checkpoint that this one does not stage stay as they
+    /// are but are no longer part of the checkpoint.
+    pub fn commit(self) -> Result<CheckpointManifest> {
+        let manifest = CheckpointManifest { step: self.step, files: self.files };
+        self.dir.write_json(MANIFEST_FILE, &manifest)?;
+        for entry in &manifest.files {
+            let path = self.dir.file(&entry.name);
+            self.dir.before_write(&path)?;
+            std::fs::rename(sibling(&path, PENDING_PREFIX), &path).map_err(|e| DataError::write(&path, e))?;
+            self.dir.after_write();
+        }
+        Ok(manifest)
+    }
+}
+
+fn pretty_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut text = serde_json::to_vec_pretty(value).expect("a report serialises");
+    text.push(b'\n');
+    text
+}
+
+/// `path`'s sibling `<prefix><name>` (the extension kept, for writers that choose the format
+/// by it).
+fn sibling(path: &Path, prefix: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!("{prefix}{name}"))
+}
+
+fn ensure_parent(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => std::fs::create_dir_all(p).map_err(|e| DataError::write(p, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Lower-case hex SHA-256 of a file.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy job with the shape of a training run: a config, a log line per step, a
+    /// checkpoint (two files that must agree) every second step, and a result at the end.
+    fn job(dir: &RunDirectory, steps: u64) -> Result<()> {
+        let resume = dir.manifest()?;
+        let (mut step, mut total) = match &resume {
+            Some(m) => {
+                let a: u64 = dir.read_json("a.json")?;
+                let b: u64 = dir.read_json("b.json")?;
+                assert_eq!(a * 2, b, "a checkpoint's files always agree");
+                (m.step, a)
+            }
+            None => {
+                dir.write_json("config.json", &steps)?;
+                (0, 0)
+            }
+        };
+        dir.retain_json_lines::<u64>("log.jsonl", |s| *s <= step)?;
+        while step < steps {
+            step += 1;
+            total += step * step;
+            dir.append_json_line("log.jsonl", &step)?;
+            if step % 2 == 0 || step == steps {
+                let mut c = dir.checkpoint(step);
+                c.stage_json("a.json", &total)?;
+                c.stage_json("b.json", &(total * 2))?;
+                c.commit()?;
+            }
+        }
+        dir.write_json("result.json", &total)
+    }
+
+    fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_run_stopped_after_any_write_resumes_to_the_same_files() {
+        let root = tempfile::tempdir().unwrap();
+        let straight = RunDirectory::create(&root.path().join("straight"), false).unwrap();
+        job(&straight, 5).unwrap();
+        let writes = straight.writes_done();
+        // config, 5 log lines, 3 checkpoints of (2 staged + manifest + 2 renames), result.
+        assert_eq!(writes, 1 + 5 + 3 * 5 + 1);
+        let expected = files(straight.path());
+        for stop in 1..writes {
+            let path = root.path().join(format!("stopped-{stop}"));
+            let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+            let err = job(&dir, 5).unwrap_err();
+            assert!(matches!(err, DataError::WriterStopped { .. }), "{err}");
+            let resumed = RunDirectory::open_to_resume(&path).unwrap();
+            job(&resumed, 5).unwrap();
+            assert_eq!(files(&path), expected, "stopped after write {stop}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_file_is_named() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = RunDirectory::create(root.path(), false).unwrap();
+        job(&dir, 2).unwrap();
+        std::fs::write(dir.file("b.json"), "7\n").unwrap();
+        let e = RunDirectory::open_to_resume(root.path()).unwrap_err().to_string();
+        assert!(e.contains("b.json") && e.contains("checkpoint.json") && e.contains("step 2"), "{e}");
+    }
+
+    #[test]
+    fn a_line_cut_short_by_a_crash_is_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = RunDirectory::create(root.path(), false).unwrap();
+        std::fs::write(dir.file("log.jsonl"), "1\n2\n{\"half").unwrap();
+        assert_eq!(dir.read_json_lines::<u64>("log.jsonl").unwrap(), vec![1, 2]);
+        std::fs::write(dir.file("log.jsonl"), "1\n{oops\n").unwrap();
+        let e = dir.read_json_lines::<u64>("log.jsonl").unwrap_err().to_string();
+        assert!(e.contains("log.jsonl") && e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn sha256_matches_a_known_digest() {
+        // printf 'abc' | sha256sum
+        let root = tempfile::tempdir().unwrap();
+        let p = root.path().join("abc");
+        std::fs::write(&p, "abc").unwrap();
+        assert_eq!(sha256_file(&p).unwrap(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+}
