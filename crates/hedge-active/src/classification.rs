@@ -146,9 +146,7 @@ impl CnnLaplaceConfig {
             fc: nn::linear(&root / "fc", c2 * 16, self.features, Default::default()),
         };
         let head = nn::linear(&root / "head", self.features, classes, Default::default());
-        let mut opt = nn::Adam::default()
-            .build(&vs, self.learning_rate)
-            .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
+        let mut opt = nn::Adam::default().build(&vs, self.learning_rate)?;
         let batch = self.batch_size.min(n);
         for _ in 0..self.steps {
             let idx = Tensor::randint(n, [batch], (Kind::Int64, Device::Cpu));
@@ -312,14 +310,14 @@ impl FittedCnnLaplace {
         let entropy = -(predictive * predictive.clamp_min(1e-300).log()).sum_dim_intlist(1, false, Kind::Double);
         let l = ((expected + entropy.unsqueeze(0)) / (j as f64).sqrt()).tr().contiguous(); // [n, j]
         let (n, jj) = (l.size()[0] as usize, l.size()[1] as usize);
-        let flat: Vec<f64> = Vec::try_from(l.flatten(0, -1)).map_err(|e| invalid("projections", e, "tensor copy"))?;
+        let flat: Vec<f64> = Vec::try_from(l.flatten(0, -1))?;
         Ok(Projections(faer::Mat::from_fn(n, jj, |r, c| flat[r * jj + c])))
     }
 }
 
 /// Copies a `[samples, n, classes]` (or `[n, classes]`) f64 tensor into a row-major Vec.
 pub fn to_vec(t: &Tensor) -> Result<Vec<f64>> {
-    Vec::try_from(t.to_kind(Kind::Double).contiguous().flatten(0, -1)).map_err(|e| invalid("tensor", e, "copy"))
+    Ok(Vec::try_from(t.to_kind(Kind::Double).contiguous().flatten(0, -1))?)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::acquisition::{bald, categorical_entropy, random_batch, top_b};
 use crate::classification::{to_vec, CnnLaplaceConfig};
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::frank_wolfe;
+use crate::pool::LoopState;
 
 /// Which images to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +124,23 @@ impl ClassLoopConfig {
         method: ClassMethod,
         seed: u64,
     ) -> Result<Vec<ClassRoundMetrics>> {
+        self.run_from(pool, test, classes, method, seed, None, |_, _| Ok(()))
+    }
+
+    /// [`ClassLoopConfig::run`] continued from `resume` (a state an earlier call reported),
+    /// calling `on_round` after every round with the state to continue from (`None` after the
+    /// last). Returns the rounds this call ran.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_from(
+        &self,
+        pool: &ImageSet<'_>,
+        test: &ImageSet<'_>,
+        classes: i64,
+        method: ClassMethod,
+        seed: u64,
+        resume: Option<LoopState>,
+        mut on_round: impl FnMut(&ClassRoundMetrics, Option<&LoopState>) -> Result<()>,
+    ) -> Result<Vec<ClassRoundMetrics>> {
         let n = pool.labels.size()[0] as usize;
         if pool.images.size()[0] as usize != n || test.images.size()[0] != test.labels.size()[0] {
             return Err(ActiveError::ShapeMismatch {
@@ -133,14 +151,21 @@ impl ClassLoopConfig {
         }
         self.check(n)?;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut labelled = random_batch(n, self.init, &mut rng);
+        let (first_round, mut labelled) = match resume {
+            Some(state) => {
+                state.check(n, self.init)?;
+                state.restore(&mut rng);
+                (state.round, state.labelled)
+            }
+            None => (0, random_batch(n, self.init, &mut rng)),
+        };
         let mut is_labelled = vec![false; n];
         for &i in &labelled {
             is_labelled[i] = true;
         }
-        let test_labels: Vec<i64> = Vec::try_from(test.labels).map_err(|e| invalid("labels", e, "copy"))?;
+        let test_labels: Vec<i64> = Vec::try_from(test.labels)?;
         let mut out = Vec::new();
-        for round in 0.. {
+        for round in first_round.. {
             let idx = Tensor::from_slice(&labelled.iter().map(|&i| i as i64).collect::<Vec<_>>());
             let start = Instant::now();
             let model = self.model.with_seed(seed.wrapping_mul(1000).wrapping_add(round as u64)).fit(
@@ -177,6 +202,7 @@ impl ClassLoopConfig {
             let unlabelled: Vec<usize> = (0..n).filter(|&i| !is_labelled[i]).collect();
             let room = self.budget - labelled.len();
             if room == 0 || unlabelled.is_empty() {
+                on_round(&metrics, None)?;
                 out.push(metrics);
                 break;
             }
@@ -201,11 +227,12 @@ impl ClassLoopConfig {
             };
             metrics.selection_seconds = start.elapsed().as_secs_f64();
             metrics.batch_size = chosen.len();
-            out.push(metrics);
             for &c in &chosen {
                 labelled.push(unlabelled[c]);
                 is_labelled[unlabelled[c]] = true;
             }
+            on_round(&metrics, Some(&LoopState::new(round + 1, &labelled, &rng)))?;
+            out.push(metrics);
         }
         Ok(out)
     }

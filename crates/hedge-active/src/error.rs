@@ -12,6 +12,15 @@ pub enum ActiveError {
     /// An error from the Bayesian model underneath.
     #[error(transparent)]
     Model(#[from] hedge_bayes::BayesError),
+    /// A data or run-directory error (file named inside).
+    #[error(transparent)]
+    Data(#[from] hedge_data::DataError),
+    /// A figure that could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] hedge_plot::PlotError),
+    /// An error from libtorch.
+    #[error(transparent)]
+    Torch(#[from] tch::TchError),
 }
 
 /// Result alias for this crate.

@@ -7,9 +7,11 @@ pub mod bivariate;
 pub mod classification;
 pub mod classification_loop;
 mod error;
+pub mod experiment;
 pub mod fisher;
 pub mod frank_wolfe;
 pub mod neural_linear;
+pub mod pool;
 pub mod regression_loop;
 
 pub use error::{ActiveError, Result};

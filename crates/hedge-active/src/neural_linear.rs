@@ -108,9 +108,7 @@ impl NeuralLinearConfig {
             width = self.hidden;
         }
         let head = nn::linear(&root / "head", width, 1, Default::default());
-        let mut opt = nn::Adam::default()
-            .build(&vs, self.learning_rate)
-            .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
+        let mut opt = nn::Adam::default().build(&vs, self.learning_rate)?;
         let xt = to_tensor(x);
         let yt = Tensor::from_slice(&y.iter().map(|&v| v as f32).collect::<Vec<_>>()).reshape([-1, 1]);
         for _ in 0..self.steps {

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 
 use crate::acquisition::{random_batch, student_t_entropy, top_b};
-use crate::error::{invalid, Result};
+use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
 use crate::frank_wolfe::frank_wolfe;
 use crate::neural_linear::NeuralLinearConfig;
+use crate::pool::LoopState;
 
 /// Which points to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +89,30 @@ impl LoopConfig {
 
     /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.
     pub fn run(&self, x: &Mat<f64>, y: &[f64], method: Method, seed: u64) -> Result<Vec<RoundMetrics>> {
+        self.run_from(x, y, method, seed, None, |_, _| Ok(()))
+    }
+
+    /// [`LoopConfig::run`] continued from `resume` (a state an earlier call reported), calling
+    /// `on_round` after every round with the state to continue from (`None` after the last).
+    /// Returns the rounds this call ran; with a state, they equal the rest of an uninterrupted
+    /// run's.
+    pub fn run_from(
+        &self,
+        x: &Mat<f64>,
+        y: &[f64],
+        method: Method,
+        seed: u64,
+        resume: Option<LoopState>,
+        mut on_round: impl FnMut(&RoundMetrics, Option<&LoopState>) -> Result<()>,
+    ) -> Result<Vec<RoundMetrics>> {
         let n = y.len();
+        if x.nrows() != n {
+            return Err(ActiveError::ShapeMismatch {
+                what: "inputs vs targets".into(),
+                expected: format!("{n} rows (one per target)"),
+                found: format!("{} rows", x.nrows()),
+            });
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
@@ -100,14 +124,22 @@ impl LoopConfig {
         let test_x = rows(test);
         let test_y: Vec<f64> = test.iter().map(|&i| y[i]).collect();
         // Positions into `pool`.
-        let mut labelled: Vec<usize> = random_batch(pool.len(), self.init, &mut rng);
+        let (first_round, mut labelled) = match resume {
+            Some(state) => {
+                state.check(pool.len(), self.init)?;
+                state.restore(&mut rng);
+                (state.round, state.labelled)
+            }
+            None => (0, random_batch(pool.len(), self.init, &mut rng)),
+        };
         let mut unlabelled: Vec<usize> = (0..pool.len()).filter(|p| !labelled.contains(p)).collect();
-        let init_y: Vec<f64> = labelled.iter().map(|&p| y[pool[p]]).collect();
+        // Targets are standardised on the initial labels, the first `init` labelled.
+        let init_y: Vec<f64> = labelled[..self.init].iter().map(|&p| y[pool[p]]).collect();
         let y_mean = init_y.iter().sum::<f64>() / init_y.len() as f64;
         let y_var = init_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / init_y.len() as f64;
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };
         let mut out = Vec::new();
-        for round in 0.. {
+        for round in first_round.. {
             let idx: Vec<usize> = labelled.iter().map(|&p| pool[p]).collect();
             let lx = rows(&idx);
             let ly: Vec<f64> = idx.iter().map(|&i| (y[i] - y_mean) / y_scale).collect();
@@ -136,6 +168,7 @@ impl LoopConfig {
             };
             let room = self.budget - labelled.len();
             if room == 0 || unlabelled.is_empty() {
+                on_round(&metrics, None)?;
                 out.push(metrics);
                 break;
             }
@@ -156,10 +189,11 @@ impl LoopConfig {
             };
             metrics.selection_seconds = start.elapsed().as_secs_f64();
             metrics.batch_size = chosen.len();
-            out.push(metrics);
             let picked: Vec<usize> = chosen.iter().map(|&c| unlabelled[c]).collect();
             labelled.extend(&picked);
             unlabelled.retain(|p| !picked.contains(p));
+            on_round(&metrics, Some(&LoopState::new(round + 1, &labelled, &rng)))?;
+            out.push(metrics);
         }
         Ok(out)
     }
@@ -206,5 +240,35 @@ mod tests {
         }
         let distinct = LoopConfig { distinct: true, ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
         assert_eq!(distinct.len(), 9);
+    }
+
+    /// A loop continued from the state it reported after round 3 runs the rounds an
+    /// uninterrupted loop runs after it, to the last digit.
+    #[test]
+    fn a_loop_resumed_from_a_round_state_matches_the_uninterrupted_loop() {
+        let n = 300;
+        let x = Mat::from_fn(n, 3, |i, j| ((i * (j + 5)) as f64 * 0.23).cos() * 1.5);
+        let y: Vec<f64> = (0..n).map(|i| x[(i, 0)] * x[(i, 1)] - x[(i, 2)] + 4.0).collect();
+        let config =
+            LoopConfig { model: NeuralLinearConfig { steps: 100, ..Default::default() }, ..Default::default() };
+        for method in [Method::Random, Method::Maxent, Method::AcsFw] {
+            let mut states = Vec::new();
+            let straight = config
+                .run_from(&x, &y, method, 3, None, |_, s| {
+                    states.push(s.cloned());
+                    Ok(())
+                })
+                .unwrap();
+            assert!(states.last().unwrap().is_none(), "the last round reports no state");
+            let state = states[2].clone().unwrap();
+            assert_eq!(state.round, 3);
+            let rest = config.run_from(&x, &y, method, 3, Some(state), |_, _| Ok(())).unwrap();
+            let key = |r: &RoundMetrics| (r.round, r.labels, r.test_rmse, r.test_log_likelihood, r.batch_size);
+            assert_eq!(
+                rest.iter().map(key).collect::<Vec<_>>(),
+                straight[3..].iter().map(key).collect::<Vec<_>>(),
+                "{method:?}"
+            );
+        }
     }
 }

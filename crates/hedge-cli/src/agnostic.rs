@@ -538,12 +538,12 @@ fn write_sweep_report(
         alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", ")
     ));
     hedge_data::write_atomic(&out.join("table.md"), md.as_bytes())?;
-    let curve = |k: usize, name: &str| -> crate::bayes_plots::MeanCurve {
+    let curve = |k: usize, name: &str| -> hedge_plot::MeanCurve {
         (name.to_string(), alphas.iter().zip(&stats[k]).map(|(&a, &(m, s))| (a, m, s)).collect())
     };
     let x_label = if dataset == DatasetArg::MnistM { "λ (DANN)" } else { "α" };
     let accuracy: Vec<_> = schema.accuracy_curves.iter().map(|&(k, name)| curve(k, name)).collect();
-    crate::bayes_plots::curves_with_error(
+    hedge_plot::curves_with_error(
         &out.join("accuracy_vs_alpha.png"),
         &accuracy,
         x_label,
@@ -552,7 +552,7 @@ fn write_sweep_report(
     )?;
     let mut probes: Vec<_> = schema.probe_curves.iter().map(|&(k, name)| curve(k, name)).collect();
     probes.push(("chance".into(), alphas.iter().map(|&a| (a, chance, 0.0)).collect()));
-    crate::bayes_plots::curves_with_error(
+    hedge_plot::curves_with_error(
         &out.join("probe_vs_alpha.png"),
         &probes,
         x_label,
@@ -613,11 +613,11 @@ fn exp1(args: Exp1Args) -> Result<()> {
         crate::command_line()
     );
     hedge_data::write_atomic(&args.out.join("table.md"), md.as_bytes())?;
-    let series = |name: &str, test: fn(&CrossDomainPoint) -> f64, label: &str| -> crate::bayes_plots::MeanCurve {
+    let series = |name: &str, test: fn(&CrossDomainPoint) -> f64, label: &str| -> hedge_plot::MeanCurve {
         let v = points.iter().filter(|p| p.model == name).map(|p| (p.step as f64, test(p), 0.0)).collect();
         (label.to_string(), v)
     };
-    crate::bayes_plots::curves_with_error(
+    hedge_plot::curves_with_error(
         &args.out.join("cross_domain.png"),
         &[
             series("target", |p| p.target_test, "target model on the target test"),

@@ -515,7 +515,7 @@ fn lengthscales(args: LengthscaleArgs) -> Result<()> {
             "coverage_2sd": coverage,
             "mean_posterior_sd": p.latent_variance.iter().map(|v| v.sqrt()).sum::<f64>() / grid.len() as f64,
         }));
-        panels.push(crate::bayes_plots::StudyPanel {
+        panels.push(hedge_plot::StudyPanel {
             lengthscale: ell,
             grid: grid.clone(),
             truth: truth.clone(),
@@ -525,7 +525,7 @@ fn lengthscales(args: LengthscaleArgs) -> Result<()> {
             train: train_x.iter().copied().zip(train_y.iter().copied()).collect(),
         });
     }
-    crate::bayes_plots::lengthscale_grid(&args.out.join("lengthscales.png"), &panels)?;
+    hedge_plot::lengthscale_grid(&args.out.join("lengthscales.png"), &panels)?;
     let config = json!({
         "command": command_line(),
         "function": "f(x) = sin(x) + 0.5 sin(2.3x) on [-5, 5]",
@@ -603,7 +603,7 @@ fn gibbs(args: GibbsArgs) -> Result<()> {
             )
         };
         hedge_data::write_npz(&out.join("draws.npz"), &[("mu", flat(&r.mu)), ("beta", flat(&r.beta))])?;
-        crate::bayes_plots::traces(&out.join("trace.png"), &[("μ", &r.mu), ("β (precision)", &r.beta)])?;
+        hedge_plot::traces(&out.join("trace.png"), &[("μ", &r.mu), ("β (precision)", &r.beta)])?;
     }
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);

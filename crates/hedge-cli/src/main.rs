@@ -4,7 +4,6 @@ mod active;
 mod agnostic;
 mod agnostic_plots;
 mod bayes;
-mod bayes_plots;
 mod bench;
 mod hib;
 mod reproduce;

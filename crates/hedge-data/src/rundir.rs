@@ -233,7 +233,7 @@ impl RunDirectory {
     pub fn retain_json_lines<T: DeserializeOwned + Serialize>(
         &self,
         name: &str,
-        keep: impl Fn(&T) -> bool,
+        mut keep: impl FnMut(&T) -> bool,
     ) -> Result<()> {
         if !self.has(name) {
             return Ok(());
@@ -244,6 +244,18 @@ impl RunDirectory {
             text.push(b'\n');
         }
         self.write_bytes(name, &text)
+    }
+
+    /// Removes the run's files `names` where present (a new run started with `--overwrite` over
+    /// an earlier one, so that nothing of it is resumed or mixed in).
+    pub fn remove_files(&self, names: &[&str]) -> Result<()> {
+        for name in names {
+            let path = self.file(name);
+            if path.is_file() {
+                std::fs::remove_file(&path).map_err(|e| DataError::write(&path, e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Starts a checkpoint of `step`; nothing is visible until [`Checkpoint::commit`].

@@ -7,6 +7,7 @@ mod error;
 pub mod knn;
 pub mod quadrature;
 pub mod ranking;
+pub mod spread;
 
 pub use calibration::{equal_count_bins, expected_calibration_error, risk_coverage, RiskCoverage};
 pub use correlation::kendall_tau_b;
@@ -14,3 +15,4 @@ pub use error::{EvalError, Result};
 pub use knn::{knn_accuracy, knn_correct, plurality_label, top_k, KnnRule};
 pub use quadrature::gauss_hermite;
 pub use ranking::average_precision;
+pub use spread::{Mean, MeanSe, MeanStd};

@@ -4,6 +4,10 @@
 //! centroid ordering (Fig. 10). Every file is rendered to a temporary sibling and renamed, so a
 //! failed plot never leaves half a PNG.
 
+pub mod charts;
+
+pub use charts::{curves_with_error, lengthscale_grid, traces, MeanCurve, StudyPanel};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

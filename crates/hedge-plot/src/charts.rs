@@ -1,11 +1,11 @@
-//! Figures for `hedge bayes`: the lengthscale study grid and Gibbs trace plots.
+//! Charts of the Bayesian and active-learning experiments: the GP lengthscale study grid,
+//! MCMC trace plots and mean curves with standard-error bands.
 
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use hedge_plot::render;
+use crate::{draw_err, render, PlotError, Result};
 
 /// One panel of the lengthscale study.
 pub struct StudyPanel {
@@ -24,7 +24,7 @@ pub fn lengthscale_grid(path: &Path, panels: &[StudyPanel]) -> Result<()> {
     render(path, (w, h), |root| {
         let root = root
             .titled("GP prior samples (left) and posterior mean ± 2σ (right) by lengthscale ℓ", ("sans-serif", 24))
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(draw_err)?;
         let cells = root.split_evenly((panels.len(), 2));
         for (row, panel) in panels.iter().enumerate() {
             let (x0, x1) = (panel.grid[0], *panel.grid.last().unwrap_or(&1.0));
@@ -35,14 +35,12 @@ pub fn lengthscale_grid(path: &Path, panels: &[StudyPanel]) -> Result<()> {
                 .x_label_area_size(25)
                 .y_label_area_size(40)
                 .build_cartesian_2d(x0..x1, -3.5f64..3.5)
-                .map_err(|e| anyhow!("{e}"))?;
-            chart.configure_mesh().light_line_style(WHITE).draw().map_err(|e| anyhow!("{e}"))?;
+                .map_err(draw_err)?;
+            chart.configure_mesh().light_line_style(WHITE).draw().map_err(draw_err)?;
             for (k, s) in panel.prior_samples.iter().enumerate() {
                 let pts: Vec<(f64, f64)> =
                     panel.grid.iter().copied().zip(s.iter().map(|v| v.clamp(-3.5, 3.5))).collect();
-                chart
-                    .draw_series(LineSeries::new(pts, Palette99::pick(k).stroke_width(2)))
-                    .map_err(|e| anyhow!("{e}"))?;
+                chart.draw_series(LineSeries::new(pts, Palette99::pick(k).stroke_width(2))).map_err(draw_err)?;
             }
             let right = &cells[2 * row + 1];
             let mut chart = ChartBuilder::on(right)
@@ -51,8 +49,8 @@ pub fn lengthscale_grid(path: &Path, panels: &[StudyPanel]) -> Result<()> {
                 .x_label_area_size(25)
                 .y_label_area_size(40)
                 .build_cartesian_2d(x0..x1, -3.5f64..3.5)
-                .map_err(|e| anyhow!("{e}"))?;
-            chart.configure_mesh().light_line_style(WHITE).draw().map_err(|e| anyhow!("{e}"))?;
+                .map_err(draw_err)?;
+            chart.configure_mesh().light_line_style(WHITE).draw().map_err(draw_err)?;
             let clamp = |v: f64| v.clamp(-3.5, 3.5);
             let mut band: Vec<(f64, f64)> = panel
                 .grid
@@ -68,17 +66,13 @@ pub fn lengthscale_grid(path: &Path, panels: &[StudyPanel]) -> Result<()> {
                     .rev()
                     .map(|(&x, (m, s))| (x, clamp(m - 2.0 * s))),
             );
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.2).filled())))
-                .map_err(|e| anyhow!("{e}"))?;
+            chart.draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.2).filled()))).map_err(draw_err)?;
             let truth: Vec<(f64, f64)> = panel.grid.iter().copied().zip(panel.truth.iter().copied()).collect();
-            chart.draw_series(LineSeries::new(truth, BLACK.stroke_width(1))).map_err(|e| anyhow!("{e}"))?;
+            chart.draw_series(LineSeries::new(truth, BLACK.stroke_width(1))).map_err(draw_err)?;
             let mean: Vec<(f64, f64)> =
                 panel.grid.iter().copied().zip(panel.posterior_mean.iter().map(|&v| clamp(v))).collect();
-            chart.draw_series(LineSeries::new(mean, BLUE.stroke_width(2))).map_err(|e| anyhow!("{e}"))?;
-            chart
-                .draw_series(panel.train.iter().map(|&p| Circle::new(p, 4, RED.filled())))
-                .map_err(|e| anyhow!("{e}"))?;
+            chart.draw_series(LineSeries::new(mean, BLUE.stroke_width(2))).map_err(draw_err)?;
+            chart.draw_series(panel.train.iter().map(|&p| Circle::new(p, 4, RED.filled()))).map_err(draw_err)?;
         }
         Ok(())
     })
@@ -99,11 +93,11 @@ pub fn traces(path: &Path, quantities: &[(&str, &[Vec<f64>])]) -> Result<()> {
                 .x_label_area_size(25)
                 .y_label_area_size(60)
                 .build_cartesian_2d(0f64..n as f64, (lo - pad)..(hi + pad))
-                .map_err(|e| anyhow!("{e}"))?;
-            chart.configure_mesh().x_desc("kept draw").draw().map_err(|e| anyhow!("{e}"))?;
+                .map_err(draw_err)?;
+            chart.configure_mesh().x_desc("kept draw").draw().map_err(draw_err)?;
             for (k, c) in chains.iter().enumerate() {
                 let pts: Vec<(f64, f64)> = c.iter().enumerate().map(|(i, &v)| (i as f64, v)).collect();
-                chart.draw_series(LineSeries::new(pts, Palette99::pick(k).mix(0.7))).map_err(|e| anyhow!("{e}"))?;
+                chart.draw_series(LineSeries::new(pts, Palette99::pick(k).mix(0.7))).map_err(draw_err)?;
             }
         }
         Ok(())
@@ -120,7 +114,7 @@ pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc
         (a.min(x), b.max(x), c.min(m - s), d.max(m + s))
     });
     if x0 > x1 {
-        return Err(anyhow!("nothing to plot"));
+        return Err(PlotError::Input { field: "series", what: "no point to plot".into() });
     }
     let pad = 0.05 * (y1 - y0).max(1e-9);
     render(path, (900, 560), |root| {
@@ -130,18 +124,16 @@ pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(x0..x1.max(x0 + 1.0), (y0 - pad)..(y1 + pad))
-            .map_err(|e| anyhow!("{e}"))?;
-        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(|e| anyhow!("{e}"))?;
+            .map_err(draw_err)?;
+        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(draw_err)?;
         for (k, (name, v)) in series.iter().enumerate() {
             let colour = Palette99::pick(k);
             let mut band: Vec<(f64, f64)> = v.iter().map(|&(x, m, s)| (x, m + s)).collect();
             band.extend(v.iter().rev().map(|&(x, m, s)| (x, m - s)));
-            chart
-                .draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled())))
-                .map_err(|e| anyhow!("{e}"))?;
+            chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.15).filled()))).map_err(draw_err)?;
             chart
                 .draw_series(LineSeries::new(v.iter().map(|&(x, m, _)| (x, m)), colour.stroke_width(2)))
-                .map_err(|e| anyhow!("{e}"))?
+                .map_err(draw_err)?
                 .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(k).stroke_width(2)));
         }
@@ -150,7 +142,7 @@ pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(draw_err)?;
         Ok(())
     })
 }

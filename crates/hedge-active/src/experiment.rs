@@ -1,0 +1,613 @@
+//! Active-learning experiments as run directories: several seeds × methods of a loop, every
+//! round logged to `rounds.jsonl` and checkpointed (`progress.json`, committed by the run
+//! directory's manifest), so an interrupted experiment resumes at its last finished round;
+//! then `summary.json`, `table.md` and a curve of the metric against labels.
+//!
+//! `hedge active run` is [`RegressionExperiment`], `hedge active classify` is
+//! [`ClassificationExperiment`]; both are callable from Rust without the binary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use faer::Mat;
+use hedge_data::{Mnist, MnistSplit, RunDirectory, UciDataset};
+use hedge_eval::{Mean, MeanSe};
+use rand::SeedableRng;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tch::Tensor;
+
+use crate::classification_loop::{
+    images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassMethod, ClassRoundMetrics, ImageSet,
+};
+use crate::error::{invalid, Result};
+use crate::pool::LoopState;
+use crate::regression_loop::{LoopConfig, Method, RoundMetrics};
+
+/// The experiment's definition, written first: `--resume` reads it back.
+pub const CONFIG_FILE: &str = "config.json";
+/// One JSON line per finished round.
+pub const ROUNDS_FILE: &str = "rounds.jsonl";
+/// Where the experiment stands (checkpointed after every round).
+pub const PROGRESS_FILE: &str = "progress.json";
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const TABLE_FILE: &str = "table.md";
+/// Every file an experiment writes (removed when a new one starts over it with `--overwrite`).
+const EXPERIMENT_FILES: [&str; 6] =
+    [CONFIG_FILE, ROUNDS_FILE, PROGRESS_FILE, SUMMARY_FILE, TABLE_FILE, hedge_data::rundir::MANIFEST_FILE];
+
+/// `progress.json`: the runs (seed × method, seeds outer) finished, the lines of
+/// `rounds.jsonl` that belong to the checkpoint, and the state of the run under way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentProgress {
+    pub finished_runs: usize,
+    pub rounds_logged: usize,
+    pub current: Option<LoopState>,
+}
+
+/// Runs `runs` loops in order through `dir`, logging and checkpointing every round, and
+/// continuing from the directory's last checkpoint when it has one. `run_one(index, resume,
+/// on_round)` runs loop `index` (from `resume` when given) and calls `on_round` after every
+/// round; `on_run_finished(index)` follows each loop. Returns every round in the log.
+pub fn run_resumable<R: Serialize + DeserializeOwned>(
+    dir: &RunDirectory,
+    runs: usize,
+    mut run_one: impl FnMut(usize, Option<LoopState>, &mut dyn FnMut(&R, Option<&LoopState>) -> Result<()>) -> Result<()>,
+    mut on_run_finished: impl FnMut(usize),
+) -> Result<Vec<R>> {
+    let progress: ExperimentProgress =
+        if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { ExperimentProgress::default() };
+    // Rounds logged after the checkpoint belong to work it does not hold.
+    let mut line = 0;
+    dir.retain_json_lines::<serde_json::Value>(ROUNDS_FILE, |_| {
+        line += 1;
+        line <= progress.rounds_logged
+    })?;
+    let mut logged = progress.rounds_logged;
+    let mut current = progress.current;
+    for run in progress.finished_runs..runs {
+        run_one(run, current.take(), &mut |round, state| {
+            dir.append_json_line(ROUNDS_FILE, round)?;
+            logged += 1;
+            let progress = ExperimentProgress {
+                finished_runs: if state.is_none() { run + 1 } else { run },
+                rounds_logged: logged,
+                current: state.cloned(),
+            };
+            let mut checkpoint = dir.checkpoint(logged as u64);
+            checkpoint.stage_json(PROGRESS_FILE, &progress)?;
+            checkpoint.commit()?;
+            Ok(())
+        })?;
+        on_run_finished(run);
+    }
+    Ok(dir.read_json_lines(ROUNDS_FILE)?)
+}
+
+/// Opens `out` for a new experiment (refusing a folder with files unless `overwrite`, then
+/// removing what an earlier experiment there wrote) and writes its definition.
+fn start<C: Serialize>(out: &std::path::Path, overwrite: bool, config: &C) -> Result<RunDirectory> {
+    let dir = RunDirectory::create(out, overwrite)?;
+    dir.remove_files(&EXPERIMENT_FILES)?;
+    dir.write_json(CONFIG_FILE, config)?;
+    Ok(dir)
+}
+
+/// Reads the definition of the experiment in `out` to continue it.
+fn reopen<C: DeserializeOwned>(out: &std::path::Path) -> Result<(RunDirectory, C)> {
+    let dir = RunDirectory::open_to_resume(out)?;
+    let config = dir.read_json(CONFIG_FILE)?;
+    Ok((dir, config))
+}
+
+/// `hedge active run`: NeuralLinear active learning on a UCI regression set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionExperiment {
+    /// How the experiment was started.
+    pub command: String,
+    /// `uci/<name>` under the data directory.
+    pub dataset: String,
+    /// Acquisition methods, in the order they run for each seed.
+    #[serde(default = "all_regression_methods")]
+    pub methods: Vec<Method>,
+    #[serde(rename = "loop")]
+    pub loop_config: LoopConfig,
+    pub protocol: String,
+    /// Seeds 0..seeds, each its own pool/test split and initial labels.
+    pub seeds: u64,
+}
+
+fn all_regression_methods() -> Vec<Method> {
+    vec![Method::Random, Method::Maxent, Method::AcsFw]
+}
+
+/// What `progress` callbacks are told after each finished loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunFinished {
+    pub index: usize,
+    pub runs: usize,
+    pub seed: u64,
+    pub method: &'static str,
+}
+
+impl RegressionExperiment {
+    pub const PROTOCOL: &'static str = "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale";
+
+    /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`.
+    pub fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
+        let name = self.dataset.strip_prefix("uci/").ok_or_else(|| {
+            invalid("dataset", &self.dataset, "expected uci/<name>, e.g. uci/yacht (a folder under the data directory)")
+        })?;
+        Ok(UciDataset::load(data_dir, name)?)
+    }
+
+    /// Refuses settings the data cannot satisfy, before anything is written.
+    pub fn check(&self, data: &UciDataset) -> Result<()> {
+        if self.seeds == 0 || self.methods.is_empty() {
+            return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
+        }
+        self.loop_config.check(data.rows() - data.rows() / 5)
+    }
+
+    /// Runs the experiment into a new directory `out` (see [`run_resumable`]).
+    pub fn run(
+        &self,
+        data: &UciDataset,
+        out: &std::path::Path,
+        overwrite: bool,
+        progress: impl FnMut(RunFinished),
+    ) -> Result<RegressionSummary> {
+        self.check(data)?;
+        let dir = start(out, overwrite, self)?;
+        self.continue_in(&dir, data, progress)
+    }
+
+    /// Continues the experiment whose directory is `out` from its last finished round.
+    pub fn resume(
+        out: &std::path::Path,
+        data_dir: &std::path::Path,
+        progress: impl FnMut(RunFinished),
+    ) -> Result<(Self, RegressionSummary)> {
+        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
+        let data = experiment.load(data_dir)?;
+        experiment.check(&data)?;
+        let summary = experiment.continue_in(&dir, &data, progress)?;
+        Ok((experiment, summary))
+    }
+
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &UciDataset,
+        mut progress: impl FnMut(RunFinished),
+    ) -> Result<RegressionSummary> {
+        let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
+        let per_seed = self.methods.len();
+        let runs = self.seeds as usize * per_seed;
+        let job = |index: usize| (index / per_seed, self.methods[index % per_seed]);
+        let rounds: Vec<RoundMetrics> = run_resumable(
+            dir,
+            runs,
+            |index, resume, on_round| {
+                let (seed, method) = job(index);
+                self.loop_config.run_from(&x, &data.targets, method, seed as u64, resume, on_round).map(|_| ())
+            },
+            |index| {
+                let (seed, method) = job(index);
+                progress(RunFinished { index, runs, seed: seed as u64, method: method.name() })
+            },
+        )?;
+        regression_report(dir, self, &rounds)
+    }
+}
+
+/// `summary.json` of a regression experiment (fields in the order the file has them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionSummary {
+    /// The UCI set's name (without `uci/`).
+    pub dataset: String,
+    pub methods: BTreeMap<String, RegressionMethodSummary>,
+    pub seeds: u64,
+}
+
+/// One method's final numbers over seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionMethodSummary {
+    pub final_log_likelihood: MeanSe,
+    pub final_rmse: MeanSe,
+    /// Acquisition rounds per seed.
+    pub rounds: Mean,
+    /// Seconds to choose one batch.
+    pub selection_seconds: Mean,
+}
+
+/// Rebuilds `summary.json`, `table.md` and `rmse_vs_labels.png` of the regression experiment
+/// in `out` from its `rounds.jsonl`.
+pub fn report_regression(out: &std::path::Path) -> Result<RegressionSummary> {
+    let dir = RunDirectory::open(out)?;
+    let experiment: RegressionExperiment = dir.read_json(CONFIG_FILE)?;
+    let rounds: Vec<RoundMetrics> = dir.read_json_lines(ROUNDS_FILE)?;
+    regression_report(&dir, &experiment, &rounds)
+}
+
+/// Methods present in the rounds, in the experiment's order (a report of an unfinished or
+/// older experiment shows what it has).
+fn present<M: PartialEq + Copy>(order: &[M], has: impl Fn(M) -> bool) -> Vec<M> {
+    order.iter().copied().filter(|&m| has(m)).collect()
+}
+
+fn regression_report(
+    dir: &RunDirectory,
+    experiment: &RegressionExperiment,
+    all: &[RoundMetrics],
+) -> Result<RegressionSummary> {
+    let l = &experiment.loop_config;
+    let mut md = format!(
+        "{}: NeuralLinear (2 × 30 ReLU + NIG last layer), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
+         | method | final RMSE (mean ± se) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|\n",
+        experiment.dataset, experiment.seeds, l.init, l.batch, l.budget
+    );
+    let methods = present(&experiment.methods, |m| all.iter().any(|r| r.method == m));
+    let mut summary = BTreeMap::new();
+    let mut curves: Vec<hedge_plot::MeanCurve> = Vec::new();
+    for &method in &methods {
+        let runs: Vec<Vec<&RoundMetrics>> =
+            (0..experiment.seeds).map(|s| all.iter().filter(|r| r.method == method && r.seed == s).collect()).collect();
+        let finished: Vec<&Vec<&RoundMetrics>> = runs.iter().filter(|r| !r.is_empty()).collect();
+        let last = |f: fn(&RoundMetrics) -> f64| -> Vec<f64> { finished.iter().map(|r| f(r[r.len() - 1])).collect() };
+        let selections: Vec<f64> =
+            runs.iter().flatten().filter(|r| r.batch_size > 0).map(|r| r.selection_seconds).collect();
+        let rounds: Vec<f64> = finished.iter().map(|r| (r.len() - 1) as f64).collect();
+        let m = RegressionMethodSummary {
+            final_log_likelihood: MeanSe::of(&last(|r| r.test_log_likelihood)),
+            final_rmse: MeanSe::of(&last(|r| r.test_rmse)),
+            rounds: Mean::of(&rounds),
+            selection_seconds: Mean::of(&selections),
+        };
+        md.push_str(&format!(
+            "| {} | {:.3} ± {:.3} | {:.3} ± {:.3} | {:.1} | {:.4} |\n",
+            method.name(),
+            m.final_rmse.mean,
+            m.final_rmse.se,
+            m.final_log_likelihood.mean,
+            m.final_log_likelihood.se,
+            m.rounds.mean,
+            m.selection_seconds.mean
+        ));
+        let per_seed: Vec<Vec<(usize, f64)>> =
+            runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_rmse)).collect()).collect();
+        curves.push((method.name().to_string(), grid_curve(&per_seed, l.init, l.batch, l.budget)));
+        summary.insert(method.name().to_string(), m);
+    }
+    let finals: Vec<(&'static str, BTreeMap<u64, f64>)> = methods
+        .iter()
+        .map(|&m| {
+            let by_seed = (0..experiment.seeds)
+                .filter_map(|s| Some((s, all.iter().rfind(|r| r.method == m && r.seed == s)?.test_rmse)))
+                .collect();
+            (m.name(), by_seed)
+        })
+        .collect();
+    md.push_str(&paired_differences(&finals));
+    let summary = RegressionSummary {
+        dataset: experiment.dataset.strip_prefix("uci/").unwrap_or(&experiment.dataset).to_string(),
+        methods: summary,
+        seeds: experiment.seeds,
+    };
+    dir.write_json(SUMMARY_FILE, &summary)?;
+    md.push_str(&format!("\nCommand: `{}`\n", experiment.command));
+    dir.write_bytes(TABLE_FILE, md.as_bytes())?;
+    if !curves.iter().all(|(_, c)| c.is_empty()) {
+        hedge_plot::curves_with_error(
+            &dir.file("rmse_vs_labels.png"),
+            &curves,
+            "labels",
+            "test RMSE (mean ± se over seeds)",
+            &format!("{}: RMSE vs labels", experiment.dataset),
+        )?;
+    }
+    Ok(summary)
+}
+
+/// Paired comparison of final values (lower is better), per seed: every seed shares its split
+/// and initial labels across methods, so per-seed differences cancel the split-to-split
+/// variance that dominates the unpaired standard errors.
+pub fn paired_differences(finals: &[(&str, BTreeMap<u64, f64>)]) -> String {
+    let mut md = String::from(
+        "\nPaired differences of final RMSE (same split and initial labels per seed):\n\n\
+         | A − B | mean ± se | seeds where A is better |\n|---|---|---|\n",
+    );
+    for (i, (a, fa)) in finals.iter().enumerate() {
+        for (b, fb) in &finals[i + 1..] {
+            let diffs: Vec<f64> = fa.iter().filter_map(|(s, va)| Some(va - fb.get(s)?)).collect();
+            let d = MeanSe::of(&diffs);
+            let wins = diffs.iter().filter(|d| **d < 0.0).count();
+            md.push_str(&format!("| {a} − {b} | {:+.3} ± {:.3} | {wins}/{} |\n", d.mean, d.se, diffs.len()));
+        }
+    }
+    md
+}
+
+/// Mean ± se over seeds on a common label grid (init, init + batch, …, budget), each seed
+/// contributing its latest round at or below each grid point, so that runs whose label counts
+/// differ (ACS-FW's smaller batches) average point by point.
+pub fn grid_curve(per_seed: &[Vec<(usize, f64)>], init: usize, batch: usize, budget: usize) -> Vec<(f64, f64, f64)> {
+    let grid: BTreeSet<usize> = (init..=budget).step_by(batch.max(1)).chain(std::iter::once(budget)).collect();
+    let mut by_labels: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for run in per_seed {
+        for &g in &grid {
+            if let Some(&(_, v)) = run.iter().rev().find(|(labels, _)| *labels <= g) {
+                by_labels.entry(g).or_default().push(v);
+            }
+        }
+    }
+    by_labels
+        .into_iter()
+        .map(|(l, v)| {
+            let s = MeanSe::of(&v);
+            (l as f64, s.mean, s.se)
+        })
+        .collect()
+}
+
+/// `hedge active classify`: CNN + Laplace last layer on (Fashion-)MNIST.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassificationExperiment {
+    pub command: String,
+    /// Folder under the data directory with the four IDX files.
+    pub dataset: String,
+    #[serde(rename = "loop")]
+    pub loop_config: ClassLoopConfig,
+    #[serde(default = "all_class_methods")]
+    pub methods: Vec<ClassMethod>,
+    /// Pool images drawn per seed from the training split.
+    pub pool: usize,
+    pub protocol: String,
+    pub seeds: u64,
+    /// Test images drawn per seed from the test split.
+    pub test: usize,
+    /// libtorch intra-op threads the experiment ran with.
+    pub threads: i32,
+}
+
+fn all_class_methods() -> Vec<ClassMethod> {
+    vec![ClassMethod::Random, ClassMethod::Maxent, ClassMethod::Bald, ClassMethod::AcsFw]
+}
+
+/// One seed's pool and test images, standardised on the pool.
+struct SeedImages {
+    pool: (Tensor, Tensor),
+    test: (Tensor, Tensor),
+}
+
+impl ClassificationExperiment {
+    pub const PROTOCOL: &'static str = "per seed: pool drawn from the training split, test images from the test split, pixels standardised on the pool; the CNN is retrained from scratch every round";
+
+    pub fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
+        Ok(Mnist::load(&data_dir.join(&self.dataset))?)
+    }
+
+    pub fn check(&self, data: &Mnist) -> Result<()> {
+        if self.pool == 0 || self.pool > data.train.len() {
+            return Err(invalid(
+                "pool",
+                self.pool,
+                format!("must lie in 1..={} (the training split)", data.train.len()),
+            ));
+        }
+        if self.test == 0 || self.test > data.test.len() {
+            return Err(invalid("test", self.test, format!("must lie in 1..={} (the test split)", data.test.len())));
+        }
+        if self.seeds == 0 || self.methods.is_empty() {
+            return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
+        }
+        self.loop_config.check(self.pool)
+    }
+
+    pub fn run(
+        &self,
+        data: &Mnist,
+        out: &std::path::Path,
+        overwrite: bool,
+        progress: impl FnMut(RunFinished),
+    ) -> Result<ClassificationSummary> {
+        self.check(data)?;
+        let dir = start(out, overwrite, self)?;
+        self.continue_in(&dir, data, progress)
+    }
+
+    pub fn resume(
+        out: &std::path::Path,
+        data_dir: &std::path::Path,
+        progress: impl FnMut(RunFinished),
+    ) -> Result<(Self, ClassificationSummary)> {
+        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
+        let data = experiment.load(data_dir)?;
+        experiment.check(&data)?;
+        let summary = experiment.continue_in(&dir, &data, progress)?;
+        Ok((experiment, summary))
+    }
+
+    fn seed_images(&self, data: &Mnist, seed: u64) -> SeedImages {
+        let subset = |split: &MnistSplit, size: usize, seed: u64| -> (Vec<u8>, Vec<u8>) {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let idx = rand::seq::index::sample(&mut rng, split.len(), size).into_vec();
+            (
+                idx.iter().flat_map(|&i| split.image(i).to_vec()).collect(),
+                idx.iter().map(|&i| split.labels[i]).collect(),
+            )
+        };
+        let (pool_pixels, pool_labels) = subset(&data.train, self.pool, seed);
+        let (test_pixels, test_labels) = subset(&data.test, self.test, seed + 1_000_000);
+        let (mean, std) = pixel_moments(&pool_pixels);
+        SeedImages {
+            pool: (images_tensor(&pool_pixels, mean, std), labels_tensor(&pool_labels)),
+            test: (images_tensor(&test_pixels, mean, std), labels_tensor(&test_labels)),
+        }
+    }
+
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &Mnist,
+        mut progress: impl FnMut(RunFinished),
+    ) -> Result<ClassificationSummary> {
+        let per_seed = self.methods.len();
+        let runs = self.seeds as usize * per_seed;
+        let job = |index: usize| ((index / per_seed) as u64, self.methods[index % per_seed]);
+        let mut images: Option<(u64, SeedImages)> = None;
+        let rounds: Vec<ClassRoundMetrics> = run_resumable(
+            dir,
+            runs,
+            |index, resume, on_round| {
+                let (seed, method) = job(index);
+                if images.as_ref().is_none_or(|(s, _)| *s != seed) {
+                    images = Some((seed, self.seed_images(data, seed)));
+                }
+                let (_, set) = images.as_ref().expect("drawn above");
+                let pool = ImageSet { images: &set.pool.0, labels: &set.pool.1 };
+                let test = ImageSet { images: &set.test.0, labels: &set.test.1 };
+                self.loop_config.run_from(&pool, &test, 10, method, seed, resume, on_round).map(|_| ())
+            },
+            |index| {
+                let (seed, method) = job(index);
+                progress(RunFinished { index, runs, seed, method: method.name() })
+            },
+        )?;
+        classification_report(dir, self, &rounds)
+    }
+}
+
+/// `summary.json` of a classification experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassificationSummary {
+    pub dataset: String,
+    pub methods: BTreeMap<String, ClassMethodSummary>,
+    pub seeds: u64,
+}
+
+/// One method's numbers over seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassMethodSummary {
+    /// Accuracy on the label grid (init, init + batch, …, budget), keyed by label count.
+    pub accuracy_by_labels: BTreeMap<String, MeanSe>,
+    pub final_accuracy: MeanSe,
+    pub final_log_likelihood: MeanSe,
+    pub final_predictive_accuracy: MeanSe,
+    pub rounds: Mean,
+    pub selection_seconds: Mean,
+}
+
+/// Rebuilds `summary.json`, `table.md` and `accuracy_vs_labels.png` of the classification
+/// experiment in `out` from its `rounds.jsonl`.
+pub fn report_classification(out: &std::path::Path) -> Result<ClassificationSummary> {
+    let dir = RunDirectory::open(out)?;
+    let experiment: ClassificationExperiment = dir.read_json(CONFIG_FILE)?;
+    let rounds: Vec<ClassRoundMetrics> = dir.read_json_lines(ROUNDS_FILE)?;
+    classification_report(&dir, &experiment, &rounds)
+}
+
+fn classification_report(
+    dir: &RunDirectory,
+    experiment: &ClassificationExperiment,
+    all: &[ClassRoundMetrics],
+) -> Result<ClassificationSummary> {
+    let c = &experiment.loop_config;
+    let mut md = format!(
+        "{}: CNN + Laplace last layer, {} seeds, {} initial labels, batches of {}, budget {}, J = {} projections.\n\n\
+         Accuracy: the network's prediction (last layer at its MAP); MC accuracy and log-likelihood: the posterior predictive.\n\n\
+         | method | final accuracy (mean ± se) | final MC accuracy | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|---|\n",
+        experiment.dataset, experiment.seeds, c.init, c.batch, c.budget, c.projections
+    );
+    let methods = present(&experiment.methods, |m| all.iter().any(|r| r.method == m));
+    let mut summary = BTreeMap::new();
+    let mut curves: Vec<hedge_plot::MeanCurve> = Vec::new();
+    for &method in &methods {
+        let runs: Vec<Vec<&ClassRoundMetrics>> =
+            (0..experiment.seeds).map(|s| all.iter().filter(|r| r.method == method && r.seed == s).collect()).collect();
+        let finished: Vec<&Vec<&ClassRoundMetrics>> = runs.iter().filter(|r| !r.is_empty()).collect();
+        let last =
+            |f: fn(&ClassRoundMetrics) -> f64| -> Vec<f64> { finished.iter().map(|r| f(r[r.len() - 1])).collect() };
+        let selections: Vec<f64> =
+            runs.iter().flatten().filter(|r| r.batch_size > 0).map(|r| r.selection_seconds).collect();
+        let per_seed: Vec<Vec<(usize, f64)>> =
+            runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_accuracy)).collect()).collect();
+        let curve = grid_curve(&per_seed, c.init, c.batch, c.budget);
+        let m = ClassMethodSummary {
+            accuracy_by_labels: curve.iter().map(|&(l, mean, se)| (format!("{l}"), MeanSe { mean, se })).collect(),
+            final_accuracy: MeanSe::of(&last(|r| r.test_accuracy)),
+            final_log_likelihood: MeanSe::of(&last(|r| r.test_log_likelihood)),
+            final_predictive_accuracy: MeanSe::of(&last(|r| r.predictive_accuracy)),
+            rounds: Mean::of(&finished.iter().map(|r| (r.len() - 1) as f64).collect::<Vec<_>>()),
+            selection_seconds: Mean::of(&selections),
+        };
+        md.push_str(&format!(
+            "| {} | {:.4} ± {:.4} | {:.4} ± {:.4} | {:.3} ± {:.3} | {:.1} | {:.3} |\n",
+            method.name(),
+            m.final_accuracy.mean,
+            m.final_accuracy.se,
+            m.final_predictive_accuracy.mean,
+            m.final_predictive_accuracy.se,
+            m.final_log_likelihood.mean,
+            m.final_log_likelihood.se,
+            m.rounds.mean,
+            m.selection_seconds.mean
+        ));
+        curves.push((method.name().to_string(), curve));
+        summary.insert(method.name().to_string(), m);
+    }
+    let summary =
+        ClassificationSummary { dataset: experiment.dataset.clone(), methods: summary, seeds: experiment.seeds };
+    dir.write_json(SUMMARY_FILE, &summary)?;
+    md.push_str(&format!("\nCommand: `{}`\n", experiment.command));
+    dir.write_bytes(TABLE_FILE, md.as_bytes())?;
+    if !curves.iter().all(|(_, c)| c.is_empty()) {
+        hedge_plot::curves_with_error(
+            &dir.file("accuracy_vs_labels.png"),
+            &curves,
+            "labels",
+            "test accuracy (mean ± se over seeds)",
+            &format!("{}: accuracy vs labels", experiment.dataset),
+        )?;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every committed summary reads back into the typed structs and writes out unchanged.
+    #[test]
+    fn committed_summaries_round_trip() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&root).unwrap().flatten() {
+            let path = entry.path().join(SUMMARY_FILE);
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let again = if entry.file_name() == "fashion-mnist" {
+                let s: ClassificationSummary = serde_json::from_str(&text).unwrap();
+                serde_json::to_string_pretty(&s).unwrap()
+            } else {
+                let s: RegressionSummary = serde_json::from_str(&text).unwrap();
+                serde_json::to_string_pretty(&s).unwrap()
+            };
+            assert_eq!(again.trim_end(), text.trim_end(), "{}", path.display());
+            let config = std::fs::read_to_string(entry.path().join(CONFIG_FILE)).unwrap();
+            if entry.file_name() == "fashion-mnist" {
+                serde_json::from_str::<ClassificationExperiment>(&config).unwrap();
+            } else {
+                serde_json::from_str::<RegressionExperiment>(&config).unwrap();
+            }
+            seen += 1;
+        }
+        assert!(seen >= 5, "{seen} summaries under {}", root.display());
+    }
+
+    #[test]
+    fn paired_differences_use_only_seeds_both_methods_finished() {
+        let a: BTreeMap<u64, f64> = [(0, 1.0), (1, 2.0), (2, 3.0)].into();
+        let b: BTreeMap<u64, f64> = [(0, 2.0), (1, 1.0)].into();
+        let md = paired_differences(&[("a", a), ("b", b)]);
+        // Differences −1 and +1: mean 0, se = std(ddof=1)/√2 = √2/√2 = 1; a better on one of two.
+        assert!(md.contains("| a − b | +0.000 ± 1.000 | 1/2 |"), "{md}");
+    }
+}

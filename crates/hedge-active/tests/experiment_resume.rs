@@ -1,0 +1,117 @@
+//! Fault injection on a real experiment: an active-learning experiment (yacht, three methods)
+//! whose writer stops after any single write resumes at its last finished round and ends with
+//! the rounds and summary of an uninterrupted one.
+
+use hedge_active::experiment::{run_resumable, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
+use hedge_active::neural_linear::NeuralLinearConfig;
+use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
+use hedge_data::{RunDirectory, UciDataset};
+
+fn experiment() -> RegressionExperiment {
+    RegressionExperiment {
+        command: "test".into(),
+        dataset: "uci/yacht".into(),
+        methods: vec![Method::Random, Method::Maxent, Method::AcsFw],
+        loop_config: LoopConfig {
+            init: 20,
+            batch: 10,
+            budget: 40,
+            model: NeuralLinearConfig { steps: 40, ..Default::default() },
+            ..Default::default()
+        },
+        protocol: RegressionExperiment::PROTOCOL.into(),
+        seeds: 2,
+    }
+}
+
+/// What must not depend on interruptions (the seconds a fit took do).
+fn key(r: &RoundMetrics) -> (u64, Method, usize, usize, u64, u64, usize) {
+    (r.seed, r.method, r.round, r.labels, r.test_rmse.to_bits(), r.test_log_likelihood.to_bits(), r.batch_size)
+}
+
+#[test]
+fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
+    tch::set_num_threads(1);
+    let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let data = UciDataset::load(&data_dir, "yacht").unwrap();
+    let exp = experiment();
+    let root = tempfile::tempdir().unwrap();
+
+    let straight_path = root.path().join("straight");
+    let straight = exp.run(&data, &straight_path, false, |_| {}).unwrap();
+    let dir = RunDirectory::open(&straight_path).unwrap();
+    let expected: Vec<_> = dir.read_json_lines::<RoundMetrics>(ROUNDS_FILE).unwrap().iter().map(key).collect();
+    // 2 seeds x 3 methods x 3 rounds (20, 30, 40 labels; ACS-FW may take more, smaller batches).
+    assert!(expected.len() >= 18, "{}", expected.len());
+    let rmse = |s: &hedge_active::experiment::RegressionSummary| -> Vec<(String, u64)> {
+        s.methods.iter().map(|(k, v)| (k.clone(), v.final_rmse.mean.to_bits())).collect()
+    };
+
+    // The writes of a run: the config, then per round a log line and a checkpoint (progress
+    // staged, manifest, rename), then summary and table.
+    let counted = RunDirectory::create(&root.path().join("counted"), false).unwrap();
+    counted.write_json(CONFIG_FILE, &exp).unwrap();
+    let x = faer::Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
+    let per_seed = exp.methods.len();
+    let rounds: Vec<RoundMetrics> = run_resumable(
+        &counted,
+        exp.seeds as usize * per_seed,
+        |i, resume, on_round| {
+            exp.loop_config
+                .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
+                .map(|_| ())
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(rounds.iter().map(key).collect::<Vec<_>>(), expected);
+    let writes = counted.writes_done();
+    assert_eq!(writes, 1 + 4 * expected.len());
+
+    // Stop after every write of the rounds and of the report (+2), resume, compare.
+    for stop in 1..writes + 2 {
+        let path = root.path().join(format!("stopped-{stop}"));
+        let stopped = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+        stopped.write_json(CONFIG_FILE, &exp).unwrap();
+        let err = run_resumable::<RoundMetrics>(
+            &stopped,
+            exp.seeds as usize * per_seed,
+            |i, resume, on_round| {
+                exp.loop_config
+                    .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
+                    .map(|_| ())
+            },
+            |_| {},
+        );
+        if let Err(e) = err {
+            assert!(e.to_string().contains("fault injection"), "stop {stop}: {e}");
+        }
+        let (_, summary) = RegressionExperiment::resume(&path, &data_dir, |_| {}).unwrap();
+        let dir = RunDirectory::open(&path).unwrap();
+        let got: Vec<_> = dir.read_json_lines::<RoundMetrics>(ROUNDS_FILE).unwrap().iter().map(key).collect();
+        assert_eq!(got, expected, "stop {stop}: rounds.jsonl");
+        assert_eq!(rmse(&summary), rmse(&straight), "stop {stop}: summary");
+    }
+}
+
+#[test]
+fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh() {
+    let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let data = UciDataset::load(&data_dir, "yacht").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("notes.txt"), "mine").unwrap();
+    let mut exp = experiment();
+    exp.seeds = 1;
+    exp.methods = vec![Method::Random];
+    let e = exp.run(&data, root.path(), false, |_| {}).unwrap_err().to_string();
+    assert!(e.contains("--overwrite") && e.contains("notes.txt"), "{e}");
+    let first = exp.run(&data, root.path(), true, |_| {}).unwrap();
+    // Over a finished experiment, --overwrite runs a new one (it does not resume the old one).
+    exp.loop_config.budget = 30;
+    let second = exp.run(&data, root.path(), true, |_| {}).unwrap();
+    let dir = RunDirectory::open(root.path()).unwrap();
+    let rounds: Vec<RoundMetrics> = dir.read_json_lines(ROUNDS_FILE).unwrap();
+    assert_eq!(rounds.iter().map(|r| r.labels).collect::<Vec<_>>(), vec![20, 30]);
+    assert_ne!(first, second);
+    assert_eq!(std::fs::read_to_string(root.path().join("notes.txt")).unwrap(), "mine");
+}
