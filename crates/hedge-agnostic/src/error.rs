@@ -18,6 +18,9 @@ pub enum AgnosticError {
     /// An error from the data layer.
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// A figure that could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] hedge_plot::PlotError),
 }
 
 /// Result alias for this crate.

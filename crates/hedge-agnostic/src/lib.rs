@@ -9,6 +9,7 @@ pub mod experiment;
 pub mod fairness;
 pub mod grl;
 pub mod model;
+pub mod sweep;
 pub mod train;
 
 pub use error::{AgnosticError, Result};

@@ -54,6 +54,8 @@ pub enum Objective {
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+// Settings added later read as their defaults from older config.json files.
+#[serde(default)]
 pub struct TrainConfig {
     pub alpha: f64,
     pub ramp: bool,

@@ -2,7 +2,6 @@
 
 mod active;
 mod agnostic;
-mod agnostic_plots;
 mod bayes;
 mod bench;
 mod hib;

@@ -146,3 +146,76 @@ pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc
         Ok(())
     })
 }
+
+const CELL: u32 = 84;
+const LABEL_WIDTH: u32 = 90;
+
+/// A dark-to-bright heat colour for v ∈ [0, 1] (black → red → yellow → white).
+fn heat(v: f64) -> RGBColor {
+    let v = v.clamp(0.0, 1.0);
+    let channel = |start: f64| ((v * 3.0 - start).clamp(0.0, 1.0) * 255.0) as u8;
+    RGBColor(channel(0.0), channel(1.0), channel(2.0))
+}
+
+/// The activation-map grid of a concept-agnostic sweep (the paper's Fig. 4): `k` input images in
+/// the top row, then one row per α with each image's map, scaled from its own minimum (black) to
+/// maximum (white).
+///
+/// # Shapes
+/// `pixels`: `k · 3 · 28 · 28` bytes (channels first); `values`: `alphas.len() · k · 28 · 28`.
+pub fn activation_grid(path: &Path, k: usize, pixels: &[u8], alphas: &[f64], values: &[f32]) -> Result<()> {
+    if pixels.len() != k * 3 * 784 || values.len() != alphas.len() * k * 784 {
+        return Err(PlotError::Input {
+            field: "activation maps",
+            what: format!(
+                "{} pixels and {} map values do not fit {k} images and {} rows",
+                pixels.len(),
+                values.len(),
+                alphas.len()
+            ),
+        });
+    }
+    let size = (LABEL_WIDTH + CELL * k as u32, CELL * (1 + alphas.len() as u32) + 30);
+    render(path, size, |root| {
+        let err = |e: String| draw_err(format!("activation-map grid: {e}"));
+        root.draw(&Text::new(
+            "strongest G_f response, each map scaled from its own minimum (black) to maximum (white); top row: inputs",
+            (5, 5),
+            ("sans-serif", 16),
+        ))
+        .map_err(|e| err(e.to_string()))?;
+        let top = 30;
+        let scale = (CELL / 28) as i32;
+        let cell = |row: u32, col: usize, colour: &dyn Fn(usize) -> RGBColor| -> Result<()> {
+            let (x0, y0) = ((LABEL_WIDTH + CELL * col as u32) as i32, (top + CELL * row) as i32);
+            for p in 0..784 {
+                let (y, x) = ((p / 28) as i32, (p % 28) as i32);
+                let c = colour(p);
+                root.draw(&Rectangle::new(
+                    [(x0 + x * scale, y0 + y * scale), (x0 + (x + 1) * scale, y0 + (y + 1) * scale)],
+                    c.filled(),
+                ))
+                .map_err(|e| err(e.to_string()))?;
+            }
+            Ok(())
+        };
+        for i in 0..k {
+            let image = &pixels[i * 3 * 784..(i + 1) * 3 * 784];
+            cell(0, i, &|p| RGBColor(image[p], image[784 + p], image[2 * 784 + p]))?;
+        }
+        for (r, alpha) in alphas.iter().enumerate() {
+            for i in 0..k {
+                let map = &values[(r * k + i) * 784..(r * k + i + 1) * 784];
+                let (lo, hi) = map.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                let range = (hi - lo).max(1e-12);
+                cell(1 + r as u32, i, &|p| heat(f64::from((map[p] - lo) / range)))?;
+            }
+            let y = (top + CELL * (1 + r as u32) + CELL / 2) as i32;
+            root.draw(&Text::new(format!("α = {alpha}"), (8, y), ("sans-serif", 16)))
+                .map_err(|e| err(e.to_string()))?;
+        }
+        root.draw(&Text::new("input", (8, (top + CELL / 2) as i32), ("sans-serif", 16)))
+            .map_err(|e| err(e.to_string()))?;
+        Ok(())
+    })
+}

@@ -6,7 +6,7 @@
 
 pub mod charts;
 
-pub use charts::{curves_with_error, lengthscale_grid, traces, MeanCurve, StudyPanel};
+pub use charts::{activation_grid, curves_with_error, lengthscale_grid, traces, MeanCurve, StudyPanel};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,58 @@
+//! Fault injection on a real sweep (Adult, two α): a sweep whose writer stops after any single
+//! write resumes at its last finished network and ends with the audits of an uninterrupted one.
+
+use hedge_agnostic::sweep::{DataOptions, PreparedData, SweepAudit, SweepConfig, SweepDataset, METRICS_FILE};
+use hedge_agnostic::{ModelConfig, TrainConfig};
+use hedge_data::RunDirectory;
+
+/// Audits without the wall-clock seconds, which no rerun repeats.
+fn audits(dir: &std::path::Path) -> Vec<String> {
+    let dir = RunDirectory::open(dir).unwrap();
+    dir.read_json_lines::<SweepAudit>(METRICS_FILE)
+        .unwrap()
+        .into_iter()
+        .map(|a| match a {
+            SweepAudit::Tabular(mut t) => {
+                t.train_seconds = 0.0;
+                serde_json::to_string(&t).unwrap()
+            }
+            other => panic!("an Adult sweep logged {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
+    tch::set_num_threads(1);
+    let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let (data, description, model) =
+        PreparedData::build(SweepDataset::Adult, &DataOptions::default(), ModelConfig::default(), &data_dir).unwrap();
+    let config = SweepConfig {
+        alphas: vec![0.0, 1.0],
+        command: "test".into(),
+        data: description,
+        dataset: SweepDataset::Adult,
+        measured_agreement: None,
+        model,
+        probe_steps: 10,
+        repeats: 1,
+        threads: 1,
+        train: TrainConfig { steps: 30, ..Default::default() },
+    };
+    let root = tempfile::tempdir().unwrap();
+    let straight = config.run(&data, &root.path().join("straight"), false, |_| {}).unwrap();
+    let expected = audits(&root.path().join("straight"));
+    assert_eq!(expected.len(), 2);
+    // config, then per network a log line and a checkpoint (staged, manifest, rename), then
+    // summary and table.
+    let writes = 1 + 2 * 4 + 2;
+    for stop in 1..writes {
+        let path = root.path().join(format!("stopped-{stop}"));
+        let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+        let e = config.run_in(&dir, &data, |_| {}).unwrap_err().to_string();
+        assert!(e.contains("fault injection"), "stop {stop}: {e}");
+        let (_, summary) = SweepConfig::resume(&path, &data_dir, |_| {}).unwrap();
+        assert_eq!(audits(&path), expected, "stop {stop}");
+        assert_eq!(summary, straight, "stop {stop}: summary.json");
+    }
+}
