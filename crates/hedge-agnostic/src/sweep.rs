@@ -534,6 +534,9 @@ struct Column {
     read: fn(&SweepAudit) -> Option<f64>,
 }
 
+/// Runs per α where a condition holds: (summary key, condition).
+type Count = (&'static str, fn(&SweepAudit) -> bool);
+
 /// A curve of a figure: a column and its label.
 type Curve = (&'static str, &'static str);
 
@@ -549,7 +552,7 @@ struct Schema {
     /// the probes' majority-class rate.
     chance: Option<f64>,
     /// Runs per α where a condition holds: (summary key, condition).
-    counts: Vec<(&'static str, fn(&SweepAudit) -> bool)>,
+    counts: Vec<Count>,
 }
 
 macro_rules! field {
@@ -575,8 +578,7 @@ fn schema(dataset: SweepDataset) -> Schema {
         title: "MI bits (best probe)",
         read: |a| Some(a.probe_bits()),
     };
-    let mlp_at_chance: (&'static str, fn(&SweepAudit) -> bool) =
-        ("probe_mlp_at_chance_runs", |a| a.probes().1.at_chance);
+    let mlp_at_chance: Count = ("probe_mlp_at_chance_runs", |a| a.probes().1.at_chance);
     match dataset {
         SweepDataset::ContextMnist => {
             let mut columns = vec![
@@ -888,12 +890,12 @@ mod tests {
             let dir = RunDirectory::open(path).unwrap();
             let config: SweepConfig = dir.read_json(CONFIG_FILE).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE).unwrap();
-            assert!(audits.iter().all(|a| match (config.dataset, a) {
+            assert!(audits.iter().all(|a| matches!(
+                (config.dataset, a),
                 (SweepDataset::ContextMnist, SweepAudit::Context(_))
-                | (SweepDataset::MnistM, SweepAudit::Domain(_))
-                | (SweepDataset::Adult, SweepAudit::Tabular(_)) => true,
-                _ => false,
-            }));
+                    | (SweepDataset::MnistM, SweepAudit::Domain(_))
+                    | (SweepDataset::Adult, SweepAudit::Tabular(_))
+            )));
             let committed: SweepSummary = dir.read_json(SUMMARY_FILE).unwrap();
             let copy = tempfile::tempdir().unwrap();
             let scratch = RunDirectory::create(copy.path(), false).unwrap();
