@@ -1,10 +1,12 @@
 //! One short real training run of a D = 2 Gaussian HIB model on 2-digit MNIST, evaluated on
-//! `test_unseen` clean with 5,000 matching + 5,000 non-matching pairs (scikit-learn AP).
+//! `test_unseen` clean with 5,000 matching + 5,000 non-matching pairs (scikit-learn AP), the
+//! pairs and corrupt twins the CLI scores.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
+use hedge_embed::monitor::{CORRUPT_SEED, PAIR_SEED};
 use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, HibConfig, ModelKind, Trainer};
 use tch::Device;
 
@@ -28,11 +30,17 @@ fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
     let trained = started.elapsed().as_secs_f64();
 
     let set = embed_dataset(&trainer.net, &test, &Corruption::Clean, Device::Cpu, EmbedOptions::default()).unwrap();
-    let pairs = verification_pairs(&test.labels, 5000, 5000, 1).unwrap();
+    // The pairs and occlusions `hib train`'s verification.json and `hib eval` score.
+    let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED).unwrap();
     let ap = verification_ap(&trainer.net.matcher, &set, &pairs, 8, 0).unwrap();
-    let corrupt =
-        embed_dataset(&trainer.net, &test, &Corruption::Corrupt { seed: 1 }, Device::Cpu, EmbedOptions::default())
-            .unwrap();
+    let corrupt = embed_dataset(
+        &trainer.net,
+        &test,
+        &Corruption::Corrupt { seed: CORRUPT_SEED },
+        Device::Cpu,
+        EmbedOptions::default(),
+    )
+    .unwrap();
     let ap_corrupt = verification_ap(&trainer.net.matcher, &corrupt, &pairs, 8, 0).unwrap();
     let eta_clean = corrupt.eta.mean(tch::Kind::Float).double_value(&[]);
     let eta_clean_set = set.eta.mean(tch::Kind::Float).double_value(&[]);
