@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod domain;
 mod error;
+pub mod exp1;
 pub mod experiment;
 pub mod fairness;
 pub mod grl;

@@ -2,16 +2,14 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_agnostic::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
+use hedge_agnostic::exp1::Exp1Config;
 use hedge_agnostic::sweep::{
     parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, TABLE_FILE,
 };
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
-use hedge_data::{Backgrounds, ContextMnistConfig, ContextSet, Mnist};
-use rand::SeedableRng;
-use serde_json::json;
+use hedge_data::ContextMnistConfig;
 
 #[derive(Subcommand)]
 pub enum AgnosticCommand {
@@ -226,70 +224,26 @@ fn report(args: ReportArgs) -> Result<()> {
 
 fn exp1(args: Exp1Args) -> Result<()> {
     crate::set_threads(args.threads);
-    if args.every == 0 || args.steps == 0 {
-        bail!("--steps and --every must be ≥ 1");
-    }
-    let dir = hedge_data::data_dir()?;
-    let mnist = Mnist::load(&dir.join("mnist"))?;
-    let backgrounds = Backgrounds::load(&dir.join("bsds500"))?;
-    let data_config = ContextMnistConfig {
-        rho: args.rho,
-        target_train: args.target_train,
-        context_train: args.context_train,
-        test: args.test,
-        seed: args.seed,
-        ..Default::default()
+    let config = Exp1Config {
+        command: crate::command_line(),
+        context_test: Exp1Config::CONTEXT_TEST.into(),
+        data: ContextMnistConfig {
+            rho: args.rho,
+            target_train: args.target_train,
+            context_train: args.context_train,
+            test: args.test,
+            seed: args.seed,
+            ..Default::default()
+        },
+        every: args.every,
+        model: ModelConfig::default(),
+        threads: tch::get_num_threads(),
+        train: TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() },
     };
-    let data = data_config.build(&mnist, &backgrounds)?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.wrapping_add(7));
-    let context_test = ImageSet::new(&ContextSet::backgrounds_only(args.test, &backgrounds, &mut rng));
-    let tensors = ContextTensors::new(&data);
-    let model = ModelConfig::default();
-    let train = TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() };
-    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
-    let config_json = json!({ "command": crate::command_line(), "data": data_config,
-        "context_test": "backgrounds without a digit: half plain, half BSDS500 crops", "model": model, "train": train,
-        "every": args.every, "threads": tch::get_num_threads() });
-    hedge_data::write_atomic(&args.out.join("config.json"), serde_json::to_string_pretty(&config_json)?.as_bytes())?;
     let spinner = crate::runlog::runs_bar(2, "networks");
     spinner.set_message("target model, then context model");
-    let points = cross_domain(&tensors, &context_test, model, &train, args.every)?;
+    let (_, table) = config.run(&hedge_data::data_dir()?, &args.out, args.overwrite)?;
     spinner.finish_and_clear();
-    let mut log = crate::runlog::JsonLines::new(&args.out.join("metrics.jsonl"));
-    log.append(&points)?;
-    let last = |name: &str| points.iter().rev().find(|p| p.model == name).expect("both models evaluated");
-    let (t, c) = (last("target"), last("context"));
-    let md = format!(
-        "Experiment 1 on Context-MNIST (ρ = {}): two independent CNNs, final accuracies after {} steps.\n\n\
-         | model | target test (digit ≥ 5, IID) | context test (background, no digit) |\n|---|---|---|\n\
-         | trained on the target | {:.3} | {:.3} |\n| trained on the context | {:.3} | {:.3} |\n\n\
-         A target model that scores well above 0.5 on images without a digit has learned the background.\n\n\
-         Paper (animals / places): target model 0.92 / 0.79, context model 0.88 / 0.91.\n\nCommand: `{}`\n",
-        args.rho,
-        args.steps,
-        t.target_test,
-        t.context_test,
-        c.target_test,
-        c.context_test,
-        crate::command_line()
-    );
-    hedge_data::write_atomic(&args.out.join("table.md"), md.as_bytes())?;
-    let series = |name: &str, test: fn(&CrossDomainPoint) -> f64, label: &str| -> hedge_plot::MeanCurve {
-        let v = points.iter().filter(|p| p.model == name).map(|p| (p.step as f64, test(p), 0.0)).collect();
-        (label.to_string(), v)
-    };
-    hedge_plot::curves_with_error(
-        &args.out.join("cross_domain.png"),
-        &[
-            series("target", |p| p.target_test, "target model on the target test"),
-            series("target", |p| p.context_test, "target model on the context test"),
-            series("context", |p| p.context_test, "context model on the context test"),
-            series("context", |p| p.target_test, "context model on the target test"),
-        ],
-        "SGD step",
-        "accuracy",
-        "Experiment 1: each model on both test sets (Fig. 2 analogue)",
-    )?;
-    print!("{md}");
+    print!("{table}");
     Ok(())
 }
