@@ -71,7 +71,7 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
     Ok(config.with_batch(BatchComposition::Grouped).with_group_classes(classes).with_group_size(per_class))
 }
 
-/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`train_run`]) with a
+/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`crate::experiment::train_run_on`]) with a
 /// progress bar on a terminal, a log line every tenth of the run otherwise, and the watched
 /// sets and planning decisions logged.
 pub fn train_with_progress(
