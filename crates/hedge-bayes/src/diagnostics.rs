@@ -1,10 +1,10 @@
 //! MCMC diagnostics over several chains: split-R̂ and the effective sample size with Geyer's
 //! initial monotone sequence (Gelman et al., *Bayesian Data Analysis*, 3rd ed., §11.4–11.5).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Summary of one scalar quantity across chains.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainSummary {
     pub mean: f64,
     pub sd: f64,

@@ -21,6 +21,12 @@ pub enum BayesError {
     /// Too little data for the requested model.
     #[error("not enough data for {what}: {found} given, need at least {needed}")]
     NotEnoughData { what: String, found: usize, needed: usize },
+    /// A data file or run-directory error (the file named inside).
+    #[error(transparent)]
+    Data(#[from] hedge_data::DataError),
+    /// A figure that could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] hedge_plot::PlotError),
 }
 
 /// Result alias for this crate.

@@ -282,7 +282,11 @@ impl MultiStart {
                 },
             );
             tracing::info!(restart, objective = -m.value, iterations = m.iterations, stop = m.stop, "{}", self.what);
-            runs.push(OptimisationRun { log_marginal_likelihood: -m.value, iterations: m.iterations, stop: m.stop });
+            runs.push(OptimisationRun {
+                log_marginal_likelihood: -m.value,
+                iterations: m.iterations,
+                stop: m.stop.to_string(),
+            });
             if m.value.is_finite() && best.as_ref().is_none_or(|(v, _, _)| -m.value > *v) {
                 best = Some((-m.value, start, m.x));
             }
@@ -325,11 +329,12 @@ pub struct FitProgress {
 }
 
 /// One L-BFGS run of the hyper-parameter search.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OptimisationRun {
-    pub log_marginal_likelihood: f64,
     pub iterations: usize,
-    pub stop: &'static str,
+    pub log_marginal_likelihood: f64,
+    /// Why L-BFGS stopped ("relative tolerance", "iteration limit", …).
+    pub stop: String,
 }
 
 /// log p(y | X, θ) = −½ yᵀ(K + σ²I)⁻¹y − ½ log|K + σ²I| − n/2 log 2π and its gradient.

@@ -2,10 +2,12 @@
 //! normal–inverse-gamma), Bayesian probit regression (Laplace), exact and sparse (FITC, VFE)
 //! Gaussian-process regression, a Gibbs sampler for a normal model, and EM for spike-and-slab
 //! linear regression. Pure Rust: faer for linear algebra, rand for sampling, statrs for special
-//! functions.
+//! functions. The `hedge bayes` experiments (UCI GP fits, the lengthscale study, the Gibbs and
+//! spike-and-slab demos) are in [`experiment`].
 
 pub mod diagnostics;
 mod error;
+pub mod experiment;
 pub mod gibbs;
 pub mod gp;
 pub mod kernel;

@@ -181,7 +181,7 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
         Ok(start.elapsed().as_secs_f64() / args.evals.max(1) as f64)
     };
     if !args.exact_rows.is_empty() {
-        let (_, s) = crate::bayes::load_uci_split(&data_dir, "uci/kin8nm", 0)?;
+        let (_, s) = hedge_bayes::experiment::uci_split(&data_dir, "uci/kin8nm", 0)?;
         for &n in &args.exact_rows {
             let n = n.min(s.train_y.len());
             let x = s.train_x.as_ref().subrows(0, n);
@@ -204,7 +204,7 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
         }
     }
     if !args.inducing.is_empty() {
-        let (_, s) = crate::bayes::load_uci_split(&data_dir, "uci/protein-tertiary-structure", 0)?;
+        let (_, s) = hedge_bayes::experiment::uci_split(&data_dir, "uci/protein-tertiary-structure", 0)?;
         let n = s.train_y.len();
         for &m in &args.inducing {
             for method in [SparseMethod::Fitc, SparseMethod::Vfe] {

@@ -32,6 +32,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// atomically; others are left alone). Commands call this after every check and data load, so
 /// a bad argument never leaves an empty folder behind.
 pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
+    check_output_dir(out, overwrite)?;
+    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))
+}
+
+/// The refusal of [`prepare_output_dir`] without creating anything: commands that compute for
+/// minutes before writing call it first, so the work never ends in a refused folder.
+pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
     if let Ok(entries) = std::fs::read_dir(out) {
         let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
         if !names.is_empty() && !overwrite {
@@ -44,7 +51,7 @@ pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
             });
         }
     }
-    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))
+    Ok(())
 }
 
 #[cfg(test)]
