@@ -136,7 +136,8 @@ impl CnnLaplaceConfig {
                 found: format!("{:?}", labels.size()),
             });
         }
-        tch::manual_seed(self.seed as i64);
+        // Held for the whole fit: every minibatch is drawn from the generator.
+        let _generator = crate::torch_rng::seeded(self.seed);
         let vs = nn::VarStore::new(Device::Cpu);
         let root = vs.root();
         let (c1, c2) = self.channels;
@@ -279,7 +280,10 @@ impl FittedCnnLaplace {
     /// `samples` draws θ ~ N(MAP, H⁻¹), shape `[samples, classes, features + 1]`.
     pub fn sample_last_layer(&self, samples: i64) -> Tensor {
         let dim = self.mean.numel() as i64;
-        let z = Tensor::randn([dim, samples], (Kind::Double, Device::Cpu));
+        let z = {
+            let _generator = crate::torch_rng::lock();
+            Tensor::randn([dim, samples], (Kind::Double, Device::Cpu))
+        };
         // H = LLᵀ: x = L⁻ᵀz has covariance H⁻¹.
         let x = self.precision_factor.tr().linalg_solve_triangular(&z, true, true, false);
         x.tr().reshape([samples, self.classes, -1]) + self.mean.unsqueeze(0)
@@ -329,12 +333,14 @@ mod tests {
     /// and the projections are finite with the documented shape.
     #[test]
     fn laplace_last_layer_is_the_map_and_draws_match_its_covariance() {
-        tch::manual_seed(0);
         let n = 64;
         let labels = Tensor::arange(n, (Kind::Int64, Device::Cpu)).remainder(2);
         let base = labels.to_kind(Kind::Float).view([n, 1, 1, 1]) * 2.0 - 1.0;
-        let images =
-            base.expand([n, 1, 28, 28], false) + Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu)) * 0.5;
+        let noise = {
+            let _generator = crate::torch_rng::seeded(0);
+            Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu))
+        };
+        let images = base.expand([n, 1, 28, 28], false) + noise * 0.5;
         let config = CnnLaplaceConfig { steps: 60, channels: (4, 8), features: 8, ..Default::default() };
         let fitted = config.fit(&images, &labels, 2).unwrap();
         let phi = fitted.features(&images);
@@ -370,10 +376,12 @@ mod tests {
     /// agrees with the predictive: the projections' entries are never positive.
     #[test]
     fn projections_are_negative_kl_divergences() {
-        tch::manual_seed(1);
         let n = 32;
         let labels = Tensor::arange(n, (Kind::Int64, Device::Cpu)).remainder(3);
-        let images = Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu));
+        let images = {
+            let _generator = crate::torch_rng::seeded(1);
+            Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu))
+        };
         let config = CnnLaplaceConfig { steps: 20, channels: (2, 4), features: 4, ..Default::default() };
         let fitted = config.fit(&images, &labels, 3).unwrap();
         let phi = fitted.features(&images);

@@ -268,7 +268,6 @@ mod tests {
     /// reaches the budget, and 60 labels classify better than 6.
     #[test]
     fn loop_runs_to_budget_and_learns() {
-        tch::manual_seed(0);
         let n = 300;
         let labels: Vec<u8> = (0..n).map(|i| (i % 3) as u8).collect();
         let mut pixels = vec![0u8; n * 784];

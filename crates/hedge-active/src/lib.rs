@@ -3,6 +3,7 @@
 //! acquisitions. Builds on `hedge-bayes`.
 
 pub mod acquisition;
+pub mod bench;
 pub mod bivariate;
 pub mod classification;
 pub mod classification_loop;
@@ -13,6 +14,7 @@ pub mod frank_wolfe;
 pub mod neural_linear;
 pub mod pool;
 pub mod regression_loop;
+pub mod torch_rng;
 
 pub use error::{ActiveError, Result};
 pub use frank_wolfe::{frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};

@@ -96,7 +96,7 @@ impl NeuralLinearConfig {
                 found: format!("{} rows", x.nrows()),
             });
         }
-        tch::manual_seed(self.seed as i64);
+        let _generator = crate::torch_rng::seeded(self.seed);
         let vs = nn::VarStore::new(Device::Cpu);
         let root = vs.root();
         let mut body = nn::seq();

@@ -5,6 +5,7 @@
 //! functions. The `hedge bayes` experiments (UCI GP fits, the lengthscale study, the Gibbs and
 //! spike-and-slab demos) are in [`experiment`].
 
+pub mod bench;
 pub mod diagnostics;
 mod error;
 pub mod experiment;

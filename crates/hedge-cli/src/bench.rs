@@ -2,8 +2,12 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use hedge_embed::bench::{infer_images_per_s, train_images_per_s};
-use hedge_embed::{device_name, parse_device, HibConfig};
+use hedge_active::bench::AcsFwBench;
+use hedge_bayes::bench::GpBench;
+use hedge_data::NDigitSplit;
+use hedge_embed::bench::{throughput, RecipeBench};
+use hedge_embed::monitor::QuickMetric;
+use hedge_embed::{parse_device, HibConfig};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -134,243 +138,93 @@ pub fn run(command: BenchCommand) -> Result<()> {
     let device = parse_device(&args.device)?;
     let precision = hedge_embed::ConvPrecision::from(args.precision).resolve(device);
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
-    let infer_batch = 1000;
     // Both numbers are always measured, so one JSON object carries both keys.
     let (train_steps, infer_batches) =
         if train { (args.steps, args.steps / 4 + 1) } else { (args.steps / 4 + 1, args.steps) };
-    let train_ips = train_images_per_s(&config, device, args.warmup, train_steps, args.reuse)?;
-    let infer_ips = infer_images_per_s(&config, device, infer_batch, args.warmup.min(3), infer_batches)?;
-    let report = serde_json::json!({
-        "train_images_per_s": train_ips,
-        "train_pairs_per_s": train_ips / 2.0 * args.reuse.max(1) as f64,
-        "pairs_per_image_pair": args.reuse.max(1),
-        "infer_images_per_s": infer_ips,
-        "train_batch_images": 2 * config.batch_pairs,
-        "infer_batch_images": infer_batch,
-        "train_steps_timed": train_steps,
-        "infer_batches_timed": infer_batches,
-        "threads": tch::get_num_threads(),
-        "device": device_name(device),
-        "model": format!("gaussian D={} K={} on {}-digit MNIST, channels {:?}", config.dim, config.samples, config.digits, config.channels),
-        "conv_precision": precision,
-    });
+    let report = throughput(&config, device, args.warmup, train_steps, infer_batches, args.reuse)?;
+    let json = serde_json::to_string(&report)?;
     if args.json {
-        println!("{report}");
+        println!("{json}");
     } else {
         println!(
-            "train: {train_ips:.0} images/s (batch {} images)\ninfer: {infer_ips:.0} images/s (batch {infer_batch})\n{report}",
-            2 * config.batch_pairs
+            "train: {:.0} images/s (batch {} images)\ninfer: {:.0} images/s (batch {})\n{json}",
+            report.train_images_per_s, report.train_batch_images, report.infer_images_per_s, report.infer_batch_images
         );
     }
     Ok(())
 }
 
 fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
-    use hedge_bayes::gp::{log_marginal_likelihood, GpConfig};
-    use hedge_bayes::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
-    use std::time::Instant;
-
-    let data_dir = hedge_data::data_dir()?;
-    let mut rows = Vec::new();
-    let time_evals = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        f()?; // warm-up (allocations, thread pool)
-        let start = Instant::now();
-        for _ in 0..args.evals.max(1) {
-            f()?;
-        }
-        Ok(start.elapsed().as_secs_f64() / args.evals.max(1) as f64)
+    let bench = GpBench {
+        exact_rows: args.exact_rows,
+        inducing: args.inducing,
+        evals: args.evals,
+        fit: args.fit,
+        max_iters: args.max_iters,
     };
-    if !args.exact_rows.is_empty() {
-        let (_, s) = hedge_bayes::experiment::uci_split(&data_dir, "uci/kin8nm", 0)?;
-        for &n in &args.exact_rows {
-            let n = n.min(s.train_y.len());
-            let x = s.train_x.as_ref().subrows(0, n);
-            let y = &s.train_y[..n];
-            let config = GpConfig::default().with_restarts(0).with_max_iters(args.max_iters);
-            let h = config.initial(x.ncols());
-            let eval_s = time_evals(&mut || {
-                log_marginal_likelihood(x, y, &h)?;
-                Ok(())
-            })?;
-            let (fit_s, iterations) = if args.fit {
-                let start = Instant::now();
-                let fitted = config.fit(x, y)?;
-                (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
-            } else {
-                (None, None)
-            };
-            rows.push(serde_json::json!({"model": "exact", "dataset": "kin8nm", "rows": n, "inducing": null,
-                "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}));
-        }
-    }
-    if !args.inducing.is_empty() {
-        let (_, s) = hedge_bayes::experiment::uci_split(&data_dir, "uci/protein-tertiary-structure", 0)?;
-        let n = s.train_y.len();
-        for &m in &args.inducing {
-            for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
-                let config = SparseGpConfig::default()
-                    .with_inducing(m)
-                    .with_method(method)
-                    .with_gp(GpConfig::default().with_restarts(0).with_max_iters(args.max_iters));
-                let h = config.gp.initial(s.train_x.ncols());
-                let z = s.train_x.as_ref().subrows(0, m).to_owned();
-                let eval_s = time_evals(&mut || {
-                    sparse_objective(s.train_x.as_ref(), &s.train_y, z.as_ref(), &h, method, config.jitter)?;
-                    Ok(())
-                })?;
-                let (fit_s, iterations) = if args.fit {
-                    let start = Instant::now();
-                    let fitted = config.fit(s.train_x.as_ref(), &s.train_y)?;
-                    (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
-                } else {
-                    (None, None)
-                };
-                let name = match method {
-                    SparseMethod::Fitc => "fitc",
-                    SparseMethod::Vfe => "vfe",
-                };
-                rows.push(
-                    serde_json::json!({"model": name, "dataset": "protein-tertiary-structure", "rows": n, "inducing": m,
-                    "seconds_per_evaluation": eval_s, "fit_seconds": fit_s, "iterations": iterations}),
-                );
-            }
-        }
-    }
-    let report = serde_json::json!({ "cases": rows, "threads": rayon_threads(), "evals": args.evals });
+    let report = bench.run(&hedge_data::data_dir()?)?;
     if args.json {
-        println!("{report}");
+        println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     println!("| model | data | rows | M | s / evaluation (value + gradient) | fit s | iterations |");
     println!("|---|---|---|---|---|---|---|");
-    for r in report["cases"].as_array().into_iter().flatten() {
-        let opt = |v: &serde_json::Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.2}"));
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+    for r in &report.cases {
         println!(
             "| {} | {} | {} | {} | {:.3} | {} | {} |",
-            r["model"].as_str().unwrap_or_default(),
-            r["dataset"].as_str().unwrap_or_default(),
-            r["rows"],
-            r["inducing"].as_u64().map_or("-".to_string(), |m| m.to_string()),
-            r["seconds_per_evaluation"].as_f64().unwrap_or(f64::NAN),
-            opt(&r["fit_seconds"]),
-            r["iterations"].as_u64().map_or("-".to_string(), |m| m.to_string()),
+            r.model,
+            r.dataset,
+            r.rows,
+            or_dash(r.inducing.map(|m| m.to_string())),
+            r.seconds_per_evaluation,
+            or_dash(r.fit_seconds.map(|s| format!("{s:.2}"))),
+            or_dash(r.iterations.map(|i| i.to_string())),
         );
     }
     Ok(())
-}
-
-/// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean
-/// plus per-point noise of varying scale (so the norms σ_n differ), fixed seed.
-fn synthetic_projections(n: usize, j: usize, seed: u64) -> faer::Mat<f64> {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let scales: Vec<f64> = (0..n).map(|_| 0.2 + rng.random::<f64>() * 2.0).collect();
-    faer::Mat::from_fn(n, j, |i, _| scales[i] * (0.5 + rng.sample::<f64, _>(rand_distr::StandardNormal)))
 }
 
 fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
-    use hedge_active::frank_wolfe::{frank_wolfe, Projections};
-    use hedge_data::{NpyArray, NpyData};
-    use std::time::Instant;
-
-    if args.projections.contains(&0) || args.batch.contains(&0) || args.pool.contains(&0) {
-        anyhow::bail!("--pool, --projections and --batch must all be ≥ 1");
-    }
-    if let Some(dir) = &args.export {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let mut rows = Vec::new();
-    for &n in &args.pool {
-        for &j in &args.projections {
-            let pool = Projections(synthetic_projections(n, j, (n * 1000 + j) as u64));
-            let flat: Vec<f64> =
-                (0..n).flat_map(|i| (0..j).map(move |k| (i, k))).map(|(i, k)| pool.0[(i, k)]).collect();
-            let mut arrays = vec![("vectors".to_string(), NpyArray::new(vec![n, j], NpyData::F64(flat)))];
-            for &b in &args.batch {
-                let warm = frank_wolfe(&pool, b, false)?;
-                let start = Instant::now();
-                for _ in 0..args.repeats.max(1) {
-                    std::hint::black_box(frank_wolfe(&pool, b, false)?);
-                }
-                let seconds = start.elapsed().as_secs_f64() / args.repeats.max(1) as f64;
-                rows.push(serde_json::json!({"pool": n, "projections": j, "iterations": b,
-                    "iterations_run": warm.picks.len(), "seconds_per_batch": seconds, "batch_points": warm.indices.len()}));
-                arrays.push((
-                    format!("picks_{b}"),
-                    NpyArray::new(vec![warm.picks.len()], NpyData::I64(warm.picks.iter().map(|&f| f as i64).collect())),
-                ));
-            }
-            if let Some(dir) = &args.export {
-                let named: Vec<(&str, NpyArray)> = arrays.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-                hedge_data::write_npz(&dir.join(format!("pool_{n}_{j}.npz")), &named)?;
-            }
-        }
-    }
-    let report = serde_json::json!({ "cases": rows, "threads": rayon_threads(), "repeats": args.repeats });
-    if let Some(dir) = &args.export {
-        hedge_data::write_atomic(&dir.join("rust.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
-    }
+    let bench = AcsFwBench { pool: args.pool, projections: args.projections, batch: args.batch, repeats: args.repeats };
+    let report = bench.run(args.export.as_deref())?;
     if args.json {
-        println!("{report}");
+        println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
     println!("| pool N | J | iterations b | iterations run | batch points | ms / batch |\n|---|---|---|---|---|---|");
-    for r in &rows {
+    for r in &report.cases {
         println!(
             "| {} | {} | {} | {} | {} | {:.3} |",
-            r["pool"],
-            r["projections"],
-            r["iterations"],
-            r["iterations_run"],
-            r["batch_points"],
-            r["seconds_per_batch"].as_f64().unwrap_or(f64::NAN) * 1e3
+            r.pool,
+            r.projections,
+            r.iterations,
+            r.iterations_run,
+            r.batch_points,
+            r.seconds_per_batch * 1e3
         );
     }
     Ok(())
 }
 
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
-    use hedge_data::NDigitSplit;
-    use hedge_embed::experiment::{paper_column, train_run, TrainPlan};
-    use hedge_embed::monitor::{QualityTarget, QuickMetric};
     crate::set_threads(args.threads);
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
-    let mut config: HibConfig = toml::from_str(&text)
+    let recipe: HibConfig = toml::from_str(&text)
         .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
-    config = config.with_digits(2).with_dim(2).with_steps(hedge_embed::run_eval::PLANNED_STEPS_PLACEHOLDER);
-    config.check()?;
-    let metric = match args.metric.as_str() {
-        "ap-clean" => QuickMetric::ApClean,
-        "ap-corrupt" => QuickMetric::ApCorrupt,
-        "knn-clean" => QuickMetric::KnnClean,
-        "knn-corrupt" => QuickMetric::KnnCorrupt,
-        other => anyhow::bail!("--metric '{other}': use ap-clean, ap-corrupt, knn-clean or knn-corrupt"),
-    };
-    let split = NDigitSplit::parse(&args.split)?;
-    if split == NDigitSplit::Train {
-        anyhow::bail!("--split train: the benchmark measures test_seen or test_unseen");
-    }
-    let column = paper_column(&config).context("the paper reports point, MoG-1 and MoG-2 only")?;
-    let paper = hedge_embed::paper::table1(2, 2).and_then(|t| t.model(column).copied()).context("paper table")?;
-    let target = metric.paper_value(&paper);
-    let device = tch::Device::Cpu;
-    config.conv_precision = config.conv_precision.resolve(device);
-    let plan = TrainPlan {
-        budget_minutes: Some(args.budget_minutes),
+    let bench = RecipeBench {
+        recipe,
+        metric: QuickMetric::parse(&args.metric)?,
+        split: NDigitSplit::parse(&args.split)?,
+        budget_minutes: args.budget_minutes,
         watch_every: args.watch_every,
-        watch_splits: vec![split],
-        target: Some(QualityTarget { set: split.name().into(), metric, value: target }),
-        ..Default::default()
     };
-    let run = hedge_embed::new_run(&args.out, false, &config, &plan, device, &crate::command_line())?;
-    let trainer = train_run(&run, &config, device, false, &plan, |e| {
+    let split = bench.split.name();
+    let metric = bench.metric;
+    let report = bench.run(&args.out, &args.config.display().to_string(), &crate::command_line(), |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
-            if let Some(q) = r.sets.get(split.name()) {
+            if let Some(q) = r.sets.get(split) {
                 tracing::info!(
                     "{:.1} min, step {}: {} {:.4}",
                     r.train_seconds / 60.0,
@@ -381,45 +235,29 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
             }
         }
     })?;
-    let records: Vec<hedge_embed::MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
-    let r =
-        hedge_embed::monitor::first_reaching(&records, split.name(), metric, target).context("no evaluation ran")?;
-    let report = serde_json::json!({
-        "model": column,
-        "split": split.name(),
-        "metric": metric.label(),
-        "paper": target,
-        "reached": r.reached_at_seconds.is_some(),
-        "minutes_to_paper": r.reached_at_seconds.map(|s| s / 60.0),
-        "step": r.reached_at_step,
-        "best": r.best,
-        "best_at_minutes": r.best_at_seconds / 60.0,
-        "trained_minutes": trainer.seconds() / 60.0,
-        "threads": tch::get_num_threads(),
-        "config": args.config.display().to_string(),
-    });
     if args.json {
-        println!("{report}");
-    } else {
-        match r.reached_at_seconds {
-            Some(s) => println!(
-                "{} reached the paper's {} = {target:.3} on {} after {:.1} minutes of training (step {})",
-                column,
-                metric.label(),
-                split.name(),
-                s / 60.0,
-                r.reached_at_step.unwrap_or(0)
-            ),
-            None => println!(
-                "{} did not reach the paper's {} = {target:.3} on {} within {} minutes; best {:.4} at {:.1} minutes",
-                column,
-                metric.label(),
-                split.name(),
-                args.budget_minutes,
-                r.best,
-                r.best_at_seconds / 60.0
-            ),
-        }
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    match report.minutes_to_paper {
+        Some(m) => println!(
+            "{} reached the paper's {} = {:.3} on {} after {m:.1} minutes of training (step {})",
+            report.model,
+            report.metric,
+            report.paper,
+            report.split,
+            report.step.unwrap_or(0)
+        ),
+        None => println!(
+            "{} did not reach the paper's {} = {:.3} on {} within {} minutes; best {:.4} at {:.1} minutes",
+            report.model,
+            report.metric,
+            report.paper,
+            report.split,
+            args.budget_minutes,
+            report.best,
+            report.best_at_minutes
+        ),
     }
     Ok(())
 }

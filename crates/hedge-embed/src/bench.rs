@@ -1,15 +1,23 @@
-//! Throughput of the default network: training steps and inference, in images per second.
+//! Benchmarks of HIB: throughput of the default network (training steps and inference, in
+//! images per second) and the recipe benchmark (minutes of training until a recipe reaches the
+//! paper's N = 2, D = 2 Table 1 value).
 
+use std::path::Path;
 use std::time::Instant;
 
+use hedge_data::NDigitSplit;
+use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::config::HibConfig;
+use crate::config::{ConvPrecision, HibConfig};
 use crate::distribution::Embedding;
+use crate::experiment::{paper_column, train_run, TrainPlan};
 use crate::loss::vib_loss;
+use crate::monitor::{first_reaching, MonitorRecord, QualityTarget, QuickMetric};
 use crate::optim::Adam;
 use crate::train::build_model;
-use crate::Result;
+use crate::train::TrainEvent;
+use crate::{EmbedError, Result};
 
 /// Steady-state training throughput in images/s: forward of `2 · batch_pairs` images, the VIB
 /// loss with K samples, backward and an Adam step, timed over `steps` steps after `warmup`
@@ -83,4 +91,140 @@ pub fn infer_images_per_s(
         run();
     }
     Ok((batch * batches) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// What `hedge bench train|embed` prints (fields in the order of its JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputReport {
+    pub conv_precision: ConvPrecision,
+    pub device: String,
+    pub infer_batch_images: usize,
+    pub infer_batches_timed: usize,
+    pub infer_images_per_s: f64,
+    pub model: String,
+    /// Pairs scored per pair of embedded images (1: the paper's independent pairs).
+    pub pairs_per_image_pair: usize,
+    pub threads: i32,
+    pub train_batch_images: usize,
+    pub train_images_per_s: f64,
+    pub train_pairs_per_s: f64,
+    pub train_steps_timed: usize,
+}
+
+/// Training and inference throughput of `config`'s network on `device` (inference in batches
+/// of 1,000 images).
+pub fn throughput(
+    config: &HibConfig,
+    device: Device,
+    warmup: usize,
+    train_steps: usize,
+    infer_batches: usize,
+    reuse: usize,
+) -> Result<ThroughputReport> {
+    let infer_batch = 1000;
+    let train_ips = train_images_per_s(config, device, warmup, train_steps, reuse)?;
+    let infer_ips = infer_images_per_s(config, device, infer_batch, warmup.min(3), infer_batches)?;
+    Ok(ThroughputReport {
+        conv_precision: config.conv_precision,
+        device: crate::device_name(device),
+        infer_batch_images: infer_batch,
+        infer_batches_timed: infer_batches,
+        infer_images_per_s: infer_ips,
+        model: format!(
+            "gaussian D={} K={} on {}-digit MNIST, channels {:?}",
+            config.dim, config.samples, config.digits, config.channels
+        ),
+        pairs_per_image_pair: reuse.max(1),
+        threads: tch::get_num_threads(),
+        train_batch_images: 2 * config.batch_pairs,
+        train_images_per_s: train_ips,
+        train_pairs_per_s: train_ips / 2.0 * reuse.max(1) as f64,
+        train_steps_timed: train_steps,
+    })
+}
+
+/// The recipe benchmark: train `recipe` (as N = 2, D = 2) on the CPU, evaluate `split` every
+/// `watch_every` steps, stop when `metric` reaches the paper's value for the recipe's column
+/// or after `budget_minutes` of training.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecipeBench {
+    pub recipe: HibConfig,
+    pub metric: QuickMetric,
+    pub split: NDigitSplit,
+    pub budget_minutes: f64,
+    pub watch_every: usize,
+}
+
+/// What the recipe benchmark measured (fields in the order of its JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecipeBenchReport {
+    /// The best value reached, and when.
+    pub best: f64,
+    pub best_at_minutes: f64,
+    /// Where the recipe came from.
+    pub config: String,
+    pub metric: String,
+    /// Training minutes until the paper's value (`None`: not within the budget).
+    pub minutes_to_paper: Option<f64>,
+    /// The paper's column: point, mog1 or mog2.
+    pub model: String,
+    pub paper: f64,
+    pub reached: bool,
+    pub split: String,
+    pub step: Option<usize>,
+    pub threads: i32,
+    pub trained_minutes: f64,
+}
+
+impl RecipeBench {
+    /// Runs the benchmark into a new run directory `out` (its `monitor.jsonl` is the curve);
+    /// `source` names the recipe in the report, `on_event` sees the training.
+    pub fn run(
+        &self,
+        out: &Path,
+        source: &str,
+        command: &str,
+        on_event: impl FnMut(TrainEvent),
+    ) -> Result<RecipeBenchReport> {
+        if self.split == NDigitSplit::Train {
+            return Err(EmbedError::config("split", "train: the benchmark measures test_seen or test_unseen"));
+        }
+        let device = Device::Cpu;
+        let mut config =
+            self.recipe.clone().with_digits(2).with_dim(2).with_steps(crate::run_eval::PLANNED_STEPS_PLACEHOLDER);
+        config.conv_precision = config.conv_precision.resolve(device);
+        config.check()?;
+        let column = paper_column(&config)
+            .ok_or_else(|| EmbedError::config("model", "the paper reports point, MoG-1 and MoG-2 only"))?;
+        let paper = crate::paper::table1(2, 2)
+            .and_then(|t| t.model(column).copied())
+            .ok_or_else(|| EmbedError::config("model", format!("no paper column {column}")))?;
+        let target = self.metric.paper_value(&paper);
+        let plan = TrainPlan {
+            budget_minutes: Some(self.budget_minutes),
+            watch_every: self.watch_every,
+            watch_splits: vec![self.split],
+            target: Some(QualityTarget { set: self.split.name().into(), metric: self.metric, value: target }),
+            ..Default::default()
+        };
+        let run = crate::run_eval::new_run(out, false, &config, &plan, device, command)?;
+        let trainer = train_run(&run, &config, device, false, &plan, on_event)?;
+        let records: Vec<MonitorRecord> = run.read_json_lines(crate::run::MONITOR_FILE)?;
+        let r = first_reaching(&records, self.split.name(), self.metric, target)
+            .ok_or_else(|| EmbedError::config("watch_every", "no evaluation ran; lower --watch-every"))?;
+        Ok(RecipeBenchReport {
+            best: r.best,
+            best_at_minutes: r.best_at_seconds / 60.0,
+            config: source.to_string(),
+            metric: self.metric.label().to_string(),
+            minutes_to_paper: r.reached_at_seconds.map(|s| s / 60.0),
+            model: column.to_string(),
+            paper: target,
+            reached: r.reached_at_seconds.is_some(),
+            split: self.split.name().to_string(),
+            step: r.reached_at_step,
+            threads: tch::get_num_threads(),
+            trained_minutes: trainer.seconds() / 60.0,
+        })
+    }
 }

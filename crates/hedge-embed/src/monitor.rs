@@ -125,6 +125,20 @@ impl QuickMetric {
     pub const ALL: [QuickMetric; 4] =
         [QuickMetric::ApClean, QuickMetric::ApCorrupt, QuickMetric::KnnClean, QuickMetric::KnnCorrupt];
 
+    /// From its command-line name: `ap-clean`, `ap-corrupt`, `knn-clean` or `knn-corrupt`.
+    pub fn parse(name: &str) -> crate::Result<Self> {
+        match name {
+            "ap-clean" => Ok(QuickMetric::ApClean),
+            "ap-corrupt" => Ok(QuickMetric::ApCorrupt),
+            "knn-clean" => Ok(QuickMetric::KnnClean),
+            "knn-corrupt" => Ok(QuickMetric::KnnCorrupt),
+            other => Err(crate::EmbedError::config(
+                "metric",
+                format!("'{other}': use ap-clean, ap-corrupt, knn-clean or knn-corrupt"),
+            )),
+        }
+    }
+
     pub fn of(self, q: &QuickEval) -> f64 {
         match self {
             QuickMetric::ApClean => q.ap_clean,

@@ -1,0 +1,126 @@
+//! `hedge bench bayes`: seconds per GP objective-and-gradient evaluation (and per complete fit):
+//! the exact GP on kin8nm rows, FITC and VFE on protein (45,730 rows).
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::experiment::uci_split;
+use crate::gp::{log_marginal_likelihood, GpConfig};
+use crate::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
+
+/// What to time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpBench {
+    /// Training rows for the exact GP (the first rows of kin8nm split 0).
+    pub exact_rows: Vec<usize>,
+    /// Pseudo-inputs for FITC and VFE on protein split 0.
+    pub inducing: Vec<usize>,
+    /// Timed objective-and-gradient evaluations per case (after one untimed).
+    pub evals: usize,
+    /// Also time complete fits (L-BFGS to convergence, no restarts).
+    pub fit: bool,
+    pub max_iters: usize,
+}
+
+/// One timed case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpBenchCase {
+    pub dataset: String,
+    pub fit_seconds: Option<f64>,
+    /// Pseudo-inputs (sparse GPs only).
+    pub inducing: Option<usize>,
+    /// L-BFGS iterations of the timed fit.
+    pub iterations: Option<usize>,
+    /// `exact`, `fitc` or `vfe`.
+    pub model: String,
+    pub rows: usize,
+    pub seconds_per_evaluation: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpBenchReport {
+    pub cases: Vec<GpBenchCase>,
+    pub evals: usize,
+    pub threads: usize,
+}
+
+impl GpBench {
+    /// Times every case on the UCI sets under `data_dir`.
+    pub fn run(&self, data_dir: &Path) -> Result<GpBenchReport> {
+        let evals = self.evals.max(1);
+        let time_evals = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+            f()?; // warm-up (allocations, thread pool)
+            let start = Instant::now();
+            for _ in 0..evals {
+                f()?;
+            }
+            Ok(start.elapsed().as_secs_f64() / evals as f64)
+        };
+        let mut cases = Vec::new();
+        if !self.exact_rows.is_empty() {
+            let (_, s) = uci_split(data_dir, "uci/kin8nm", 0)?;
+            for &n in &self.exact_rows {
+                let n = n.min(s.train_y.len());
+                let x = s.train_x.as_ref().subrows(0, n);
+                let y = &s.train_y[..n];
+                let config = GpConfig::default().with_restarts(0).with_max_iters(self.max_iters);
+                let h = config.initial(x.ncols());
+                let seconds_per_evaluation = time_evals(&mut || log_marginal_likelihood(x, y, &h).map(|_| ()))?;
+                let (fit_seconds, iterations) = if self.fit {
+                    let start = Instant::now();
+                    let fitted = config.fit(x, y)?;
+                    (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
+                } else {
+                    (None, None)
+                };
+                cases.push(GpBenchCase {
+                    dataset: "kin8nm".into(),
+                    fit_seconds,
+                    inducing: None,
+                    iterations,
+                    model: "exact".into(),
+                    rows: n,
+                    seconds_per_evaluation,
+                });
+            }
+        }
+        if !self.inducing.is_empty() {
+            let (_, s) = uci_split(data_dir, "uci/protein-tertiary-structure", 0)?;
+            for &m in &self.inducing {
+                for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
+                    let config = SparseGpConfig::default()
+                        .with_inducing(m)
+                        .with_method(method)
+                        .with_gp(GpConfig::default().with_restarts(0).with_max_iters(self.max_iters));
+                    let h = config.gp.initial(s.train_x.ncols());
+                    let z = s.train_x.as_ref().subrows(0, m.min(s.train_y.len())).to_owned();
+                    let seconds_per_evaluation = time_evals(&mut || {
+                        sparse_objective(s.train_x.as_ref(), &s.train_y, z.as_ref(), &h, method, config.jitter)
+                            .map(|_| ())
+                    })?;
+                    let (fit_seconds, iterations) = if self.fit {
+                        let start = Instant::now();
+                        let fitted = config.fit(s.train_x.as_ref(), &s.train_y)?;
+                        (Some(start.elapsed().as_secs_f64()), fitted.runs.first().map(|r| r.iterations))
+                    } else {
+                        (None, None)
+                    };
+                    cases.push(GpBenchCase {
+                        dataset: "protein-tertiary-structure".into(),
+                        fit_seconds,
+                        inducing: Some(m),
+                        iterations,
+                        model: if method == SparseMethod::Fitc { "fitc" } else { "vfe" }.into(),
+                        rows: s.train_y.len(),
+                        seconds_per_evaluation,
+                    });
+                }
+            }
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(GpBenchReport { cases, evals, threads })
+    }
+}
