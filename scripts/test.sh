@@ -19,6 +19,8 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
 fi
 cargo fmt --all --check
 cargo clippy --release --workspace --all-targets -- -D warnings
+# The ACS-FW core builds without libtorch (hedge-active without its default `torch` feature).
+cargo clippy --release -p hedge-active --no-default-features --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # --show-output prints what passing tests report (the short training prints its AP).
 exec cargo test --release --workspace -- --show-output

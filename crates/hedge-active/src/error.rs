@@ -19,6 +19,7 @@ pub enum ActiveError {
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
     /// An error from libtorch.
+    #[cfg(feature = "torch")]
     #[error(transparent)]
     Torch(#[from] tch::TchError),
 }

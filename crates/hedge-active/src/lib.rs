@@ -5,15 +5,21 @@
 pub mod acquisition;
 pub mod bench;
 pub mod bivariate;
+#[cfg(feature = "torch")]
 pub mod classification;
+#[cfg(feature = "torch")]
 pub mod classification_loop;
 mod error;
+#[cfg(feature = "torch")]
 pub mod experiment;
 pub mod fisher;
 pub mod frank_wolfe;
+#[cfg(feature = "torch")]
 pub mod neural_linear;
 pub mod pool;
+#[cfg(feature = "torch")]
 pub mod regression_loop;
+#[cfg(feature = "torch")]
 pub mod torch_rng;
 
 pub use error::{ActiveError, Result};

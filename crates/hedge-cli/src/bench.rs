@@ -72,6 +72,10 @@ pub struct AcsFwBenchArgs {
     /// Directory for pool_N_J.npz (vectors, picks_b) and rust.json.
     #[arg(long)]
     export: Option<std::path::PathBuf>,
+    /// Replace what an earlier export wrote in --export (without it, a folder holding files is
+    /// refused).
+    #[arg(long, requires = "export")]
+    overwrite: bool,
     /// Print one JSON object only.
     #[arg(long)]
     json: bool,
@@ -187,6 +191,9 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
 
 fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
     let bench = AcsFwBench { pool: args.pool, projections: args.projections, batch: args.batch, repeats: args.repeats };
+    if let Some(dir) = &args.export {
+        hedge_data::atomic::check_output_dir(dir, args.overwrite)?;
+    }
     let report = bench.run(args.export.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

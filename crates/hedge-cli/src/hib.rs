@@ -43,6 +43,9 @@ pub struct TimeToQualityArgs {
     /// Output Markdown file; the plots go beside it (`<stem>_<metric>.png`).
     #[arg(long)]
     out: PathBuf,
+    /// Replace --out (and its plots) when it exists.
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -300,6 +303,9 @@ pub struct EmbedArgs {
     /// Output .npz file.
     #[arg(long)]
     out: PathBuf,
+    /// Replace --out when it exists.
+    #[arg(long)]
+    overwrite: bool,
     /// Monte-Carlo samples per input for eta.
     #[arg(long, default_value_t = 8)]
     samples: i64,
@@ -326,7 +332,7 @@ pub fn run(command: HibCommand) -> Result<()> {
 }
 
 fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
-    check_output_path(&args.out)?;
+    check_output_path(&args.out, args.overwrite)?;
     let runs: Vec<(String, PathBuf)> = args
         .runs
         .iter()
@@ -507,7 +513,7 @@ fn embed(args: EmbedArgs) -> Result<()> {
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
     let split = NDigitSplit::parse(&args.split)?;
-    check_output_path(&args.out)?;
+    check_output_path(&args.out, args.overwrite)?;
     let corrupt = matches!(args.variant, Variant::Corrupt);
     let set = embed_run(&run, split, corrupt, args.samples, device)?;
     set.write_npz(&args.out)?;
@@ -522,12 +528,16 @@ fn embed(args: EmbedArgs) -> Result<()> {
     Ok(())
 }
 
-/// The folder of an output file must exist; the file itself is replaced atomically.
-fn check_output_path(path: &Path) -> Result<()> {
+/// The folder of an output file must exist, and the file must not, unless `overwrite` (then it
+/// is replaced atomically).
+fn check_output_path(path: &Path, overwrite: bool) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
             bail!("the folder of --out '{}' does not exist; create it first", path.display());
         }
+    }
+    if path.exists() && !overwrite {
+        bail!("--out '{}' already exists; choose another name, or pass --overwrite to replace it", path.display());
     }
     Ok(())
 }
