@@ -3,9 +3,9 @@
 /// Errors from acquisition functions and the active-learning loop.
 #[derive(Debug, thiserror::Error)]
 pub enum ActiveError {
-    /// A setting outside its valid range.
-    #[error("invalid setting '{name}' = {value}: {what}")]
-    InvalidSetting { name: &'static str, value: String, what: String },
+    /// A setting outside its valid range (every crate of hedge names this variant the same).
+    #[error("invalid setting '{field}' = {value}: {reason}")]
+    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -27,6 +27,6 @@ pub enum ActiveError {
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, ActiveError>;
 
-pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> ActiveError {
-    ActiveError::InvalidSetting { name, value: value.to_string(), what: what.into() }
+pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> ActiveError {
+    ActiveError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
 }

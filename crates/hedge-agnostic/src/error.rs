@@ -3,9 +3,9 @@
 /// Errors from models, training and the audit.
 #[derive(Debug, thiserror::Error)]
 pub enum AgnosticError {
-    /// A setting outside its valid range.
-    #[error("invalid setting '{name}' = {value}: {what}")]
-    InvalidSetting { name: &'static str, value: String, what: String },
+    /// A setting outside its valid range (every crate of hedge names this variant the same).
+    #[error("invalid setting '{field}' = {value}: {reason}")]
+    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -18,6 +18,9 @@ pub enum AgnosticError {
     /// An error from the data layer.
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// An error from libtorch.
+    #[error(transparent)]
+    Torch(#[from] tch::TchError),
     /// A figure that could not be drawn.
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
@@ -26,6 +29,6 @@ pub enum AgnosticError {
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, AgnosticError>;
 
-pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> AgnosticError {
-    AgnosticError::InvalidSetting { name, value: value.to_string(), what: what.into() }
+pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> AgnosticError {
+    AgnosticError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
 }

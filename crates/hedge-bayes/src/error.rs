@@ -3,9 +3,10 @@
 /// Errors from fitting and evaluating Bayesian models.
 #[derive(Debug, thiserror::Error)]
 pub enum BayesError {
-    /// A hyper-parameter outside its valid range (caught by `check()` before any work is done).
-    #[error("invalid hyper-parameter '{name}' = {value}: {what}")]
-    InvalidHyperParameter { name: &'static str, value: String, what: String },
+    /// A hyper-parameter outside its valid range (caught by `check()` before any work is done;
+    /// every crate of hedge names this variant the same).
+    #[error("invalid hyper-parameter '{field}' = {value}: {reason}")]
+    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -32,8 +33,8 @@ pub enum BayesError {
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, BayesError>;
 
-pub(crate) fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> BayesError {
-    BayesError::InvalidHyperParameter { name, value: value.to_string(), what: what.into() }
+pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> BayesError {
+    BayesError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
 }
 
 /// Fails unless `v` is a finite number > 0.

@@ -14,17 +14,13 @@ use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::ChainSummary;
-use crate::error::{BayesError, Result};
+use crate::error::{invalid, Result};
 use crate::gibbs::{normal_gamma_posterior, GibbsConfig, MeanPrior};
 use crate::gp::{fit_with, FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Prediction};
 use crate::kernel::{KernelKind, RbfKernel};
 use crate::linalg::Cholesky;
 use crate::sparse::{SparseGpConfig, SparseMethod};
 use crate::spike_slab::SpikeSlabConfig;
-
-fn invalid(name: &'static str, value: impl std::fmt::Display, what: impl Into<String>) -> BayesError {
-    BayesError::InvalidHyperParameter { name, value: value.to_string(), what: what.into() }
-}
 
 /// Inputs standardised with the training split's mean and standard deviation.
 pub struct Standardised {

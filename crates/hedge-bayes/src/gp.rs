@@ -115,7 +115,7 @@ impl GpConfig {
     /// Validates the hyper-parameters.
     ///
     /// # Errors
-    /// [`BayesError::InvalidHyperParameter`] naming the first bad field.
+    /// [`BayesError::InvalidConfig`] naming the first bad field.
     pub fn check(&self) -> Result<()> {
         check_positive("signal_variance", self.signal_variance)?;
         check_positive("lengthscale", self.lengthscale)?;
