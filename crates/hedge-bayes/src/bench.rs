@@ -124,3 +124,26 @@ impl GpBench {
         Ok(GpBenchReport { cases, evals, threads })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One small case of each kind on the real sets: every time is positive, the fits ran, and
+    /// the report reads back.
+    #[test]
+    fn small_exact_and_sparse_cases_are_timed() {
+        let dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+        let bench = GpBench { exact_rows: vec![100], inducing: vec![8], evals: 1, fit: true, max_iters: 3 };
+        let report = bench.run(&dir).unwrap();
+        let models: Vec<&str> = report.cases.iter().map(|c| c.model.as_str()).collect();
+        assert_eq!(models, vec!["exact", "fitc", "vfe"]);
+        assert_eq!((report.cases[0].rows, report.cases[1].inducing), (100, Some(8)));
+        for c in &report.cases {
+            assert!(c.seconds_per_evaluation > 0.0 && c.fit_seconds.is_some_and(|s| s > 0.0), "{c:?}");
+            assert!(c.iterations.is_some_and(|i| i <= 3), "{c:?}");
+        }
+        let back: GpBenchReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+}
