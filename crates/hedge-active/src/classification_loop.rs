@@ -2,17 +2,16 @@
 //! last layer: `init` random labels, then batches chosen by Random, MaxEnt, BALD or ACS-FW
 //! (random projections) until `budget` labels; test accuracy and log-likelihood every round.
 
-use std::time::Instant;
-
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use crate::acquisition::{bald, categorical_entropy, random_batch, top_b};
-use crate::classification::{to_vec, CnnLaplaceConfig};
+use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace};
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::frank_wolfe;
-use crate::pool::LoopState;
+use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
+use rand_chacha::ChaCha8Rng;
 
 /// Which images to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,7 +138,7 @@ impl ClassLoopConfig {
         method: ClassMethod,
         seed: u64,
         resume: Option<LoopState>,
-        mut on_round: impl FnMut(&ClassRoundMetrics, Option<&LoopState>) -> Result<()>,
+        on_round: impl FnMut(&ClassRoundMetrics, Option<&LoopState>) -> Result<()>,
     ) -> Result<Vec<ClassRoundMetrics>> {
         let n = pool.labels.size()[0] as usize;
         if pool.images.size()[0] as usize != n || test.images.size()[0] != test.labels.size()[0] {
@@ -150,91 +149,101 @@ impl ClassLoopConfig {
             });
         }
         self.check(n)?;
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let (first_round, mut labelled) = match resume {
-            Some(state) => {
-                state.check(n, self.init)?;
-                state.restore(&mut rng);
-                (state.round, state.labelled)
-            }
-            None => (0, random_batch(n, self.init, &mut rng)),
-        };
-        let mut is_labelled = vec![false; n];
-        for &i in &labelled {
-            is_labelled[i] = true;
+        let model = ImagePool { config: self, pool, test, test_labels: Vec::try_from(test.labels)?, classes };
+        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
+        run_loop(&model, schedule, method, seed, rand_chacha::ChaCha8Rng::seed_from_u64(seed), resume, on_round)
+    }
+}
+
+/// The CNN + Laplace last layer on one seed's pool and test images.
+struct ImagePool<'a, 'b> {
+    config: &'a ClassLoopConfig,
+    pool: &'a ImageSet<'b>,
+    test: &'a ImageSet<'b>,
+    test_labels: Vec<i64>,
+    classes: i64,
+}
+
+fn positions(p: &[usize]) -> Tensor {
+    Tensor::from_slice(&p.iter().map(|&i| i as i64).collect::<Vec<_>>())
+}
+
+impl ActiveModel for ImagePool<'_, '_> {
+    type Method = ClassMethod;
+    type Fitted = FittedCnnLaplace;
+    type Round = ClassRoundMetrics;
+
+    fn pool_len(&self) -> usize {
+        self.pool.labels.size()[0] as usize
+    }
+
+    fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedCnnLaplace> {
+        let idx = positions(labelled);
+        self.config.model.with_seed(seed).fit(
+            &self.pool.images.index_select(0, &idx),
+            &self.pool.labels.index_select(0, &idx),
+            self.classes,
+        )
+    }
+
+    fn evaluate(&self, model: &FittedCnnLaplace, info: RoundInfo<ClassMethod>) -> Result<ClassRoundMetrics> {
+        let test_phi = model.features(self.test.images);
+        let predictive = to_vec(&model.predict(&test_phi, self.config.samples).mean)?;
+        let map_logits = to_vec(&test_phi.matmul(&model.mean.tr()))?;
+        let c = self.classes as usize;
+        let argmax = |p: &[f64]| (0..c).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0) as i64;
+        let (mut correct, mut correct_mc, mut ll) = (0usize, 0usize, 0.0);
+        for (i, &y) in self.test_labels.iter().enumerate() {
+            let p = &predictive[i * c..(i + 1) * c];
+            correct += usize::from(argmax(&map_logits[i * c..(i + 1) * c]) == y);
+            correct_mc += usize::from(argmax(p) == y);
+            ll += p[y as usize].max(1e-300).ln();
         }
-        let test_labels: Vec<i64> = Vec::try_from(test.labels)?;
-        let mut out = Vec::new();
-        for round in first_round.. {
-            let idx = Tensor::from_slice(&labelled.iter().map(|&i| i as i64).collect::<Vec<_>>());
-            let start = Instant::now();
-            let model = self.model.with_seed(seed.wrapping_mul(1000).wrapping_add(round as u64)).fit(
-                &pool.images.index_select(0, &idx),
-                &pool.labels.index_select(0, &idx),
-                classes,
-            )?;
-            let fit_seconds = start.elapsed().as_secs_f64();
-            let test_phi = model.features(test.images);
-            let predictive = to_vec(&model.predict(&test_phi, self.samples).mean)?;
-            let map_logits = to_vec(&test_phi.matmul(&model.mean.tr()))?;
-            let c = classes as usize;
-            let argmax = |p: &[f64]| (0..c).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(0) as i64;
-            let (mut correct, mut correct_mc, mut ll) = (0usize, 0usize, 0.0);
-            for (i, &y) in test_labels.iter().enumerate() {
-                let p = &predictive[i * c..(i + 1) * c];
-                correct += usize::from(argmax(&map_logits[i * c..(i + 1) * c]) == y);
-                correct_mc += usize::from(argmax(p) == y);
-                ll += p[y as usize].max(1e-300).ln();
-            }
-            let mut metrics = ClassRoundMetrics {
-                seed,
-                method,
-                round,
-                labels: labelled.len(),
-                test_accuracy: correct as f64 / test_labels.len().max(1) as f64,
-                predictive_accuracy: correct_mc as f64 / test_labels.len().max(1) as f64,
-                prior_precision: model.prior_precision,
-                test_log_likelihood: ll / test_labels.len().max(1) as f64,
-                fit_seconds,
-                selection_seconds: 0.0,
-                batch_size: 0,
-            };
-            let unlabelled: Vec<usize> = (0..n).filter(|&i| !is_labelled[i]).collect();
-            let room = self.budget - labelled.len();
-            if room == 0 || unlabelled.is_empty() {
-                on_round(&metrics, None)?;
-                out.push(metrics);
-                break;
-            }
-            let b = self.batch.min(room).min(unlabelled.len());
-            let start = Instant::now();
-            let chosen: Vec<usize> = if method == ClassMethod::Random {
-                random_batch(unlabelled.len(), b, &mut rng)
-            } else {
-                let uidx = Tensor::from_slice(&unlabelled.iter().map(|&i| i as i64).collect::<Vec<_>>());
-                let phi = model.features(&pool.images.index_select(0, &uidx));
-                let pred = model.predict(&phi, self.samples);
-                match method {
-                    ClassMethod::Maxent => top_b(&categorical_entropy(&to_vec(&pred.mean)?, c), b),
-                    ClassMethod::Bald => {
-                        top_b(&bald(&to_vec(&pred.probabilities)?, self.samples as usize, unlabelled.len(), c)?, b)
-                    }
-                    _ => {
-                        let projections = model.projections(&phi, &pred.mean, self.projections)?;
-                        frank_wolfe(&projections, b, self.distinct)?.indices
-                    }
-                }
-            };
-            metrics.selection_seconds = start.elapsed().as_secs_f64();
-            metrics.batch_size = chosen.len();
-            for &c in &chosen {
-                labelled.push(unlabelled[c]);
-                is_labelled[unlabelled[c]] = true;
-            }
-            on_round(&metrics, Some(&LoopState::new(round + 1, &labelled, &rng)))?;
-            out.push(metrics);
+        let n = self.test_labels.len().max(1) as f64;
+        Ok(ClassRoundMetrics {
+            seed: info.seed,
+            method: info.method,
+            round: info.round,
+            labels: info.labels,
+            test_accuracy: correct as f64 / n,
+            predictive_accuracy: correct_mc as f64 / n,
+            prior_precision: model.prior_precision,
+            test_log_likelihood: ll / n,
+            fit_seconds: info.fit_seconds,
+            selection_seconds: 0.0,
+            batch_size: 0,
+        })
+    }
+
+    fn select(
+        &self,
+        model: &FittedCnnLaplace,
+        method: ClassMethod,
+        unlabelled: &[usize],
+        b: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<usize>> {
+        if method == ClassMethod::Random {
+            return Ok(random_batch(unlabelled.len(), b, rng));
         }
-        Ok(out)
+        let c = self.classes as usize;
+        let phi = model.features(&self.pool.images.index_select(0, &positions(unlabelled)));
+        let pred = model.predict(&phi, self.config.samples);
+        Ok(match method {
+            ClassMethod::Maxent => top_b(&categorical_entropy(&to_vec(&pred.mean)?, c), b),
+            ClassMethod::Bald => {
+                top_b(&bald(&to_vec(&pred.probabilities)?, self.config.samples as usize, unlabelled.len(), c)?, b)
+            }
+            _ => {
+                let projections = model.projections(&phi, &pred.mean, self.config.projections)?;
+                frank_wolfe(&projections, b, self.config.distinct)?.indices
+            }
+        })
+    }
+
+    fn record_selection(round: &mut ClassRoundMetrics, seconds: f64, batch_size: usize) {
+        round.selection_seconds = seconds;
+        round.batch_size = batch_size;
     }
 }
 

@@ -1,12 +1,125 @@
-//! Where a pool-based active-learning loop stands between two rounds, in a form that can be
-//! saved and restored: the round to run next, the labelled pool positions and the position of
-//! the acquisition random stream. Everything else a loop uses (splits, standardisation, the
-//! per-round network seeds) is derived from its seed again.
+//! The pool-based active-learning loop, once for every model: `init` random pool points
+//! labelled, then rounds of fit → evaluate → choose a batch until `budget` labels
+//! ([`run_loop`] over an [`ActiveModel`]). And where such a loop stands between two rounds, in a
+//! form that can be saved and restored ([`LoopState`]): the round to run next, the labelled pool
+//! positions and the position of the acquisition random stream. Everything else a loop uses
+//! (splits, standardisation, the per-round network seeds) is derived from its seed again.
+
+use std::time::Instant;
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::acquisition::random_batch;
 use crate::error::{invalid, Result};
+
+/// What a model family offers the loop: fit on labelled pool points, measure the fit on its
+/// test set, and choose the next batch among the unlabelled points.
+pub trait ActiveModel {
+    /// The acquisition methods it offers.
+    type Method: Copy;
+    /// A fitted model.
+    type Fitted;
+    /// One round's measurements.
+    type Round;
+
+    /// Points in the pool.
+    fn pool_len(&self) -> usize;
+    /// Fits on the pool positions `labelled` (in the order they were labelled), initialised
+    /// from `seed`.
+    fn fit(&self, labelled: &[usize], seed: u64) -> Result<Self::Fitted>;
+    /// The round's measurements of `fitted` on the test set.
+    fn evaluate(&self, fitted: &Self::Fitted, round: RoundInfo<Self::Method>) -> Result<Self::Round>;
+    /// `b` positions into `unlabelled` (pool positions, ascending) to label next; random
+    /// choices draw from `rng`.
+    fn select(
+        &self,
+        fitted: &Self::Fitted,
+        method: Self::Method,
+        unlabelled: &[usize],
+        b: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<usize>>;
+    /// Records in a round the seconds its selection took and the batch it chose.
+    fn record_selection(round: &mut Self::Round, seconds: f64, batch_size: usize);
+}
+
+/// What the loop tells [`ActiveModel::evaluate`] about the round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundInfo<M> {
+    pub seed: u64,
+    pub method: M,
+    pub round: usize,
+    /// Labelled points the model was fitted on.
+    pub labels: usize,
+    pub fit_seconds: f64,
+}
+
+/// How many points to label, and in which steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    /// Random labels before the first round.
+    pub init: usize,
+    /// Points added per round.
+    pub batch: usize,
+    /// Labels after the last round.
+    pub budget: usize,
+}
+
+/// Runs one seed of `method` on `model`: `init` random labels drawn from `rng` (seeded by the
+/// caller, which may have drawn its split from it first), then rounds until `budget`, the
+/// network of round r seeded with `seed · 1000 + r`. With `resume` (a state an earlier call
+/// reported) it continues from there. `on_round` sees every round with the state to continue
+/// from (`None` after the last); returns the rounds this call ran.
+pub fn run_loop<M: ActiveModel>(
+    model: &M,
+    schedule: Schedule,
+    method: M::Method,
+    seed: u64,
+    mut rng: ChaCha8Rng,
+    resume: Option<LoopState>,
+    mut on_round: impl FnMut(&M::Round, Option<&LoopState>) -> Result<()>,
+) -> Result<Vec<M::Round>> {
+    let n = model.pool_len();
+    let (first_round, mut labelled) = match resume {
+        Some(state) => {
+            state.check(n, schedule.init)?;
+            state.restore(&mut rng);
+            (state.round, state.labelled)
+        }
+        None => (0, random_batch(n, schedule.init, &mut rng)),
+    };
+    let mut is_labelled = vec![false; n];
+    for &i in &labelled {
+        is_labelled[i] = true;
+    }
+    let mut out = Vec::new();
+    for round in first_round.. {
+        let start = Instant::now();
+        let fitted = model.fit(&labelled, seed.wrapping_mul(1000).wrapping_add(round as u64))?;
+        let fit_seconds = start.elapsed().as_secs_f64();
+        let info = RoundInfo { seed, method, round, labels: labelled.len(), fit_seconds };
+        let mut metrics = model.evaluate(&fitted, info)?;
+        let unlabelled: Vec<usize> = (0..n).filter(|&i| !is_labelled[i]).collect();
+        let room = schedule.budget.saturating_sub(labelled.len());
+        if room == 0 || unlabelled.is_empty() {
+            on_round(&metrics, None)?;
+            out.push(metrics);
+            break;
+        }
+        let b = schedule.batch.min(room).min(unlabelled.len());
+        let start = Instant::now();
+        let chosen = model.select(&fitted, method, &unlabelled, b, &mut rng)?;
+        M::record_selection(&mut metrics, start.elapsed().as_secs_f64(), chosen.len());
+        for &c in &chosen {
+            labelled.push(unlabelled[c]);
+            is_labelled[unlabelled[c]] = true;
+        }
+        on_round(&metrics, Some(&LoopState::new(round + 1, &labelled, &rng)))?;
+        out.push(metrics);
+    }
+    Ok(out)
+}
 
 /// A loop's state after a round: continue it with `run_from(…, Some(state), …)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,8 +3,6 @@
 //! on the initial labelled set, `init` random labels, then batches of `batch` until `budget`
 //! labels; RMSE and test log-likelihood on the original target scale after every round.
 
-use std::time::Instant;
-
 use faer::Mat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -16,7 +14,8 @@ use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
 use crate::frank_wolfe::frank_wolfe;
 use crate::neural_linear::NeuralLinearConfig;
-use crate::pool::LoopState;
+use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
+use rand_chacha::ChaCha8Rng;
 
 /// Which points to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +102,7 @@ impl LoopConfig {
         method: Method,
         seed: u64,
         resume: Option<LoopState>,
-        mut on_round: impl FnMut(&RoundMetrics, Option<&LoopState>) -> Result<()>,
+        on_round: impl FnMut(&RoundMetrics, Option<&LoopState>) -> Result<()>,
     ) -> Result<Vec<RoundMetrics>> {
         let n = y.len();
         if x.nrows() != n {
@@ -120,82 +119,116 @@ impl LoopConfig {
         let (test, pool) = order.split_at(test_len);
         self.check(pool.len())?;
         let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), pool);
-        let rows = |idx: &[usize]| standardiser.transform(x.as_ref(), idx);
-        let test_x = rows(test);
-        let test_y: Vec<f64> = test.iter().map(|&i| y[i]).collect();
-        // Positions into `pool`.
-        let (first_round, mut labelled) = match resume {
-            Some(state) => {
-                state.check(pool.len(), self.init)?;
-                state.restore(&mut rng);
-                (state.round, state.labelled)
-            }
-            None => (0, random_batch(pool.len(), self.init, &mut rng)),
+        let model = RegressionPool {
+            config: self,
+            x,
+            y,
+            pool,
+            test_x: standardiser.transform(x.as_ref(), test),
+            test_y: test.iter().map(|&i| y[i]).collect(),
+            standardiser,
         };
-        let mut unlabelled: Vec<usize> = (0..pool.len()).filter(|p| !labelled.contains(p)).collect();
+        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
+        // The acquisition stream continues from the split's shuffle.
+        run_loop(&model, schedule, method, seed, rng, resume, on_round)
+    }
+}
+
+/// NeuralLinear on one seed's pool: inputs standardised on the pool, targets on the initial
+/// labels, RMSE and log-likelihood on the original scale.
+struct RegressionPool<'a> {
+    config: &'a LoopConfig,
+    x: &'a Mat<f64>,
+    y: &'a [f64],
+    /// Rows of `x` in the pool (pool position → row).
+    pool: &'a [usize],
+    standardiser: hedge_bayes::Standardiser,
+    test_x: Mat<f64>,
+    test_y: Vec<f64>,
+}
+
+/// A NeuralLinear fit and the target scaling it was fitted with.
+struct FittedRegression {
+    model: crate::neural_linear::FittedNeuralLinear,
+    y_mean: f64,
+    y_scale: f64,
+}
+
+impl RegressionPool<'_> {
+    fn rows(&self, positions: &[usize]) -> Mat<f64> {
+        let idx: Vec<usize> = positions.iter().map(|&p| self.pool[p]).collect();
+        self.standardiser.transform(self.x.as_ref(), &idx)
+    }
+}
+
+impl ActiveModel for RegressionPool<'_> {
+    type Method = Method;
+    type Fitted = FittedRegression;
+    type Round = RoundMetrics;
+
+    fn pool_len(&self) -> usize {
+        self.pool.len()
+    }
+
+    fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedRegression> {
         // Targets are standardised on the initial labels, the first `init` labelled.
-        let init_y: Vec<f64> = labelled[..self.init].iter().map(|&p| y[pool[p]]).collect();
+        let init_y: Vec<f64> = labelled[..self.config.init].iter().map(|&p| self.y[self.pool[p]]).collect();
         let y_mean = init_y.iter().sum::<f64>() / init_y.len() as f64;
         let y_var = init_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / init_y.len() as f64;
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };
-        let mut out = Vec::new();
-        for round in first_round.. {
-            let idx: Vec<usize> = labelled.iter().map(|&p| pool[p]).collect();
-            let lx = rows(&idx);
-            let ly: Vec<f64> = idx.iter().map(|&i| (y[i] - y_mean) / y_scale).collect();
-            let start = Instant::now();
-            let model =
-                self.model.with_seed(seed.wrapping_mul(1000).wrapping_add(round as u64)).fit(lx.as_ref(), &ly)?;
-            let fit_seconds = start.elapsed().as_secs_f64();
-            let pred = model.predict(test_x.as_ref())?;
-            let (mut sq, mut ll) = (0.0, 0.0);
-            for (i, t) in test_y.iter().enumerate() {
-                let m = y_mean + y_scale * pred.location[i];
-                let s2 = pred.scale_squared[i] * y_scale * y_scale;
-                sq += (t - m).powi(2);
-                ll += student_t_log_density(*t, m, s2, pred.dof);
-            }
-            let mut metrics = RoundMetrics {
-                seed,
-                method,
-                round,
-                labels: labelled.len(),
-                test_rmse: (sq / test_y.len() as f64).sqrt(),
-                test_log_likelihood: ll / test_y.len() as f64,
-                fit_seconds,
-                selection_seconds: 0.0,
-                batch_size: 0,
-            };
-            let room = self.budget - labelled.len();
-            if room == 0 || unlabelled.is_empty() {
-                on_round(&metrics, None)?;
-                out.push(metrics);
-                break;
-            }
-            let b = self.batch.min(room).min(unlabelled.len());
-            let start = Instant::now();
-            let ux = rows(&unlabelled.iter().map(|&p| pool[p]).collect::<Vec<_>>());
-            let chosen: Vec<usize> = match method {
-                Method::Random => random_batch(unlabelled.len(), b, &mut rng),
-                Method::Maxent => {
-                    let p = model.predict(ux.as_ref())?;
-                    let h: Vec<f64> = p.scale_squared.iter().map(|&s| student_t_entropy(s, p.dof)).collect();
-                    top_b(&h, b)
-                }
-                Method::AcsFw => {
-                    let gram = linear_nig(model.features(ux.as_ref()).as_ref(), &model.posterior)?;
-                    frank_wolfe(&gram, b, self.distinct)?.indices
-                }
-            };
-            metrics.selection_seconds = start.elapsed().as_secs_f64();
-            metrics.batch_size = chosen.len();
-            let picked: Vec<usize> = chosen.iter().map(|&c| unlabelled[c]).collect();
-            labelled.extend(&picked);
-            unlabelled.retain(|p| !picked.contains(p));
-            on_round(&metrics, Some(&LoopState::new(round + 1, &labelled, &rng)))?;
-            out.push(metrics);
+        let ly: Vec<f64> = labelled.iter().map(|&p| (self.y[self.pool[p]] - y_mean) / y_scale).collect();
+        let model = self.config.model.with_seed(seed).fit(self.rows(labelled).as_ref(), &ly)?;
+        Ok(FittedRegression { model, y_mean, y_scale })
+    }
+
+    fn evaluate(&self, fitted: &FittedRegression, info: RoundInfo<Method>) -> Result<RoundMetrics> {
+        let pred = fitted.model.predict(self.test_x.as_ref())?;
+        let (mut sq, mut ll) = (0.0, 0.0);
+        for (i, t) in self.test_y.iter().enumerate() {
+            let m = fitted.y_mean + fitted.y_scale * pred.location[i];
+            let s2 = pred.scale_squared[i] * fitted.y_scale * fitted.y_scale;
+            sq += (t - m).powi(2);
+            ll += student_t_log_density(*t, m, s2, pred.dof);
         }
-        Ok(out)
+        Ok(RoundMetrics {
+            seed: info.seed,
+            method: info.method,
+            round: info.round,
+            labels: info.labels,
+            test_rmse: (sq / self.test_y.len() as f64).sqrt(),
+            test_log_likelihood: ll / self.test_y.len() as f64,
+            fit_seconds: info.fit_seconds,
+            selection_seconds: 0.0,
+            batch_size: 0,
+        })
+    }
+
+    fn select(
+        &self,
+        fitted: &FittedRegression,
+        method: Method,
+        unlabelled: &[usize],
+        b: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<usize>> {
+        let ux = self.rows(unlabelled);
+        Ok(match method {
+            Method::Random => random_batch(unlabelled.len(), b, rng),
+            Method::Maxent => {
+                let p = fitted.model.predict(ux.as_ref())?;
+                let h: Vec<f64> = p.scale_squared.iter().map(|&s| student_t_entropy(s, p.dof)).collect();
+                top_b(&h, b)
+            }
+            Method::AcsFw => {
+                let gram = linear_nig(fitted.model.features(ux.as_ref()).as_ref(), &fitted.model.posterior)?;
+                frank_wolfe(&gram, b, self.config.distinct)?.indices
+            }
+        })
+    }
+
+    fn record_selection(round: &mut RoundMetrics, seconds: f64, batch_size: usize) {
+        round.selection_seconds = seconds;
+        round.batch_size = batch_size;
     }
 }
 

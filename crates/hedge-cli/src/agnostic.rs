@@ -185,7 +185,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             context_train: args.context_train,
             test: args.test,
         };
-        let alphas = parse_alphas(&args.alphas)?;
+        let alphas = parse_alphas(&args.alphas).with_context(|| format!("--alphas '{}'", args.alphas))?;
         // Settings are checked before the data is built, the data before --out is touched.
         train.with_alpha(alphas[0]).check()?;
         let model = ModelConfig::default().with_negative_slope(args.negative_slope);

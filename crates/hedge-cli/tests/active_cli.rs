@@ -77,6 +77,7 @@ fn active_classify_on_fashion_mnist() {
         .output()
         .unwrap();
     assert!(!e.status.success());
-    assert!(String::from_utf8_lossy(&e.stderr).contains("--pool 70000"), "{}", String::from_utf8_lossy(&e.stderr));
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert!(err.contains("'pool' = 70000") && err.contains("60000"), "{err}");
     assert!(!dir.path().join("bad").exists());
 }
