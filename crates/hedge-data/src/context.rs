@@ -263,27 +263,22 @@ pub struct ContextMnist {
 impl ContextMnistConfig {
     pub fn check(&self, mnist: &Mnist) -> Result<()> {
         if !(0.0..=1.0).contains(&self.rho) {
-            return Err(DataError::InvalidArgument {
-                name: "rho",
-                what: format!("{} is not a probability in [0, 1]", self.rho),
-            });
+            return Err(DataError::invalid("rho", self.rho, "not a probability in [0, 1]"));
         }
         let train = self.target_train + self.context_train + self.probe_train;
         if train > mnist.train.len() || self.test + self.probe_test > mnist.test.len() {
-            return Err(DataError::InvalidArgument {
-                name: "sizes",
-                what: format!(
-                    "need {train} training and {} test digits; MNIST has {} and {}",
-                    self.test + self.probe_test,
-                    mnist.train.len(),
-                    mnist.test.len()
-                ),
-            });
+            return Err(DataError::invalid(
+                "sizes",
+                format!("{train} training and {} test digits", self.test + self.probe_test),
+                format!("MNIST has {} training and {} test digits", mnist.train.len(), mnist.test.len()),
+            ));
         }
         if self.target_train == 0 || self.test == 0 {
-            return Err(DataError::InvalidArgument {
-                name: "sizes", what: "target_train and test must be ≥ 1".into()
-            });
+            return Err(DataError::invalid(
+                "sizes",
+                format!("target_train {} and test {}", self.target_train, self.test),
+                "both must be ≥ 1",
+            ));
         }
         Ok(())
     }

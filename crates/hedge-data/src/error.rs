@@ -39,14 +39,43 @@ pub enum DataError {
     #[error("'{path}' failed the integrity check: {what}")]
     Integrity { path: PathBuf, what: String },
 
-    #[error("invalid argument '{name}': {what}")]
-    InvalidArgument { name: &'static str, what: String },
+    /// A setting outside its valid range (every crate of hedge names this variant the same).
+    #[error("invalid setting '{field}' = {value}: {reason}")]
+    InvalidConfig { field: &'static str, value: String, reason: String },
 
     #[error("'{path}' already holds {entries} file(s) (e.g. '{example}'); choose another --out, or pass --overwrite to replace what a run there wrote")]
     OutputNotEmpty { path: PathBuf, entries: usize, example: String },
 }
 
+/// What is wrong inside a file's bytes, before the file's name is known (the loaders wrap it in
+/// [`DataError::Format`] with the path).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FormatIssue(pub String);
+
+impl From<String> for FormatIssue {
+    fn from(what: String) -> Self {
+        FormatIssue(what)
+    }
+}
+
+impl From<&str> for FormatIssue {
+    fn from(what: &str) -> Self {
+        FormatIssue(what.to_string())
+    }
+}
+
+impl From<FormatIssue> for String {
+    fn from(issue: FormatIssue) -> String {
+        issue.0
+    }
+}
+
 impl DataError {
+    pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
+        DataError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         DataError::Io { path: path.into(), source }
     }

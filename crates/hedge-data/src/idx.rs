@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::datadir::read_bytes;
-use crate::{DataError, Result};
+use crate::{DataError, FormatIssue, Result};
 
 /// Magic number of an IDX file of unsigned bytes with one dimension (labels).
 pub const LABELS_MAGIC: u32 = 0x0000_0801;
@@ -41,21 +41,21 @@ pub fn read_idx(path: &Path, expected_magic: u32) -> Result<IdxArray> {
 }
 
 /// Parses IDX bytes; the error is a sentence without the file name.
-pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxArray, String> {
+pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxArray, FormatIssue> {
     if bytes.len() < 4 {
-        return Err(format!("{} bytes is too short for the 4-byte magic number", bytes.len()));
+        return Err(FormatIssue(format!("{} bytes is too short for the 4-byte magic number", bytes.len())));
     }
     let magic = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
     if magic != expected_magic {
-        return Err(format!(
+        return Err(FormatIssue(format!(
             "magic number is {magic} (0x{magic:08x}), expected {expected_magic} (0x{expected_magic:08x}); \
              is this the right file (images have 2051, labels 2049)?"
-        ));
+        )));
     }
     let ndim = bytes[3] as usize;
     let header = 4 + 4 * ndim;
     if bytes.len() < header {
-        return Err(format!("file ends after {} bytes, inside the {header}-byte header", bytes.len()));
+        return Err(FormatIssue(format!("file ends after {} bytes, inside the {header}-byte header", bytes.len())));
     }
     let dims: Vec<usize> = (0..ndim)
         .map(|i| {
@@ -66,11 +66,11 @@ pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxAr
     let expected: usize = dims.iter().product();
     let payload = bytes.len() - header;
     if payload != expected {
-        return Err(format!(
+        return Err(FormatIssue(format!(
             "header says dimensions {dims:?} ({expected} bytes of data) but the file holds {payload}; \
              the file is {}",
             if payload < expected { "truncated" } else { "longer than its header says" }
-        ));
+        )));
     }
     Ok(IdxArray { dims, data: bytes[header..].to_vec() })
 }
@@ -99,26 +99,26 @@ mod tests {
     #[test]
     fn rejects_wrong_magic() {
         let err = parse_idx(&idx_bytes(LABELS_MAGIC, &[3], &[1, 2, 3]), IMAGES_MAGIC).unwrap_err();
-        assert!(err.contains("magic number is 2049"), "{err}");
-        assert!(err.contains("expected 2051"), "{err}");
+        assert!(err.0.contains("magic number is 2049"), "{err}");
+        assert!(err.0.contains("expected 2051"), "{err}");
     }
 
     #[test]
     fn rejects_truncated_payload_and_header() {
         let err = parse_idx(&idx_bytes(LABELS_MAGIC, &[5], &[1, 2, 3]), LABELS_MAGIC).unwrap_err();
-        assert!(err.contains("truncated"), "{err}");
+        assert!(err.0.contains("truncated"), "{err}");
         let mut short = idx_bytes(IMAGES_MAGIC, &[2, 3, 4], &[]);
         short.truncate(9);
         let err = parse_idx(&short, IMAGES_MAGIC).unwrap_err();
-        assert!(err.contains("inside the 16-byte header"), "{err}");
+        assert!(err.0.contains("inside the 16-byte header"), "{err}");
         let err = parse_idx(&[0, 0], IMAGES_MAGIC).unwrap_err();
-        assert!(err.contains("too short"), "{err}");
+        assert!(err.0.contains("too short"), "{err}");
     }
 
     #[test]
     fn rejects_extra_bytes() {
         let err = parse_idx(&idx_bytes(LABELS_MAGIC, &[2], &[1, 2, 3]), LABELS_MAGIC).unwrap_err();
-        assert!(err.contains("longer than its header"), "{err}");
+        assert!(err.0.contains("longer than its header"), "{err}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub use adult::{Adult, AdultSplit};
 pub use atomic::{prepare_output_dir, write_atomic};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
-pub use error::{DataError, Result};
+pub use error::{DataError, FormatIssue, Result};
 pub use mnist::{Mnist, MnistSplit};
 pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData};

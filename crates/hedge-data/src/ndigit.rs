@@ -41,10 +41,7 @@ impl NDigitSplit {
             "train" => Ok(NDigitSplit::Train),
             "test_seen" => Ok(NDigitSplit::TestSeen),
             "test_unseen" => Ok(NDigitSplit::TestUnseen),
-            other => Err(DataError::InvalidArgument {
-                name: "split",
-                what: format!("'{other}' is not a split; use train, test_seen or test_unseen"),
-            }),
+            other => Err(DataError::invalid("split", other, "not a split; use train, test_seen or test_unseen")),
         }
     }
 }
@@ -168,10 +165,7 @@ impl NDigitDataset {
     /// Loads and integrity-checks `digits`-digit MNIST, `split`, from the data directory.
     pub fn load(data_dir: &Path, digits: usize, split: NDigitSplit, mnist: &Arc<Mnist>) -> Result<Self> {
         if !(2..=3).contains(&digits) {
-            return Err(DataError::InvalidArgument {
-                name: "digits",
-                what: format!("{digits}-digit MNIST has no standard tables; use 2 or 3"),
-            });
+            return Err(DataError::invalid("digits", digits, "N-digit MNIST has standard tables for 2 and 3 only"));
         }
         let path = table_path(data_dir, digits, split);
         let table = NDigitTable::read(&path)?;

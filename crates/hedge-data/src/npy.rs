@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::atomic::write_atomic;
 use crate::datadir::read_bytes;
-use crate::{DataError, Result};
+use crate::{DataError, FormatIssue, Result};
 
 /// The element data of an array, in the type it was stored with.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,10 +64,10 @@ impl NpyArray {
     }
 
     /// The elements as i64, or an error naming `what` when they are stored as another type.
-    pub fn as_i64(&self) -> std::result::Result<&[i64], String> {
+    pub fn as_i64(&self) -> std::result::Result<&[i64], FormatIssue> {
         match &self.data {
             NpyData::I64(v) => Ok(v),
-            other => Err(format!("expected little-endian int64 ('<i8'), found '{}'", other.descr())),
+            other => Err(FormatIssue(format!("expected little-endian int64 ('<i8'), found '{}'", other.descr()))),
         }
     }
 
@@ -93,31 +93,31 @@ impl NpyArray {
 }
 
 /// Parses `.npy` bytes; the error is a sentence without the file name.
-pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
+pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, FormatIssue> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err("does not start with the NumPy magic '\\x93NUMPY'".into());
+        return Err(FormatIssue("does not start with the NumPy magic '\\x93NUMPY'".into()));
     }
     let major = bytes[6];
     let (header_len, start) = match major {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
         2 | 3 => {
             if bytes.len() < 12 {
-                return Err("truncated header".into());
+                return Err(FormatIssue("truncated header".into()));
             }
             (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
         }
-        v => return Err(format!("unsupported .npy format version {v}")),
+        v => return Err(FormatIssue(format!("unsupported .npy format version {v}"))),
     };
     let end = start + header_len;
     if bytes.len() < end {
-        return Err(format!("file ends inside its {header_len}-byte header (truncated)"));
+        return Err(FormatIssue(format!("file ends inside its {header_len}-byte header (truncated)")));
     }
     let header = std::str::from_utf8(&bytes[start..end]).map_err(|_| "header is not text".to_string())?;
     let descr = dict_value(header, "descr").ok_or("header has no 'descr'")?;
     let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
     let fortran = dict_value(header, "fortran_order").ok_or("header has no 'fortran_order'")?;
     if fortran.trim() != "False" {
-        return Err("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into());
+        return Err(FormatIssue("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into()));
     }
     let shape_text = dict_value(header, "shape").ok_or("header has no 'shape'")?;
     let shape: Vec<usize> = shape_text
@@ -135,15 +135,15 @@ pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, String> {
         "|u1" | "<u1" | "u1" => 1,
         "<i4" | "<f4" => 4,
         "<i8" | "<f8" => 8,
-        other => return Err(format!("unsupported dtype '{other}' (expected <i8, <i4, <f4, <f8 or |u1)")),
+        other => return Err(FormatIssue(format!("unsupported dtype '{other}' (expected <i8, <i4, <f4, <f8 or |u1)"))),
     };
     if payload.len() != count * width {
-        return Err(format!(
+        return Err(FormatIssue(format!(
             "shape {shape:?} of '{descr}' needs {} bytes of data, found {} ({})",
             count * width,
             payload.len(),
             if payload.len() < count * width { "truncated" } else { "trailing bytes" }
-        ));
+        )));
     }
     let chunks = payload.chunks_exact(width);
     let data = match descr {
@@ -259,10 +259,10 @@ mod tests {
         let a = NpyArray::new(vec![4], NpyData::I64(vec![1, 2, 3, 4]));
         let bytes = a.to_npy_bytes();
         let err = parse_npy(&bytes[..bytes.len() - 3]).unwrap_err();
-        assert!(err.contains("truncated"), "{err}");
-        assert!(parse_npy(b"PK\x03\x04 not numpy").unwrap_err().contains("magic"));
+        assert!(err.0.contains("truncated"), "{err}");
+        assert!(parse_npy(b"PK\x03\x04 not numpy").unwrap_err().0.contains("magic"));
         let f = NpyArray::new(vec![1], NpyData::F32(vec![1.0]));
-        assert!(f.as_i64().unwrap_err().contains("'<f4'"));
+        assert!(f.as_i64().unwrap_err().0.contains("'<f4'"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub struct BalancedPairSampler {
 
 impl BalancedPairSampler {
     /// # Errors
-    /// [`DataError::InvalidArgument`] when there are fewer than two classes or no class has
+    /// [`DataError::InvalidConfig`] when there are fewer than two classes or no class has
     /// two images (then no balanced batch exists).
     pub fn new(labels: &[u32]) -> Result<Self> {
         let mut by_class: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
@@ -50,16 +50,19 @@ impl BalancedPairSampler {
             by_class.entry(l).or_default().push(i);
         }
         if by_class.len() < 2 {
-            return Err(DataError::InvalidArgument {
-                name: "labels",
-                what: format!("{} class(es); non-matching pairs need at least two", by_class.len()),
-            });
+            return Err(DataError::invalid(
+                "labels",
+                format!("{} class(es)", by_class.len()),
+                "non-matching pairs need at least two classes",
+            ));
         }
         if by_class.values().any(|v| v.len() < 2) {
-            return Err(DataError::InvalidArgument {
-                name: "labels",
-                what: "every class needs at least two images to form matching pairs".into(),
-            });
+            let smallest = by_class.values().map(Vec::len).min().unwrap_or(0);
+            return Err(DataError::invalid(
+                "labels",
+                format!("a class with {smallest} image(s)"),
+                "every class needs at least two images to form matching pairs",
+            ));
         }
         let classes = by_class.keys().copied().collect();
         Ok(BalancedPairSampler { labels: labels.to_vec(), by_class, classes })
@@ -127,14 +130,15 @@ pub struct GroupedPairSampler {
 
 impl GroupedPairSampler {
     /// # Errors
-    /// [`DataError::InvalidArgument`] when `classes < 2`, `per_class < 2`, the labels have fewer
+    /// [`DataError::InvalidConfig`] when `classes < 2`, `per_class < 2`, the labels have fewer
     /// than `classes` classes, or a class has fewer than `per_class` images.
     pub fn new(labels: &[u32], classes: usize, per_class: usize) -> Result<Self> {
         let mut map: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, &l) in labels.iter().enumerate() {
             map.entry(l).or_default().push(i);
         }
-        let invalid = |what: String| Err(DataError::InvalidArgument { name: "group", what });
+        let group = format!("{classes}x{per_class}");
+        let invalid = |what: String| Err(DataError::invalid("group", &group, what));
         if classes < 2 || per_class < 2 {
             return invalid(format!(
                 "{classes} classes x {per_class} images; a grouped batch needs at least 2 classes of at least 2 images"

@@ -106,10 +106,11 @@ impl UciDataset {
     /// `k` beyond `n_splits`; an index outside the table; train and test sharing a row.
     pub fn split(&self, k: usize) -> Result<UciSplit> {
         if k >= self.splits {
-            return Err(DataError::InvalidArgument {
-                name: "split",
-                what: format!("{k}, but '{}' has splits 0..{} (n_splits.txt)", self.name, self.splits - 1),
-            });
+            return Err(DataError::invalid(
+                "split",
+                k,
+                format!("'{}' has splits 0..{} (n_splits.txt)", self.name, self.splits - 1),
+            ));
         }
         let mut parts = Vec::with_capacity(2);
         for part in ["train", "test"] {
