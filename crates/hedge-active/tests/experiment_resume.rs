@@ -53,17 +53,20 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
     counted.write_json(CONFIG_FILE, &exp).unwrap();
     let x = faer::Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
     let per_seed = exp.methods.len();
-    let rounds: Vec<RoundMetrics> = run_resumable(
-        &counted,
-        exp.seeds as usize * per_seed,
-        |i, resume, on_round| {
-            exp.loop_config
-                .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
-                .map(|_| ())
-        },
-        |_| {},
-    )
-    .unwrap();
+    // The experiment's rounds run through `dir` (seeds outer, methods inner, as the library runs them).
+    let run_rounds = |dir: &RunDirectory| {
+        run_resumable::<RoundMetrics>(
+            dir,
+            exp.seeds as usize * per_seed,
+            |i, resume, on_round| {
+                exp.loop_config
+                    .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
+                    .map(|_| ())
+            },
+            |_| {},
+        )
+    };
+    let rounds = run_rounds(&counted).unwrap();
     assert_eq!(rounds.iter().map(key).collect::<Vec<_>>(), expected);
     let writes = counted.writes_done();
     assert_eq!(writes, 1 + 4 * expected.len());
@@ -73,17 +76,7 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
         let path = root.path().join(format!("stopped-{stop}"));
         let stopped = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
         stopped.write_json(CONFIG_FILE, &exp).unwrap();
-        let err = run_resumable::<RoundMetrics>(
-            &stopped,
-            exp.seeds as usize * per_seed,
-            |i, resume, on_round| {
-                exp.loop_config
-                    .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
-                    .map(|_| ())
-            },
-            |_| {},
-        );
-        if let Err(e) = err {
+        if let Err(e) = run_rounds(&stopped) {
             assert!(e.to_string().contains("fault injection"), "stop {stop}: {e}");
         }
         let (_, summary) = RegressionExperiment::resume(&path, &data_dir, |_| {}).unwrap();
