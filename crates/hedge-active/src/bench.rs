@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, Result};
 use crate::frank_wolfe::{frank_wolfe, Projections};
+use crate::ActiveError;
+use hedge_data::ParamGuard;
 
 /// Which pools, projection dimensions and batch sizes to time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,17 +61,10 @@ pub fn available_threads() -> usize {
 }
 
 impl AcsFwBench {
-    pub fn check(&self) -> Result<()> {
-        if [&self.pool, &self.projections, &self.batch].iter().any(|v| v.is_empty() || v.contains(&0)) {
-            return Err(invalid("pool/projections/batch", "0 or none", "give each as a list of sizes ≥ 1"));
-        }
-        Ok(())
-    }
-
     /// Times every case; with `export`, writes `pool_N_J.npz` (vectors, picks_b) and
     /// `rust.json` into that folder.
     pub fn run(&self, export: Option<&Path>) -> Result<AcsFwReport> {
-        self.check()?;
+        self.check_ref()?;
         let mut cases = Vec::new();
         for &n in &self.pool {
             for &j in &self.projections {
@@ -110,6 +105,17 @@ impl AcsFwBench {
     }
 }
 
+impl ParamGuard for AcsFwBench {
+    type Error = ActiveError;
+
+    fn check_ref(&self) -> Result<()> {
+        if [&self.pool, &self.projections, &self.batch].iter().any(|v| v.is_empty() || v.contains(&0)) {
+            return Err(invalid("pool/projections/batch", "0 or none", "give each as a list of sizes ≥ 1"));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +133,6 @@ mod tests {
         let back: AcsFwReport =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("rust.json")).unwrap()).unwrap();
         assert_eq!(back, report);
-        assert!(AcsFwBench { pool: vec![0], ..bench }.check().is_err());
+        assert!(AcsFwBench { pool: vec![0], ..bench }.check_ref().is_err());
     }
 }

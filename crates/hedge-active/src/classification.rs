@@ -12,6 +12,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::Projections;
+use hedge_data::ParamGuard;
 
 /// CNN, training and last-layer settings.
 ///
@@ -101,33 +102,13 @@ impl CnnLaplaceConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
-        if self.channels.0 < 1 || self.channels.1 < 1 || self.features < 1 {
-            return Err(invalid(
-                "channels/features",
-                format!("{:?}/{}", self.channels, self.features),
-                "need at least one of each",
-            ));
-        }
-        if self.steps == 0 || self.batch_size < 1 {
-            return Err(invalid("steps/batch_size", format!("{}/{}", self.steps, self.batch_size), "both must be ≥ 1"));
-        }
-        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
-            return Err(invalid("learning_rate", self.learning_rate, "must be a finite number > 0"));
-        }
-        if !(self.prior_precision > 0.0 && self.prior_precision.is_finite()) {
-            return Err(invalid("prior_precision", self.prior_precision, "must be a finite number > 0"));
-        }
-        Ok(())
-    }
-
     /// Trains the CNN on labelled images, then fits the last layer's Laplace posterior on its
     /// features.
     ///
     /// # Shapes
     /// `images`: `[n, 1, 28, 28]` f32 (standardised), `labels`: `[n]` i64 in `0..classes`.
     pub fn fit(&self, images: &Tensor, labels: &Tensor, classes: i64) -> Result<FittedCnnLaplace> {
-        self.check()?;
+        self.check_ref()?;
         let n = images.size()[0];
         if labels.size() != [n] || n == 0 {
             return Err(ActiveError::ShapeMismatch {
@@ -239,6 +220,30 @@ impl CnnLaplaceConfig {
         }
         let p = phi.matmul(&w.tr()).softmax(1, Kind::Double);
         Ok((w.copy(), hessian_at(&p), value))
+    }
+}
+
+impl ParamGuard for CnnLaplaceConfig {
+    type Error = ActiveError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.channels.0 < 1 || self.channels.1 < 1 || self.features < 1 {
+            return Err(invalid(
+                "channels/features",
+                format!("{:?}/{}", self.channels, self.features),
+                "need at least one of each",
+            ));
+        }
+        if self.steps == 0 || self.batch_size < 1 {
+            return Err(invalid("steps/batch_size", format!("{}/{}", self.steps, self.batch_size), "both must be ≥ 1"));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return Err(invalid("learning_rate", self.learning_rate, "must be a finite number > 0"));
+        }
+        if !(self.prior_precision > 0.0 && self.prior_precision.is_finite()) {
+            return Err(invalid("prior_precision", self.prior_precision, "must be a finite number > 0"));
+        }
+        Ok(())
     }
 }
 

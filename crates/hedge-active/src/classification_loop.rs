@@ -11,6 +11,7 @@ use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace};
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::frank_wolfe;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
+use hedge_data::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
 /// Which images to label next.
@@ -111,7 +112,7 @@ impl ClassLoopConfig {
                 "need ≥ 2 predictive draws and ≥ 1 projection",
             ));
         }
-        self.model.check()
+        self.model.check_ref()
     }
 
     /// Runs one seed of `method`: `init` random pool images labelled, then rounds until `budget`.

@@ -9,6 +9,7 @@ use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, ActiveError, Result};
+use hedge_data::ParamGuard;
 
 /// Network and training settings.
 ///
@@ -65,30 +66,12 @@ impl NeuralLinearConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
-        if self.hidden < 1 || self.layers < 1 {
-            return Err(invalid(
-                "hidden/layers",
-                format!("{}/{}", self.hidden, self.layers),
-                "need at least one unit and one layer",
-            ));
-        }
-        if self.steps == 0 {
-            return Err(invalid("steps", 0, "need at least one training step"));
-        }
-        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
-            return Err(invalid("learning_rate", self.learning_rate, "must be a finite number > 0"));
-        }
-        self.nig.check()?;
-        Ok(())
-    }
-
     /// Trains the network on `(x, y)` and fits the Bayesian last layer on its features.
     ///
     /// # Shapes
     /// `x`: `[n, d]` (standardised), `y`: `[n]` (standardised).
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedNeuralLinear> {
-        self.check()?;
+        self.check_ref()?;
         if x.nrows() != y.len() || y.is_empty() {
             return Err(ActiveError::ShapeMismatch {
                 what: "NeuralLinear inputs vs targets".into(),
@@ -121,6 +104,28 @@ impl NeuralLinearConfig {
         let phi = features_of(&body, x);
         let posterior = self.nig.fit(phi.as_ref(), y)?;
         Ok(FittedNeuralLinear { body, _vs: vs, posterior })
+    }
+}
+
+impl ParamGuard for NeuralLinearConfig {
+    type Error = ActiveError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.hidden < 1 || self.layers < 1 {
+            return Err(invalid(
+                "hidden/layers",
+                format!("{}/{}", self.hidden, self.layers),
+                "need at least one unit and one layer",
+            ));
+        }
+        if self.steps == 0 {
+            return Err(invalid("steps", 0, "need at least one training step"));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return Err(invalid("learning_rate", self.learning_rate, "must be a finite number > 0"));
+        }
+        self.nig.check_ref()?;
+        Ok(())
     }
 }
 

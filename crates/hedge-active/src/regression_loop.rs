@@ -15,6 +15,7 @@ use crate::fisher::linear_nig;
 use crate::frank_wolfe::frank_wolfe;
 use crate::neural_linear::NeuralLinearConfig;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
+use hedge_data::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
 /// Which points to label next.
@@ -83,7 +84,7 @@ impl LoopConfig {
         if self.budget > pool {
             return Err(invalid("budget", self.budget, format!("the pool has only {pool} points")));
         }
-        self.model.check()
+        self.model.check_ref()
     }
 
     /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, Result};
 use crate::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
+use crate::AgnosticError;
 use crate::{ModelConfig, TrainConfig};
+use hedge_data::ParamGuard;
 
 /// Experiment 1's `config.json` (fields in the file's order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,19 +32,11 @@ pub struct Exp1Config {
 impl Exp1Config {
     pub const CONTEXT_TEST: &'static str = "backgrounds without a digit: half plain, half BSDS500 crops";
 
-    pub fn check(&self) -> Result<()> {
-        if self.every == 0 || self.train.steps == 0 {
-            return Err(invalid("steps/every", format!("{}/{}", self.train.steps, self.every), "both must be ≥ 1"));
-        }
-        self.train.check()?;
-        self.model.check()
-    }
-
     /// Builds the data from `data_dir`, trains and scores both models, and writes the results
     /// into a new directory `out` (refusing one with files unless `overwrite`). Returns the
     /// learning curves and the table.
     pub fn run(&self, data_dir: &Path, out: &Path, overwrite: bool) -> Result<(Vec<CrossDomainPoint>, String)> {
-        self.check()?;
+        self.check_ref()?;
         let mnist = Mnist::load(&data_dir.join("mnist"))?;
         let backgrounds = Backgrounds::load(&data_dir.join("bsds500"))?;
         let data = self.data.build(&mnist, &backgrounds)?;
@@ -89,6 +83,18 @@ impl Exp1Config {
     }
 }
 
+impl ParamGuard for Exp1Config {
+    type Error = AgnosticError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.every == 0 || self.train.steps == 0 {
+            return Err(invalid("steps/every", format!("{}/{}", self.train.steps, self.every), "both must be ≥ 1"));
+        }
+        self.train.check_ref()?;
+        self.model.check_ref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +104,6 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/agnostic/context-mnist-exp1/config.json");
         let config: Exp1Config = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!((config.every, config.context_test.as_str()), (100, Exp1Config::CONTEXT_TEST));
-        config.check().unwrap();
+        config.check_ref().unwrap();
     }
 }

@@ -15,5 +15,7 @@ pub mod train;
 
 pub use error::{AgnosticError, Result};
 pub use grl::reverse_gradient;
+/// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
+pub use hedge_data::{Checked, ParamGuard};
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
 pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};

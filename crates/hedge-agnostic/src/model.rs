@@ -8,6 +8,7 @@ use tch::nn::{self, Module};
 use tch::{Device, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
+use hedge_data::ParamGuard;
 
 /// The feature extractor G_f.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -67,7 +68,19 @@ impl ModelConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
+    /// Width of G_f's output.
+    pub fn feature_dim(&self) -> i64 {
+        match self.extractor {
+            ExtractorKind::Cnn { .. } => 48 * 4 * 4,
+            ExtractorKind::Mlp { hidden, .. } => hidden,
+        }
+    }
+}
+
+impl ParamGuard for ModelConfig {
+    type Error = AgnosticError;
+
+    fn check_ref(&self) -> Result<()> {
         if !(0.0..1.0).contains(&self.negative_slope) {
             return Err(invalid("negative_slope", self.negative_slope, "must lie in [0, 1)"));
         }
@@ -79,14 +92,6 @@ impl ModelConfig {
             return Err(invalid("model", format!("{self:?}"), "need ≥ 1 channel/input/unit and ≥ 2 classes per head"));
         }
         Ok(())
-    }
-
-    /// Width of G_f's output.
-    pub fn feature_dim(&self) -> i64 {
-        match self.extractor {
-            ExtractorKind::Cnn { .. } => 48 * 4 * 4,
-            ExtractorKind::Mlp { hidden, .. } => hidden,
-        }
     }
 }
 
@@ -111,7 +116,7 @@ pub struct AgnosticNet {
 impl AgnosticNet {
     /// A freshly initialised network (seed it with `tch::manual_seed` first).
     pub fn new(config: ModelConfig) -> Result<Self> {
-        config.check()?;
+        config.check_ref()?;
         let (ef, tf, pf) =
             (nn::VarStore::new(Device::Cpu), nn::VarStore::new(Device::Cpu), nn::VarStore::new(Device::Cpu));
         let f = ef.root();
@@ -234,7 +239,7 @@ mod tests {
         let (hr, hl) = (first_layer(&relu), first_layer(&leaky));
         assert!((hl.relu() - &hr).abs().max().double_value(&[]) < 1e-6);
         assert!(r.min().double_value(&[]) >= 0.0);
-        assert!(ModelConfig::default().with_negative_slope(1.0).check().is_err());
-        assert!(ModelConfig::default().with_negative_slope(-0.1).check().is_err());
+        assert!(ModelConfig::default().with_negative_slope(1.0).check_ref().is_err());
+        assert!(ModelConfig::default().with_negative_slope(-0.1).check_ref().is_err());
     }
 }

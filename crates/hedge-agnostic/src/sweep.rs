@@ -18,6 +18,7 @@ use crate::error::{invalid, Result};
 use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
 use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
 use crate::{AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
+use hedge_data::ParamGuard;
 
 pub const CONFIG_FILE: &str = "config.json";
 /// One audit per finished network.
@@ -354,20 +355,6 @@ pub struct SweepProgress {
 }
 
 impl SweepConfig {
-    /// Refuses impossible settings before anything is written.
-    pub fn check(&self) -> Result<()> {
-        if self.repeats == 0 {
-            return Err(invalid("repeats", self.repeats, "must be ≥ 1"));
-        }
-        if self.alphas.is_empty() {
-            return Err(invalid("alphas", "[]", "give at least one α"));
-        }
-        for &a in &self.alphas {
-            self.train.with_alpha(a).check()?;
-        }
-        self.model.check()
-    }
-
     /// Starts the sweep in a new directory `out` (refusing one with files unless `overwrite`,
     /// then removing what an earlier sweep there wrote) and runs it.
     pub fn run(
@@ -377,7 +364,7 @@ impl SweepConfig {
         overwrite: bool,
         progress: impl FnMut(NetworkFinished),
     ) -> Result<SweepSummary> {
-        self.check()?;
+        self.check_ref()?;
         let dir = RunDirectory::create(out, overwrite)?;
         self.run_in(&dir, data, progress)
     }
@@ -390,7 +377,7 @@ impl SweepConfig {
         data: &PreparedData,
         progress: impl FnMut(NetworkFinished),
     ) -> Result<SweepSummary> {
-        self.check()?;
+        self.check_ref()?;
         dir.remove_files(&SWEEP_FILES)?;
         dir.write_json(CONFIG_FILE, self)?;
         self.continue_in(dir, data, progress)
@@ -400,7 +387,7 @@ impl SweepConfig {
     pub fn resume(out: &Path, data_dir: &Path, progress: impl FnMut(NetworkFinished)) -> Result<(Self, SweepSummary)> {
         let dir = RunDirectory::open_to_resume(out)?;
         let config: SweepConfig = dir.read_json(CONFIG_FILE)?;
-        config.check()?;
+        config.check_ref()?;
         let data = PreparedData::rebuild(&config, data_dir)?;
         let summary = config.continue_in(&dir, &data, progress)?;
         Ok((config, summary))
@@ -456,6 +443,24 @@ impl SweepConfig {
         }
         let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
         write_report(dir, self, &audits)
+    }
+}
+
+impl ParamGuard for SweepConfig {
+    type Error = AgnosticError;
+
+    /// Refuses impossible settings before anything is written.
+    fn check_ref(&self) -> Result<()> {
+        if self.repeats == 0 {
+            return Err(invalid("repeats", self.repeats, "must be ≥ 1"));
+        }
+        if self.alphas.is_empty() {
+            return Err(invalid("alphas", "[]", "give at least one α"));
+        }
+        for &a in &self.alphas {
+            self.train.with_alpha(a).check_ref()?;
+        }
+        self.model.check_ref()
     }
 }
 

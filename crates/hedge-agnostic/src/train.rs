@@ -11,6 +11,7 @@ use tch::{Device, Kind, Tensor};
 use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
 use crate::model::{AgnosticNet, ModelConfig};
+use hedge_data::ParamGuard;
 
 /// How G_f is kept from encoding the protected concept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,7 +121,29 @@ impl TrainConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
+    /// α at progress p ∈ [0, 1].
+    pub fn alpha_at(&self, progress: f64) -> f64 {
+        if self.ramp {
+            self.alpha * (2.0 / (1.0 + (-10.0 * progress).exp()) - 1.0)
+        } else {
+            self.alpha
+        }
+    }
+
+    /// Learning rate at progress p.
+    pub fn learning_rate_at(&self, progress: f64) -> f64 {
+        if self.anneal {
+            self.learning_rate / (1.0 + 10.0 * progress).powf(0.75)
+        } else {
+            self.learning_rate
+        }
+    }
+}
+
+impl ParamGuard for TrainConfig {
+    type Error = AgnosticError;
+
+    fn check_ref(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.alpha) {
             return Err(invalid("alpha", self.alpha, "must lie in [0, 1] (Eq. 1's trade-off)"));
         }
@@ -139,24 +162,6 @@ impl TrainConfig {
             ));
         }
         Ok(())
-    }
-
-    /// α at progress p ∈ [0, 1].
-    pub fn alpha_at(&self, progress: f64) -> f64 {
-        if self.ramp {
-            self.alpha * (2.0 / (1.0 + (-10.0 * progress).exp()) - 1.0)
-        } else {
-            self.alpha
-        }
-    }
-
-    /// Learning rate at progress p.
-    pub fn learning_rate_at(&self, progress: f64) -> f64 {
-        if self.anneal {
-            self.learning_rate / (1.0 + 10.0 * progress).powf(0.75)
-        } else {
-            self.learning_rate
-        }
     }
 }
 
@@ -213,7 +218,7 @@ pub fn train_observed(
     every: usize,
     mut observe: impl FnMut(usize, &AgnosticNet) -> Result<()>,
 ) -> Result<Vec<StepLog>> {
-    config.check()?;
+    config.check_ref()?;
     let n = data.target_x.size()[0];
     let n_context = data.context_x.size()[0];
     if n == 0 || data.target_y.size() != [n] || data.target_p.size() != [n] || data.context_p.size() != [n_context] {
@@ -337,7 +342,7 @@ mod tests {
         assert_eq!(c.alpha_at(0.0), 0.0);
         assert!((c.alpha_at(1.0) - 0.8 * (2.0 / (1.0 + (-10f64).exp()) - 1.0)).abs() < 1e-15);
         assert!((c.learning_rate_at(1.0) - 0.01 / 11f64.powf(0.75)).abs() < 1e-15);
-        assert!(TrainConfig::default().with_alpha(1.2).check().is_err());
+        assert!(TrainConfig::default().with_alpha(1.2).check_ref().is_err());
     }
 
     /// Tabular toy: the target is x₀ > 0, the protected concept is x₁ > 0 and also readable from

@@ -21,6 +21,8 @@ use crate::kernel::{KernelKind, RbfKernel};
 use crate::linalg::Cholesky;
 use crate::sparse::{SparseGpConfig, SparseMethod};
 use crate::spike_slab::SpikeSlabConfig;
+use crate::BayesError;
+use hedge_data::ParamGuard;
 
 /// Inputs standardised with the training split's mean and standard deviation.
 pub struct Standardised {
@@ -330,21 +332,10 @@ impl LengthscaleStudy {
         }
     }
 
-    pub fn check(&self) -> Result<()> {
-        if self.points == 0 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
-            return Err(invalid(
-                "points/noise",
-                format!("{}/{}", self.points, self.noise_sd),
-                "need ≥ 1 point and a noise sd > 0",
-            ));
-        }
-        Ok(())
-    }
-
     /// Runs the study into a new directory `out`: `config.json`, `lengthscales.json`,
     /// `lengthscales.md` and `lengthscales.png`. Returns the rows and the table.
     pub fn run(&self, out: &Path, overwrite: bool) -> Result<(Vec<LengthscaleRow>, String)> {
-        self.check()?;
+        self.check_ref()?;
         let dir = RunDirectory::create(out, overwrite)?;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
         let train_x: Vec<f64> = (0..self.points).map(|_| -5.0 + 10.0 * rng.random::<f64>()).collect();
@@ -413,6 +404,21 @@ impl LengthscaleStudy {
     }
 }
 
+impl ParamGuard for LengthscaleStudy {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.points == 0 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
+            return Err(invalid(
+                "points/noise",
+                format!("{}/{}", self.points, self.noise_sd),
+                "need ≥ 1 point and a noise sd > 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The Gibbs sampler on `n` simulated draws from N(true_mean, true_sd²).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GibbsDemo {
@@ -451,18 +457,11 @@ pub struct GibbsSummary {
 }
 
 impl GibbsDemo {
-    pub fn check(&self) -> Result<()> {
-        if self.n == 0 || self.true_sd.is_nan() || self.true_sd <= 0.0 {
-            return Err(invalid("n/true_sd", format!("{}/{}", self.n, self.true_sd), "need n ≥ 1 and true sd > 0"));
-        }
-        Ok(())
-    }
-
     /// Simulates, samples and (with `out`) writes `config.json`, `summary.json`, `draws.npz` and
     /// `trace.png`; the directory is created after the sampler has run, refusing one with files
     /// unless `overwrite`, and checked before.
     pub fn run(&self, out: Option<&Path>, overwrite: bool) -> Result<GibbsSummary> {
-        self.check()?;
+        self.check_ref()?;
         if let Some(out) = out {
             // Refuse a folder with files before sampling, not after.
             hedge_data::atomic::check_output_dir(out, overwrite)?;
@@ -512,6 +511,17 @@ impl GibbsDemo {
     }
 }
 
+impl ParamGuard for GibbsDemo {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.n == 0 || self.true_sd.is_nan() || self.true_sd <= 0.0 {
+            return Err(invalid("n/true_sd", format!("{}/{}", self.n, self.true_sd), "need n ≥ 1 and true sd > 0"));
+        }
+        Ok(())
+    }
+}
+
 /// Spike-and-slab EM on a simulated sparse regression: an `n × d` standard-normal design,
 /// `nonzero` weights of magnitude 1–3 with random signs, noise sd `noise_sd`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -548,21 +558,10 @@ pub struct SpikeSlabResult {
 }
 
 impl SpikeSlabDemo {
-    pub fn check(&self) -> Result<()> {
-        if self.nonzero > self.d || self.n < 2 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
-            return Err(invalid(
-                "nonzero/d/n/noise",
-                format!("{}/{}/{}/{}", self.nonzero, self.d, self.n, self.noise_sd),
-                "need nonzero ≤ d, n ≥ 2 and a noise sd > 0",
-            ));
-        }
-        Ok(())
-    }
-
     /// Simulates and fits; with `out`, writes `config.json`, `result.json` and `weights.csv`
     /// (the folder checked before the fit).
     pub fn run(&self, out: Option<&Path>, overwrite: bool) -> Result<SpikeSlabResult> {
-        self.check()?;
+        self.check_ref()?;
         if let Some(out) = out {
             hedge_data::atomic::check_output_dir(out, overwrite)?;
         }
@@ -621,6 +620,21 @@ impl SpikeSlabDemo {
             dir.write_bytes("weights.csv", csv.as_bytes())?;
         }
         Ok(result)
+    }
+}
+
+impl ParamGuard for SpikeSlabDemo {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        if self.nonzero > self.d || self.n < 2 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
+            return Err(invalid(
+                "nonzero/d/n/noise",
+                format!("{}/{}/{}/{}", self.nonzero, self.d, self.n, self.noise_sd),
+                "need nonzero ≤ d, n ≥ 2 and a noise sd > 0",
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{summarise, ChainSummary};
 use crate::error::{invalid, BayesError, Result};
+use hedge_data::ParamGuard;
 
 /// Prior on the mean μ.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -95,45 +96,9 @@ impl GibbsConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
-        let positive = |name, v: f64| {
-            if v > 0.0 && v.is_finite() {
-                Ok(())
-            } else {
-                Err(invalid(name, v, "must be a finite number > 0"))
-            }
-        };
-        positive("a", self.a)?;
-        positive("b", self.b)?;
-        match self.mean_prior {
-            MeanPrior::Independent { mean, variance } => {
-                positive("mean_prior.variance", variance)?;
-                if !mean.is_finite() {
-                    return Err(invalid("mean_prior.mean", mean, "must be finite"));
-                }
-            }
-            MeanPrior::Conjugate { mean, kappa } => {
-                positive("mean_prior.kappa", kappa)?;
-                if !mean.is_finite() {
-                    return Err(invalid("mean_prior.mean", mean, "must be finite"));
-                }
-            }
-        }
-        if self.chains < 2 {
-            return Err(invalid("chains", self.chains, "R-hat needs at least 2 chains"));
-        }
-        if self.samples < 4 {
-            return Err(invalid("samples", self.samples, "need at least 4 kept draws per chain"));
-        }
-        if self.thin == 0 {
-            return Err(invalid("thin", 0, "must be at least 1"));
-        }
-        Ok(())
-    }
-
     /// Runs the chains on observations `x`.
     pub fn run(&self, x: &[f64]) -> Result<GibbsResult> {
-        self.check()?;
+        self.check_ref()?;
         crate::linalg::check_finite_slice(x, "observations")?;
         if x.is_empty() {
             return Err(BayesError::NotEnoughData { what: "Gibbs sampling".into(), found: 0, needed: 1 });
@@ -187,6 +152,46 @@ impl GibbsConfig {
             mu: mu_chains,
             beta: beta_chains,
         })
+    }
+}
+
+impl ParamGuard for GibbsConfig {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        let positive = |name, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(invalid(name, v, "must be a finite number > 0"))
+            }
+        };
+        positive("a", self.a)?;
+        positive("b", self.b)?;
+        match self.mean_prior {
+            MeanPrior::Independent { mean, variance } => {
+                positive("mean_prior.variance", variance)?;
+                if !mean.is_finite() {
+                    return Err(invalid("mean_prior.mean", mean, "must be finite"));
+                }
+            }
+            MeanPrior::Conjugate { mean, kappa } => {
+                positive("mean_prior.kappa", kappa)?;
+                if !mean.is_finite() {
+                    return Err(invalid("mean_prior.mean", mean, "must be finite"));
+                }
+            }
+        }
+        if self.chains < 2 {
+            return Err(invalid("chains", self.chains, "R-hat needs at least 2 chains"));
+        }
+        if self.samples < 4 {
+            return Err(invalid("samples", self.samples, "need at least 4 kept draws per chain"));
+        }
+        if self.thin == 0 {
+            return Err(invalid("thin", 0, "must be at least 1"));
+        }
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::kernel::{KernelKind, RbfKernel};
 use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
+use hedge_data::ParamGuard;
 
 /// Kernel hyper-parameters plus the noise variance σ².
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,29 +113,6 @@ impl GpConfig {
         self
     }
 
-    /// Validates the hyper-parameters.
-    ///
-    /// # Errors
-    /// [`BayesError::InvalidConfig`] naming the first bad field.
-    pub fn check(&self) -> Result<()> {
-        check_positive("signal_variance", self.signal_variance)?;
-        check_positive("lengthscale", self.lengthscale)?;
-        if !(self.noise_floor >= 0.0 && self.noise_floor.is_finite()) {
-            return Err(invalid("noise_floor", self.noise_floor, "must be a finite number ≥ 0"));
-        }
-        if !(self.noise_variance > self.noise_floor && self.noise_variance.is_finite()) {
-            return Err(invalid(
-                "noise_variance",
-                self.noise_variance,
-                format!("must exceed noise_floor = {}", self.noise_floor),
-            ));
-        }
-        if self.max_iters == 0 {
-            return Err(invalid("max_iters", 0, "must be at least 1"));
-        }
-        Ok(())
-    }
-
     /// The initial hyper-parameters for inputs with `dims` columns.
     pub fn initial(&self, dims: usize) -> GpHyperParameters {
         let n_ls = match self.kernel {
@@ -163,7 +141,7 @@ impl GpConfig {
         y: &[f64],
         observer: &mut dyn FnMut(FitProgress),
     ) -> Result<FittedGp> {
-        self.check()?;
+        self.check_ref()?;
         linalg::check_training_data(x, y, "GP")?;
         if y.len() < 2 {
             return Err(BayesError::NotEnoughData { what: "GP regression".into(), found: y.len(), needed: 2 });
@@ -195,6 +173,33 @@ impl GpConfig {
             })?;
         }
         FittedGp::new(x, y, &ys, scaler, hyper, runs)
+    }
+}
+
+impl ParamGuard for GpConfig {
+    type Error = BayesError;
+
+    /// Validates the hyper-parameters.
+    ///
+    /// # Errors
+    /// [`BayesError::InvalidConfig`] naming the first bad field.
+    fn check_ref(&self) -> Result<()> {
+        check_positive("signal_variance", self.signal_variance)?;
+        check_positive("lengthscale", self.lengthscale)?;
+        if !(self.noise_floor >= 0.0 && self.noise_floor.is_finite()) {
+            return Err(invalid("noise_floor", self.noise_floor, "must be a finite number ≥ 0"));
+        }
+        if !(self.noise_variance > self.noise_floor && self.noise_variance.is_finite()) {
+            return Err(invalid(
+                "noise_variance",
+                self.noise_variance,
+                format!("must exceed noise_floor = {}", self.noise_floor),
+            ));
+        }
+        if self.max_iters == 0 {
+            return Err(invalid("max_iters", 0, "must be at least 1"));
+        }
+        Ok(())
     }
 }
 

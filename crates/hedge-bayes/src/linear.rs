@@ -11,6 +11,7 @@ use statrs::function::gamma::ln_gamma;
 
 use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
+use hedge_data::ParamGuard;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -73,17 +74,12 @@ impl BayesLinearConfig {
         self.noise_variance = v;
         self
     }
-    pub fn check(&self) -> Result<()> {
-        check_positive("prior_precision", self.prior_precision)?;
-        check_positive("noise_variance", self.noise_variance)
-    }
-
     /// Posterior N(m, S) with S⁻¹ = αI + ΦᵀΦ/σ², m = SΦᵀy/σ².
     ///
     /// # Shapes
     /// `phi`: `[n, d]`, `y`: `[n]`.
     pub fn fit(&self, phi: MatRef<'_, f64>, y: &[f64]) -> Result<FittedBayesLinear> {
-        self.check()?;
+        self.check_ref()?;
         check_data(phi, y)?;
         let (n, d) = (phi.nrows() as f64, phi.ncols() as f64);
         let beta = 1.0 / self.noise_variance;
@@ -103,6 +99,15 @@ impl BayesLinearConfig {
             noise_variance: self.noise_variance,
             log_evidence,
         })
+    }
+}
+
+impl ParamGuard for BayesLinearConfig {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        check_positive("prior_precision", self.prior_precision)?;
+        check_positive("noise_variance", self.noise_variance)
     }
 }
 
@@ -166,18 +171,12 @@ impl NigLinearConfig {
         self.b0 = b0;
         self
     }
-    pub fn check(&self) -> Result<()> {
-        check_positive("prior_precision", self.prior_precision)?;
-        check_positive("a0", self.a0)?;
-        check_positive("b0", self.b0)
-    }
-
     /// Posterior NIG(μ, Σ̃, ã, b̃).
     ///
     /// # Shapes
     /// `phi`: `[n, d]`, `y`: `[n]`.
     pub fn fit(&self, phi: MatRef<'_, f64>, y: &[f64]) -> Result<FittedNigLinear> {
-        self.check()?;
+        self.check_ref()?;
         check_data(phi, y)?;
         let (n, d) = (phi.nrows() as f64, phi.ncols() as f64);
         let (chol, mean) = posterior_system(phi, y, 1.0, self.prior_precision)?;
@@ -193,6 +192,16 @@ impl NigLinearConfig {
             - ln_gamma(self.a0)
             - 0.5 * n * LN_2PI;
         Ok(FittedNigLinear { mean: linalg::to_vec(mean.as_ref()), covariance: chol.inverse(), a, b, log_evidence })
+    }
+}
+
+impl ParamGuard for NigLinearConfig {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        check_positive("prior_precision", self.prior_precision)?;
+        check_positive("a0", self.a0)?;
+        check_positive("b0", self.b0)
     }
 }
 

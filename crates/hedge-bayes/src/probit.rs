@@ -9,6 +9,7 @@ use statrs::function::erf::erfc;
 
 use crate::error::{invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
+use hedge_data::ParamGuard;
 
 /// Standard normal CDF Φ(z).
 pub fn normal_cdf(z: f64) -> f64 {
@@ -58,22 +59,12 @@ impl ProbitConfig {
         self.prior_variance = v;
         self
     }
-    pub fn check(&self) -> Result<()> {
-        if !(self.prior_variance > 0.0 && self.prior_variance.is_finite()) {
-            return Err(invalid("prior_variance", self.prior_variance, "must be a finite number > 0"));
-        }
-        if self.max_iters == 0 {
-            return Err(invalid("max_iters", 0, "must be at least 1"));
-        }
-        Ok(())
-    }
-
     /// Laplace approximation to the posterior given inputs `x` and labels in {0, 1}.
     ///
     /// # Shapes
     /// `x`: `[n, d]`, `labels`: `[n]`.
     pub fn fit(&self, x: MatRef<'_, f64>, labels: &[u8]) -> Result<FittedProbit> {
-        self.check()?;
+        self.check_ref()?;
         linalg::check_rows(x, labels.len(), "probit inputs vs labels")?;
         linalg::check_finite_matrix(x, "probit inputs")?;
         if let Some(i) = labels.iter().position(|&l| l > 1) {
@@ -147,6 +138,20 @@ impl ProbitConfig {
         drop(hessian_chol);
         let log_evidence = current - 0.5 * d as f64 * self.prior_variance.ln() - 0.5 * chol.log_det();
         Ok(FittedProbit { mean: w, covariance: chol.inverse(), log_evidence, iterations })
+    }
+}
+
+impl ParamGuard for ProbitConfig {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        if !(self.prior_variance > 0.0 && self.prior_variance.is_finite()) {
+            return Err(invalid("prior_variance", self.prior_variance, "must be a finite number > 0"));
+        }
+        if self.max_iters == 0 {
+            return Err(invalid("max_iters", 0, "must be at least 1"));
+        }
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{invalid, BayesError, Result};
 use crate::gp::{FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
 use crate::linalg::{self, Cholesky};
+use hedge_data::ParamGuard;
 
 /// Which sparse objective to optimise (and which Λ to predict with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -77,18 +78,6 @@ impl SparseGpConfig {
         self
     }
 
-    /// Validates the hyper-parameters.
-    pub fn check(&self) -> Result<()> {
-        self.gp.check()?;
-        if self.inducing == 0 {
-            return Err(invalid("inducing", 0, "need at least one pseudo-input"));
-        }
-        if !(self.jitter >= 0.0 && self.jitter.is_finite()) {
-            return Err(invalid("jitter", self.jitter, "must be a finite number ≥ 0"));
-        }
-        Ok(())
-    }
-
     /// Fits with pseudo-inputs initialised at a random subset of the rows of `x`.
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedSparseGp> {
         self.fit_observed(x, y, &mut |_| {})
@@ -101,7 +90,7 @@ impl SparseGpConfig {
         y: &[f64],
         observer: &mut dyn FnMut(FitProgress),
     ) -> Result<FittedSparseGp> {
-        self.check()?;
+        self.check_ref()?;
         linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
         let m = self.inducing.min(x.nrows());
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.gp.seed);
@@ -123,7 +112,7 @@ impl SparseGpConfig {
         z: Mat<f64>,
         observer: &mut dyn FnMut(FitProgress),
     ) -> Result<FittedSparseGp> {
-        self.check()?;
+        self.check_ref()?;
         linalg::check_training_data(x, y, "sparse GP")?;
         if z.ncols() != x.ncols() {
             return Err(BayesError::ShapeMismatch {
@@ -202,6 +191,22 @@ impl SparseGpConfig {
             (hyper, z) = unpack(&theta, &start);
         }
         FittedSparseGp::new(x, &ys, scaler, hyper, z, self.method, self.jitter, runs)
+    }
+}
+
+impl ParamGuard for SparseGpConfig {
+    type Error = BayesError;
+
+    /// Validates the hyper-parameters.
+    fn check_ref(&self) -> Result<()> {
+        self.gp.check_ref()?;
+        if self.inducing == 0 {
+            return Err(invalid("inducing", 0, "need at least one pseudo-input"));
+        }
+        if !(self.jitter >= 0.0 && self.jitter.is_finite()) {
+            return Err(invalid("jitter", self.jitter, "must be a finite number ≥ 0"));
+        }
+        Ok(())
     }
 }
 
@@ -408,7 +413,7 @@ pub fn fit_with(
     hyper: GpHyperParameters,
     z: Mat<f64>,
 ) -> Result<FittedSparseGp> {
-    config.check()?;
+    config.check_ref()?;
     linalg::check_training_data(x, y, "sparse GP")?;
     let scaler = TargetScaler::new(y, config.gp.normalise_y);
     let ys = scaler.forward(y);

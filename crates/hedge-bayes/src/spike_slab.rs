@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
+use hedge_data::ParamGuard;
 
 /// Priors and stopping rule.
 ///
@@ -89,42 +90,12 @@ impl SpikeSlabConfig {
         self
     }
 
-    pub fn check(&self) -> Result<()> {
-        if !(self.spike_variance > 0.0 && self.spike_variance.is_finite()) {
-            return Err(invalid("spike_variance", self.spike_variance, "must be a finite number > 0"));
-        }
-        if !(self.slab_variance > self.spike_variance && self.slab_variance.is_finite()) {
-            return Err(invalid(
-                "slab_variance",
-                self.slab_variance,
-                format!("must exceed spike_variance = {}", self.spike_variance),
-            ));
-        }
-        if !(self.nu >= 0.0 && self.lambda >= 0.0 && self.nu.is_finite() && self.lambda.is_finite()) {
-            return Err(invalid("nu/lambda", format!("{}/{}", self.nu, self.lambda), "must be finite and ≥ 0"));
-        }
-        if !(self.a0 >= 1.0 && self.b0 >= 1.0) {
-            return Err(invalid(
-                "a0/b0",
-                format!("{}/{}", self.a0, self.b0),
-                "must be ≥ 1 so the θ update stays in [0, 1]",
-            ));
-        }
-        if self.max_iters == 0 {
-            return Err(invalid("max_iters", 0, "must be at least 1"));
-        }
-        if self.tolerance.is_nan() || self.tolerance <= 0.0 {
-            return Err(invalid("tolerance", self.tolerance, "must be > 0"));
-        }
-        Ok(())
-    }
-
     /// Runs EM from γ = 1 (every weight in the slab), θ = ½, σ² = Var(y)/2.
     ///
     /// # Shapes
     /// `x`: `[n, d]`, `y`: `[n]`.
     pub fn fit(&self, x: MatRef<'_, f64>, y: &[f64]) -> Result<FittedSpikeSlab> {
-        self.check()?;
+        self.check_ref()?;
         linalg::check_training_data(x, y, "spike-and-slab")?;
         let (n, d) = (x.nrows(), x.ncols());
         if n < 2 {
@@ -220,6 +191,40 @@ impl SpikeSlabConfig {
             expected_complete_log_posterior: expected,
             converged,
         })
+    }
+}
+
+impl ParamGuard for SpikeSlabConfig {
+    type Error = BayesError;
+
+    fn check_ref(&self) -> Result<()> {
+        if !(self.spike_variance > 0.0 && self.spike_variance.is_finite()) {
+            return Err(invalid("spike_variance", self.spike_variance, "must be a finite number > 0"));
+        }
+        if !(self.slab_variance > self.spike_variance && self.slab_variance.is_finite()) {
+            return Err(invalid(
+                "slab_variance",
+                self.slab_variance,
+                format!("must exceed spike_variance = {}", self.spike_variance),
+            ));
+        }
+        if !(self.nu >= 0.0 && self.lambda >= 0.0 && self.nu.is_finite() && self.lambda.is_finite()) {
+            return Err(invalid("nu/lambda", format!("{}/{}", self.nu, self.lambda), "must be finite and ≥ 0"));
+        }
+        if !(self.a0 >= 1.0 && self.b0 >= 1.0) {
+            return Err(invalid(
+                "a0/b0",
+                format!("{}/{}", self.a0, self.b0),
+                "must be ≥ 1 so the θ update stays in [0, 1]",
+            ));
+        }
+        if self.max_iters == 0 {
+            return Err(invalid("max_iters", 0, "must be at least 1"));
+        }
+        if self.tolerance.is_nan() || self.tolerance <= 0.0 {
+            return Err(invalid("tolerance", self.tolerance, "must be > 0"));
+        }
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use hedge_agnostic::sweep::{
 };
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
+use hedge_data::ParamGuard;
 
 #[derive(Subcommand)]
 pub enum AgnosticCommand {
@@ -187,9 +188,9 @@ fn sweep(args: SweepArgs) -> Result<()> {
         };
         let alphas = parse_alphas(&args.alphas).with_context(|| format!("--alphas '{}'", args.alphas))?;
         // Settings are checked before the data is built, the data before --out is touched.
-        train.with_alpha(alphas[0]).check()?;
+        train.with_alpha(alphas[0]).check_ref()?;
         let model = ModelConfig::default().with_negative_slope(args.negative_slope);
-        model.check()?;
+        model.check_ref()?;
         let (data, description, model) = PreparedData::build(dataset, &options, model, &data_dir)?;
         let config = SweepConfig {
             alphas,

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
+use hedge_data::ParamGuard;
 use hedge_embed::experiment::{load_split, read_plan, TrainPlan};
 use hedge_embed::run_eval::{
     curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
-    parse_device, ConvPrecision, EvalReport, HibConfig, LossKind, LrSchedule, MatchEstimator, MatchInit, ModelKind,
-    Norm, PairSet, RunDir,
+    parse_device, BatchComposition, ConvPrecision, EmbeddingKind, EvalReport, HibConfig, LossKind, LrSchedule,
+    MatchEstimator, MatchInit, MetricSet, Norm, PairSet, RunDir,
 };
 
 #[derive(Subcommand)]
@@ -98,6 +99,14 @@ pub struct EvalArgs {
     /// of the run's own weights; the report then goes to stdout only.
     #[arg(long)]
     weights: Option<PathBuf>,
+    /// Compute only these metrics (comma-separated: verification_ap, verification_ap_mixed,
+    /// knn_accuracy, knn_plurality, tau_ap, tau_knn, ece, aurc, gallery_probe); every metric by
+    /// default. A partial report goes to stdout only; its numbers equal the full evaluation's.
+    #[arg(long, default_value = "")]
+    metrics: String,
+    /// Leave these metrics out (comma-separated, as --metrics).
+    #[arg(long, default_value = "")]
+    exclude_metrics: String,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -220,7 +229,8 @@ pub struct TrainArgs {
     /// Total optimiser steps (with --resume: the new total).
     #[arg(long)]
     steps: Option<usize>,
-    /// Pairs per step (two images each).
+    /// Pairs per step (two images each) of the paper's independent batches (replaces a
+    /// config's grouped batches).
     #[arg(long, conflicts_with = "group")]
     batch: Option<usize>,
     /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
@@ -362,14 +372,22 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
         c.dim = v;
     }
     if let Some(v) = args.model {
-        c.model = match v {
-            ModelArg::Point => ModelKind::Point,
-            ModelArg::Gaussian => ModelKind::Gaussian,
-            ModelArg::Mog => ModelKind::Mog,
+        c.model = match (v, c.model) {
+            (ModelArg::Point, _) => EmbeddingKind::Point,
+            (ModelArg::Gaussian, _) => EmbeddingKind::Gaussian,
+            // A config's mixture keeps its components unless --components says otherwise.
+            (ModelArg::Mog, EmbeddingKind::Mixture { components }) => EmbeddingKind::Mixture { components },
+            (ModelArg::Mog, _) => EmbeddingKind::MOG2,
         };
     }
-    if let Some(v) = args.components {
-        c.components = v;
+    if let Some(components) = args.components {
+        match c.model {
+            EmbeddingKind::Mixture { .. } => c.model = EmbeddingKind::Mixture { components },
+            other => bail!(
+                "--components {components} applies to mixtures, but the model is {:?}; add --model mog",
+                other.kind()
+            ),
+        }
     }
     if let Some(v) = args.loss {
         c.loss = match v {
@@ -383,8 +401,8 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.steps {
         c.steps = v;
     }
-    if let Some(v) = args.batch {
-        c.batch_pairs = v;
+    if let Some(pairs) = args.batch {
+        c.batch = BatchComposition::Independent { pairs };
     }
     if let Some(v) = &args.group {
         c = with_group(c, v)?;
@@ -438,7 +456,7 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
         // Planned from the measured speed after the first steps; until then effectively open.
         c.steps = PLANNED_STEPS_PLACEHOLDER;
     }
-    c.check()?;
+    c.check_ref()?;
     Ok(c)
 }
 
@@ -480,7 +498,7 @@ fn train(args: TrainArgs) -> Result<()> {
             plan.keep_every = args.keep_every;
             if let Some(steps) = args.steps {
                 rc.hib.steps = steps;
-                rc.hib.check()?;
+                rc.hib.check_ref()?;
                 run.write_config(&rc)?;
                 // An explicit new total replaces the budget the run was started with.
                 plan.budget_minutes = None;
@@ -551,10 +569,12 @@ fn eval(args: EvalArgs) -> Result<()> {
         EstimatorArg::Quadrature => MatchEstimator::Quadrature { points: args.points },
     };
     let split = NDigitSplit::parse(&args.split)?;
-    let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates };
+    let metrics = MetricSet::parse(&args.metrics, &args.exclude_metrics)?;
+    let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates, metrics };
     let (eval, report) = evaluate_run(&run, args.weights.as_deref(), &settings, device, &crate::command_line())?;
-    // A report on other weights goes to stdout only: the run's eval.json describes its own model.
-    if args.weights.is_none() {
+    // A report on other weights, or of some metrics only, goes to stdout only: the run's
+    // eval.json holds the whole evaluation of its own model.
+    if args.weights.is_none() && metrics.is_all() {
         save_eval(&run, &report)?;
     }
     if args.json {

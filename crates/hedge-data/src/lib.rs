@@ -22,6 +22,7 @@ pub mod ndigit;
 pub mod npy;
 pub mod occlusion;
 pub mod pairs;
+pub mod params;
 pub mod rundir;
 pub mod uci;
 
@@ -35,5 +36,6 @@ pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};
+pub use params::{Checked, ParamGuard};
 pub use rundir::{Checkpoint, CheckpointManifest, RunDirectory};
 pub use uci::{UciDataset, UciSplit};

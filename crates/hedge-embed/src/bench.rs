@@ -18,13 +18,14 @@ use crate::optim::Adam;
 use crate::train::build_model;
 use crate::train::TrainEvent;
 use crate::{EmbedError, Result};
+use hedge_data::ParamGuard;
 
-/// Steady-state training throughput in images/s: forward of `2 · batch_pairs` images, the VIB
+/// Steady-state training throughput in images/s: forward of the batch's images, the VIB
 /// loss with K samples, backward and an Adam step, timed over `steps` steps after `warmup`
 /// untimed ones. Inputs are uniform noise of the right shape (the arithmetic does not depend
 /// on the pixels).
 ///
-/// With `reuse = R > 1` each step scores `R · batch_pairs` pairs from the same embeddings
+/// With `reuse = R > 1` each step scores `R` times half the images as pairs from the same embeddings
 /// (round r pairs left image i with right image (i + r) mod B), so pairs/s grows while images/s
 /// stays: the measure of what reusing an image's embedding in several pairs would buy.
 pub fn train_images_per_s(
@@ -36,7 +37,7 @@ pub fn train_images_per_s(
 ) -> Result<f64> {
     let (vs, net) = build_model(config, device)?;
     let mut adam = Adam::new(&vs, config.learning_rate);
-    let pairs = config.batch_pairs as i64;
+    let pairs = (config.batch.images() / 2) as i64;
     let width = 28 * config.digits as i64;
     let x = Tensor::rand([2 * pairs, 1, 28, width], (Kind::Float, device));
     let is_match = Tensor::arange(pairs, (Kind::Int64, device)).remainder(2).eq(0);
@@ -136,7 +137,7 @@ pub fn throughput(
         ),
         pairs_per_image_pair: reuse.max(1),
         threads: tch::get_num_threads(),
-        train_batch_images: 2 * config.batch_pairs,
+        train_batch_images: config.batch.images(),
         train_images_per_s: train_ips,
         train_pairs_per_s: train_ips / 2.0 * reuse.max(1) as f64,
         train_steps_timed: train_steps,
@@ -187,18 +188,19 @@ impl RecipeBench {
         on_event: impl FnMut(TrainEvent),
     ) -> Result<RecipeBenchReport> {
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::config("split", "train: the benchmark measures test_seen or test_unseen"));
+            return Err(EmbedError::invalid("split", "train", "the benchmark measures test_seen or test_unseen"));
         }
         let device = Device::Cpu;
         let mut config =
             self.recipe.clone().with_digits(2).with_dim(2).with_steps(crate::run_eval::PLANNED_STEPS_PLACEHOLDER);
         config.conv_precision = config.conv_precision.resolve(device);
-        config.check()?;
-        let column = paper_column(&config)
-            .ok_or_else(|| EmbedError::config("model", "the paper reports point, MoG-1 and MoG-2 only"))?;
+        config.check_ref()?;
+        let column = paper_column(&config).ok_or_else(|| {
+            EmbedError::invalid("model", format!("{:?}", config.model), "the paper reports point, MoG-1 and MoG-2 only")
+        })?;
         let paper = crate::paper::table1(2, 2)
             .and_then(|t| t.model(column).copied())
-            .ok_or_else(|| EmbedError::config("model", format!("no paper column {column}")))?;
+            .ok_or_else(|| EmbedError::invalid("model", column, "the paper has no such column"))?;
         let target = self.metric.paper_value(&paper);
         let plan = TrainPlan {
             budget_minutes: Some(self.budget_minutes),
@@ -210,8 +212,9 @@ impl RecipeBench {
         let run = crate::run_eval::new_run(out, false, &config, &plan, device, command)?;
         let trainer = train_run(&run, &config, device, false, &plan, on_event)?;
         let records: Vec<MonitorRecord> = run.read_json_lines(crate::run::MONITOR_FILE)?;
-        let r = first_reaching(&records, self.split.name(), self.metric, target)
-            .ok_or_else(|| EmbedError::config("watch_every", "no evaluation ran; lower --watch-every"))?;
+        let r = first_reaching(&records, self.split.name(), self.metric, target).ok_or_else(|| {
+            EmbedError::invalid("watch_every", self.watch_every, "no evaluation ran; lower --watch-every")
+        })?;
         Ok(RecipeBenchReport {
             best: r.best,
             best_at_minutes: r.best_at_seconds / 60.0,

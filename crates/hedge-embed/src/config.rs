@@ -3,8 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{EmbedError, Result};
+use hedge_data::ParamGuard;
 
-/// What an input is embedded as.
+/// What an input is embedded as, by name (reports and config files; [`EmbeddingKind`] holds
+/// what each choice needs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelKind {
@@ -14,6 +16,44 @@ pub enum ModelKind {
     Gaussian,
     /// An equal-weight mixture of `components` diagonal Gaussians (MoG-C).
     Mog,
+}
+
+/// What an input is embedded as, with the settings only that choice has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbeddingKind {
+    /// A point `z = f(x)` (Section 2.1).
+    Point,
+    /// One Gaussian with diagonal covariance (the paper's MoG-1).
+    Gaussian,
+    /// An equal-weight mixture of `components` diagonal Gaussians (MoG-C).
+    Mixture { components: usize },
+}
+
+impl EmbeddingKind {
+    /// The paper's MoG-2.
+    pub const MOG2: EmbeddingKind = EmbeddingKind::Mixture { components: 2 };
+
+    /// The name of this kind.
+    pub fn kind(self) -> ModelKind {
+        match self {
+            EmbeddingKind::Point => ModelKind::Point,
+            EmbeddingKind::Gaussian => ModelKind::Gaussian,
+            EmbeddingKind::Mixture { .. } => ModelKind::Mog,
+        }
+    }
+
+    /// Mixture components: 1 for a point and a Gaussian.
+    pub fn components(self) -> usize {
+        match self {
+            EmbeddingKind::Mixture { components } => components,
+            _ => 1,
+        }
+    }
+
+    /// Whether inputs are embedded as distributions (with η and sampling).
+    pub fn is_stochastic(self) -> bool {
+        self != EmbeddingKind::Point
+    }
 }
 
 /// The pair loss.
@@ -47,15 +87,32 @@ impl LrSchedule {
 }
 
 /// How a training batch is put together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchComposition {
+    /// The paper's two-stream sampler: `pairs` independent pairs, half matching, each image
+    /// used once (Section 2.3).
+    Independent { pairs: usize },
+    /// `classes` classes x `per_class` images; every within-class pair plus as many cross-class
+    /// pairs are scored, so one step's images give `per_class − 1` times more pairs. Not in the
+    /// paper; a lever on time-to-quality.
+    Grouped { classes: usize, per_class: usize },
+}
+
+impl BatchComposition {
+    /// Images per step.
+    pub fn images(self) -> usize {
+        match self {
+            BatchComposition::Independent { pairs } => 2 * pairs,
+            BatchComposition::Grouped { classes, per_class } => classes * per_class,
+        }
+    }
+}
+
+/// [`BatchComposition`] by name, as config files write it (`batch = "grouped"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum BatchComposition {
-    /// The paper's two-stream sampler: `batch_pairs` independent pairs, half matching, each
-    /// image used once (Section 2.3).
+enum BatchKind {
     Independent,
-    /// `group_classes` classes x `group_size` images; every within-class pair plus as many
-    /// cross-class pairs are scored, so one step's images give `group_size − 1` times more
-    /// pairs. Not in the paper; a lever on time-to-quality.
     Grouped,
 }
 
@@ -139,6 +196,10 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `batch_pairs` | 128 | pairs per step (2x images), independent batches | ≥ 2 |
 /// | `batch` | independent | independent (paper) or grouped batches | |
 /// | `group_classes`, `group_size` | 32, 8 | classes per grouped batch, images per class | ≥ 2 |
+///
+/// (The table lists the names config files use: `model` with `components`, and `batch` with
+/// `batch_pairs` or `group_classes` and `group_size`, are [`EmbeddingKind`] and
+/// [`BatchComposition`] in the struct, so a setting exists only where it applies.)
 /// | `beta` | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
 /// | `samples` | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
 /// | `learning_rate` | 1e-3 | Adam step size | > 0 |
@@ -160,19 +221,15 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `log_every` | 50 | steps between metrics lines | ≥ 1 |
 /// | `checkpoint_every` | 1000 | steps between checkpoints | ≥ 1 |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "HibConfigFile", into = "HibConfigFile")]
 pub struct HibConfig {
     pub digits: usize,
     pub dim: usize,
-    pub model: ModelKind,
-    pub components: usize,
+    pub model: EmbeddingKind,
     pub loss: LossKind,
     pub margin: f64,
     pub steps: usize,
-    pub batch_pairs: usize,
     pub batch: BatchComposition,
-    pub group_classes: usize,
-    pub group_size: usize,
     pub beta: f64,
     pub samples: usize,
     pub learning_rate: f64,
@@ -201,13 +258,87 @@ impl Default for HibConfig {
         HibConfig {
             digits: 2,
             dim: 2,
+            model: EmbeddingKind::Gaussian,
+            loss: LossKind::Soft,
+            margin: 1.0,
+            steps: 20_000,
+            batch: BatchComposition::Independent { pairs: 128 },
+            beta: 1e-4,
+            samples: 8,
+            learning_rate: 1e-3,
+            lr_schedule: LrSchedule::Constant,
+            warmup_steps: 0,
+            head_lr_scale: 1.0,
+            match_init: MatchInit::Fixed,
+            norm: Norm::None,
+            ema_decay: 0.0,
+            pair_set: PairSet::Sampled,
+            validation_classes: 0,
+            validation_seed: 0,
+            channels: [32, 64],
+            occlusion_probability: 0.2,
+            min_variance: 1e-6,
+            init_a: 1.0,
+            init_b: 0.0,
+            conv_precision: ConvPrecision::Auto,
+            seed: 0,
+            log_every: 50,
+            checkpoint_every: 1000,
+        }
+    }
+}
+
+/// [`HibConfig`] as config files and `config.json` write it: flat, every setting named once,
+/// settings of the choices not taken present with their defaults (and ignored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HibConfigFile {
+    digits: usize,
+    dim: usize,
+    model: ModelKind,
+    components: usize,
+    loss: LossKind,
+    margin: f64,
+    steps: usize,
+    batch_pairs: usize,
+    batch: BatchKind,
+    group_classes: usize,
+    group_size: usize,
+    beta: f64,
+    samples: usize,
+    learning_rate: f64,
+    lr_schedule: LrSchedule,
+    warmup_steps: usize,
+    head_lr_scale: f64,
+    match_init: MatchInit,
+    norm: Norm,
+    ema_decay: f64,
+    pair_set: PairSet,
+    validation_classes: usize,
+    validation_seed: u64,
+    channels: [usize; 2],
+    occlusion_probability: f64,
+    min_variance: f64,
+    init_a: f64,
+    init_b: f64,
+    conv_precision: ConvPrecision,
+    seed: u64,
+    log_every: usize,
+    checkpoint_every: usize,
+}
+
+impl Default for HibConfigFile {
+    fn default() -> Self {
+        HibConfigFile {
+            digits: 2,
+            dim: 2,
             model: ModelKind::Gaussian,
             components: 2,
             loss: LossKind::Soft,
             margin: 1.0,
             steps: 20_000,
             batch_pairs: 128,
-            batch: BatchComposition::Independent,
+            batch: BatchKind::Independent,
             group_classes: 32,
             group_size: 8,
             beta: 1e-4,
@@ -235,6 +366,99 @@ impl Default for HibConfig {
     }
 }
 
+impl From<HibConfigFile> for HibConfig {
+    fn from(f: HibConfigFile) -> Self {
+        HibConfig {
+            digits: f.digits,
+            dim: f.dim,
+            model: match f.model {
+                ModelKind::Point => EmbeddingKind::Point,
+                ModelKind::Gaussian => EmbeddingKind::Gaussian,
+                ModelKind::Mog => EmbeddingKind::Mixture { components: f.components },
+            },
+            loss: f.loss,
+            margin: f.margin,
+            steps: f.steps,
+            batch: match f.batch {
+                BatchKind::Independent => BatchComposition::Independent { pairs: f.batch_pairs },
+                BatchKind::Grouped => BatchComposition::Grouped { classes: f.group_classes, per_class: f.group_size },
+            },
+            beta: f.beta,
+            samples: f.samples,
+            learning_rate: f.learning_rate,
+            lr_schedule: f.lr_schedule,
+            warmup_steps: f.warmup_steps,
+            head_lr_scale: f.head_lr_scale,
+            match_init: f.match_init,
+            norm: f.norm,
+            ema_decay: f.ema_decay,
+            pair_set: f.pair_set,
+            validation_classes: f.validation_classes,
+            validation_seed: f.validation_seed,
+            channels: f.channels,
+            occlusion_probability: f.occlusion_probability,
+            min_variance: f.min_variance,
+            init_a: f.init_a,
+            init_b: f.init_b,
+            conv_precision: f.conv_precision,
+            seed: f.seed,
+            log_every: f.log_every,
+            checkpoint_every: f.checkpoint_every,
+        }
+    }
+}
+
+impl From<HibConfig> for HibConfigFile {
+    fn from(c: HibConfig) -> Self {
+        let defaults = HibConfigFile::default();
+        let (batch, batch_pairs, group_classes, group_size) = match c.batch {
+            BatchComposition::Independent { pairs } => {
+                (BatchKind::Independent, pairs, defaults.group_classes, defaults.group_size)
+            }
+            BatchComposition::Grouped { classes, per_class } => {
+                (BatchKind::Grouped, defaults.batch_pairs, classes, per_class)
+            }
+        };
+        HibConfigFile {
+            digits: c.digits,
+            dim: c.dim,
+            model: c.model.kind(),
+            components: match c.model {
+                EmbeddingKind::Mixture { components } => components,
+                _ => defaults.components,
+            },
+            loss: c.loss,
+            margin: c.margin,
+            steps: c.steps,
+            batch_pairs,
+            batch,
+            group_classes,
+            group_size,
+            beta: c.beta,
+            samples: c.samples,
+            learning_rate: c.learning_rate,
+            lr_schedule: c.lr_schedule,
+            warmup_steps: c.warmup_steps,
+            head_lr_scale: c.head_lr_scale,
+            match_init: c.match_init,
+            norm: c.norm,
+            ema_decay: c.ema_decay,
+            pair_set: c.pair_set,
+            validation_classes: c.validation_classes,
+            validation_seed: c.validation_seed,
+            channels: c.channels,
+            occlusion_probability: c.occlusion_probability,
+            min_variance: c.min_variance,
+            init_a: c.init_a,
+            init_b: c.init_b,
+            conv_precision: c.conv_precision,
+            seed: c.seed,
+            log_every: c.log_every,
+            checkpoint_every: c.checkpoint_every,
+        }
+    }
+}
+
 macro_rules! with {
     ($($name:ident: $field:ident: $ty:ty),* $(,)?) => {
         $(
@@ -251,15 +475,11 @@ impl HibConfig {
     with!(
         with_digits: digits: usize,
         with_dim: dim: usize,
-        with_model: model: ModelKind,
-        with_components: components: usize,
+        with_model: model: EmbeddingKind,
         with_loss: loss: LossKind,
         with_margin: margin: f64,
         with_steps: steps: usize,
-        with_batch_pairs: batch_pairs: usize,
         with_batch: batch: BatchComposition,
-        with_group_classes: group_classes: usize,
-        with_group_size: group_size: usize,
         with_beta: beta: f64,
         with_samples: samples: usize,
         with_learning_rate: learning_rate: f64,
@@ -281,18 +501,15 @@ impl HibConfig {
         with_checkpoint_every: checkpoint_every: usize,
     );
 
-    /// Mixture components actually used: 1 for point and gaussian models.
+    /// Mixture components: 1 for point and Gaussian models.
     pub fn effective_components(&self) -> usize {
-        match self.model {
-            ModelKind::Mog => self.components,
-            _ => 1,
-        }
+        self.model.components()
     }
 
     /// Monte-Carlo samples actually drawn: 1 for a point embedding (it is its own sample).
     pub fn effective_samples(&self) -> usize {
         match self.model {
-            ModelKind::Point => 1,
+            EmbeddingKind::Point => 1,
             _ => self.samples,
         }
     }
@@ -305,100 +522,107 @@ impl HibConfig {
         }
         self.lr_schedule.at(self.learning_rate, step - self.warmup_steps, self.steps.saturating_sub(self.warmup_steps))
     }
+}
+
+impl ParamGuard for HibConfig {
+    type Error = EmbedError;
 
     /// Validates every hyper-parameter; call once before building a model.
     ///
     /// # Errors
-    /// [`EmbedError::Config`] naming the field, what it is and what it may be.
-    pub fn check(&self) -> Result<()> {
-        let fail = |field, what: String| Err(EmbedError::config(field, what));
+    /// [`EmbedError::InvalidConfig`] naming the field, its value and what it may be.
+    fn check_ref(&self) -> Result<()> {
+        fn fail(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Result<()> {
+            Err(EmbedError::invalid(field, value, reason))
+        }
         if !(2..=3).contains(&self.digits) {
-            return fail("digits", format!("{}; N-digit MNIST has standard tables for 2 and 3", self.digits));
+            return fail("digits", self.digits, "N-digit MNIST has standard tables for 2 and 3");
         }
         if self.dim == 0 {
-            return fail("dim", "0; the embedding needs at least one dimension".into());
+            return fail("dim", 0, "the embedding needs at least one dimension");
         }
-        if self.model == ModelKind::Mog && self.components == 0 {
-            return fail("components", "0; a mixture needs at least one component".into());
+        if self.model == (EmbeddingKind::Mixture { components: 0 }) {
+            return fail("components", 0, "a mixture needs at least one component");
         }
-        if self.loss == LossKind::Contrastive && self.model != ModelKind::Point {
+        if self.loss == LossKind::Contrastive && self.model != EmbeddingKind::Point {
             return fail(
                 "loss",
-                "contrastive is defined for point embeddings (Eq. 1); use --loss soft for stochastic ones".into(),
+                "contrastive",
+                "contrastive is defined for point embeddings (Eq. 1); use --loss soft for stochastic ones",
             );
         }
         if !(self.margin.is_finite() && self.margin > 0.0) {
-            return fail("margin", format!("{}; the contrastive margin must be > 0", self.margin));
+            return fail("margin", self.margin, "the contrastive margin must be > 0");
         }
         if self.steps == 0 {
-            return fail("steps", "0; train for at least one step".into());
+            return fail("steps", 0, "train for at least one step");
         }
-        if self.batch_pairs < 2 {
-            return fail("batch_pairs", format!("{}; a balanced batch needs at least 2 pairs", self.batch_pairs));
-        }
-        if self.batch == BatchComposition::Grouped && (self.group_classes < 2 || self.group_size < 2) {
-            return fail(
-                "group_classes",
-                format!(
-                    "{} classes x {} images; a grouped batch needs at least 2 classes of at least 2 images",
-                    self.group_classes, self.group_size
-                ),
-            );
+        match self.batch {
+            BatchComposition::Independent { pairs } if pairs < 2 => {
+                return fail("batch_pairs", pairs, "a balanced batch needs at least 2 pairs");
+            }
+            BatchComposition::Grouped { classes, per_class } if classes < 2 || per_class < 2 => {
+                return fail(
+                    "group_classes",
+                    format!("{classes} classes x {per_class} images"),
+                    "a grouped batch needs at least 2 classes of at least 2 images",
+                );
+            }
+            _ => {}
         }
         if !(self.beta.is_finite() && self.beta >= 0.0) {
-            return fail("beta", format!("{}; the KL weight must be finite and >= 0", self.beta));
+            return fail("beta", self.beta, "the KL weight must be finite and >= 0");
         }
         let c = self.effective_components();
-        if self.model != ModelKind::Point && (self.samples == 0 || !self.samples.is_multiple_of(c)) {
+        if self.model != EmbeddingKind::Point && (self.samples == 0 || !self.samples.is_multiple_of(c)) {
             return fail(
                 "samples",
-                format!("{}; stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}", self.samples),
+                self.samples,
+                format!("stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}"),
             );
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return fail("learning_rate", format!("{}; must be > 0", self.learning_rate));
+            return fail("learning_rate", self.learning_rate, "must be > 0");
         }
         if self.warmup_steps >= self.steps {
             return fail(
                 "warmup_steps",
-                format!("{} with {} steps; the warm-up must end before training does", self.warmup_steps, self.steps),
+                self.warmup_steps,
+                format!("the warm-up must end before training does ({} steps)", self.steps),
             );
         }
         if !(self.head_lr_scale.is_finite() && self.head_lr_scale > 0.0) {
-            return fail(
-                "head_lr_scale",
-                format!("{}; the match head's learning-rate multiplier must be > 0", self.head_lr_scale),
-            );
+            return fail("head_lr_scale", self.head_lr_scale, "the match head's learning-rate multiplier must be > 0");
         }
         if !(0.0..1.0).contains(&self.ema_decay) {
-            return fail("ema_decay", format!("{}; use 0 (off) or a decay in (0, 1) such as 0.999", self.ema_decay));
+            return fail("ema_decay", self.ema_decay, "use 0 (off) or a decay in (0, 1) such as 0.999");
         }
-        if self.pair_set == PairSet::All && self.batch != BatchComposition::Grouped {
-            return fail("pair_set", "all pairs needs grouped batches (--group CLASSESxIMAGES)".into());
+        if self.pair_set == PairSet::All && !matches!(self.batch, BatchComposition::Grouped { .. }) {
+            return fail("pair_set", "all", "all pairs needs grouped batches (--group CLASSESxIMAGES)");
         }
         if self.pair_set == PairSet::All && self.loss != LossKind::Soft {
-            return fail("pair_set", "all pairs is implemented for the soft contrastive loss; use --loss soft".into());
+            return fail("pair_set", "all", "all pairs is implemented for the soft contrastive loss; use --loss soft");
         }
         if self.channels.contains(&0) {
-            return fail("channels", format!("{:?}; each conv layer needs at least one channel", self.channels));
+            return fail("channels", format!("{:?}", self.channels), "each conv layer needs at least one channel");
         }
         if !(0.0..=1.0).contains(&self.occlusion_probability) {
-            return fail(
-                "occlusion_probability",
-                format!("{}; a probability lies in [0, 1]", self.occlusion_probability),
-            );
+            return fail("occlusion_probability", self.occlusion_probability, "a probability lies in [0, 1]");
         }
         if !(self.min_variance.is_finite() && self.min_variance > 0.0) {
-            return fail("min_variance", format!("{}; the variance floor must be > 0", self.min_variance));
+            return fail("min_variance", self.min_variance, "the variance floor must be > 0");
         }
         if !(self.init_a.is_finite() && self.init_a > 0.0) {
-            return fail("init_a", format!("{}; the distance scale a must be > 0", self.init_a));
+            return fail("init_a", self.init_a, "the distance scale a must be > 0");
         }
         if !self.init_b.is_finite() {
-            return fail("init_b", format!("{}; must be finite", self.init_b));
+            return fail("init_b", self.init_b, "must be finite");
         }
-        if self.log_every == 0 || self.checkpoint_every == 0 {
-            return fail("log_every", "log_every and checkpoint_every must be >= 1".into());
+        if self.log_every == 0 {
+            return fail("log_every", 0, "log at least every step (>= 1)");
+        }
+        if self.checkpoint_every == 0 {
+            return fail("checkpoint_every", 0, "checkpoint at least every step (>= 1)");
         }
         Ok(())
     }
@@ -411,7 +635,7 @@ mod tests {
     #[test]
     fn defaults_are_valid_and_round_trip_through_json() {
         let c = HibConfig::default();
-        c.check().unwrap();
+        c.check_ref().unwrap();
         let back: HibConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }
@@ -421,9 +645,11 @@ mod tests {
         let cases = [
             (HibConfig::default().with_digits(5), "digits"),
             (HibConfig::default().with_beta(-1.0), "beta"),
-            (HibConfig::default().with_model(ModelKind::Mog).with_components(3).with_samples(8), "samples"),
+            (HibConfig::default().with_model(EmbeddingKind::Mixture { components: 3 }).with_samples(8), "samples"),
+            (HibConfig::default().with_model(EmbeddingKind::Mixture { components: 0 }), "components"),
             (HibConfig::default().with_loss(LossKind::Contrastive), "loss"),
-            (HibConfig::default().with_batch(BatchComposition::Grouped).with_group_size(1), "group_classes"),
+            (HibConfig::default().with_batch(BatchComposition::Grouped { classes: 8, per_class: 1 }), "group_classes"),
+            (HibConfig::default().with_batch(BatchComposition::Independent { pairs: 1 }), "batch_pairs"),
             (HibConfig::default().with_occlusion_probability(1.5), "occlusion_probability"),
             (HibConfig::default().with_learning_rate(f64::NAN), "learning_rate"),
             (HibConfig::default().with_steps(100).with_warmup_steps(100), "warmup_steps"),
@@ -432,7 +658,7 @@ mod tests {
             (HibConfig::default().with_pair_set(PairSet::All), "pair_set"),
         ];
         for (c, field) in cases {
-            let msg = c.check().unwrap_err().to_string();
+            let msg = c.check_ref().unwrap_err().to_string();
             assert!(msg.contains(&format!("'{field}'")), "{msg}");
         }
     }
@@ -460,6 +686,57 @@ mod tests {
         // Without warm-up the schedule is the old one.
         let plain = c.clone().with_warmup_steps(0);
         assert_eq!(plain.learning_rate_at(55), LrSchedule::Cosine.at(1e-2, 55, 110));
+    }
+
+    /// Config files stay flat (`model = "mog"`, `components = 3`, `batch = "grouped"`,
+    /// `group_classes`, `group_size`): every committed `config.json` and recipe reads into the
+    /// sum types and writes back as it was.
+    #[test]
+    fn config_files_are_flat_and_read_into_the_sum_types() {
+        let c: HibConfig = toml::from_str(
+            "model = \"mog\"\ncomponents = 3\nsamples = 9\nbatch = \"grouped\"\ngroup_classes = 16\ngroup_size = 4\n",
+        )
+        .unwrap();
+        assert_eq!(c.model, EmbeddingKind::Mixture { components: 3 });
+        assert_eq!(c.batch, BatchComposition::Grouped { classes: 16, per_class: 4 });
+        c.check_ref().unwrap();
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["model"], "mog");
+        assert_eq!(json["components"], 3);
+        assert_eq!(json["batch"], "grouped");
+        assert_eq!((json["group_classes"].as_u64(), json["group_size"].as_u64()), (Some(16), Some(4)));
+        // A Gaussian ignores `components`, an independent batch the group shape, as before.
+        let g: HibConfig = toml::from_str("model = \"gaussian\"\ncomponents = 5\nbatch_pairs = 64\n").unwrap();
+        assert_eq!(g.model, EmbeddingKind::Gaussian);
+        assert_eq!(g.batch, BatchComposition::Independent { pairs: 64 });
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib");
+        let mut checked = 0;
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.file_name().is_some_and(|n| n == "config.json") {
+                    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+                    let Some(hib) = v.get("hib") else { continue };
+                    let back = serde_json::to_value(serde_json::from_value::<HibConfig>(hib.clone()).unwrap()).unwrap();
+                    for key in ["model", "batch", "digits", "dim", "steps", "beta", "learning_rate", "seed"] {
+                        assert_eq!(back[key], hib[key], "{}: {key}", p.display());
+                    }
+                    if hib["model"] == "mog" {
+                        assert_eq!(back["components"], hib["components"], "{}", p.display());
+                    }
+                    if hib["batch"] == "grouped" {
+                        assert_eq!(back["group_size"], hib["group_size"], "{}", p.display());
+                    } else {
+                        assert_eq!(back["batch_pairs"], hib["batch_pairs"], "{}", p.display());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 10, "only {checked} committed run configs");
     }
 
     #[test]

@@ -3,8 +3,9 @@ use std::path::PathBuf;
 /// Everything that can go wrong while configuring, training or using an embedding model.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    #[error("invalid hyper-parameter '{field}': {what}")]
-    Config { field: &'static str, what: String },
+    /// A setting outside its valid range (every crate of hedge names this variant the same).
+    #[error("invalid setting '{field}' = {value}: {reason}")]
+    InvalidConfig { field: &'static str, value: String, reason: String },
 
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
@@ -33,8 +34,8 @@ pub enum EmbedError {
 }
 
 impl EmbedError {
-    pub(crate) fn config(field: &'static str, what: impl Into<String>) -> Self {
-        EmbedError::Config { field, what: what.into() }
+    pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
+        EmbedError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

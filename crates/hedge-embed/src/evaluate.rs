@@ -4,7 +4,7 @@
 use hedge_data::PairBatch;
 use hedge_eval::{
     average_precision, equal_count_bins, expected_calibration_error, kendall_tau_b, knn_correct, risk_coverage, top_k,
-    KnnRule,
+    KnnRule, MeanStd,
 };
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
@@ -135,6 +135,21 @@ impl Scorer<'_> {
             MatchEstimator::MonteCarlo { .. } => Ok(self.matcher.log_match(za, zb).0.exp()),
             MatchEstimator::Quadrature { points } => match_probability_quadrature(self.matcher, a, b, points),
         }
+    }
+
+    /// Draws what [`Scorer::pair_scores`] on `set` draws and discards it: work left out of an
+    /// evaluation leaves the random stream where it would be, so the other metrics' numbers do
+    /// not depend on the selection.
+    pub fn skip_pair_scores(&self, set: &EmbeddedSet) {
+        tch::no_grad(|| drop(self.samples(&set.embedding)));
+    }
+
+    /// Draws what [`Scorer::neighbours`] of `probes` in `gallery` draws and discards it.
+    pub fn skip_neighbours(&self, probes: &Embedding, gallery: &Embedding) {
+        tch::no_grad(|| {
+            drop(self.samples(probes));
+            drop(self.samples(gallery));
+        });
     }
 
     /// Match probabilities of `pairs` in `set`.
@@ -294,9 +309,10 @@ pub fn knn_outcome(
     options: &EvalOptions,
 ) -> Result<KnnOutcome> {
     if gallery.labels != probes.labels {
-        return Err(EmbedError::config(
+        return Err(EmbedError::invalid(
             "gallery",
-            "gallery and probes must be two variants of the same images".to_string(),
+            format!("{} labels against {} probe labels", gallery.len(), probes.len()),
+            "gallery and probes must be two variants of the same images",
         ));
     }
     let neighbours =
@@ -360,27 +376,182 @@ pub fn binned_ap(eta: &[f64], pairs: &PairBatch, scores: &[f64], bins: usize) ->
         .collect())
 }
 
-/// Mean and standard deviation over repeats.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct MeanStd {
-    pub mean: f64,
-    pub std: f64,
+/// One named metric of [`evaluate_model`]: the idea of pytorch-metric-learning's
+/// AccuracyCalculator. Each metric states the shared work it needs ([`Needs`]); the evaluation
+/// runs that work once per repeat for every selected metric (one KNN pass per gallery/probe
+/// combination, one set of pair scores), so adding a metric means a variant here, its
+/// [`HibMetric::needs`] and its lines in [`evaluate_model`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HibMetric {
+    /// Verification AP within the clean and within the corrupt pairs (Table 1).
+    VerificationAp,
+    /// Verification AP over the same pairs, first image clean and second corrupt.
+    VerificationApMixed,
+    /// Majority-vote KNN accuracy, clean probes against the clean and the corrupt gallery (Table 1).
+    KnnAccuracy,
+    /// Plurality-vote KNN accuracy of the same passes (Appendix G).
+    KnnPlurality,
+    /// −τ between η bin and verification AP, and the per-bin AP (Table 2, Fig. 6).
+    TauAp,
+    /// −τ between η bin and KNN accuracy, and the per-bin accuracy (Table 2).
+    TauKnn,
+    /// Expected calibration error of p(m | x1, x2), pooled and per variant.
+    Ece,
+    /// Area under the risk–coverage curve of KNN identification and the risk at 20 coverages.
+    Aurc,
+    /// Every gallery/probe combination of Appendix G (Tables 6 and 7).
+    GalleryProbe,
 }
 
-impl MeanStd {
-    /// Over the defined, finite values; `None` when there are none.
-    pub fn of(values: &[Option<f64>]) -> Option<MeanStd> {
-        let v: Vec<f64> = values.iter().flatten().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
+/// Shared work of one repeat that metrics need.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Match probabilities of the verification pairs within each variant.
+    pub pair_scores: bool,
+    /// Match probabilities of the clean-vs-corrupt pairs.
+    pub mixed_pairs: bool,
+    /// KNN passes, in [`KNN_PASSES`] order.
+    pub knn: [bool; 4],
+}
+
+impl Needs {
+    fn union(self, other: Needs) -> Needs {
+        Needs {
+            pair_scores: self.pair_scores || other.pair_scores,
+            mixed_pairs: self.mixed_pairs || other.mixed_pairs,
+            knn: std::array::from_fn(|i| self.knn[i] || other.knn[i]),
         }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
-        Some(MeanStd { mean, std: var.sqrt() })
+    }
+}
+
+/// The (gallery, probe) variants of the KNN passes, in the order a repeat runs them.
+pub const KNN_PASSES: [(&str, &str); 4] =
+    [("clean", "clean"), ("corrupt", "clean"), ("clean", "corrupt"), ("corrupt", "corrupt")];
+
+impl HibMetric {
+    pub const ALL: [HibMetric; 9] = [
+        HibMetric::VerificationAp,
+        HibMetric::VerificationApMixed,
+        HibMetric::KnnAccuracy,
+        HibMetric::KnnPlurality,
+        HibMetric::TauAp,
+        HibMetric::TauKnn,
+        HibMetric::Ece,
+        HibMetric::Aurc,
+        HibMetric::GalleryProbe,
+    ];
+
+    /// The name used in `--metrics` and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HibMetric::VerificationAp => "verification_ap",
+            HibMetric::VerificationApMixed => "verification_ap_mixed",
+            HibMetric::KnnAccuracy => "knn_accuracy",
+            HibMetric::KnnPlurality => "knn_plurality",
+            HibMetric::TauAp => "tau_ap",
+            HibMetric::TauKnn => "tau_knn",
+            HibMetric::Ece => "ece",
+            HibMetric::Aurc => "aurc",
+            HibMetric::GalleryProbe => "gallery_probe",
+        }
     }
 
-    fn all(values: &[f64]) -> MeanStd {
-        MeanStd::of(&values.iter().map(|&v| Some(v)).collect::<Vec<_>>()).unwrap_or_default()
+    /// The metric named `name` (as [`HibMetric::name`] writes it).
+    pub fn parse(name: &str) -> Result<HibMetric> {
+        HibMetric::ALL.into_iter().find(|m| m.name() == name.trim()).ok_or_else(|| {
+            let names: Vec<&str> = HibMetric::ALL.iter().map(|m| m.name()).collect();
+            EmbedError::invalid("metrics", format!("'{name}'"), format!("known metrics: {}", names.join(", ")))
+        })
+    }
+
+    /// The shared work this metric reads.
+    pub fn needs(self) -> Needs {
+        let passes = |which: &[usize]| std::array::from_fn(|i| which.contains(&i));
+        match self {
+            HibMetric::VerificationAp | HibMetric::TauAp | HibMetric::Ece => {
+                Needs { pair_scores: true, ..Needs::default() }
+            }
+            HibMetric::VerificationApMixed => Needs { mixed_pairs: true, ..Needs::default() },
+            HibMetric::KnnAccuracy | HibMetric::KnnPlurality | HibMetric::TauKnn => {
+                Needs { knn: passes(&[0, 1]), ..Needs::default() }
+            }
+            // A stream of clean and corrupt probes against the clean gallery.
+            HibMetric::Aurc => Needs { knn: passes(&[0, 2]), ..Needs::default() },
+            HibMetric::GalleryProbe => Needs { knn: [true; 4], ..Needs::default() },
+        }
+    }
+}
+
+/// Which metrics an evaluation computes (all by default). Written as a list of names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "Vec<HibMetric>", from = "Vec<HibMetric>")]
+pub struct MetricSet([bool; HibMetric::ALL.len()]);
+
+impl Default for MetricSet {
+    fn default() -> Self {
+        MetricSet::all()
+    }
+}
+
+impl From<MetricSet> for Vec<HibMetric> {
+    fn from(set: MetricSet) -> Self {
+        set.iter().collect()
+    }
+}
+
+impl From<Vec<HibMetric>> for MetricSet {
+    fn from(metrics: Vec<HibMetric>) -> Self {
+        MetricSet(std::array::from_fn(|i| metrics.contains(&HibMetric::ALL[i])))
+    }
+}
+
+impl MetricSet {
+    pub fn all() -> Self {
+        MetricSet([true; HibMetric::ALL.len()])
+    }
+
+    /// `include` (every metric when empty) without `exclude`, as pytorch-metric-learning's
+    /// AccuracyCalculator selects; refuses a selection that leaves nothing to compute.
+    pub fn select(include: &[HibMetric], exclude: &[HibMetric]) -> Result<Self> {
+        let set = MetricSet(std::array::from_fn(|i| {
+            let m = HibMetric::ALL[i];
+            (include.is_empty() || include.contains(&m)) && !exclude.contains(&m)
+        }));
+        if set.is_empty() {
+            return Err(EmbedError::invalid("metrics", "none", "the selection excludes every metric"));
+        }
+        Ok(set)
+    }
+
+    /// The selection of comma-separated names (`"verification_ap,knn_accuracy"`); empty strings
+    /// include everything and exclude nothing.
+    pub fn parse(include: &str, exclude: &str) -> Result<Self> {
+        let names = |s: &str| -> Result<Vec<HibMetric>> {
+            s.split(',').filter(|n| !n.trim().is_empty()).map(HibMetric::parse).collect()
+        };
+        MetricSet::select(&names(include)?, &names(exclude)?)
+    }
+
+    pub fn contains(&self, metric: HibMetric) -> bool {
+        self.0[metric as usize]
+    }
+
+    pub fn is_all(&self) -> bool {
+        self.0.iter().all(|&b| b)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.0.iter().any(|&b| b)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = HibMetric> + '_ {
+        HibMetric::ALL.into_iter().filter(|&m| self.contains(m))
+    }
+
+    /// The shared work of every selected metric.
+    pub fn needs(&self) -> Needs {
+        self.iter().fold(Needs::default(), |n, m| n.union(m.needs()))
     }
 }
 
@@ -401,6 +572,10 @@ pub struct ModelEvalOptions {
     pub matching_pairs: usize,
     pub non_matching_pairs: usize,
     pub pair_seed: u64,
+    /// What to compute. A metric's numbers do not depend on which others are selected: work
+    /// left out still draws its Monte Carlo samples, so the stream stays where it would be.
+    #[serde(default)]
+    pub metrics: MetricSet,
 }
 
 impl Default for ModelEvalOptions {
@@ -411,6 +586,7 @@ impl Default for ModelEvalOptions {
             matching_pairs: 5000,
             non_matching_pairs: 5000,
             pair_seed: 1,
+            metrics: MetricSet::all(),
         }
     }
 }
@@ -426,7 +602,9 @@ pub struct GalleryProbeRow {
     pub tau_knn: Option<MeanStd>,
 }
 
-/// The whole evaluation of one model on the clean and corrupt twins of a test split.
+/// The whole evaluation of one model on the clean and corrupt twins of a test split. Every
+/// spread is the sample standard deviation over repeats ([`MeanStd`], n − 1). A metric not
+/// selected is `None` (or empty).
 ///
 /// Protocol (Section 4, and v1's Section 4.3 and Appendix G): verification pairs are drawn
 /// within a variant; KNN probes are clean images, identified against a clean gallery
@@ -434,21 +612,23 @@ pub struct GalleryProbeRow {
 /// image out; uncertainty bins use the η of the images being scored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelEval {
-    pub verification_ap: Twin<MeanStd>,
+    pub metrics: MetricSet,
+    pub verification_ap: Option<Twin<MeanStd>>,
     /// AP over the same pairs with the first image clean and the second corrupt (a reading of
     /// the paper's "corrupt" verification that its numbers are closer to; see results).
-    pub verification_ap_mixed: MeanStd,
-    pub knn_majority: Twin<MeanStd>,
-    pub knn_plurality: Twin<MeanStd>,
+    pub verification_ap_mixed: Option<MeanStd>,
+    pub knn_majority: Option<Twin<MeanStd>>,
+    pub knn_plurality: Option<Twin<MeanStd>>,
+    /// `None` where not selected, for point embeddings (no η), or where τ is undefined.
     pub tau_ap: Twin<Option<MeanStd>>,
     pub tau_knn: Twin<Option<MeanStd>>,
     /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
-    pub ece: MeanStd,
-    pub ece_by_variant: Twin<MeanStd>,
+    pub ece: Option<MeanStd>,
+    pub ece_by_variant: Option<Twin<MeanStd>>,
     /// Area under the risk–coverage curve (η; the nearest-neighbour distance for point
     /// embeddings) of majority-KNN identification of clean and corrupt
     /// probes together against the clean gallery, rejecting the most uncertain (η) first.
-    pub aurc: MeanStd,
+    pub aurc: Option<MeanStd>,
     /// Risk at coverages 5 %, 10 %, …, 100 % of that pooled curve (mean over repeats).
     pub risk_at_coverage: Vec<f64>,
     pub gallery_probe: Vec<GalleryProbeRow>,
@@ -465,7 +645,23 @@ pub struct ModelEval {
 #[derive(Debug, Clone, Default)]
 struct KnnRepeats(Vec<f64>, Vec<f64>, Vec<Option<f64>>, Vec<Vec<f64>>);
 
-/// Evaluates a model on the clean and corrupt twins of a test split.
+/// Mean over repeats of per-bin values (NaN where no repeat defines a bin).
+fn mean_bins(runs: &[Vec<f64>]) -> Vec<f64> {
+    let len = runs.first().map_or(0, Vec::len);
+    (0..len)
+        .map(|b| {
+            let v: Vec<f64> = runs.iter().map(|r| r[b]).filter(|x| x.is_finite()).collect();
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        })
+        .collect()
+}
+
+/// Evaluates a model on the clean and corrupt twins of a test split: the metrics of
+/// `options.metrics`, each over `options.repeats` repeats.
 pub fn evaluate_model(
     matcher: &MatchHead,
     clean: &EmbeddedSet,
@@ -474,6 +670,12 @@ pub fn evaluate_model(
     options: &ModelEvalOptions,
     mut progress: impl FnMut(&str),
 ) -> Result<ModelEval> {
+    let want = options.metrics;
+    if want.is_empty() {
+        return Err(EmbedError::invalid("metrics", "none", "select at least one metric"));
+    }
+    let needs = want.needs();
+    let has = |m| want.contains(m);
     // Embedded sets live on the CPU; so must the match head, whatever device trained it.
     let matcher = &matcher.to_cpu();
     let pairs = hedge_data::verification_pairs(
@@ -485,17 +687,16 @@ pub fn evaluate_model(
     let deterministic = !stochastic || matches!(options.base.estimator, MatchEstimator::Quadrature { .. });
     let repeats = if deterministic { 1 } else { options.repeats.max(1) };
     let bins = options.base.bins;
-    let combos = [("clean", "clean"), ("corrupt", "clean"), ("clean", "corrupt"), ("corrupt", "corrupt")];
     let set_of = |name: &str| if name == "clean" { clean } else { corrupt };
     let mut ap = (Vec::new(), Vec::new());
     let mut ece = (Vec::new(), Vec::new(), Vec::new());
     let mut tau_ap = (Vec::new(), Vec::new());
     let mut bin_ap = (Vec::new(), Vec::new());
-    let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); combos.len()];
+    let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); KNN_PASSES.len()];
     let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
     let mut ap_mixed = Vec::new();
     // Clean then corrupt images in one set, so a pair can take its right image from the corrupt twin.
-    let both_sets = EmbeddedSet::concat(&[clean, corrupt]);
+    let both_sets = if needs.mixed_pairs { Some(EmbeddedSet::concat(&[clean, corrupt])) } else { None };
     let mixed_pairs = PairBatch {
         left: pairs.left.clone(),
         right: pairs.right.iter().map(|&j| j + clean.len()).collect(),
@@ -516,25 +717,41 @@ pub fn evaluate_model(
         let (eta_clean, eta_corrupt) = (eta_of(clean)?, eta_of(corrupt)?);
         eta_means.0.push(eta_clean.iter().sum::<f64>() / eta_clean.len() as f64);
         eta_means.1.push(eta_corrupt.iter().sum::<f64>() / eta_corrupt.len() as f64);
-        let s_clean = scorer.pair_scores(clean, &pairs)?;
-        let s_corrupt = scorer.pair_scores(corrupt, &pairs)?;
-        ap.0.push(average_precision(&s_clean, &pairs.is_match)?);
-        ap.1.push(average_precision(&s_corrupt, &pairs.is_match)?);
-        ece.0.push(expected_calibration_error(&s_clean, &pairs.is_match, 10)?);
-        ece.1.push(expected_calibration_error(&s_corrupt, &pairs.is_match, 10)?);
-        let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
-        let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
-        ece.2.push(expected_calibration_error(&both, &both_y, 10)?);
-        if stochastic {
-            let (bc, bk) =
-                (binned_ap(&eta_clean, &pairs, &s_clean, bins)?, binned_ap(&eta_corrupt, &pairs, &s_corrupt, bins)?);
-            tau_ap.0.push(inverted_tau(&bc));
-            tau_ap.1.push(inverted_tau(&bk));
-            bin_ap.0.push(bc);
-            bin_ap.1.push(bk);
+        if needs.pair_scores {
+            let s_clean = scorer.pair_scores(clean, &pairs)?;
+            let s_corrupt = scorer.pair_scores(corrupt, &pairs)?;
+            if has(HibMetric::VerificationAp) {
+                ap.0.push(average_precision(&s_clean, &pairs.is_match)?);
+                ap.1.push(average_precision(&s_corrupt, &pairs.is_match)?);
+            }
+            if has(HibMetric::Ece) {
+                ece.0.push(expected_calibration_error(&s_clean, &pairs.is_match, 10)?);
+                ece.1.push(expected_calibration_error(&s_corrupt, &pairs.is_match, 10)?);
+                let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
+                let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
+                ece.2.push(expected_calibration_error(&both, &both_y, 10)?);
+            }
+            if stochastic && has(HibMetric::TauAp) {
+                let (bc, bk) = (
+                    binned_ap(&eta_clean, &pairs, &s_clean, bins)?,
+                    binned_ap(&eta_corrupt, &pairs, &s_corrupt, bins)?,
+                );
+                tau_ap.0.push(inverted_tau(&bc));
+                tau_ap.1.push(inverted_tau(&bk));
+                bin_ap.0.push(bc);
+                bin_ap.1.push(bk);
+            }
+        } else {
+            scorer.skip_pair_scores(clean);
+            scorer.skip_pair_scores(corrupt);
         }
-        let mut outcomes = Vec::with_capacity(combos.len());
-        for (c, (gallery, probe)) in combos.iter().enumerate() {
+        let mut outcomes = Vec::with_capacity(KNN_PASSES.len());
+        for (c, (gallery, probe)) in KNN_PASSES.iter().enumerate() {
+            if !needs.knn[c] {
+                scorer.skip_neighbours(&set_of(probe).embedding, &set_of(gallery).embedding);
+                outcomes.push(None);
+                continue;
+            }
             progress(&format!("repeat {}/{repeats}: KNN, {gallery} gallery, {probe} probes", r + 1));
             let o = knn_outcome(&scorer, set_of(gallery), set_of(probe), &opts)?;
             knn[c].0.push(o.majority_accuracy());
@@ -545,64 +762,68 @@ pub fn evaluate_model(
                 knn[c].2.push(inverted_tau(&per_bin));
                 knn[c].3.push(per_bin);
             }
-            outcomes.push(o);
+            outcomes.push(Some(o));
         }
-        // Known unknowns: a stream of clean and corrupt probes against the clean gallery,
-        // rejected by η, or for a point embedding (no η) by the distance to the nearest gallery
-        // neighbour (the paper's baseline proxy, Section 4.4).
-        let eta: Vec<f64> = if stochastic {
-            eta_clean.iter().chain(&eta_corrupt).copied().collect()
-        } else {
-            let mut d = nearest_neighbour_distance(&clean.embedding, &clean.embedding)?;
-            d.extend(nearest_neighbour_distance(&corrupt.embedding, &clean.embedding)?);
-            d
-        };
-        let correct: Vec<bool> = outcomes[0].majority.iter().chain(&outcomes[2].majority).copied().collect();
-        let rc = risk_coverage(&eta, &correct)?;
-        aurc.push(rc.aurc);
-        let n = rc.risk.len();
-        risk.push((1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect::<Vec<f64>>());
+        if let (true, Some(clean_probes), Some(corrupt_probes)) = (has(HibMetric::Aurc), &outcomes[0], &outcomes[2]) {
+            // Known unknowns: a stream of clean and corrupt probes against the clean gallery,
+            // rejected by η, or for a point embedding (no η) by the distance to the nearest
+            // gallery neighbour (the paper's baseline proxy, Section 4.4).
+            let eta: Vec<f64> = if stochastic {
+                eta_clean.iter().chain(&eta_corrupt).copied().collect()
+            } else {
+                let mut d = nearest_neighbour_distance(&clean.embedding, &clean.embedding)?;
+                d.extend(nearest_neighbour_distance(&corrupt.embedding, &clean.embedding)?);
+                d
+            };
+            let correct: Vec<bool> = clean_probes.majority.iter().chain(&corrupt_probes.majority).copied().collect();
+            let rc = risk_coverage(&eta, &correct)?;
+            aurc.push(rc.aurc);
+            let n = rc.risk.len();
+            risk.push((1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect::<Vec<f64>>());
+        }
         // Last in the repeat, so the draws above (and their numbers) are as before this metric.
-        ap_mixed.push(average_precision(&scorer.pair_scores(&both_sets, &mixed_pairs)?, &mixed_pairs.is_match)?);
+        if let Some(both_sets) = &both_sets {
+            ap_mixed.push(average_precision(&scorer.pair_scores(both_sets, &mixed_pairs)?, &mixed_pairs.is_match)?);
+        }
     }
-    let mean_bins = |runs: &[Vec<f64>]| -> Vec<f64> {
-        let len = runs.first().map_or(0, Vec::len);
-        (0..len)
-            .map(|b| {
-                let v: Vec<f64> = runs.iter().map(|r| r[b]).filter(|x| x.is_finite()).collect();
-                if v.is_empty() {
-                    f64::NAN
-                } else {
-                    v.iter().sum::<f64>() / v.len() as f64
-                }
-            })
-            .collect()
+    let twin = |metric, clean: &[f64], corrupt: &[f64]| {
+        has(metric).then(|| Twin { clean: MeanStd::of(clean), corrupt: MeanStd::of(corrupt) })
     };
+    let defined = |metric, values: &[Option<f64>]| if has(metric) { MeanStd::of_defined(values) } else { None };
     Ok(ModelEval {
-        verification_ap: Twin { clean: MeanStd::all(&ap.0), corrupt: MeanStd::all(&ap.1) },
-        verification_ap_mixed: MeanStd::all(&ap_mixed),
-        knn_majority: Twin { clean: MeanStd::all(&knn[0].0), corrupt: MeanStd::all(&knn[1].0) },
-        knn_plurality: Twin { clean: MeanStd::all(&knn[0].1), corrupt: MeanStd::all(&knn[1].1) },
-        tau_ap: Twin { clean: MeanStd::of(&tau_ap.0), corrupt: MeanStd::of(&tau_ap.1) },
-        tau_knn: Twin { clean: MeanStd::of(&knn[0].2), corrupt: MeanStd::of(&knn[1].2) },
-        ece: MeanStd::all(&ece.2),
-        ece_by_variant: Twin { clean: MeanStd::all(&ece.0), corrupt: MeanStd::all(&ece.1) },
-        aurc: MeanStd::all(&aurc),
+        metrics: want,
+        verification_ap: twin(HibMetric::VerificationAp, &ap.0, &ap.1),
+        verification_ap_mixed: has(HibMetric::VerificationApMixed).then(|| MeanStd::of(&ap_mixed)),
+        knn_majority: twin(HibMetric::KnnAccuracy, &knn[0].0, &knn[1].0),
+        knn_plurality: twin(HibMetric::KnnPlurality, &knn[0].1, &knn[1].1),
+        tau_ap: Twin { clean: defined(HibMetric::TauAp, &tau_ap.0), corrupt: defined(HibMetric::TauAp, &tau_ap.1) },
+        tau_knn: Twin { clean: defined(HibMetric::TauKnn, &knn[0].2), corrupt: defined(HibMetric::TauKnn, &knn[1].2) },
+        ece: has(HibMetric::Ece).then(|| MeanStd::of(&ece.2)),
+        ece_by_variant: twin(HibMetric::Ece, &ece.0, &ece.1),
+        aurc: has(HibMetric::Aurc).then(|| MeanStd::of(&aurc)),
         risk_at_coverage: mean_bins(&risk),
-        gallery_probe: combos
-            .iter()
-            .zip(&knn)
-            .map(|((g, p), k)| GalleryProbeRow {
-                gallery: g.to_string(),
-                probe: p.to_string(),
-                majority: MeanStd::all(&k.0),
-                plurality: MeanStd::all(&k.1),
-                tau_knn: MeanStd::of(&k.2),
-            })
-            .collect(),
+        gallery_probe: if has(HibMetric::GalleryProbe) {
+            KNN_PASSES
+                .iter()
+                .zip(&knn)
+                .map(|((g, p), k)| GalleryProbeRow {
+                    gallery: g.to_string(),
+                    probe: p.to_string(),
+                    majority: MeanStd::of(&k.0),
+                    plurality: MeanStd::of(&k.1),
+                    tau_knn: MeanStd::of_defined(&k.2),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         bin_ap: Twin { clean: mean_bins(&bin_ap.0), corrupt: mean_bins(&bin_ap.1) },
-        bin_knn: Twin { clean: mean_bins(&knn[0].3), corrupt: mean_bins(&knn[1].3) },
-        mean_eta: Twin { clean: MeanStd::all(&eta_means.0).mean, corrupt: MeanStd::all(&eta_means.1).mean },
+        bin_knn: if has(HibMetric::TauKnn) {
+            Twin { clean: mean_bins(&knn[0].3), corrupt: mean_bins(&knn[1].3) }
+        } else {
+            Twin { clean: Vec::new(), corrupt: Vec::new() }
+        },
+        mean_eta: Twin { clean: MeanStd::of(&eta_means.0).mean, corrupt: MeanStd::of(&eta_means.1).mean },
         repeats,
     })
 }
@@ -686,6 +907,80 @@ mod tests {
         let same = exhaustive.iter().zip(&filtered).filter(|(a, b)| a == b).count();
         assert!(same >= 297, "only {same} of 300 neighbour lists agree");
         assert!(exhaustive.iter().enumerate().all(|(i, n)| !n.contains(&i)), "leave-one-out");
+    }
+
+    /// A labelled set of `classes` x `per_class` mixtures around class centres, and its
+    /// "corrupt" twin: the same images with more spread and variance.
+    fn labelled_twins(classes: u32, per_class: u32) -> (EmbeddedSet, EmbeddedSet) {
+        let labels: Vec<u32> = (0..classes).flat_map(|c| std::iter::repeat_n(c, per_class as usize)).collect();
+        let n = labels.len() as i64;
+        let centres = Tensor::randn([classes as i64, 1, 2], (Kind::Float, Device::Cpu)) * 3.0;
+        let idx = Tensor::from_slice(&labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
+        let mean = centres.index_select(0, &idx).repeat([1, 2, 1]);
+        let set = |noise: f64, var: f64| EmbeddedSet {
+            embedding: Embedding {
+                mean: &mean + Tensor::randn([n, 2, 2], (Kind::Float, Device::Cpu)) * noise,
+                variance: Some(Tensor::rand([n, 2, 2], (Kind::Float, Device::Cpu)) * var + 1e-3),
+            },
+            labels: labels.clone(),
+            eta: Tensor::zeros([n], (Kind::Float, Device::Cpu)),
+        };
+        (set(0.5, 0.2), set(1.2, 1.0))
+    }
+
+    /// What pytorch-metric-learning's include/exclude promises, and more: a metric computed in
+    /// a partial evaluation is bit-identical to the same metric in the full one (left-out work
+    /// still draws its samples), and left-out metrics are absent.
+    #[test]
+    fn a_metric_does_not_depend_on_which_others_are_selected() {
+        let _turn = RNG.lock().unwrap_or_else(|e| e.into_inner());
+        tch::manual_seed(3);
+        let (_vs, h) = head(1.5, 1.0);
+        let (clean, corrupt) = labelled_twins(12, 10);
+        let options = |metrics| ModelEvalOptions {
+            base: EvalOptions { bins: 4, candidates: 30, ..Default::default() },
+            repeats: 3,
+            matching_pairs: 200,
+            non_matching_pairs: 200,
+            pair_seed: 7,
+            metrics,
+        };
+        let full = evaluate_model(&h, &clean, &corrupt, true, &options(MetricSet::all()), |_| {}).unwrap();
+        let knn_only = MetricSet::select(&[HibMetric::KnnAccuracy, HibMetric::VerificationApMixed], &[]).unwrap();
+        let part = evaluate_model(&h, &clean, &corrupt, true, &options(knn_only), |_| {}).unwrap();
+        assert_eq!(part.knn_majority, full.knn_majority);
+        assert_eq!(part.verification_ap_mixed, full.verification_ap_mixed);
+        assert_eq!(part.mean_eta, full.mean_eta);
+        assert!(part.verification_ap.is_none() && part.aurc.is_none() && part.ece.is_none());
+        assert!(part.gallery_probe.is_empty() && part.tau_knn.clean.is_none());
+        let no_gallery = MetricSet::parse("", "gallery_probe,knn_plurality").unwrap();
+        let rest = evaluate_model(&h, &clean, &corrupt, true, &options(no_gallery), |_| {}).unwrap();
+        assert_eq!(rest.verification_ap, full.verification_ap);
+        assert_eq!(rest.aurc, full.aurc);
+        assert_eq!(rest.tau_ap, full.tau_ap);
+        assert_eq!(rest.tau_knn, full.tau_knn);
+        assert!(rest.knn_plurality.is_none() && rest.gallery_probe.is_empty());
+        // The full evaluation's spread is the sample sd over its 3 repeats.
+        let ap = full.verification_ap.unwrap().clean;
+        assert_eq!(ap.n, 3);
+        assert!(ap.mean > 0.5, "AP {ap:?} on well separated classes");
+    }
+
+    #[test]
+    fn metric_names_parse_and_bad_ones_are_named() {
+        for m in HibMetric::ALL {
+            assert_eq!(HibMetric::parse(m.name()).unwrap(), m);
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+        }
+        let err = MetricSet::parse("knn_acuracy", "").unwrap_err().to_string();
+        assert!(err.contains("'metrics'") && err.contains("knn_accuracy"), "{err}");
+        let err = MetricSet::parse("ece", "ece").unwrap_err().to_string();
+        assert!(err.contains("excludes every metric"), "{err}");
+        let set = MetricSet::parse("ece, aurc", "").unwrap();
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![HibMetric::Ece, HibMetric::Aurc]);
+        let back: MetricSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+        assert_eq!(back, set);
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub fn train_run_on(
     plan: &TrainPlan,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trainer> {
-    let mut trainer = Trainer::new(config.clone(), train_set, device)?;
+    let mut trainer = Trainer::new(crate::ParamGuard::check(config.clone())?, train_set, device)?;
     trainer.keep_checkpoints_every(plan.keep_every);
     let resuming = resuming && run.has_checkpoint();
     if resuming {
@@ -180,11 +180,12 @@ impl RunCurve {
 
 /// The paper's Table 1 column of a configuration: point, MoG-1 (one Gaussian) or MoG-2.
 pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
-    match (config.model, config.effective_components()) {
-        (crate::ModelKind::Point, _) => Some("point"),
-        (crate::ModelKind::Gaussian, _) | (crate::ModelKind::Mog, 1) => Some("mog1"),
-        (crate::ModelKind::Mog, 2) => Some("mog2"),
-        _ => None,
+    use crate::EmbeddingKind;
+    match config.model {
+        EmbeddingKind::Point => Some("point"),
+        EmbeddingKind::Gaussian | EmbeddingKind::Mixture { components: 1 } => Some("mog1"),
+        EmbeddingKind::Mixture { components: 2 } => Some("mog2"),
+        EmbeddingKind::Mixture { .. } => None,
     }
 }
 
@@ -262,7 +263,7 @@ pub fn time_to_quality_report(
         curves.push(curve);
     }
     let Some((digits, dim)) = shape else {
-        return Err(crate::EmbedError::config("runs", "no run given; name at least one run directory"));
+        return Err(crate::EmbedError::invalid("runs", "none", "name at least one run directory"));
     };
     let text = time_to_quality_markdown(&curves, set, digits, dim);
     hedge_data::write_atomic(out, text.as_bytes())?;
@@ -304,7 +305,7 @@ mod tests {
     fn watched_run(dir: &std::path::Path, digits: usize) -> RunDir {
         let run = RunDir::create(dir).unwrap();
         run.write_config(&RunConfig {
-            hib: HibConfig::default().with_digits(digits).with_dim(2).with_model(crate::ModelKind::Gaussian),
+            hib: HibConfig::default().with_digits(digits).with_dim(2).with_model(crate::EmbeddingKind::Gaussian),
             device: "cpu".into(),
             threads: 2,
             command: String::new(),

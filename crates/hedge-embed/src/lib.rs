@@ -29,13 +29,18 @@ pub mod run_eval;
 pub mod train;
 
 pub use config::{
-    BatchComposition, ConvPrecision, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm, PairSet,
+    BatchComposition, ConvPrecision, EmbeddingKind, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm,
+    PairSet,
 };
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};
-pub use evaluate::{evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions};
+pub use evaluate::{
+    evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
+};
 pub use experiment::{load_split, train_run, TrainPlan};
+/// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
+pub use hedge_data::{Checked, ParamGuard};
 pub use loss::MatchHead;
 pub use model::HibNet;
 pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
@@ -54,7 +59,7 @@ pub fn parse_device(s: &str) -> Result<tch::Device> {
         "cuda" => cuda_device(0),
         other => match other.strip_prefix("cuda:").and_then(|n| n.parse::<usize>().ok()) {
             Some(n) => cuda_device(n),
-            None => Err(EmbedError::config("device", format!("'{other}'; use cpu, cuda, cuda:N or auto"))),
+            None => Err(EmbedError::invalid("device", format!("'{other}'"), "use cpu, cuda, cuda:N or auto")),
         },
     }
 }
@@ -63,10 +68,11 @@ fn cuda_device(n: usize) -> Result<tch::Device> {
     if tch::Cuda::is_available() && n < tch::Cuda::device_count() as usize {
         Ok(tch::Device::Cuda(n))
     } else {
-        Err(EmbedError::config(
+        Err(EmbedError::invalid(
             "device",
+            format!("cuda:{n}"),
             format!(
-                "cuda:{n} requested but libtorch sees {} CUDA device(s); use --device cpu, or install the CUDA build with HEDGE_CUDA=1 scripts/setup-libtorch.sh",
+                "libtorch sees {} CUDA device(s); use --device cpu, or install the CUDA build with HEDGE_CUDA=1 scripts/setup-libtorch.sh",
                 if tch::Cuda::is_available() { tch::Cuda::device_count() } else { 0 }
             ),
         ))

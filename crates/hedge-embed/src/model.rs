@@ -39,7 +39,7 @@ impl HibNet {
         let features = c2 * 7 * 7 * config.digits as i64;
         let dim = config.dim as i64;
         let components = config.effective_components() as i64;
-        let outputs = match config.model {
+        let outputs = match config.model.kind() {
             ModelKind::Point => dim,
             _ => components * 2 * dim,
         };
@@ -54,7 +54,7 @@ impl HibNet {
             }),
             head: nn::linear(vs / "head", features, outputs, Default::default()),
             matcher: MatchHead::new(vs / "match", config.init_a, config.init_b),
-            kind: config.model,
+            kind: config.model.kind(),
             components,
             dim,
             min_variance: config.min_variance,

@@ -132,9 +132,10 @@ impl QuickMetric {
             "ap-corrupt" => Ok(QuickMetric::ApCorrupt),
             "knn-clean" => Ok(QuickMetric::KnnClean),
             "knn-corrupt" => Ok(QuickMetric::KnnCorrupt),
-            other => Err(crate::EmbedError::config(
+            other => Err(crate::EmbedError::invalid(
                 "metric",
-                format!("'{other}': use ap-clean, ap-corrupt, knn-clean or knn-corrupt"),
+                format!("'{other}'"),
+                "use ap-clean, ap-corrupt, knn-clean or knn-corrupt",
             )),
         }
     }
@@ -216,15 +217,16 @@ pub fn first_reaching(records: &[MonitorRecord], set: &str, metric: QuickMetric,
 /// shuffle of the sorted class list, so the choice depends on nothing else), sorted.
 ///
 /// # Errors
-/// [`crate::EmbedError::Config`] when fewer than two classes would remain for training.
+/// [`crate::EmbedError::InvalidConfig`] when fewer than two classes would remain for training.
 pub fn validation_classes(data: &NDigitDataset, count: usize, seed: u64) -> Result<Vec<u32>> {
     use rand::seq::SliceRandom;
     use rand_chacha::rand_core::SeedableRng;
     let mut classes = data.classes();
     if count + 2 > classes.len() {
-        return Err(crate::EmbedError::config(
+        return Err(crate::EmbedError::invalid(
             "validation_classes",
-            format!("{count} of {} classes; leave at least 2 for training", classes.len()),
+            format!("{count} of {} classes", classes.len()),
+            "leave at least 2 for training",
         ));
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::evaluate::{MatchEstimator, MeanStd, ModelEval, Twin};
+use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
 use crate::ModelKind;
+use hedge_eval::MeanStd;
 
 /// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
 /// is undefined (the uncertainty correlations of a point embedding). What the spread is depends
@@ -43,12 +44,13 @@ impl TwinStats {
         }
     }
 
-    fn of(t: &Twin<MeanStd>) -> Self {
+    /// The means and spreads of `t`; every field `None` when the metric was not computed.
+    fn of(t: &Option<Twin<MeanStd>>) -> Self {
         TwinStats {
-            clean: Some(t.clean.mean),
-            clean_std: Some(t.clean.std),
-            corrupt: Some(t.corrupt.mean),
-            corrupt_std: Some(t.corrupt.std),
+            clean: t.as_ref().map(|t| t.clean.mean),
+            clean_std: t.as_ref().map(|t| t.clean.std),
+            corrupt: t.as_ref().map(|t| t.corrupt.mean),
+            corrupt_std: t.as_ref().map(|t| t.corrupt.std),
         }
     }
 
@@ -130,19 +132,13 @@ impl VerificationStats {
 
 /// Mean of the defined values, `None` where none is.
 pub fn mean(values: &[Option<f64>]) -> Option<f64> {
-    let v: Vec<f64> = values.iter().flatten().copied().collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    MeanStd::of_defined(values).map(|m| m.mean)
 }
 
 /// Sample standard deviation (n − 1 in the denominator) of the defined values; `None` with
 /// fewer than two.
 pub fn sample_std(values: &[Option<f64>]) -> Option<f64> {
-    let v: Vec<f64> = values.iter().flatten().copied().collect();
-    if v.len() < 2 {
-        return None;
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    Some((v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt())
+    MeanStd::of_defined(values).filter(|m| m.n >= 2).map(|m| m.std)
 }
 
 /// Per-bin values that may hold NaN (an empty bin), written as `null` and read back as NaN.
@@ -231,7 +227,17 @@ pub struct EvalReport {
     pub verification_ap: VerificationStats,
     /// The weights scored when not the run's own `model.safetensors`.
     pub weights: Option<String>,
+    /// The metrics computed, where not all of them (the others are null or empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Vec<HibMetric>>,
+    /// What every `_std` over repeats is ([`REPEAT_STD_CONVENTION`]); absent in reports written
+    /// before it was recorded, whose spreads divide by n instead of n − 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std_convention: Option<String>,
 }
+
+/// The spread convention of every `_std` in a new `eval.json`.
+pub const REPEAT_STD_CONVENTION: &str = "sample standard deviation over repeats (n - 1); 0 for one repeat";
 
 /// The protocol line every `eval.json` carries.
 pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out";
@@ -255,17 +261,19 @@ pub struct EvalContext {
 impl EvalReport {
     /// The report of evaluation `r` in `context`.
     pub fn new(r: &ModelEval, context: EvalContext) -> Self {
+        let ap = TwinStats::of(&r.verification_ap);
         let verification_ap = VerificationStats {
-            clean: Some(r.verification_ap.clean.mean),
-            clean_std: Some(r.verification_ap.clean.std),
-            clean_vs_corrupt: Some(r.verification_ap_mixed.mean),
-            clean_vs_corrupt_std: Some(r.verification_ap_mixed.std),
-            corrupt: Some(r.verification_ap.corrupt.mean),
-            corrupt_std: Some(r.verification_ap.corrupt.std),
+            clean: ap.clean,
+            clean_std: ap.clean_std,
+            clean_vs_corrupt: r.verification_ap_mixed.map(|m| m.mean),
+            clean_vs_corrupt_std: r.verification_ap_mixed.map(|m| m.std),
+            corrupt: ap.corrupt,
+            corrupt_std: ap.corrupt_std,
         };
+        let nan = f64::NAN;
         EvalReport {
-            aurc: r.aurc.mean,
-            aurc_std: r.aurc.std,
+            aurc: r.aurc.map_or(nan, |m| m.mean),
+            aurc_std: r.aurc.map_or(nan, |m| m.std),
             // A point embedding has no η: its probes are rejected by the distance to their
             // nearest gallery neighbour instead (the paper's baseline proxy).
             aurc_uncertainty: Some(
@@ -279,9 +287,9 @@ impl EvalReport {
             components: context.components,
             digits: context.digits,
             dim: context.dim,
-            ece: r.ece.mean,
+            ece: r.ece.map_or(nan, |m| m.mean),
             ece_by_variant: TwinStats::of(&r.ece_by_variant),
-            ece_std: r.ece.std,
+            ece_std: r.ece.map_or(nan, |m| m.std),
             eval_seconds: context.eval_seconds,
             gallery_probe: r
                 .gallery_probe
@@ -309,6 +317,8 @@ impl EvalReport {
             tau_knn: TwinStats::of_optional(&r.tau_knn),
             verification_ap,
             weights: context.weights,
+            metrics: (!r.metrics.is_all()).then(|| r.metrics.iter().collect()),
+            std_convention: Some(REPEAT_STD_CONVENTION.to_string()),
         }
     }
 
@@ -323,34 +333,58 @@ impl EvalReport {
         ])
     }
 
-    /// The Markdown table `hedge hib eval` prints.
+    /// The Markdown table `hedge hib eval` prints (rows of the metrics computed).
     pub fn markdown(r: &ModelEval) -> String {
         let f = |m: MeanStd| format!("{:.3} ± {:.3}", m.mean, m.std);
         let o = |m: Option<MeanStd>| m.map_or("n/a".to_string(), f);
+        let twin = |t: &Option<Twin<MeanStd>>| {
+            t.as_ref().map_or_else(|| "n/a | n/a".to_string(), |t| format!("{} | {}", f(t.clean), f(t.corrupt)))
+        };
+        let has = |m| r.metrics.contains(m);
         let mut t = String::from("| metric | clean | corrupt |\n|---|---|---|\n");
-        t += &format!("| verification AP | {} | {} |\n", f(r.verification_ap.clean), f(r.verification_ap.corrupt));
-        t += &format!("| verification AP, clean vs corrupt pairs | {} | |\n", f(r.verification_ap_mixed));
-        t += &format!("| KNN accuracy (majority) | {} | {} |\n", f(r.knn_majority.clean), f(r.knn_majority.corrupt));
-        t += &format!("| KNN accuracy (plurality) | {} | {} |\n", f(r.knn_plurality.clean), f(r.knn_plurality.corrupt));
-        t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));
-        t += &format!("| tau KNN | {} | {} |\n", o(r.tau_knn.clean), o(r.tau_knn.corrupt));
-        t += &format!("| ECE | {} | {} |\n", f(r.ece_by_variant.clean), f(r.ece_by_variant.corrupt));
-        t += &format!("| mean eta | {:.4} | {:.4} |\n\n", r.mean_eta.clean, r.mean_eta.corrupt);
-        t += "| gallery | probe | majority | plurality | tau KNN |\n|---|---|---|---|---|\n";
-        for g in &r.gallery_probe {
-            t += &format!(
-                "| {} | {} | {} | {} | {} |\n",
-                g.gallery,
-                g.probe,
-                f(g.majority),
-                f(g.plurality),
-                o(g.tau_knn)
-            );
+        if has(HibMetric::VerificationAp) {
+            t += &format!("| verification AP | {} |\n", twin(&r.verification_ap));
         }
-        t += &format!(
-            "\npooled ECE {:.4}, AURC (clean + corrupt probes, clean gallery) {:.4}; {} repeats",
-            r.ece.mean, r.aurc.mean, r.repeats
-        );
+        if has(HibMetric::VerificationApMixed) {
+            t += &format!("| verification AP, clean vs corrupt pairs | {} | |\n", o(r.verification_ap_mixed));
+        }
+        if has(HibMetric::KnnAccuracy) {
+            t += &format!("| KNN accuracy (majority) | {} |\n", twin(&r.knn_majority));
+        }
+        if has(HibMetric::KnnPlurality) {
+            t += &format!("| KNN accuracy (plurality) | {} |\n", twin(&r.knn_plurality));
+        }
+        if has(HibMetric::TauAp) {
+            t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));
+        }
+        if has(HibMetric::TauKnn) {
+            t += &format!("| tau KNN | {} | {} |\n", o(r.tau_knn.clean), o(r.tau_knn.corrupt));
+        }
+        if has(HibMetric::Ece) {
+            t += &format!("| ECE | {} |\n", twin(&r.ece_by_variant));
+        }
+        t += &format!("| mean eta | {:.4} | {:.4} |\n\n", r.mean_eta.clean, r.mean_eta.corrupt);
+        if has(HibMetric::GalleryProbe) {
+            t += "| gallery | probe | majority | plurality | tau KNN |\n|---|---|---|---|---|\n";
+            for g in &r.gallery_probe {
+                t += &format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    g.gallery,
+                    g.probe,
+                    f(g.majority),
+                    f(g.plurality),
+                    o(g.tau_knn)
+                );
+            }
+            t += "\n";
+        }
+        if let Some(ece) = r.ece {
+            t += &format!("pooled ECE {:.4}; ", ece.mean);
+        }
+        if let Some(aurc) = r.aurc {
+            t += &format!("AURC (clean + corrupt probes, clean gallery) {:.4}; ", aurc.mean);
+        }
+        t += &format!("{} repeats; ± is the sample sd over repeats", r.repeats);
         t
     }
 }

@@ -26,9 +26,10 @@ use crate::run_eval::{
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
 };
 use crate::{
-    embed_dataset, load_model, EmbedError, EmbedOptions, EmbeddedSet, HibConfig, LossKind, LrSchedule, ModelKind,
+    embed_dataset, load_model, EmbedError, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,
     Result,
 };
+use hedge_data::ParamGuard;
 
 /// Margins of the Appendix B comparison.
 pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
@@ -132,34 +133,42 @@ impl ReproduceConfig {
         self
     }
 
-    /// Checks what a user can give wrong before anything is trained or written.
-    pub fn check(&self) -> Result<()> {
-        if self.seeds == 0 || self.extra_seeds == 0 {
-            return Err(EmbedError::config("seeds", "seeds and extra seeds must be at least 1"));
-        }
-        if let Some(m) = self.budget_minutes {
-            if !(m.is_finite() && m > 0.0) {
-                return Err(EmbedError::config("budget_minutes", format!("{m}; give a positive number of minutes")));
-            }
-        } else if self.finish_planned_steps {
-            return Err(EmbedError::config("finish_planned_steps", "needs a budget (budget_minutes)"));
-        }
-        if self.split == NDigitSplit::Train {
-            return Err(EmbedError::config("split", "train: tables are computed on test_seen or test_unseen"));
-        }
-        if self.repeats == 0 {
-            return Err(EmbedError::config("repeats", "0; give at least 1"));
-        }
-        models(self)?;
-        Ok(())
-    }
-
     /// The split reported beside the tables' split.
     pub fn other_split(&self) -> NDigitSplit {
         match self.split {
             NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
             _ => NDigitSplit::TestSeen,
         }
+    }
+}
+
+impl ParamGuard for ReproduceConfig {
+    type Error = EmbedError;
+
+    /// Checks what a user can give wrong before anything is trained or written.
+    fn check_ref(&self) -> Result<()> {
+        if self.seeds == 0 || self.extra_seeds == 0 {
+            return Err(EmbedError::invalid(
+                "seeds",
+                format!("{} and {} extra", self.seeds, self.extra_seeds),
+                "seeds and extra seeds must be at least 1",
+            ));
+        }
+        if let Some(m) = self.budget_minutes {
+            if !(m.is_finite() && m > 0.0) {
+                return Err(EmbedError::invalid("budget_minutes", m, "give a positive number of minutes"));
+            }
+        } else if self.finish_planned_steps {
+            return Err(EmbedError::invalid("finish_planned_steps", true, "needs a budget (budget_minutes)"));
+        }
+        if self.split == NDigitSplit::Train {
+            return Err(EmbedError::invalid("split", "train", "tables are computed on test_seen or test_unseen"));
+        }
+        if self.repeats == 0 {
+            return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
+        }
+        models(self)?;
+        Ok(())
     }
 }
 
@@ -200,17 +209,17 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
         seeds,
     };
     let mut v = vec![
-        model("point", "point", base.clone().with_model(ModelKind::Point), c.seeds),
-        model("mog1", "MoG-1", base.clone().with_model(ModelKind::Gaussian), c.seeds),
-        model("mog2", "MoG-2", base.clone().with_model(ModelKind::Mog).with_components(2), c.seeds),
+        model("point", "point", base.clone().with_model(EmbeddingKind::Point), c.seeds),
+        model("mog1", "MoG-1", base.clone().with_model(EmbeddingKind::Gaussian), c.seeds),
+        model("mog2", "MoG-2", base.clone().with_model(EmbeddingKind::MOG2), c.seeds),
     ];
     if c.beta_sweep {
-        let config = base.clone().with_model(ModelKind::Gaussian).with_beta(0.0);
+        let config = base.clone().with_model(EmbeddingKind::Gaussian).with_beta(0.0);
         v.push(model("mog1-beta0", "MoG-1, beta = 0", config, c.extra_seeds));
     }
     if c.appendix_b {
         for m in MARGINS {
-            let config = base.clone().with_model(ModelKind::Point).with_loss(LossKind::Contrastive).with_margin(m);
+            let config = base.clone().with_model(EmbeddingKind::Point).with_loss(LossKind::Contrastive).with_margin(m);
             v.push(model(
                 &format!("point-contrastive-m{m}"),
                 &format!("point, contrastive M = {m}"),
@@ -220,7 +229,7 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
         }
     }
     for m in &v {
-        m.config.check()?;
+        m.config.check_ref()?;
     }
     Ok(v)
 }
@@ -329,7 +338,7 @@ type ModelRuns = (ReproduceModel, Vec<EvalReport>);
 
 /// Trains, evaluates and writes the whole reproduction into `c.out`; returns its summary.
 pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary> {
-    c.check()?;
+    c.check_ref()?;
     let models = models(c)?;
     std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
     let settings = EvalSettings { split: c.split, repeats: c.repeats, ..Default::default() };
@@ -1068,12 +1077,12 @@ mod tests {
     #[test]
     fn impossible_reproductions_are_refused_before_anything_is_written() {
         let c = ReproduceConfig::default().with_seeds(0);
-        assert!(c.check().unwrap_err().to_string().contains("seeds"));
+        assert!(c.check_ref().unwrap_err().to_string().contains("seeds"));
         let c = ReproduceConfig { budget_minutes: Some(-1.0), ..Default::default() };
-        assert!(c.check().unwrap_err().to_string().contains("budget_minutes"));
+        assert!(c.check_ref().unwrap_err().to_string().contains("budget_minutes"));
         let c = ReproduceConfig { group: Some("32by8".into()), ..Default::default() };
-        assert!(c.check().unwrap_err().to_string().contains("CLASSESxIMAGES"));
+        assert!(c.check_ref().unwrap_err().to_string().contains("CLASSESxIMAGES"));
         let c = ReproduceConfig { finish_planned_steps: true, ..Default::default() };
-        assert!(c.check().is_err());
+        assert!(c.check_ref().is_err());
     }
 }

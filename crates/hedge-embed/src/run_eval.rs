@@ -11,14 +11,16 @@ use tch::Device;
 use tracing::info;
 
 use crate::evaluate::{
-    evaluate_model, verification_ap, EvalOptions, MatchEstimator, ModelEval, ModelEvalOptions, Twin,
+    evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
+    Twin,
 };
 use crate::experiment::{load_split, train_run_on, TrainPlan};
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
 use crate::train::{load_model, TrainEvent, Trainer};
-use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, ModelKind, Result};
+use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
+use hedge_data::ParamGuard;
 
 /// `steps` of a budgeted run until its first steps have been timed.
 pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
@@ -66,9 +68,9 @@ pub fn write_run_definition(
 pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
     let parsed = spec.split_once('x').and_then(|(p, k)| Some((p.trim().parse().ok()?, k.trim().parse().ok()?)));
     let Some((classes, per_class)) = parsed else {
-        return Err(EmbedError::config("group", format!("'{spec}': expected CLASSESxIMAGES, e.g. 32x8")));
+        return Err(EmbedError::invalid("group", format!("'{spec}'"), "expected CLASSESxIMAGES, e.g. 32x8"));
     };
-    Ok(config.with_batch(BatchComposition::Grouped).with_group_classes(classes).with_group_size(per_class))
+    Ok(config.with_batch(BatchComposition::Grouped { classes, per_class }))
 }
 
 /// Trains (or resumes) the run to `config.steps` or the plan's budget ([`crate::experiment::train_run_on`]) with a
@@ -83,8 +85,8 @@ pub fn train_with_progress(
     plan: &TrainPlan,
 ) -> Result<Trainer> {
     let batch = match config.batch {
-        BatchComposition::Independent => format!("{} independent pairs", config.batch_pairs),
-        BatchComposition::Grouped => format!("{} classes x {} images", config.group_classes, config.group_size),
+        BatchComposition::Independent { pairs } => format!("{pairs} independent pairs"),
+        BatchComposition::Grouped { classes, per_class } => format!("{classes} classes x {per_class} images"),
     };
     let length = match plan.budget_minutes {
         Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
@@ -92,7 +94,7 @@ pub fn train_with_progress(
     };
     info!(
         "training {:?} HIB, D = {}, {}-digit MNIST, {length} of {batch} on {} ({} threads) into {}",
-        config.model,
+        config.model.kind(),
         config.dim,
         config.digits,
         device_name(device),
@@ -186,6 +188,8 @@ pub struct EvalSettings {
     pub repeats: usize,
     /// Candidates per probe re-ranked by the match probability in KNN.
     pub candidates: usize,
+    /// The metrics computed (all by default); the others' numbers do not depend on it.
+    pub metrics: MetricSet,
 }
 
 impl Default for EvalSettings {
@@ -195,27 +199,30 @@ impl Default for EvalSettings {
             estimator: MatchEstimator::MonteCarlo { samples: 8 },
             repeats: 10,
             candidates: 100,
+            metrics: MetricSet::all(),
         }
     }
 }
 
-impl EvalSettings {
+impl ParamGuard for EvalSettings {
+    type Error = EmbedError;
+
     /// Checks the settings a user can give wrong.
-    pub fn check(&self) -> Result<()> {
+    fn check_ref(&self) -> Result<()> {
         match self.estimator {
             MatchEstimator::MonteCarlo { samples } if samples < 1 => {
-                return Err(EmbedError::config("samples", format!("{samples}; give at least 1")))
+                return Err(EmbedError::invalid("samples", samples, "give at least 1"))
             }
             MatchEstimator::Quadrature { points } if !(1..=64).contains(&points) => {
-                return Err(EmbedError::config("points", format!("{points}; give 1 to 64 nodes per dimension")))
+                return Err(EmbedError::invalid("points", points, "give 1 to 64 nodes per dimension"))
             }
             _ => {}
         }
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::config("split", "train: evaluate on test_unseen or test_seen"));
+            return Err(EmbedError::invalid("split", "train", "evaluate on test_unseen or test_seen"));
         }
         if self.repeats == 0 {
-            return Err(EmbedError::config("repeats", "0; give at least 1"));
+            return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
         }
         Ok(())
     }
@@ -239,7 +246,7 @@ pub fn evaluate_run(
     device: Device,
     command: &str,
 ) -> Result<(ModelEval, EvalReport)> {
-    settings.check()?;
+    settings.check_ref()?;
     let config = run.read_config()?.hib;
     let (mut vs, net) = load_model(run, &config, device)?;
     if let Some(w) = weights {
@@ -252,9 +259,10 @@ pub fn evaluate_run(
         base: EvalOptions { estimator: settings.estimator, candidates: settings.candidates, ..Default::default() },
         repeats: settings.repeats,
         pair_seed: PAIR_SEED,
+        metrics: settings.metrics,
         ..Default::default()
     };
-    let stochastic = config.model != ModelKind::Point;
+    let stochastic = config.model.is_stochastic();
     let eval = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
     let report = EvalReport::new(
         &eval,
@@ -262,7 +270,7 @@ pub fn evaluate_run(
             run: run.path.display().to_string(),
             weights: weights.map(|w| w.display().to_string()),
             split: settings.split.name().to_string(),
-            model: config.model,
+            model: config.model.kind(),
             components: config.effective_components(),
             digits: config.digits,
             dim: config.dim,
@@ -330,7 +338,11 @@ pub fn curve(
         }
     }
     let seconds_at: BTreeMap<usize, f64> = run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
-    let settings = EvalSettings { repeats, split, ..Default::default() };
+    // A curve plots AP and KNN accuracy: the other KNN passes (half the time) are left out,
+    // which leaves these numbers as the full evaluation has them.
+    let metrics =
+        MetricSet::select(&[HibMetric::VerificationAp, HibMetric::VerificationApMixed, HibMetric::KnnAccuracy], &[])?;
+    let settings = EvalSettings { repeats, split, metrics, ..Default::default() };
     let mut rows = Vec::new();
     for (step, path) in &files {
         info!("curve: step {step}");
@@ -383,7 +395,7 @@ pub fn embed_run(
     device: Device,
 ) -> Result<crate::EmbeddedSet> {
     if samples < 1 {
-        return Err(EmbedError::config("samples", format!("{samples}; give at least 1")));
+        return Err(EmbedError::invalid("samples", samples, "give at least 1"));
     }
     let config = run.read_config()?.hib;
     let (_vs, net) = load_model(run, &config, device)?;

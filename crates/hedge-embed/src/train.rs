@@ -7,7 +7,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
-use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, ModelKind, PairSet};
+use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, PairSet};
 use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
 use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
@@ -19,6 +19,7 @@ use crate::run::{
     MONITOR_FILE, OPTIMIZER_FILE, STATE_FILE,
 };
 use crate::{EmbedError, Result};
+use hedge_data::{Checked, ParamGuard};
 
 /// Images per validation class at most (the size of a `test_unseen` class).
 pub const VALIDATION_PER_CLASS: usize = 333;
@@ -27,7 +28,7 @@ pub const CALIBRATION_STEPS: usize = 30;
 
 /// Builds a network with its variables, initialised deterministically from `config.seed`.
 pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
-    config.check()?;
+    config.check_ref()?;
     tch::manual_seed(config.seed as i64);
     let vs = nn::VarStore::new(device);
     let net = HibNet::new(&vs.root(), config);
@@ -67,7 +68,8 @@ struct StepBatch {
 
 /// The pair sampler of a [`BatchComposition`].
 enum Sampler {
-    Independent(BalancedPairSampler),
+    /// The sampler and the pairs per step.
+    Independent(BalancedPairSampler, usize),
     Grouped(GroupedPairSampler),
 }
 
@@ -157,13 +159,16 @@ impl Trainer {
     /// taken out of it first ([`Trainer::validation_set`]).
     ///
     /// # Errors
-    /// Invalid hyper-parameters, or a dataset whose digit count differs from `config.digits`.
-    pub fn new(mut config: HibConfig, dataset: NDigitDataset, device: Device) -> Result<Self> {
+    /// A dataset whose digit count differs from `config.digits` (the settings themselves were
+    /// validated by [`ParamGuard::check`]).
+    pub fn new(config: Checked<HibConfig>, dataset: NDigitDataset, device: Device) -> Result<Self> {
+        let mut config = config.into_inner();
         config.conv_precision = config.conv_precision.resolve(device);
         if dataset.digits != config.digits {
-            return Err(EmbedError::config(
+            return Err(EmbedError::invalid(
                 "digits",
-                format!("the config says {} but the dataset has {}-digit images", config.digits, dataset.digits),
+                config.digits,
+                format!("the dataset has {}-digit images; train on a matching dataset or set digits", dataset.digits),
             ));
         }
         let held_out = if config.validation_classes > 0 {
@@ -187,13 +192,14 @@ impl Trainer {
         } else {
             None
         };
-        let all_pairs =
-            (config.pair_set == PairSet::All).then(|| all_pairs(config.group_classes, config.group_size, device));
-        let sampler = match config.batch {
-            BatchComposition::Independent => Sampler::Independent(BalancedPairSampler::new(&dataset.labels)?),
-            BatchComposition::Grouped => {
-                Sampler::Grouped(GroupedPairSampler::new(&dataset.labels, config.group_classes, config.group_size)?)
+        let (sampler, all_pairs) = match config.batch {
+            BatchComposition::Independent { pairs } => {
+                (Sampler::Independent(BalancedPairSampler::new(&dataset.labels)?, pairs), None)
             }
+            BatchComposition::Grouped { classes, per_class } => (
+                Sampler::Grouped(GroupedPairSampler::new(&dataset.labels, classes, per_class)?),
+                (config.pair_set == PairSet::All).then(|| all_pairs(classes, per_class, device)),
+            ),
         };
         Ok(Trainer {
             config,
@@ -293,8 +299,8 @@ impl Trainer {
         rng.set_stream(step as u64);
         let corruption = Corruption::Random { probability: self.config.occlusion_probability };
         let (order, pairs, positions) = match &self.sampler {
-            Sampler::Independent(sampler) => {
-                let pairs = sampler.sample(self.config.batch_pairs, &mut rng);
+            Sampler::Independent(sampler, count) => {
+                let pairs = sampler.sample(*count, &mut rng);
                 // Left images first, then right ones: one forward pass embeds both.
                 let order: Vec<usize> = pairs.left.iter().chain(&pairs.right).copied().collect();
                 (order, pairs, None)
@@ -474,7 +480,7 @@ impl Trainer {
     /// Evaluates the inference network on every watched set.
     pub fn watch(&self, sets: &[WatchSet]) -> Result<MonitorRecord> {
         let started = Instant::now();
-        let stochastic = self.config.model != ModelKind::Point;
+        let stochastic = self.config.model.is_stochastic();
         let mut out = std::collections::BTreeMap::new();
         for set in sets {
             out.insert(set.name.clone(), set.evaluate(self.inference_net(), self.device, stochastic)?);

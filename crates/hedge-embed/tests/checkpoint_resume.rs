@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use hedge_data::ParamGuard;
 use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::{
-    load_model, BatchComposition, HibConfig, LrSchedule, MatchInit, ModelKind, Norm, PairSet, RunDir, Trainer,
+    load_model, BatchComposition, EmbeddingKind, HibConfig, LrSchedule, MatchInit, Norm, PairSet, RunDir, Trainer,
 };
 use tch::{Device, Kind, Tensor};
 
@@ -32,9 +33,8 @@ fn weights(t: &Trainer) -> Vec<(String, Tensor)> {
 
 fn config(steps: usize) -> HibConfig {
     HibConfig::default()
-        .with_model(ModelKind::Mog)
-        .with_components(2)
-        .with_batch_pairs(16)
+        .with_model(EmbeddingKind::MOG2)
+        .with_batch(BatchComposition::Independent { pairs: 16 })
         .with_steps(steps)
         .with_checkpoint_every(2)
         .with_log_every(1)
@@ -43,7 +43,7 @@ fn config(steps: usize) -> HibConfig {
 
 /// Grouped batches (4 classes x 4 images: 48 pairs from 16 images) instead of independent pairs.
 fn grouped(steps: usize) -> HibConfig {
-    config(steps).with_batch(BatchComposition::Grouped).with_group_classes(4).with_group_size(4)
+    config(steps).with_batch(BatchComposition::Grouped { classes: 4, per_class: 4 })
 }
 
 /// Every recipe lever at once: all pairs of the grouped batch, batch norm, a weight average,
@@ -80,18 +80,18 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
     let dir = tempfile::tempdir().unwrap();
 
     let straight_dir = RunDir::create(&dir.path().join("straight")).unwrap();
-    let mut straight = Trainer::new(config(4), data.clone(), Device::Cpu).unwrap();
+    let mut straight = Trainer::new(config(4).check().unwrap(), data.clone(), Device::Cpu).unwrap();
     straight.run(Some(&straight_dir), |_| {}).unwrap();
 
     // The same seed again gives the same weights (determinism on the CPU).
-    let mut again = Trainer::new(config(4), data.clone(), Device::Cpu).unwrap();
+    let mut again = Trainer::new(config(4).check().unwrap(), data.clone(), Device::Cpu).unwrap();
     again.run(None, |_| {}).unwrap();
 
     let part_dir = RunDir::create(&dir.path().join("part")).unwrap();
-    let mut first = Trainer::new(config(2), data.clone(), Device::Cpu).unwrap();
+    let mut first = Trainer::new(config(2).check().unwrap(), data.clone(), Device::Cpu).unwrap();
     first.run(Some(&part_dir), |_| {}).unwrap();
     drop(first);
-    let mut resumed = Trainer::new(config(4), data, Device::Cpu).unwrap();
+    let mut resumed = Trainer::new(config(4).check().unwrap(), data, Device::Cpu).unwrap();
     resumed.resume_from(&part_dir).unwrap();
     assert_eq!(resumed.step(), 2);
     resumed.run(Some(&part_dir), |_| {}).unwrap();
@@ -103,7 +103,7 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
         assert!(a.equal(c), "{name} differs after resuming");
     }
     // Something was learned: the weights moved away from their initial values.
-    let fresh = Trainer::new(config(4), train_set(), Device::Cpu).unwrap();
+    let fresh = Trainer::new(config(4).check().unwrap(), train_set(), Device::Cpu).unwrap();
     assert!(!weights(&fresh)[0].1.equal(&weights(&straight)[0].1));
 
     let metrics = part_dir.read_metrics().unwrap();
@@ -112,9 +112,11 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
     // Independent batches score 16 pairs a step; 4 x 4 groups score 4·4·3 = 48, or all
     // 16·15/2 = 120 pairs.
     let pairs = match (config(1).batch, config(1).pair_set) {
-        (BatchComposition::Independent, _) => 16,
-        (BatchComposition::Grouped, PairSet::Sampled) => 48,
-        (BatchComposition::Grouped, PairSet::All) => 120,
+        (BatchComposition::Independent { pairs }, _) => pairs,
+        (BatchComposition::Grouped { classes, per_class }, PairSet::Sampled) => classes * per_class * (per_class - 1),
+        (BatchComposition::Grouped { classes, per_class }, PairSet::All) => {
+            classes * per_class * (classes * per_class - 1) / 2
+        }
     };
     assert!(metrics.iter().all(|m| m.pairs == pairs), "every step scores {pairs} pairs");
 }
@@ -125,8 +127,8 @@ fn a_saved_model_loads_back_with_identical_outputs() {
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(&dir.path().join("run")).unwrap();
-    let cfg = config(2).with_model(ModelKind::Gaussian);
-    let mut trainer = Trainer::new(cfg.clone(), data, Device::Cpu).unwrap();
+    let cfg = config(2).with_model(EmbeddingKind::Gaussian);
+    let mut trainer = Trainer::new(cfg.clone().check().unwrap(), data, Device::Cpu).unwrap();
     trainer.run(Some(&run), |_| {}).unwrap();
     // Loading must not depend on the initialisation seed.
     let (_vs, net) = load_model(&run, &cfg.clone().with_seed(999), Device::Cpu).unwrap();

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use hedge_data::ParamGuard;
 use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
 use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
-use hedge_embed::{BatchComposition, HibConfig, ModelKind, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
+use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
 use tch::Device;
 
 /// libtorch's random generator is process-wide: tests that train take turns.
@@ -66,15 +67,13 @@ fn a_budget_stops_training_unless_it_only_plans_the_steps() {
 fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     let config = HibConfig::default()
-        .with_model(ModelKind::Gaussian)
-        .with_batch(BatchComposition::Grouped)
-        .with_group_classes(8)
-        .with_group_size(4)
+        .with_model(EmbeddingKind::Gaussian)
+        .with_batch(BatchComposition::Grouped { classes: 8, per_class: 4 })
         .with_validation_classes(10)
         .with_steps(1_000_000)
         .with_checkpoint_every(1000)
         .with_log_every(5);
-    let mut trainer = Trainer::new(config, train_set(), Device::Cpu).unwrap();
+    let mut trainer = Trainer::new(config.check().unwrap(), train_set(), Device::Cpu).unwrap();
     let val = trainer.validation_set().unwrap().clone();
     // A small validation set keeps the test quick (the first 40 images of each class).
     let keep: Vec<usize> = (0..val.len()).filter(|i| i % 333 < 40).collect();

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use hedge_data::ParamGuard;
 use hedge_data::{data_dir, verification_pairs, Corruption, Mnist, NDigitDataset, NDigitSplit};
 use hedge_embed::monitor::{CORRUPT_SEED, PAIR_SEED};
-use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, HibConfig, ModelKind, Trainer};
+use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, EmbeddingKind, HibConfig, Trainer};
 use tch::Device;
 
 /// Steps of the CI run: about 4.5 minutes on a 2-core CPU with bf16 convolutions. Measured
@@ -21,10 +22,10 @@ fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
     let train = NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap();
     let test = NDigitDataset::load(&dir, 2, NDigitSplit::TestUnseen, &mnist).unwrap();
     let steps = std::env::var("HEDGE_TEST_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(STEPS);
-    let config = HibConfig::default().with_dim(2).with_model(ModelKind::Gaussian).with_steps(steps);
+    let config = HibConfig::default().with_dim(2).with_model(EmbeddingKind::Gaussian).with_steps(steps);
 
     let started = Instant::now();
-    let mut trainer = Trainer::new(config, train, Device::Cpu).unwrap();
+    let mut trainer = Trainer::new(config.check().unwrap(), train, Device::Cpu).unwrap();
     let mut last = None;
     trainer.run(None, |m| last = Some(m.clone())).unwrap();
     let trained = started.elapsed().as_secs_f64();

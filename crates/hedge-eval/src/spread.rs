@@ -26,6 +26,13 @@ impl MeanStd {
         MeanStd { mean, std, n }
     }
 
+    /// Mean and sample standard deviation of the defined, finite values (an undefined repeat,
+    /// such as a τ over constant bins, is left out and not counted in `n`); `None` when none is.
+    pub fn of_defined(values: &[Option<f64>]) -> Option<Self> {
+        let v: Vec<f64> = values.iter().flatten().copied().filter(|x| x.is_finite()).collect();
+        (!v.is_empty()).then(|| MeanStd::of(&v))
+    }
+
     /// Standard error of the mean, std / √n.
     pub fn se(&self) -> f64 {
         if self.n == 0 {
@@ -82,5 +89,9 @@ mod tests {
         assert!((s.se() - 1.3228756555322954).abs() < 1e-12);
         assert_eq!(MeanStd::of(&[5.0]).std, 0.0);
         assert!(MeanStd::of(&[]).mean.is_nan());
+        // Undefined and non-finite values are left out of the mean, the spread and n.
+        let d = MeanStd::of_defined(&[Some(1.0), None, Some(3.0), Some(f64::NAN)]).unwrap();
+        assert_eq!((d.mean, d.std, d.n), (2.0, 2f64.sqrt(), 2));
+        assert_eq!(MeanStd::of_defined(&[None, Some(f64::INFINITY)]), None);
     }
 }
