@@ -366,45 +366,55 @@ impl Default for HibConfigFile {
     }
 }
 
+/// `Self { <the fields a config file and the struct share, copied from $from>, <extra> }`:
+/// the shared fields are listed once for both directions of the conversion.
+macro_rules! with_shared_fields {
+    ($from:ident { $($extra:tt)* }) => {
+        Self {
+            $($extra)*
+            digits: $from.digits,
+            dim: $from.dim,
+            loss: $from.loss,
+            margin: $from.margin,
+            steps: $from.steps,
+            beta: $from.beta,
+            samples: $from.samples,
+            learning_rate: $from.learning_rate,
+            lr_schedule: $from.lr_schedule,
+            warmup_steps: $from.warmup_steps,
+            head_lr_scale: $from.head_lr_scale,
+            match_init: $from.match_init,
+            norm: $from.norm,
+            ema_decay: $from.ema_decay,
+            pair_set: $from.pair_set,
+            validation_classes: $from.validation_classes,
+            validation_seed: $from.validation_seed,
+            channels: $from.channels,
+            occlusion_probability: $from.occlusion_probability,
+            min_variance: $from.min_variance,
+            init_a: $from.init_a,
+            init_b: $from.init_b,
+            conv_precision: $from.conv_precision,
+            seed: $from.seed,
+            log_every: $from.log_every,
+            checkpoint_every: $from.checkpoint_every,
+        }
+    };
+}
+
 impl From<HibConfigFile> for HibConfig {
     fn from(f: HibConfigFile) -> Self {
-        HibConfig {
-            digits: f.digits,
-            dim: f.dim,
+        with_shared_fields!(f {
             model: match f.model {
                 ModelKind::Point => EmbeddingKind::Point,
                 ModelKind::Gaussian => EmbeddingKind::Gaussian,
                 ModelKind::Mog => EmbeddingKind::Mixture { components: f.components },
             },
-            loss: f.loss,
-            margin: f.margin,
-            steps: f.steps,
             batch: match f.batch {
                 BatchKind::Independent => BatchComposition::Independent { pairs: f.batch_pairs },
                 BatchKind::Grouped => BatchComposition::Grouped { classes: f.group_classes, per_class: f.group_size },
             },
-            beta: f.beta,
-            samples: f.samples,
-            learning_rate: f.learning_rate,
-            lr_schedule: f.lr_schedule,
-            warmup_steps: f.warmup_steps,
-            head_lr_scale: f.head_lr_scale,
-            match_init: f.match_init,
-            norm: f.norm,
-            ema_decay: f.ema_decay,
-            pair_set: f.pair_set,
-            validation_classes: f.validation_classes,
-            validation_seed: f.validation_seed,
-            channels: f.channels,
-            occlusion_probability: f.occlusion_probability,
-            min_variance: f.min_variance,
-            init_a: f.init_a,
-            init_b: f.init_b,
-            conv_precision: f.conv_precision,
-            seed: f.seed,
-            log_every: f.log_every,
-            checkpoint_every: f.checkpoint_every,
-        }
+        })
     }
 }
 
@@ -419,43 +429,17 @@ impl From<HibConfig> for HibConfigFile {
                 (BatchKind::Grouped, defaults.batch_pairs, classes, per_class)
             }
         };
-        HibConfigFile {
-            digits: c.digits,
-            dim: c.dim,
+        with_shared_fields!(c {
             model: c.model.kind(),
             components: match c.model {
                 EmbeddingKind::Mixture { components } => components,
                 _ => defaults.components,
             },
-            loss: c.loss,
-            margin: c.margin,
-            steps: c.steps,
             batch_pairs,
             batch,
             group_classes,
             group_size,
-            beta: c.beta,
-            samples: c.samples,
-            learning_rate: c.learning_rate,
-            lr_schedule: c.lr_schedule,
-            warmup_steps: c.warmup_steps,
-            head_lr_scale: c.head_lr_scale,
-            match_init: c.match_init,
-            norm: c.norm,
-            ema_decay: c.ema_decay,
-            pair_set: c.pair_set,
-            validation_classes: c.validation_classes,
-            validation_seed: c.validation_seed,
-            channels: c.channels,
-            occlusion_probability: c.occlusion_probability,
-            min_variance: c.min_variance,
-            init_a: c.init_a,
-            init_b: c.init_b,
-            conv_precision: c.conv_precision,
-            seed: c.seed,
-            log_every: c.log_every,
-            checkpoint_every: c.checkpoint_every,
-        }
+        })
     }
 }
 
