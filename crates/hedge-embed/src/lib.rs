@@ -7,6 +7,23 @@
 //! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], and dataset-level [`embed`] tools; whole
 //! experiments in [`run_eval`] (train, evaluate, curves) and [`mod@reproduce`] (the paper's tables),
 //! with typed reports in [`report`].
+//!
+//! ```no_run
+//! use hedge_data::NDigitSplit;
+//! use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, ParamGuard, Trainer};
+//!
+//! // Exclusive choices are sum types; `check` is the only way to the `Checked` settings
+//! // `Trainer::new` takes (config files stay flat: `model = "mog"`, `components = 2`).
+//! let config = HibConfig::default()
+//!     .with_model(EmbeddingKind::Mixture { components: 2 })
+//!     .with_batch(BatchComposition::Grouped { classes: 32, per_class: 8 })
+//!     .with_steps(4000)
+//!     .check()?;
+//! let train = hedge_embed::load_split(2, NDigitSplit::Train)?;
+//! let mut trainer = Trainer::new(config, train, tch::Device::Cpu)?;
+//! trainer.run(None, |m| println!("step {}: loss {:.3}", m.step, m.loss))?;
+//! # Ok::<(), hedge_embed::EmbedError>(())
+//! ```
 
 pub mod bench;
 pub mod config;
