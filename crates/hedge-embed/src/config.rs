@@ -1,4 +1,4 @@
-//! Hyper-parameters of a HIB model and its training, validated once by [`HibConfig::check`].
+//! Hyper-parameters of a HIB model and its training, validated once through [`hedge_data::ParamGuard`] (`check_ref`, or `check` returning [`hedge_data::Checked`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -31,7 +31,7 @@ pub struct HibNet {
 
 impl HibNet {
     /// Builds the network's variables under `vs` (names: `trunk.conv1`, `trunk.conv2`, `head`,
-    /// `match.a_raw`, `match.b`; with batch norm also `trunk.norm1`, `trunk.norm2`). `config` must have passed [`HibConfig::check`].
+    /// `match.a_raw`, `match.b`; with batch norm also `trunk.norm1`, `trunk.norm2`). `config` must have passed [`crate::ParamGuard::check_ref`].
     pub fn new(vs: &nn::Path, config: &HibConfig) -> Self {
         let [c1, c2] = config.channels.map(|c| c as i64);
         let conv = nn::ConvConfig { padding: 2, ..Default::default() };
