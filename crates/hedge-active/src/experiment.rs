@@ -98,6 +98,65 @@ fn reopen<C: DeserializeOwned>(out: &std::path::Path) -> Result<(RunDirectory, C
     Ok((dir, config))
 }
 
+/// An experiment of seeds × methods run through [`run_resumable`] in a run directory: the
+/// definition, data and loops differ, while starting, resuming and reporting are written once
+/// here (`run`, `resume`, `report`).
+pub trait Experiment: Serialize + DeserializeOwned + Sized {
+    type Data;
+    type Summary;
+
+    /// The data the definition names, from `data_dir`.
+    fn load(&self, data_dir: &std::path::Path) -> Result<Self::Data>;
+
+    /// Refuses settings the data cannot satisfy, before anything is written.
+    fn check(&self, data: &Self::Data) -> Result<()>;
+
+    /// Runs every loop not yet finished in `dir` (continuing from its checkpoint), then reports.
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &Self::Data,
+        progress: &mut dyn FnMut(RunFinished),
+    ) -> Result<Self::Summary>;
+
+    /// Writes `summary.json`, `table.md` and the curve from the rounds logged in `dir`.
+    fn report_in(&self, dir: &RunDirectory) -> Result<Self::Summary>;
+
+    /// Runs the experiment into a new directory `out` (refused when it holds files, unless
+    /// `overwrite`).
+    fn run(
+        &self,
+        data: &Self::Data,
+        out: &std::path::Path,
+        overwrite: bool,
+        mut progress: impl FnMut(RunFinished),
+    ) -> Result<Self::Summary> {
+        self.check(data)?;
+        let dir = start(out, overwrite, self)?;
+        self.continue_in(&dir, data, &mut progress)
+    }
+
+    /// Continues the experiment whose directory is `out` from its last finished round.
+    fn resume(
+        out: &std::path::Path,
+        data_dir: &std::path::Path,
+        mut progress: impl FnMut(RunFinished),
+    ) -> Result<(Self, Self::Summary)> {
+        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
+        let data = experiment.load(data_dir)?;
+        experiment.check(&data)?;
+        let summary = experiment.continue_in(&dir, &data, &mut progress)?;
+        Ok((experiment, summary))
+    }
+
+    /// Rebuilds the report of the experiment in `out` from its `rounds.jsonl`.
+    fn report(out: &std::path::Path) -> Result<Self::Summary> {
+        let dir = RunDirectory::open(out)?;
+        let experiment: Self = dir.read_json(CONFIG_FILE)?;
+        experiment.report_in(&dir)
+    }
+}
+
 /// `hedge active run`: NeuralLinear active learning on a UCI regression set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegressionExperiment {
@@ -130,54 +189,32 @@ pub struct RunFinished {
 
 impl RegressionExperiment {
     pub const PROTOCOL: &'static str = "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale";
+}
+
+impl Experiment for RegressionExperiment {
+    type Data = UciDataset;
+    type Summary = RegressionSummary;
 
     /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`.
-    pub fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
+    fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
         let name = self.dataset.strip_prefix("uci/").ok_or_else(|| {
             invalid("dataset", &self.dataset, "expected uci/<name>, e.g. uci/yacht (a folder under the data directory)")
         })?;
         Ok(UciDataset::load(data_dir, name)?)
     }
 
-    /// Refuses settings the data cannot satisfy, before anything is written.
-    pub fn check(&self, data: &UciDataset) -> Result<()> {
+    fn check(&self, data: &UciDataset) -> Result<()> {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
         self.loop_config.check(data.rows() - data.rows() / 5)
     }
 
-    /// Runs the experiment into a new directory `out` (see [`run_resumable`]).
-    pub fn run(
-        &self,
-        data: &UciDataset,
-        out: &std::path::Path,
-        overwrite: bool,
-        progress: impl FnMut(RunFinished),
-    ) -> Result<RegressionSummary> {
-        self.check(data)?;
-        let dir = start(out, overwrite, self)?;
-        self.continue_in(&dir, data, progress)
-    }
-
-    /// Continues the experiment whose directory is `out` from its last finished round.
-    pub fn resume(
-        out: &std::path::Path,
-        data_dir: &std::path::Path,
-        progress: impl FnMut(RunFinished),
-    ) -> Result<(Self, RegressionSummary)> {
-        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
-        let data = experiment.load(data_dir)?;
-        experiment.check(&data)?;
-        let summary = experiment.continue_in(&dir, &data, progress)?;
-        Ok((experiment, summary))
-    }
-
     fn continue_in(
         &self,
         dir: &RunDirectory,
         data: &UciDataset,
-        mut progress: impl FnMut(RunFinished),
+        progress: &mut dyn FnMut(RunFinished),
     ) -> Result<RegressionSummary> {
         let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
         let per_seed = self.methods.len();
@@ -196,6 +233,10 @@ impl RegressionExperiment {
             },
         )?;
         regression_report(dir, self, &rounds)
+    }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<RegressionSummary> {
+        regression_report(dir, self, &dir.read_json_lines(ROUNDS_FILE)?)
     }
 }
 
@@ -217,15 +258,6 @@ pub struct RegressionMethodSummary {
     pub rounds: Mean,
     /// Seconds to choose one batch.
     pub selection_seconds: Mean,
-}
-
-/// Rebuilds `summary.json`, `table.md` and `rmse_vs_labels.png` of the regression experiment
-/// in `out` from its `rounds.jsonl`.
-pub fn report_regression(out: &std::path::Path) -> Result<RegressionSummary> {
-    let dir = RunDirectory::open(out)?;
-    let experiment: RegressionExperiment = dir.read_json(CONFIG_FILE)?;
-    let rounds: Vec<RoundMetrics> = dir.read_json_lines(ROUNDS_FILE)?;
-    regression_report(&dir, &experiment, &rounds)
 }
 
 /// Methods present in the rounds, in the experiment's order (a report of an unfinished or
@@ -381,51 +413,6 @@ struct SeedImages {
 impl ClassificationExperiment {
     pub const PROTOCOL: &'static str = "per seed: pool drawn from the training split, test images from the test split, pixels standardised on the pool; the CNN is retrained from scratch every round";
 
-    pub fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
-        Ok(Mnist::load(&data_dir.join(&self.dataset))?)
-    }
-
-    pub fn check(&self, data: &Mnist) -> Result<()> {
-        if self.pool == 0 || self.pool > data.train.len() {
-            return Err(invalid(
-                "pool",
-                self.pool,
-                format!("must lie in 1..={} (the training split)", data.train.len()),
-            ));
-        }
-        if self.test == 0 || self.test > data.test.len() {
-            return Err(invalid("test", self.test, format!("must lie in 1..={} (the test split)", data.test.len())));
-        }
-        if self.seeds == 0 || self.methods.is_empty() {
-            return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
-        }
-        self.loop_config.check(self.pool)
-    }
-
-    pub fn run(
-        &self,
-        data: &Mnist,
-        out: &std::path::Path,
-        overwrite: bool,
-        progress: impl FnMut(RunFinished),
-    ) -> Result<ClassificationSummary> {
-        self.check(data)?;
-        let dir = start(out, overwrite, self)?;
-        self.continue_in(&dir, data, progress)
-    }
-
-    pub fn resume(
-        out: &std::path::Path,
-        data_dir: &std::path::Path,
-        progress: impl FnMut(RunFinished),
-    ) -> Result<(Self, ClassificationSummary)> {
-        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
-        let data = experiment.load(data_dir)?;
-        experiment.check(&data)?;
-        let summary = experiment.continue_in(&dir, &data, progress)?;
-        Ok((experiment, summary))
-    }
-
     fn seed_images(&self, data: &Mnist, seed: u64) -> SeedImages {
         let subset = |split: &MnistSplit, size: usize, seed: u64| -> (Vec<u8>, Vec<u8>) {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -443,12 +430,38 @@ impl ClassificationExperiment {
             test: (images_tensor(&test_pixels, mean, std), labels_tensor(&test_labels)),
         }
     }
+}
+
+impl Experiment for ClassificationExperiment {
+    type Data = Mnist;
+    type Summary = ClassificationSummary;
+
+    fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
+        Ok(Mnist::load(&data_dir.join(&self.dataset))?)
+    }
+
+    fn check(&self, data: &Mnist) -> Result<()> {
+        if self.pool == 0 || self.pool > data.train.len() {
+            return Err(invalid(
+                "pool",
+                self.pool,
+                format!("must lie in 1..={} (the training split)", data.train.len()),
+            ));
+        }
+        if self.test == 0 || self.test > data.test.len() {
+            return Err(invalid("test", self.test, format!("must lie in 1..={} (the test split)", data.test.len())));
+        }
+        if self.seeds == 0 || self.methods.is_empty() {
+            return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
+        }
+        self.loop_config.check(self.pool)
+    }
 
     fn continue_in(
         &self,
         dir: &RunDirectory,
         data: &Mnist,
-        mut progress: impl FnMut(RunFinished),
+        progress: &mut dyn FnMut(RunFinished),
     ) -> Result<ClassificationSummary> {
         let per_seed = self.methods.len();
         let runs = self.seeds as usize * per_seed;
@@ -474,6 +487,10 @@ impl ClassificationExperiment {
         )?;
         classification_report(dir, self, &rounds)
     }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<ClassificationSummary> {
+        classification_report(dir, self, &dir.read_json_lines(ROUNDS_FILE)?)
+    }
 }
 
 /// `summary.json` of a classification experiment.
@@ -494,15 +511,6 @@ pub struct ClassMethodSummary {
     pub final_predictive_accuracy: MeanSe,
     pub rounds: Mean,
     pub selection_seconds: Mean,
-}
-
-/// Rebuilds `summary.json`, `table.md` and `accuracy_vs_labels.png` of the classification
-/// experiment in `out` from its `rounds.jsonl`.
-pub fn report_classification(out: &std::path::Path) -> Result<ClassificationSummary> {
-    let dir = RunDirectory::open(out)?;
-    let experiment: ClassificationExperiment = dir.read_json(CONFIG_FILE)?;
-    let rounds: Vec<ClassRoundMetrics> = dir.read_json_lines(ROUNDS_FILE)?;
-    classification_report(&dir, &experiment, &rounds)
 }
 
 fn classification_report(

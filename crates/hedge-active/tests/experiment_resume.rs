@@ -2,7 +2,7 @@
 //! whose writer stops after any single write resumes at its last finished round and ends with
 //! the rounds and summary of an uninterrupted one.
 
-use hedge_active::experiment::{run_resumable, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
+use hedge_active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_active::neural_linear::NeuralLinearConfig;
 use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
 use hedge_data::{RunDirectory, UciDataset};

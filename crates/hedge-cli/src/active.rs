@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
-use hedge_active::experiment::{
-    report_classification, report_regression, ClassificationExperiment, RegressionExperiment, RunFinished, TABLE_FILE,
-};
+use hedge_active::experiment::{ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE};
 use hedge_active::regression_loop::{LoopConfig, Method};
 
 #[derive(Subcommand)]
@@ -219,9 +217,9 @@ fn report(args: ReportArgs) -> Result<()> {
         .with_context(|| format!("cannot read {} (is this an `hedge active` run directory?)", config.display()))?;
     // A classification experiment's config.json names its pool; a regression one does not.
     if serde_json::from_str::<ClassificationExperiment>(&text).is_ok() {
-        report_classification(&args.out)?;
+        ClassificationExperiment::report(&args.out)?;
     } else {
-        report_regression(&args.out)?;
+        RegressionExperiment::report(&args.out)?;
     }
     print_table(&args.out)
 }
