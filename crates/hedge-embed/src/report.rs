@@ -523,7 +523,8 @@ pub struct ReproduceSummary {
     /// `mog1-beta0`, `mog1-beta1e4`), where it has them.
     pub paper: Option<BTreeMap<String, PaperModel>>,
     pub repeats: usize,
-    /// Wall-clock of the invocation that wrote the summary (finished runs are reused).
+    /// Wall-clock of the last invocation that trained or evaluated a run (an invocation that only
+    /// reads finished runs back keeps the earlier value).
     pub seconds: f64,
     pub seeds: u64,
     pub split: String,
