@@ -321,6 +321,26 @@ impl TargetScaler {
     pub fn forward(&self, y: &[f64]) -> Vec<f64> {
         y.iter().map(|v| (v - self.mean) / self.scale).collect()
     }
+
+    /// A variance of standardised targets on the original scale.
+    pub fn variance(&self, standardised: f64) -> f64 {
+        standardised * self.scale.powi(2)
+    }
+
+    /// A prediction made on the standardised scale (means, latent variances, noise variance),
+    /// on the original one.
+    pub fn prediction(
+        &self,
+        mean: impl IntoIterator<Item = f64>,
+        latent_variance: impl IntoIterator<Item = f64>,
+        noise_variance: f64,
+    ) -> Prediction {
+        Prediction {
+            mean: mean.into_iter().map(|m| self.mean + self.scale * m).collect(),
+            latent_variance: latent_variance.into_iter().map(|v| self.variance(v)).collect(),
+            noise_variance: self.variance(noise_variance),
+        }
+    }
 }
 
 /// Progress of a hyper-parameter search, reported after each accepted L-BFGS step.
@@ -460,12 +480,12 @@ impl FittedGp {
 
     /// Signal variance on the original target scale.
     pub fn signal_variance(&self) -> f64 {
-        self.hyper.kernel.signal_variance * self.scaler.scale.powi(2)
+        self.scaler.variance(self.hyper.kernel.signal_variance)
     }
 
     /// Noise variance on the original target scale.
     pub fn noise_variance(&self) -> f64 {
-        self.hyper.noise_variance * self.scaler.scale.powi(2)
+        self.scaler.variance(self.hyper.noise_variance)
     }
 
     /// Posterior predictive at `x_test` (`[m, d]`), on the original target scale.
@@ -476,11 +496,11 @@ impl FittedGp {
         let mean_s = k_star.transpose() * &self.alpha;
         let v = self.chol.solve_l(k_star.as_ref());
         let explained = linalg::column_dots(v.as_ref(), v.as_ref());
-        let s2 = self.scaler.scale.powi(2);
-        Ok(Prediction {
-            mean: (0..x_test.nrows()).map(|i| self.scaler.mean + self.scaler.scale * mean_s[(i, 0)]).collect(),
-            latent_variance: explained.iter().map(|e| (self.hyper.kernel.signal_variance - e).max(0.0) * s2).collect(),
-            noise_variance: self.noise_variance(),
-        })
+        let signal = self.hyper.kernel.signal_variance;
+        Ok(self.scaler.prediction(
+            (0..x_test.nrows()).map(|i| mean_s[(i, 0)]),
+            explained.iter().map(|e| (signal - e).max(0.0)),
+            self.hyper.noise_variance,
+        ))
     }
 }

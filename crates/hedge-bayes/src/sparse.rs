@@ -475,12 +475,12 @@ impl FittedSparseGp {
 
     /// Signal variance on the original target scale.
     pub fn signal_variance(&self) -> f64 {
-        self.hyper.kernel.signal_variance * self.scaler.scale.powi(2)
+        self.scaler.variance(self.hyper.kernel.signal_variance)
     }
 
     /// Noise variance on the original target scale.
     pub fn noise_variance(&self) -> f64 {
-        self.hyper.noise_variance * self.scaler.scale.powi(2)
+        self.scaler.variance(self.hyper.noise_variance)
     }
 
     /// Predictive mean k*ᵀa and latent variance k** − k*ᵀ(K_uu⁻¹ − B⁻¹)k* at `x_test`, in O(M²)
@@ -494,12 +494,11 @@ impl FittedSparseGp {
         let q = linalg::column_dots(c.as_ref(), c.as_ref());
         let e = self.lb.solve_l(c.as_ref());
         let back = linalg::column_dots(e.as_ref(), e.as_ref());
-        let s2 = self.scaler.scale.powi(2);
         let signal = self.hyper.kernel.signal_variance;
-        Ok(Prediction {
-            mean: (0..x_test.nrows()).map(|i| self.scaler.mean + self.scaler.scale * mean_s[(i, 0)]).collect(),
-            latent_variance: q.iter().zip(&back).map(|(qi, bi)| (signal - qi + bi).max(0.0) * s2).collect(),
-            noise_variance: self.noise_variance(),
-        })
+        Ok(self.scaler.prediction(
+            (0..x_test.nrows()).map(|i| mean_s[(i, 0)]),
+            q.iter().zip(&back).map(|(qi, bi)| (signal - qi + bi).max(0.0)),
+            self.hyper.noise_variance,
+        ))
     }
 }
