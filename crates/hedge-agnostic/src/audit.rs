@@ -146,7 +146,7 @@ pub fn probe(
     let mean = train_f.mean_dim(0, true, Kind::Float);
     let std = train_f.std_dim(0, false, true).clamp_min(1e-6);
     let (xs, xt) = ((train_f - &mean) / &std, (test_f - &mean) / &std);
-    tch::manual_seed(config.seed as i64);
+    let _generator = crate::seeded_generator(config.seed as i64);
     let vs = nn::VarStore::new(Device::Cpu);
     let root = vs.root();
     let net = match config.kind {
@@ -230,7 +230,7 @@ mod tests {
     /// contain A let them read it.
     #[test]
     fn probes_are_at_chance_on_independent_features_and_read_leaks() {
-        tch::manual_seed(3);
+        let _generator = crate::seeded_generator(3);
         let (n, m) = (2000, 2000);
         let a_train = Tensor::randint(2, [n], (Kind::Int64, Device::Cpu));
         let a_test = Tensor::randint(2, [m], (Kind::Int64, Device::Cpu));

@@ -208,7 +208,7 @@ pub fn cross_domain(
         ("target", &data.target_train, &data.target_train.target),
         ("context", &data.context_train, &data.context_train.protected),
     ] {
-        tch::manual_seed(config.seed as i64);
+        let _generator = crate::seeded_generator(config.seed as i64);
         let net = AgnosticNet::new(model)?;
         let training = TrainingData {
             target_x: &set.x,

@@ -55,7 +55,7 @@ impl TabularTensors {
     pub fn new(adult: &Adult, seed: u64) -> Self {
         let features = adult.features();
         let test = TabularSet::new(&adult.test, features);
-        tch::manual_seed(seed as i64);
+        let _generator = crate::seeded_generator(seed as i64);
         let order = Tensor::randperm(adult.test.len() as i64, (Kind::Int64, tch::Device::Cpu));
         let half = adult.test.len() as i64 / 2;
         Self {

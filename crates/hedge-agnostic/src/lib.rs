@@ -19,3 +19,12 @@ pub use grl::reverse_gradient;
 pub use hedge_data::{Checked, ParamGuard};
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
 pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};
+
+/// Takes the process's tensor generator ([`hedge_data::lock_generator`], shared with the other
+/// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
+/// other threads do.
+pub(crate) fn seeded_generator(seed: i64) -> hedge_data::GeneratorGuard {
+    let guard = hedge_data::lock_generator();
+    tch::manual_seed(seed);
+    guard
+}

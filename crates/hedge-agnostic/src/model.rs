@@ -221,10 +221,10 @@ mod tests {
     fn leaky_extractor_keeps_negative_responses() {
         let mlp = ExtractorKind::Mlp { inputs: 3, hidden: 8 };
         let x = Tensor::from_slice(&[-5.0f32, -4.0, -3.0, 2.0, 1.0, 0.5]).reshape([2, 3]);
-        tch::manual_seed(0);
+        let _generator = crate::seeded_generator(0);
         let relu = AgnosticNet::new(ModelConfig::default().with_extractor(mlp)).unwrap();
         assert!(relu.features(&x).min().double_value(&[]) >= 0.0);
-        tch::manual_seed(0);
+        let _generator = crate::seeded_generator(0);
         let leaky = AgnosticNet::new(ModelConfig::default().with_extractor(mlp).with_negative_slope(0.1)).unwrap();
         // Same weights (same seed): the first layers' positive parts agree; only the leaky one
         // has negative outputs.

@@ -197,7 +197,7 @@ fn sgd(vars: &nn::VarStore, config: &TrainConfig) -> Result<nn::Optimizer> {
 /// A fresh network seeded by `config.seed`, trained on `data`; returns it with the training
 /// time in seconds.
 pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) -> Result<(AgnosticNet, f64)> {
-    tch::manual_seed(config.seed as i64);
+    let _generator = crate::seeded_generator(config.seed as i64);
     let net = AgnosticNet::new(model)?;
     let start = std::time::Instant::now();
     train(&net, data, config)?;
@@ -233,7 +233,7 @@ pub fn train_observed(
             ),
         });
     }
-    tch::manual_seed(config.seed as i64);
+    let _generator = crate::seeded_generator(config.seed as i64);
     let mut opt_f = sgd(&net.extractor_vars, config)?;
     let mut opt_y = sgd(&net.target_vars, config)?;
     let mut opt_p = sgd(&net.protected_vars, config)?;
@@ -350,7 +350,7 @@ mod tests {
     /// adversary steps, G_p stays near chance while G_y still learns the target.
     #[test]
     fn reversal_hides_the_protected_concept_from_the_adversary() {
-        tch::manual_seed(0);
+        let _generator = crate::seeded_generator(0);
         let n = 2000;
         let x = Tensor::randn([n, 4], (Kind::Float, Device::Cpu));
         let x2 = x.select(1, 1) + Tensor::randn([n], (Kind::Float, Device::Cpu)) * 0.1;
@@ -365,7 +365,7 @@ mod tests {
             logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
         };
         let run_with = |alpha: f64, k: usize, adversary: Adversary, objective: Objective| {
-            tch::manual_seed(1);
+            let _generator = crate::seeded_generator(1);
             let net = AgnosticNet::new(model).unwrap();
             let config = TrainConfig { anneal: false, ..TrainConfig::default() }
                 .with_alpha(alpha)

@@ -48,7 +48,7 @@ pub fn embed_dataset(
     device: Device,
     options: EmbedOptions,
 ) -> Result<EmbeddedSet> {
-    tch::manual_seed(options.seed);
+    let _generator = crate::seeded_generator(options.seed);
     // Test-time corruption is deterministic per image (Corruption::Corrupt) or absent, so
     // this generator is never drawn from for the paper's twin sets.
     let mut rng = ChaCha8Rng::seed_from_u64(options.seed as u64);

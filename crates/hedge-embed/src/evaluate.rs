@@ -249,7 +249,7 @@ pub fn verification_ap(
     samples: i64,
     seed: i64,
 ) -> Result<f64> {
-    tch::manual_seed(seed);
+    let _generator = crate::seeded_generator(seed);
     let matcher = matcher.to_cpu();
     let scorer = Scorer {
         matcher: &matcher,
@@ -705,7 +705,7 @@ pub fn evaluate_model(
     for r in 0..repeats {
         progress(&format!("repeat {}/{repeats}", r + 1));
         let opts = EvalOptions { seed: options.base.seed + r as i64, ..options.base };
-        tch::manual_seed(opts.seed);
+        let _generator = crate::seeded_generator(opts.seed);
         let scorer = Scorer { matcher, estimator: opts.estimator, stochastic };
         let eta_of = |set: &EmbeddedSet| -> Result<Vec<f64>> {
             if stochastic {
@@ -839,9 +839,6 @@ mod tests {
         (vs, h)
     }
 
-    /// libtorch's generator is process-wide; tests that need a fixed stream take turns.
-    static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
     fn random_set(n: i64, c: i64, d: i64, var_scale: f64) -> Embedding {
         Embedding {
             mean: Tensor::randn([n, c, d], (Kind::Float, Device::Cpu)) * 2.0,
@@ -866,8 +863,8 @@ mod tests {
     /// Averaging 20,000 independent K = 8 estimates leaves a standard error below 1e-3.
     #[test]
     fn quadrature_equals_the_expectation_of_k8_monte_carlo() {
-        let _turn = RNG.lock().unwrap_or_else(|e| e.into_inner());
-        tch::manual_seed(11);
+        let _turn = hedge_data::lock_generator();
+        let _generator = crate::seeded_generator(11);
         let (_vs, h) = head(1.7, 0.9);
         let repeats = 20_000;
         for (c, d) in [(1, 2), (2, 2), (1, 3)] {
@@ -895,14 +892,14 @@ mod tests {
 
     #[test]
     fn candidate_prefilter_finds_the_exhaustive_neighbours() {
-        let _turn = RNG.lock().unwrap_or_else(|e| e.into_inner());
-        tch::manual_seed(5);
+        let _turn = hedge_data::lock_generator();
+        let _generator = crate::seeded_generator(5);
         let (_vs, h) = head(1.5, 1.0);
         let set = random_set(300, 2, 2, 0.3);
         let scorer = Scorer { matcher: &h, estimator: MatchEstimator::MonteCarlo { samples: 8 }, stochastic: true };
-        tch::manual_seed(1);
+        let _generator = crate::seeded_generator(1);
         let exhaustive = scorer.neighbours(&set, &set, 5, 299, true).unwrap();
-        tch::manual_seed(1);
+        let _generator = crate::seeded_generator(1);
         let filtered = scorer.neighbours(&set, &set, 5, 60, true).unwrap();
         let same = exhaustive.iter().zip(&filtered).filter(|(a, b)| a == b).count();
         assert!(same >= 297, "only {same} of 300 neighbour lists agree");
@@ -933,8 +930,8 @@ mod tests {
     /// still draws its samples), and left-out metrics are absent.
     #[test]
     fn a_metric_does_not_depend_on_which_others_are_selected() {
-        let _turn = RNG.lock().unwrap_or_else(|e| e.into_inner());
-        tch::manual_seed(3);
+        let _turn = hedge_data::lock_generator();
+        let _generator = crate::seeded_generator(3);
         let (_vs, h) = head(1.5, 1.0);
         let (clean, corrupt) = labelled_twins(12, 10);
         let options = |metrics| ModelEvalOptions {

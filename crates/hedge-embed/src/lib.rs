@@ -104,3 +104,12 @@ pub fn device_name(d: tch::Device) -> String {
         other => format!("{other:?}").to_lowercase(),
     }
 }
+
+/// Takes the process's tensor generator ([`hedge_data::lock_generator`], shared with the other
+/// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
+/// other threads do.
+pub(crate) fn seeded_generator(seed: i64) -> hedge_data::GeneratorGuard {
+    let guard = hedge_data::lock_generator();
+    tch::manual_seed(seed);
+    guard
+}

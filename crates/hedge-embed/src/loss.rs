@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn vanishing_variance_gives_the_point_match_probability() {
-        tch::manual_seed(0);
+        let _generator = crate::seeded_generator(0);
         let (_vs, h) = head(2.0, 1.5);
         let e1 = gaussian(&[0.3, -0.4, 1.0, 1.0], 1e-12, 2);
         let e2 = gaussian(&[0.0, 0.0, 1.0, 2.0], 1e-12, 2);
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn self_mismatch_of_a_point_mass_is_one_minus_sigmoid_b() {
-        tch::manual_seed(0);
+        let _generator = crate::seeded_generator(0);
         let (_vs, h) = head(3.0, 0.8);
         let point = Embedding::point(Tensor::from_slice(&[0.2f32, 0.9]).reshape([1, 2]));
         let eta = h.self_mismatch(&point, 8).double_value(&[0]);
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn log_sum_exp_form_equals_the_plain_average_and_stays_finite() {
-        tch::manual_seed(3);
+        let _generator = crate::seeded_generator(3);
         let (_vs, h) = head(1.3, 0.2);
         let z1 = Tensor::randn([4, 8, 3], (Kind::Float, Device::Cpu));
         let z2 = Tensor::randn([4, 8, 3], (Kind::Float, Device::Cpu));

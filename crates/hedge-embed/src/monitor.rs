@@ -82,7 +82,7 @@ pub fn quick_eval(
     pairs: &PairBatch,
     stochastic: bool,
 ) -> Result<QuickEval> {
-    tch::manual_seed(0);
+    let _generator = crate::seeded_generator(0);
     let matcher = net.matcher.to_cpu();
     let options = EvalOptions::default();
     let scorer = Scorer { matcher: &matcher, estimator: MatchEstimator::MonteCarlo { samples: 8 }, stochastic };

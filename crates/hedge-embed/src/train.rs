@@ -29,7 +29,7 @@ pub const CALIBRATION_STEPS: usize = 30;
 /// Builds a network with its variables, initialised deterministically from `config.seed`.
 pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
     config.check_ref()?;
-    tch::manual_seed(config.seed as i64);
+    let _generator = crate::seeded_generator(config.seed as i64);
     let vs = nn::VarStore::new(device);
     let net = HibNet::new(&vs.root(), config);
     Ok((vs, net))
@@ -326,7 +326,8 @@ impl Trainer {
         let started = Instant::now();
         let batch = self.batch(self.step);
         // The reparameterisation noise of this step, reproducible on resume.
-        tch::manual_seed((self.config.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.step as i64));
+        let _generator =
+            crate::seeded_generator((self.config.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.step as i64));
         let embedding = self.net.forward_t(&batch.images, true);
         let (left, right) = match &batch.positions {
             Some((l, r)) => (embedding.select_rows(l), embedding.select_rows(r)),

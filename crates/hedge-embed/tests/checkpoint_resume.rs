@@ -10,10 +10,6 @@ use hedge_embed::{
 };
 use tch::{Device, Kind, Tensor};
 
-/// libtorch's random generator is process-wide: tests that train take turns, as two trainings
-/// in one process would have to.
-static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn train_set() -> NDigitDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
@@ -75,7 +71,9 @@ fn resumed_grouped_training_equals_uninterrupted_training() {
 }
 
 fn resume_is_exact(config: fn(usize) -> HibConfig) {
-    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
+    // library takes the same lock inside).
+    let _turn = hedge_data::lock_generator();
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
 
@@ -123,7 +121,9 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
 
 #[test]
 fn a_saved_model_loads_back_with_identical_outputs() {
-    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
+    // library takes the same lock inside).
+    let _turn = hedge_data::lock_generator();
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(&dir.path().join("run")).unwrap();
@@ -186,7 +186,9 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
     use hedge_embed::run_eval::write_run_definition;
     use hedge_embed::TrainPlan;
 
-    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
+    // library takes the same lock inside).
+    let _turn = hedge_data::lock_generator();
     let data = train_set();
     let root = tempfile::tempdir().unwrap();
     let cfg = recipe(4);

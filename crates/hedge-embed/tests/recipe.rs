@@ -10,9 +10,6 @@ use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
 use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
 use tch::Device;
 
-/// libtorch's random generator is process-wide: tests that train take turns.
-static TORCH_RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn train_set() -> NDigitDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
@@ -65,7 +62,9 @@ fn a_budget_stops_training_unless_it_only_plans_the_steps() {
 
 #[test]
 fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
-    let _turn = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
+    // library takes the same lock inside).
+    let _turn = hedge_data::lock_generator();
     let config = HibConfig::default()
         .with_model(EmbeddingKind::Gaussian)
         .with_batch(BatchComposition::Grouped { classes: 8, per_class: 4 })
