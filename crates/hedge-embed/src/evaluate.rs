@@ -906,6 +906,39 @@ mod tests {
         assert!(exhaustive.iter().enumerate().all(|(i, n)| !n.contains(&i)), "leave-one-out");
     }
 
+    /// libtorch's generator is one per process: two evaluations running in parallel threads
+    /// must each get the numbers their seeds give alone. Without the library's generator lock
+    /// their Monte Carlo draws interleave and both change.
+    #[test]
+    fn evaluations_in_parallel_threads_give_their_seeds_numbers() {
+        // The evaluation's AP and KNN accuracy, serialised (exact: floats round-trip).
+        fn evaluation(seed: i64) -> String {
+            let (_vs, h, clean, corrupt) = {
+                let _generator = crate::seeded_generator(3);
+                let (vs, h) = head(1.5, 1.0);
+                let (clean, corrupt) = labelled_twins(12, 10);
+                (vs, h, clean, corrupt)
+            };
+            let options = ModelEvalOptions {
+                base: EvalOptions { bins: 4, candidates: 30, seed, ..Default::default() },
+                repeats: 3,
+                matching_pairs: 200,
+                non_matching_pairs: 200,
+                pair_seed: 7,
+                metrics: MetricSet::select(&[HibMetric::VerificationAp, HibMetric::KnnAccuracy], &[]).unwrap(),
+            };
+            let e = evaluate_model(&h, &clean, &corrupt, true, &options, |_| {}).unwrap();
+            serde_json::to_string(&(e.verification_ap, e.knn_majority)).unwrap()
+        }
+        let alone = [0, 100].map(evaluation);
+        assert_ne!(alone[0], alone[1], "different seeds must draw differently for this test to mean anything");
+        for _ in 0..3 {
+            let threads = [0, 100].map(|seed| std::thread::spawn(move || evaluation(seed)));
+            let together = threads.map(|t| t.join().unwrap());
+            assert_eq!(together, alone);
+        }
+    }
+
     /// A labelled set of `classes` x `per_class` mixtures around class centres, and its
     /// "corrupt" twin: the same images with more spread and variance.
     fn labelled_twins(classes: u32, per_class: u32) -> (EmbeddedSet, EmbeddedSet) {
