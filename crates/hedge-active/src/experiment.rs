@@ -273,9 +273,16 @@ fn regression_report(
 ) -> Result<RegressionSummary> {
     let l = &experiment.loop_config;
     let mut md = format!(
-        "{}: NeuralLinear (2 × 30 ReLU + NIG last layer), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
+        "{}: NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
          | method | final RMSE (mean ± se) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|\n",
-        experiment.dataset, experiment.seeds, l.init, l.batch, l.budget
+        experiment.dataset,
+        l.model.layers,
+        l.model.hidden,
+        l.model.recipe.name(),
+        experiment.seeds,
+        l.init,
+        l.batch,
+        l.budget
     );
     let methods = present(&experiment.methods, |m| all.iter().any(|r| r.method == m));
     let mut summary = BTreeMap::new();

@@ -445,4 +445,45 @@ mod tests {
             assert!((fd - grad[i]).abs() < 1e-6, "element {i}: finite difference {fd}, autograd {}", grad[i]);
         }
     }
+
+    #[test]
+    fn paper_settings_follow_the_dataset() {
+        let yacht = NeuralLinearConfig::paper_for("yacht");
+        assert_eq!(
+            (yacht.recipe, yacht.learning_rate, yacht.weight_decay, yacht.nig.b0),
+            (NeuralLinearRecipe::Paper, 1e-2, 1.0, 1.0)
+        );
+        let power = NeuralLinearConfig::paper_for("power-plant");
+        assert_eq!((power.learning_rate, power.weight_decay, power.nig.a0, power.nig.b0), (1e-3, 3.0, 1.0, 3.0));
+        let bad = NeuralLinearConfig { final_learning_rate: 0.1, ..NeuralLinearConfig::paper() };
+        assert!(matches!(bad.check_ref(), Err(ActiveError::InvalidConfig { field: "final_learning_rate", .. })));
+        // Config files written before the recipe existed read as the mse recipe.
+        let mut old = serde_json::to_value(NeuralLinearConfig::default()).unwrap();
+        for key in ["recipe", "epochs", "batch_size", "final_learning_rate"] {
+            old.as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(serde_json::from_value::<NeuralLinearConfig>(old).unwrap(), NeuralLinearConfig::default());
+    }
+
+    /// The paper recipe learns a smooth function of one input from 60 points: held-out RMSE far
+    /// below the targets' spread, and the predictive scale of the right size.
+    #[test]
+    fn the_paper_recipe_fits_a_smooth_function() {
+        let xs = |n: usize, offset: f64| -> Vec<f64> {
+            (0..n).map(|i| -2.0 + 4.0 * (i as f64 + offset) / n as f64).collect()
+        };
+        let f = |x: f64| (2.0 * x).sin();
+        let (train, test) = (xs(60, 0.0), xs(40, 0.5));
+        let x = Mat::from_fn(train.len(), 1, |i, _| train[i]);
+        let y: Vec<f64> = train.iter().map(|&v| f(v)).collect();
+        let config = NeuralLinearConfig { epochs: 500, ..NeuralLinearConfig::paper() };
+        let fitted = config.fit(x.as_ref(), &y).unwrap();
+        let p = fitted.predict(Mat::from_fn(test.len(), 1, |i, _| test[i]).as_ref()).unwrap();
+        let rmse =
+            (test.iter().zip(&p.location).map(|(t, m)| (f(*t) - m).powi(2)).sum::<f64>() / test.len() as f64).sqrt();
+        // sd of sin(2x) on [-2, 2] is ~0.7.
+        assert!(rmse < 0.15, "held-out RMSE {rmse}");
+        let scale = (p.scale_squared.iter().sum::<f64>() / p.scale_squared.len() as f64).sqrt();
+        assert!(scale < 0.5, "predictive scale {scale}");
+    }
 }

@@ -39,6 +39,30 @@ fn active_run_writes_summary_rounds_and_plot() {
     assert!(!dir.path().join("bad").exists(), "a refused run must not leave a directory behind");
 }
 
+/// `--recipe paper` trains with the paper's settings for the dataset and says so in the table.
+#[test]
+fn active_run_with_the_paper_recipe_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("power");
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/power-plant", "--recipe", "paper", "--epochs", "20"])
+        .args(["--seeds", "1", "--budget", "30", "--method", "random", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    let model = &config["loop"]["model"];
+    // Power plant's own settings in the paper: learning rate 1e-3, weight decay 3, b0 = 3.
+    assert_eq!(model["recipe"], "paper");
+    assert_eq!(model["epochs"], 20);
+    assert_eq!(model["learning_rate"], 1e-3);
+    assert_eq!(model["weight_decay"], 3.0);
+    assert_eq!(model["nig"]["b0"], 3.0);
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("paper recipe"), "{table}");
+}
+
 /// `hedge active classify` on real Fashion-MNIST at a tiny scale: every acquisition runs to the
 /// budget, the network beats chance by far, and the artefacts have the documented keys.
 #[test]
