@@ -111,6 +111,79 @@ pub fn nig_projections(
     Ok(Projections(out))
 }
 
+/// LCMD, "largest cluster maximum distance" (Holzmüller, Zaverkin, Kästner and Steinwart, "A
+/// Framework and Benchmark for Deep Batch Active Learning for Regression", JMLR 2023), in its
+/// TP mode: the labelled points are the first cluster centres, every pool point belongs to its
+/// nearest centre (squared Euclidean distance of the features, i.e. the last-layer linear
+/// kernel's distance), and each step picks, in the cluster whose points' squared distances sum
+/// highest, the point farthest from its centre, which becomes a centre itself. Returns `b`
+/// distinct rows of `pool` in the order they were picked. O(pool · b · features).
+///
+/// # Shapes
+/// `labelled`: `[n, k]`, `pool`: `[m, k]` → `min(b, m)` indices into `pool`'s rows.
+pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Result<Vec<usize>> {
+    if labelled.ncols() != pool.ncols() {
+        return Err(ActiveError::ShapeMismatch {
+            what: "LCMD features: labelled vs pool".into(),
+            expected: format!("{} columns", labelled.ncols()),
+            found: format!("{} columns", pool.ncols()),
+        });
+    }
+    let m = pool.nrows();
+    let distance = |i: usize, row: &dyn Fn(usize) -> f64| -> f64 {
+        (0..pool.ncols()).map(|j| (pool[(i, j)] - row(j)).powi(2)).sum()
+    };
+    // Nearest centre of each pool point: centres 0..n are the labelled rows, n.. the picks.
+    let mut nearest = vec![(f64::INFINITY, usize::MAX); m];
+    for c in 0..labelled.nrows() {
+        for (i, best) in nearest.iter_mut().enumerate() {
+            let d = distance(i, &|j| labelled[(c, j)]);
+            if d < best.0 {
+                *best = (d, c);
+            }
+        }
+    }
+    let mut picked = Vec::with_capacity(b.min(m));
+    while picked.len() < b.min(m) {
+        let centres = labelled.nrows() + picked.len();
+        let mut mass = vec![0.0; centres.max(1)];
+        for &(d, c) in &nearest {
+            if c != usize::MAX {
+                mass[c] += d;
+            }
+        }
+        // No labelled point: the whole pool is one cluster (centre "none").
+        let heaviest = if labelled.nrows() == 0 && picked.is_empty() {
+            usize::MAX
+        } else {
+            (0..centres).max_by(|&a, &c| mass[a].total_cmp(&mass[c]).then(c.cmp(&a))).expect("a centre")
+        };
+        let pick = (0..m)
+            .filter(|&i| nearest[i].1 == heaviest && !picked.contains(&i))
+            .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)));
+        // Every point of the heaviest cluster picked (all distances 0): take the farthest overall.
+        let pick = match pick {
+            Some(p) => p,
+            None => match (0..m)
+                .filter(|i| !picked.contains(i))
+                .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)))
+            {
+                Some(p) => p,
+                None => break,
+            },
+        };
+        let centre = centres;
+        for (i, best) in nearest.iter_mut().enumerate() {
+            let d = distance(i, &|j| pool[(pick, j)]);
+            if d < best.0 || best.1 == usize::MAX {
+                *best = (d, centre);
+            }
+        }
+        picked.push(pick);
+    }
+    Ok(picked)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +231,23 @@ mod tests {
         let norms = p.norms();
         assert!(norms.iter().all(|v| v.is_finite()));
         assert!(norms[1] > norms[0], "{norms:?}");
+    }
+
+    /// Worked by hand: one labelled centre at the origin; a far cluster around (10, 0) and a
+    /// near one on the y axis. Step 1: one cluster, its farthest point (10.5, 0). Step 2: the
+    /// origin's cluster keeps (0, 1) and (0, 1.2) (mass 1 + 1.44 = 2.44) against (10, 0) and
+    /// (9.5, 0) around (10.5, 0) (0.25 + 1 = 1.25): its farthest point, (0, 1.2).
+    #[test]
+    fn lcmd_picks_the_farthest_point_of_the_heaviest_cluster() {
+        let labelled = Mat::from_fn(1, 2, |_, _| 0.0);
+        let points = [[10.0, 0.0], [10.5, 0.0], [9.5, 0.0], [0.0, 1.0], [0.0, 1.2]];
+        let pool = Mat::from_fn(5, 2, |i, j| points[i][j]);
+        assert_eq!(lcmd(labelled.as_ref(), pool.as_ref(), 2).unwrap(), vec![1, 4]);
+        // Asking for the whole pool returns each point once.
+        let mut all = lcmd(labelled.as_ref(), pool.as_ref(), 9).unwrap();
+        all.sort_unstable();
+        assert_eq!(all, vec![0, 1, 2, 3, 4]);
+        let wrong = Mat::from_fn(1, 3, |_, _| 0.0);
+        assert!(lcmd(wrong.as_ref(), pool.as_ref(), 1).is_err());
     }
 }

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 
-use crate::acquisition::{random_batch, student_t_entropy, top_b};
+use crate::acquisition::{lcmd, random_batch, student_t_entropy, top_b};
 use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
 use crate::frank_wolfe::frank_wolfe;
@@ -27,6 +27,9 @@ pub enum Method {
     Maxent,
     /// Frank–Wolfe on the closed-form NIG inner products of the last-layer features.
     AcsFw,
+    /// Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023;
+    /// [`crate::acquisition::lcmd`]).
+    Lcmd,
 }
 
 impl Method {
@@ -35,6 +38,7 @@ impl Method {
             Method::Random => "random",
             Method::Maxent => "maxent",
             Method::AcsFw => "acs-fw",
+            Method::Lcmd => "lcmd",
         }
     }
 }
@@ -224,6 +228,15 @@ impl ActiveModel for RegressionPool<'_> {
                 let gram = linear_nig(fitted.model.features(ux.as_ref()).as_ref(), &fitted.model.posterior)?;
                 frank_wolfe(&gram, b, self.config.distinct)?.indices
             }
+            Method::Lcmd => {
+                let mut is_unlabelled = vec![false; self.pool.len()];
+                for &p in unlabelled {
+                    is_unlabelled[p] = true;
+                }
+                let labelled: Vec<usize> = (0..self.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
+                let features = |x: &Mat<f64>| fitted.model.features(x.as_ref());
+                lcmd(features(&self.rows(&labelled)).as_ref(), features(&ux).as_ref(), b)?
+            }
         })
     }
 
@@ -261,7 +274,7 @@ mod tests {
         let y: Vec<f64> = (0..n).map(|i| 3.0 * x[(i, 0)] - 2.0 * x[(i, 1)] + x[(i, 2)].powi(2) + 10.0).collect();
         let config =
             LoopConfig { model: NeuralLinearConfig { steps: 300, ..Default::default() }, ..Default::default() };
-        for method in [Method::Random, Method::Maxent, Method::AcsFw] {
+        for method in [Method::Random, Method::Maxent, Method::AcsFw, Method::Lcmd] {
             let rounds = config.run(&x, &y, method, 0).unwrap();
             let last = rounds.last().unwrap();
             assert_eq!(last.labels, 100, "{method:?}");

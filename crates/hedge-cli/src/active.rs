@@ -101,6 +101,8 @@ pub enum MethodArg {
     Random,
     Maxent,
     AcsFw,
+    /// Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023).
+    Lcmd,
 }
 
 impl From<MethodArg> for Method {
@@ -109,6 +111,7 @@ impl From<MethodArg> for Method {
             MethodArg::Random => Method::Random,
             MethodArg::Maxent => Method::Maxent,
             MethodArg::AcsFw => Method::AcsFw,
+            MethodArg::Lcmd => Method::Lcmd,
         }
     }
 }
