@@ -246,6 +246,10 @@ pub struct RegressionSummary {
     /// The UCI set's name (without `uci/`).
     pub dataset: String,
     pub methods: BTreeMap<String, RegressionMethodSummary>,
+    /// Final RMSE of every pair of methods compared seed by seed (absent in summaries written
+    /// before it was added).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired_differences: Vec<PairedDifference>,
     pub seeds: u64,
 }
 
@@ -254,10 +258,46 @@ pub struct RegressionSummary {
 pub struct RegressionMethodSummary {
     pub final_log_likelihood: MeanSe,
     pub final_rmse: MeanSe,
+    /// Pinsler et al. 2019, Table 1: final RMSE at 100 labels (mean over 40 seeds), where the
+    /// paper has the method and dataset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_final_rmse: Option<f64>,
     /// Acquisition rounds per seed.
     pub rounds: Mean,
     /// Seconds to choose one batch.
     pub selection_seconds: Mean,
+}
+
+/// `a − b` of a final value over the seeds both finished (lower is better): every seed shares
+/// its split and initial labels across methods, so the per-seed difference cancels the
+/// split-to-split variance that dominates the unpaired standard errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedDifference {
+    pub a: String,
+    pub b: String,
+    /// Mean and standard error of the per-seed differences.
+    pub difference: MeanSe,
+    /// Seeds on which `a` is lower.
+    pub a_better: usize,
+    pub seeds: usize,
+}
+
+/// Pinsler et al. 2019, Table 1 (final test RMSE at 100 labels, NeuralLinear, mean over 40
+/// seeds) for the datasets and methods it reports.
+pub fn paper_final_rmse(dataset: &str, method: Method) -> Option<f64> {
+    let [random, maxent, acs_fw] = match dataset.strip_prefix("uci/").unwrap_or(dataset) {
+        "yacht" => [1.272, 0.923, 1.031],
+        "bostonHousing" => [4.068, 3.640, 3.799],
+        "energy" => [0.959, 1.443, 0.855],
+        "power-plant" => [5.108, 5.022, 4.984],
+        _ => return None,
+    };
+    match method {
+        Method::Random => Some(random),
+        Method::Maxent => Some(maxent),
+        Method::AcsFw => Some(acs_fw),
+        Method::Lcmd => None,
+    }
 }
 
 /// Methods present in the rounds, in the experiment's order (a report of an unfinished or
@@ -274,7 +314,7 @@ fn regression_report(
     let l = &experiment.loop_config;
     let mut md = format!(
         "{}: NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
-         | method | final RMSE (mean ± se) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|\n",
+         | method | final RMSE (mean ± se) | paper (Pinsler et al., Table 1) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|---|\n",
         experiment.dataset,
         l.model.layers,
         l.model.hidden,
@@ -298,14 +338,16 @@ fn regression_report(
         let m = RegressionMethodSummary {
             final_log_likelihood: MeanSe::of(&last(|r| r.test_log_likelihood)),
             final_rmse: MeanSe::of(&last(|r| r.test_rmse)),
+            paper_final_rmse: paper_final_rmse(&experiment.dataset, method),
             rounds: Mean::of(&rounds),
             selection_seconds: Mean::of(&selections),
         };
         md.push_str(&format!(
-            "| {} | {:.3} ± {:.3} | {:.3} ± {:.3} | {:.1} | {:.4} |\n",
+            "| {} | {:.3} ± {:.3} | {} | {:.3} ± {:.3} | {:.1} | {:.4} |\n",
             method.name(),
             m.final_rmse.mean,
             m.final_rmse.se,
+            m.paper_final_rmse.map_or("–".to_string(), |v| format!("{v:.3}")),
             m.final_log_likelihood.mean,
             m.final_log_likelihood.se,
             m.rounds.mean,
@@ -325,10 +367,12 @@ fn regression_report(
             (m.name(), by_seed)
         })
         .collect();
-    md.push_str(&paired_differences(&finals));
+    let paired = paired_differences(&finals);
+    md.push_str(&paired_differences_table(&paired));
     let summary = RegressionSummary {
         dataset: experiment.dataset.strip_prefix("uci/").unwrap_or(&experiment.dataset).to_string(),
         methods: summary,
+        paired_differences: paired,
         seeds: experiment.seeds,
     };
     dir.write_json(SUMMARY_FILE, &summary)?;
@@ -346,21 +390,36 @@ fn regression_report(
     Ok(summary)
 }
 
-/// Paired comparison of final values (lower is better), per seed: every seed shares its split
-/// and initial labels across methods, so per-seed differences cancel the split-to-split
-/// variance that dominates the unpaired standard errors.
-pub fn paired_differences(finals: &[(&str, BTreeMap<u64, f64>)]) -> String {
+/// Paired comparison of final values (lower is better) of every pair of methods, over the seeds
+/// both finished ([`PairedDifference`]).
+pub fn paired_differences(finals: &[(&str, BTreeMap<u64, f64>)]) -> Vec<PairedDifference> {
+    let mut v = Vec::new();
+    for (i, (a, fa)) in finals.iter().enumerate() {
+        for (b, fb) in &finals[i + 1..] {
+            let diffs: Vec<f64> = fa.iter().filter_map(|(s, va)| Some(va - fb.get(s)?)).collect();
+            v.push(PairedDifference {
+                a: a.to_string(),
+                b: b.to_string(),
+                difference: MeanSe::of(&diffs),
+                a_better: diffs.iter().filter(|d| **d < 0.0).count(),
+                seeds: diffs.len(),
+            });
+        }
+    }
+    v
+}
+
+/// The Markdown table of [`paired_differences`].
+pub fn paired_differences_table(paired: &[PairedDifference]) -> String {
     let mut md = String::from(
         "\nPaired differences of final RMSE (same split and initial labels per seed):\n\n\
          | A − B | mean ± se | seeds where A is better |\n|---|---|---|\n",
     );
-    for (i, (a, fa)) in finals.iter().enumerate() {
-        for (b, fb) in &finals[i + 1..] {
-            let diffs: Vec<f64> = fa.iter().filter_map(|(s, va)| Some(va - fb.get(s)?)).collect();
-            let d = MeanSe::of(&diffs);
-            let wins = diffs.iter().filter(|d| **d < 0.0).count();
-            md.push_str(&format!("| {a} − {b} | {:+.3} ± {:.3} | {wins}/{} |\n", d.mean, d.se, diffs.len()));
-        }
+    for p in paired {
+        md.push_str(&format!(
+            "| {} − {} | {:+.3} ± {:.3} | {}/{} |\n",
+            p.a, p.b, p.difference.mean, p.difference.se, p.a_better, p.seeds
+        ));
     }
     md
 }
@@ -595,7 +654,8 @@ mod tests {
     fn committed_summaries_round_trip() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
         let mut seen = 0;
-        for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let folders = [root.clone(), root.join("mse-recipe")];
+        for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).unwrap().flatten()) {
             let path = entry.path().join(SUMMARY_FILE);
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let again = if entry.file_name() == "fashion-mnist" {
@@ -621,7 +681,7 @@ mod tests {
     fn paired_differences_use_only_seeds_both_methods_finished() {
         let a: BTreeMap<u64, f64> = [(0, 1.0), (1, 2.0), (2, 3.0)].into();
         let b: BTreeMap<u64, f64> = [(0, 2.0), (1, 1.0)].into();
-        let md = paired_differences(&[("a", a), ("b", b)]);
+        let md = paired_differences_table(&paired_differences(&[("a", a), ("b", b)]));
         // Differences −1 and +1: mean 0, se = std(ddof=1)/√2 = √2/√2 = 1; a better on one of two.
         assert!(md.contains("| a − b | +0.000 ± 1.000 | 1/2 |"), "{md}");
     }
