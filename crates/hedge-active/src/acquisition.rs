@@ -144,6 +144,7 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
         }
     }
     let mut picked = Vec::with_capacity(b.min(m));
+    let mut is_picked = vec![false; m];
     while picked.len() < b.min(m) {
         let centres = labelled.nrows() + picked.len();
         let mut mass = vec![0.0; centres.max(1)];
@@ -159,13 +160,13 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
             (0..centres).max_by(|&a, &c| mass[a].total_cmp(&mass[c]).then(c.cmp(&a))).expect("a centre")
         };
         let pick = (0..m)
-            .filter(|&i| nearest[i].1 == heaviest && !picked.contains(&i))
+            .filter(|&i| nearest[i].1 == heaviest && !is_picked[i])
             .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)));
         // Every point of the heaviest cluster picked (all distances 0): take the farthest overall.
         let pick = match pick {
             Some(p) => p,
             None => match (0..m)
-                .filter(|i| !picked.contains(i))
+                .filter(|&i| !is_picked[i])
                 .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)))
             {
                 Some(p) => p,
@@ -180,6 +181,7 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
             }
         }
         picked.push(pick);
+        is_picked[pick] = true;
     }
     Ok(picked)
 }

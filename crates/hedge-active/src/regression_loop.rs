@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 
-use crate::acquisition::{lcmd, random_batch, student_t_entropy, top_b};
+use crate::acquisition::{lcmd, nig_projections, random_batch, student_t_entropy, top_b};
 use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
 use crate::frank_wolfe::frank_wolfe;
@@ -51,12 +51,23 @@ pub struct LoopConfig {
     pub budget: usize,
     /// ACS-FW: force `batch` distinct points per round instead of the paper's re-picks.
     pub distinct: bool,
+    /// ACS-FW: J random projections of the NIG posterior (the paper's large-pool form, O(N·J)
+    /// per Frank–Wolfe step) instead of the closed-form N × N inner products.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projections: Option<usize>,
     pub model: NeuralLinearConfig,
 }
 
 impl Default for LoopConfig {
     fn default() -> Self {
-        Self { init: 20, batch: 10, budget: 100, distinct: false, model: NeuralLinearConfig::default() }
+        Self {
+            init: 20,
+            batch: 10,
+            budget: 100,
+            distinct: false,
+            projections: None,
+            model: NeuralLinearConfig::default(),
+        }
     }
 }
 
@@ -84,6 +95,13 @@ impl LoopConfig {
         }
         if self.budget < self.init {
             return Err(invalid("budget", self.budget, format!("must be ≥ init = {}", self.init)));
+        }
+        if self.projections == Some(0) {
+            return Err(invalid(
+                "projections",
+                0,
+                "ACS-FW needs at least one projection (or none, for the closed form)",
+            ));
         }
         if self.budget > pool {
             return Err(invalid("budget", self.budget, format!("the pool has only {pool} points")));
@@ -225,8 +243,17 @@ impl ActiveModel for RegressionPool<'_> {
                 top_b(&h, b)
             }
             Method::AcsFw => {
-                let gram = linear_nig(fitted.model.features(ux.as_ref()).as_ref(), &fitted.model.posterior)?;
-                frank_wolfe(&gram, b, self.config.distinct)?.indices
+                let phi = fitted.model.features(ux.as_ref());
+                match self.config.projections {
+                    Some(j) => {
+                        let projected = nig_projections(phi.as_ref(), &fitted.model.posterior, j, rng)?;
+                        frank_wolfe(&projected, b, self.config.distinct)?.indices
+                    }
+                    None => {
+                        frank_wolfe(&linear_nig(phi.as_ref(), &fitted.model.posterior)?, b, self.config.distinct)?
+                            .indices
+                    }
+                }
             }
             Method::Lcmd => {
                 let mut is_unlabelled = vec![false; self.pool.len()];
@@ -287,6 +314,10 @@ mod tests {
         }
         let distinct = LoopConfig { distinct: true, ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
         assert_eq!(distinct.len(), 9);
+        // The large-pool form: ACS-FW on 10 random projections also reaches the budget and learns.
+        let projected = LoopConfig { projections: Some(10), ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
+        assert_eq!(projected.last().unwrap().labels, 100);
+        assert!(projected.last().unwrap().test_rmse < projected[0].test_rmse);
     }
 
     /// A loop continued from the state it reported after round 3 runs the rounds an

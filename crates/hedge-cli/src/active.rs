@@ -142,6 +142,10 @@ pub struct RunArgs {
     /// ACS-FW: force `batch` distinct points per round (the paper allows re-picks).
     #[arg(long)]
     distinct: bool,
+    /// ACS-FW on J random projections of the posterior (O(pool·J) per step; for large pools)
+    /// instead of the closed-form pool × pool inner products.
+    #[arg(long)]
+    projections: Option<usize>,
     /// How the network under the Bayesian last layer is trained: `paper` (Pinsler et al.: the NIG
     /// posterior-predictive objective, batch norm, minibatches of 64, cosine learning rate over
     /// --epochs) or `mse` (least squares with a separate head, full batch, --steps).
@@ -203,6 +207,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             batch: args.batch,
             budget: args.budget,
             distinct: args.distinct,
+            projections: args.projections,
             ..Default::default()
         };
         let dataset = args.dataset.clone().expect("clap requires --dataset without --resume");
