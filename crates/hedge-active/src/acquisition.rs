@@ -129,15 +129,20 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
             found: format!("{} columns", pool.ncols()),
         });
     }
-    let m = pool.nrows();
-    let distance = |i: usize, row: &dyn Fn(usize) -> f64| -> f64 {
-        (0..pool.ncols()).map(|j| (pool[(i, j)] - row(j)).powi(2)).sum()
-    };
-    // Nearest centre of each pool point: centres 0..n are the labelled rows, n.. the picks.
-    let mut nearest = vec![(f64::INFINITY, usize::MAX); m];
-    for c in 0..labelled.nrows() {
-        for (i, best) in nearest.iter_mut().enumerate() {
-            let d = distance(i, &|j| labelled[(c, j)]);
+    if labelled.nrows() == 0 {
+        return Err(invalid("labelled", 0, "LCMD starts its clusters at the labelled points: label at least one"));
+    }
+    let (m, k) = (pool.nrows(), pool.ncols());
+    // Row-major copies: every step scans the pool once, one contiguous row per point.
+    let rows =
+        |x: MatRef<'_, f64>| -> Vec<f64> { (0..x.nrows()).flat_map(|i| (0..k).map(move |j| x[(i, j)])).collect() };
+    let (points, centres) = (rows(pool), rows(labelled));
+    let distance = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum() };
+    // (squared distance, centre) of each pool point: centres 0..n are the labelled rows, n.. the picks.
+    let mut nearest = vec![(f64::INFINITY, 0); m];
+    for (c, centre) in centres.chunks_exact(k.max(1)).enumerate().take(labelled.nrows()) {
+        for (best, point) in nearest.iter_mut().zip(points.chunks_exact(k.max(1))) {
+            let d = distance(point, centre);
             if d < best.0 {
                 *best = (d, c);
             }
@@ -146,38 +151,29 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
     let mut picked = Vec::with_capacity(b.min(m));
     let mut is_picked = vec![false; m];
     while picked.len() < b.min(m) {
-        let centres = labelled.nrows() + picked.len();
-        let mut mass = vec![0.0; centres.max(1)];
-        for &(d, c) in &nearest {
-            if c != usize::MAX {
-                mass[c] += d;
+        // Mass of each cluster over its unpicked points (a pick has distance 0 to itself);
+        // only clusters with an unpicked point compete, so the heaviest always offers one.
+        let clusters = labelled.nrows() + picked.len();
+        let mut mass: Vec<Option<f64>> = vec![None; clusters];
+        for (i, &(d, c)) in nearest.iter().enumerate() {
+            if !is_picked[i] {
+                *mass[c].get_or_insert(0.0) += d;
             }
         }
-        // No labelled point: the whole pool is one cluster (centre "none").
-        let heaviest = if labelled.nrows() == 0 && picked.is_empty() {
-            usize::MAX
-        } else {
-            (0..centres).max_by(|&a, &c| mass[a].total_cmp(&mass[c]).then(c.cmp(&a))).expect("a centre")
-        };
+        let heaviest = (0..clusters)
+            .filter_map(|c| Some((c, mass[c]?)))
+            .max_by(|a, c| a.1.total_cmp(&c.1).then(c.0.cmp(&a.0)))
+            .expect("an unpicked point remains")
+            .0;
         let pick = (0..m)
             .filter(|&i| nearest[i].1 == heaviest && !is_picked[i])
-            .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)));
-        // Every point of the heaviest cluster picked (all distances 0): take the farthest overall.
-        let pick = match pick {
-            Some(p) => p,
-            None => match (0..m)
-                .filter(|&i| !is_picked[i])
-                .max_by(|&i, &k| nearest[i].0.total_cmp(&nearest[k].0).then(k.cmp(&i)))
-            {
-                Some(p) => p,
-                None => break,
-            },
-        };
-        let centre = centres;
-        for (i, best) in nearest.iter_mut().enumerate() {
-            let d = distance(i, &|j| pool[(pick, j)]);
-            if d < best.0 || best.1 == usize::MAX {
-                *best = (d, centre);
+            .max_by(|&i, &j| nearest[i].0.total_cmp(&nearest[j].0).then(j.cmp(&i)))
+            .expect("the heaviest cluster has an unpicked point");
+        let centre = &points[pick * k..(pick + 1) * k];
+        for (best, point) in nearest.iter_mut().zip(points.chunks_exact(k.max(1))) {
+            let d = distance(point, centre);
+            if d < best.0 {
+                *best = (d, clusters);
             }
         }
         picked.push(pick);
@@ -251,5 +247,7 @@ mod tests {
         assert_eq!(all, vec![0, 1, 2, 3, 4]);
         let wrong = Mat::from_fn(1, 3, |_, _| 0.0);
         assert!(lcmd(wrong.as_ref(), pool.as_ref(), 1).is_err());
+        let none = Mat::<f64>::zeros(0, 2);
+        assert!(matches!(lcmd(none.as_ref(), pool.as_ref(), 1), Err(ActiveError::InvalidConfig { .. })));
     }
 }

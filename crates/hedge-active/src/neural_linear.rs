@@ -126,10 +126,10 @@ impl NeuralLinearConfig {
     }
 
     /// The paper's recipe with its per-dataset settings (`dataset` as named under
-    /// `$HEDGE_DATA_DIR/uci`).
+    /// `$HEDGE_DATA_DIR/uci`, with or without the `uci/` prefix).
     pub fn paper_for(dataset: &str) -> Self {
         let paper = Self::paper();
-        if dataset == "power-plant" {
+        if dataset.strip_prefix("uci/").unwrap_or(dataset) == "power-plant" {
             Self { learning_rate: 1e-3, weight_decay: 3.0, nig: paper.nig.with_prior(paper.nig.a0, 3.0), ..paper }
         } else {
             paper
@@ -453,7 +453,8 @@ mod tests {
             (yacht.recipe, yacht.learning_rate, yacht.weight_decay, yacht.nig.b0),
             (NeuralLinearRecipe::Paper, 1e-2, 1.0, 1.0)
         );
-        let power = NeuralLinearConfig::paper_for("power-plant");
+        let power = NeuralLinearConfig::paper_for("uci/power-plant");
+        assert_eq!(power, NeuralLinearConfig::paper_for("power-plant"));
         assert_eq!((power.learning_rate, power.weight_decay, power.nig.a0, power.nig.b0), (1e-3, 3.0, 1.0, 3.0));
         let bad = NeuralLinearConfig { final_learning_rate: 0.1, ..NeuralLinearConfig::paper() };
         assert!(matches!(bad.check_ref(), Err(ActiveError::InvalidConfig { field: "final_learning_rate", .. })));

@@ -212,7 +212,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         };
         let dataset = args.dataset.clone().expect("clap requires --dataset without --resume");
         let model = match args.recipe {
-            RecipeArg::Paper => NeuralLinearConfig::paper_for(dataset.trim_start_matches("uci/")),
+            RecipeArg::Paper => NeuralLinearConfig::paper_for(&dataset),
             RecipeArg::Mse => NeuralLinearConfig::default(),
         };
         loop_config.model = NeuralLinearConfig {
