@@ -55,9 +55,10 @@ pub fn run_resumable<R: Serialize + DeserializeOwned>(
 ) -> Result<Vec<R>> {
     let progress: ExperimentProgress =
         if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { ExperimentProgress::default() };
-    // Rounds logged after the checkpoint belong to work it does not hold.
+    // Rounds logged after the checkpoint belong to work it does not hold. Read back as the typed
+    // record, so kept lines are rewritten with the fields in the order new lines have them.
     let mut line = 0;
-    dir.retain_json_lines::<serde_json::Value>(ROUNDS_FILE, |_| {
+    dir.retain_json_lines::<R>(ROUNDS_FILE, |_| {
         line += 1;
         line <= progress.rounds_logged
     })?;
