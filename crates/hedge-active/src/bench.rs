@@ -1,5 +1,6 @@
-//! `hedge bench acs-fw`: seconds per ACS-FW batch on pools of random projections, and the pools
-//! and picks exported for the NumPy reference (`benches/acs_fw_numpy.py`).
+//! `hedge bench acs-fw`: seconds and peak memory per ACS-FW batch on pools of random
+//! projections, held in memory or streamed from an `.npy` file, and the pools and picks exported
+//! for the NumPy reference (`benches/acs_fw_numpy.py`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, Result};
-use crate::frank_wolfe::{frank_wolfe, Projections};
+use crate::frank_wolfe::{frank_wolfe, frank_wolfe_streamed, stream_block_rows, FwBatch, Projections};
 use crate::ActiveError;
 use hedge_data::ParamGuard;
 
@@ -24,6 +25,18 @@ pub struct AcsFwBench {
     pub batch: Vec<usize>,
     /// Timed batches per case (after one untimed warm-up).
     pub repeats: usize,
+    /// Where the pool lives while Frank–Wolfe runs (each storage is a case of its own).
+    pub storage: Vec<PoolStorage>,
+}
+
+/// Where a benchmarked pool lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolStorage {
+    /// An N × J matrix in memory ([`frank_wolfe`]).
+    InMemory,
+    /// An `.npy` file read block by block, one pass per iteration ([`frank_wolfe_streamed`]).
+    Streamed,
 }
 
 /// One timed case (fields in the order `rust.json` has them).
@@ -37,6 +50,18 @@ pub struct AcsFwCase {
     pub pool: usize,
     pub projections: usize,
     pub seconds_per_batch: f64,
+    pub storage: PoolStorage,
+    /// Bytes of the N × J float64 vectors.
+    pub pool_bytes: u64,
+    /// The process's resident memory before the first batch (the program, libtorch's libraries
+    /// and, when held in memory, the pool; Linux only).
+    pub rss_before_bytes: Option<u64>,
+    /// The process's peak resident memory while the batches ran (the peak is reset just before
+    /// them; Linux only). Minus `rss_before_bytes`: what Frank–Wolfe itself needs.
+    pub peak_rss_bytes: Option<u64>,
+    /// For a streamed pool: whether the in-memory path, run on the same file, picks the same
+    /// points (checked up to 2 GB of vectors).
+    pub same_picks_as_in_memory: Option<bool>,
 }
 
 /// The benchmark's report (`rust.json` with `--export`).
@@ -48,11 +73,71 @@ pub struct AcsFwReport {
 }
 
 /// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean
-/// plus per-point noise of varying scale (so the norms σ_n differ), fixed seed.
+/// plus per-point noise of varying scale (so the norms σ_n differ), drawn row by row from a fixed
+/// seed, so a pool can be written to disk in blocks without ever being held.
+pub struct SyntheticPool {
+    rng: rand_chacha::ChaCha8Rng,
+    projections: usize,
+}
+
+impl SyntheticPool {
+    pub fn new(projections: usize, seed: u64) -> Self {
+        Self { rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed), projections }
+    }
+
+    /// The next `rows` rows, row-major.
+    pub fn next_rows(&mut self, rows: usize) -> Vec<f64> {
+        let mut out = Vec::with_capacity(rows * self.projections);
+        for _ in 0..rows {
+            let scale = 0.2 + self.rng.random::<f64>() * 2.0;
+            for _ in 0..self.projections {
+                out.push(scale * (0.5 + self.rng.sample::<f64, _>(rand_distr::StandardNormal)));
+            }
+        }
+        out
+    }
+}
+
+/// An `n × j` synthetic pool in memory ([`SyntheticPool`]).
 pub fn synthetic_projections(n: usize, j: usize, seed: u64) -> faer::Mat<f64> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let scales: Vec<f64> = (0..n).map(|_| 0.2 + rng.random::<f64>() * 2.0).collect();
-    faer::Mat::from_fn(n, j, |i, _| scales[i] * (0.5 + rng.sample::<f64, _>(rand_distr::StandardNormal)))
+    let rows = SyntheticPool::new(j, seed).next_rows(n);
+    faer::Mat::from_fn(n, j, |i, k| rows[i * j + k])
+}
+
+/// Writes an `n × j` synthetic pool to `path` block by block (memory: one block).
+pub fn write_synthetic_pool(path: &Path, n: usize, j: usize, seed: u64) -> Result<()> {
+    let mut pool = SyntheticPool::new(j, seed);
+    let mut writer = hedge_data::NpyRowWriter::create(path, n, j)?;
+    let mut done = 0;
+    while done < n {
+        let count = stream_block_rows(j).min(n - done);
+        writer.write_rows(&pool.next_rows(count))?;
+        done += count;
+    }
+    Ok(writer.finish()?)
+}
+
+/// Resets the process's peak resident memory so that [`peak_rss_bytes`] measures from now
+/// (Linux ≥ 4.0: writing 5 to /proc/self/clear_refs). Returns whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's peak resident memory (VmHWM) in bytes, where the system reports it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// The process's resident memory now (VmRSS) in bytes, where the system reports it.
+pub fn rss_bytes() -> Option<u64> {
+    proc_status_bytes("VmRSS:")
+}
+
+fn proc_status_bytes(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line.trim_start_matches(key).trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Threads rayon (and so Frank–Wolfe's Gram products) may use.
@@ -60,39 +145,27 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Largest pool whose streamed batch is also run in memory to compare picks.
+const COMPARE_BYTES: u64 = 2 << 30;
+
 impl AcsFwBench {
-    /// Times every case; with `export`, writes `pool_N_J.npz` (vectors, picks_b) and
-    /// `rust.json` into that folder.
+    /// Times every case; with `export`, writes `pool_N_J.npz` (vectors, picks_b) for in-memory
+    /// cases, keeps the streamed pools as `pool_N_J.npy`, and writes `rust.json` into that folder.
+    /// Streamed pools are otherwise written to a temporary folder and removed.
     pub fn run(&self, export: Option<&Path>) -> Result<AcsFwReport> {
         self.check_ref()?;
+        if let Some(dir) = export {
+            std::fs::create_dir_all(dir).map_err(|e| invalid("export", dir.display(), e.to_string()))?;
+        }
         let mut cases = Vec::new();
         for &n in &self.pool {
             for &j in &self.projections {
-                let pool = Projections(synthetic_projections(n, j, (n * 1000 + j) as u64));
-                let flat: Vec<f64> =
-                    (0..n).flat_map(|i| (0..j).map(move |k| (i, k))).map(|(i, k)| pool.0[(i, k)]).collect();
-                let mut arrays = vec![("vectors".to_string(), NpyArray::new(vec![n, j], NpyData::F64(flat)))];
-                for &b in &self.batch {
-                    let warm = frank_wolfe(&pool, b, false)?;
-                    let start = Instant::now();
-                    for _ in 0..self.repeats.max(1) {
-                        std::hint::black_box(frank_wolfe(&pool, b, false)?);
+                let seed = (n * 1000 + j) as u64;
+                for &storage in &self.storage {
+                    match storage {
+                        PoolStorage::InMemory => cases.extend(self.in_memory(n, j, seed, export)?),
+                        PoolStorage::Streamed => cases.extend(self.streamed(n, j, seed, export)?),
                     }
-                    cases.push(AcsFwCase {
-                        batch_points: warm.indices.len(),
-                        iterations: b,
-                        iterations_run: warm.picks.len(),
-                        pool: n,
-                        projections: j,
-                        seconds_per_batch: start.elapsed().as_secs_f64() / self.repeats.max(1) as f64,
-                    });
-                    let picks = warm.picks.iter().map(|&f| f as i64).collect();
-                    arrays.push((format!("picks_{b}"), NpyArray::new(vec![warm.picks.len()], NpyData::I64(picks))));
-                }
-                if let Some(dir) = export {
-                    std::fs::create_dir_all(dir).map_err(|e| invalid("export", dir.display(), e.to_string()))?;
-                    let named: Vec<(&str, NpyArray)> = arrays.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-                    hedge_data::write_npz(&dir.join(format!("pool_{n}_{j}.npz")), &named)?;
                 }
             }
         }
@@ -103,6 +176,99 @@ impl AcsFwBench {
         }
         Ok(report)
     }
+
+    /// Warm-up batch, then `repeats` timed ones: the warm-up batch, seconds per batch, and
+    /// resident memory before and at the peak.
+    fn time(&self, mut batch: impl FnMut() -> Result<FwBatch>) -> Result<(FwBatch, f64, Memory)> {
+        let before = if reset_peak_rss() { rss_bytes() } else { None };
+        let warm = batch()?;
+        let start = Instant::now();
+        for _ in 0..self.repeats.max(1) {
+            std::hint::black_box(batch()?);
+        }
+        let memory = Memory { before, peak: before.and(peak_rss_bytes()) };
+        Ok((warm, start.elapsed().as_secs_f64() / self.repeats.max(1) as f64, memory))
+    }
+
+    fn in_memory(&self, n: usize, j: usize, seed: u64, export: Option<&Path>) -> Result<Vec<AcsFwCase>> {
+        let pool = Projections(synthetic_projections(n, j, seed));
+        let mut arrays = Vec::new();
+        if export.is_some() {
+            let flat: Vec<f64> =
+                (0..n).flat_map(|i| (0..j).map(move |k| (i, k))).map(|(i, k)| pool.0[(i, k)]).collect();
+            arrays.push(("vectors".to_string(), NpyArray::new(vec![n, j], NpyData::F64(flat))));
+        }
+        let mut cases = Vec::new();
+        for &b in &self.batch {
+            let (warm, seconds, memory) = self.time(|| frank_wolfe(&pool, b, false))?;
+            cases.push(case(n, j, b, &warm, seconds, PoolStorage::InMemory, memory, None));
+            let picks = warm.picks.iter().map(|&f| f as i64).collect();
+            arrays.push((format!("picks_{b}"), NpyArray::new(vec![warm.picks.len()], NpyData::I64(picks))));
+        }
+        if let Some(dir) = export {
+            let named: Vec<(&str, NpyArray)> = arrays.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            hedge_data::write_npz(&dir.join(format!("pool_{n}_{j}.npz")), &named)?;
+        }
+        Ok(cases)
+    }
+
+    fn streamed(&self, n: usize, j: usize, seed: u64, export: Option<&Path>) -> Result<Vec<AcsFwCase>> {
+        let scratch = std::env::temp_dir().join(format!("hedge-acs-fw-bench-{}", std::process::id()));
+        let dir = export.unwrap_or(&scratch);
+        std::fs::create_dir_all(dir).map_err(|e| invalid("export", dir.display(), e.to_string()))?;
+        let path = dir.join(format!("pool_{n}_{j}.npy"));
+        let result = (|| {
+            write_synthetic_pool(&path, n, j, seed)?;
+            let mut reader = hedge_data::NpyRowReader::open(&path)?;
+            let mut cases = Vec::new();
+            for &b in &self.batch {
+                let (warm, seconds, memory) = self.time(|| frank_wolfe_streamed(&mut reader, b, false))?;
+                let same = if (n * j * 8) as u64 <= COMPARE_BYTES {
+                    Some(frank_wolfe(&Projections(synthetic_projections(n, j, seed)), b, false)?.picks == warm.picks)
+                } else {
+                    None
+                };
+                cases.push(case(n, j, b, &warm, seconds, PoolStorage::Streamed, memory, same));
+            }
+            Ok(cases)
+        })();
+        if export.is_none() {
+            let _ = std::fs::remove_dir_all(&scratch);
+        }
+        result
+    }
+}
+
+/// Resident memory around a case's batches (None where the system does not report it).
+struct Memory {
+    before: Option<u64>,
+    peak: Option<u64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn case(
+    n: usize,
+    j: usize,
+    b: usize,
+    batch: &FwBatch,
+    seconds: f64,
+    storage: PoolStorage,
+    memory: Memory,
+    same_picks_as_in_memory: Option<bool>,
+) -> AcsFwCase {
+    AcsFwCase {
+        batch_points: batch.indices.len(),
+        iterations: b,
+        iterations_run: batch.picks.len(),
+        pool: n,
+        projections: j,
+        seconds_per_batch: seconds,
+        storage,
+        pool_bytes: (n * j * 8) as u64,
+        rss_before_bytes: memory.before,
+        peak_rss_bytes: memory.peak,
+        same_picks_as_in_memory,
+    }
 }
 
 impl ParamGuard for AcsFwBench {
@@ -111,6 +277,9 @@ impl ParamGuard for AcsFwBench {
     fn check_ref(&self) -> Result<()> {
         if [&self.pool, &self.projections, &self.batch].iter().any(|v| v.is_empty() || v.contains(&0)) {
             return Err(invalid("pool/projections/batch", "0 or none", "give each as a list of sizes ≥ 1"));
+        }
+        if self.storage.is_empty() {
+            return Err(invalid("storage", "none", "give in-memory, streamed or both"));
         }
         Ok(())
     }
@@ -123,16 +292,29 @@ mod tests {
     #[test]
     fn a_small_case_runs_and_exports_what_numpy_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let bench = AcsFwBench { pool: vec![50], projections: vec![3], batch: vec![4], repeats: 1 };
+        let bench = AcsFwBench {
+            pool: vec![50],
+            projections: vec![3],
+            batch: vec![4],
+            repeats: 1,
+            storage: vec![PoolStorage::InMemory, PoolStorage::Streamed],
+        };
         let report = bench.run(Some(dir.path())).unwrap();
-        assert_eq!(report.cases.len(), 1);
-        let case = &report.cases[0];
-        assert!(case.iterations_run <= 4 && case.batch_points >= 1 && case.seconds_per_batch > 0.0);
+        assert_eq!(report.cases.len(), 2);
+        let (held, streamed) = (&report.cases[0], &report.cases[1]);
+        assert!(held.iterations_run <= 4 && held.batch_points >= 1 && held.seconds_per_batch > 0.0);
+        assert_eq!((held.storage, streamed.storage), (PoolStorage::InMemory, PoolStorage::Streamed));
+        assert_eq!(streamed.same_picks_as_in_memory, Some(true));
+        assert_eq!(held.pool_bytes, 50 * 3 * 8);
         let arrays = hedge_data::read_npz(&dir.path().join("pool_50_3.npz")).unwrap();
         assert_eq!(arrays.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), vec!["vectors", "picks_4"]);
+        // The streamed pool file holds the same vectors as the exported in-memory pool.
+        let file = hedge_data::npy::parse_npy(&std::fs::read(dir.path().join("pool_50_3.npy")).unwrap()).unwrap();
+        assert_eq!(file, arrays[0].1);
         let back: AcsFwReport =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("rust.json")).unwrap()).unwrap();
         assert_eq!(back, report);
+        assert!(AcsFwBench { storage: vec![], ..bench.clone() }.check_ref().is_err());
         assert!(AcsFwBench { pool: vec![0], ..bench }.check_ref().is_err());
     }
 }

@@ -12,7 +12,10 @@
 use faer::Mat;
 use serde::Serialize;
 
+use hedge_data::NpyRowReader;
+
 use crate::error::{invalid, Result};
+use crate::ActiveError;
 
 /// The pool's vectors L_n, seen only through inner products.
 pub trait PoolVectors {
@@ -309,57 +312,226 @@ fn best_vertex(p: &Mat<f64>, units: &UnitDirections, r: &[f64], penalty: &[f32])
         })
 }
 
-/// Frank–Wolfe in the projections' own space: the residual r = L − L(w) and L(w) are J-vectors,
-/// so an iteration is one pass computing ⟨r, L̂_n⟩/σ_n plus O(J) work, and w stays sparse.
+/// Frank–Wolfe's iterate in the projections' own space: the residual r = L − L(w) and L(w) are
+/// J-vectors and w is sparse, so a step is O(J) once the vertex is known. The in-memory and the
+/// streamed paths share it, so they take the same steps from the same vertices.
+struct FeatureSpaceIterate {
+    /// L = Σ_n L̂_n.
+    total: Vec<f64>,
+    /// σ = Σ_n σ_n.
+    sigma: f64,
+    /// L(w).
+    fitted: Vec<f64>,
+    residual: Vec<f64>,
+    /// The support of w with its weights, in the order first picked.
+    weights: Vec<(usize, f64)>,
+    objective: Vec<f64>,
+    picks: Vec<usize>,
+}
+
+impl FeatureSpaceIterate {
+    fn new(total: Vec<f64>, sigma: f64) -> Self {
+        let objective = vec![dot(&total, &total)];
+        let j = total.len();
+        Self {
+            residual: total.clone(),
+            total,
+            sigma,
+            fitted: vec![0.0; j],
+            weights: Vec::new(),
+            objective,
+            picks: Vec::new(),
+        }
+    }
+
+    /// Moves towards the vertex (σ/σ_f)e_f, whose vector is `row_f` = L̂_f, with the exact line search.
+    fn step(&mut self, f: usize, row_f: &[f64], sigma_f: f64) {
+        let s = self.sigma / sigma_f;
+        let d: Vec<f64> = row_f.iter().zip(&self.fitted).map(|(lf, lw)| s * lf - lw).collect();
+        let gamma = line_search(dot(&self.residual, &d), dot(&d, &d));
+        for (lw, dk) in self.fitted.iter_mut().zip(&d) {
+            *lw += gamma * dk;
+        }
+        for ((r, t), lw) in self.residual.iter_mut().zip(&self.total).zip(&self.fitted) {
+            *r = t - lw;
+        }
+        for (_, wm) in self.weights.iter_mut() {
+            *wm *= 1.0 - gamma;
+        }
+        match self.weights.iter_mut().find(|(m, _)| *m == f) {
+            Some((_, wf)) => *wf += gamma * s,
+            None => self.weights.push((f, gamma * s)),
+        }
+        self.objective.push(dot(&self.residual, &self.residual));
+        self.picks.push(f);
+    }
+
+    /// Whether L is reproduced to rounding error (the paper's mode stops there, see [`EXACT_FIT`]).
+    fn reproduces_l(&self) -> bool {
+        self.objective[self.objective.len() - 1] <= EXACT_FIT * self.objective[0]
+    }
+
+    fn into_batch(self, n: usize, distinct: bool) -> FwBatch {
+        let mut w = vec![0.0; n];
+        let mut chosen = vec![false; n];
+        for &(m, wm) in &self.weights {
+            w[m] = wm;
+            chosen[m] = true;
+        }
+        FwBatch {
+            indices: batch_indices(&w, &chosen, distinct),
+            weights: w,
+            objective: self.objective,
+            picks: self.picks,
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Frank–Wolfe over projections held in memory: one fused pass per iteration picks the vertex.
 fn frank_wolfe_projected(pool: &Projections, iterations: usize, distinct: bool) -> FwBatch {
     let p = &pool.0;
     let (n, j) = (p.nrows(), p.ncols());
-    let row = |m: usize| -> Vec<f64> { (0..j).map(|k| p[(m, k)]).collect() };
     let units = UnitDirections::new(p);
-    let (sigma_n, total) = (&units.norms, &units.total);
-    let sigma: f64 = sigma_n.iter().sum();
-    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
-    let mut fitted = vec![0.0; j]; // L(w)
-    let mut residual = total.clone();
-    let mut weights: Vec<(usize, f64)> = Vec::with_capacity(iterations);
-    let mut objective = vec![dot(&residual, &residual)];
-    let mut picks = Vec::with_capacity(iterations);
+    let sigma_n = &units.norms;
+    let mut iterate = FeatureSpaceIterate::new(units.total.clone(), sigma_n.iter().sum());
     // −∞ for points that may not be picked (zero vectors; chosen ones with `distinct`).
     let mut penalty: Vec<f32> = sigma_n.iter().map(|&s| if s > 0.0 { 0.0 } else { f32::NEG_INFINITY }).collect();
     for _ in 0..iterations {
-        let Some((f, _)) = best_vertex(p, &units, &residual, &penalty) else { break };
-        let s = sigma / sigma_n[f];
-        let d: Vec<f64> = row(f).iter().zip(&fitted).map(|(lf, lw)| s * lf - lw).collect();
-        let gamma = line_search(dot(&residual, &d), dot(&d, &d));
-        for (lw, dk) in fitted.iter_mut().zip(&d) {
-            *lw += gamma * dk;
-        }
-        for ((r, t), lw) in residual.iter_mut().zip(total).zip(&fitted) {
-            *r = t - lw;
-        }
-        for (_, wm) in weights.iter_mut() {
-            *wm *= 1.0 - gamma;
-        }
-        match weights.iter_mut().find(|(m, _)| *m == f) {
-            Some((_, wf)) => *wf += gamma * s,
-            None => weights.push((f, gamma * s)),
-        }
-        objective.push(dot(&residual, &residual));
-        picks.push(f);
+        let Some((f, _)) = best_vertex(p, &units, &iterate.residual, &penalty) else { break };
+        let row: Vec<f64> = (0..j).map(|k| p[(f, k)]).collect();
+        iterate.step(f, &row, sigma_n[f]);
         if distinct {
             penalty[f] = f32::NEG_INFINITY;
         }
-        if !distinct && objective[objective.len() - 1] <= EXACT_FIT * objective[0] {
+        if !distinct && iterate.reproduces_l() {
             break;
         }
     }
-    let mut w = vec![0.0; n];
-    let mut chosen = vec![false; n];
-    for &(m, wm) in &weights {
-        w[m] = wm;
-        chosen[m] = true;
+    iterate.into_batch(n, distinct)
+}
+
+/// Bytes of float64 vectors a streamed pass reads at a time (held twice: the file's bytes and
+/// their values).
+pub const STREAM_BLOCK_BYTES: usize = 8 << 20;
+
+/// Rows per block a streamed pass reads for vectors of `j` values: about
+/// [`STREAM_BLOCK_BYTES`], and a multiple of the in-memory path's 4,096-row blocks, so that the set-up sums the same
+/// blocks in the same order as the in-memory path.
+pub fn stream_block_rows(j: usize) -> usize {
+    (STREAM_BLOCK_BYTES / (8 * j.max(1)) / ROWS_PER_TASK).max(1) * ROWS_PER_TASK
+}
+
+/// ACS-FW over projections streamed from a 2-D float64 `.npy` file (`N × J`, one row per pool
+/// point) that need not fit in memory: one pass for L and σ, then one pass per iteration in
+/// which each block of rows (a shard) reports its best vertex and the row behind it, and the
+/// global arg-max over shards (ties to the lowest index) takes the step. Memory: one block of
+/// rows plus the norms and weights (2N values) — never N × J.
+///
+/// Scores are computed in double precision exactly as the in-memory path re-scores its
+/// candidates, and L is summed over the same blocks in the same order, so the batch is the one
+/// [`frank_wolfe`] picks on the same vectors.
+///
+/// # Errors
+/// [`ActiveError::Data`] naming the file when it cannot be read;
+/// [`ActiveError::InvalidConfig`] for an empty pool or zero iterations.
+pub fn frank_wolfe_streamed(pool: &mut NpyRowReader, iterations: usize, distinct: bool) -> Result<FwBatch> {
+    let block_rows = stream_block_rows(pool.cols());
+    frank_wolfe_streamed_in_blocks(pool, iterations, distinct, block_rows)
+}
+
+/// [`frank_wolfe_streamed`] reading `block_rows` rows at a time (a multiple of [`ROWS_PER_TASK`]).
+fn frank_wolfe_streamed_in_blocks(
+    pool: &mut NpyRowReader,
+    iterations: usize,
+    distinct: bool,
+    block_rows: usize,
+) -> Result<FwBatch> {
+    use rayon::prelude::*;
+    let (n, j) = (pool.rows(), pool.cols());
+    if n == 0 {
+        return Err(invalid("pool", pool.path().display(), "the pool file has no rows"));
     }
-    FwBatch { indices: batch_indices(&w, &chosen, distinct), weights: w, objective, picks }
+    if iterations == 0 {
+        return Err(invalid("batch", 0, "need at least one Frank–Wolfe iteration"));
+    }
+    // Set-up pass: L block by block (each column summed as the in-memory path sums it) and σ_n.
+    let mut total = vec![0.0; j];
+    let mut norms = Vec::with_capacity(n);
+    pool.for_each_block(block_rows, |_, rows| {
+        for block in rows.chunks(ROWS_PER_TASK * j) {
+            let count = block.len() / j;
+            let mut column = vec![0.0; count];
+            for (k, t) in total.iter_mut().enumerate() {
+                for (c, row) in column.iter_mut().zip(block.chunks_exact(j)) {
+                    *c = row[k];
+                }
+                *t += lane_sum(&column);
+            }
+            norms.extend(block.chunks_exact(j).map(row_norm));
+        }
+        Ok::<(), ActiveError>(())
+    })?;
+    let mut iterate = FeatureSpaceIterate::new(total, norms.iter().sum());
+    let mut chosen = vec![false; if distinct { n } else { 0 }];
+    for _ in 0..iterations {
+        // (score, index, row, σ_n) of the best vertex so far; one shard per ROWS_PER_TASK rows.
+        let mut best: Option<(f64, usize, Vec<f64>, f64)> = None;
+        let residual = &iterate.residual;
+        pool.for_each_block(block_rows, |first, rows| {
+            let shard_best = rows
+                .par_chunks(ROWS_PER_TASK * j)
+                .enumerate()
+                .filter_map(|(shard, block)| {
+                    let lo = first + shard * ROWS_PER_TASK;
+                    let mut local: Option<(f64, usize)> = None;
+                    for (i, row) in block.chunks_exact(j).enumerate() {
+                        let m = lo + i;
+                        let norm = norms[m];
+                        if norm == 0.0 || (distinct && chosen[m]) {
+                            continue;
+                        }
+                        let score = dot(residual, row) / norm;
+                        // Strictly greater: the lowest index wins ties within a shard.
+                        if local.is_none_or(|(b, _)| score > b) {
+                            local = Some((score, m));
+                        }
+                    }
+                    local
+                })
+                // Global arg-max over shards, ties to the lowest index.
+                .reduce_with(|a, b| if b.0 > a.0 || (b.0 == a.0 && b.1 < a.1) { b } else { a });
+            if let Some((score, m)) = shard_best {
+                // Blocks arrive in index order, so strictly greater keeps the lowest index.
+                if best.as_ref().is_none_or(|b| score > b.0) {
+                    let row = &rows[(m - first) * j..(m - first + 1) * j];
+                    best = Some((score, m, row.to_vec(), norms[m]));
+                }
+            }
+            Ok::<(), ActiveError>(())
+        })?;
+        let Some((_, f, row, sigma_f)) = best else { break };
+        iterate.step(f, &row, sigma_f);
+        if distinct {
+            chosen[f] = true;
+        }
+        if !distinct && iterate.reproduces_l() {
+            break;
+        }
+    }
+    Ok(iterate.into_batch(n, distinct))
+}
+
+/// ‖L̂_n‖, summed in the order the in-memory path sums it (column by column).
+fn row_norm(row: &[f64]) -> f64 {
+    let mut sq = 0.0;
+    for v in row {
+        sq += v * v;
+    }
+    sq.sqrt()
 }
 
 #[cfg(test)]
@@ -427,6 +599,48 @@ mod tests {
                 assert!(a.indices.len() < 25, "expected re-picks: {:?}", a.picks);
             }
         }
+    }
+
+    fn write_pool(dir: &std::path::Path, p: &Mat<f64>) -> std::path::PathBuf {
+        let path = dir.join("pool.npy");
+        let mut writer = hedge_data::NpyRowWriter::create(&path, p.nrows(), p.ncols()).unwrap();
+        let rows: Vec<f64> =
+            (0..p.nrows()).flat_map(|n| (0..p.ncols()).map(move |k| (n, k))).map(|(n, k)| p[(n, k)]).collect();
+        writer.write_rows(&rows).unwrap();
+        writer.finish().unwrap();
+        path
+    }
+
+    /// Streaming the pool from disk is the same algorithm as holding it: identical picks,
+    /// weights and objective, across several read blocks (70,000 rows in blocks of 8,192)
+    /// and many shards, with re-picks and with `distinct`; also with a zero vector and exact
+    /// duplicates (ties go to the lowest index in both).
+    #[test]
+    fn streamed_pool_gives_the_in_memory_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut small = random_vectors(40, 4, 9);
+        for k in 0..4 {
+            small[(3, k)] = 0.0;
+            small[(30, k)] = small[(7, k)];
+        }
+        for (p, cases) in
+            [(random_vectors(70_000, 3, 8), vec![(12, false), (12, true)]), (small, vec![(30, false), (30, true)])]
+        {
+            let path = write_pool(dir.path(), &p);
+            let mut reader = NpyRowReader::open(&path).unwrap();
+            for (iterations, distinct) in cases {
+                let held = frank_wolfe(&Projections(p.clone()), iterations, distinct).unwrap();
+                let streamed =
+                    frank_wolfe_streamed_in_blocks(&mut reader, iterations, distinct, 2 * ROWS_PER_TASK).unwrap();
+                assert_eq!(held.picks, streamed.picks, "N = {}, distinct = {distinct}", p.nrows());
+                assert_eq!(held.indices, streamed.indices);
+                assert_eq!(held.objective, streamed.objective);
+                assert_eq!(held.weights, streamed.weights);
+            }
+        }
+        let mut reader = NpyRowReader::open(&dir.path().join("pool.npy")).unwrap();
+        let msg = frank_wolfe_streamed(&mut reader, 0, false).unwrap_err().to_string();
+        assert!(msg.contains("'batch'") && msg.contains("at least one"), "{msg}");
     }
 
     /// With J = 3 the batch reproduces L exactly after a few points; the paper's mode then stops

@@ -1,8 +1,8 @@
 //! `hedge bench …`: throughput of the default HIB network, and seconds per GP fit.
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
-use hedge_active::bench::AcsFwBench;
+use clap::{Args, Subcommand, ValueEnum};
+use hedge_active::bench::{AcsFwBench, PoolStorage};
 use hedge_bayes::bench::GpBench;
 use hedge_data::NDigitSplit;
 use hedge_embed::bench::{throughput, RecipeBench};
@@ -55,6 +55,12 @@ pub struct RecipeBenchArgs {
     json: bool,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+pub enum StorageArg {
+    InMemory,
+    Streamed,
+}
+
 #[derive(Args)]
 pub struct AcsFwBenchArgs {
     /// Pool sizes N.
@@ -69,7 +75,11 @@ pub struct AcsFwBenchArgs {
     /// Timed batches per case (after one untimed warm-up).
     #[arg(long, default_value_t = 20)]
     repeats: usize,
-    /// Directory for pool_N_J.npz (vectors, picks_b) and rust.json.
+    /// Where the pool lives: in memory, or streamed from an .npy file one pass per
+    /// Frank–Wolfe iteration (for pools larger than memory); each is a case of its own.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "in-memory")]
+    storage: Vec<StorageArg>,
+    /// Directory for pool_N_J.npz (vectors, picks_b), streamed pools (pool_N_J.npy) and rust.json.
     #[arg(long)]
     export: Option<std::path::PathBuf>,
     /// Replace what an earlier export wrote in --export (without it, a folder holding files is
@@ -190,7 +200,21 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
 }
 
 fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
-    let bench = AcsFwBench { pool: args.pool, projections: args.projections, batch: args.batch, repeats: args.repeats };
+    let storage = args
+        .storage
+        .iter()
+        .map(|s| match s {
+            StorageArg::InMemory => PoolStorage::InMemory,
+            StorageArg::Streamed => PoolStorage::Streamed,
+        })
+        .collect();
+    let bench = AcsFwBench {
+        pool: args.pool,
+        projections: args.projections,
+        batch: args.batch,
+        repeats: args.repeats,
+        storage,
+    };
     if let Some(dir) = &args.export {
         hedge_data::atomic::check_output_dir(dir, args.overwrite)?;
     }
@@ -199,16 +223,26 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
-    println!("| pool N | J | iterations b | iterations run | batch points | ms / batch |\n|---|---|---|---|---|---|");
+    println!("| pool N | J | storage | pool MB | iterations b | iterations run | batch points | ms / batch | RSS before MB | peak RSS MB | same picks as in memory |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mb = |bytes: u64| format!("{:.1}", bytes as f64 / 1e6);
     for r in &report.cases {
         println!(
-            "| {} | {} | {} | {} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
             r.pool,
             r.projections,
+            match r.storage {
+                PoolStorage::InMemory => "in memory",
+                PoolStorage::Streamed => "streamed",
+            },
+            mb(r.pool_bytes),
             r.iterations,
             r.iterations_run,
             r.batch_points,
-            r.seconds_per_batch * 1e3
+            r.seconds_per_batch * 1e3,
+            r.rss_before_bytes.map_or("-".to_string(), mb),
+            r.peak_rss_bytes.map_or("-".to_string(), mb),
+            r.same_picks_as_in_memory.map_or("-".to_string(), |s| s.to_string()),
         );
     }
     Ok(())

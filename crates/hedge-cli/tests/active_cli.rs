@@ -105,3 +105,23 @@ fn active_classify_on_fashion_mnist() {
     assert!(err.contains("'pool' = 70000") && err.contains("60000"), "{err}");
     assert!(!dir.path().join("bad").exists());
 }
+
+/// `hedge bench acs-fw` streams a pool from disk and picks what the in-memory path picks; the
+/// JSON carries the memory columns the results file quotes.
+#[test]
+fn acs_fw_bench_streams_the_pool_and_reports_memory() {
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["bench", "acs-fw", "--pool", "3000", "--projections", "4", "--batch", "6", "--repeats", "1"])
+        .args(["--storage", "in-memory,streamed", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: hedge_active::bench::AcsFwReport = serde_json::from_slice(&o.stdout).unwrap();
+    let [held, streamed] = &report.cases[..] else { panic!("two cases expected: {report:?}") };
+    assert_eq!(streamed.storage, hedge_active::bench::PoolStorage::Streamed);
+    assert_eq!(streamed.same_picks_as_in_memory, Some(true));
+    assert_eq!((held.batch_points, held.pool_bytes), (streamed.batch_points, 3000 * 4 * 8));
+    if cfg!(target_os = "linux") {
+        assert!(streamed.peak_rss_bytes >= streamed.rss_before_bytes && streamed.rss_before_bytes.is_some());
+    }
+}

@@ -35,7 +35,7 @@ pub use error::{DataError, FormatIssue, Result};
 pub use generator::{lock_generator, GeneratorGuard};
 pub use mnist::{Mnist, MnistSplit};
 pub use ndigit::{NDigitDataset, NDigitSplit, NDigitTable};
-pub use npy::{read_npz, write_npz, NpyArray, NpyData};
+pub use npy::{read_npz, write_npz, NpyArray, NpyData, NpyRowReader, NpyRowWriter};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};
 pub use params::{Checked, ParamGuard};

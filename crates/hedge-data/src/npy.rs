@@ -2,7 +2,7 @@
 //! `numpy.load` opens).
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::atomic::write_atomic;
 use crate::datadir::read_bytes;
@@ -92,8 +92,35 @@ impl NpyArray {
     }
 }
 
-/// Parses `.npy` bytes; the error is a sentence without the file name.
-pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, FormatIssue> {
+/// What an `.npy` header says: the element type, the shape and where the data starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpyHeader {
+    /// NumPy's type string, e.g. `<f8`.
+    pub descr: String,
+    pub shape: Vec<usize>,
+    /// Byte offset of the first element.
+    pub data_offset: usize,
+}
+
+impl NpyHeader {
+    /// Bytes per element, or an error for a type hedge does not read.
+    fn width(&self) -> std::result::Result<usize, FormatIssue> {
+        match self.descr.as_str() {
+            "|u1" | "<u1" | "u1" => Ok(1),
+            "<i4" | "<f4" => Ok(4),
+            "<i8" | "<f8" => Ok(8),
+            other => Err(FormatIssue(format!("unsupported dtype '{other}' (expected <i8, <i4, <f4, <f8 or |u1)"))),
+        }
+    }
+
+    /// Bytes of data the shape needs.
+    fn data_bytes(&self) -> std::result::Result<usize, FormatIssue> {
+        Ok(self.shape.iter().product::<usize>() * self.width()?)
+    }
+}
+
+/// Parses the header at the start of `bytes` (which may stop right after it).
+fn parse_npy_header(bytes: &[u8]) -> std::result::Result<NpyHeader, FormatIssue> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err(FormatIssue("does not start with the NumPy magic '\\x93NUMPY'".into()));
     }
@@ -114,7 +141,7 @@ pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, FormatIssue> {
     }
     let header = std::str::from_utf8(&bytes[start..end]).map_err(|_| "header is not text".to_string())?;
     let descr = dict_value(header, "descr").ok_or("header has no 'descr'")?;
-    let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"');
+    let descr = descr.trim().trim_matches(|c| c == '\'' || c == '"').to_string();
     let fortran = dict_value(header, "fortran_order").ok_or("header has no 'fortran_order'")?;
     if fortran.trim() != "False" {
         return Err(FormatIssue("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into()));
@@ -129,31 +156,176 @@ pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, FormatIssue> {
         .filter(|s| !s.is_empty())
         .map(|s| s.parse::<usize>().map_err(|_| format!("bad shape entry '{s}'")))
         .collect::<std::result::Result<_, _>>()?;
-    let count: usize = shape.iter().product();
-    let payload = &bytes[end..];
-    let width = match descr {
-        "|u1" | "<u1" | "u1" => 1,
-        "<i4" | "<f4" => 4,
-        "<i8" | "<f8" => 8,
-        other => return Err(FormatIssue(format!("unsupported dtype '{other}' (expected <i8, <i4, <f4, <f8 or |u1)"))),
-    };
-    if payload.len() != count * width {
+    Ok(NpyHeader { descr, shape, data_offset: end })
+}
+
+/// The payload's size against what the header's shape needs.
+fn check_payload(header: &NpyHeader, payload: usize) -> std::result::Result<(), FormatIssue> {
+    let needed = header.data_bytes()?;
+    if payload != needed {
         return Err(FormatIssue(format!(
-            "shape {shape:?} of '{descr}' needs {} bytes of data, found {} ({})",
-            count * width,
-            payload.len(),
-            if payload.len() < count * width { "truncated" } else { "trailing bytes" }
+            "shape {:?} of '{}' needs {needed} bytes of data, found {payload} ({})",
+            header.shape,
+            header.descr,
+            if payload < needed { "truncated" } else { "trailing bytes" }
         )));
     }
-    let chunks = payload.chunks_exact(width);
-    let data = match descr {
+    Ok(())
+}
+
+/// Parses `.npy` bytes; the error is a sentence without the file name.
+pub fn parse_npy(bytes: &[u8]) -> std::result::Result<NpyArray, FormatIssue> {
+    let header = parse_npy_header(bytes)?;
+    let payload = &bytes[header.data_offset..];
+    check_payload(&header, payload.len())?;
+    let chunks = payload.chunks_exact(header.width()?);
+    let data = match header.descr.as_str() {
         "<i4" => NpyData::I32(chunks.map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()),
         "<i8" => NpyData::I64(chunks.map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()),
         "<f4" => NpyData::F32(chunks.map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()),
         "<f8" => NpyData::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()),
         _ => NpyData::U8(payload.to_vec()),
     };
-    Ok(NpyArray { shape, data })
+    Ok(NpyArray { shape: header.shape, data })
+}
+
+/// A 2-D little-endian f64 `.npy` file read in blocks of rows, never whole: for matrices larger
+/// than memory (an active-learning pool of 10⁶ projected vectors, say). Each pass re-reads the
+/// file from its first row.
+pub struct NpyRowReader {
+    path: PathBuf,
+    file: std::fs::File,
+    header: NpyHeader,
+    /// One block's bytes and values, kept between passes (a fresh allocation per pass costs
+    /// page faults comparable to the read itself).
+    bytes: Vec<u8>,
+    values: Vec<f64>,
+}
+
+impl NpyRowReader {
+    /// Opens `path` and checks its header and length (a truncated file is refused here, not
+    /// half-way through a pass).
+    ///
+    /// # Errors
+    /// [`DataError::Format`] naming the file when it is not a 2-D `<f8` C-ordered array of the
+    /// length its header states; [`DataError::Io`] when it cannot be read.
+    pub fn open(path: &Path) -> Result<Self> {
+        let bad = |what: String| DataError::format(path, "npy", what);
+        let mut file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+        let length = file.metadata().map_err(|e| DataError::io(path, e))?.len() as usize;
+        // The header is at most a few kilobytes; read until it parses or the file ends.
+        let mut head = vec![0u8; length.min(1 << 16)];
+        file.read_exact(&mut head).map_err(|e| DataError::io(path, e))?;
+        let header = parse_npy_header(&head).map_err(|e| bad(e.0))?;
+        if header.descr != "<f8" || header.shape.len() != 2 {
+            return Err(bad(format!(
+                "expected a 2-D float64 array ('<f8', shape (rows, columns)), found '{}' of shape {:?}; \
+                 save it with np.save(path, np.asarray(x, dtype='<f8'))",
+                header.descr, header.shape
+            )));
+        }
+        check_payload(&header, length - header.data_offset).map_err(|e| bad(e.0))?;
+        Ok(Self { path: path.to_path_buf(), file, header, bytes: Vec::new(), values: Vec::new() })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.header.shape[0]
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.header.shape[1]
+    }
+
+    /// The file being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// One pass over the file: calls `visit(first_row, values)` for consecutive blocks of at
+    /// most `block_rows` rows, `values` row-major (`rows × cols`). Memory: one block.
+    pub fn for_each_block<E: From<DataError>>(
+        &mut self,
+        block_rows: usize,
+        mut visit: impl FnMut(usize, &[f64]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        use std::io::Seek;
+        let (rows, cols) = (self.rows(), self.cols());
+        let block_rows = block_rows.max(1);
+        self.file
+            .seek(std::io::SeekFrom::Start(self.header.data_offset as u64))
+            .map_err(|e| DataError::io(&self.path, e))?;
+        let block_rows = block_rows.min(rows);
+        self.bytes.resize(block_rows * cols * 8, 0);
+        self.values.resize(block_rows * cols, 0.0);
+        let mut first = 0;
+        while first < rows {
+            let count = block_rows.min(rows - first);
+            let bytes = &mut self.bytes[..count * cols * 8];
+            self.file.read_exact(bytes).map_err(|e| DataError::io(&self.path, e))?;
+            let values = &mut self.values[..count * cols];
+            for (v, b) in values.iter_mut().zip(bytes.chunks_exact(8)) {
+                *v = f64::from_le_bytes(b.try_into().expect("8-byte chunks"));
+            }
+            visit(first, values)?;
+            first += count;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a 2-D little-endian f64 `.npy` file row block by row block (for matrices larger than
+/// memory), to a temporary sibling that [`NpyRowWriter::finish`] renames onto the path.
+pub struct NpyRowWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    rows: usize,
+    cols: usize,
+    written: usize,
+}
+
+impl NpyRowWriter {
+    /// Starts `path` for a `rows × cols` array.
+    pub fn create(path: &Path, rows: usize, cols: usize) -> Result<Self> {
+        if cols == 0 {
+            return Err(DataError::invalid("cols", 0, "a row needs at least one value"));
+        }
+        let tmp = crate::atomic::temp_sibling(path);
+        let file = std::fs::File::create(&tmp).map_err(|e| DataError::write(path, e))?;
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+        let empty = NpyArray { shape: vec![rows, cols], data: NpyData::F64(Vec::new()) };
+        file.write_all(&empty.to_npy_bytes()).map_err(|e| DataError::write(path, e))?;
+        Ok(Self { path: path.to_path_buf(), tmp, file, rows, cols, written: 0 })
+    }
+
+    /// Appends whole rows (`values.len()` a multiple of the column count).
+    pub fn write_rows(&mut self, values: &[f64]) -> Result<()> {
+        if !values.len().is_multiple_of(self.cols) || self.written + values.len() / self.cols > self.rows {
+            return Err(DataError::invalid(
+                "rows",
+                values.len(),
+                format!("expected whole rows of {} values, at most {} rows in all", self.cols, self.rows),
+            ));
+        }
+        for v in values {
+            self.file.write_all(&v.to_le_bytes()).map_err(|e| DataError::write(&self.path, e))?;
+        }
+        self.written += values.len() / self.cols;
+        Ok(())
+    }
+
+    /// Flushes and renames the file into place once every row is written.
+    pub fn finish(self) -> Result<()> {
+        if self.written != self.rows {
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(DataError::invalid("rows", self.written, format!("the header promised {} rows", self.rows)));
+        }
+        let file = self.file.into_inner().map_err(|e| DataError::write(&self.path, e.into_error()))?;
+        file.sync_all().map_err(|e| DataError::write(&self.path, e))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| DataError::write(&self.path, e))
+    }
 }
 
 /// The text after `'key':` in a Python dict literal, up to the next top-level comma.
@@ -263,6 +435,58 @@ mod tests {
         assert!(parse_npy(b"PK\x03\x04 not numpy").unwrap_err().0.contains("magic"));
         let f = NpyArray::new(vec![1], NpyData::F32(vec![1.0]));
         assert!(f.as_i64().unwrap_err().0.contains("'<f4'"));
+    }
+
+    /// Blocks of any size see the rows the whole-file parser sees, in order; the file is
+    /// written through a temporary sibling and only appears once finished.
+    #[test]
+    fn row_blocks_stream_what_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pool.npy");
+        let values: Vec<f64> = (0..7 * 3).map(|v| v as f64 * 0.5 - 3.0).collect();
+        let mut writer = NpyRowWriter::create(&path, 7, 3).unwrap();
+        writer.write_rows(&values[..6]).unwrap();
+        assert!(!path.exists(), "the file appears only when finished");
+        assert!(writer.write_rows(&values[..4]).is_err(), "4 values are not whole rows of 3");
+        writer.write_rows(&values[6..]).unwrap();
+        writer.finish().unwrap();
+        let whole = parse_npy(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(whole, NpyArray::new(vec![7, 3], NpyData::F64(values.clone())));
+        let mut reader = NpyRowReader::open(&path).unwrap();
+        assert_eq!((reader.rows(), reader.cols()), (7, 3));
+        for block in [1, 3, 7, 100] {
+            let mut seen = Vec::new();
+            let mut firsts = Vec::new();
+            reader
+                .for_each_block(block, |first, rows| {
+                    firsts.push(first);
+                    seen.extend_from_slice(rows);
+                    Ok::<(), DataError>(())
+                })
+                .unwrap();
+            assert_eq!(seen, values, "block {block}");
+            assert_eq!(firsts, (0..7).step_by(block).collect::<Vec<_>>());
+        }
+        let unfinished = NpyRowWriter::create(&dir.path().join("short.npy"), 7, 3).unwrap();
+        assert!(unfinished.finish().unwrap_err().to_string().contains("promised 7 rows"));
+        assert!(!dir.path().join("short.npy").exists());
+    }
+
+    #[test]
+    fn row_reader_refuses_truncated_files_and_other_types_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let cut = dir.path().join("cut.npy");
+        let bytes = NpyArray::new(vec![4, 2], NpyData::F64(vec![1.0; 8])).to_npy_bytes();
+        std::fs::write(&cut, &bytes[..bytes.len() - 8]).unwrap();
+        let msg = NpyRowReader::open(&cut).err().unwrap().to_string();
+        assert!(msg.contains("cut.npy") && msg.contains("truncated"), "{msg}");
+        let ints = dir.path().join("ints.npy");
+        std::fs::write(&ints, NpyArray::new(vec![2, 2], NpyData::I64(vec![1; 4])).to_npy_bytes()).unwrap();
+        let msg = NpyRowReader::open(&ints).err().unwrap().to_string();
+        assert!(msg.contains("ints.npy") && msg.contains("'<i8'") && msg.contains("float64"), "{msg}");
+        let flat = dir.path().join("flat.npy");
+        std::fs::write(&flat, NpyArray::new(vec![3], NpyData::F64(vec![1.0; 3])).to_npy_bytes()).unwrap();
+        assert!(NpyRowReader::open(&flat).err().unwrap().to_string().contains("shape [3]"));
     }
 
     #[test]
