@@ -190,6 +190,12 @@ pub struct RunFinished {
 
 impl RegressionExperiment {
     pub const PROTOCOL: &'static str = "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale";
+
+    /// [`Self::PROTOCOL`] with the split `loop_config` uses.
+    pub fn protocol_for(loop_config: &LoopConfig) -> String {
+        let test = (loop_config.test_fraction * 100.0).round();
+        Self::PROTOCOL.replacen("80/20", &format!("{}/{}", 100.0 - test, test), 1)
+    }
 }
 
 impl Experiment for RegressionExperiment {
@@ -649,6 +655,13 @@ fn classification_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_protocol_names_the_split() {
+        assert_eq!(RegressionExperiment::protocol_for(&LoopConfig::default()), RegressionExperiment::PROTOCOL);
+        let tenth = LoopConfig { test_fraction: 0.1, ..LoopConfig::default() };
+        assert!(RegressionExperiment::protocol_for(&tenth).starts_with("per seed: 90/10 pool/test split"));
+    }
 
     /// Every committed summary reads back into the typed structs and writes out unchanged.
     #[test]

@@ -1,5 +1,5 @@
 //! The pool-based active-learning loop for regression with NeuralLinear, following the paper's
-//! protocol: per seed an 80/20 pool/test split, inputs standardised on pool statistics, targets
+//! protocol: per seed an 80/20 pool/test split (another with [`LoopConfig::test_fraction`]), inputs standardised on pool statistics, targets
 //! on the initial labelled set, `init` random labels, then batches of `batch` until `budget`
 //! labels; RMSE and test log-likelihood on the original target scale after every round.
 
@@ -55,7 +55,22 @@ pub struct LoopConfig {
     /// per Frank–Wolfe step) instead of the closed-form N × N inner products.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub projections: Option<usize>,
+    /// Share of each seed's shuffled points held out as the test set (the paper: 0.2); the rest
+    /// is the pool.
+    #[serde(default = "paper_test_fraction", skip_serializing_if = "is_paper_test_fraction")]
+    pub test_fraction: f64,
     pub model: NeuralLinearConfig,
+}
+
+/// The paper's 80/20 pool/test split.
+pub const PAPER_TEST_FRACTION: f64 = 0.2;
+
+fn paper_test_fraction() -> f64 {
+    PAPER_TEST_FRACTION
+}
+
+fn is_paper_test_fraction(f: &f64) -> bool {
+    *f == PAPER_TEST_FRACTION
 }
 
 impl Default for LoopConfig {
@@ -66,6 +81,7 @@ impl Default for LoopConfig {
             budget: 100,
             distinct: false,
             projections: None,
+            test_fraction: PAPER_TEST_FRACTION,
             model: NeuralLinearConfig::default(),
         }
     }
@@ -103,10 +119,27 @@ impl LoopConfig {
                 "ACS-FW needs at least one projection (or none, for the closed form)",
             ));
         }
+        if !(self.test_fraction > 0.0 && self.test_fraction < 1.0) {
+            return Err(invalid(
+                "test_fraction",
+                self.test_fraction,
+                "must lie strictly between 0 and 1 (the paper: 0.2)",
+            ));
+        }
         if self.budget > pool {
             return Err(invalid("budget", self.budget, format!("the pool has only {pool} points")));
         }
         self.model.check_ref()
+    }
+
+    /// Test points out of `n`: ⌊n · test_fraction⌋ (n / 5 exactly for the paper's 0.2; the small
+    /// margin keeps products like 15 × 0.2 = 3.0000000000000004 or 2.9999… on the intended side).
+    pub fn test_len(&self, n: usize) -> usize {
+        if self.test_fraction == PAPER_TEST_FRACTION {
+            n / 5
+        } else {
+            ((n as f64 * self.test_fraction) + 1e-9).floor() as usize
+        }
     }
 
     /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.
@@ -138,7 +171,7 @@ impl LoopConfig {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        let test_len = n / 5;
+        let test_len = self.test_len(n);
         let (test, pool) = order.split_at(test_len);
         self.check(pool.len())?;
         let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), pool);
@@ -284,6 +317,26 @@ pub fn student_t_log_density(y: f64, m: f64, scale_squared: f64, dof: f64) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The paper's split stays n / 5 for every size (old runs resume unchanged); another
+    /// fraction holds out ⌊n·f⌋ points; fractions outside (0, 1) are refused by name; configs
+    /// written before the field existed read as the paper's split.
+    #[test]
+    fn test_fraction_sets_the_held_out_share() {
+        let paper = LoopConfig::default();
+        assert!((0..100_000).all(|n| paper.test_len(n) == n / 5));
+        let tenth = LoopConfig { test_fraction: 0.1, ..LoopConfig::default() };
+        assert_eq!([tenth.test_len(45_730), tenth.test_len(30), tenth.test_len(9)], [4_573, 3, 0]);
+        for bad in [0.0, 1.0, -0.1, f64::NAN] {
+            let config = LoopConfig { test_fraction: bad, ..LoopConfig::default() };
+            assert!(config.check(1000).unwrap_err().to_string().contains("test_fraction"), "{bad}");
+        }
+        let mut json = serde_json::to_value(&paper).unwrap();
+        assert!(json.get("test_fraction").is_none(), "the paper's split is not written");
+        json.as_object_mut().unwrap().remove("test_fraction");
+        assert_eq!(serde_json::from_value::<LoopConfig>(json).unwrap().test_fraction, 0.2);
+        assert_eq!(serde_json::to_value(&tenth).unwrap()["test_fraction"], 0.1);
+    }
 
     #[test]
     fn student_t_density_matches_scipy() {

@@ -142,6 +142,9 @@ pub struct RunArgs {
     /// ACS-FW: force `batch` distinct points per round (the paper allows re-picks).
     #[arg(long)]
     distinct: bool,
+    /// Share of each seed's points held out for testing (the paper: 0.2); the rest is the pool.
+    #[arg(long, default_value_t = hedge_active::regression_loop::PAPER_TEST_FRACTION)]
+    test_fraction: f64,
     /// ACS-FW on J random projections of the posterior (O(pool·J) per step; for large pools)
     /// instead of the closed-form pool × pool inner products.
     #[arg(long)]
@@ -208,6 +211,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             budget: args.budget,
             distinct: args.distinct,
             projections: args.projections,
+            test_fraction: args.test_fraction,
             ..Default::default()
         };
         let dataset = args.dataset.clone().expect("clap requires --dataset without --resume");
@@ -222,12 +226,13 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             weight_decay: args.weight_decay.unwrap_or(model.weight_decay),
             ..model
         };
+        let protocol = RegressionExperiment::protocol_for(&loop_config);
         let experiment = RegressionExperiment {
             command: crate::command_line(),
             dataset,
             methods: args.method.iter().map(|&m| m.into()).collect(),
             loop_config,
-            protocol: RegressionExperiment::PROTOCOL.into(),
+            protocol,
             seeds: args.seeds,
         };
         let data = experiment.load(&data_dir)?;
