@@ -331,11 +331,11 @@ mod tests {
             let config = LoopConfig { test_fraction: bad, ..LoopConfig::default() };
             assert!(config.check(1000).unwrap_err().to_string().contains("test_fraction"), "{bad}");
         }
-        let mut json = serde_json::to_value(&paper).unwrap();
+        let mut json = serde_json::to_value(paper).unwrap();
         assert!(json.get("test_fraction").is_none(), "the paper's split is not written");
         json.as_object_mut().unwrap().remove("test_fraction");
         assert_eq!(serde_json::from_value::<LoopConfig>(json).unwrap().test_fraction, 0.2);
-        assert_eq!(serde_json::to_value(&tenth).unwrap()["test_fraction"], 0.1);
+        assert_eq!(serde_json::to_value(tenth).unwrap()["test_fraction"], 0.1);
     }
 
     #[test]
