@@ -7,7 +7,8 @@ fn active_run_writes_summary_rounds_and_plot() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("yacht");
     let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "2", "--steps", "100", "--budget", "40"])
+        .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "2", "--recipe", "mse", "--steps", "100"])
+        .args(["--budget", "40"])
         .args(["--out", out.to_str().unwrap()])
         .output()
         .unwrap();
