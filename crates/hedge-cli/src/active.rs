@@ -169,6 +169,10 @@ pub struct RunArgs {
     /// mse 1e-4; paper 1.0, on power-plant 3.0].
     #[arg(long)]
     weight_decay: Option<f64>,
+    /// The last layer's inverse-gamma prior scale b₀ on the noise variance [default: 1; paper
+    /// recipe on power-plant 3].
+    #[arg(long)]
+    b0: Option<f64>,
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
@@ -225,6 +229,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             epochs: args.epochs,
             learning_rate: args.lr.unwrap_or(model.learning_rate),
             weight_decay: args.weight_decay.unwrap_or(model.weight_decay),
+            nig: model.nig.with_prior(model.nig.a0, args.b0.unwrap_or(model.nig.b0)),
             ..model
         };
         let protocol = RegressionExperiment::protocol_for(&loop_config);
