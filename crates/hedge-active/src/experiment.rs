@@ -189,12 +189,16 @@ pub struct RunFinished {
 }
 
 impl RegressionExperiment {
+    /// The protocol with the paper's split ([`Self::protocol_for`] the default loop).
     pub const PROTOCOL: &'static str = "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale";
 
-    /// [`Self::PROTOCOL`] with the split `loop_config` uses.
+    /// The protocol with the pool/test split `loop_config` uses.
     pub fn protocol_for(loop_config: &LoopConfig) -> String {
         let test = (loop_config.test_fraction * 100.0).round();
-        Self::PROTOCOL.replacen("80/20", &format!("{}/{}", 100.0 - test, test), 1)
+        format!(
+            "per seed: {}/{test} pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale",
+            100.0 - test
+        )
     }
 }
 

@@ -132,14 +132,10 @@ impl LoopConfig {
         self.model.check_ref()
     }
 
-    /// Test points out of `n`: ⌊n · test_fraction⌋ (n / 5 exactly for the paper's 0.2; the small
-    /// margin keeps products like 15 × 0.2 = 3.0000000000000004 or 2.9999… on the intended side).
+    /// Test points out of `n`: ⌊n · test_fraction⌋, n / 5 for the paper's 0.2 (the small margin
+    /// keeps a product like 15 × 0.2, which may round to just below 3, on the intended side).
     pub fn test_len(&self, n: usize) -> usize {
-        if self.test_fraction == PAPER_TEST_FRACTION {
-            n / 5
-        } else {
-            ((n as f64 * self.test_fraction) + 1e-9).floor() as usize
-        }
+        ((n as f64 * self.test_fraction) + 1e-9).floor() as usize
     }
 
     /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.
