@@ -92,6 +92,11 @@ impl NpyArray {
     }
 }
 
+/// The largest `.npz` member (in bytes) hedge reads: a larger declared or inflated size is
+/// refused before it is allocated. N-digit MNIST's tables are kilobytes; a matrix past this
+/// size belongs in an `.npy` file read with [`NpyRowReader`].
+pub const MAX_ARRAY_BYTES: usize = 16 << 30;
+
 /// What an `.npy` header says: the element type, the shape and where the data starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NpyHeader {
@@ -113,9 +118,16 @@ impl NpyHeader {
         }
     }
 
-    /// Bytes of data the shape needs.
+    /// Bytes of data the shape needs, with checked arithmetic: a crafted header's
+    /// (1, 2^61, 2) must be refused, not wrap around to 0 bytes.
     fn data_bytes(&self) -> std::result::Result<usize, FormatIssue> {
-        Ok(self.shape.iter().product::<usize>() * self.width()?)
+        let width = self.width()?;
+        self.shape.iter().try_fold(width, |bytes, &d| bytes.checked_mul(d)).ok_or_else(|| {
+            FormatIssue(format!(
+                "shape {:?} of '{}' has more bytes than this machine can address; the header is damaged",
+                self.shape, self.descr
+            ))
+        })
     }
 }
 
@@ -358,10 +370,34 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, NpyArray)>> {
         let mut member =
             archive.by_index(i).map_err(|e| DataError::format(path, "npz (zip)", format!("member {i}: {e}")))?;
         let name = member.name().trim_end_matches(".npy").to_string();
-        let mut buf = Vec::with_capacity(member.size() as usize);
-        member
+        // The declared size is the archive's word, not a fact: it is checked against the limit
+        // before anything is allocated, the buffer grows with what is actually read, and the
+        // read stops one byte past the limit (a member that inflates past it is refused too).
+        let declared = member.size();
+        let header_slack = 1 << 16;
+        let limit = (MAX_ARRAY_BYTES + header_slack) as u64;
+        let too_large = |size: String| {
+            DataError::format(
+                path,
+                "npz (zip)",
+                format!(
+                    "member '{name}' holds {size} bytes, over hedge's limit of {} GiB for one array; \
+                     the archive is damaged or the array is too large to load whole",
+                    MAX_ARRAY_BYTES >> 30
+                ),
+            )
+        };
+        if declared > limit {
+            return Err(too_large(declared.to_string()));
+        }
+        let mut buf = Vec::with_capacity((declared as usize).min(1 << 26));
+        (&mut member)
+            .take(limit + 1)
             .read_to_end(&mut buf)
             .map_err(|e| DataError::format(path, "npz (zip)", format!("member '{name}': {e}")))?;
+        if buf.len() as u64 > limit {
+            return Err(too_large(format!("more than {limit}")));
+        }
         let array =
             parse_npy(&buf).map_err(|what| DataError::format(path, "npy", format!("array '{name}': {what}")))?;
         out.push((name, array));
@@ -504,5 +540,64 @@ mod tests {
         std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
         let msg = read_npz(&cut).unwrap_err().to_string();
         assert!(msg.contains("cut.npz"), "{msg}");
+    }
+
+    /// An `.npy` header whose shape wraps around: (1, 2^61, 2) of 8-byte floats is 2^65 bytes,
+    /// which wrapping arithmetic makes 0 (and an empty payload then "matches"). Before the fix
+    /// the array parsed with no data and the N-digit loader panicked indexing it.
+    #[test]
+    fn a_shape_whose_size_overflows_is_refused() {
+        let header_only = |shape: &str| {
+            let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': {shape}, }}");
+            header.push_str(&" ".repeat((64 - (10 + header.len() + 1) % 64) % 64));
+            header.push('\n');
+            let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+            bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+            bytes.extend_from_slice(header.as_bytes());
+            bytes
+        };
+        let bytes = header_only(&format!("(1, {}, 2)", 1u64 << 61));
+        let msg = parse_npy(&bytes).unwrap_err().0;
+        assert!(msg.contains("more bytes than this machine can address"), "{msg}");
+
+        let bytes = header_only(&format!("({}, 2)", 1u64 << 61));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wrap.npy");
+        std::fs::write(&path, &bytes).unwrap();
+        let msg = NpyRowReader::open(&path).err().unwrap().to_string();
+        assert!(msg.contains("wrap.npy") && msg.contains("damaged"), "{msg}");
+    }
+
+    /// A zip64 archive whose central directory claims a member of 2^62 bytes: before the fix
+    /// `Vec::with_capacity` trusted the claim and the process aborted on allocation.
+    #[test]
+    fn an_npz_member_claiming_an_absurd_size_is_refused_before_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.npz");
+        write_npz(&path, &[("x", NpyArray::new(vec![2], NpyData::F64(vec![1.0, 2.0])))]).unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Central directory header (PK\x01\x02): name length at +28, extra length at +30, the
+        // name at +46, then the extra fields; the zip64 field (id 0x0001) starts with the
+        // 8-byte uncompressed size.
+        let cd = bytes.windows(4).position(|w| w == b"PK\x01\x02").expect("central directory");
+        let name_len = u16::from_le_bytes([bytes[cd + 28], bytes[cd + 29]]) as usize;
+        let extra_len = u16::from_le_bytes([bytes[cd + 30], bytes[cd + 31]]) as usize;
+        let mut at = cd + 46 + name_len;
+        let end = at + extra_len;
+        let mut patched = false;
+        while at + 4 <= end {
+            let id = u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+            let len = u16::from_le_bytes([bytes[at + 2], bytes[at + 3]]) as usize;
+            if id == 1 {
+                bytes[at + 4..at + 12].copy_from_slice(&(1u64 << 62).to_le_bytes());
+                patched = true;
+                break;
+            }
+            at += 4 + len;
+        }
+        assert!(patched, "the writer's zip64 field was not found");
+        std::fs::write(&path, &bytes).unwrap();
+        let msg = read_npz(&path).unwrap_err().to_string();
+        assert!(msg.contains("huge.npz") && msg.contains("GiB"), "{msg}");
     }
 }
