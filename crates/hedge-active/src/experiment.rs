@@ -218,7 +218,7 @@ impl Experiment for RegressionExperiment {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
-        self.loop_config.check(data.rows() - data.rows() / 5)
+        self.loop_config.check_split(data.rows()).map(|_| ())
     }
 
     fn continue_in(
@@ -659,6 +659,38 @@ fn classification_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17: `--seeds 0` wrote NaN tables with exit code 0, and a test fraction that holds
+    /// out no point gave a null RMSE; both are refused before anything runs.
+    #[test]
+    fn experiments_that_could_only_report_nothing_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = UciDataset::folder(dir.path(), "toy");
+        std::fs::create_dir_all(&folder).unwrap();
+        let rows: String = (0..30).map(|i| format!("{i} {} {}\n", (i * i) % 7, i as f64 * 0.5)).collect();
+        for (name, text) in [
+            ("data.txt", rows.as_str()),
+            ("index_features.txt", "0\n1\n"),
+            ("index_target.txt", "2\n"),
+            ("n_splits.txt", "1\n"),
+        ] {
+            std::fs::write(folder.join(name), text).unwrap();
+        }
+        let data = UciDataset::load(dir.path(), "toy").unwrap();
+        let experiment = |seeds: u64, test_fraction: f64| RegressionExperiment {
+            command: String::new(),
+            dataset: "uci/toy".into(),
+            methods: vec![Method::Random],
+            loop_config: LoopConfig { init: 5, batch: 5, budget: 10, test_fraction, ..LoopConfig::default() },
+            protocol: String::new(),
+            seeds,
+        };
+        experiment(1, 0.2).check(&data).unwrap();
+        let msg = experiment(0, 0.2).check(&data).unwrap_err().to_string();
+        assert!(msg.contains("seeds"), "{msg}");
+        let msg = experiment(1, 0.01).check(&data).unwrap_err().to_string();
+        assert!(msg.contains("test_fraction") && msg.contains("no test point of 30"), "{msg}");
+    }
 
     #[test]
     fn the_protocol_names_the_split() {

@@ -138,6 +138,21 @@ impl LoopConfig {
         ((n as f64 * self.test_fraction) + 1e-9).floor() as usize
     }
 
+    /// Test and pool sizes of a set of `n` points, checked: at least one test point (an empty
+    /// test set has no RMSE), and a pool the loop's budget fits in.
+    pub fn check_split(&self, n: usize) -> Result<(usize, usize)> {
+        let test = self.test_len(n);
+        if test == 0 {
+            return Err(invalid(
+                "test_fraction",
+                self.test_fraction,
+                format!("holds out no test point of {n}: use at least {:.4} (the paper: 0.2)", 1.0 / n as f64),
+            ));
+        }
+        self.check(n - test)?;
+        Ok((test, n - test))
+    }
+
     /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.
     pub fn run(&self, x: &Mat<f64>, y: &[f64], method: Method, seed: u64) -> Result<Vec<RoundMetrics>> {
         self.run_from(x, y, method, seed, None, |_, _| Ok(()))
@@ -167,9 +182,8 @@ impl LoopConfig {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        let test_len = self.test_len(n);
+        let (test_len, _) = self.check_split(n)?;
         let (test, pool) = order.split_at(test_len);
-        self.check(pool.len())?;
         let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), pool);
         let model = RegressionPool {
             config: self,

@@ -92,7 +92,21 @@ impl SparseGpConfig {
     ) -> Result<FittedSparseGp> {
         self.check_ref()?;
         linalg::check_rows(x, y.len(), "sparse GP inputs vs targets")?;
-        let m = self.inducing.min(x.nrows());
+        // Clamping would fit a model with fewer pseudo-inputs than its name says ("fitc-5000"
+        // on 277 rows used 277).
+        let m = self.inducing;
+        if m > x.nrows() {
+            return Err(BayesError::InvalidConfig {
+                field: "inducing",
+                value: m.to_string(),
+                reason: format!(
+                    "{m} pseudo-inputs for {} training rows: a sparse GP needs at most as many pseudo-inputs as rows \
+                     (with {} or fewer rows the exact GP is affordable)",
+                    x.nrows(),
+                    x.nrows()
+                ),
+            });
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.gp.seed);
         let mut rows = sample(&mut rng, x.nrows(), m).into_vec();
         rows.sort_unstable();

@@ -154,3 +154,14 @@ fn sparse_restarts_run_and_the_best_start_wins() {
     let standardised = multi.objective() + 60.0 * multi.scaler.scale.ln();
     assert!((standardised - best).abs() < 1e-6 * best.abs().max(1.0), "{standardised} vs {best}");
 }
+
+/// Issue 17: `bayes gp --sparse 5000` on 277 rows silently fitted 277 pseudo-inputs and
+/// labelled the model "fitc-5000". More pseudo-inputs than rows is now refused, naming both.
+#[test]
+fn more_pseudo_inputs_than_rows_is_refused() {
+    let (x, y) = data(40);
+    let msg = SparseGpConfig::default().with_inducing(41).fit(x.as_ref(), &y).err().unwrap().to_string();
+    assert!(msg.contains("inducing") && msg.contains("41 pseudo-inputs for 40 training rows"), "{msg}");
+    let fitted = SparseGpConfig::default().with_inducing(40).fit(x.as_ref(), &y).unwrap();
+    assert!(fitted.predict(x.as_ref()).unwrap().mean.iter().all(|m| m.is_finite()));
+}

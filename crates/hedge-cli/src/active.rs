@@ -270,7 +270,7 @@ fn report(args: ReportArgs) -> Result<()> {
 }
 
 fn classify(args: ClassifyArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let data_dir = hedge_data::data_dir()?;
     let bar = crate::runlog::runs_bar(0, "runs");
     let out = if let Some(dir) = &args.resume {

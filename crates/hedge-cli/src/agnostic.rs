@@ -154,7 +154,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
 }
 
 fn sweep(args: SweepArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let data_dir = hedge_data::data_dir()?;
     let bar = crate::runlog::runs_bar(0, "networks");
     let progress = |done: NetworkFinished| {
@@ -224,7 +224,7 @@ fn report(args: ReportArgs) -> Result<()> {
 }
 
 fn exp1(args: Exp1Args) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let config = Exp1Config {
         command: crate::command_line(),
         context_test: Exp1Config::CONTEXT_TEST.into(),

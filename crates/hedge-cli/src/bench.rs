@@ -148,7 +148,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::AcsFw(a) => return bench_acs_fw(a),
         BenchCommand::Recipe(a) => return bench_recipe(a),
     };
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let precision = hedge_embed::ConvPrecision::from(args.precision).resolve(device);
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
@@ -249,7 +249,7 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
 }
 
 fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
     let recipe: HibConfig = toml::from_str(&text)

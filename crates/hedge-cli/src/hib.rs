@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
 use hedge_data::ParamGuard;
-use hedge_embed::experiment::{load_split, read_plan, TrainPlan};
+use hedge_embed::experiment::{load_split, prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
@@ -292,9 +292,10 @@ pub struct TrainArgs {
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Keep a copy of the model every N steps in RUN_DIR/checkpoints/ (0: none).
-    #[arg(long, default_value_t = 0)]
-    keep_every: usize,
+    /// Keep a copy of the model every N steps in RUN_DIR/checkpoints/ (0: none) [default: 0;
+    /// with --resume: as the run began, saved in its plan.json].
+    #[arg(long)]
+    keep_every: Option<usize>,
     /// Skip the closing verification check on test_unseen.
     #[arg(long)]
     no_eval: bool,
@@ -331,7 +332,7 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
         HibCommand::Curve(args) => {
-            crate::set_threads(args.threads);
+            crate::set_threads(args.threads)?;
             let run = RunDir::open(&args.run)?;
             curve(&run, args.repeats, args.split.into(), parse_device(&args.device)?, &crate::command_line())?;
             Ok(())
@@ -482,27 +483,18 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
         budget_minutes: args.budget_minutes,
         watch_every: args.watch_every,
         watch_splits,
-        keep_every: args.keep_every,
+        keep_every: args.keep_every.unwrap_or(0),
         ..Default::default()
     })
 }
 
 fn train(args: TrainArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let (run, config, resuming, plan, train_set) = match &args.resume {
         Some(path) => {
             let run = RunDir::open_to_resume(path)?;
-            let mut rc = run.read_config()?;
-            let mut plan = read_plan(&run)?;
-            plan.keep_every = args.keep_every;
-            if let Some(steps) = args.steps {
-                rc.hib.steps = steps;
-                rc.hib.check_ref()?;
-                run.write_config(&rc)?;
-                // An explicit new total replaces the budget the run was started with.
-                plan.budget_minutes = None;
-            }
+            let (rc, plan) = prepare_resume(&run, args.steps, args.keep_every)?;
             let train_set = load_split(rc.hib.digits, NDigitSplit::Train)?;
             (run, rc.hib, true, plan, train_set)
         }
@@ -527,7 +519,7 @@ fn train(args: TrainArgs) -> Result<()> {
 }
 
 fn embed(args: EmbedArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
     let split = NDigitSplit::parse(&args.split)?;
@@ -561,7 +553,7 @@ fn check_output_path(path: &Path, overwrite: bool) -> Result<()> {
 }
 
 fn eval(args: EvalArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
     let estimator = match args.match_estimator {

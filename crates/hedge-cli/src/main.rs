@@ -67,11 +67,26 @@ fn main() {
     }
 }
 
+/// The most libtorch threads `--threads` may ask for: past a few per core they only contend,
+/// and 100,000 overflowed the stack inside libtorch's thread pool.
+pub(crate) const MAX_THREADS: usize = 256;
+
 /// Applies `--threads` (0 keeps libtorch's default: one per physical core).
-pub(crate) fn set_threads(threads: usize) {
+///
+/// # Errors
+/// More than [`MAX_THREADS`], refused before libtorch sees it.
+pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
+    if threads > MAX_THREADS {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        anyhow::bail!(
+            "--threads {threads} is over the limit of {MAX_THREADS} (this machine has {cores} cores; \
+             more threads than cores only contend): use --threads {cores} or 0 for libtorch's default"
+        );
+    }
     if threads > 0 {
         tch::set_num_threads(threads as i32);
     }
+    Ok(())
 }
 
 /// The command as a user would type it from the repository root, recorded in every artefact:

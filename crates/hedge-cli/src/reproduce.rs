@@ -123,7 +123,7 @@ impl ReproduceArgs {
 }
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
-    crate::set_threads(args.threads);
+    crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let config = args.config()?;
     let summary = reproduce(&config, device)?;

@@ -88,11 +88,13 @@ fn parse(path: &Path) -> Result<Vec<Row>> {
             continue;
         }
         for &c in &CONTINUOUS {
-            if cells[c].parse::<f64>().is_err() {
+            // Rust parses "nan" and "inf" as numbers; they would surface only as a diverged
+            // training run far from the line that caused it.
+            if !cells[c].parse::<f64>().is_ok_and(f64::is_finite) {
                 return Err(DataError::format(
                     path,
                     "Adult CSV",
-                    format!("line {}, column '{}': '{}' is not a number", i + 1, COLUMNS[c], cells[c]),
+                    format!("line {}, column '{}': '{}' is not a finite number", i + 1, COLUMNS[c], cells[c]),
                 ));
             }
         }
@@ -192,6 +194,12 @@ mod tests {
         std::fs::write(dir.path().join("adult.data"), good.replace("77516", "many")).unwrap();
         let e = Adult::load(dir.path()).unwrap_err().to_string();
         assert!(e.contains("fnlwgt") && e.contains("'many'"), "{e}");
+        // NaN and infinity parse as f64; they used to reach training and read as divergence.
+        for bad in ["nan", "inf", "-inf", "NaN"] {
+            std::fs::write(dir.path().join("adult.data"), format!("{good}{}", good.replace("2174", bad))).unwrap();
+            let e = Adult::load(dir.path()).unwrap_err().to_string();
+            assert!(e.contains("adult.data") && e.contains("line 2") && e.contains("capital-gain"), "{e}");
+        }
         std::fs::write(dir.path().join("adult.data"), good).unwrap();
         std::fs::remove_file(dir.path().join("adult.test")).unwrap();
         assert!(Adult::load(dir.path()).unwrap_err().to_string().contains("adult.test"));

@@ -415,10 +415,10 @@ pub fn write_npz(path: &Path, arrays: &[(&str, NpyArray)]) -> Result<()> {
             .large_file(true);
         for (name, array) in arrays {
             zip.start_file(format!("{name}.npy"), options)
-                .map_err(|e| DataError::io(path, std::io::Error::other(e)))?;
-            zip.write_all(&array.to_npy_bytes()).map_err(|e| DataError::io(path, e))?;
+                .map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
+            zip.write_all(&array.to_npy_bytes()).map_err(|e| DataError::write(path, e))?;
         }
-        zip.finish().map_err(|e| DataError::io(path, std::io::Error::other(e)))?;
+        zip.finish().map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
     }
     write_atomic(path, &cursor.into_inner())
 }
@@ -599,5 +599,20 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let msg = read_npz(&path).unwrap_err().to_string();
         assert!(msg.contains("huge.npz") && msg.contains("GiB"), "{msg}");
+    }
+
+    /// A write that fails says "cannot write" and names the file (issue 17 found write
+    /// failures reported as "cannot read").
+    #[test]
+    fn write_failures_say_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let not_a_folder = dir.path().join("file");
+        std::fs::write(&not_a_folder, b"x").unwrap();
+        let target = not_a_folder.join("out.npz");
+        let msg =
+            write_npz(&target, &[("x", NpyArray::new(vec![1], NpyData::F64(vec![1.0])))]).unwrap_err().to_string();
+        assert!(msg.starts_with("cannot write") && msg.contains("out.npz"), "{msg}");
+        let msg = NpyRowWriter::create(&target, 1, 1).err().unwrap().to_string();
+        assert!(msg.starts_with("cannot write") && msg.contains("out.npz"), "{msg}");
     }
 }

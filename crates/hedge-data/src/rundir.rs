@@ -349,7 +349,7 @@ impl Checkpoint<'_> {
         ensure_parent(&path)?;
         let pending = sibling(&path, PENDING_PREFIX);
         save(&pending)?;
-        let bytes = std::fs::metadata(&pending).map_err(|e| DataError::io(&pending, e))?.len();
+        let bytes = std::fs::metadata(&pending).map_err(|e| DataError::write(&pending, e))?.len();
         let sha256 = sha256_file(&pending)?;
         self.files.retain(|f| f.name != name);
         self.files.push(ManifestEntry { name: name.to_string(), sha256, bytes });

@@ -74,6 +74,13 @@ impl UciDataset {
                 ));
             }
         }
+        if feature_idx.is_empty() {
+            return Err(DataError::format(
+                folder.join("index_features.txt"),
+                "UCI index",
+                "lists no feature columns: a model needs at least one input (one 0-based column index per line)",
+            ));
+        }
         if feature_idx.contains(&target) {
             return Err(DataError::format(
                 folder.join("index_features.txt"),
@@ -87,7 +94,19 @@ impl UciDataset {
             _ => return Err(DataError::format(splits_path, "UCI index", "expected one positive number of splits")),
         };
         let inputs = table.iter().flat_map(|row| feature_idx.iter().map(|&c| row[c])).collect();
-        let targets = table.iter().map(|row| row[target]).collect();
+        let targets: Vec<f64> = table.iter().map(|row| row[target]).collect();
+        // A constant target has no scale to standardise by: every fit would divide by zero and
+        // report NaN hyper-parameters.
+        if targets.iter().all(|&t| t == targets[0]) {
+            return Err(DataError::format(
+                folder.join("data.txt"),
+                "UCI data",
+                format!(
+                    "the target column {target} (index_target.txt) is {} in every row: there is nothing to regress",
+                    targets[0]
+                ),
+            ));
+        }
         Ok(UciDataset { name: name.to_string(), inputs, targets, features: feature_idx.len(), splits, folder })
     }
 
@@ -127,6 +146,15 @@ impl UciDataset {
         }
         let test = parts.pop().expect("two parts");
         let train = parts.pop().expect("two parts");
+        for (part, idx) in [("train", &train), ("test", &test)] {
+            if idx.is_empty() {
+                return Err(DataError::format(
+                    self.folder.join(format!("index_{part}_{k}.txt")),
+                    "UCI index",
+                    format!("split {k} has no {part} rows: a split needs at least one row on each side"),
+                ));
+            }
+        }
         let mut seen = vec![false; self.rows()];
         train.iter().for_each(|&i| seen[i] = true);
         if let Some(both) = test.iter().find(|&&i| seen[i]) {
@@ -259,6 +287,22 @@ mod tests {
         assert!(err.contains("line 2, column 2") && err.contains("missing values"), "{err}");
         let dir = write_set("1 2 3\n4 5\n7 8 9\n10 11 12\n", "0\n2\n", "1\n");
         assert!(UciDataset::load(dir.path(), "toy").unwrap_err().to_string().contains("line 2 has 2 columns"));
+    }
+
+    /// Issue 17's silent nonsense: no features gave a null RMSE, a constant target NaN
+    /// lengthscales, and an empty test split a null RMSE, each with exit code 0.
+    #[test]
+    fn sets_no_model_can_be_fitted_or_scored_on_are_refused() {
+        let dir = write_set("1 2 3\n4 5 6\n7 8 9\n10 11 12\n", "", "1\n");
+        let err = UciDataset::load(dir.path(), "toy").unwrap_err().to_string();
+        assert!(err.contains("index_features.txt") && err.contains("no feature columns"), "{err}");
+        let dir = write_set("1 7 3\n4 7 6\n7 7 9\n10 7 12\n", "0\n2\n", "1\n");
+        let err = UciDataset::load(dir.path(), "toy").unwrap_err().to_string();
+        assert!(err.contains("data.txt") && err.contains("target column 1") && err.contains("7 in every row"), "{err}");
+        let dir = write_set("1 2 3\n4 5 6\n7 8 9\n10 11 12\n", "0\n2\n", "1\n");
+        std::fs::write(UciDataset::folder(dir.path(), "toy").join("index_test_0.txt"), "\n").unwrap();
+        let err = UciDataset::load(dir.path(), "toy").unwrap().split(0).unwrap_err().to_string();
+        assert!(err.contains("index_test_0.txt") && err.contains("no test rows"), "{err}");
     }
 
     #[test]

@@ -461,6 +461,30 @@ impl HibConfig {
         self.model.components()
     }
 
+    /// Pairs one training step scores.
+    pub fn pairs_per_step(&self) -> usize {
+        match (self.batch, self.pair_set) {
+            (BatchComposition::Independent { pairs }, _) => pairs,
+            (BatchComposition::Grouped { classes, per_class }, PairSet::Sampled) => {
+                classes.saturating_mul(per_class).saturating_mul(per_class.saturating_sub(1))
+            }
+            (BatchComposition::Grouped { classes, per_class }, PairSet::All) => {
+                let images = classes.saturating_mul(per_class);
+                images.saturating_mul(images.saturating_sub(1)) / 2
+            }
+        }
+    }
+
+    /// Estimated bytes of one training step's Monte-Carlo tensors: per pair K² sample pairs,
+    /// each with D differences, their squares and about eight scalars (distance, logit, two
+    /// log-sigmoids and their intermediates), in f32, about doubled by what autograd keeps for
+    /// the backward pass. Checked by [`ParamGuard::check_ref`] against [`MAX_MC_BYTES`].
+    pub fn mc_bytes_per_step(&self) -> u128 {
+        let k = self.effective_samples() as u128;
+        let per_sample_pair = 2 * self.dim as u128 + 8;
+        self.pairs_per_step() as u128 * k * k * per_sample_pair * 4 * 2
+    }
+
     /// Monte-Carlo samples actually drawn: 1 for a point embedding (it is its own sample).
     pub fn effective_samples(&self) -> usize {
         match self.model {
@@ -479,6 +503,15 @@ impl HibConfig {
     }
 }
 
+/// The largest embedding dimension accepted: the paper uses 2 and 3, metric-learning
+/// embeddings rarely exceed 512, and `--dim 100000000` made libtorch panic.
+pub const MAX_DIM: usize = 4096;
+/// The most mixture components accepted (the paper: 1 and 2).
+pub const MAX_COMPONENTS: usize = 256;
+/// The most memory one step's Monte-Carlo tensors may take ([`HibConfig::mc_bytes_per_step`]):
+/// `--components 100000 --samples 100000` was killed by the out-of-memory killer at 24 GB.
+pub const MAX_MC_BYTES: u128 = 8 << 30;
+
 impl ParamGuard for HibConfig {
     type Error = EmbedError;
 
@@ -496,8 +529,22 @@ impl ParamGuard for HibConfig {
         if self.dim == 0 {
             return fail("dim", 0, "the embedding needs at least one dimension");
         }
+        if self.dim > MAX_DIM {
+            return fail(
+                "dim",
+                self.dim,
+                format!("at most {MAX_DIM} (the paper embeds in 2 or 3 dimensions; a larger head would not fit a 28 x 28 input's network sensibly)"),
+            );
+        }
         if self.model == (EmbeddingKind::Mixture { components: 0 }) {
             return fail("components", 0, "a mixture needs at least one component");
+        }
+        if self.effective_components() > MAX_COMPONENTS {
+            return fail(
+                "components",
+                self.effective_components(),
+                format!("at most {MAX_COMPONENTS} mixture components (the paper uses 1 and 2)"),
+            );
         }
         if self.loss == LossKind::Contrastive && self.model != EmbeddingKind::Point {
             return fail(
@@ -534,6 +581,23 @@ impl ParamGuard for HibConfig {
                 "samples",
                 self.samples,
                 format!("stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}"),
+            );
+        }
+        let mc_bytes = self.mc_bytes_per_step();
+        if mc_bytes > MAX_MC_BYTES {
+            return fail(
+                "samples",
+                self.samples,
+                format!(
+                    "one step's Monte-Carlo tensors would take about {:.1} GiB ({} pairs x {} x {} samples, D = {}), \
+                     over the {} GiB limit; lower --samples (the paper: 8) or the batch",
+                    mc_bytes as f64 / (1u64 << 30) as f64,
+                    self.pairs_per_step(),
+                    self.effective_samples(),
+                    self.effective_samples(),
+                    self.dim,
+                    MAX_MC_BYTES >> 30
+                ),
             );
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
@@ -616,6 +680,36 @@ mod tests {
             let msg = c.check_ref().unwrap_err().to_string();
             assert!(msg.contains(&format!("'{field}'")), "{msg}");
         }
+    }
+
+    /// Sizes that crashed before they had limits (issue 17): `--dim 100000000` panicked inside
+    /// libtorch and `--components 100000 --samples 100000` was killed by the out-of-memory
+    /// killer; each is now refused with its limit, and the paper's settings stay far inside.
+    #[test]
+    fn sizes_past_their_limits_are_refused_with_the_limit() {
+        let gaussian = || HibConfig::default().with_model(EmbeddingKind::Gaussian);
+        let cases = [
+            (gaussian().with_dim(100_000_000), "'dim'", "at most 4096"),
+            (
+                gaussian().with_model(EmbeddingKind::Mixture { components: 100_000 }).with_samples(100_000),
+                "'components'",
+                "at most 256",
+            ),
+            (gaussian().with_samples(100_000), "'samples'", "GiB limit"),
+        ];
+        for (c, field, limit) in cases {
+            let msg = c.check_ref().unwrap_err().to_string();
+            assert!(msg.contains(field) && msg.contains(limit), "{msg}");
+        }
+        // 128 pairs x 100,000² samples x (2·2 + 8) values x 4 bytes x 2.
+        assert_eq!(gaussian().with_samples(100_000).mc_bytes_per_step(), 128 * 100_000u128.pow(2) * 12 * 8);
+        // The paper's MoG-2 (8 samples, D = 3) and the widest grouped all-pairs batch hedge uses.
+        let paper = gaussian().with_model(EmbeddingKind::Mixture { components: 2 }).with_dim(3);
+        paper.check_ref().unwrap();
+        let all_pairs =
+            paper.with_batch(BatchComposition::Grouped { classes: 32, per_class: 8 }).with_pair_set(PairSet::All);
+        assert_eq!(all_pairs.pairs_per_step(), 256 * 255 / 2);
+        all_pairs.check_ref().unwrap();
     }
 
     #[test]

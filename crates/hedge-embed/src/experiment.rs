@@ -27,6 +27,43 @@ pub fn read_plan(run: &RunDir) -> Result<TrainPlan> {
     Ok(run.read_json_if_present(PLAN_FILE)?.unwrap_or_default())
 }
 
+/// What `--resume` continues: the run's config and plan with the user's changes applied and
+/// saved. `steps` sets a new total (refused below the step the last checkpoint reached, with
+/// `config.json` left as it was; the budget the run began with no longer applies), and
+/// `keep_every` replaces the saved checkpoint-keeping interval (without it the run keeps
+/// checkpoints as it began).
+pub fn prepare_resume(
+    run: &RunDir,
+    steps: Option<usize>,
+    keep_every: Option<usize>,
+) -> Result<(crate::run::RunConfig, TrainPlan)> {
+    let mut config = run.read_config()?;
+    let mut plan = read_plan(run)?;
+    if let Some(keep_every) = keep_every {
+        plan.keep_every = keep_every;
+        run.write_json(PLAN_FILE, &plan)?;
+    }
+    if let Some(steps) = steps {
+        let reached = run.read_state()?.step;
+        if steps < reached {
+            return Err(crate::EmbedError::invalid(
+                "steps",
+                steps,
+                format!(
+                    "the run's last checkpoint is at step {reached}; --steps is the new total, so give at least \
+                     {reached} (or start a new run to train fewer steps)"
+                ),
+            ));
+        }
+        config.hib.steps = steps;
+        crate::ParamGuard::check_ref(&config.hib)?;
+        run.write_config(&config)?;
+        // An explicit new total replaces the budget the run was started with.
+        plan.budget_minutes = None;
+    }
+    Ok((config, plan))
+}
+
 /// How a training run is watched and bounded (not part of the model's hyper-parameters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainPlan {
@@ -327,6 +364,32 @@ mod tests {
             run.append_json_line(MONITOR_FILE, &record).unwrap();
         }
         run
+    }
+
+    /// Issue 17: `--resume --steps` below the current step rewrote config.json, and a resumed
+    /// run forgot its `--keep-every`. Now the first is refused with config.json untouched, and
+    /// the saved interval is kept unless the user gives a new one.
+    #[test]
+    fn resuming_keeps_the_saved_plan_and_refuses_a_total_below_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = watched_run(&dir.path().join("r"), 2);
+        let plan = TrainPlan { keep_every: 500, budget_minutes: Some(20.0), ..TrainPlan::default() };
+        run.write_json(PLAN_FILE, &plan).unwrap();
+        run.write_json(crate::run::STATE_FILE, &crate::run::RunState { step: 1000, seconds: 120.0 }).unwrap();
+        let config_before = std::fs::read(run.file(crate::run::CONFIG_FILE)).unwrap();
+
+        let msg = prepare_resume(&run, Some(999), None).unwrap_err().to_string();
+        assert!(msg.contains("'steps'") && msg.contains("step 1000"), "{msg}");
+        assert_eq!(std::fs::read(run.file(crate::run::CONFIG_FILE)).unwrap(), config_before);
+
+        let (config, resumed) = prepare_resume(&run, None, None).unwrap();
+        assert_eq!((resumed.keep_every, resumed.budget_minutes), (500, Some(20.0)));
+        assert_eq!(config.hib.steps, HibConfig::default().steps);
+
+        let (config, resumed) = prepare_resume(&run, Some(3000), Some(250)).unwrap();
+        assert_eq!((config.hib.steps, resumed.keep_every, resumed.budget_minutes), (3000, 250, None));
+        assert_eq!(run.read_config().unwrap().hib.steps, 3000);
+        assert_eq!(read_plan(&run).unwrap().keep_every, 250);
     }
 
     #[test]
