@@ -25,6 +25,25 @@ pub enum BenchCommand {
     /// N = 2, D = 2 Table 1 value on a test split (default: MoG-1 verification AP clean, 0.989),
     /// evaluated every --watch-every steps; stops there or at the budget.
     Recipe(RecipeBenchArgs),
+    /// Executions/s and panics of the parsers' fuzz targets (IDX, npy, npz, UCI, Adult, JPEG,
+    /// TOML configs) under hedge's mutation fuzzer; inputs that panic are written to --out.
+    Fuzz(FuzzBenchArgs),
+}
+
+#[derive(Args)]
+pub struct FuzzBenchArgs {
+    /// Targets: idx, npy, npz, uci, adult, jpeg, toml.
+    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,toml")]
+    target: Vec<String>,
+    /// Seconds per target (the campaign of issue 17: 600).
+    #[arg(long, default_value_t = 60.0)]
+    seconds: f64,
+    /// Seed of the mutation stream.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Folder for `report.json` and any input that made a parser panic (`<target>-<n>.bin`).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -147,6 +166,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Bayes(a) => return bench_bayes(a),
         BenchCommand::AcsFw(a) => return bench_acs_fw(a),
         BenchCommand::Recipe(a) => return bench_recipe(a),
+        BenchCommand::Fuzz(a) => return bench_fuzz(a),
     };
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
@@ -299,6 +319,63 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
             report.best,
             report.best_at_minutes
         ),
+    }
+    Ok(())
+}
+
+fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
+    use hedge_data::fuzz::{fuzz, fuzz_fn, Target};
+    if !(args.seconds.is_finite() && args.seconds > 0.0) {
+        anyhow::bail!("--seconds {} must be a positive number of seconds per target", args.seconds);
+    }
+    if let Some(out) = &args.out {
+        hedge_data::prepare_output_dir(out, false)?;
+    }
+    let data_dir = hedge_data::data_dir().ok();
+    let budget = std::time::Duration::from_secs_f64(args.seconds);
+    let mut reports = Vec::new();
+    println!("| target | executions | seconds | executions/s | accepted | panics |");
+    println!("|---|---|---|---|---|---|");
+    for name in &args.target {
+        let report = if name == "toml" {
+            let seeds = hedge_embed::config::config_fuzz_seeds();
+            fuzz_fn("toml", hedge_embed::config::fuzz_config_file, true, &seeds, budget, u64::MAX, args.seed)
+        } else {
+            let target = Target::ALL
+                .into_iter()
+                .find(|t| t.name() == name)
+                .with_context(|| format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, toml)"))?;
+            let seeds = target.seeds(data_dir.as_deref());
+            if seeds.is_empty() {
+                anyhow::bail!("the {name} target needs a seed file: set HEDGE_DATA_DIR to the folder holding bsds500/");
+            }
+            fuzz(target, &seeds, budget, u64::MAX, args.seed)
+        };
+        println!(
+            "| {} | {} | {:.0} | {:.0} | {} | {} |",
+            report.target,
+            report.executions,
+            report.seconds,
+            report.executions_per_second(),
+            report.accepted,
+            report.panic_count
+        );
+        if let Some(out) = &args.out {
+            for (i, input) in report.panics.iter().enumerate() {
+                hedge_data::write_atomic(&out.join(format!("{}-{i}.bin", report.target)), input)?;
+            }
+        }
+        reports.push(report);
+    }
+    if let Some(out) = &args.out {
+        hedge_data::write_atomic(&out.join("report.json"), serde_json::to_string_pretty(&reports)?.as_bytes())?;
+    }
+    let panics: usize = reports.iter().map(|r| r.panic_count).sum();
+    if panics > 0 {
+        anyhow::bail!(
+            "{panics} input(s) made a parser panic{}",
+            if args.out.is_some() { " (written to --out)" } else { "; rerun with --out DIR to keep them" }
+        );
     }
     Ok(())
 }

@@ -64,11 +64,17 @@ pub struct Adult {
     pub feature_names: Vec<String>,
 }
 
-type Row = Vec<String>;
+pub(crate) type Row = Vec<String>;
 
 fn parse(path: &Path) -> Result<Vec<Row>> {
     require_file(path, "download adult.data and adult.test from UCI (see $HEDGE_DATA_DIR/adult/SOURCE.md)")?;
-    let text = String::from_utf8(read_bytes(path)?).map_err(|_| DataError::format(path, "Adult CSV", "not UTF-8"))?;
+    parse_rows(read_bytes(path)?, path)
+}
+
+/// The complete rows of an Adult CSV file's bytes (`path` names it in errors; the fuzz
+/// targets' entry).
+pub(crate) fn parse_rows(bytes: Vec<u8>, path: &Path) -> Result<Vec<Row>> {
+    let text = String::from_utf8(bytes).map_err(|_| DataError::format(path, "Adult CSV", "not UTF-8"))?;
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();

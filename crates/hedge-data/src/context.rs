@@ -78,8 +78,31 @@ impl Backgrounds {
 }
 
 fn decode_photo(path: &Path) -> Result<Photo> {
-    let bytes = read_bytes(path)?;
-    let mut decoder = jpeg_decoder::Decoder::new(bytes.as_slice());
+    decode_photo_bytes(&read_bytes(path)?, path)
+}
+
+/// The largest photograph decoded, in pixels: BSDS500's are 481 x 321; a header may claim
+/// 65,535 x 65,535, which would be a 12 GB allocation.
+pub const MAX_PHOTO_PIXELS: usize = 50_000_000;
+
+/// [`decode_photo`] on bytes already read (`path` names them in errors; the fuzz targets' entry).
+pub(crate) fn decode_photo_bytes(bytes: &[u8], path: &Path) -> Result<Photo> {
+    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    decoder.read_info().map_err(|e| DataError::format(path, "JPEG", e.to_string()))?;
+    let claimed = decoder.info().ok_or_else(|| DataError::format(path, "JPEG", "no image header"))?;
+    let claimed_pixels = usize::from(claimed.width) * usize::from(claimed.height);
+    if claimed_pixels > MAX_PHOTO_PIXELS {
+        return Err(DataError::format(
+            path,
+            "JPEG",
+            format!(
+                "{} x {} pixels is over hedge's limit of {MAX_PHOTO_PIXELS} pixels for a background photograph; \
+                 downscale it first",
+                claimed.width, claimed.height
+            ),
+        ));
+    }
+    decoder.set_max_decoding_buffer_size(MAX_PHOTO_PIXELS * 4);
     let pixels = decoder.decode().map_err(|e| DataError::format(path, "JPEG", e.to_string()))?;
     let info = decoder.info().ok_or_else(|| DataError::format(path, "JPEG", "no image header"))?;
     let (width, height) = (usize::from(info.width), usize::from(info.height));

@@ -27,12 +27,31 @@ pub struct IdxArray {
 /// A [`DataError::Format`] naming the file when the gzip stream is broken, the magic number is
 /// not `expected_magic`, or the payload length disagrees with the header.
 pub fn read_idx(path: &Path, expected_magic: u32) -> Result<IdxArray> {
-    let raw = read_bytes(path)?;
+    parse_idx_file(read_bytes(path)?, path, expected_magic)
+}
+
+/// The most bytes a gzipped IDX file may inflate to: MNIST's largest is 47 MB; a crafted
+/// stream can inflate a thousandfold.
+pub const MAX_IDX_BYTES: u64 = 1 << 30;
+
+/// [`read_idx`] on a file's bytes already read (`path` names them in errors; the fuzz targets'
+/// entry).
+pub(crate) fn parse_idx_file(raw: Vec<u8>, path: &Path, expected_magic: u32) -> Result<IdxArray> {
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::with_capacity(raw.len() * 4);
-        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| {
+        flate2::read::GzDecoder::new(&raw[..]).take(MAX_IDX_BYTES + 1).read_to_end(&mut out).map_err(|e| {
             DataError::format(path, "gzip", format!("{e} (the download may be truncated; fetch the file again)"))
         })?;
+        if out.len() as u64 > MAX_IDX_BYTES {
+            return Err(DataError::format(
+                path,
+                "gzip",
+                format!(
+                    "inflates past {} MiB, hedge's limit for an IDX file (MNIST's largest is 47 MB)",
+                    MAX_IDX_BYTES >> 20
+                ),
+            ));
+        }
         out
     } else {
         raw
@@ -63,7 +82,12 @@ pub fn parse_idx(bytes: &[u8], expected_magic: u32) -> std::result::Result<IdxAr
             u32::from_be_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]) as usize
         })
         .collect();
-    let expected: usize = dims.iter().product();
+    // Checked: (2^31, 2^31, 4) wraps to 0 and would "match" an empty payload.
+    let expected = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or_else(|| {
+        FormatIssue(format!(
+            "header says dimensions {dims:?}, more bytes than this machine can address; the header is damaged"
+        ))
+    })?;
     let payload = bytes.len() - header;
     if payload != expected {
         return Err(FormatIssue(format!(

@@ -16,6 +16,7 @@ pub mod atomic;
 pub mod context;
 mod datadir;
 mod error;
+pub mod fuzz;
 pub mod generator;
 pub mod idx;
 pub mod mnist;

@@ -362,7 +362,11 @@ fn dict_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
 /// # Errors
 /// [`DataError::Format`] naming the file and the member when the archive or an array is broken.
 pub fn read_npz(path: &Path) -> Result<Vec<(String, NpyArray)>> {
-    let bytes = read_bytes(path)?;
+    parse_npz(read_bytes(path)?, path)
+}
+
+/// [`read_npz`] on bytes already read (`path` names them in errors; the fuzz targets' entry).
+pub(crate) fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Vec<(String, NpyArray)>> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| DataError::format(path, "npz (zip)", format!("{e}; the file may be truncated")))?;
     let mut out = Vec::with_capacity(archive.len());
@@ -407,20 +411,22 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, NpyArray)>> {
 
 /// Writes named arrays as an uncompressed `.npz` that `numpy.load` opens, atomically.
 pub fn write_npz(path: &Path, arrays: &[(&str, NpyArray)]) -> Result<()> {
+    let bytes = npz_bytes(arrays).map_err(|e| DataError::write(path, e))?;
+    write_atomic(path, &bytes)
+}
+
+/// The bytes of an uncompressed `.npz` archive of `arrays`.
+pub fn npz_bytes(arrays: &[(&str, NpyArray)]) -> std::io::Result<Vec<u8>> {
     let mut cursor = std::io::Cursor::new(Vec::new());
-    {
-        let mut zip = zip::ZipWriter::new(&mut cursor);
-        let options = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Stored)
-            .large_file(true);
-        for (name, array) in arrays {
-            zip.start_file(format!("{name}.npy"), options)
-                .map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
-            zip.write_all(&array.to_npy_bytes()).map_err(|e| DataError::write(path, e))?;
-        }
-        zip.finish().map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
+    let mut zip = zip::ZipWriter::new(&mut cursor);
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored).large_file(true);
+    for (name, array) in arrays {
+        zip.start_file(format!("{name}.npy"), options).map_err(std::io::Error::other)?;
+        zip.write_all(&array.to_npy_bytes())?;
     }
-    write_atomic(path, &cursor.into_inner())
+    zip.finish().map_err(std::io::Error::other)?;
+    Ok(cursor.into_inner())
 }
 
 #[cfg(test)]

@@ -169,7 +169,11 @@ impl UciDataset {
 
 /// A whitespace-separated numeric table; every row as long as the first.
 fn read_matrix(path: &Path) -> Result<Vec<Vec<f64>>> {
-    let text = read_text(path)?;
+    parse_matrix(&read_text(path)?, path)
+}
+
+/// [`read_matrix`] on text already read (`path` names it in errors; the fuzz targets' entry).
+pub(crate) fn parse_matrix(text: &str, path: &Path) -> Result<Vec<Vec<f64>>> {
     let mut rows: Vec<Vec<f64>> = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let mut row = Vec::new();
@@ -209,7 +213,11 @@ fn read_matrix(path: &Path) -> Result<Vec<Vec<f64>>> {
 
 /// One non-negative integer per line (the index files; `n_splits.txt`).
 fn read_indices(path: &Path) -> Result<Vec<usize>> {
-    let text = read_text(path)?;
+    parse_indices(&read_text(path)?, path)
+}
+
+/// [`read_indices`] on text already read.
+pub(crate) fn parse_indices(text: &str, path: &Path) -> Result<Vec<usize>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

@@ -503,6 +503,26 @@ impl HibConfig {
     }
 }
 
+/// Fuzz target for config files: the bytes through the TOML parser and [`ParamGuard::check_ref`];
+/// `true` when both accept them. Driven by [`hedge_data::fuzz::fuzz_fn`].
+pub fn fuzz_config_file(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else { return false };
+    toml::from_str::<HibConfig>(text).is_ok_and(|c| c.check_ref().is_ok())
+}
+
+/// Valid config files to start fuzzing from: the tables' recipe and the fields a user sets most.
+pub fn config_fuzz_seeds() -> Vec<Vec<u8>> {
+    [
+        "model = \"gaussian\"\nbatch = \"grouped\"\ngroup_classes = 32\ngroup_size = 8\nlearning_rate = 0.001\n\
+         lr_schedule = \"constant\"\nvalidation_classes = 10\n",
+        "model = \"mog\"\ncomponents = 2\nsamples = 8\ndim = 3\nbeta = 0.0001\nsteps = 4000\n",
+        "model = \"point\"\nloss = \"contrastive\"\nmargin = 1.0\nbatch_pairs = 64\ndigits = 3\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
+}
+
 /// The largest embedding dimension accepted: the paper uses 2 and 3, metric-learning
 /// embeddings rarely exceed 512, and `--dim 100000000` made libtorch panic.
 pub const MAX_DIM: usize = 4096;
@@ -680,6 +700,36 @@ mod tests {
             let msg = c.check_ref().unwrap_err().to_string();
             assert!(msg.contains(&format!("'{field}'")), "{msg}");
         }
+    }
+
+    /// Config files through the mutation fuzzer for a few seconds: every seed is accepted and no
+    /// mutant panics (`hedge bench fuzz --target toml` runs longer campaigns).
+    #[test]
+    fn config_files_fuzz_without_a_panic() {
+        let seeds = config_fuzz_seeds();
+        assert!(seeds.iter().all(|s| fuzz_config_file(s)), "a seed config is rejected");
+        let report = hedge_data::fuzz::fuzz_fn(
+            "toml",
+            fuzz_config_file,
+            true,
+            &seeds,
+            std::time::Duration::from_secs(4),
+            u64::MAX,
+            5,
+        );
+        println!(
+            "fuzz toml: {} executions ({:.0}/s), {} accepted",
+            report.executions,
+            report.executions_per_second(),
+            report.accepted
+        );
+        assert!(report.executions > 50 && report.accepted > 0, "{report:?}");
+        assert_eq!(
+            report.panic_count,
+            0,
+            "panicked on {:?}",
+            report.panics.first().map(|b| String::from_utf8_lossy(b).into_owned())
+        );
     }
 
     /// Sizes that crashed before they had limits (issue 17): `--dim 100000000` panicked inside
