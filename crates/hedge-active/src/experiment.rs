@@ -195,8 +195,12 @@ impl RegressionExperiment {
     /// The protocol with the pool/test split `loop_config` uses.
     pub fn protocol_for(loop_config: &LoopConfig) -> String {
         let test = (loop_config.test_fraction * 100.0).round();
+        let targets = match loop_config.target_scaling {
+            crate::regression_loop::TargetScaling::InitialLabels => "the initial labels",
+            crate::regression_loop::TargetScaling::Labelled => "all labels so far",
+        };
         format!(
-            "per seed: {}/{test} pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale",
+            "per seed: {}/{test} pool/test split, inputs standardised on the pool, targets on {targets}, RMSE on the original scale",
             100.0 - test
         )
     }
@@ -697,6 +701,9 @@ mod tests {
         assert_eq!(RegressionExperiment::protocol_for(&LoopConfig::default()), RegressionExperiment::PROTOCOL);
         let tenth = LoopConfig { test_fraction: 0.1, ..LoopConfig::default() };
         assert!(RegressionExperiment::protocol_for(&tenth).starts_with("per seed: 90/10 pool/test split"));
+        let all =
+            LoopConfig { target_scaling: crate::regression_loop::TargetScaling::Labelled, ..LoopConfig::default() };
+        assert!(RegressionExperiment::protocol_for(&all).contains("targets on all labels so far"));
     }
 
     /// Every committed summary reads back into the typed structs and writes out unchanged.

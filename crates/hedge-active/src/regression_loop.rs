@@ -43,6 +43,22 @@ impl Method {
     }
 }
 
+/// Which labels the targets are standardised on before each fit (RMSE and log-likelihood are
+/// always reported on the original scale).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetScaling {
+    /// The `init` initial labels, fixed for the whole loop (hedge's protocol so far).
+    #[default]
+    InitialLabels,
+    /// Every label acquired so far, re-estimated before each fit.
+    Labelled,
+}
+
+fn is_default_scaling(s: &TargetScaling) -> bool {
+    *s == TargetScaling::InitialLabels
+}
+
 /// Loop settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoopConfig {
@@ -59,6 +75,9 @@ pub struct LoopConfig {
     /// is the pool.
     #[serde(default = "paper_test_fraction", skip_serializing_if = "is_paper_test_fraction")]
     pub test_fraction: f64,
+    /// The labels the targets are standardised on.
+    #[serde(default, skip_serializing_if = "is_default_scaling")]
+    pub target_scaling: TargetScaling,
     pub model: NeuralLinearConfig,
 }
 
@@ -82,6 +101,7 @@ impl Default for LoopConfig {
             distinct: false,
             projections: None,
             test_fraction: PAPER_TEST_FRACTION,
+            target_scaling: TargetScaling::InitialLabels,
             model: NeuralLinearConfig::default(),
         }
     }
@@ -237,8 +257,12 @@ impl ActiveModel for RegressionPool<'_> {
     }
 
     fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedRegression> {
-        // Targets are standardised on the initial labels, the first `init` labelled.
-        let init_y: Vec<f64> = labelled[..self.config.init].iter().map(|&p| self.y[self.pool[p]]).collect();
+        // Targets are standardised on the initial labels (the first `init` labelled) or on all.
+        let scaled_on = match self.config.target_scaling {
+            crate::regression_loop::TargetScaling::InitialLabels => &labelled[..self.config.init],
+            crate::regression_loop::TargetScaling::Labelled => labelled,
+        };
+        let init_y: Vec<f64> = scaled_on.iter().map(|&p| self.y[self.pool[p]]).collect();
         let y_mean = init_y.iter().sum::<f64>() / init_y.len() as f64;
         let y_var = init_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / init_y.len() as f64;
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };

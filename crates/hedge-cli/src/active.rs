@@ -117,6 +117,23 @@ impl From<MethodArg> for Method {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TargetScalingArg {
+    /// The initial labels, fixed for the loop.
+    Initial,
+    /// Every label so far, re-estimated before each fit.
+    Labelled,
+}
+
+impl From<TargetScalingArg> for hedge_active::regression_loop::TargetScaling {
+    fn from(a: TargetScalingArg) -> Self {
+        match a {
+            TargetScalingArg::Initial => Self::InitialLabels,
+            TargetScalingArg::Labelled => Self::Labelled,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RecipeArg {
     Paper,
     Mse,
@@ -145,6 +162,9 @@ pub struct RunArgs {
     /// Share of each seed's points held out for testing (the paper: 0.2); the rest is the pool.
     #[arg(long, default_value_t = hedge_active::regression_loop::PAPER_TEST_FRACTION)]
     test_fraction: f64,
+    /// The labels targets are standardised on before each fit.
+    #[arg(long, value_enum, default_value = "initial")]
+    target_scaling: TargetScalingArg,
     /// ACS-FW on J random projections of the posterior (O(pool·J) per step; for large pools)
     /// instead of the closed-form pool × pool inner products.
     #[arg(long)]
@@ -217,6 +237,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             distinct: args.distinct,
             projections: args.projections,
             test_fraction: args.test_fraction,
+            target_scaling: args.target_scaling.into(),
             ..Default::default()
         };
         let dataset = args.dataset.clone().expect("clap requires --dataset without --resume");

@@ -29,6 +29,27 @@ fn impossible_hyper_parameters_are_named() {
     assert!(!out.exists(), "a refused run must not leave a directory behind");
 }
 
+/// Issue 17: these sizes crashed the process (a panic inside libtorch, the out-of-memory killer,
+/// a stack overflow); each is now refused with its limit and no run directory is left.
+#[test]
+fn sizes_past_their_limits_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    for (args, expected) in [
+        (vec!["--model", "gaussian", "--dim", "100000000"], "at most 4096"),
+        (vec!["--model", "mog", "--components", "100000", "--samples", "100000"], "at most 256"),
+        (vec!["--model", "gaussian", "--samples", "100000"], "GiB limit"),
+        (vec!["--threads", "100000"], "over the limit of 256"),
+    ] {
+        let mut all = vec!["hib", "train", "--out", s(&out)];
+        all.extend(args);
+        let o = hedge(&all);
+        assert!(!o.status.success() && stderr(&o).contains(expected), "{all:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        assert!(!out.exists(), "a refused run must not leave a directory behind");
+    }
+}
+
 #[test]
 fn an_existing_run_directory_is_not_overwritten() {
     let dir = tempfile::tempdir().unwrap();
