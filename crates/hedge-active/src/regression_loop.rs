@@ -259,12 +259,12 @@ impl ActiveModel for RegressionPool<'_> {
     fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedRegression> {
         // Targets are standardised on the initial labels (the first `init` labelled) or on all.
         let scaled_on = match self.config.target_scaling {
-            crate::regression_loop::TargetScaling::InitialLabels => &labelled[..self.config.init],
-            crate::regression_loop::TargetScaling::Labelled => labelled,
+            TargetScaling::InitialLabels => &labelled[..self.config.init],
+            TargetScaling::Labelled => labelled,
         };
-        let init_y: Vec<f64> = scaled_on.iter().map(|&p| self.y[self.pool[p]]).collect();
-        let y_mean = init_y.iter().sum::<f64>() / init_y.len() as f64;
-        let y_var = init_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / init_y.len() as f64;
+        let scale_y: Vec<f64> = scaled_on.iter().map(|&p| self.y[self.pool[p]]).collect();
+        let y_mean = scale_y.iter().sum::<f64>() / scale_y.len() as f64;
+        let y_var = scale_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / scale_y.len() as f64;
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };
         let ly: Vec<f64> = labelled.iter().map(|&p| (self.y[self.pool[p]] - y_mean) / y_scale).collect();
         let model = self.config.model.with_seed(seed).fit(self.rows(labelled).as_ref(), &ly)?;

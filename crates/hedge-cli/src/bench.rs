@@ -334,8 +334,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
     let data_dir = hedge_data::data_dir().ok();
     let budget = std::time::Duration::from_secs_f64(args.seconds);
     let mut reports = Vec::new();
-    println!("| target | executions | seconds | executions/s | accepted | panics |");
-    println!("|---|---|---|---|---|---|");
+    println!("{}", hedge_data::fuzz::CampaignReport::MARKDOWN_HEADER);
     for name in &args.target {
         let report = if name == "toml" {
             let seeds = hedge_embed::config::config_fuzz_seeds();
@@ -351,15 +350,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
             }
             fuzz(target, &seeds, budget, u64::MAX, args.seed)
         };
-        println!(
-            "| {} | {} | {:.0} | {:.0} | {} | {} |",
-            report.target,
-            report.executions,
-            report.seconds,
-            report.executions_per_second(),
-            report.accepted,
-            report.panic_count
-        );
+        println!("{}", report.markdown_row());
         if let Some(out) = &args.out {
             for (i, input) in report.panics.iter().enumerate() {
                 hedge_data::write_atomic(&out.join(format!("{}-{i}.bin", report.target)), input)?;

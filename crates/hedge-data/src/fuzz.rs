@@ -149,8 +149,25 @@ pub struct CampaignReport {
 }
 
 impl CampaignReport {
+    /// The header of [`CampaignReport::markdown_row`]'s table.
+    pub const MARKDOWN_HEADER: &'static str =
+        "| target | executions | seconds | executions/s | accepted | panics |\n|---|---|---|---|---|---|";
+
     pub fn executions_per_second(&self) -> f64 {
         self.executions as f64 / self.seconds.max(1e-9)
+    }
+
+    /// The report as a row of a Markdown table.
+    pub fn markdown_row(&self) -> String {
+        format!(
+            "| {} | {} | {:.0} | {:.0} | {} | {} |",
+            self.target,
+            self.executions,
+            self.seconds,
+            self.executions_per_second(),
+            self.accepted,
+            self.panic_count
+        )
     }
 }
 
@@ -339,15 +356,7 @@ mod tests {
         for target in Target::ALL {
             let seeds = target.seeds(Some(&data_dir));
             let report = fuzz(target, &seeds, Duration::from_secs(4), u64::MAX, 17);
-            println!(
-                "fuzz {}: {} executions in {:.1} s ({:.0}/s), {} accepted, {} panics",
-                report.target,
-                report.executions,
-                report.seconds,
-                report.executions_per_second(),
-                report.accepted,
-                report.panic_count
-            );
+            println!("fuzz {}", report.markdown_row());
             assert!(report.executions > 50, "{report:?}");
             assert_eq!(report.panic_count, 0, "{} panicked on {:?}", target.name(), report.panics.first());
         }

@@ -717,12 +717,7 @@ mod tests {
             u64::MAX,
             5,
         );
-        println!(
-            "fuzz toml: {} executions ({:.0}/s), {} accepted",
-            report.executions,
-            report.executions_per_second(),
-            report.accepted
-        );
+        println!("fuzz {}", report.markdown_row());
         assert!(report.executions > 50 && report.accepted > 0, "{report:?}");
         assert_eq!(
             report.panic_count,
