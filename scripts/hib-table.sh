@@ -8,8 +8,10 @@
 # why) and HEDGE (the binary, default ./target/release/hedge) may be set in the environment.
 # `hedge hib reproduce` reuses finished runs and resumes unfinished ones, so the script can be
 # stopped and started again at any time, from any checkout (the runs' model and optimizer files
-# are committed). Each run trains the steps its budget planned from its first steps' speed, so
-# work beside it slows the table down without changing its numbers.
+# are committed). Seed 0 of each Table 1 model trains the steps its budget planned from its first
+# steps' speed; the other seeds, and Table 5's and Appendix B's variants of that model, train
+# exactly seed 0's step count. Work beside a run slows the table down without changing its
+# numbers, except while a seed 0 plans (its first steps).
 #
 # N = 2, D = 2 has 3 seeds of point / MoG-1 / MoG-2, Table 5's beta = 0 and Appendix B's four
 # margins; N = 3, D = 3 has Table 5 and Figure 5; the others one seed of the three models.

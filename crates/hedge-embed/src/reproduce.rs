@@ -181,6 +181,9 @@ pub struct ReproduceModel {
     pub config: HibConfig,
     /// Seeds 0..seeds are trained and averaged.
     pub seeds: u64,
+    /// With a budget, the model whose seed 0 planned this one's step count (Table 5's and
+    /// Appendix B's variants train as many steps as the Table 1 model they vary).
+    pub steps_from: Option<String>,
 }
 
 /// The models a reproduction trains, in order: point, MoG-1, MoG-2, then the extras.
@@ -207,6 +210,7 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
         label: label.into(),
         config,
         seeds,
+        steps_from: None,
     };
     let mut v = vec![
         model("point", "point", base.clone().with_model(EmbeddingKind::Point), c.seeds),
@@ -215,17 +219,23 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
     ];
     if c.beta_sweep {
         let config = base.clone().with_model(EmbeddingKind::Gaussian).with_beta(0.0);
-        v.push(model("mog1-beta0", "MoG-1, beta = 0", config, c.extra_seeds));
+        v.push(ReproduceModel {
+            steps_from: Some("mog1".into()),
+            ..model("mog1-beta0", "MoG-1, beta = 0", config, c.extra_seeds)
+        });
     }
     if c.appendix_b {
         for m in MARGINS {
             let config = base.clone().with_model(EmbeddingKind::Point).with_loss(LossKind::Contrastive).with_margin(m);
-            v.push(model(
-                &format!("point-contrastive-m{m}"),
-                &format!("point, contrastive M = {m}"),
-                config,
-                c.extra_seeds,
-            ));
+            v.push(ReproduceModel {
+                steps_from: Some("point".into()),
+                ..model(
+                    &format!("point-contrastive-m{m}"),
+                    &format!("point, contrastive M = {m}"),
+                    config,
+                    c.extra_seeds,
+                )
+            });
         }
     }
     for m in &v {
@@ -360,12 +370,31 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
     let mut results: Vec<ModelRuns> = Vec::new();
     let mut other: Vec<ModelRuns> = Vec::new();
     let mut worked = false;
+    let mut planned: BTreeMap<String, usize> = BTreeMap::new();
     for m in models {
         let (mut evals, mut others) = (Vec::new(), Vec::new());
+        // A budget plans seed 0's step count from the machine's speed; the other seeds (and the
+        // variants of this model) train exactly that many steps: the same recipe for every
+        // seed, whatever else the machine was doing when they started.
+        let mut seed0_steps = m.steps_from.as_ref().and_then(|k| planned.get(k).copied());
         for seed in 0..m.seeds {
             let dir = c.out.join("runs").join(format!("{}-seed{seed}", m.key));
             info!("{}: seed {seed} in {}", m.label, dir.display());
-            let e = train_and_eval(&dir, &m.config.clone().with_seed(seed), device, &settings, &plan, &c.command)?;
+            let mut config = m.config.clone().with_seed(seed);
+            let seed_plan = match seed0_steps {
+                Some(steps) if plan.budget_minutes.is_some() => {
+                    config.steps = steps;
+                    info!("{}: seed {seed} trains seed 0's {steps} planned steps", m.label);
+                    TrainPlan { budget_minutes: None, ..plan.clone() }
+                }
+                _ => plan.clone(),
+            };
+            let e = train_and_eval(&dir, &config, device, &settings, &seed_plan, &c.command)?;
+            if seed == 0 && seed0_steps.is_none() {
+                let steps = RunDir::open(&dir)?.read_config()?.hib.steps;
+                seed0_steps = Some(steps);
+                planned.insert(m.key.clone(), steps);
+            }
             worked |= e.worked;
             evals.push(e.main);
             others.push(e.other);
@@ -851,11 +880,15 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         .collect();
     let length = match (c.budget_minutes, c.steps) {
         (Some(m), _) if c.finish_planned_steps => format!(
-            "a budget of {m} minutes of training per model: the steps were planned from the speed of the first \
-             steps and all of them trained, however long that took"
+            "a budget of {m} minutes of training per model: seed 0's steps were planned from the speed of its \
+             first steps and all of them trained, however long that took; the other seeds and the Table 5 and \
+             Appendix B variants train seed 0's step count"
         ),
         (Some(m), _) => {
-            format!("a budget of {m} minutes of training per model (steps planned from the measured speed)")
+            format!(
+                "a budget of {m} minutes of training per model (seed 0's steps planned from the measured speed; \
+                 the other seeds and the Table 5 and Appendix B variants train seed 0's step count)"
+            )
         }
         (None, Some(steps)) => format!("{steps} training steps per model"),
         (None, None) => "the recipe's training steps".to_string(),
@@ -1084,6 +1117,22 @@ mod tests {
         let t = table1(&s);
         assert!(t.contains("| seed (validation score) | n/a | 2 (0.873) | n/a |"), "{t}");
         assert!(t.contains("| KNN accuracy, corrupt | n/a | 0.500 | n/a |"), "{t}");
+    }
+
+    #[test]
+    fn variants_train_the_step_count_of_the_model_they_vary() {
+        let c = ReproduceConfig {
+            budget_minutes: Some(20.0),
+            beta_sweep: true,
+            appendix_b: true,
+            ..ReproduceConfig::default()
+        };
+        let from: Vec<(String, Option<String>)> =
+            models(&c).unwrap().into_iter().map(|m| (m.key, m.steps_from)).collect();
+        assert_eq!(from[..3], [("point".into(), None), ("mog1".into(), None), ("mog2".into(), None)]);
+        assert_eq!(from[3], ("mog1-beta0".into(), Some("mog1".into())));
+        assert!(from[4..].iter().all(|(k, f)| k.starts_with("point-contrastive") && f.as_deref() == Some("point")));
+        assert_eq!(from.len(), 3 + 1 + MARGINS.len());
     }
 
     #[test]
