@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+mod common;
+
 #[test]
 fn active_run_writes_summary_rounds_and_plot() {
     let dir = tempfile::tempdir().unwrap();
@@ -29,6 +31,7 @@ fn active_run_writes_summary_rounds_and_plot() {
     let random = rounds.lines().filter(|l| l.contains("\"method\":\"random\"")).count();
     assert_eq!(random, 6);
     assert_eq!(&std::fs::read(out.join("rmse_vs_labels.png")).unwrap()[1..4], b"PNG");
+    common::assert_nulls_explained(&out);
 
     let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
         .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "1", "--budget", "100000"])
@@ -96,6 +99,7 @@ fn active_classify_on_fashion_mnist() {
         .collect();
     assert_eq!(last_labels, vec![60; 4]);
     assert_eq!(&std::fs::read(out.join("accuracy_vs_labels.png")).unwrap()[1..4], b"PNG");
+    common::assert_nulls_explained(&out);
 
     let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
         .args(["active", "classify", "--pool", "70000", "--out", dir.path().join("bad").to_str().unwrap()])

@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output};
 
+mod common;
+
 fn hedge(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().unwrap()
 }
@@ -68,6 +70,7 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
     let diff = rebuilt["alphas"]["0.0"]["flip_rate"]["mean"].as_f64().unwrap()
         - summary["alphas"]["0.0"]["flip_rate"]["mean"].as_f64().unwrap();
     assert!(diff.abs() < 1e-12);
+    common::assert_nulls_explained(&out);
 
     let e = hedge(&["agnostic", "sweep", "--alphas", "0:2:0.5", "--out", dir.path().join("bad").to_str().unwrap()]);
     assert!(!e.status.success());
@@ -88,6 +91,7 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
     let out = dir.path().join("adult");
     hedge_ok("agnostic sweep --dataset adult --alphas 0,0.9 --repeats 1 --steps 1500 --probe-steps 200", &out);
     let summary = summary_of(&out);
+    common::assert_nulls_explained(&out);
     let chance = summary["protected_chance"].as_f64().unwrap();
     assert!((chance - 0.67).abs() < 0.02, "male share of the probe-test rows: {chance}");
     let a0 = &summary["alphas"]["0.0"];
@@ -124,6 +128,7 @@ fn mnist_m_sweep_shows_the_domain_gap() {
         &out,
     );
     let a0 = &summary_of(&out)["alphas"]["0.0"];
+    common::assert_nulls_explained(&out);
     let mnist = a0["target_accuracy"]["mnist"]["mean"].as_f64().unwrap();
     let mnist_m = a0["target_accuracy"]["mnist_m"]["mean"].as_f64().unwrap();
     assert!(mnist > 0.85, "{a0}");
@@ -150,4 +155,5 @@ fn exp1_shows_the_target_model_learned_the_background() {
     assert!(t["context_test"].as_f64().unwrap() > 0.65, "{t}");
     assert!(c["context_test"].as_f64().unwrap() > 0.9, "{c}");
     assert_eq!(&std::fs::read(out.join("cross_domain.png")).unwrap()[1..4], b"PNG");
+    common::assert_nulls_explained(&out);
 }

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 fn hedge(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().expect("hedge runs")
 }
@@ -62,6 +64,7 @@ fn sparse_gp_on_yacht_writes_a_run_directory() {
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["model"]["inducing"], 40);
+    common::assert_nulls_explained(&out);
 }
 
 fn tiny_uci(root: &Path, data: &str, train: &str) {

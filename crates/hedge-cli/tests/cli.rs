@@ -5,6 +5,8 @@ use std::process::{Command, Output};
 
 use hedge_data::{read_npz, NpyData};
 
+mod common;
+
 fn hedge(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().expect("hedge runs")
 }
@@ -166,6 +168,10 @@ fn eval_writes_every_documented_key() {
     assert_eq!(v["aurc_uncertainty"], "nearest_neighbour_distance");
     assert!((0.0..=1.0).contains(&v["aurc"].as_f64().expect("aurc for a point model")));
     assert_eq!(v["gallery_probe"].as_array().unwrap().len(), 4);
+    // ... and the file says why they are null.
+    let why: Vec<hedge_data::undefined::Undefined> = serde_json::from_value(on_disk["undefined"].clone()).unwrap();
+    assert!(why.iter().any(|u| u.fields.contains(&"tau_ap.clean".to_string()) && u.why.contains("point embedding")));
+    common::assert_nulls_explained(&run);
 }
 
 /// A tiny reproduction (2 steps a model, 1 repeat): the tables, summary.json in the documented
@@ -221,4 +227,5 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     let again: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(again["seconds"], summary["seconds"]);
+    common::assert_nulls_explained(&out);
 }

@@ -27,6 +27,7 @@ pub mod pairs;
 pub mod params;
 pub mod rundir;
 pub mod uci;
+pub mod undefined;
 
 pub use adult::{Adult, AdultSplit};
 pub use atomic::{prepare_output_dir, write_atomic};

@@ -13,6 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
 use crate::ModelKind;
+use hedge_data::undefined::{explain_nulls, NullReason, Undefined};
 use hedge_eval::MeanStd;
 
 /// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
@@ -234,6 +235,40 @@ pub struct EvalReport {
     /// before it was recorded, whose spreads divide by n instead of n − 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub std_convention: Option<String>,
+    /// Every field this report leaves `null`, and why (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<Undefined>,
+}
+
+/// Why a point embedding's uncertainty correlations are `null`.
+const POINT_HAS_NO_ETA: &str = "a point embedding has no uncertainty (eta), so Kendall's tau between uncertainty \
+     bins and performance does not exist";
+/// Why a stochastic embedding's uncertainty correlation can be `null`.
+const TAU_UNDEFINED: &str = "Kendall's tau is undefined: fewer than two eta bins have a score, or all their scores \
+     are equal (a constant has no rank order)";
+
+impl EvalReport {
+    /// Why this report's `null`s are `null` (the rules of [`explain_nulls`]).
+    fn null_reasons(&self) -> Vec<NullReason> {
+        let tau = if self.model == ModelKind::Point { POINT_HAS_NO_ETA } else { TAU_UNDEFINED };
+        let mut v = vec![
+            NullReason::new("tau_*", tau),
+            NullReason::new("gallery_probe[*].tau_knn", tau),
+            NullReason::new("bins.*", "an eta bin holding no matching pair (AP) or no probe (KNN) has no score"),
+            NullReason::new("weights", "the run's own model.safetensors was scored (a path, not a number)"),
+        ];
+        if self.metrics.is_some() {
+            v.push(NullReason::new("*", "not computed: this evaluation computed only the metrics under `metrics`"));
+        }
+        v
+    }
+
+    /// The report with its `undefined` list filled in (what every writer saves).
+    pub fn with_nulls_explained(mut self) -> Self {
+        self.undefined = Vec::new();
+        self.undefined = explain_nulls(&self, &self.null_reasons());
+        self
+    }
 }
 
 /// The spread convention of every `_std` in a new `eval.json`.
@@ -319,7 +354,9 @@ impl EvalReport {
             weights: context.weights,
             metrics: (!r.metrics.is_all()).then(|| r.metrics.iter().collect()),
             std_convention: Some(REPEAT_STD_CONVENTION.to_string()),
+            undefined: Vec::new(),
         }
+        .with_nulls_explained()
     }
 
     /// The metric a table row names.
@@ -530,6 +567,33 @@ pub struct ReproduceSummary {
     pub split: String,
     pub std_convention: String,
     pub steps: Option<usize>,
+    /// Every field this summary leaves `null`, and why (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<Undefined>,
+}
+
+impl ReproduceSummary {
+    /// The summary with its `undefined` list filled in (what `hedge hib reproduce` writes).
+    pub fn with_nulls_explained(mut self) -> Self {
+        let point_tau = |prefix: &str| NullReason::new(format!("{prefix}models.point*.tau_*"), POINT_HAS_NO_ETA);
+        let reasons = [
+            point_tau(""),
+            point_tau("other_split."),
+            NullReason::new("paper.*", "the paper reports no value for this model and metric"),
+            NullReason::new(
+                "*_std",
+                "a sample standard deviation over seeds needs two seeds with a defined value (n - 1 = 0)",
+            ),
+            NullReason::new("*tau_*", TAU_UNDEFINED),
+            NullReason::new("steps", "each run trained its own step count (see runs/*/config.json)"),
+            NullReason::new("budget_minutes", "no budget: the step count was given (not a measurement)"),
+            NullReason::new("*aurc", "no run of this model computed the AURC"),
+            NullReason::new("*ece", "no run of this model computed the ECE"),
+        ];
+        self.undefined = Vec::new();
+        self.undefined = explain_nulls(&self, &reasons);
+        self
+    }
 }
 
 #[cfg(test)]

@@ -329,7 +329,12 @@ fn train_and_eval(
         if done {
             if let Some(report) = read_eval(&run, split)? {
                 info!("reusing {}", run.file(&eval_file_name(split)).display());
-                evals.push(report);
+                // Reports written before `undefined` existed gain it (nothing else changes).
+                let explained = report.clone().with_nulls_explained();
+                if explained != report {
+                    crate::run_eval::save_eval(&run, &explained)?;
+                }
+                evals.push(explained);
                 continue;
             }
         }
@@ -412,6 +417,10 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
     let mut summary = summarise(c, &results, seconds)?;
     summary.other_split =
         Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: c.other_split().name().to_string() });
+    let summary = summary.with_nulls_explained();
+    if let Some(line) = hedge_data::undefined::summary_line(&summary.undefined) {
+        info!("{}: {line}", summary_path.display());
+    }
     write_json(&summary_path, &summary)?;
     write(&c.out.join("table1.md"), &table1(&summary))?;
     write(&c.out.join("table2.md"), &table2(&summary))?;
@@ -521,6 +530,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result
             .unwrap_or_else(|| c.split.name().to_string()),
         std_convention: STD_CONVENTION.to_string(),
         steps: c.steps,
+        undefined: Vec::new(),
     })
 }
 
@@ -1054,6 +1064,7 @@ mod tests {
             split: "test_unseen".into(),
             std_convention: STD_CONVENTION.into(),
             steps: None,
+            undefined: Vec::new(),
         }
     }
 

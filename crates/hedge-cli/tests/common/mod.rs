@@ -1,0 +1,45 @@
+//! Checks shared by the CLI tests.
+
+use std::path::Path;
+
+/// Files that record what was asked for, not what was measured: a `null` there is an option
+/// left unset.
+const INPUT_FILES: [&str; 5] = ["config.json", "plan.json", "progress.json", "state.json", "manifest.json"];
+
+/// Every `null` a command wrote into a result file under `dir` (JSON or JSON lines, recursively)
+/// is named, with its reason, in that file's own `undefined` list: no number is silently missing.
+pub fn assert_nulls_explained(dir: &Path) {
+    let mut checked = 0;
+    for entry in walk(dir) {
+        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let lines = name.ends_with(".jsonl");
+        if INPUT_FILES.contains(&name.as_str()) || !(lines || name.ends_with(".json")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&entry).unwrap();
+        let values: Vec<serde_json::Value> = if lines {
+            text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+        } else {
+            vec![serde_json::from_str(&text).unwrap()]
+        };
+        for v in values {
+            let missing = hedge_data::undefined::unexplained_nulls(&v);
+            assert!(missing.is_empty(), "{}: null without a reason at {missing:?}", entry.display());
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no result file under {}", dir.display());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
