@@ -41,8 +41,8 @@ pub fn worst_group_accuracy(predicted: &Tensor, target: &Tensor, protected: &Ten
 
 /// Fraction of predictions that change when only the background changes, given the
 /// predictions on the original images (which the caller usually has already).
-pub fn flip_rate(net: &AgnosticNet, predicted: &Tensor, x_flipped: &Tensor) -> f64 {
-    let b = net.target_logits(&features(net, x_flipped)).argmax(1, false);
+pub fn flip_rate(view: &crate::erasure::FeatureView<'_>, predicted: &Tensor, x_flipped: &Tensor) -> f64 {
+    let b = view.target_logits(&view.features(x_flipped)).argmax(1, false);
     predicted.ne_tensor(&b).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
 }
 

@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use crate::erasure::{fit_with_removal, FeatureView, Removal};
 use crate::error::Result;
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{fit, train_observed, TrainConfig, TrainingData};
+use crate::train::{train_observed, TrainConfig, TrainingData};
 
 /// A Context-MNIST split as tensors.
 pub struct ImageSet {
@@ -117,6 +118,7 @@ pub fn run_context(
     data: &ContextTensors,
     model: ModelConfig,
     train_config: &TrainConfig,
+    removal: Removal,
     probe_steps: usize,
     repeat: u64,
 ) -> Result<(ContextAudit, AgnosticNet)> {
@@ -127,13 +129,14 @@ pub fn run_context(
         context_x: &data.context_train.x,
         context_p: &data.context_train.protected,
     };
-    let (net, train_seconds) = fit(model, &training, train_config)?;
-    let target_acc = |set: &ImageSet| audit::accuracy(&net.target_logits(&audit::features(&net, &set.x)), &set.target);
-    let balanced_f = audit::features(&net, &data.test_balanced.x);
-    let balanced_logits = net.target_logits(&balanced_f);
+    let (net, erased, train_seconds) = fit_with_removal(model, &training, train_config, removal)?;
+    let view = FeatureView { net: &net, erased: erased.as_ref() };
+    let target_acc = |set: &ImageSet| audit::accuracy(&view.target_logits(&view.features(&set.x)), &set.target);
+    let balanced_f = view.features(&data.test_balanced.x);
+    let balanced_logits = view.target_logits(&balanced_f);
     let predicted = balanced_logits.argmax(1, false);
-    let probe_train_f = audit::features(&net, &data.probe_train.x);
-    let probe_test_f = audit::features(&net, &data.probe_test.x);
+    let probe_train_f = view.features(&data.probe_train.x);
+    let probe_test_f = view.features(&data.probe_test.x);
     let (pt, pa) = (&data.probe_train, &data.probe_test);
     let (probe_linear, probe_mlp) =
         audit::probe_pair(&probe_train_f, &pt.protected, &probe_test_f, &pa.protected, probe_steps, repeat)?;
@@ -168,7 +171,7 @@ pub fn run_context(
         probe_mlp,
         probe_within_class_mlp: within.iter().map(|r| r.accuracy).sum::<f64>() / within.len() as f64,
         probe_within_class_at_chance: within.iter().all(|r| r.at_chance),
-        flip_rate: audit::flip_rate(&net, &predicted, &data.test_balanced.flipped),
+        flip_rate: audit::flip_rate(&view, &predicted, &data.test_balanced.flipped),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
     };

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use crate::audit::{self, ProbeResult};
+use crate::erasure::{fit_with_removal, FeatureView, Removal};
 use crate::error::Result;
 use crate::experiment::{labels, ProbeAccuracy};
 use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{fit, TrainConfig, TrainingData};
+use crate::train::{TrainConfig, TrainingData};
 
 /// One Adult split as tensors.
 pub struct TabularSet {
@@ -97,6 +98,7 @@ pub fn run_tabular(
     data: &TabularTensors,
     model: ModelConfig,
     config: &TrainConfig,
+    removal: Removal,
     probe_steps: usize,
     repeat: u64,
 ) -> Result<(FairnessAudit, AgnosticNet)> {
@@ -109,12 +111,13 @@ pub fn run_tabular(
         context_x: &empty_x,
         context_p: &empty_p,
     };
-    let (net, train_seconds) = fit(model, &training, config)?;
-    let f = audit::features(&net, &data.test.x);
-    let predicted = net.target_logits(&f).argmax(1, false);
+    let (net, erased, train_seconds) = fit_with_removal(model, &training, config, removal)?;
+    let view = FeatureView { net: &net, erased: erased.as_ref() };
+    let f = view.features(&data.test.x);
+    let predicted = view.target_logits(&f).argmax(1, false);
     let (t, a) = (&data.test.target, &data.test.protected);
-    let probe_train = audit::features(&net, &data.probe_train.x);
-    let probe_test = audit::features(&net, &data.probe_test.x);
+    let probe_train = view.features(&data.probe_train.x);
+    let probe_test = view.features(&data.probe_test.x);
     let (pt, pa) = (&data.probe_train.protected, &data.probe_test.protected);
     let (probe_linear, probe_mlp) = audit::probe_pair(&probe_train, pt, &probe_test, pa, probe_steps, repeat)?;
     let audit = FairnessAudit {

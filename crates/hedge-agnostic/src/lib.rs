@@ -4,11 +4,13 @@
 
 pub mod audit;
 pub mod domain;
+pub mod erasure;
 mod error;
 pub mod exp1;
 pub mod experiment;
 pub mod fairness;
 pub mod grl;
+pub mod independence;
 pub mod model;
 pub mod sweep;
 pub mod train;

@@ -14,6 +14,7 @@ use tch::{Kind, Tensor};
 
 use crate::audit::activation_maps;
 use crate::domain::{run_domain, DomainAudit, DomainTensors};
+use crate::erasure::Removal;
 use crate::error::{invalid, Result};
 use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
 use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
@@ -139,6 +140,9 @@ pub struct SweepConfig {
     pub threads: i32,
     /// The training settings of every network (its α and seed set per network).
     pub train: TrainConfig,
+    /// How the concept is removed (sweeps before it existed used the adversary).
+    #[serde(default)]
+    pub removal: Removal,
 }
 
 /// A dataset loaded for a sweep, as tensors.
@@ -277,20 +281,22 @@ impl PreparedData {
         &self,
         model: ModelConfig,
         config: &TrainConfig,
+        removal: Removal,
         probe_steps: usize,
         repeat: u64,
     ) -> Result<(SweepAudit, AgnosticNet)> {
         Ok(match self {
             PreparedData::Context(d) => {
-                let (a, net) = run_context(d, model, config, probe_steps, repeat)?;
+                let (a, net) = run_context(d, model, config, removal, probe_steps, repeat)?;
                 (SweepAudit::Context(a), net)
             }
             PreparedData::Domain(d) => {
+                check_removal(removal, SweepDataset::MnistM)?;
                 let (a, net) = run_domain(d, model, config, probe_steps, repeat)?;
                 (SweepAudit::Domain(a), net)
             }
             PreparedData::Tabular(d) => {
-                let (a, net) = run_tabular(d, model, config, probe_steps, repeat)?;
+                let (a, net) = run_tabular(d, model, config, removal, probe_steps, repeat)?;
                 (SweepAudit::Tabular(a), net)
             }
         })
@@ -416,7 +422,7 @@ impl SweepConfig {
         let networks = self.networks();
         for (index, &(repeat, alpha)) in networks.iter().enumerate().skip(done.finished_networks) {
             let config = self.train.with_alpha(alpha).with_seed(repeat);
-            let (audit, net) = data.run(self.model, &config, self.probe_steps, repeat)?;
+            let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
             if repeat == 0 {
                 // Repeat 0's network and its activation maps are kept; written before the
                 // checkpoint that counts the network, so a resumed sweep never lacks them.
@@ -446,6 +452,19 @@ impl SweepConfig {
     }
 }
 
+/// Refuses a removal the dataset cannot take (checked before any data is built).
+pub fn check_removal(removal: Removal, dataset: SweepDataset) -> Result<()> {
+    match removal {
+        Removal::Inlp { iterations: 0 } => Err(invalid("inlp_iterations", 0, "give at least one round")),
+        r if r.is_post_hoc() && dataset == SweepDataset::MnistM => Err(invalid(
+            "removal",
+            r.name(),
+            "MNIST -> MNIST-M aligns domains during training; it takes the adversary only",
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl ParamGuard for SweepConfig {
     type Error = AgnosticError;
 
@@ -459,6 +478,19 @@ impl ParamGuard for SweepConfig {
         }
         for &a in &self.alphas {
             self.train.with_alpha(a).check_ref()?;
+        }
+        check_removal(self.removal, self.dataset)?;
+        if let Removal::Inlp { iterations } = self.removal {
+            if iterations as i64 > self.model.feature_dim() {
+                return Err(invalid(
+                    "inlp_iterations",
+                    iterations,
+                    format!(
+                        "give at most {} (each round removes at least one of the features' dimensions)",
+                        self.model.feature_dim()
+                    ),
+                ));
+            }
         }
         self.model.check_ref()
     }
@@ -804,7 +836,15 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     let summary =
         SweepSummary { alphas: by_alpha, dataset: config.dataset.name().to_string(), protected_chance: chance };
     dir.write_json(SUMMARY_FILE, &summary)?;
-    let mut md = format!("{}\n\n| α |", schema.intro);
+    let removal = match config.removal {
+        Removal::Adversary => String::new(),
+        r => format!(
+            " Removal: {} on the frozen features of a network trained without an adversary, G_y retrained on \
+             the erased features; α is the erasure strength.",
+            r.name()
+        ),
+    };
+    let mut md = format!("{}{removal}\n\n| α |", schema.intro);
     for column in &schema.columns {
         md.push_str(&format!(" {} |", column.title));
     }
@@ -826,7 +866,11 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         let k = schema.columns.iter().position(|c| c.title == *title).expect("a curve names a column");
         (label.to_string(), alphas.iter().zip(&stats[k]).map(|(&a, s)| (a, s.mean, s.std)).collect())
     };
-    let x_label = if config.dataset == SweepDataset::MnistM { "λ (DANN)" } else { "α" };
+    let x_label = match (config.dataset, config.removal.is_post_hoc()) {
+        (SweepDataset::MnistM, _) => "λ (DANN)",
+        (_, true) => "erasure strength",
+        _ => "α",
+    };
     let accuracy: Vec<_> = schema.accuracy_curves.iter().map(curve).collect();
     hedge_plot::curves_with_error(
         &dir.file("accuracy_vs_alpha.png"),

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
+use hedge_agnostic::erasure::Removal;
 use hedge_agnostic::exp1::Exp1Config;
 use hedge_agnostic::sweep::{
-    parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, TABLE_FILE,
+    check_removal, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, TABLE_FILE,
 };
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
@@ -56,6 +57,15 @@ impl From<DatasetArg> for SweepDataset {
 pub enum AdversaryArg {
     Reversal,
     Confusion,
+    /// Not an adversary: G_f minimises α × the normalised HSIC between features and concept.
+    Hsic,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum RemovalArg {
+    Adversary,
+    Leace,
+    Inlp,
 }
 
 #[derive(Args)]
@@ -88,9 +98,19 @@ pub struct SweepArgs {
     /// Examples per step from each training set.
     #[arg(long, default_value_t = 64)]
     batch: i64,
-    /// How G_f hides the concept: the paper's gradient reversal, or a confusion loss.
+    /// How G_f hides the concept: the paper's gradient reversal, a confusion loss, or a kernel
+    /// independence penalty (HSIC) instead of an adversary.
     #[arg(long, value_enum, default_value = "reversal")]
     adversary: AdversaryArg,
+    /// How the concept is removed: the adversary during training (--adversary), or post hoc on
+    /// the frozen features of a network trained without one, with G_y retrained on top: LEACE
+    /// (closed-form linear erasure) or INLP (iterated null-space projection). Post hoc, α is the
+    /// erasure strength (0: none, 1: all).
+    #[arg(long, value_enum, default_value = "adversary")]
+    removal: RemovalArg,
+    /// INLP's rounds of logistic regression (with --removal inlp).
+    #[arg(long, default_value_t = 10)]
+    inlp_iterations: usize,
     /// G_p updates per feature update (1: plain GRL).
     #[arg(long, default_value_t = 1)]
     adversary_steps: usize,
@@ -170,6 +190,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         let adversary = match args.adversary {
             AdversaryArg::Reversal => Adversary::Reversal,
             AdversaryArg::Confusion => Adversary::Confusion,
+            AdversaryArg::Hsic => Adversary::Hsic,
         };
         let train = TrainConfig {
             ramp: !args.no_ramp,
@@ -187,8 +208,14 @@ fn sweep(args: SweepArgs) -> Result<()> {
             test: args.test,
         };
         let alphas = parse_alphas(&args.alphas).with_context(|| format!("--alphas '{}'", args.alphas))?;
+        let removal = match args.removal {
+            RemovalArg::Adversary => Removal::Adversary,
+            RemovalArg::Leace => Removal::Leace,
+            RemovalArg::Inlp => Removal::Inlp { iterations: args.inlp_iterations },
+        };
         // Settings are checked before the data is built, the data before --out is touched.
         train.with_alpha(alphas[0]).check_ref()?;
+        check_removal(removal, dataset)?;
         let model = ModelConfig::default().with_negative_slope(args.negative_slope);
         model.check_ref()?;
         let (data, description, model) = PreparedData::build(dataset, &options, model, &data_dir)?;
@@ -203,6 +230,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             repeats: args.repeats,
             threads: tch::get_num_threads(),
             train,
+            removal,
         };
         let out = args.out.clone().expect("clap requires --out without --resume");
         config.run(&data, &out, args.overwrite, progress)?;

@@ -117,6 +117,41 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
     assert!(!dir.path().join("bad").exists());
 }
 
+/// LEACE on Adult: the erased features leave the linear probe at chance (the erasure was fitted
+/// on the training rows, the probe learns and is scored on disjoint test rows) while the
+/// retrained G_y keeps most of the accuracy; the table says how the concept was removed.
+#[test]
+fn leace_on_adult_leaves_the_linear_probe_at_chance() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("adult-leace");
+    hedge_ok(
+        "agnostic sweep --dataset adult --removal leace --alphas 0,1 --repeats 1 --steps 800 --probe-steps 300",
+        &out,
+    );
+    let summary = summary_of(&out);
+    common::assert_nulls_explained(&out);
+    let chance = summary["protected_chance"].as_f64().unwrap();
+    let (a0, a1) = (&summary["alphas"]["0.0"], &summary["alphas"]["1.0"]);
+    assert!(a0["probe_accuracy"]["linear"]["mean"].as_f64().unwrap() > chance + 0.05, "{a0}");
+    let linear = a1["probe_accuracy"]["linear"]["mean"].as_f64().unwrap();
+    assert!(linear < chance + 0.02, "linear probe after LEACE {linear}, chance {chance}");
+    assert!(a1["accuracy"]["mean"].as_f64().unwrap() > 0.78, "{a1}");
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("Removal: leace"), "{table}");
+    let e = hedge(&[
+        "agnostic",
+        "sweep",
+        "--dataset",
+        "mnist-m",
+        "--removal",
+        "leace",
+        "--out",
+        dir.path().join("bad").to_str().unwrap(),
+    ]);
+    assert!(!e.status.success() && String::from_utf8_lossy(&e.stderr).contains("removal"));
+    assert!(!dir.path().join("bad").exists());
+}
+
 /// MNIST → MNIST-M at a tiny scale: a source-only network reads MNIST well and MNIST-M much
 /// worse (the domain gap DANN addresses), and its domain head separates the domains.
 #[test]

@@ -1,0 +1,467 @@
+//! Concept erasure on frozen features: LEACE (Belrose et al. 2023, "LEACE: Perfect linear
+//! concept erasure in closed form") and INLP (Ravfogel et al. 2020, "Null it out").
+//!
+//! LEACE is the least-squares edit r(x) = x − P(x − μ) that makes the cross-covariance of the
+//! features with the one-hot concept zero, which is exactly the condition under which no linear
+//! probe of the concept beats a constant (the paper's Theorem 3.1: equal class-conditional
+//! means). With Σ the feature covariance, W = (Σ^{1/2})⁺ the whitening map and Σ_xz the
+//! cross-covariance with the one-hot concept,
+//!
+//!   P = W⁺ · Π_{W Σ_xz} · W,
+//!
+//! Π_{W Σ_xz} the orthogonal projection onto the column space of W Σ_xz (at most k − 1
+//! dimensions for k classes). INLP instead trains a linear classifier, projects the features
+//! onto its null space, and repeats; it removes more dimensions and guards against nothing in
+//! closed form, which is why it is the comparison, not the method.
+
+use faer::{Mat, Side};
+use serde::{Deserialize, Serialize};
+use tch::nn::{self, Module, OptimizerConfig};
+use tch::{Device, Kind, Tensor};
+
+use crate::error::{invalid, Result};
+use crate::model::{AgnosticNet, ModelConfig};
+use crate::train::{fit, TrainConfig, TrainingData};
+
+/// A fitted LEACE eraser: `r(x) = x − strength · P (x − μ)`.
+#[derive(Debug, Clone)]
+pub struct Leace {
+    /// μ, `[d]`.
+    pub mean: Vec<f64>,
+    /// P, `d × d` (acts on column vectors).
+    pub projection: Mat<f64>,
+    /// Dimensions erased (the rank of P).
+    pub rank: usize,
+}
+
+/// Rows of `x` (`n × d`, row-major) as a faer matrix.
+fn matrix(x: &[f64], n: usize, d: usize) -> Mat<f64> {
+    Mat::from_fn(n, d, |i, j| x[i * d + j])
+}
+
+/// Checks `x` holds `n` finite rows of `d` values and `z` one label in `0..` per row.
+fn check_rows(x: &[f64], d: usize, z: &[i64]) -> Result<usize> {
+    if d == 0 || x.len() % d != 0 || x.len() / d != z.len() || z.len() < 2 {
+        return Err(invalid(
+            "erasure data",
+            format!("{} values, d = {d}, {} labels", x.len(), z.len()),
+            "need n ≥ 2 rows of d values and one label per row",
+        ));
+    }
+    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+        return Err(invalid("erasure data", format!("value {} at row {}", x[i], i / d), "features must be finite"));
+    }
+    if let Some(&bad) = z.iter().find(|&&c| c < 0) {
+        return Err(invalid("erasure labels", bad, "labels must be class indices ≥ 0"));
+    }
+    Ok(z.len())
+}
+
+impl Leace {
+    /// Fits the eraser of concept `z` (class indices) from features `x` (`n` rows of `d`).
+    pub fn fit(x: &[f64], d: usize, z: &[i64]) -> Result<Self> {
+        let n = check_rows(x, d, z)?;
+        let k = (*z.iter().max().expect("n ≥ 2") + 1) as usize;
+        let x = matrix(x, n, d);
+        let mean: Vec<f64> = (0..d).map(|j| x.col(j).iter().sum::<f64>() / n as f64).collect();
+        let centred = Mat::from_fn(n, d, |i, j| x[(i, j)] - mean[j]);
+        let zc = {
+            let freq: Vec<f64> =
+                (0..k).map(|c| z.iter().filter(|&&v| v as usize == c).count() as f64 / n as f64).collect();
+            Mat::from_fn(n, k, |i, c| f64::from(u8::from(z[i] as usize == c)) - freq[c])
+        };
+        let sigma = centred.transpose() * &centred * (1.0 / n as f64);
+        let cross = centred.transpose() * &zc * (1.0 / n as f64);
+        let eig = sigma
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| invalid("erasure covariance", format!("{e:?}"), "eigendecomposition failed"))?;
+        let (v, lambda) = (eig.U(), eig.S().column_vector());
+        let top = lambda.iter().copied().fold(0.0, f64::max);
+        // Directions with no variance carry no signal and cannot be whitened.
+        let keep: Vec<usize> = (0..d).filter(|&i| lambda[i] > top * 1e-12 && lambda[i] > 0.0).collect();
+        let scaled = |power: f64| {
+            let mut m = Mat::<f64>::zeros(d, d);
+            for &i in &keep {
+                let s = lambda[i].powf(power);
+                for r in 0..d {
+                    for c in 0..d {
+                        m[(r, c)] += v[(r, i)] * s * v[(c, i)];
+                    }
+                }
+            }
+            m
+        };
+        let (whiten, unwhiten) = (scaled(-0.5), scaled(0.5));
+        let m = &whiten * &cross;
+        let svd = m.thin_svd().map_err(|e| invalid("erasure cross-covariance", format!("{e:?}"), "SVD failed"))?;
+        let (u, s) = (svd.U(), svd.S().column_vector());
+        let s_top = s.iter().copied().fold(0.0, f64::max);
+        let basis: Vec<usize> = (0..s.nrows()).filter(|&i| s[i] > s_top * 1e-10 && s[i] > 0.0).collect();
+        let mut pi = Mat::<f64>::zeros(d, d);
+        for &i in &basis {
+            for r in 0..d {
+                for c in 0..d {
+                    pi[(r, c)] += u[(r, i)] * u[(c, i)];
+                }
+            }
+        }
+        let projection = &unwhiten * &pi * &whiten;
+        Ok(Leace { mean, projection, rank: basis.len() })
+    }
+
+    /// `x` (`n` rows of `d`) with the concept erased at `strength` ∈ [0, 1] (1: LEACE itself;
+    /// lower values move each point part of the way, for a Pareto front).
+    pub fn erase(&self, x: &[f64], strength: f64) -> Result<Vec<f64>> {
+        let d = self.mean.len();
+        if x.len() % d != 0 {
+            return Err(invalid("erasure input", x.len(), format!("need rows of {d} values")));
+        }
+        if !(0.0..=1.0).contains(&strength) {
+            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
+        }
+        let n = x.len() / d;
+        let centred = Mat::from_fn(n, d, |i, j| x[i * d + j] - self.mean[j]);
+        let moved = centred * self.projection.transpose();
+        Ok((0..n * d).map(|t| x[t] - strength * moved[(t / d, t % d)]).collect())
+    }
+}
+
+/// Iterative null-space projection: `iterations` times, a multinomial logistic regression
+/// (full-batch Adam, `steps` steps) learns the concept from the current features and the
+/// features are projected onto the orthogonal complement of every direction learned so far.
+/// Returns the projection (`d × d`, acting on centred column vectors) and the training mean.
+pub fn inlp(x: &[f64], d: usize, z: &[i64], iterations: usize, steps: usize, seed: u64) -> Result<Leace> {
+    let n = check_rows(x, d, z)?;
+    if iterations == 0 || iterations > d {
+        return Err(invalid("inlp iterations", iterations, format!("give 1..={d} (the feature width)")));
+    }
+    let k = *z.iter().max().expect("n ≥ 2") + 1;
+    let mean: Vec<f64> = (0..d).map(|j| (0..n).map(|i| x[i * d + j]).sum::<f64>() / n as f64).collect();
+    let centred: Vec<f64> = (0..n * d).map(|t| x[t] - mean[t % d]).collect();
+    let xt = Tensor::from_slice(&centred).reshape([n as i64, d as i64]);
+    let zt = Tensor::from_slice(z);
+    // Orthonormal basis of the removed directions, as rows `[r, d]`.
+    let mut removed = Tensor::zeros([0, d as i64], (Kind::Double, Device::Cpu));
+    let _generator = crate::seeded_generator(seed as i64);
+    for _ in 0..iterations {
+        let keep = Tensor::eye(d as i64, (Kind::Double, Device::Cpu)) - removed.transpose(0, 1).matmul(&removed);
+        let current = xt.matmul(&keep);
+        let scale = current.std(true).clamp_min(1e-12);
+        let input = (&current / &scale).to_kind(Kind::Float);
+        let vs = nn::VarStore::new(Device::Cpu);
+        let linear = nn::linear(vs.root() / "w", d as i64, k.max(2), Default::default());
+        let mut opt = nn::Adam::default().build(&vs, 1e-2).map_err(|e| invalid("inlp optimiser", e, "Adam"))?;
+        for _ in 0..steps {
+            opt.backward_step(&linear.forward(&input).cross_entropy_for_logits(&zt));
+        }
+        // The classifier's directions, in the current (already projected) space.
+        let w = tch::no_grad(|| linear.ws.to_kind(Kind::Double).matmul(&keep));
+        let all = Tensor::cat(&[&removed, &w], 0);
+        // Orthonormal rows spanning the old and the new directions.
+        let (q, r) = Tensor::linalg_qr(&all.transpose(0, 1), "reduced");
+        let independent = r.diagonal(0, 0, 1).abs().gt(1e-8).nonzero().squeeze_dim(1);
+        removed = q.index_select(1, &independent).transpose(0, 1);
+    }
+    let p = removed.transpose(0, 1).matmul(&removed);
+    let values: Vec<f64> = Vec::try_from(p.flatten(0, -1)).map_err(|e| invalid("inlp projection", e, "copy"))?;
+    let rank = removed.size()[0] as usize;
+    Ok(Leace { mean, projection: matrix(&values, d, d), rank })
+}
+
+/// How a sweep removes the concept. With an eraser, each network is trained without an
+/// adversary (α = 0), the eraser is fitted on its frozen features, G_y is retrained on the erased
+/// features, and the sweep's α is the erasure strength (0: nothing erased, 1: all of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Removal {
+    /// The training's own adversary (`TrainConfig::adversary`) at weight α.
+    #[default]
+    Adversary,
+    /// LEACE on the frozen features.
+    Leace,
+    /// INLP with this many logistic-regression rounds.
+    Inlp { iterations: usize },
+}
+
+impl Removal {
+    /// Whether the concept is removed after training (α is then a strength, not a weight).
+    pub fn is_post_hoc(self) -> bool {
+        !matches!(self, Removal::Adversary)
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Removal::Adversary => "adversary".into(),
+            Removal::Leace => "leace".into(),
+            Removal::Inlp { iterations } => format!("inlp-{iterations}"),
+        }
+    }
+}
+
+/// Copies a `[n, d]` tensor's values (row-major) as f64.
+fn rows_of(t: &Tensor) -> Result<Vec<f64>> {
+    Vec::try_from(t.to_kind(Kind::Double).flatten(0, -1)).map_err(|e| invalid("features", e, "copy"))
+}
+
+/// A frozen network's features seen through a fitted eraser, with a fresh G_y (the same shape
+/// as the network's) trained on the erased features.
+pub struct ErasedFeatures {
+    /// `[1, d]`.
+    mean: Tensor,
+    /// Pᵀ, `[d, d]`.
+    projection_t: Tensor,
+    strength: f64,
+    /// Dimensions the eraser removes.
+    pub rank: usize,
+    head: nn::Sequential,
+    _vars: nn::VarStore,
+}
+
+impl ErasedFeatures {
+    /// Fits `removal` on features `fit_f` with concept `fit_a`, then trains a fresh G_y of
+    /// `hidden` units on the erased `train_f` → `train_y` (Adam 1e-3, minibatches of 128,
+    /// `steps` steps, seeded by `seed`).
+    ///
+    /// # Shapes
+    /// `fit_f`: `[m, d]`, `fit_a`: `[m]` i64; `train_f`: `[n, d]`, `train_y`: `[n]` i64.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit(
+        removal: Removal,
+        strength: f64,
+        fit_f: &Tensor,
+        fit_a: &Tensor,
+        train_f: &Tensor,
+        train_y: &Tensor,
+        hidden: i64,
+        steps: usize,
+        seed: u64,
+    ) -> Result<Self> {
+        let d = fit_f.size()[1];
+        let values = rows_of(fit_f)?;
+        let labels: Vec<i64> = Vec::try_from(fit_a).map_err(|e| invalid("concept labels", e, "copy"))?;
+        let eraser = match removal {
+            Removal::Leace => Leace::fit(&values, d as usize, &labels)?,
+            Removal::Inlp { iterations } => inlp(&values, d as usize, &labels, iterations, 300, seed)?,
+            Removal::Adversary => return Err(invalid("removal", "adversary", "is not a post-hoc eraser")),
+        };
+        if !(0.0..=1.0).contains(&strength) {
+            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
+        }
+        // Pᵀ row-major: row i holds P's column i.
+        let projection = &eraser.projection;
+        let p: Vec<f64> = (0..d as usize).flat_map(|i| (0..d as usize).map(move |j| projection[(j, i)])).collect();
+        let projection_t = Tensor::from_slice(&p).reshape([d, d]).to_kind(Kind::Float);
+        let mean = Tensor::from_slice(&eraser.mean).reshape([1, d]).to_kind(Kind::Float);
+        let _generator = crate::seeded_generator(seed as i64);
+        let vars = nn::VarStore::new(Device::Cpu);
+        let root = vars.root();
+        let classes = train_y.max().int64_value(&[]) + 1;
+        let head = nn::seq()
+            .add(nn::linear(&root / "fc1", d, hidden, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&root / "fc2", hidden, hidden, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&root / "out", hidden, classes.max(2), Default::default()));
+        let erased = ErasedFeatures { mean, projection_t, strength, rank: eraser.rank, head, _vars: vars };
+        let inputs = erased.erase(train_f);
+        let mut opt = nn::Adam::default()
+            .build(&erased._vars, 1e-3)
+            .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
+        let n = inputs.size()[0];
+        for _ in 0..steps {
+            let i = Tensor::randint(n, [128.min(n)], (Kind::Int64, Device::Cpu));
+            let loss =
+                erased.head.forward(&inputs.index_select(0, &i)).cross_entropy_for_logits(&train_y.index_select(0, &i));
+            opt.backward_step(&loss);
+        }
+        Ok(erased)
+    }
+
+    /// `f` with the concept erased at the fitted strength.
+    ///
+    /// # Shapes
+    /// `[n, d]` → `[n, d]`.
+    pub fn erase(&self, f: &Tensor) -> Tensor {
+        tch::no_grad(|| f - (f - &self.mean).matmul(&self.projection_t) * self.strength)
+    }
+
+    /// The retrained G_y's logits on erased features.
+    pub fn target_logits(&self, erased: &Tensor) -> Tensor {
+        tch::no_grad(|| self.head.forward(erased))
+    }
+}
+
+/// What the audit reads: a network's own features and G_y, or the same features through a
+/// fitted eraser with the retrained G_y.
+#[derive(Clone, Copy)]
+pub struct FeatureView<'a> {
+    pub net: &'a AgnosticNet,
+    pub erased: Option<&'a ErasedFeatures>,
+}
+
+impl<'a> FeatureView<'a> {
+    pub fn of(net: &'a AgnosticNet) -> Self {
+        FeatureView { net, erased: None }
+    }
+
+    /// Features of `x` (erased when there is an eraser), in batches, without gradients.
+    ///
+    /// # Shapes
+    /// `x`: the network's input `[n, …]` → `[n, d]`.
+    pub fn features(&self, x: &Tensor) -> Tensor {
+        let f = crate::audit::features(self.net, x);
+        match self.erased {
+            Some(e) => e.erase(&f),
+            None => f,
+        }
+    }
+
+    /// G_y's logits (the retrained one behind an eraser).
+    pub fn target_logits(&self, f: &Tensor) -> Tensor {
+        match self.erased {
+            Some(e) => e.target_logits(f),
+            None => tch::no_grad(|| self.net.target_logits(f)),
+        }
+    }
+}
+
+/// Trains a fresh network (seeded by `config.seed`) and removes the concept with `removal`:
+/// the adversary at weight α during training, or, post hoc, a network trained with α = 0 whose
+/// frozen features are erased at strength α. The eraser is fitted on the context-labelled
+/// set's features (its concept is independent of the target there, so erasing it spares the
+/// target), on the target-labelled set's when there is no context set; G_y is then retrained on
+/// the erased target-labelled features for `config.steps` steps. Returns the network, the
+/// eraser and the training seconds (both stages).
+pub fn fit_with_removal(
+    model: ModelConfig,
+    data: &TrainingData<'_>,
+    config: &TrainConfig,
+    removal: Removal,
+) -> Result<(AgnosticNet, Option<ErasedFeatures>, f64)> {
+    if !removal.is_post_hoc() {
+        let (net, seconds) = fit(model, data, config)?;
+        return Ok((net, None, seconds));
+    }
+    let start = std::time::Instant::now();
+    let (net, _) = fit(model, data, &config.with_alpha(0.0))?;
+    let (fit_x, fit_a) =
+        if data.context_x.size()[0] > 1 { (data.context_x, data.context_p) } else { (data.target_x, data.target_p) };
+    let erased = ErasedFeatures::fit(
+        removal,
+        config.alpha,
+        &crate::audit::features(&net, fit_x),
+        fit_a,
+        &crate::audit::features(&net, data.target_x),
+        data.target_y,
+        model.head_hidden,
+        config.steps,
+        config.seed,
+    )?;
+    Ok((net, Some(erased), start.elapsed().as_secs_f64()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// 2,000 points in 6 dimensions; the concept (3 classes) shifts dimensions 0 and 2 and
+    /// correlates with the noise of dimension 4, so a linear probe reads it well.
+    fn planted(n: usize) -> (Vec<f64>, Vec<i64>) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let mut x = Vec::with_capacity(n * 6);
+        let mut z = Vec::with_capacity(n);
+        for _ in 0..n {
+            let c = rng.random_range(0..3i64);
+            let noise: Vec<f64> = (0..6).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+            let shift = c as f64 - 1.0;
+            x.extend([
+                noise[0] + 1.5 * shift,
+                noise[1] + noise[0],
+                noise[2] - shift * shift,
+                noise[3],
+                noise[4] + 0.3 * shift + noise[3],
+                noise[5] * 3.0,
+            ]);
+            z.push(c);
+        }
+        (x, z)
+    }
+
+    fn class_means(x: &[f64], z: &[i64], d: usize) -> Vec<Vec<f64>> {
+        (0..3)
+            .map(|c| {
+                let rows: Vec<usize> = (0..z.len()).filter(|&i| z[i] == c).collect();
+                (0..d).map(|j| rows.iter().map(|&i| x[i * d + j]).sum::<f64>() / rows.len() as f64).collect()
+            })
+            .collect()
+    }
+
+    fn probe_accuracy(x: &[f64], z: &[i64], d: usize) -> (f64, f64) {
+        let n = z.len() as i64;
+        let f = Tensor::from_slice(x).reshape([n, d as i64]).to_kind(Kind::Float);
+        let a = Tensor::from_slice(z);
+        let half = n / 2;
+        let config =
+            crate::audit::ProbeConfig { steps: 400, ..crate::audit::ProbeConfig::new(crate::audit::ProbeKind::Linear) };
+        let r = crate::audit::probe(
+            &f.narrow(0, 0, half),
+            &a.narrow(0, 0, half),
+            &f.narrow(0, half, n - half),
+            &a.narrow(0, half, n - half),
+            &config,
+        )
+        .unwrap();
+        (r.accuracy, r.chance_interval.1)
+    }
+
+    #[test]
+    fn leace_leaves_no_linear_signal() {
+        let d = 6;
+        let (x, z) = planted(4000);
+        let (before, _) = probe_accuracy(&x, &z, d);
+        assert!(before > 0.7, "the planted leak is readable: {before}");
+        let eraser = Leace::fit(&x, d, &z).unwrap();
+        assert_eq!(eraser.rank, 2, "k − 1 = 2 directions for 3 classes");
+        let erased = eraser.erase(&x, 1.0).unwrap();
+        // Equal class-conditional means: no linear probe beats a constant (Theorem 3.1).
+        let means = class_means(&erased, &z, d);
+        for c in 1..3 {
+            for j in 0..d {
+                assert!((means[c][j] - means[0][j]).abs() < 1e-9, "class {c} dim {j}: {means:?}");
+            }
+        }
+        let (after, chance_high) = probe_accuracy(&erased, &z, d);
+        assert!(after <= chance_high + 0.02, "a logistic probe at chance after LEACE: {after} vs {chance_high}");
+        // Least change: dimensions the concept never touched move little (3 is independent of it).
+        let moved: f64 = (0..4000).map(|i| (erased[i * d + 3] - x[i * d + 3]).abs()).sum::<f64>() / 4000.0;
+        assert!(moved < 0.05, "dimension 3 moved {moved}");
+        // Half strength keeps part of the signal.
+        let half = eraser.erase(&x, 0.5).unwrap();
+        assert!(probe_accuracy(&half, &z, d).0 > after + 0.1);
+        assert!(eraser.erase(&x, 1.5).is_err());
+    }
+
+    #[test]
+    fn inlp_projects_out_the_probe_directions() {
+        let d = 6;
+        let (x, z) = planted(4000);
+        let p = inlp(&x, d, &z, 2, 300, 0).unwrap();
+        assert!(p.rank >= 3 && p.rank <= 6, "rank {}", p.rank);
+        let erased = p.erase(&x, 1.0).unwrap();
+        let (after, chance_high) = probe_accuracy(&erased, &z, d);
+        assert!(after <= chance_high + 0.05, "after INLP {after}, chance up to {chance_high}");
+        // A projection: applying it twice changes nothing more.
+        let twice = p.erase(&erased, 1.0).unwrap();
+        let most = erased.iter().zip(&twice).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(most < 1e-9, "{most}");
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        assert!(Leace::fit(&[1.0, f64::NAN, 2.0, 3.0], 2, &[0, 1]).is_err());
+        assert!(Leace::fit(&[1.0, 2.0, 3.0], 2, &[0, 1]).is_err());
+        assert!(Leace::fit(&[1.0, 2.0, 3.0, 4.0], 2, &[0, -1]).is_err());
+        assert!(inlp(&[1.0, 2.0, 3.0, 4.0], 2, &[0, 1], 3, 10, 0).is_err());
+    }
+}
