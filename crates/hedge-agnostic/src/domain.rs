@@ -102,6 +102,7 @@ pub fn run_domain(
         target_p: &source_domain,
         context_x: &data.target_x,
         context_p: &target_domain,
+        target_twin_x: None,
     };
     let (net, train_seconds) = fit(model, &training, config)?;
     let fs = audit::features(&net, &data.source_test_x);

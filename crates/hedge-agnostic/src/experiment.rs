@@ -128,6 +128,7 @@ pub fn run_context(
         target_p: &data.target_train.protected,
         context_x: &data.context_train.x,
         context_p: &data.context_train.protected,
+        target_twin_x: Some(&data.target_train.flipped),
     };
     let (net, erased, train_seconds) = fit_with_removal(model, &training, train_config, removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };
@@ -219,6 +220,7 @@ pub fn cross_domain(
             target_p: labels,
             context_x: &empty_x,
             context_p: &empty_p,
+            target_twin_x: None,
         };
         train_observed(&net, &training, &config, every, |step, net| {
             let predict = |x: &Tensor| net.target_logits(&audit::features(net, x));

@@ -110,6 +110,7 @@ pub fn run_tabular(
         target_p: &data.train.protected,
         context_x: &empty_x,
         context_p: &empty_p,
+        target_twin_x: None,
     };
     let (net, erased, train_seconds) = fit_with_removal(model, &training, config, removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };

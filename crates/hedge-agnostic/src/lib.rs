@@ -12,6 +12,7 @@ pub mod fairness;
 pub mod grl;
 pub mod independence;
 pub mod model;
+pub mod pareto;
 pub mod sweep;
 pub mod train;
 

@@ -205,6 +205,28 @@ impl AgnosticNet {
         self.target_head.forward(features)
     }
 
+    /// Draws G_p's weights afresh, as `nn::linear` initialises them (uniform in ±1/√fan_in for
+    /// weights and biases), from the process's generator (seed it first).
+    pub fn reset_protected_head(&self) {
+        tch::no_grad(|| {
+            let variables = self.protected_vars.variables();
+            // In name order: the draws, and so the weights, depend on the seed alone.
+            let mut names: Vec<&String> = variables.keys().collect();
+            names.sort();
+            for name in names {
+                let mut t = variables[name].shallow_clone();
+                // A bias takes the fan-in of its layer's weight.
+                let weight = name.strip_suffix(".bias").map(|layer| format!("{layer}.weight"));
+                let fan_in = match weight.as_ref().and_then(|w| variables.get(w)) {
+                    Some(w) => w.size()[1],
+                    None => t.size().get(1).copied().unwrap_or(1),
+                };
+                let bound = 1.0 / (fan_in as f64).sqrt();
+                let _ = t.uniform_(-bound, bound);
+            }
+        });
+    }
+
     /// G_p logits `[n, protected_classes]` from features (apply the GRL before, when training).
     pub fn protected_logits(&self, features: &Tensor) -> Tensor {
         self.protected_head.forward(features)
@@ -240,6 +262,40 @@ mod tests {
         assert!((hl.relu() - &hr).abs().max().double_value(&[]) < 1e-6);
         assert!(r.min().double_value(&[]) >= 0.0);
         assert!(ModelConfig::default().with_negative_slope(1.0).check_ref().is_err());
+    }
+
+    /// A reset draws new G_p weights within nn::linear's bounds, the same ones for the same
+    /// seed, and leaves G_f alone.
+    #[test]
+    fn resetting_the_adversary_redraws_only_its_weights() {
+        let mlp = ExtractorKind::Mlp { inputs: 3, hidden: 8 };
+        let _generator = crate::seeded_generator(0);
+        let net = AgnosticNet::new(ModelConfig::default().with_extractor(mlp)).unwrap();
+        let snapshot = |vars: &nn::VarStore| {
+            let mut v: Vec<(String, Tensor)> = vars.variables().into_iter().map(|(k, t)| (k, t.copy())).collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        };
+        let (before_p, before_f) = (snapshot(&net.protected_vars), snapshot(&net.extractor_vars));
+        let redraw = |seed: i64| {
+            let _generator = crate::seeded_generator(seed);
+            net.reset_protected_head();
+            snapshot(&net.protected_vars)
+        };
+        let (first, again) = (redraw(1), redraw(1));
+        for ((name, a), (_, b)) in first.iter().zip(&again) {
+            assert!(a.equal(b), "{name}: same seed, same draw");
+        }
+        for ((name, a), (_, b)) in first.iter().zip(&before_p) {
+            assert!(!a.equal(b), "{name} was redrawn");
+            let layer_weight = format!("{}.weight", name.rsplit_once('.').unwrap().0);
+            let fan_in = first.iter().find(|(n, _)| *n == layer_weight).unwrap().1.size()[1];
+            let bound = 1.0 / (fan_in as f64).sqrt();
+            assert!(a.abs().max().double_value(&[]) <= bound + 1e-7, "{name} within ±{bound}");
+        }
+        for ((name, a), (_, b)) in snapshot(&net.extractor_vars).iter().zip(&before_f) {
+            assert!(a.equal(b), "{name}: G_f untouched");
+        }
         assert!(ModelConfig::default().with_negative_slope(-0.1).check_ref().is_err());
     }
 }

@@ -18,7 +18,7 @@ use crate::erasure::Removal;
 use crate::error::{invalid, Result};
 use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
 use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
-use crate::{AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
+use crate::{Adversary, AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
 use hedge_data::ParamGuard;
 
 pub const CONFIG_FILE: &str = "config.json";
@@ -291,7 +291,7 @@ impl PreparedData {
                 (SweepAudit::Context(a), net)
             }
             PreparedData::Domain(d) => {
-                check_removal(removal, SweepDataset::MnistM)?;
+                check_method(removal, config.adversary, SweepDataset::MnistM)?;
                 let (a, net) = run_domain(d, model, config, probe_steps, repeat)?;
                 (SweepAudit::Domain(a), net)
             }
@@ -452,8 +452,15 @@ impl SweepConfig {
     }
 }
 
-/// Refuses a removal the dataset cannot take (checked before any data is built).
-pub fn check_removal(removal: Removal, dataset: SweepDataset) -> Result<()> {
+/// Refuses a removal or adversary the dataset cannot take (checked before any data is built).
+pub fn check_method(removal: Removal, adversary: Adversary, dataset: SweepDataset) -> Result<()> {
+    if adversary == Adversary::Twin && dataset != SweepDataset::ContextMnist {
+        return Err(invalid(
+            "adversary",
+            "twin",
+            "needs a flipped twin of every training image, which only context-mnist has",
+        ));
+    }
     match removal {
         Removal::Inlp { iterations: 0 } => Err(invalid("inlp_iterations", 0, "give at least one round")),
         r if r.is_post_hoc() && dataset == SweepDataset::MnistM => Err(invalid(
@@ -479,7 +486,7 @@ impl ParamGuard for SweepConfig {
         for &a in &self.alphas {
             self.train.with_alpha(a).check_ref()?;
         }
-        check_removal(self.removal, self.dataset)?;
+        check_method(self.removal, self.train.adversary, self.dataset)?;
         if let Removal::Inlp { iterations } = self.removal {
             if iterations as i64 > self.model.feature_dim() {
                 return Err(invalid(

@@ -30,6 +30,12 @@ pub enum Adversary {
     /// Gaussian kernel with the median bandwidth), a dependence every probe would exploit, not
     /// only G_p; G_p learns on detached features (its accuracy is still reported).
     Hsic,
+    /// The counterfactual-twin ceiling (Context-MNIST only: every target-labelled image has a
+    /// twin with the other background): G_f minimises α × the mean squared distance between the
+    /// features of an image and of its twin, relative to the batch's mean squared feature norm.
+    /// It uses data real users rarely have, so it bounds what removal can reach; G_p learns on
+    /// detached features.
+    Twin,
 }
 
 /// How the target loss and the adversary's loss are weighted for G_f.
@@ -59,6 +65,8 @@ pub enum Objective {
 /// | `objective` | paper | Eq. 1, or Ganin et al.'s DANN weighting |
 /// | `adversary` | reversal | the paper's GRL, or the confusion loss |
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
+/// | `reset_every` | 0 | re-initialise G_p every this many steps (0: never) |
+/// | `reset_steps` | 200 | steps a re-initialised G_p trains alone on frozen features |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 // Settings added later read as their defaults from older config.json files.
@@ -76,6 +84,11 @@ pub struct TrainConfig {
     pub adversary: Adversary,
     pub adversary_steps: usize,
     pub seed: u64,
+    /// Re-initialise G_p every this many joint steps and train the fresh head alone for
+    /// `reset_steps` steps on frozen features before G_f sees it again (0: never), so G_f cannot
+    /// settle into fooling one stale adversary.
+    pub reset_every: usize,
+    pub reset_steps: usize,
 }
 
 impl Default for TrainConfig {
@@ -92,6 +105,8 @@ impl Default for TrainConfig {
             adversary: Adversary::Reversal,
             adversary_steps: 1,
             seed: 0,
+            reset_every: 0,
+            reset_steps: 200,
         }
     }
 }
@@ -182,6 +197,9 @@ pub struct TrainingData<'a> {
     pub context_x: &'a Tensor,
     /// `[n']` i64.
     pub context_p: &'a Tensor,
+    /// The target-labelled inputs with the protected concept flipped (`[n, …]`), where the data
+    /// has them (Context-MNIST); [`Adversary::Twin`] needs them.
+    pub target_twin_x: Option<&'a Tensor>,
 }
 
 /// Losses at a logged step.
@@ -239,6 +257,13 @@ pub fn train_observed(
             ),
         });
     }
+    if config.adversary == Adversary::Twin && data.target_twin_x.is_none_or(|t| t.size()[0] != n) {
+        return Err(invalid(
+            "adversary",
+            "twin",
+            "needs a flipped twin of every target-labelled input (Context-MNIST has them; this data does not)",
+        ));
+    }
     let _generator = crate::seeded_generator(config.seed as i64);
     let mut opt_f = sgd(&net.extractor_vars, config)?;
     let mut opt_y = sgd(&net.target_vars, config)?;
@@ -252,6 +277,24 @@ pub fn train_observed(
         let lr = config.learning_rate_at(progress);
         for opt in [&mut opt_f, &mut opt_y, &mut opt_p] {
             opt.set_lr(lr);
+        }
+        if config.reset_every > 0 && step > 0 && step % config.reset_every == 0 {
+            net.reset_protected_head();
+            opt_p = sgd(&net.protected_vars, config)?;
+            opt_p.set_lr(lr);
+            for _ in 0..config.reset_steps {
+                let i = draw(n);
+                let f = tch::no_grad(|| net.features(&data.target_x.index_select(0, &i)));
+                let mut loss = net.protected_logits(&f).cross_entropy_for_logits(&data.target_p.index_select(0, &i));
+                if n_context > 0 {
+                    let ic = draw(n_context);
+                    let fc = tch::no_grad(|| net.features(&data.context_x.index_select(0, &ic)));
+                    loss += net.protected_logits(&fc).cross_entropy_for_logits(&data.context_p.index_select(0, &ic));
+                }
+                opt_p.zero_grad();
+                loss.backward();
+                opt_p.step();
+            }
         }
         let it = draw(n);
         let (xt, yt, pt) = (
@@ -306,6 +349,19 @@ pub fn train_observed(
                     confused += confusion(fc);
                 }
                 (&target_loss * target_weight + confused * (alpha * protected_scale), adversary_loss)
+            }
+            Adversary::Twin => {
+                let twin = net.features(&data.target_twin_x.expect("checked above").index_select(0, &it));
+                let scale = tch::no_grad(|| {
+                    ft.pow_tensor_scalar(2).sum_dim_intlist([1].as_slice(), false, Kind::Float).mean(Kind::Float)
+                })
+                .clamp_min(1e-12);
+                let gap = (&ft - twin)
+                    .pow_tensor_scalar(2)
+                    .sum_dim_intlist([1].as_slice(), false, Kind::Float)
+                    .mean(Kind::Float)
+                    / scale;
+                (&target_loss * target_weight + gap * (alpha * protected_scale), adversary_loss)
             }
             Adversary::Hsic => {
                 let mut dependence = normalised_hsic(&ft, &pt, None);
@@ -372,7 +428,17 @@ mod tests {
         let p = x.select(1, 1).gt(0.0).to_kind(Kind::Int64);
         let empty = Tensor::zeros([0, 4], (Kind::Float, Device::Cpu));
         let empty_p = Tensor::zeros([0], (Kind::Int64, Device::Cpu));
-        let data = TrainingData { target_x: &x, target_y: &y, target_p: &p, context_x: &empty, context_p: &empty_p };
+        // The counterfactual twin: the protected coordinate and its noisy copy negated.
+        let flip = Tensor::from_slice(&[1.0f32, -1.0, -1.0, 1.0]);
+        let twin = &x * &flip;
+        let data = TrainingData {
+            target_x: &x,
+            target_y: &y,
+            target_p: &p,
+            context_x: &empty,
+            context_p: &empty_p,
+            target_twin_x: Some(&twin),
+        };
         let model = ModelConfig::default().with_extractor(ExtractorKind::Mlp { inputs: 4, hidden: 16 });
         let accuracy = |logits: Tensor, labels: &Tensor| {
             logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
@@ -405,6 +471,10 @@ mod tests {
         let (target_h, protected_h) = run(0.7, 1, Adversary::Hsic);
         assert!(target_h > 0.9, "HSIC: target accuracy {target_h}");
         assert!(protected_h < protected0 - 0.1, "HSIC: G_p reads p less, {protected_h} vs {protected0}");
+        // Pulling each input's features onto its twin's hides p.
+        let (target_t, protected_t) = run(0.7, 1, Adversary::Twin);
+        assert!(target_t > 0.9, "twin: target accuracy {target_t}");
+        assert!(protected_t < 0.65, "twin: G_p should be near chance, {protected_t}");
         // Ganin's weighting (L_y at full weight, λ = 1) hides p as well.
         let (target_d, protected_d) = run_with(1.0, 5, Adversary::Reversal, Objective::Dann);
         assert!(target_d > 0.9, "DANN: target accuracy {target_d}");

@@ -138,6 +138,16 @@ fn leace_on_adult_leaves_the_linear_probe_at_chance() {
     assert!(a1["accuracy"]["mean"].as_f64().unwrap() > 0.78, "{a1}");
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("Removal: leace"), "{table}");
+    // The Pareto front over that sweep: two points, the table and the figure.
+    let front = dir.path().join("front");
+    let o = hedge(&["agnostic", "pareto", "--sweeps", out.to_str().unwrap(), "--out", front.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(front.join("pareto.json")).unwrap()).unwrap();
+    assert_eq!(p["points"].as_array().unwrap().len(), 2);
+    assert_eq!(p["points"][0]["method"], "leace");
+    assert!(std::fs::read_to_string(front.join("pareto.md")).unwrap().contains("parity difference"));
+    assert_eq!(&std::fs::read(front.join("pareto.png")).unwrap()[1..4], b"PNG");
     let e = hedge(&[
         "agnostic",
         "sweep",

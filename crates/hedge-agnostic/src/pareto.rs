@@ -1,0 +1,273 @@
+//! The Pareto front of concept removal: every method and strength of several finished sweeps on
+//! one dataset, usefulness (balanced accuracy on Context-MNIST, accuracy on Adult) against what
+//! the tuned MLP probe still reads, in one table and one figure.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hedge_data::RunDirectory;
+use hedge_eval::MeanStd;
+use serde::{Deserialize, Serialize};
+
+use crate::erasure::Removal;
+use crate::error::{invalid, Result};
+use crate::sweep::{SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
+use crate::train::Adversary;
+
+/// A mean and sample standard deviation over repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub mean: f64,
+    pub std: f64,
+}
+
+impl Spread {
+    fn of(values: &[f64]) -> Self {
+        let m = MeanStd::of(values);
+        Spread { mean: m.mean, std: m.std }
+    }
+}
+
+/// One method at one strength, over its repeats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParetoPoint {
+    pub method: String,
+    /// α: the adversary's weight, or the erasure strength.
+    pub alpha: f64,
+    pub runs: usize,
+    /// Context-MNIST: balanced-test accuracy; Adult: test accuracy.
+    pub usefulness: Spread,
+    /// Context-MNIST: worst (digit, background) group accuracy; Adult: worst (income, sex) group.
+    pub worst_group_accuracy: Spread,
+    pub probe_mlp: Spread,
+    pub probe_linear: Spread,
+    /// Context-MNIST only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reversed_accuracy: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_share: Option<Spread>,
+    /// Adult only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistical_parity_difference: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equalised_odds_difference: Option<Spread>,
+    /// Whether the MLP probe stayed inside its chance interval in every repeat.
+    pub probe_at_chance_every_run: bool,
+    /// The sweep folder it came from.
+    pub sweep: String,
+}
+
+/// `pareto.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParetoSummary {
+    pub dataset: String,
+    /// The protected concept's majority rate on the probe-test split.
+    pub protected_chance: f64,
+    pub points: Vec<ParetoPoint>,
+    /// Points no other point beats on both axes (higher usefulness, lower MLP probe accuracy).
+    pub front: Vec<usize>,
+}
+
+/// A sweep's method in words: the adversary (with its extra updates and resets) or the eraser.
+pub fn method_label(config: &SweepConfig) -> String {
+    if config.removal != Removal::Adversary {
+        return config.removal.name();
+    }
+    let t = &config.train;
+    let mut label = match t.adversary {
+        Adversary::Reversal => "grl".to_string(),
+        Adversary::Confusion => "confusion".into(),
+        Adversary::Hsic => "hsic".into(),
+        Adversary::Twin => "twin (ceiling)".into(),
+    };
+    if t.adversary_steps > 1 {
+        label.push_str(&format!(", {} G_p updates", t.adversary_steps));
+    }
+    if t.reset_every > 0 {
+        label.push_str(&format!(", G_p reset every {} steps", t.reset_every));
+    }
+    label
+}
+
+/// Reads every sweep in `sweeps` (all on one dataset), writes `pareto.json`, `pareto.md` and
+/// `pareto.png` into `out` and returns the summary.
+pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
+    if sweeps.is_empty() {
+        return Err(invalid("sweeps", "none", "give at least one sweep folder"));
+    }
+    let mut points = Vec::new();
+    let mut dataset: Option<SweepDataset> = None;
+    let mut chance = f64::NAN;
+    for sweep in sweeps {
+        let dir = RunDirectory::open(sweep)?;
+        let config: SweepConfig = dir.read_json(CONFIG_FILE)?;
+        match dataset {
+            Some(d) if d != config.dataset => {
+                return Err(invalid(
+                    "sweeps",
+                    sweep.display(),
+                    format!("is a {} sweep; the others are {}", config.dataset.name(), d.name()),
+                ))
+            }
+            _ => dataset = Some(config.dataset),
+        }
+        let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
+        let method = method_label(&config);
+        let mut by_alpha: BTreeMap<String, (f64, Vec<&SweepAudit>)> = BTreeMap::new();
+        for a in &audits {
+            by_alpha.entry(crate::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
+        }
+        for (alpha, runs) in by_alpha.into_values() {
+            points.push(point(&method, alpha, &runs, sweep, &mut chance)?);
+        }
+    }
+    let dataset = dataset.expect("at least one sweep");
+    points.sort_by(|a, b| a.method.cmp(&b.method).then(a.alpha.total_cmp(&b.alpha)));
+    let front = front(&points.iter().map(|p| (p.usefulness.mean, p.probe_mlp.mean)).collect::<Vec<_>>());
+    let summary = ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front };
+    std::fs::create_dir_all(out)
+        .map_err(|e| crate::AgnosticError::Write { path: out.display().to_string(), what: e.to_string() })?;
+    let json = serde_json::to_vec_pretty(&summary).expect("a summary serialises");
+    hedge_data::write_atomic(&out.join("pareto.json"), &json)?;
+    hedge_data::write_atomic(&out.join("pareto.md"), markdown(&summary, dataset).as_bytes())?;
+    let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in &summary.points {
+        series.entry(&p.method).or_default().push((p.probe_mlp.mean, p.usefulness.mean));
+    }
+    let mut series: Vec<(&str, Vec<(f64, f64)>)> = series.into_iter().collect();
+    series.push(("chance (probe)", vec![(chance, 0.0), (chance, 1.0)]));
+    let (y_desc, title) = match dataset {
+        SweepDataset::Adult => ("test accuracy", "Adult: accuracy against what the tuned MLP probe reads (sex)"),
+        _ => ("balanced-test accuracy", "Context-MNIST: balanced accuracy against what the tuned MLP probe reads"),
+    };
+    hedge_plot::line_chart(
+        &out.join("pareto.png"),
+        &series,
+        "tuned MLP probe accuracy (lower: less readable)",
+        y_desc,
+        title,
+    )?;
+    Ok(summary)
+}
+
+/// Indices of the points (usefulness, probe accuracy) that no other point dominates: at least
+/// as useful and at most as readable, and strictly better in one of the two.
+pub fn front(points: &[(f64, f64)]) -> Vec<usize> {
+    (0..points.len())
+        .filter(|&i| {
+            let (u, r) = points[i];
+            !points.iter().any(|&(qu, qr)| qu >= u && qr <= r && (qu > u || qr < r))
+        })
+        .collect()
+}
+
+fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &mut f64) -> Result<ParetoPoint> {
+    let of = |f: &dyn Fn(&SweepAudit) -> f64| Spread::of(&runs.iter().map(|a| f(a)).collect::<Vec<_>>());
+    let mlp = |a: &SweepAudit| match a {
+        SweepAudit::Context(c) => c.probe_mlp,
+        SweepAudit::Tabular(t) => t.probe_mlp,
+        SweepAudit::Domain(d) => d.probe_mlp,
+    };
+    let linear = |a: &SweepAudit| match a {
+        SweepAudit::Context(c) => c.probe_linear.accuracy,
+        SweepAudit::Tabular(t) => t.probe_linear.accuracy,
+        SweepAudit::Domain(d) => d.probe_linear.accuracy,
+    };
+    *chance = mlp(runs[0]).chance;
+    let context = |f: &dyn Fn(&crate::experiment::ContextAudit) -> f64| {
+        let v: Option<Vec<f64>> =
+            runs.iter().map(|a| if let SweepAudit::Context(c) = a { Some(f(c)) } else { None }).collect();
+        v.map(|v| Spread::of(&v))
+    };
+    let tabular = |f: &dyn Fn(&crate::fairness::FairnessAudit) -> f64| {
+        let v: Option<Vec<f64>> =
+            runs.iter().map(|a| if let SweepAudit::Tabular(t) = a { Some(f(t)) } else { None }).collect();
+        v.map(|v| Spread::of(&v))
+    };
+    let usefulness = context(&|c| c.target_accuracy.balanced)
+        .or_else(|| tabular(&|t| t.accuracy))
+        .ok_or_else(|| invalid("sweep", sweep.display(), "MNIST -> MNIST-M sweeps have no Pareto front here"))?;
+    let worst = context(&|c| c.worst_group_accuracy).or_else(|| tabular(&|t| t.worst_group_accuracy)).expect("checked");
+    Ok(ParetoPoint {
+        method: method.to_string(),
+        alpha,
+        runs: runs.len(),
+        usefulness,
+        worst_group_accuracy: worst,
+        probe_mlp: of(&|a| mlp(a).accuracy),
+        probe_linear: of(&linear),
+        reversed_accuracy: context(&|c| c.target_accuracy.reversed),
+        mask_share: context(&|c| c.mask_share),
+        statistical_parity_difference: tabular(&|t| t.demographic_parity_difference),
+        equalised_odds_difference: tabular(&|t| t.equalised_odds_difference),
+        probe_at_chance_every_run: runs.iter().all(|a| mlp(a).at_chance),
+        sweep: sweep.display().to_string(),
+    })
+}
+
+fn cell(s: &Spread) -> String {
+    format!("{:.3} ± {:.3}", s.mean, s.std)
+}
+
+fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
+    let adult = dataset == SweepDataset::Adult;
+    let mut md = format!(
+        "Pareto front, {}: every method and strength (mean ± std over repeats). Usefulness: {}; \
+         probes read the protected concept from the features on disjoint rows (chance {:.3}); \
+         the MLP probe is the best of a hidden-size × weight-decay grid chosen on a validation split. \
+         ★: on the front (no other point is both more useful and less readable).\n\n",
+        s.dataset,
+        if adult { "test accuracy" } else { "balanced-test accuracy" },
+        s.protected_chance
+    );
+    md.push_str(if adult {
+        "| method | α | runs | accuracy | worst group | MLP probe | linear probe | parity difference | equalised odds | front |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    } else {
+        "| method | α | runs | balanced | reversed | worst group | MLP probe | linear probe | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    });
+    for (i, p) in s.points.iter().enumerate() {
+        let star = if s.front.contains(&i) { "★" } else { "" };
+        let chance_mark = if p.probe_at_chance_every_run { " (at chance)" } else { "" };
+        let opt = |o: &Option<Spread>| o.as_ref().map_or("–".to_string(), cell);
+        if adult {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {}{chance_mark} | {} | {} | {} | {star} |\n",
+                p.method,
+                p.alpha,
+                p.runs,
+                cell(&p.usefulness),
+                cell(&p.worst_group_accuracy),
+                cell(&p.probe_mlp),
+                cell(&p.probe_linear),
+                opt(&p.statistical_parity_difference),
+                opt(&p.equalised_odds_difference),
+            ));
+        } else {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {}{chance_mark} | {} | {} | {star} |\n",
+                p.method,
+                p.alpha,
+                p.runs,
+                cell(&p.usefulness),
+                opt(&p.reversed_accuracy),
+                cell(&p.worst_group_accuracy),
+                cell(&p.probe_mlp),
+                cell(&p.probe_linear),
+                opt(&p.mask_share),
+            ));
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_front_keeps_only_undominated_points() {
+        // (usefulness, probe accuracy): 1 dominates 0; 2 and 3 trade off; 4 ties 3 exactly.
+        let points = [(0.80, 0.99), (0.85, 0.95), (0.90, 0.97), (0.70, 0.60), (0.70, 0.60), (0.60, 0.70)];
+        assert_eq!(front(&points), vec![1, 2, 3, 4]);
+    }
+}
