@@ -12,6 +12,10 @@ if [ ! -d "$data" ]; then
 fi
 # Tests run from each crate's folder, so hand them an absolute path.
 export HEDGE_DATA_DIR="$(cd "$data" && pwd)"
+# Parallel tests share the cores; libtorch's OpenMP workers spin while they wait by default and
+# starve each other's tests (an agnostic training test took 343 s beside two other jobs, 10 s
+# with passive waiting).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 # Hygiene first (seconds when it fails): formatting, lints with warnings denied, and docs whose
 # links resolve. --release shares the build scripts' outputs (libtorch's C++ glue) with the tests.
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
