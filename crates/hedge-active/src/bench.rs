@@ -70,6 +70,9 @@ pub struct AcsFwReport {
     pub cases: Vec<AcsFwCase>,
     pub repeats: usize,
     pub threads: usize,
+    /// Every field left `null`, and why (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
 }
 
 /// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean
@@ -169,7 +172,21 @@ impl AcsFwBench {
                 }
             }
         }
-        let report = AcsFwReport { cases, repeats: self.repeats, threads: available_threads() };
+        let mut report =
+            AcsFwReport { cases, repeats: self.repeats, threads: available_threads(), undefined: Vec::new() };
+        report.undefined = hedge_data::undefined::explain_nulls(
+            &report,
+            &[
+                hedge_data::undefined::NullReason::new(
+                    "cases[*].*rss*",
+                    "resident memory is read from /proc/self/status, which only Linux has",
+                ),
+                hedge_data::undefined::NullReason::new(
+                    "cases[*].same_picks_as_in_memory",
+                    "not compared: the pool is held in memory, or its vectors exceed the 2 GB the check loads",
+                ),
+            ],
+        );
         if let Some(dir) = export {
             let text = serde_json::to_string_pretty(&report).expect("a report serialises");
             hedge_data::write_atomic(&dir.join("rust.json"), text.as_bytes())?;

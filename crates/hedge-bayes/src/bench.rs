@@ -45,6 +45,9 @@ pub struct GpBenchReport {
     pub cases: Vec<GpBenchCase>,
     pub evals: usize,
     pub threads: usize,
+    /// Every field left `null`, and why (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
 }
 
 impl GpBench {
@@ -121,7 +124,16 @@ impl GpBench {
             }
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(GpBenchReport { cases, evals, threads })
+        let mut report = GpBenchReport { cases, evals, threads, undefined: Vec::new() };
+        report.undefined = hedge_data::undefined::explain_nulls(
+            &report,
+            &[
+                hedge_data::undefined::NullReason::new("cases[*].fit_seconds", "no fit was timed (give --fit)"),
+                hedge_data::undefined::NullReason::new("cases[*].iterations", "no fit was timed (give --fit)"),
+                hedge_data::undefined::NullReason::new("cases[*].inducing", "an exact GP has no pseudo-inputs"),
+            ],
+        );
+        Ok(report)
     }
 }
 

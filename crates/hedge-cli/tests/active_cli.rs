@@ -129,4 +129,8 @@ fn acs_fw_bench_streams_the_pool_and_reports_memory() {
     if cfg!(target_os = "linux") {
         assert!(streamed.peak_rss_bytes >= streamed.rss_before_bytes && streamed.rss_before_bytes.is_some());
     }
+    // The in-memory case compares with nothing: its null says so.
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(hedge_data::undefined::unexplained_nulls(&json).is_empty(), "{json}");
+    assert!(report.undefined.iter().any(|u| u.fields == ["cases[0].same_picks_as_in_memory"]), "{report:?}");
 }

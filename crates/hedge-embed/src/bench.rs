@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use hedge_data::undefined::NullReason;
 use hedge_data::NDigitSplit;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
@@ -175,6 +176,20 @@ pub struct RecipeBenchReport {
     pub step: Option<usize>,
     pub threads: i32,
     pub trained_minutes: f64,
+    /// Every field left `null`, and why (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
+}
+
+impl RecipeBenchReport {
+    fn with_nulls_explained(mut self) -> Self {
+        let why = "the paper's value was not reached within the budget (reached: false)";
+        self.undefined = hedge_data::undefined::explain_nulls(
+            &self,
+            &[NullReason::new("minutes_to_paper", why), NullReason::new("step", why)],
+        );
+        self
+    }
 }
 
 impl RecipeBench {
@@ -228,6 +243,8 @@ impl RecipeBench {
             step: r.reached_at_step,
             threads: tch::get_num_threads(),
             trained_minutes: trainer.seconds() / 60.0,
-        })
+            undefined: Vec::new(),
+        }
+        .with_nulls_explained())
     }
 }
