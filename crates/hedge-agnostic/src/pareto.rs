@@ -229,33 +229,27 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
         let star = if s.front.contains(&i) { "★" } else { "" };
         let chance_mark = if p.probe_at_chance_every_run { " (at chance)" } else { "" };
         let opt = |o: &Option<Spread>| o.as_ref().map_or("–".to_string(), cell);
-        if adult {
-            md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {}{chance_mark} | {} | {} | {} | {star} |\n",
-                p.method,
-                p.alpha,
-                p.runs,
+        let probe = format!("{}{chance_mark}", cell(&p.probe_mlp));
+        let cells = if adult {
+            [
                 cell(&p.usefulness),
                 cell(&p.worst_group_accuracy),
-                cell(&p.probe_mlp),
+                probe,
                 cell(&p.probe_linear),
                 opt(&p.statistical_parity_difference),
                 opt(&p.equalised_odds_difference),
-            ));
+            ]
         } else {
-            md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {}{chance_mark} | {} | {} | {star} |\n",
-                p.method,
-                p.alpha,
-                p.runs,
+            [
                 cell(&p.usefulness),
                 opt(&p.reversed_accuracy),
                 cell(&p.worst_group_accuracy),
-                cell(&p.probe_mlp),
+                probe,
                 cell(&p.probe_linear),
                 opt(&p.mask_share),
-            ));
-        }
+            ]
+        };
+        md.push_str(&format!("| {} | {} | {} | {} | {star} |\n", p.method, p.alpha, p.runs, cells.join(" | ")));
     }
     md
 }
