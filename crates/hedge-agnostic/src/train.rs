@@ -26,9 +26,10 @@ pub enum Adversary {
     /// to be confidently wrong — which still encodes the concept.
     Confusion,
     /// No adversary in G_f's loss: G_f minimises α × the normalised HSIC between its features
-    /// and the protected concept on each batch ([`crate::independence::normalised_hsic`], a
-    /// Gaussian kernel with the median bandwidth), a dependence every probe would exploit, not
-    /// only G_p; G_p learns on detached features (its accuracy is still reported).
+    /// and the protected concept ([`crate::independence::normalised_hsic`], a Gaussian kernel
+    /// with the median bandwidth) — within each target class on the target-labelled batch
+    /// (weighted by the class's share), on the whole context-labelled batch — a dependence every
+    /// probe would exploit, not only G_p; G_p learns on detached features.
     Hsic,
     /// The counterfactual-twin ceiling (Context-MNIST only: every target-labelled image has a
     /// twin with the other background): G_f minimises α × the mean squared distance between the
@@ -364,7 +365,17 @@ pub fn train_observed(
                 (&target_loss * target_weight + gap * (alpha * protected_scale), adversary_loss)
             }
             Adversary::Hsic => {
-                let mut dependence = normalised_hsic(&ft, &pt, None);
+                // Within each target class on the target-labelled batch: there the concept goes
+                // with the target (ρ), and a plain HSIC would penalise the target's own signal.
+                let mut dependence = Tensor::zeros([], (Kind::Float, Device::Cpu));
+                for class in 0..net.config.target_classes {
+                    let rows = yt.eq(class).nonzero().squeeze_dim(1);
+                    if rows.size()[0] > 2 {
+                        let share = rows.size()[0] as f64 / yt.size()[0] as f64;
+                        dependence +=
+                            normalised_hsic(&ft.index_select(0, &rows), &pt.index_select(0, &rows), None) * share;
+                    }
+                }
                 if let (Some(fc), Some((_, pc))) = (&fc, &context) {
                     dependence += normalised_hsic(fc, pc, None);
                 }
