@@ -109,7 +109,28 @@ impl Leace {
             Mat::from_fn(n, k, |i, c| f64::from(u8::from(z[i] as usize == c)) - freq[c])
         };
         let weighted = Mat::from_fn(n, d, |i, j| w[i] * centred[(i, j)]);
-        let sigma = centred.transpose() * &weighted;
+        let mut sigma = centred.transpose() * &weighted;
+        // Oracle-approximating shrinkage toward a scaled identity (Chen et al. 2010), as the
+        // LEACE authors' fitter does by default: with hundreds of feature dimensions the sample
+        // covariance's small eigenvalues are noise, and whitening by them makes the oblique
+        // projection erase the training rows' class means exactly but nobody else's. The shrunk
+        // covariance is full rank, so the fitted rows' class means are still made equal.
+        let effective_n = 1.0 / w.iter().map(|v| v * v).sum::<f64>();
+        let trace: f64 = (0..d).map(|i| sigma[(i, i)]).sum();
+        let trace_sq: f64 = (0..d).flat_map(|i| (0..d).map(move |j| (i, j))).map(|(i, j)| sigma[(i, j)].powi(2)).sum();
+        let dims = d as f64;
+        let denominator = (effective_n + 1.0 - 2.0 / dims) * (trace_sq - trace * trace / dims);
+        let shrinkage = if denominator > 0.0 {
+            (((1.0 - 2.0 / dims) * trace_sq + trace * trace) / denominator).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        for i in 0..d {
+            for j in 0..d {
+                sigma[(i, j)] *= 1.0 - shrinkage;
+            }
+            sigma[(i, i)] += shrinkage * trace / dims;
+        }
         let cross = weighted.transpose() * &zc;
         let eig = sigma
             .self_adjoint_eigen(Side::Lower)
