@@ -279,9 +279,9 @@ fn rows_of(t: &Tensor) -> Result<Vec<f64>> {
 /// A frozen network's features seen through a fitted eraser, with a fresh G_y (the same shape
 /// as the network's) trained on the erased features.
 pub struct ErasedFeatures {
-    /// `[1, d]`.
+    /// `[1, d]`, f64.
     mean: Tensor,
-    /// Pᵀ, `[d, d]`.
+    /// Pᵀ, `[d, d]`, f64.
     projection_t: Tensor,
     strength: f64,
     /// Dimensions the eraser removes.
@@ -325,8 +325,8 @@ impl ErasedFeatures {
         // Pᵀ row-major: row i holds P's column i.
         let projection = &eraser.projection;
         let p: Vec<f64> = (0..d as usize).flat_map(|i| (0..d as usize).map(move |j| projection[(j, i)])).collect();
-        let projection_t = Tensor::from_slice(&p).reshape([d, d]).to_kind(Kind::Float);
-        let mean = Tensor::from_slice(&eraser.mean).reshape([1, d]).to_kind(Kind::Float);
+        let projection_t = Tensor::from_slice(&p).reshape([d, d]);
+        let mean = Tensor::from_slice(&eraser.mean).reshape([1, d]);
         let _generator = crate::seeded_generator(seed as i64);
         let vars = nn::VarStore::new(Device::Cpu);
         let root = vars.root();
@@ -357,7 +357,12 @@ impl ErasedFeatures {
     /// # Shapes
     /// `[n, d]` → `[n, d]`.
     pub fn erase(&self, f: &Tensor) -> Tensor {
-        tch::no_grad(|| f - (f - &self.mean).matmul(&self.projection_t) * self.strength)
+        // In double precision: P is an oblique projection whose entries can be large, and the
+        // difference of nearly equal single-precision products would leave class-mean residue.
+        tch::no_grad(|| {
+            let x = f.to_kind(Kind::Double);
+            (&x - (&x - &self.mean).matmul(&self.projection_t) * self.strength).to_kind(f.kind())
+        })
     }
 
     /// The retrained G_y's logits on erased features.
