@@ -33,7 +33,9 @@ pub enum Adversary {
     Hsic,
     /// The counterfactual-twin ceiling (Context-MNIST only: every target-labelled image has a
     /// twin with the other background): G_f minimises α × the mean squared distance between the
-    /// features of an image and of its twin, relative to the batch's mean squared feature norm.
+    /// features of an image and of its twin, relative to 1 + the batch's mean squared feature
+    /// norm (without the 1, features shrinking toward 0 made the penalty's gradient explode:
+    /// NaN at step 310 on Context-MNIST).
     /// It uses data real users rarely have, so it bounds what removal can reach; G_p learns on
     /// detached features.
     Twin,
@@ -355,8 +357,7 @@ pub fn train_observed(
                 let twin = net.features(&data.target_twin_x.expect("checked above").index_select(0, &it));
                 let scale = tch::no_grad(|| {
                     ft.pow_tensor_scalar(2).sum_dim_intlist([1].as_slice(), false, Kind::Float).mean(Kind::Float)
-                })
-                .clamp_min(1e-12);
+                }) + 1.0;
                 let gap = (&ft - twin)
                     .pow_tensor_scalar(2)
                     .sum_dim_intlist([1].as_slice(), false, Kind::Float)
