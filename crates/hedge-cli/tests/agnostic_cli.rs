@@ -117,11 +117,13 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
     assert!(!dir.path().join("bad").exists());
 }
 
-/// LEACE on Adult: the erased features leave the linear probe at chance (the erasure was fitted
-/// on the training rows, the probe learns and is scored on disjoint test rows) while the
-/// retrained G_y keeps most of the accuracy; the table says how the concept was removed.
+/// LEACE on Adult: it guards convex losses, so the linear probe's information bound (its
+/// cross-entropy against the label entropy, on test rows it learns and is scored on, disjoint from
+/// the rows LEACE was fitted on) falls well below the unerased network's, while the retrained
+/// G_y keeps the accuracy; the table says how the concept was removed. (Accuracy is not guarded:
+/// the probe's accuracy can stay above chance, see results/agnostic/README.md.)
 #[test]
-fn leace_on_adult_leaves_the_linear_probe_at_chance() {
+fn leace_on_adult_takes_the_linear_signal_out() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("adult-leace");
     hedge_ok(
@@ -130,12 +132,12 @@ fn leace_on_adult_leaves_the_linear_probe_at_chance() {
     );
     let summary = summary_of(&out);
     common::assert_nulls_explained(&out);
-    let chance = summary["protected_chance"].as_f64().unwrap();
-    let (a0, a1) = (&summary["alphas"]["0.0"], &summary["alphas"]["1.0"]);
-    assert!(a0["probe_accuracy"]["linear"]["mean"].as_f64().unwrap() > chance + 0.05, "{a0}");
-    let linear = a1["probe_accuracy"]["linear"]["mean"].as_f64().unwrap();
-    assert!(linear < chance + 0.02, "linear probe after LEACE {linear}, chance {chance}");
-    assert!(a1["accuracy"]["mean"].as_f64().unwrap() > 0.78, "{a1}");
+    let metrics = std::fs::read_to_string(out.join("metrics.jsonl")).unwrap();
+    let audits: Vec<serde_json::Value> = metrics.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let bits = |i: usize| audits[i]["probe_linear"]["mutual_information_bits"].as_f64().unwrap();
+    assert!(bits(0) > 0.2, "the unerased features leak sex linearly: {} bits", bits(0));
+    assert!(bits(1) < 0.5 * bits(0) && bits(1) < 0.15, "after LEACE {} bits, before {}", bits(1), bits(0));
+    assert!(summary["alphas"]["1.0"]["accuracy"]["mean"].as_f64().unwrap() > 0.78, "{summary}");
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("Removal: leace"), "{table}");
     // The Pareto front over that sweep: two points, the table and the figure.
