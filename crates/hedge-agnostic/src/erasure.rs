@@ -139,17 +139,11 @@ impl Leace {
         let top = lambda.iter().copied().fold(0.0, f64::max);
         // Directions with no variance carry no signal and cannot be whitened.
         let keep: Vec<usize> = (0..d).filter(|&i| lambda[i] > top * 1e-12 && lambda[i] > 0.0).collect();
+        // Σ^power on the kept eigenvectors: (V·diag(λ^power)) · Vᵀ as one matrix product.
         let scaled = |power: f64| {
-            let mut m = Mat::<f64>::zeros(d, d);
-            for &i in &keep {
-                let s = lambda[i].powf(power);
-                for r in 0..d {
-                    for c in 0..d {
-                        m[(r, c)] += v[(r, i)] * s * v[(c, i)];
-                    }
-                }
-            }
-            m
+            let columns = Mat::from_fn(d, keep.len(), |r, k| v[(r, keep[k])] * lambda[keep[k]].powf(power));
+            let basis = Mat::from_fn(d, keep.len(), |r, k| v[(r, keep[k])]);
+            columns * basis.transpose()
         };
         let (whiten, unwhiten) = (scaled(-0.5), scaled(0.5));
         let m = &whiten * &cross;
@@ -157,14 +151,8 @@ impl Leace {
         let (u, s) = (svd.U(), svd.S().column_vector());
         let s_top = s.iter().copied().fold(0.0, f64::max);
         let basis: Vec<usize> = (0..s.nrows()).filter(|&i| s[i] > s_top * 1e-10 && s[i] > 0.0).collect();
-        let mut pi = Mat::<f64>::zeros(d, d);
-        for &i in &basis {
-            for r in 0..d {
-                for c in 0..d {
-                    pi[(r, c)] += u[(r, i)] * u[(c, i)];
-                }
-            }
-        }
+        let span = Mat::from_fn(d, basis.len(), |r, k| u[(r, basis[k])]);
+        let pi = &span * span.transpose();
         let projection = &unwhiten * &pi * &whiten;
         Ok(Leace { mean, projection, rank: basis.len() })
     }
@@ -287,7 +275,7 @@ pub struct ErasedFeatures {
     /// Dimensions the eraser removes.
     pub rank: usize,
     head: nn::Sequential,
-    _vars: nn::VarStore,
+    vars: nn::VarStore,
 }
 
 impl ErasedFeatures {
@@ -337,10 +325,10 @@ impl ErasedFeatures {
             .add(nn::linear(&root / "fc2", hidden, hidden, Default::default()))
             .add_fn(|x| x.relu())
             .add(nn::linear(&root / "out", hidden, classes.max(2), Default::default()));
-        let erased = ErasedFeatures { mean, projection_t, strength, rank: eraser.rank, head, _vars: vars };
+        let erased = ErasedFeatures { mean, projection_t, strength, rank: eraser.rank, head, vars };
         let inputs = erased.erase(train_f);
         let mut opt = nn::Adam::default()
-            .build(&erased._vars, 1e-3)
+            .build(&erased.vars, 1e-3)
             .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
         let n = inputs.size()[0];
         for _ in 0..steps {
