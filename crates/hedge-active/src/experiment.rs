@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use faer::Mat;
-use hedge_data::{Mnist, MnistSplit, RunDirectory, UciDataset};
+use hedge_data::{Mnist, MnistSplit, RunDirectory, TableSpec, UciDataset};
 use hedge_eval::{Mean, MeanSe};
 use rand::SeedableRng;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -163,8 +163,11 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
 pub struct RegressionExperiment {
     /// How the experiment was started.
     pub command: String,
-    /// `uci/<name>` under the data directory.
+    /// `uci/<name>` under the data directory, or the path of a user's CSV file (with `table`).
     pub dataset: String,
+    /// A user's table: which column of the CSV file `dataset` is the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<TableSpec>,
     /// Acquisition methods, in the order they run for each seed.
     #[serde(default = "all_regression_methods")]
     pub methods: Vec<Method>,
@@ -210,12 +213,9 @@ impl Experiment for RegressionExperiment {
     type Data = UciDataset;
     type Summary = RegressionSummary;
 
-    /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`.
+    /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`, or the user's CSV file.
     fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
-        let name = self.dataset.strip_prefix("uci/").ok_or_else(|| {
-            invalid("dataset", &self.dataset, "expected uci/<name>, e.g. uci/yacht (a folder under the data directory)")
-        })?;
-        Ok(UciDataset::load(data_dir, name)?)
+        Ok(hedge_data::regression_set(data_dir, &self.dataset, self.table.as_ref())?)
     }
 
     fn check(&self, data: &UciDataset) -> Result<()> {
@@ -684,6 +684,7 @@ mod tests {
         let experiment = |seeds: u64, test_fraction: f64| RegressionExperiment {
             command: String::new(),
             dataset: "uci/toy".into(),
+            table: None,
             methods: vec![Method::Random],
             loop_config: LoopConfig { init: 5, batch: 5, budget: 10, test_fraction, ..LoopConfig::default() },
             protocol: String::new(),

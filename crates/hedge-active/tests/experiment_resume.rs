@@ -11,6 +11,7 @@ fn experiment() -> RegressionExperiment {
     RegressionExperiment {
         command: "test".into(),
         dataset: "uci/yacht".into(),
+        table: None,
         methods: vec![Method::Random, Method::Maxent, Method::AcsFw],
         loop_config: LoopConfig {
             init: 20,

@@ -64,7 +64,7 @@ impl GpBench {
         };
         let mut cases = Vec::new();
         if !self.exact_rows.is_empty() {
-            let (_, s) = uci_split(data_dir, "uci/kin8nm", 0)?;
+            let (_, s) = uci_split(data_dir, "uci/kin8nm", None, 0)?;
             for &n in &self.exact_rows {
                 let n = n.min(s.train_y.len());
                 let x = s.train_x.as_ref().subrows(0, n);
@@ -91,7 +91,7 @@ impl GpBench {
             }
         }
         if !self.inducing.is_empty() {
-            let (_, s) = uci_split(data_dir, "uci/protein-tertiary-structure", 0)?;
+            let (_, s) = uci_split(data_dir, "uci/protein-tertiary-structure", None, 0)?;
             for &m in &self.inducing {
                 for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
                     let config = SparseGpConfig::default()

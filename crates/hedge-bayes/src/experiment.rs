@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use faer::Mat;
-use hedge_data::{RunDirectory, UciDataset};
+use hedge_data::{RunDirectory, TableSpec, UciDataset};
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -34,16 +34,16 @@ pub struct Standardised {
     pub x_scale: Vec<f64>,
 }
 
-/// Loads `uci/<name>` split `k` from `data_dir` and standardises its inputs on the training rows.
-pub fn uci_split(data_dir: &Path, dataset: &str, k: usize) -> Result<(UciDataset, Standardised)> {
-    let name = dataset.strip_prefix("uci/").ok_or_else(|| {
-        invalid(
-            "dataset",
-            dataset,
-            format!("expected uci/<name>, e.g. uci/yacht (folders under {}/uci)", data_dir.display()),
-        )
-    })?;
-    let data = UciDataset::load(data_dir, name)?;
+/// Loads `uci/<name>` split `k` from `data_dir` (or split `k` of a user's CSV file when `table`
+/// names its target; see [`hedge_data::regression_set`]) and standardises its inputs on the
+/// training rows.
+pub fn uci_split(
+    data_dir: &Path,
+    dataset: &str,
+    table: Option<&TableSpec>,
+    k: usize,
+) -> Result<(UciDataset, Standardised)> {
+    let data = hedge_data::regression_set(data_dir, dataset, table)?;
     let split = data.split(k)?;
     let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
     let standardiser = crate::Standardiser::fit(x.as_ref(), &split.train);
@@ -72,6 +72,8 @@ pub struct GpRun {
     pub restarts: Option<usize>,
     pub max_iters: usize,
     pub seed: u64,
+    /// A user's table: `dataset` is then the CSV file's path and this names its target column.
+    pub table: Option<TableSpec>,
 }
 
 /// The model settings a GP run's `config.json` records.
@@ -124,7 +126,7 @@ pub struct GpFit {
 impl GpRun {
     /// Loads the split from `data_dir` and fits, telling `observer` about each L-BFGS iteration.
     pub fn fit(&self, data_dir: &Path, mut observer: impl FnMut(FitProgress)) -> Result<GpFit> {
-        let (data, s) = uci_split(data_dir, &self.dataset, self.split)?;
+        let (data, s) = uci_split(data_dir, &self.dataset, self.table.as_ref(), self.split)?;
         self.fit_split(&data, s, &mut observer)
     }
 

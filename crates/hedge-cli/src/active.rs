@@ -142,8 +142,10 @@ pub enum RecipeArg {
 #[derive(Args)]
 pub struct RunArgs {
     /// `uci/<name>` under $HEDGE_DATA_DIR.
-    #[arg(long, required_unless_present = "resume")]
+    #[arg(long, required_unless_present_any = ["resume", "data"], conflicts_with = "data")]
     dataset: Option<String>,
+    #[command(flatten)]
+    table: crate::own_data::TableArgs,
     /// Acquisition methods to compare.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,acs-fw")]
     method: Vec<MethodArg>,
@@ -240,7 +242,10 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             target_scaling: args.target_scaling.into(),
             ..Default::default()
         };
-        let dataset = args.dataset.clone().expect("clap requires --dataset without --resume");
+        let (dataset, table) = match args.table.spec() {
+            Some((path, spec)) => (path, Some(spec)),
+            None => (args.dataset.clone().expect("clap requires --dataset without --resume or --data"), None),
+        };
         let model = match args.recipe {
             RecipeArg::Paper => NeuralLinearConfig::paper_for(&dataset),
             RecipeArg::Mse => NeuralLinearConfig::default(),
@@ -257,6 +262,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         let experiment = RegressionExperiment {
             command: crate::command_line(),
             dataset,
+            table,
             methods: args.method.iter().map(|&m| m.into()).collect(),
             loop_config,
             protocol,

@@ -155,9 +155,12 @@ pub enum SparseMethodArg {
 #[derive(Args, Clone)]
 pub struct GpArgs {
     /// `uci/<name>`, a folder under $HEDGE_DATA_DIR (e.g. uci/yacht).
-    #[arg(long)]
-    dataset: String,
-    /// Standard split index (index_train_K.txt / index_test_K.txt).
+    #[arg(long, required_unless_present = "data", conflicts_with = "data")]
+    dataset: Option<String>,
+    #[command(flatten)]
+    table: crate::own_data::TableArgs,
+    /// Split index: a standard split (index_train_K.txt / index_test_K.txt), or with --data the
+    /// K-th of 20 seeded 90/10 splits of your table.
     #[arg(long, default_value_t = 0)]
     split: usize,
     /// Use a sparse GP with this many pseudo-inputs instead of the exact GP.
@@ -224,8 +227,13 @@ fn show_progress(bar: &indicatif::ProgressBar) -> impl FnMut(hedge_bayes::gp::Fi
 }
 
 fn gp(args: GpArgs) -> Result<()> {
+    let (dataset, table) = match args.table.spec() {
+        Some((path, spec)) => (path, Some(spec)),
+        None => (args.dataset.clone().expect("clap requires --dataset without --data"), None),
+    };
     let run = GpRun {
-        dataset: args.dataset.clone(),
+        dataset,
+        table,
         split: args.split,
         sparse: args.sparse,
         method: args.method.into(),
@@ -242,7 +250,7 @@ fn gp(args: GpArgs) -> Result<()> {
         hedge_data::atomic::check_output_dir(out, args.overwrite)?;
     }
     let data_dir = hedge_data::data_dir()?;
-    let (data, split) = hedge_bayes::experiment::uci_split(&data_dir, &run.dataset, run.split)?;
+    let (data, split) = hedge_bayes::experiment::uci_split(&data_dir, &run.dataset, run.table.as_ref(), run.split)?;
     if !args.json {
         eprintln!(
             "{}: {} training and {} test rows, {} inputs, split {}; fitting {} …",
@@ -266,7 +274,7 @@ fn gp(args: GpArgs) -> Result<()> {
         return Ok(());
     }
     let lengthscales: Vec<String> = r.lengthscales.iter().map(|l| format!("{l:.3}")).collect();
-    println!("dataset                  {} split {}", args.dataset, args.split);
+    println!("dataset                  {} split {}", run.dataset, args.split);
     println!("model                    {}", r.model);
     println!("test RMSE                {:.4}", r.rmse);
     println!("test NLL (mean)          {:.4}", r.nll);
@@ -292,6 +300,7 @@ fn gp_suite_command(args: GpSuiteArgs) -> Result<()> {
         restarts: args.restarts,
         max_iters: args.max_iters,
         seed: args.seed,
+        table: None,
     };
     let bar = fit_spinner(false);
     let (_, table) = gp_suite(

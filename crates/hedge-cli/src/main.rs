@@ -5,6 +5,7 @@ mod agnostic;
 mod bayes;
 mod bench;
 mod hib;
+mod own_data;
 mod reproduce;
 mod runlog;
 

@@ -20,7 +20,16 @@ pub struct UciDataset {
     pub features: usize,
     /// Number of standard splits (`n_splits.txt`).
     pub splits: usize,
-    folder: PathBuf,
+    source: SplitSource,
+}
+
+/// Where a set's train/test splits come from.
+#[derive(Debug, Clone, PartialEq)]
+enum SplitSource {
+    /// `index_{train,test}_K.txt` in this folder, read when asked for.
+    Folder(PathBuf),
+    /// Made when the set was built (a user's table, [`crate::table::Table::regression`]).
+    InMemory(Vec<UciSplit>),
 }
 
 /// Row indices of one standard split.
@@ -107,7 +116,27 @@ impl UciDataset {
                 ),
             ));
         }
-        Ok(UciDataset { name: name.to_string(), inputs, targets, features: feature_idx.len(), splits, folder })
+        Ok(UciDataset {
+            name: name.to_string(),
+            inputs,
+            targets,
+            features: feature_idx.len(),
+            splits,
+            source: SplitSource::Folder(folder),
+        })
+    }
+
+    /// A set built in memory with its splits (a user's table). Every split must index rows of
+    /// `targets`, train and test disjoint and non-empty; the caller guarantees it.
+    pub(crate) fn in_memory(
+        name: String,
+        inputs: Vec<f64>,
+        targets: Vec<f64>,
+        features: usize,
+        splits: Vec<UciSplit>,
+    ) -> Self {
+        debug_assert_eq!(inputs.len(), targets.len() * features);
+        UciDataset { name, inputs, targets, features, splits: splits.len(), source: SplitSource::InMemory(splits) }
     }
 
     pub fn rows(&self) -> usize {
@@ -131,9 +160,13 @@ impl UciDataset {
                 format!("'{}' has splits 0..{} (n_splits.txt)", self.name, self.splits - 1),
             ));
         }
+        let folder = match &self.source {
+            SplitSource::InMemory(splits) => return Ok(splits[k].clone()),
+            SplitSource::Folder(folder) => folder,
+        };
         let mut parts = Vec::with_capacity(2);
         for part in ["train", "test"] {
-            let path = self.folder.join(format!("index_{part}_{k}.txt"));
+            let path = folder.join(format!("index_{part}_{k}.txt"));
             let idx = read_indices(&path)?;
             if let Some(bad) = idx.iter().find(|&&i| i >= self.rows()) {
                 return Err(DataError::format(
@@ -149,7 +182,7 @@ impl UciDataset {
         for (part, idx) in [("train", &train), ("test", &test)] {
             if idx.is_empty() {
                 return Err(DataError::format(
-                    self.folder.join(format!("index_{part}_{k}.txt")),
+                    folder.join(format!("index_{part}_{k}.txt")),
                     "UCI index",
                     format!("split {k} has no {part} rows: a split needs at least one row on each side"),
                 ));
@@ -159,7 +192,7 @@ impl UciDataset {
         train.iter().for_each(|&i| seen[i] = true);
         if let Some(both) = test.iter().find(|&&i| seen[i]) {
             return Err(DataError::Integrity {
-                path: self.folder.join(format!("index_test_{k}.txt")),
+                path: folder.join(format!("index_test_{k}.txt")),
                 what: format!("row {both} is in both the train and the test split {k}"),
             });
         }
