@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
 use hedge_data::ParamGuard;
-use hedge_embed::experiment::{load_split, prepare_resume, TrainPlan};
+use hedge_embed::experiment::{load_role, prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
@@ -208,11 +208,26 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "ema", "all_pairs", "validation_classes", "budget_minutes", "watch_every", "watch"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "ema", "all_pairs", "validation_classes", "budget_minutes", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
     digits: Option<usize>,
+    /// Your own labelled images instead of N-digit MNIST: a folder ROOT/<label>/<image>.png (or
+    /// .jpg; one sub-folder per class, one image size) or an .npz with `images` [N, H, W] or
+    /// [N, C, H, W] and `labels` [N]. The network's input adapts to the images' channels and size.
+    #[arg(long, conflicts_with = "digits", value_name = "FOLDER|FILE.npz")]
+    data: Option<PathBuf>,
+    /// With --data: whole classes held out (seeded) as `test_unseen`, identities the model never
+    /// sees [default: a fifth of the classes, at least 2].
+    #[arg(long, requires = "data")]
+    unseen_classes: Option<usize>,
+    /// With --data: share of each remaining class's images held out as `test_seen`.
+    #[arg(long, requires = "data", default_value_t = 0.1)]
+    seen_test_fraction: f64,
+    /// With --data: seed of the class and image splits.
+    #[arg(long, requires = "data", default_value_t = 0)]
+    split_seed: u64,
     /// Embedding dimension (D).
     #[arg(long)]
     dim: Option<usize>,
@@ -369,6 +384,20 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.digits {
         c.digits = v;
     }
+    if let Some(path) = &args.data {
+        let set = hedge_data::ImageSet::read(path)?;
+        let classes = set.class_names.len();
+        c.data = Some(hedge_embed::OwnImages {
+            // Absolute, so that --resume and `hib eval` find the images from any folder.
+            path: std::fs::canonicalize(path).with_context(|| format!("cannot resolve '{}'", path.display()))?,
+            shape: [set.channels, set.height, set.width],
+            unseen_classes: args.unseen_classes.unwrap_or((classes / 5).max(2)),
+            seen_test_fraction: args.seen_test_fraction,
+            split_seed: args.split_seed,
+        });
+        // The split must leave classes to train on before any run folder is made.
+        set.split_classes(c.data.as_ref().map_or(2, |d| d.unseen_classes), args.split_seed)?;
+    }
     if let Some(v) = args.dim {
         c.dim = v;
     }
@@ -495,7 +524,7 @@ fn train(args: TrainArgs) -> Result<()> {
         Some(path) => {
             let run = RunDir::open_to_resume(path)?;
             let (rc, plan) = prepare_resume(&run, args.steps, args.keep_every)?;
-            let train_set = load_split(rc.hib.digits, NDigitSplit::Train)?;
+            let train_set = load_role(&rc.hib, NDigitSplit::Train)?;
             (run, rc.hib, true, plan, train_set)
         }
         None => {
@@ -504,7 +533,7 @@ fn train(args: TrainArgs) -> Result<()> {
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             // The data loads before the run directory exists, so a load failure leaves none.
-            let train_set = load_split(config.digits, NDigitSplit::Train)?;
+            let train_set = load_role(&config, NDigitSplit::Train)?;
             let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
             (run, config, false, plan, train_set)
         }

@@ -4,6 +4,7 @@ mod active;
 mod agnostic;
 mod bayes;
 mod bench;
+mod data;
 mod hib;
 mod own_data;
 mod reproduce;
@@ -40,6 +41,12 @@ enum Command {
         #[command(subcommand)]
         command: bayes::BayesCommand,
     },
+    /// Your own data: check a folder, .npz or CSV as the --data flags read it; export MNIST or
+    /// Fashion-MNIST as an image folder.
+    Data {
+        #[command(subcommand)]
+        command: data::DataCommand,
+    },
     /// Throughput benchmarks (images per second).
     Bench {
         #[command(subcommand)]
@@ -60,6 +67,7 @@ fn main() {
         Command::Active { command } => active::run(command),
         Command::Agnostic { command } => agnostic::run(command),
         Command::Bayes { command } => bayes::run(command),
+        Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
     };
     if let Err(e) = result {

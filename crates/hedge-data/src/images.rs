@@ -67,10 +67,7 @@ impl ImageSet {
                 "expected a folder of class sub-folders (ROOT/<label>/<image>.png) or an .npz with 'images' and 'labels'",
             ))
         } else {
-            Err(DataError::MissingFile {
-                path: path.to_path_buf(),
-                hint: "no such image folder or .npz file".into(),
-            })
+            Err(DataError::MissingFile { path: path.to_path_buf(), hint: "no such image folder or .npz file".into() })
         }
     }
 
@@ -106,9 +103,8 @@ impl ImageSet {
                 .into_iter()
                 .filter(|p| {
                     p.is_file()
-                        && p.extension().is_some_and(|e| {
-                            ["png", "jpg", "jpeg"].iter().any(|x| e.eq_ignore_ascii_case(x))
-                        })
+                        && p.extension()
+                            .is_some_and(|e| ["png", "jpg", "jpeg"].iter().any(|x| e.eq_ignore_ascii_case(x)))
                 })
                 .collect();
             if files.len() < MIN_PER_CLASS {
@@ -158,10 +154,16 @@ impl ImageSet {
         let arrays: BTreeMap<String, NpyArray> = read_npz(path)?.into_iter().collect();
         let names = || arrays.keys().cloned().collect::<Vec<_>>().join(", ");
         let images = arrays.get("images").ok_or_else(|| {
-            bad(format!("has no array 'images' (it has: {}); save with np.savez(path, images=..., labels=...)", names()))
+            bad(format!(
+                "has no array 'images' (it has: {}); save with np.savez(path, images=..., labels=...)",
+                names()
+            ))
         })?;
         let labels = arrays.get("labels").ok_or_else(|| {
-            bad(format!("has no array 'labels' (it has: {}); save with np.savez(path, images=..., labels=...)", names()))
+            bad(format!(
+                "has no array 'labels' (it has: {}); save with np.savez(path, images=..., labels=...)",
+                names()
+            ))
         })?;
         let (n, channels, height, width) = match images.shape.as_slice() {
             &[n, h, w] => (n, 1, h, w),
@@ -376,8 +378,11 @@ fn decode_png(bytes: &[u8], path: &Path) -> Result<Decoded> {
         png::ColorType::Indexed => return Err(bad(&"an indexed PNG that did not expand")),
     };
     // Alpha is dropped (images are embedded as they look on black).
-    let interleaved =
-        if source_channels == keep { buf } else { buf.chunks_exact(source_channels).flat_map(|p| p[..keep].to_vec()).collect() };
+    let interleaved = if source_channels == keep {
+        buf
+    } else {
+        buf.chunks_exact(source_channels).flat_map(|p| p[..keep].to_vec()).collect()
+    };
     Ok(Decoded { channels: keep, height, width, interleaved })
 }
 
@@ -419,6 +424,55 @@ pub fn write_png(path: &Path, width: usize, height: usize, channels: usize, pixe
     }
     crate::write_atomic(path, &bytes)
 }
+
+/// Writes `count_per_class` images of each class of an MNIST-layout split (MNIST,
+/// Fashion-MNIST) as `out/<class name>/<index>.png`, 28 x 28 grey: an image folder in the layout
+/// [`ImageSet::read_folder`] takes, to try `--data` on or to see the layout. The first images of
+/// each class in file order are taken; `names` names the classes by label (e.g. Fashion-MNIST's
+/// "t-shirt", "trouser", ...). Returns the images written per class.
+///
+/// # Errors
+/// `out` holding files already (nothing is overwritten); a class with fewer images than asked
+/// for; a write failure.
+pub fn export_folder(
+    split: &crate::MnistSplit,
+    names: &[&str],
+    count_per_class: usize,
+    out: &Path,
+) -> Result<Vec<usize>> {
+    crate::atomic::check_output_dir(out, false)?;
+    let classes = split.labels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
+    if names.len() < classes {
+        return Err(DataError::invalid("names", names.len(), format!("the split has {classes} classes; name each")));
+    }
+    let mut written = vec![0usize; classes];
+    for (i, &label) in split.labels.iter().enumerate() {
+        let c = label as usize;
+        if written[c] == count_per_class {
+            continue;
+        }
+        let dir = out.join(names[c]);
+        std::fs::create_dir_all(&dir).map_err(|e| DataError::write(&dir, e))?;
+        let side = crate::mnist::DIGIT_SIDE;
+        write_png(&dir.join(format!("{i:05}.png")), side, side, 1, split.image(i))?;
+        written[c] += 1;
+    }
+    if let Some(c) = written.iter().position(|&w| w < count_per_class) {
+        return Err(DataError::invalid(
+            "count_per_class",
+            count_per_class,
+            format!("class '{}' has only {} images", names[c], written[c]),
+        ));
+    }
+    Ok(written)
+}
+
+/// Fashion-MNIST's class names, by label (Xiao et al. 2017).
+pub const FASHION_MNIST_CLASSES: [&str; 10] =
+    ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle-boot"];
+
+/// MNIST's class names, by label.
+pub const MNIST_CLASSES: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::datadir::require_file;
+use crate::images::ImageSet;
 use crate::mnist::{Mnist, MnistSplit, DIGIT_PIXELS, DIGIT_SIDE};
 use crate::npy::{read_npz, NpyArray};
 use crate::occlusion::Corruption;
@@ -149,19 +150,31 @@ impl NDigitTable {
     }
 }
 
-/// One split of N-digit MNIST, ready to render.
+/// Where an [`ImageDataset`]'s pixels come from.
 #[derive(Debug, Clone)]
-pub struct NDigitDataset {
-    pub digits: usize,
-    pub split: NDigitSplit,
-    /// MNIST indices, `digits` per image, leftmost digit first.
-    pub parts: Vec<u32>,
-    /// The number each image shows (its class label).
-    pub labels: Vec<u32>,
-    source: Arc<MnistSplit>,
+enum Pixels {
+    /// MNIST digits, `digits` side by side: `parts` index the MNIST split.
+    Mnist(Arc<MnistSplit>),
+    /// A user's images ([`ImageSet`]): `parts` index its images, one each.
+    Dense(Arc<ImageSet>),
 }
 
-impl NDigitDataset {
+/// Labelled images ready to render, with the occlusion corruption: one split of N-digit MNIST,
+/// or a user's own image set ([`ImageDataset::from_images`]).
+#[derive(Debug, Clone)]
+pub struct ImageDataset {
+    /// Digits per N-digit image; 1 for a user's images (one occluded part each).
+    pub digits: usize,
+    /// The role the images play (a user's set: the part of it they were split into).
+    pub split: NDigitSplit,
+    /// Indices into the pixel source, `digits` per image, leftmost digit first.
+    pub parts: Vec<u32>,
+    /// The class of each image (N-digit: the number it shows).
+    pub labels: Vec<u32>,
+    source: Pixels,
+}
+
+impl ImageDataset {
     /// Loads and integrity-checks `digits`-digit MNIST, `split`, from the data directory.
     pub fn load(data_dir: &Path, digits: usize, split: NDigitSplit, mnist: &Arc<Mnist>) -> Result<Self> {
         if !(2..=3).contains(&digits) {
@@ -184,7 +197,18 @@ impl NDigitDataset {
         let n = table.classes * table.per_class;
         let labels = (0..n).map(|i| table.chosen_numbers[i / table.per_class] as u32).collect();
         let parts = table.image_ids.iter().map(|&i| i as u32).collect();
-        Ok(NDigitDataset { digits, split, parts, labels, source: Arc::new(source.clone()) })
+        Ok(ImageDataset { digits, split, parts, labels, source: Pixels::Mnist(Arc::new(source.clone())) })
+    }
+
+    /// A user's images in the role `split` (their labels are the set's class indices).
+    pub fn from_images(images: ImageSet, split: NDigitSplit) -> Self {
+        ImageDataset {
+            digits: 1,
+            split,
+            parts: (0..images.len() as u32).collect(),
+            labels: images.labels.clone(),
+            source: Pixels::Dense(Arc::new(images)),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -195,31 +219,53 @@ impl NDigitDataset {
         self.labels.is_empty()
     }
 
+    /// Channels of an image (1 for N-digit MNIST).
+    pub fn channels(&self) -> usize {
+        match &self.source {
+            Pixels::Mnist(_) => 1,
+            Pixels::Dense(set) => set.channels,
+        }
+    }
+
+    /// `[channels, height, width]` of one image.
+    pub fn shape(&self) -> [usize; 3] {
+        [self.channels(), self.height(), self.width()]
+    }
+
     /// Image height in pixels.
     pub fn height(&self) -> usize {
-        DIGIT_SIDE
+        match &self.source {
+            Pixels::Mnist(_) => DIGIT_SIDE,
+            Pixels::Dense(set) => set.height,
+        }
     }
 
-    /// Image width in pixels (`28 * digits`).
+    /// Image width in pixels (N-digit: `28 * digits`).
     pub fn width(&self) -> usize {
-        DIGIT_SIDE * self.digits
+        match &self.source {
+            Pixels::Mnist(_) => DIGIT_SIDE * self.digits,
+            Pixels::Dense(set) => set.width,
+        }
     }
 
-    /// Pixels of one image.
+    /// Values of one image (`channels * height * width`).
     pub fn image_len(&self) -> usize {
-        DIGIT_PIXELS * self.digits
+        match &self.source {
+            Pixels::Mnist(_) => DIGIT_PIXELS * self.digits,
+            Pixels::Dense(set) => set.image_len(),
+        }
     }
 
     /// The images at `indices` (in that order) as a dataset of their own, e.g. validation
     /// classes carved out of `train`. Indices must be `< self.len()`.
-    pub fn subset(&self, indices: &[usize]) -> NDigitDataset {
+    pub fn subset(&self, indices: &[usize]) -> ImageDataset {
         let d = self.digits;
-        NDigitDataset {
+        ImageDataset {
             digits: d,
             split: self.split,
             parts: indices.iter().flat_map(|&i| self.parts[i * d..(i + 1) * d].iter().copied()).collect(),
             labels: indices.iter().map(|&i| self.labels[i]).collect(),
-            source: Arc::clone(&self.source),
+            source: self.source.clone(),
         }
     }
 
@@ -231,25 +277,39 @@ impl NDigitDataset {
         c
     }
 
-    /// Writes image `index`, scaled to [0, 1], row-major `28 x 28N`, into `out`, with the
-    /// occlusion `corruption` draws.
+    /// Writes image `index`, in [0, 1], channel-major `[C, H, W]` (N-digit: `28 x 28N`), into
+    /// `out`, with the occlusion `corruption` draws (a square per digit; one per user image,
+    /// blacking out every channel).
     ///
     /// # Shapes
-    /// `out`: `[28 * 28N]`.
+    /// `out`: `[C * H * W]`.
     pub fn render_into<R: Rng + ?Sized>(&self, index: usize, corruption: &Corruption, rng: &mut R, out: &mut [f32]) {
         let width = self.width();
-        for p in 0..self.digits {
-            let digit = self.source.image(self.parts[index * self.digits + p] as usize);
-            for row in 0..DIGIT_SIDE {
-                let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
-                for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
-                    *d = s as f32 / 255.0;
+        match &self.source {
+            Pixels::Mnist(source) => {
+                for p in 0..self.digits {
+                    let digit = source.image(self.parts[index * self.digits + p] as usize);
+                    for row in 0..DIGIT_SIDE {
+                        let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
+                        for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
+                            *d = s as f32 / 255.0;
+                        }
+                    }
+                }
+                for (p, occ) in corruption.draw(index, self.digits, rng).into_iter().enumerate() {
+                    if let Some(occ) = occ {
+                        occ.apply(out, width, p);
+                    }
                 }
             }
-        }
-        for (p, occ) in corruption.draw(index, self.digits, rng).into_iter().enumerate() {
-            if let Some(occ) = occ {
-                occ.apply(out, width, p);
+            Pixels::Dense(set) => {
+                out.copy_from_slice(set.image(self.parts[index] as usize));
+                let (h, w) = (set.height, set.width);
+                if let Some(occ) = corruption.draw_within(index, 1, h, w, rng).pop().flatten() {
+                    for plane in out.chunks_exact_mut(h * w) {
+                        occ.apply_at(plane, w, 0);
+                    }
+                }
             }
         }
     }
@@ -257,7 +317,7 @@ impl NDigitDataset {
     /// Renders several images into one contiguous buffer.
     ///
     /// # Shapes
-    /// returns `[indices.len() * 28 * 28N]`, image-major.
+    /// returns `[indices.len() * image_len()]`, image-major.
     pub fn render_batch<R: Rng + ?Sized>(&self, indices: &[usize], corruption: &Corruption, rng: &mut R) -> Vec<f32> {
         let len = self.image_len();
         let mut out = vec![0.0f32; indices.len() * len];

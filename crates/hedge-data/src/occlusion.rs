@@ -21,15 +21,27 @@ pub struct Occlusion {
 impl Occlusion {
     /// Draws a square as Appendix A does.
     pub fn sample<R: Rng + ?Sized>(rng: &mut R) -> Self {
-        let side = rng.random_range(0..=DIGIT_SIDE);
-        let top = rng.random_range(0..=DIGIT_SIDE - side);
-        let left = rng.random_range(0..=DIGIT_SIDE - side);
+        Self::sample_within(rng, DIGIT_SIDE, DIGIT_SIDE)
+    }
+
+    /// Appendix A's square for a `height x width` part: side `~ Unif{0..=min(h, w)}`, corner
+    /// uniform where the square fits (a 28 x 28 digit draws exactly as [`Occlusion::sample`]).
+    pub fn sample_within<R: Rng + ?Sized>(rng: &mut R, height: usize, width: usize) -> Self {
+        let side = rng.random_range(0..=height.min(width));
+        let top = rng.random_range(0..=height - side);
+        let left = rng.random_range(0..=width - side);
         Occlusion { side, top, left }
     }
 
     /// Blacks out the square in digit `position` of a row-major image `width` pixels wide.
     pub fn apply(&self, image: &mut [f32], width: usize, position: usize) {
-        let x0 = position * DIGIT_SIDE + self.left;
+        self.apply_at(image, width, position * DIGIT_SIDE);
+    }
+
+    /// Blacks out the square in the part starting at column `x_offset` of a row-major image
+    /// `width` pixels wide.
+    pub fn apply_at(&self, image: &mut [f32], width: usize, x_offset: usize) {
+        let x0 = x_offset + self.left;
         for row in self.top..self.top + self.side {
             image[row * width + x0..row * width + x0 + self.side].fill(0.0);
         }
@@ -53,16 +65,28 @@ pub enum Corruption {
 impl Corruption {
     /// The squares for the `digits` digits of image `index`, `None` where a digit is left clean.
     pub fn draw<R: Rng + ?Sized>(&self, index: usize, digits: usize, rng: &mut R) -> Vec<Option<Occlusion>> {
+        self.draw_within(index, digits, DIGIT_SIDE, DIGIT_SIDE, rng)
+    }
+
+    /// [`Corruption::draw`] for parts of `height x width` pixels (a user's image is one part).
+    pub fn draw_within<R: Rng + ?Sized>(
+        &self,
+        index: usize,
+        parts: usize,
+        height: usize,
+        width: usize,
+        rng: &mut R,
+    ) -> Vec<Option<Occlusion>> {
         match *self {
-            Corruption::Clean => vec![None; digits],
+            Corruption::Clean => vec![None; parts],
             Corruption::Corrupt { seed } => {
                 let mut own = ChaCha8Rng::seed_from_u64(seed);
                 own.set_stream(index as u64);
-                (0..digits).map(|_| Some(Occlusion::sample(&mut own))).collect()
+                (0..parts).map(|_| Some(Occlusion::sample_within(&mut own, height, width))).collect()
             }
-            Corruption::Random { probability } => {
-                (0..digits).map(|_| rng.random_bool(probability).then(|| Occlusion::sample(rng))).collect()
-            }
+            Corruption::Random { probability } => (0..parts)
+                .map(|_| rng.random_bool(probability).then(|| Occlusion::sample_within(rng, height, width)))
+                .collect(),
         }
     }
 }

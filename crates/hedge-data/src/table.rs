@@ -193,7 +193,11 @@ impl Table {
         let target_at = find("--target", &spec.target)?;
         let protected_at = spec.protected.as_deref().map(|p| find("--protected", p)).transpose()?;
         if protected_at == Some(target_at) {
-            return Err(DataError::invalid("protected", &spec.target, "the protected column must differ from the target"));
+            return Err(DataError::invalid(
+                "protected",
+                &spec.target,
+                "the protected column must differ from the target",
+            ));
         }
         let mut dropped = BTreeSet::new();
         for name in &spec.drop {
@@ -265,7 +269,11 @@ impl Table {
             return Err(bad(format!(
                 "no input column is left after the target '{}'{}; a model needs at least one input",
                 spec.target,
-                if protected_at.is_some() || !dropped.is_empty() { ", the protected and the dropped columns" } else { "" }
+                if protected_at.is_some() || !dropped.is_empty() {
+                    ", the protected and the dropped columns"
+                } else {
+                    ""
+                }
             )));
         }
         let features = feature_names.len();
@@ -332,7 +340,10 @@ impl Table {
             return Err(DataError::format(
                 &self.path,
                 "CSV table",
-                format!("the target column '{}' is {} in every row: there is nothing to regress", self.target.name, targets[0]),
+                format!(
+                    "the target column '{}' is {} in every row: there is nothing to regress",
+                    self.target.name, targets[0]
+                ),
             ));
         }
         if splits == 0 {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hedge_data::ndigit::table_path;
-use hedge_data::{data_dir, Corruption, Mnist, NDigitDataset, NDigitSplit, NDigitTable};
+use hedge_data::{data_dir, Corruption, ImageDataset, Mnist, NDigitSplit, NDigitTable};
 use rand_chacha::rand_core::SeedableRng;
 
 fn mnist() -> (std::path::PathBuf, Arc<Mnist>) {
@@ -36,7 +36,7 @@ fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() 
         (3, NDigitSplit::TestUnseen, 100, 10_000),
     ];
     for (digits, split, classes, images) in expected {
-        let d = NDigitDataset::load(&dir, digits, split, &m).unwrap();
+        let d = ImageDataset::load(&dir, digits, split, &m).unwrap();
         assert_eq!(d.len(), images, "{digits}-digit {split:?}");
         assert_eq!(d.classes().len(), classes, "{digits}-digit {split:?}");
         assert_eq!(d.width(), 28 * digits);
@@ -47,9 +47,9 @@ fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() 
 fn unseen_classes_are_disjoint_from_training_classes() {
     let (dir, m) = mnist();
     for digits in [2, 3] {
-        let train = NDigitDataset::load(&dir, digits, NDigitSplit::Train, &m).unwrap().classes();
-        let seen = NDigitDataset::load(&dir, digits, NDigitSplit::TestSeen, &m).unwrap().classes();
-        let unseen = NDigitDataset::load(&dir, digits, NDigitSplit::TestUnseen, &m).unwrap().classes();
+        let train = ImageDataset::load(&dir, digits, NDigitSplit::Train, &m).unwrap().classes();
+        let seen = ImageDataset::load(&dir, digits, NDigitSplit::TestSeen, &m).unwrap().classes();
+        let unseen = ImageDataset::load(&dir, digits, NDigitSplit::TestUnseen, &m).unwrap().classes();
         assert!(unseen.iter().all(|c| !train.contains(c)));
         assert!(seen.iter().all(|c| train.contains(c)));
     }
@@ -76,7 +76,7 @@ fn a_table_that_does_not_match_its_labels_is_refused() {
 #[test]
 fn rendering_places_each_mnist_digit_in_its_slot() {
     let (dir, m) = mnist();
-    let d = NDigitDataset::load(&dir, 3, NDigitSplit::TestSeen, &m).unwrap();
+    let d = ImageDataset::load(&dir, 3, NDigitSplit::TestSeen, &m).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
     let img = d.render_batch(&[17], &Corruption::Clean, &mut rng);
     for p in 0..3 {

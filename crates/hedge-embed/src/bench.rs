@@ -39,8 +39,8 @@ pub fn train_images_per_s(
     let (vs, net) = build_model(config, device)?;
     let mut adam = Adam::new(&vs, config.learning_rate);
     let pairs = (config.batch.images() / 2) as i64;
-    let width = 28 * config.digits as i64;
-    let x = Tensor::rand([2 * pairs, 1, 28, width], (Kind::Float, device));
+    let [c, h, w] = config.input_shape().map(|v| v as i64);
+    let x = Tensor::rand([2 * pairs, c, h, w], (Kind::Float, device));
     let is_match = Tensor::arange(pairs, (Kind::Int64, device)).remainder(2).eq(0);
     let rounds = reuse.max(1) as i64;
     let mut step = || {
@@ -82,8 +82,8 @@ pub fn infer_images_per_s(
     batches: usize,
 ) -> Result<f64> {
     let (_vs, net) = build_model(config, device)?;
-    let width = 28 * config.digits as i64;
-    let x = Tensor::rand([batch as i64, 1, 28, width], (Kind::Float, device));
+    let [c, h, w] = config.input_shape().map(|v| v as i64);
+    let x = Tensor::rand([batch as i64, c, h, w], (Kind::Float, device));
     let run = || tch::no_grad(|| net.forward(&x).mean.sum(Kind::Float).double_value(&[]));
     for _ in 0..warmup {
         run();

@@ -251,6 +251,26 @@ pub struct HibConfig {
     pub seed: u64,
     pub log_every: usize,
     pub checkpoint_every: usize,
+    /// A user's images instead of N-digit MNIST (`None`: N-digit MNIST with `digits` digits).
+    pub data: Option<OwnImages>,
+}
+
+/// A user's image set ([`hedge_data::ImageSet`]) and how it is split: whole classes held out as
+/// unseen (the test of identities never trained on), and a share of each remaining class's images
+/// held out as the seen-class test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnImages {
+    /// The image folder or `.npz` (absolute, so a resumed run finds it from anywhere).
+    pub path: std::path::PathBuf,
+    /// `[channels, height, width]` of its images, recorded when the run was made.
+    pub shape: [usize; 3],
+    /// Classes held out as `test_unseen`.
+    pub unseen_classes: usize,
+    /// Share of each seen class's images held out as `test_seen`.
+    pub seen_test_fraction: f64,
+    /// Seed of both splits.
+    pub split_seed: u64,
 }
 
 impl Default for HibConfig {
@@ -284,6 +304,7 @@ impl Default for HibConfig {
             seed: 0,
             log_every: 50,
             checkpoint_every: 1000,
+            data: None,
         }
     }
 }
@@ -325,6 +346,8 @@ struct HibConfigFile {
     seed: u64,
     log_every: usize,
     checkpoint_every: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<OwnImages>,
 }
 
 /// Defaults of the settings that belong to one choice (a mixture's `components`, an
@@ -372,6 +395,7 @@ macro_rules! with_shared_fields {
             seed: $from.seed,
             log_every: $from.log_every,
             checkpoint_every: $from.checkpoint_every,
+            data: $from.data,
         }
     };
 }
@@ -455,6 +479,18 @@ impl HibConfig {
         with_log_every: log_every: usize,
         with_checkpoint_every: checkpoint_every: usize,
     );
+
+    /// Sets `data` (a user's images instead of N-digit MNIST).
+    pub fn with_data(mut self, data: OwnImages) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// `[channels, height, width]` of the network's input: N-digit MNIST's `[1, 28, 28N]`, or
+    /// the user's images'.
+    pub fn input_shape(&self) -> [usize; 3] {
+        self.data.as_ref().map_or([1, 28, 28 * self.digits], |d| d.shape)
+    }
 
     /// Mixture components: 1 for point and Gaussian models.
     pub fn effective_components(&self) -> usize {
@@ -543,8 +579,31 @@ impl ParamGuard for HibConfig {
         fn fail(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Result<()> {
             Err(EmbedError::invalid(field, value, reason))
         }
-        if !(2..=3).contains(&self.digits) {
-            return fail("digits", self.digits, "N-digit MNIST has standard tables for 2 and 3");
+        match &self.data {
+            None if !(2..=3).contains(&self.digits) => {
+                return fail("digits", self.digits, "N-digit MNIST has standard tables for 2 and 3");
+            }
+            None => {}
+            Some(own) => {
+                let [c, h, w] = own.shape;
+                if !(c == 1 || c == 3) {
+                    return fail("data.shape", c, "images have 1 (grey) or 3 (RGB) channels");
+                }
+                if !(4..=hedge_data::images::MAX_SIDE).contains(&h) || !(4..=hedge_data::images::MAX_SIDE).contains(&w)
+                {
+                    return fail(
+                        "data.shape",
+                        format!("{h} x {w}"),
+                        format!("each image side must lie in 4..={}", hedge_data::images::MAX_SIDE),
+                    );
+                }
+                if own.unseen_classes < 2 {
+                    return fail("unseen_classes", own.unseen_classes, "hold out at least 2 classes as unseen");
+                }
+                if !(own.seen_test_fraction > 0.0 && own.seen_test_fraction < 1.0) {
+                    return fail("seen_test_fraction", own.seen_test_fraction, "must lie strictly between 0 and 1");
+                }
+            }
         }
         if self.dim == 0 {
             return fail("dim", 0, "the embedding needs at least one dimension");

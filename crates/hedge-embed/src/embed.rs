@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use hedge_data::{Corruption, NDigitDataset, NpyArray, NpyData};
+use hedge_data::{Corruption, ImageDataset, NpyArray, NpyData};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{Device, Kind, Tensor};
@@ -43,7 +43,7 @@ impl Default for EmbedOptions {
 /// Embeds every image of `dataset` under `corruption`.
 pub fn embed_dataset(
     net: &HibNet,
-    dataset: &NDigitDataset,
+    dataset: &ImageDataset,
     corruption: &Corruption,
     device: Device,
     options: EmbedOptions,
@@ -57,7 +57,7 @@ pub fn embed_dataset(
         let all: Vec<usize> = (0..dataset.len()).collect();
         for chunk in all.chunks(options.batch.max(1)) {
             let pixels = dataset.render_batch(chunk, corruption, &mut rng);
-            let x = images_to_tensor(&pixels, chunk.len(), dataset.width(), device);
+            let x = images_to_tensor(&pixels, chunk.len(), dataset.shape(), device);
             let e = net.forward(&x);
             // Stratified sampling needs a multiple of the component count.
             let c = e.components();

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
@@ -13,10 +13,43 @@ use crate::train::{RunOptions, TrainEvent, Trainer};
 use crate::{HibConfig, Result};
 
 /// MNIST and one N-digit split from `$HEDGE_DATA_DIR`.
-pub fn load_split(digits: usize, split: NDigitSplit) -> Result<NDigitDataset> {
+pub fn load_split(digits: usize, split: NDigitSplit) -> Result<ImageDataset> {
     let dir = data_dir()?;
     let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
-    Ok(NDigitDataset::load(&dir, digits, split, &mnist)?)
+    Ok(ImageDataset::load(&dir, digits, split, &mnist)?)
+}
+
+/// The images of `split`'s role for `config`: N-digit MNIST's split, or the matching part of the
+/// user's image set (`train`: the seen classes less their held-out images; `test_seen`: those
+/// images; `test_unseen`: the held-out classes), split as `config.data` says.
+///
+/// # Errors
+/// The user's images no longer having the shape the run was made with (the model would not
+/// fit them), and every error of [`hedge_data::ImageSet::read`].
+pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset> {
+    let Some(own) = &config.data else {
+        return load_split(config.digits, split);
+    };
+    let set = hedge_data::ImageSet::read(&own.path)?;
+    let shape = [set.channels, set.height, set.width];
+    if shape != own.shape {
+        return Err(crate::EmbedError::invalid(
+            "data",
+            own.path.display(),
+            format!(
+                "its images are now {shape:?} (channels, height, width) but the run was made for {:?}; restore the \
+                 images or train a new run",
+                own.shape
+            ),
+        ));
+    }
+    let (seen, unseen) = set.split_classes(own.unseen_classes, own.split_seed)?;
+    let part = match split {
+        NDigitSplit::TestUnseen => unseen,
+        NDigitSplit::Train => seen.split_images(own.seen_test_fraction, own.split_seed)?.0,
+        NDigitSplit::TestSeen => seen.split_images(own.seen_test_fraction, own.split_seed)?.1,
+    };
+    Ok(ImageDataset::from_images(part, split))
 }
 
 /// Where a run keeps its [`TrainPlan`], so that `--resume` watches and stops as the run began.
@@ -135,7 +168,7 @@ pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> 
         sets.push(WatchSet::new("validation", val.clone(), plan.watch_pairs)?);
     }
     for &split in &plan.watch_splits {
-        let mut data = load_split(trainer.config.digits, split)?;
+        let mut data = load_role(&trainer.config, split)?;
         let held_out = trainer.held_out_classes();
         if split == NDigitSplit::TestSeen && !held_out.is_empty() {
             // Seen means trained on: the validation classes' test images are not.
@@ -163,7 +196,7 @@ pub fn train_run(
     plan: &TrainPlan,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trainer> {
-    let train_set = load_split(config.digits, NDigitSplit::Train)?;
+    let train_set = load_role(config, NDigitSplit::Train)?;
     train_run_on(run, config, train_set, device, resuming, plan, on_event)
 }
 
@@ -173,7 +206,7 @@ pub fn train_run(
 pub fn train_run_on(
     run: &RunDir,
     config: &HibConfig,
-    train_set: NDigitDataset,
+    train_set: ImageDataset,
     device: Device,
     resuming: bool,
     plan: &TrainPlan,

@@ -47,7 +47,7 @@ pub mod train;
 
 pub use config::{
     BatchComposition, ConvPrecision, EmbeddingKind, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm,
-    PairSet,
+    OwnImages, PairSet,
 };
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, EmbedOptions, EmbeddedSet};
@@ -55,7 +55,7 @@ pub use error::{EmbedError, Result};
 pub use evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
 };
-pub use experiment::{load_split, train_run, TrainPlan};
+pub use experiment::{load_role, load_split, train_run, TrainPlan};
 /// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
 pub use hedge_data::{Checked, ParamGuard};
 pub use loss::MatchHead;

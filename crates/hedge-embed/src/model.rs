@@ -36,7 +36,9 @@ impl HibNet {
         let [c1, c2] = config.channels.map(|c| c as i64);
         let conv = nn::ConvConfig { padding: 2, ..Default::default() };
         let trunk = vs / "trunk";
-        let features = c2 * 7 * 7 * config.digits as i64;
+        // "Same" convolutions keep the size; each of the two max-pools floors it by half.
+        let [in_channels, height, width] = config.input_shape().map(|v| v as i64);
+        let features = c2 * (height / 4) * (width / 4);
         let dim = config.dim as i64;
         let components = config.effective_components() as i64;
         let outputs = match config.model.kind() {
@@ -44,7 +46,7 @@ impl HibNet {
             _ => components * 2 * dim,
         };
         HibNet {
-            conv1: nn::conv2d(&trunk / "conv1", 1, c1, 5, conv),
+            conv1: nn::conv2d(&trunk / "conv1", in_channels, c1, 5, conv),
             conv2: nn::conv2d(&trunk / "conv2", c1, c2, 5, conv),
             norms: (config.norm == Norm::Batch).then(|| {
                 [

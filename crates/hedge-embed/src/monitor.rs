@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use hedge_data::{verification_pairs, Corruption, NDigitDataset, PairBatch};
+use hedge_data::{verification_pairs, Corruption, ImageDataset, PairBatch};
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
@@ -39,7 +39,7 @@ impl QuickEval {
 /// A held-out set to watch: images, and its fixed verification pairs.
 pub struct WatchSet {
     pub name: String,
-    pub data: NDigitDataset,
+    pub data: ImageDataset,
     pub pairs: PairBatch,
 }
 
@@ -49,7 +49,7 @@ impl WatchSet {
     ///
     /// # Errors
     /// A set with a single class or too few images to draw the pairs from.
-    pub fn new(name: &str, data: NDigitDataset, pairs_per_kind: usize) -> Result<Self> {
+    pub fn new(name: &str, data: ImageDataset, pairs_per_kind: usize) -> Result<Self> {
         let pairs = verification_pairs(&data.labels, pairs_per_kind, pairs_per_kind, PAIR_SEED)?;
         Ok(WatchSet { name: name.to_string(), data, pairs })
     }
@@ -67,7 +67,7 @@ impl WatchSet {
 }
 
 /// The clean and corrupt twins of a dataset, embedded (η from one sample: not used here).
-pub fn embed_twins(net: &HibNet, data: &NDigitDataset, device: Device) -> Result<(EmbeddedSet, EmbeddedSet)> {
+pub fn embed_twins(net: &HibNet, data: &ImageDataset, device: Device) -> Result<(EmbeddedSet, EmbeddedSet)> {
     let options = EmbedOptions { samples: 1, ..Default::default() };
     let clean = embed_dataset(net, data, &Corruption::Clean, device, options)?;
     let corrupt = embed_dataset(net, data, &Corruption::Corrupt { seed: CORRUPT_SEED }, device, options)?;
@@ -218,7 +218,7 @@ pub fn first_reaching(records: &[MonitorRecord], set: &str, metric: QuickMetric,
 ///
 /// # Errors
 /// [`crate::EmbedError::InvalidConfig`] when fewer than two classes would remain for training.
-pub fn validation_classes(data: &NDigitDataset, count: usize, seed: u64) -> Result<Vec<u32>> {
+pub fn validation_classes(data: &ImageDataset, count: usize, seed: u64) -> Result<Vec<u32>> {
     use rand::seq::SliceRandom;
     use rand_chacha::rand_core::SeedableRng;
     let mut classes = data.classes();
@@ -239,7 +239,7 @@ pub fn validation_classes(data: &NDigitDataset, count: usize, seed: u64) -> Resu
 /// Splits a training set into (training part, validation part): the validation part holds
 /// every image of the `held_out` classes, at most `per_class` of each (the first ones, in table
 /// order), so a validation set has the size of a test split.
-pub fn split_off_classes(data: &NDigitDataset, held_out: &[u32], per_class: usize) -> (NDigitDataset, NDigitDataset) {
+pub fn split_off_classes(data: &ImageDataset, held_out: &[u32], per_class: usize) -> (ImageDataset, ImageDataset) {
     let mut keep = Vec::new();
     let mut val = Vec::new();
     let mut taken: BTreeMap<u32, usize> = BTreeMap::new();

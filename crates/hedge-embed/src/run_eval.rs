@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hedge_data::{verification_pairs, Corruption, NDigitDataset, NDigitSplit};
+use hedge_data::{verification_pairs, Corruption, ImageDataset, NDigitSplit};
 use indicatif::{ProgressBar, ProgressStyle};
 use tch::Device;
 use tracing::info;
@@ -14,7 +14,7 @@ use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
     Twin,
 };
-use crate::experiment::{load_split, train_run_on, TrainPlan};
+use crate::experiment::{load_role, train_run_on, TrainPlan};
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
@@ -79,7 +79,7 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
 pub fn train_with_progress(
     run: &RunDir,
     config: &HibConfig,
-    train_set: NDigitDataset,
+    train_set: ImageDataset,
     device: Device,
     resuming: bool,
     plan: &TrainPlan,
@@ -158,7 +158,7 @@ pub fn train_with_progress(
 /// `verification.json`: the quick check a training command ends with. The full evaluation
 /// (KNN, uncertainty correlations) is [`evaluate_run`].
 pub fn quick_verification(run: &RunDir, trainer: &Trainer) -> Result<VerificationReport> {
-    let test = load_split(trainer.config.digits, NDigitSplit::TestUnseen)?;
+    let test = load_role(&trainer.config, NDigitSplit::TestUnseen)?;
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let net = trainer.inference_net();
     let score = |corruption: Corruption| -> Result<QuickVerification> {
@@ -252,7 +252,7 @@ pub fn evaluate_run(
     if let Some(w) = weights {
         vs.load(w).map_err(|e| EmbedError::run(w, format!("cannot load weights: {e}")))?;
     }
-    let test = load_split(config.digits, settings.split)?;
+    let test = load_role(&config, settings.split)?;
     let started = std::time::Instant::now();
     let (clean, corrupt) = embed_twins(&net, &test, device)?;
     let options = ModelEvalOptions {
@@ -377,7 +377,7 @@ pub fn curve(
 /// The clean and corrupt twins of a test split embedded with a run's model (its own weights).
 pub fn embed_run_twins(
     run: &RunDir,
-    test: &NDigitDataset,
+    test: &ImageDataset,
     device: Device,
 ) -> Result<(crate::EmbeddedSet, crate::EmbeddedSet)> {
     let config = run.read_config()?.hib;
@@ -399,7 +399,7 @@ pub fn embed_run(
     }
     let config = run.read_config()?.hib;
     let (_vs, net) = load_model(run, &config, device)?;
-    let dataset = load_split(config.digits, split)?;
+    let dataset = load_role(&config, split)?;
     let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
     embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })
 }

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use hedge_data::{BalancedPairSampler, Corruption, GroupedPairSampler, NDigitDataset};
+use hedge_data::{BalancedPairSampler, Corruption, GroupedPairSampler, ImageDataset};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
@@ -51,9 +51,10 @@ pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(n
 /// Turns rendered images into a network input.
 ///
 /// # Shapes
-/// `pixels`: `[n * 28 * width]`; returns `[n, 1, 28, width]` on `device`.
-pub fn images_to_tensor(pixels: &[f32], n: usize, width: usize, device: Device) -> Tensor {
-    Tensor::from_slice(pixels).reshape([n as i64, 1, 28, width as i64]).to_device(device)
+/// `pixels`: `[n * C * H * W]` for `shape = [C, H, W]`; returns `[n, C, H, W]` on `device`.
+pub fn images_to_tensor(pixels: &[f32], n: usize, shape: [usize; 3], device: Device) -> Tensor {
+    let [c, h, w] = shape.map(|v| v as i64);
+    Tensor::from_slice(pixels).reshape([n as i64, c, h, w]).to_device(device)
 }
 
 /// Everything one optimiser step needs, drawn from the step's own random stream.
@@ -141,13 +142,13 @@ pub struct Trainer {
     pub vs: nn::VarStore,
     pub net: HibNet,
     adam: Adam,
-    dataset: NDigitDataset,
+    dataset: ImageDataset,
     sampler: Sampler,
     step: usize,
     seconds: f64,
     keep_every: Option<usize>,
     averaged: Option<Averaged>,
-    validation: Option<NDigitDataset>,
+    validation: Option<ImageDataset>,
     held_out: Vec<u32>,
     /// Every pair of a grouped batch (`pair_set = all`): left and right positions, and which
     /// ones match.
@@ -159,16 +160,20 @@ impl Trainer {
     /// taken out of it first ([`Trainer::validation_set`]).
     ///
     /// # Errors
-    /// A dataset whose digit count differs from `config.digits` (the settings themselves were
-    /// validated by [`ParamGuard::check`]).
-    pub fn new(config: Checked<HibConfig>, dataset: NDigitDataset, device: Device) -> Result<Self> {
+    /// A dataset whose image shape differs from the config's input (`digits`, or the user's
+    /// images' shape; the settings themselves were validated by [`ParamGuard::check`]).
+    pub fn new(config: Checked<HibConfig>, dataset: ImageDataset, device: Device) -> Result<Self> {
         let mut config = config.into_inner();
         config.conv_precision = config.conv_precision.resolve(device);
-        if dataset.digits != config.digits {
+        if dataset.shape() != config.input_shape() {
             return Err(EmbedError::invalid(
                 "digits",
-                config.digits,
-                format!("the dataset has {}-digit images; train on a matching dataset or set digits", dataset.digits),
+                format!("{:?}", config.input_shape()),
+                format!(
+                    "the dataset's images are {:?} (channels, height, width); train on a matching dataset or set \
+                     digits / data to match",
+                    dataset.shape()
+                ),
             ));
         }
         let held_out = if config.validation_classes > 0 {
@@ -221,7 +226,7 @@ impl Trainer {
 
     /// The held-out validation classes (`validation_classes > 0`), at most
     /// [`VALIDATION_PER_CLASS`] images each.
-    pub fn validation_set(&self) -> Option<&NDigitDataset> {
+    pub fn validation_set(&self) -> Option<&ImageDataset> {
         self.validation.as_ref()
     }
 
@@ -314,7 +319,7 @@ impl Trainer {
         };
         let pixels = self.dataset.render_batch(&order, &corruption, &mut rng);
         StepBatch {
-            images: images_to_tensor(&pixels, order.len(), self.dataset.width(), self.device),
+            images: images_to_tensor(&pixels, order.len(), self.dataset.shape(), self.device),
             is_match: Tensor::from_slice(&pairs.is_match).to_device(self.device),
             pairs: pairs.len(),
             positions,
@@ -515,7 +520,7 @@ impl Trainer {
     }
 
     /// The dataset being trained on.
-    pub fn dataset(&self) -> &NDigitDataset {
+    pub fn dataset(&self) -> &ImageDataset {
         &self.dataset
     }
 }

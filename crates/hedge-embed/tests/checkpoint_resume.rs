@@ -4,16 +4,16 @@
 use std::sync::Arc;
 
 use hedge_data::ParamGuard;
-use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
 use hedge_embed::{
     load_model, BatchComposition, EmbeddingKind, HibConfig, LrSchedule, MatchInit, Norm, PairSet, RunDir, Trainer,
 };
 use tch::{Device, Kind, Tensor};
 
-fn train_set() -> NDigitDataset {
+fn train_set() -> ImageDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
-    NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
+    ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
 }
 
 /// The trained variables and then the evaluated ones (the weight average, where kept; batch

@@ -4,16 +4,16 @@
 use std::sync::Arc;
 
 use hedge_data::ParamGuard;
-use hedge_data::{data_dir, Mnist, NDigitDataset, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
 use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
 use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
 use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
 use tch::Device;
 
-fn train_set() -> NDigitDataset {
+fn train_set() -> ImageDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
-    NDigitDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
+    ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
 }
 
 #[test]
