@@ -138,6 +138,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
     series.push(("chance (probe)", vec![(chance, 0.0), (chance, 1.0)]));
     let (y_desc, title) = match dataset {
         SweepDataset::Adult => ("test accuracy", "Adult: accuracy against what the tuned MLP probe reads (sex)"),
+        SweepDataset::Table => ("test accuracy", "Table: accuracy against what the tuned MLP probe reads (protected)"),
         _ => ("balanced-test accuracy", "Context-MNIST: balanced accuracy against what the tuned MLP probe reads"),
     };
     hedge_plot::line_chart(
@@ -210,7 +211,7 @@ fn cell(s: &Spread) -> String {
 }
 
 fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
-    let adult = dataset == SweepDataset::Adult;
+    let adult = matches!(dataset, SweepDataset::Adult | SweepDataset::Table);
     let mut md = format!(
         "Pareto front, {}: every method and strength (mean ± std over repeats). Usefulness: {}; \
          probes read the protected concept from the features on disjoint rows (chance {:.3}); \

@@ -45,6 +45,8 @@ pub enum SweepDataset {
     MnistM,
     /// Adult income; protected: sex.
     Adult,
+    /// A user's CSV table: a two-valued target and a two-valued protected column.
+    Table,
 }
 
 impl SweepDataset {
@@ -53,6 +55,7 @@ impl SweepDataset {
             SweepDataset::ContextMnist => "context-mnist",
             SweepDataset::MnistM => "mnist-m",
             SweepDataset::Adult => "adult",
+            SweepDataset::Table => "table",
         }
     }
 
@@ -61,13 +64,13 @@ impl SweepDataset {
         match self {
             SweepDataset::ContextMnist => 1500,
             SweepDataset::MnistM => 12_000,
-            SweepDataset::Adult => 4000,
+            SweepDataset::Adult | SweepDataset::Table => 4000,
         }
     }
 }
 
 /// How much data a sweep builds (defaults per dataset where `None`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DataOptions {
     /// Context-MNIST: background–target agreement of the target-labelled set and the IID test.
     pub rho: f64,
@@ -77,11 +80,26 @@ pub struct DataOptions {
     pub context_train: usize,
     /// Test images per test set (Context-MNIST 4,000; MNIST-M 10,000).
     pub test: Option<usize>,
+    /// [`SweepDataset::Table`]: the user's table.
+    pub table: Option<UserTable>,
+}
+
+/// A user's CSV table for a fairness sweep, and how its rows are split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserTable {
+    /// The CSV file (absolute, so that `--resume` finds it from anywhere).
+    pub path: std::path::PathBuf,
+    /// Target, protected and dropped columns.
+    pub spec: hedge_data::TableSpec,
+    /// Share of the rows held out as the test split (its halves: the probes' train and test).
+    pub test_fraction: f64,
+    /// Seed of the row split.
+    pub split_seed: u64,
 }
 
 impl Default for DataOptions {
     fn default() -> Self {
-        DataOptions { rho: 0.95, target_train: None, context_train: 10_000, test: None }
+        DataOptions { rho: 0.95, target_train: None, context_train: 10_000, test: None, table: None }
     }
 }
 
@@ -98,6 +116,15 @@ pub enum DataDescription {
         target: String,
         test_images_per_domain: i64,
         train_images_per_domain: i64,
+    },
+    /// A user's table (before [`DataDescription::Tabular`]: the untagged reader tries variants in
+    /// order, and this one's fields are a superset of Adult's).
+    UserTable {
+        table: UserTable,
+        features: usize,
+        protected: String,
+        test_rows: usize,
+        train_rows: usize,
     },
     Tabular {
         features: usize,
@@ -216,6 +243,13 @@ impl PreparedData {
                 let (data, description, inputs) = Self::tabular(data_dir)?;
                 (data, description, model.with_extractor(ExtractorKind::Mlp { inputs, hidden: 100 }))
             }
+            SweepDataset::Table => {
+                let table = options.table.as_ref().ok_or_else(|| {
+                    invalid("table", "none", "a table sweep needs the CSV file (--data FILE --target Y --protected A)")
+                })?;
+                let (data, description, inputs) = Self::user_table(table)?;
+                (data, description, model.with_extractor(ExtractorKind::Mlp { inputs, hidden: 100 }))
+            }
         })
     }
 
@@ -228,6 +262,7 @@ impl PreparedData {
                 Self::domain(*train_images_per_domain as usize, *test_images_per_domain as usize, data_dir)?.0
             }
             (SweepDataset::Adult, DataDescription::Tabular { .. }) => Self::tabular(data_dir)?.0,
+            (SweepDataset::Table, DataDescription::UserTable { table, .. }) => Self::user_table(table)?.0,
             (dataset, _) => {
                 return Err(invalid("config.json data", dataset.name(), "the data description is of another dataset"))
             }
@@ -274,6 +309,20 @@ impl PreparedData {
             train_rows: adult.train.len(),
         };
         Ok((PreparedData::Tabular(Box::new(TabularTensors::new(&adult, 0))), description, adult.features() as i64))
+    }
+
+    fn user_table(table: &UserTable) -> Result<(Self, DataDescription, i64)> {
+        let read = hedge_data::Table::read_csv(&table.path, &table.spec)?;
+        let split = read.fairness(table.test_fraction, table.split_seed)?;
+        let protected = table.spec.protected.clone().unwrap_or_default();
+        let description = DataDescription::UserTable {
+            table: table.clone(),
+            features: split.features(),
+            protected: format!("'{protected}' (class 1: the later value in sorted order), removed from the inputs"),
+            test_rows: split.test.len(),
+            train_rows: split.train.len(),
+        };
+        Ok((PreparedData::Tabular(Box::new(TabularTensors::new(&split, 0))), description, split.features() as i64))
     }
 
     /// Trains and audits one network.
@@ -723,7 +772,7 @@ fn schema(dataset: SweepDataset) -> Schema {
                 counts: vec![mlp_at_chance],
             }
         }
-        SweepDataset::Adult => {
+        SweepDataset::Adult | SweepDataset::Table => {
             let mut columns = vec![
                 Column { key: &["accuracy"], title: "accuracy", read: field!(Tabular, accuracy) },
                 Column {
@@ -750,10 +799,17 @@ fn schema(dataset: SweepDataset) -> Schema {
             ];
             columns.extend(probe_columns());
             columns.push(bits);
+            let adult = dataset == SweepDataset::Adult;
             Schema {
-                intro: "Adult income, mean ± std over repeats. Target: income > 50K; protected: sex (removed from the \
-                        inputs; chance = the male share of the probe-test rows). AIF360 adversarial debiasing: accuracy \
-                        0.805 → 0.792, statistical parity difference −0.221 → −0.095.",
+                intro: if adult {
+                    "Adult income, mean ± std over repeats. Target: income > 50K; protected: sex (removed from the \
+                     inputs; chance = the male share of the probe-test rows). AIF360 adversarial debiasing: accuracy \
+                     0.805 → 0.792, statistical parity difference −0.221 → −0.095."
+                } else {
+                    "Your table, mean ± std over repeats. Target and protected columns as config.json's `data` names \
+                     them (class 1 of each: the later value in sorted order; the protected column is removed from the \
+                     inputs; chance = the majority share of the probe-test rows)."
+                },
                 columns,
                 accuracy_curves: &[
                     ("accuracy", "G_y accuracy"),
@@ -761,9 +817,17 @@ fn schema(dataset: SweepDataset) -> Schema {
                     ("parity difference", "parity difference"),
                     ("equalised-odds difference", "equalised odds"),
                 ],
-                accuracy_title: "Adult: accuracy, G_p and fairness gaps vs α",
+                accuracy_title: if adult {
+                    "Adult: accuracy, G_p and fairness gaps vs α"
+                } else {
+                    "Table: accuracy, G_p and fairness gaps vs α"
+                },
                 probe_curves: &[("linear probe", "linear probe"), ("MLP probe", "MLP probe")],
-                probe_title: "Adult: fresh probes at sex vs α",
+                probe_title: if adult {
+                    "Adult: fresh probes at sex vs α"
+                } else {
+                    "Table: fresh probes at the protected column vs α"
+                },
                 chance: None,
                 counts: vec![mlp_at_chance],
             }
@@ -950,7 +1014,7 @@ mod tests {
                 (config.dataset, a),
                 (SweepDataset::ContextMnist, SweepAudit::Context(_))
                     | (SweepDataset::MnistM, SweepAudit::Domain(_))
-                    | (SweepDataset::Adult, SweepAudit::Tabular(_))
+                    | (SweepDataset::Adult | SweepDataset::Table, SweepAudit::Tabular(_))
             )));
             let committed: SweepSummary = dir.read_json(SUMMARY_FILE).unwrap();
             let copy = tempfile::tempdir().unwrap();

@@ -7,7 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_agnostic::erasure::Removal;
 use hedge_agnostic::exp1::Exp1Config;
 use hedge_agnostic::sweep::{
-    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, TABLE_FILE,
+    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, UserTable,
+    TABLE_FILE,
 };
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
@@ -86,8 +87,16 @@ pub enum RemovalArg {
 
 #[derive(Args)]
 pub struct SweepArgs {
-    #[arg(long, value_enum, default_value = "context-mnist")]
+    #[arg(long, value_enum, default_value = "context-mnist", conflicts_with = "data")]
     dataset: DatasetArg,
+    #[command(flatten)]
+    table: crate::own_data::TableArgs,
+    /// With --data: the protected column (two values; removed from the inputs).
+    #[arg(long, requires = "data", value_name = "COLUMN")]
+    protected: Option<String>,
+    /// With --data: share of the rows held out as the test split (halved for the probes).
+    #[arg(long, requires = "data", default_value_t = 0.3)]
+    test_fraction: f64,
     /// start:end:step, or a comma-separated list. For mnist-m, α is DANN's λ at the end of the
     /// ramp (Ganin et al.: 1; 0 trains on the source only).
     #[arg(long, default_value = "0:1:0.1")]
@@ -219,7 +228,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         SweepConfig::resume(dir, &data_dir, progress)?;
         dir.clone()
     } else {
-        let dataset = args.dataset.into();
+        let dataset = if args.table.data.is_some() { SweepDataset::Table } else { args.dataset.into() };
         let adversary = match args.adversary {
             AdversaryArg::Reversal => Adversary::Reversal,
             AdversaryArg::Confusion => Adversary::Confusion,
@@ -242,6 +251,20 @@ fn sweep(args: SweepArgs) -> Result<()> {
             target_train: args.target_train,
             context_train: args.context_train,
             test: args.test,
+            table: match args.table.spec() {
+                Some((path, spec)) => {
+                    let Some(protected) = args.protected.clone() else {
+                        anyhow::bail!("--data needs --protected COLUMN: the concept to remove and audit");
+                    };
+                    Some(UserTable {
+                        path: path.into(),
+                        spec: spec.with_protected(protected),
+                        test_fraction: args.test_fraction,
+                        split_seed: 0,
+                    })
+                }
+                None => None,
+            },
         };
         let alphas = parse_alphas(&args.alphas).with_context(|| format!("--alphas '{}'", args.alphas))?;
         let removal = match args.removal {

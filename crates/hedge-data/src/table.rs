@@ -20,6 +20,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::adult::{Adult, AdultSplit};
 use crate::uci::{UciDataset, UciSplit};
 use crate::{DataError, Result};
 
@@ -130,6 +131,8 @@ pub struct Table {
     pub path: PathBuf,
     /// The inputs' names: a numeric column's name, or `column=level` for each one-hot input.
     pub feature_names: Vec<String>,
+    /// Whether each input is a numeric column (the others are one-hot indicators).
+    pub numeric: Vec<bool>,
     /// `[rows * features]`, row-major.
     pub inputs: Vec<f64>,
     pub target: LabelColumn,
@@ -243,13 +246,17 @@ impl Table {
             .collect::<Result<_>>()?;
 
         let mut feature_names = Vec::new();
+        let mut numeric = Vec::new();
         let mut parts: Vec<&Column> = Vec::new();
         for (c, column) in columns.iter().enumerate() {
             if c == target_at || Some(c) == protected_at || dropped.contains(&c) {
                 continue;
             }
             match column {
-                Column::Numeric(_) => feature_names.push(header[c].clone()),
+                Column::Numeric(_) => {
+                    feature_names.push(header[c].clone());
+                    numeric.push(true);
+                }
                 Column::Categorical { levels, .. } => {
                     if levels.len() > MAX_LEVELS {
                         return Err(bad(format!(
@@ -261,6 +268,7 @@ impl Table {
                         )));
                     }
                     feature_names.extend(levels.iter().map(|l| format!("{}={l}", header[c])));
+                    numeric.extend(levels.iter().map(|_| false));
                 }
             }
             parts.push(column);
@@ -293,6 +301,7 @@ impl Table {
         Ok(Table {
             path: path.to_path_buf(),
             feature_names,
+            numeric,
             inputs,
             target: label(target_at),
             protected: protected_at.map(label),
@@ -374,6 +383,78 @@ impl Table {
             .collect();
         let name = self.path.file_stem().map_or_else(|| "table".into(), |s| s.to_string_lossy().into_owned());
         Ok(UciDataset::in_memory(name, self.inputs.clone(), targets, self.features(), random_splits))
+    }
+}
+
+impl Table {
+    /// The table as a fairness problem in the shape of [`Adult`]: a two-valued target (class 1:
+    /// the larger number, or the later text value in sorted order) and a two-valued protected
+    /// column (already out of the inputs), rows split at random (`seed`) with `test_fraction` held
+    /// out, numeric inputs standardised with the training rows' mean and standard deviation
+    /// (one-hot inputs stay 0/1).
+    ///
+    /// # Errors
+    /// No protected column; a target or protected column without exactly two values (the fix:
+    /// recode it); a test fraction leaving either part without rows.
+    pub fn fairness(&self, test_fraction: f64, seed: u64) -> Result<Adult> {
+        let bad = |what: String| DataError::format(&self.path, "CSV table", what);
+        let Some(protected) = &self.protected else {
+            return Err(DataError::invalid("protected", "none", "a fairness audit needs --protected COLUMN"));
+        };
+        let two = |label: &LabelColumn, flag: &str| {
+            label.binary().ok_or_else(|| {
+                let values = match &label.column {
+                    Column::Categorical { levels, .. } => format!("{} text values", levels.len()),
+                    Column::Numeric(v) => {
+                        let distinct: BTreeSet<u64> = v.iter().map(|x| x.to_bits()).collect();
+                        format!("{} distinct numbers", distinct.len())
+                    }
+                };
+                bad(format!(
+                    "the {flag} column '{}' has {values}; it must have exactly two (recode it, e.g. income > 50K as \
+                     1 and the rest as 0)",
+                    label.name
+                ))
+            })
+        };
+        let (target, _) = two(&self.target, "--target")?;
+        let (group, _) = two(protected, "--protected")?;
+        if !(test_fraction > 0.0 && test_fraction < 1.0) {
+            return Err(DataError::invalid("test_fraction", test_fraction, "must lie strictly between 0 and 1"));
+        }
+        let n = self.rows();
+        let test_len = ((n as f64) * test_fraction).round() as usize;
+        if test_len < 2 || n - test_len < 2 {
+            return Err(DataError::invalid(
+                "test_fraction",
+                test_fraction,
+                format!("with {n} rows it leaves fewer than 2 rows to train or to test on; the table needs more rows"),
+            ));
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        let (test_rows, train_rows) = order.split_at(test_len);
+        let f = self.features();
+        let moments: Vec<(f64, f64)> = (0..f)
+            .map(|j| {
+                if !self.numeric[j] {
+                    return (0.0, 1.0);
+                }
+                let m = train_rows.len() as f64;
+                let mean = train_rows.iter().map(|&r| self.row(r)[j]).sum::<f64>() / m;
+                let var = train_rows.iter().map(|&r| (self.row(r)[j] - mean).powi(2)).sum::<f64>() / m;
+                (mean, if var > 0.0 { var.sqrt() } else { 1.0 })
+            })
+            .collect();
+        let encode = |rows: &[usize]| AdultSplit {
+            features: rows
+                .iter()
+                .flat_map(|&r| self.row(r).iter().zip(&moments).map(|(x, (mean, sd))| ((x - mean) / sd) as f32))
+                .collect(),
+            target: rows.iter().map(|&r| target[r]).collect(),
+            protected: rows.iter().map(|&r| group[r]).collect(),
+        };
+        Ok(Adult { train: encode(train_rows), test: encode(test_rows), feature_names: self.feature_names.clone() })
     }
 }
 
@@ -524,6 +605,30 @@ mod tests {
         assert!(uci.split(3).is_err());
         let text_target = parse("x,y\n1,a\n2,b\n", &TableSpec::new("y")).unwrap();
         assert!(text_target.regression(1, 0.5).unwrap_err().to_string().contains("needs a numeric target"));
+    }
+
+    #[test]
+    fn a_fairness_split_standardises_numbers_on_training_rows_only() {
+        let mut text = String::from("x,colour,sex,y\n");
+        for i in 0..20 {
+            text.push_str(&format!("{},{},{},{}\n", i * 2, ["red", "blue"][i % 2], ["F", "M"][i % 3 % 2], i % 2));
+        }
+        let t = parse(&text, &TableSpec::new("y").with_protected("sex")).unwrap();
+        let a = t.fairness(0.25, 7).unwrap();
+        assert_eq!((a.train.len(), a.test.len()), (15, 5));
+        assert_eq!(a.feature_names, ["x", "colour=blue", "colour=red"]);
+        let x: Vec<f64> = a.train.features.chunks(3).map(|r| r[0] as f64).collect();
+        let mean = x.iter().sum::<f64>() / 15.0;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 15.0;
+        assert!(mean.abs() < 1e-6 && (var - 1.0).abs() < 1e-5, "mean {mean}, var {var}");
+        assert!(a.train.features.chunks(3).all(|r| r[1] + r[2] == 1.0), "one-hot inputs stay 0/1");
+        // Row i has y = i % 2 and colour blue exactly when i is odd.
+        assert!(a.train.features.chunks(3).zip(&a.train.target).all(|(r, &y)| (r[1] == 1.0) == (y == 1)));
+        let no_group = parse(&text, &TableSpec::new("y")).unwrap();
+        assert!(no_group.fairness(0.25, 7).unwrap_err().to_string().contains("--protected"));
+        let three = parse("x,g,y\n1,a,0\n2,b,1\n3,c,0\n4,a,1\n", &TableSpec::new("y").with_protected("g")).unwrap();
+        let err = three.fairness(0.5, 0).unwrap_err().to_string();
+        assert!(err.contains("'g' has 3 text values") && err.contains("exactly two"), "{err}");
     }
 
     #[test]
