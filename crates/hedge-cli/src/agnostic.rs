@@ -20,8 +20,9 @@ pub enum AgnosticCommand {
     /// IID, balanced and reversed tests, G_p, fresh probes, flip rate, mask share, activation
     /// maps; mnist-m: Ganin et al.'s DANN (α = λ's final value, 0 = source only), digit accuracy
     /// on MNIST and MNIST-M, domain probes; adult: income accuracy, parity and odds gaps, sex
-    /// probes. Writes config.json, metrics.jsonl, summary.json, table.md, PNGs, checkpoints/.
-    Sweep(SweepArgs),
+    /// probes; --data: the same on your own table. Writes config.json, metrics.jsonl,
+    /// summary.json, table.md, PNGs, checkpoints/.
+    Sweep(Box<SweepArgs>),
     /// Rebuilds summary.json, table.md and the figures from a sweep directory's metrics.jsonl
     /// (for example after an interrupted sweep).
     Report(ReportArgs),
@@ -198,7 +199,7 @@ pub struct Exp1Args {
 
 pub fn run(command: AgnosticCommand) -> Result<()> {
     match command {
-        AgnosticCommand::Sweep(args) => sweep(args),
+        AgnosticCommand::Sweep(args) => sweep(*args),
         AgnosticCommand::Report(args) => report(args),
         AgnosticCommand::Exp1(args) => exp1(args),
         AgnosticCommand::Pareto(args) => {
