@@ -9,7 +9,7 @@ use hedge_data::Mnist;
 
 #[derive(Subcommand)]
 pub enum DataCommand {
-    /// Write MNIST or Fashion-MNIST images as an image folder (OUT/<class>/<n>.png), the layout
+    /// Write MNIST or Fashion-MNIST images as an image folder (`OUT/<class>/<n>.png`), the layout
     /// `hedge hib train --data` reads: to try it on real images, or to see the layout.
     ExportImages(ExportArgs),
     /// Read an image folder, an image .npz or a CSV table as the `--data` flags would, and print

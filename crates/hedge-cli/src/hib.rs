@@ -213,9 +213,9 @@ pub struct TrainArgs {
     /// Digits per image (N).
     #[arg(long)]
     digits: Option<usize>,
-    /// Your own labelled images instead of N-digit MNIST: a folder ROOT/<label>/<image>.png (or
-    /// .jpg; one sub-folder per class, one image size) or an .npz with `images` [N, H, W] or
-    /// [N, C, H, W] and `labels` [N]. The network's input adapts to the images' channels and size.
+    /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
+    /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
+    /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
     #[arg(long, conflicts_with = "digits", value_name = "FOLDER|FILE.npz")]
     data: Option<PathBuf>,
     /// With --data: whole classes held out (seeded) as `test_unseen`, identities the model never
