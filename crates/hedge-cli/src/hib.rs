@@ -535,6 +535,15 @@ fn train(args: TrainArgs) -> Result<()> {
             // The data loads before the run directory exists, so a load failure leaves none.
             let train_set = load_role(&config, NDigitSplit::Train)?;
             let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
+            if let Some(split) = hedge_embed::experiment::own_split(&config)? {
+                tracing::info!(
+                    "training on {} images of {}; unseen (test_unseen): {}",
+                    split.train_images,
+                    split.seen_classes.join(", "),
+                    split.unseen_classes.join(", ")
+                );
+                run.write_json(hedge_embed::experiment::OWN_SPLIT_FILE, &split)?;
+            }
             (run, config, false, plan, train_set)
         }
     };

@@ -121,6 +121,12 @@ fn a_hedged_embedding_trains_on_an_image_folder_and_is_evaluated_on_unseen_class
     let data = &config["hib"]["data"];
     assert_eq!(data["shape"], serde_json::json!([1, 28, 28]), "{config}");
     assert_eq!(data["unseen_classes"], 3);
+    let split: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("data_split.json")).unwrap()).unwrap();
+    assert_eq!(split["unseen_classes"].as_array().unwrap().len(), 3, "{split}");
+    assert_eq!(split["seen_classes"].as_array().unwrap().len(), 7, "{split}");
+    // 7 classes x 16 images: 10 % (2 images) of each held out as test_seen.
+    assert_eq!((split["train_images"].as_u64(), split["test_seen_images"].as_u64()), (Some(98), Some(14)));
 
     // Evaluation reloads the same unseen classes from the recorded folder: 3 classes, 48 images.
     ok(&hedge(&["hib", "eval", "--run", s(&run), "--split", "test_unseen", "--repeats", "1", "--threads", "1"]));

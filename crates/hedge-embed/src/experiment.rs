@@ -52,6 +52,49 @@ pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset>
     Ok(ImageDataset::from_images(part, split))
 }
 
+/// Which of a user's classes a run trains on and which it holds out (`data_split.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnSplit {
+    /// The image folder or `.npz`.
+    pub path: std::path::PathBuf,
+    /// Class names of `train` and `test_seen`.
+    pub seen_classes: Vec<String>,
+    /// Class names of `test_unseen`.
+    pub unseen_classes: Vec<String>,
+    /// Images in each part.
+    pub train_images: usize,
+    pub test_seen_images: usize,
+    pub test_unseen_images: usize,
+}
+
+/// Where a run on a user's images lists its split.
+pub const OWN_SPLIT_FILE: &str = "data_split.json";
+
+/// The split of a user's images that `config.data` describes (`None` for N-digit MNIST).
+pub fn own_split(config: &HibConfig) -> Result<Option<OwnSplit>> {
+    let Some(own) = &config.data else { return Ok(None) };
+    let class_names = hedge_data::ImageSet::read(&own.path)?.class_names;
+    let names = |set: &ImageDataset| -> Vec<String> {
+        let mut classes: Vec<u32> = set.labels.clone();
+        classes.sort_unstable();
+        classes.dedup();
+        classes.into_iter().map(|c| class_names[c as usize].clone()).collect()
+    };
+    let (train, seen, unseen) = (
+        load_role(config, NDigitSplit::Train)?,
+        load_role(config, NDigitSplit::TestSeen)?,
+        load_role(config, NDigitSplit::TestUnseen)?,
+    );
+    Ok(Some(OwnSplit {
+        path: own.path.clone(),
+        seen_classes: names(&train),
+        unseen_classes: names(&unseen),
+        train_images: train.len(),
+        test_seen_images: seen.len(),
+        test_unseen_images: unseen.len(),
+    }))
+}
+
 /// Where a run keeps its [`TrainPlan`], so that `--resume` watches and stops as the run began.
 pub const PLAN_FILE: &str = "plan.json";
 

@@ -92,11 +92,14 @@ pub fn train_with_progress(
         Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
         _ => format!("{} steps", config.steps),
     };
+    let data = match &config.data {
+        None => format!("{}-digit MNIST", config.digits),
+        Some(own) => format!("{} ({:?} images)", own.path.display(), own.shape),
+    };
     info!(
-        "training {:?} HIB, D = {}, {}-digit MNIST, {length} of {batch} on {} ({} threads) into {}",
+        "training {:?} HIB, D = {}, {data}, {length} of {batch} on {} ({} threads) into {}",
         config.model.kind(),
         config.dim,
-        config.digits,
         device_name(device),
         tch::get_num_threads(),
         run.path.display()
