@@ -32,8 +32,8 @@ pub enum BenchCommand {
 
 #[derive(Args)]
 pub struct FuzzBenchArgs {
-    /// Targets: idx, npy, npz, uci, adult, jpeg, toml.
-    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,toml")]
+    /// Targets: idx, npy, npz, uci, adult, jpeg, csv, png, toml.
+    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,csv,png,toml")]
     target: Vec<String>,
     /// Seconds per target (the campaign of issue 17: 600).
     #[arg(long, default_value_t = 60.0)]
@@ -340,10 +340,9 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
             let seeds = hedge_embed::config::config_fuzz_seeds();
             fuzz_fn("toml", hedge_embed::config::fuzz_config_file, true, &seeds, budget, u64::MAX, args.seed)
         } else {
-            let target = Target::ALL
-                .into_iter()
-                .find(|t| t.name() == name)
-                .with_context(|| format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, toml)"))?;
+            let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
+                format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, toml)")
+            })?;
             let seeds = target.seeds(data_dir.as_deref());
             if seeds.is_empty() {
                 anyhow::bail!("the {name} target needs a seed file: set HEDGE_DATA_DIR to the folder holding bsds500/");

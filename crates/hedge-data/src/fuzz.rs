@@ -35,10 +35,16 @@ pub enum Target {
     Adult,
     /// A BSDS500 background photograph (JPEG).
     Jpeg,
+    /// A user's CSV table (`--data FILE.csv`), read and turned into a regression and a fairness
+    /// problem.
+    Csv,
+    /// A user's PNG image (`--data FOLDER`).
+    Png,
 }
 
 impl Target {
-    pub const ALL: [Target; 6] = [Target::Idx, Target::Npy, Target::Npz, Target::Uci, Target::Adult, Target::Jpeg];
+    pub const ALL: [Target; 8] =
+        [Target::Idx, Target::Npy, Target::Npz, Target::Uci, Target::Adult, Target::Jpeg, Target::Csv, Target::Png];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -48,12 +54,14 @@ impl Target {
             Target::Uci => "uci",
             Target::Adult => "adult",
             Target::Jpeg => "jpeg",
+            Target::Csv => "csv",
+            Target::Png => "png",
         }
     }
 
     /// Whether the format is text (the mutator then also splices text tokens).
     pub fn is_text(self) -> bool {
-        matches!(self, Target::Uci | Target::Adult)
+        matches!(self, Target::Uci | Target::Adult | Target::Csv)
     }
 
     /// Runs the parser on `bytes`; `true` when it accepted them. Panics are the bug a fuzzer
@@ -73,6 +81,15 @@ impl Target {
             }
             Target::Adult => crate::adult::parse_rows(bytes.to_vec(), path).is_ok(),
             Target::Jpeg => crate::context::decode_photo_bytes(bytes, path).is_ok(),
+            Target::Csv => {
+                let spec = crate::TableSpec::new("y").with_protected("g");
+                crate::Table::parse_csv(bytes, path, &spec).is_ok_and(|t| {
+                    // Whether these refuse or not, they must not panic on what the reader accepted.
+                    let regression = t.regression(3, 0.25).is_ok();
+                    t.fairness(0.3, 0).is_ok() || regression
+                })
+            }
+            Target::Png => crate::images::decode_png(bytes, path).is_ok(),
         }
     }
 
@@ -121,6 +138,18 @@ impl Target {
                 })
                 .into_iter()
                 .collect(),
+            Target::Csv => vec![
+                b"x,colour,g,y\n1.5,red,F,0\n2,blue,M,1\n-3,red,F,1\n4e2,blue,M,0\n0.5,red,M,1\n".to_vec(),
+                b"\xEF\xBB\xBFa,\"quoted, cell\",g,y\n1,x,0,2.5\n2,z,1,3.5\n3,x,0,1\n4,z,1,7\n".to_vec(),
+            ],
+            Target::Png => {
+                let grey: Vec<u8> = (0..6 * 5).map(|i| (i * 9) as u8).collect();
+                let rgb: Vec<u8> = (0..4 * 4 * 3).map(|i| (i * 5) as u8).collect();
+                vec![
+                    crate::images::png_bytes(6, 5, 1, &grey).expect("in memory"),
+                    crate::images::png_bytes(4, 4, 3, &rgb).expect("in memory"),
+                ]
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ pub struct ImageSet {
 }
 
 /// One decoded image: channels 1 (grey) or 3 (RGB), interleaved.
-struct Decoded {
+pub(crate) struct Decoded {
     channels: usize,
     height: usize,
     width: usize,
@@ -360,7 +360,7 @@ fn decode_file(path: &Path) -> Result<Decoded> {
     Ok(d)
 }
 
-fn decode_png(bytes: &[u8], path: &Path) -> Result<Decoded> {
+pub(crate) fn decode_png(bytes: &[u8], path: &Path) -> Result<Decoded> {
     let bad = |e: &dyn std::fmt::Display| DataError::format(path, "PNG", e.to_string());
     let mut decoder = png::Decoder::new_with_limits(bytes, png::Limits { bytes: MAX_SIDE * MAX_SIDE * 8 });
     // Palettes expanded, 16-bit reduced to 8: every PNG arrives as 8-bit grey or colour.
@@ -409,20 +409,30 @@ fn decode_jpeg(bytes: &[u8], path: &Path) -> Result<Decoded> {
 /// Writes `pixels` (`[H, W]` grey or `[H, W, 3]` RGB, interleaved) as an 8-bit PNG (tests and
 /// exports of image folders).
 pub fn write_png(path: &Path, width: usize, height: usize, channels: usize, pixels: &[u8]) -> Result<()> {
+    let bytes = png_bytes(width, height, channels, pixels).map_err(|e| match e {
+        DataError::Write { source, .. } => DataError::write(path, source),
+        other => other,
+    })?;
+    crate::write_atomic(path, &bytes)
+}
+
+/// [`write_png`]'s file contents.
+pub(crate) fn png_bytes(width: usize, height: usize, channels: usize, pixels: &[u8]) -> Result<Vec<u8>> {
     let colour = match channels {
         1 => png::ColorType::Grayscale,
         3 => png::ColorType::Rgb,
         _ => return Err(DataError::invalid("channels", channels, "PNG export takes 1 or 3 channels")),
     };
+    let encoding = |e: png::EncodingError| DataError::write("PNG in memory", std::io::Error::other(e));
     let mut bytes = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut bytes, width as u32, height as u32);
         encoder.set_color(colour);
         encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header().map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
-        writer.write_image_data(pixels).map_err(|e| DataError::write(path, std::io::Error::other(e)))?;
+        let mut writer = encoder.write_header().map_err(encoding)?;
+        writer.write_image_data(pixels).map_err(encoding)?;
     }
-    crate::write_atomic(path, &bytes)
+    Ok(bytes)
 }
 
 /// Writes `count_per_class` images of each class of an MNIST-layout split (MNIST,

@@ -169,6 +169,9 @@ impl Table {
     /// Parses CSV `bytes` as [`Table::read_csv`] does (`path` names the source in errors).
     pub fn parse_csv(bytes: &[u8], path: &Path, spec: &TableSpec) -> Result<Self> {
         let bad = |what: String| DataError::format(path, "CSV table", what);
+        // Spreadsheet exports often start with a UTF-8 byte-order mark, which would otherwise
+        // become part of the first column's name.
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         let mut reader = csv::ReaderBuilder::new().has_headers(true).flexible(true).from_reader(bytes);
         let header: Vec<String> = reader
             .headers()
@@ -190,7 +193,15 @@ impl Table {
         }
         let find = |flag: &str, name: &str| {
             header.iter().position(|h| h == name).ok_or_else(|| {
-                bad(format!("has no column '{name}' (given as {flag}); its columns are: {}", header.join(", ")))
+                let other_separator = [';', '\t'].into_iter().find(|&c| header.len() == 1 && header[0].contains(c));
+                let hint = match other_separator {
+                    Some(c) => format!(
+                        "; the header is one column holding {c:?}: hedge reads comma-separated files, so save the \
+                         table as CSV with commas"
+                    ),
+                    None => String::new(),
+                };
+                bad(format!("has no column '{name}' (given as {flag}); its columns are: {}{hint}", header.join(", ")))
             })
         };
         let target_at = find("--target", &spec.target)?;
@@ -563,6 +574,14 @@ mod tests {
         assert!(err.contains("line 3") && err.contains("column 'b'") && err.contains("missing value"), "{err}");
         let err = parse("a,b,y\n1,NA,3\n", &TableSpec::new("y")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("'NA'"), "{err}");
+    }
+
+    #[test]
+    fn spreadsheet_exports_read_or_say_how_to_fix_them() {
+        let t = parse("\u{feff}a,y\n1,2\n3,4\n", &TableSpec::new("y")).unwrap();
+        assert_eq!(t.feature_names, ["a"], "the byte-order mark is not part of the first name");
+        let err = parse("a;y\n1;2\n", &TableSpec::new("y")).unwrap_err().to_string();
+        assert!(err.contains("';'") && err.contains("with commas"), "{err}");
     }
 
     #[test]
