@@ -534,6 +534,9 @@ fn train(args: TrainArgs) -> Result<()> {
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             // The data loads before the run directory exists, so a load failure leaves none.
             let train_set = load_role(&config, NDigitSplit::Train)?;
+            // The trainer checks the data against the settings (a grouped batch needs as many
+            // classes as it draws; a user's set may have few): before the run folder exists.
+            drop(hedge_embed::Trainer::new(ParamGuard::check(config.clone())?, train_set.clone(), device)?);
             let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
             if let Some(split) = hedge_embed::experiment::own_split(&config)? {
                 tracing::info!(

@@ -188,6 +188,24 @@ fn colour_images_from_an_npz_set_the_network_input() {
             folder.join(class).join(format!("{side}-{}.png", std::fs::read_dir(folder.join(class)).unwrap().count()));
         hedge_data::images::write_png(&file, side, side, 1, &vec![0; side * side]).unwrap();
     }
+    let too_many = dir.path().join("too-many");
+    let err = refused(&hedge(&[
+        "hib",
+        "train",
+        "--data",
+        s(&path),
+        "--unseen-classes",
+        "2",
+        "--group",
+        "5x4",
+        "--steps",
+        "5",
+        "--out",
+        s(&too_many),
+    ]));
+    assert!(err.contains("5 classes per batch but the labels have only 4"), "{err}");
+    assert!(!too_many.exists(), "a refused run must not leave a directory behind");
+
     let bad_run = dir.path().join("bad");
     let err = refused(&hedge(&["hib", "train", "--data", s(&folder), "--steps", "5", "--out", s(&bad_run)]));
     assert!(err.contains("12-1.png") && err.contains("one size"), "{err}");
