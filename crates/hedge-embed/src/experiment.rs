@@ -30,6 +30,17 @@ pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset>
     let Some(own) = &config.data else {
         return load_split(config.digits, split);
     };
+    let [train, seen, unseen] = own_parts(own, read_own(own)?)?;
+    let part = match split {
+        NDigitSplit::Train => train,
+        NDigitSplit::TestSeen => seen,
+        NDigitSplit::TestUnseen => unseen,
+    };
+    Ok(ImageDataset::from_images(part, split))
+}
+
+/// The user's images, checked to have the shape the run was made with.
+fn read_own(own: &crate::OwnImages) -> Result<hedge_data::ImageSet> {
     let set = hedge_data::ImageSet::read(&own.path)?;
     let shape = [set.channels, set.height, set.width];
     if shape != own.shape {
@@ -43,13 +54,14 @@ pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset>
             ),
         ));
     }
+    Ok(set)
+}
+
+/// `[train, test_seen, test_unseen]` of a user's set, split as `own` says.
+fn own_parts(own: &crate::OwnImages, set: hedge_data::ImageSet) -> Result<[hedge_data::ImageSet; 3]> {
     let (seen, unseen) = set.split_classes(own.unseen_classes, own.split_seed)?;
-    let part = match split {
-        NDigitSplit::TestUnseen => unseen,
-        NDigitSplit::Train => seen.split_images(own.seen_test_fraction, own.split_seed)?.0,
-        NDigitSplit::TestSeen => seen.split_images(own.seen_test_fraction, own.split_seed)?.1,
-    };
-    Ok(ImageDataset::from_images(part, split))
+    let (train, test_seen) = seen.split_images(own.seen_test_fraction, own.split_seed)?;
+    Ok([train, test_seen, unseen])
 }
 
 /// Which of a user's classes a run trains on and which it holds out (`data_split.json`).
@@ -73,18 +85,15 @@ pub const OWN_SPLIT_FILE: &str = "data_split.json";
 /// The split of a user's images that `config.data` describes (`None` for N-digit MNIST).
 pub fn own_split(config: &HibConfig) -> Result<Option<OwnSplit>> {
     let Some(own) = &config.data else { return Ok(None) };
-    let class_names = hedge_data::ImageSet::read(&own.path)?.class_names;
-    let names = |set: &ImageDataset| -> Vec<String> {
-        let mut classes: Vec<u32> = set.labels.clone();
+    let set = read_own(own)?;
+    let class_names = set.class_names.clone();
+    let names = |part: &hedge_data::ImageSet| -> Vec<String> {
+        let mut classes: Vec<u32> = part.labels.clone();
         classes.sort_unstable();
         classes.dedup();
         classes.into_iter().map(|c| class_names[c as usize].clone()).collect()
     };
-    let (train, seen, unseen) = (
-        load_role(config, NDigitSplit::Train)?,
-        load_role(config, NDigitSplit::TestSeen)?,
-        load_role(config, NDigitSplit::TestUnseen)?,
-    );
+    let [train, seen, unseen] = own_parts(own, set)?;
     Ok(Some(OwnSplit {
         path: own.path.clone(),
         seen_classes: names(&train),
