@@ -596,6 +596,35 @@ mod tests {
     }
 
     #[test]
+    fn a_users_images_render_as_stored_and_small_classes_are_named() {
+        use crate::{Corruption, ImageDataset, NDigitSplit};
+        let set = ImageSet {
+            source: "mem".into(),
+            channels: 2,
+            height: 4,
+            width: 5,
+            pixels: (1..=6 * 40).map(|v| v as f32 / 240.0).collect(),
+            labels: vec![0, 0, 0, 0, 1, 1],
+            class_names: vec!["a".into(), "b".into()],
+        };
+        let data = ImageDataset::from_images(set.clone(), NDigitSplit::Train);
+        assert_eq!((data.shape(), data.image_len(), data.digits), ([2, 4, 5], 40, 1));
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0);
+        assert_eq!(data.render_batch(&[5], &Corruption::Clean, &mut rng), set.image(5));
+        // Every stored pixel is > 0, so zeros are the occlusion: the same square in both planes.
+        let mut occluded = 0;
+        for index in 0..6 {
+            let corrupt = data.render_batch(&[index], &Corruption::Corrupt { seed: 3 }, &mut rng);
+            let (a, b) = corrupt.split_at(20);
+            assert!(a.iter().zip(b).all(|(x, y)| (*x == 0.0) == (*y == 0.0)), "image {index}");
+            occluded += usize::from(a.contains(&0.0));
+        }
+        assert!(occluded > 0, "some square has a side of at least 1");
+        assert_eq!(data.classes_smaller_than(4), [1]);
+        assert!(data.subset(&[0, 1, 2, 3]).classes_smaller_than(4).is_empty());
+    }
+
+    #[test]
     fn class_and_image_splits_partition_the_set() {
         let dir = folder_with(&[("a", 4), ("b", 4), ("c", 4), ("d", 4), ("e", 4)], 4, 1);
         let set = ImageSet::read(dir.path()).unwrap();

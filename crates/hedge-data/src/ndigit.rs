@@ -269,6 +269,14 @@ impl ImageDataset {
         }
     }
 
+    /// The classes with fewer than `min` images here (a K-nearest-neighbour majority of K = 5
+    /// cannot identify a class with fewer than 4 images in a leave-one-out evaluation).
+    pub fn classes_smaller_than(&self, min: usize) -> Vec<u32> {
+        let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+        self.labels.iter().for_each(|&l| *counts.entry(l).or_default() += 1);
+        counts.into_iter().filter(|&(_, n)| n < min).map(|(c, _)| c).collect()
+    }
+
     /// The distinct class numbers, sorted.
     pub fn classes(&self) -> Vec<u32> {
         let mut c = self.labels.clone();

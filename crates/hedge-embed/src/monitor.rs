@@ -50,6 +50,7 @@ impl WatchSet {
     /// # Errors
     /// A set with a single class or too few images to draw the pairs from.
     pub fn new(name: &str, data: ImageDataset, pairs_per_kind: usize) -> Result<Self> {
+        warn_small_classes(name, &data, KNN_MIN_PER_CLASS);
         let pairs = verification_pairs(&data.labels, pairs_per_kind, pairs_per_kind, PAIR_SEED)?;
         Ok(WatchSet { name: name.to_string(), data, pairs })
     }
@@ -255,6 +256,24 @@ pub fn split_off_classes(data: &ImageDataset, held_out: &[u32], per_class: usize
         }
     }
     (data.subset(&keep), data.subset(&val))
+}
+
+/// Images a class needs in an evaluated set for the K = 5 majority rule to be able to identify
+/// it (3 same-class neighbours besides the probe itself).
+pub const KNN_MIN_PER_CLASS: usize = 4;
+
+/// Logs the classes of `data` too small for KNN to ever identify (their KNN accuracy is 0 by
+/// construction; a user's small test part, never N-digit MNIST's).
+pub fn warn_small_classes(name: &str, data: &ImageDataset, min: usize) {
+    let small = data.classes_smaller_than(min);
+    if !small.is_empty() {
+        tracing::warn!(
+            "{name}: {} of {} classes have fewer than {min} images, so 5-nearest-neighbour majority votes can never \
+             identify them (their KNN accuracy is 0); give each class more images in this part",
+            small.len(),
+            data.classes().len()
+        );
+    }
 }
 
 #[cfg(test)]

@@ -256,6 +256,7 @@ pub fn evaluate_run(
         vs.load(w).map_err(|e| EmbedError::run(w, format!("cannot load weights: {e}")))?;
     }
     let test = load_role(&config, settings.split)?;
+    crate::monitor::warn_small_classes(settings.split.name(), &test, crate::monitor::KNN_MIN_PER_CLASS);
     let started = std::time::Instant::now();
     let (clean, corrupt) = embed_twins(&net, &test, device)?;
     let options = ModelEvalOptions {
