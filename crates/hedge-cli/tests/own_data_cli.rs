@@ -24,17 +24,23 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// yacht's `data.txt` as the CSV a user would have: named columns, the target last.
-fn yacht_csv(dir: &Path) -> PathBuf {
-    let data = hedge_data::data_dir().unwrap().join("uci/yacht/data/data.txt");
-    let mut csv = String::from("lcb,prismatic,length_displacement,beam_draught,length_beam,froude,resistance\n");
-    for line in std::fs::read_to_string(data).unwrap().lines().filter(|l| !l.trim().is_empty()) {
-        csv.push_str(&line.split_whitespace().collect::<Vec<_>>().join(","));
+/// Writes `header` and one comma-joined line per row to `dir/name`.
+fn write_csv<'a>(dir: &Path, name: &str, header: &str, rows: impl Iterator<Item = Vec<&'a str>>) -> PathBuf {
+    let mut csv = format!("{header}\n");
+    for cells in rows {
+        csv.push_str(&cells.join(","));
         csv.push('\n');
     }
-    let path = dir.join("yacht.csv");
+    let path = dir.join(name);
     std::fs::write(&path, csv).unwrap();
     path
+}
+
+/// yacht's `data.txt` as the CSV a user would have: named columns, the target last.
+fn yacht_csv(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(hedge_data::data_dir().unwrap().join("uci/yacht/data/data.txt")).unwrap();
+    let rows = text.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().collect());
+    write_csv(dir, "yacht.csv", "lcb,prismatic,length_displacement,beam_draught,length_beam,froude,resistance", rows)
 }
 
 #[test]
@@ -215,21 +221,13 @@ fn colour_images_from_an_npz_set_the_network_input() {
 /// The first `rows` complete rows of Adult's training file as the CSV a user would export.
 fn adult_csv(dir: &Path, rows: usize) -> PathBuf {
     let raw = std::fs::read_to_string(hedge_data::data_dir().unwrap().join("adult/adult.data")).unwrap();
-    let mut csv = String::from(
-        "age,workclass,fnlwgt,education,education_num,marital_status,occupation,relationship,race,sex,capital_gain,\
-         capital_loss,hours_per_week,native_country,income\n",
-    );
     let complete = raw
         .lines()
         .map(|l| l.split(',').map(str::trim).collect::<Vec<_>>())
         .filter(|cells| cells.len() == 15 && !cells.contains(&"?"));
-    for cells in complete.take(rows) {
-        csv.push_str(&cells.join(","));
-        csv.push('\n');
-    }
-    let path = dir.join("adult.csv");
-    std::fs::write(&path, csv).unwrap();
-    path
+    let header = "age,workclass,fnlwgt,education,education_num,marital_status,occupation,relationship,race,sex,\
+                  capital_gain,capital_loss,hours_per_week,native_country,income";
+    write_csv(dir, "adult.csv", header, complete.take(rows))
 }
 
 #[test]
