@@ -395,8 +395,6 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
             seen_test_fraction: args.seen_test_fraction,
             split_seed: args.split_seed,
         });
-        // The split must leave classes to train on before any run folder is made.
-        set.split_classes(c.data.as_ref().map_or(2, |d| d.unseen_classes), args.split_seed)?;
     }
     if let Some(v) = args.dim {
         c.dim = v;
@@ -537,8 +535,9 @@ fn train(args: TrainArgs) -> Result<()> {
             // The trainer checks the data against the settings (a grouped batch needs as many
             // classes as it draws; a user's set may have few): before the run folder exists.
             drop(hedge_embed::Trainer::new(ParamGuard::check(config.clone())?, train_set.clone(), device)?);
+            let own_split = hedge_embed::experiment::own_split(&config)?;
             let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
-            if let Some(split) = hedge_embed::experiment::own_split(&config)? {
+            if let Some(split) = own_split {
                 tracing::info!(
                     "training on {} images of {}; unseen (test_unseen): {}",
                     split.train_images,
