@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_data::images::{export_folder, FASHION_MNIST_CLASSES, MNIST_CLASSES};
+use hedge_data::images::{export_folder, ExportSelection, FASHION_MNIST_CLASSES, MNIST_CLASSES};
 use hedge_data::Mnist;
 
 #[derive(Subcommand)]
@@ -36,9 +36,16 @@ pub struct ExportArgs {
     dataset: ExportSource,
     #[arg(long, value_enum, default_value = "train")]
     split: ExportSplit,
-    /// Images per class (the first ones of each class in file order).
+    /// Images per class (the first ones of each class in file order, after `--skip`).
     #[arg(long, default_value_t = 500)]
     per_class: usize,
+    /// Images of each class passed over first: exports with different `--skip` never share an
+    /// image (e.g. `--skip 0 --per-class 500` as a validation set, `--skip 500` as probes).
+    #[arg(long, default_value_t = 0)]
+    skip: usize,
+    /// Only these classes, by name, comma-separated (e.g. `dress,sandal,t-shirt`).
+    #[arg(long, value_delimiter = ',')]
+    classes: Vec<String>,
     /// A new (or empty) folder.
     #[arg(long)]
     out: PathBuf,
@@ -73,12 +80,15 @@ fn export(args: ExportArgs) -> Result<()> {
         ExportSplit::Train => &data.train,
         ExportSplit::Test => &data.test,
     };
-    let written = export_folder(split, names, args.per_class, &args.out)?;
+    let selection =
+        ExportSelection { count_per_class: args.per_class, skip_per_class: args.skip, classes: args.classes };
+    let written = export_folder(split, names, &selection, &args.out)?;
     println!(
-        "wrote {} images of {} classes ({} each) to {}",
-        written.iter().sum::<usize>(),
+        "wrote {} images of {} classes ({} each: {}) to {}",
+        written.iter().map(|(_, n)| n).sum::<usize>(),
         written.len(),
         args.per_class,
+        written.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>().join(", "),
         args.out.display()
     );
     Ok(())

@@ -31,6 +31,12 @@ pub enum HibCommand {
     /// Quality against training wall-clock of runs trained with --watch-every: when each reached
     /// the paper's Table 1 values (Markdown) and one plot per metric.
     TimeToQuality(TimeToQualityArgs),
+    /// Embed a gallery of identities with a trained model and build an ANN index over the means,
+    /// with the eta threshold for a target risk chosen on validation probes.
+    Index(Box<crate::search::IndexArgs>),
+    /// Identify probe images against an index: top-k identities with match probabilities and eta,
+    /// abstaining above the index's threshold (JSON lines, CSV, summary.json).
+    Search(crate::search::SearchArgs),
 }
 
 #[derive(Args)]
@@ -354,6 +360,8 @@ pub fn run(command: HibCommand) -> Result<()> {
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
         HibCommand::TimeToQuality(args) => time_to_quality(args),
+        HibCommand::Index(args) => crate::search::index(*args),
+        HibCommand::Search(args) => crate::search::search(args),
     }
 }
 

@@ -9,6 +9,7 @@ mod hib;
 mod own_data;
 mod reproduce;
 mod runlog;
+mod search;
 
 use clap::{Parser, Subcommand};
 
@@ -56,7 +57,10 @@ enum Command {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            // The HNSW crate logs every construction parameter at info level.
+            "info,hnsw_rs=warn,anndists=warn".into()
+        }))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)

@@ -43,6 +43,9 @@ pub struct ImageSet {
     pub labels: Vec<u32>,
     /// A folder's sub-folder names (sorted), or an npz's label values as text.
     pub class_names: Vec<String>,
+    /// `[N]`: where each image came from, for a person reading results: `<label>/<file>` in a
+    /// folder, `#<row>` in an npz.
+    pub names: Vec<String>,
 }
 
 /// One decoded image: channels 1 (grey) or 3 (RGB), interleaved.
@@ -98,6 +101,7 @@ impl ImageSet {
         let mut decoded = Vec::new();
         let mut labels = Vec::new();
         let mut class_names = Vec::new();
+        let mut names = Vec::new();
         for (c, dir) in classes.iter().enumerate() {
             let files: Vec<PathBuf> = listing(dir)?
                 .into_iter()
@@ -119,6 +123,7 @@ impl ImageSet {
                 ));
             }
             for file in files {
+                names.push(file.strip_prefix(root).unwrap_or(&file).to_string_lossy().into_owned());
                 decoded.push((decode_file(&file)?, file));
                 labels.push(c as u32);
             }
@@ -144,7 +149,7 @@ impl ImageSet {
         for (d, _) in &decoded {
             push_planar(d, channels, &mut pixels);
         }
-        Ok(ImageSet { source: root.to_path_buf(), channels, height, width, pixels, labels, class_names })
+        Ok(ImageSet { source: root.to_path_buf(), channels, height, width, pixels, labels, class_names, names })
     }
 
     /// Reads an `.npz` with `images` `[N, H, W]` or `[N, C, H, W]` (uint8, or float in [0, 1]) and
@@ -215,6 +220,7 @@ impl ImageSet {
             pixels,
             labels: label_values.iter().map(|v| index[v]).collect(),
             class_names: distinct.iter().map(i64::to_string).collect(),
+            names: (0..label_values.len()).map(|i| format!("#{i}")).collect(),
         };
         set.check_class_sizes()?;
         Ok(set)
@@ -281,6 +287,7 @@ impl ImageSet {
             pixels: indices.iter().flat_map(|&i| self.image(i).iter().copied()).collect(),
             labels: indices.iter().map(|&i| self.labels[i]).collect(),
             class_names: self.class_names.clone(),
+            names: indices.iter().map(|&i| self.names[i].clone()).collect(),
         }
     }
 
@@ -435,30 +442,59 @@ pub(crate) fn png_bytes(width: usize, height: usize, channels: usize, pixels: &[
     Ok(bytes)
 }
 
-/// Writes `count_per_class` images of each class of an MNIST-layout split (MNIST,
-/// Fashion-MNIST) as `out/<class name>/<index>.png`, 28 x 28 grey: an image folder in the layout
-/// [`ImageSet::read_folder`] takes, to try `--data` on or to see the layout. The first images of
-/// each class in file order are taken; `names` names the classes by label (e.g. Fashion-MNIST's
-/// "t-shirt", "trouser", ...). Returns the images written per class.
+/// Which images of an MNIST-layout split [`export_folder`] writes.
+#[derive(Debug, Clone, Default)]
+pub struct ExportSelection {
+    /// Images per class.
+    pub count_per_class: usize,
+    /// Images of each class passed over first (in file order), so that two exports with
+    /// different offsets never share an image (e.g. a validation and a probe set).
+    pub skip_per_class: usize,
+    /// Class names to write (empty: every class).
+    pub classes: Vec<String>,
+}
+
+/// Writes images of an MNIST-layout split (MNIST, Fashion-MNIST) as
+/// `out/<class name>/<index>.png`, 28 x 28 grey: an image folder in the layout
+/// [`ImageSet::read_folder`] takes, to try `--data` on or to see the layout. Of each chosen
+/// class, `selection.skip_per_class` images are passed over and the next
+/// `selection.count_per_class` written, in file order; `names` names the classes by label (e.g.
+/// Fashion-MNIST's "t-shirt", "trouser", ...). Returns `(class name, images written)` per class.
 ///
 /// # Errors
-/// `out` holding files already (nothing is overwritten); a class with fewer images than asked
-/// for; a write failure.
+/// `out` holding files already (nothing is overwritten); an unknown class name; a class with
+/// fewer images than asked for; a write failure.
 pub fn export_folder(
     split: &crate::MnistSplit,
     names: &[&str],
-    count_per_class: usize,
+    selection: &ExportSelection,
     out: &Path,
-) -> Result<Vec<usize>> {
+) -> Result<Vec<(String, usize)>> {
     crate::atomic::check_output_dir(out, false)?;
     let classes = split.labels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
     if names.len() < classes {
         return Err(DataError::invalid("names", names.len(), format!("the split has {classes} classes; name each")));
     }
+    let mut chosen = vec![selection.classes.is_empty(); classes];
+    for class in &selection.classes {
+        let Some(c) = names[..classes].iter().position(|n| n == class) else {
+            return Err(DataError::invalid(
+                "classes",
+                class,
+                format!("not a class of this set; the classes are {}", names[..classes].join(", ")),
+            ));
+        };
+        chosen[c] = true;
+    }
+    let mut seen = vec![0usize; classes];
     let mut written = vec![0usize; classes];
     for (i, &label) in split.labels.iter().enumerate() {
         let c = label as usize;
-        if written[c] == count_per_class {
+        if !chosen[c] || written[c] == selection.count_per_class {
+            continue;
+        }
+        seen[c] += 1;
+        if seen[c] <= selection.skip_per_class {
             continue;
         }
         let dir = out.join(names[c]);
@@ -467,14 +503,17 @@ pub fn export_folder(
         write_png(&dir.join(format!("{i:05}.png")), side, side, 1, split.image(i))?;
         written[c] += 1;
     }
-    if let Some(c) = written.iter().position(|&w| w < count_per_class) {
+    if let Some(c) = (0..classes).find(|&c| chosen[c] && written[c] < selection.count_per_class) {
         return Err(DataError::invalid(
             "count_per_class",
-            count_per_class,
-            format!("class '{}' has only {} images", names[c], written[c]),
+            selection.count_per_class,
+            format!(
+                "class '{}' has only {} images after the {} skipped",
+                names[c], written[c], selection.skip_per_class
+            ),
         ));
     }
-    Ok(written)
+    Ok((0..classes).filter(|&c| chosen[c]).map(|c| (names[c].to_string(), written[c])).collect())
 }
 
 /// Fashion-MNIST's class names, by label (Xiao et al. 2017).
@@ -606,6 +645,7 @@ mod tests {
             pixels: (1..=6 * 40).map(|v| v as f32 / 240.0).collect(),
             labels: vec![0, 0, 0, 0, 1, 1],
             class_names: vec!["a".into(), "b".into()],
+            names: (0..6).map(|i| format!("#{i}")).collect(),
         };
         let data = ImageDataset::from_images(set.clone(), NDigitSplit::Train);
         assert_eq!((data.shape(), data.image_len(), data.digits), ([2, 4, 5], 40, 1));

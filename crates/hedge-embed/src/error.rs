@@ -26,6 +26,10 @@ pub enum EmbedError {
         source: std::io::Error,
     },
 
+    /// A user's file that does not fit the model (e.g. images of another size).
+    #[error("'{path}': {what}")]
+    Input { path: PathBuf, what: String },
+
     #[error("run directory '{path}': {what}")]
     Run { path: PathBuf, what: String },
 
@@ -40,6 +44,10 @@ impl EmbedError {
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         EmbedError::Io { path: path.into(), source }
+    }
+
+    pub(crate) fn input(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+        EmbedError::Input { path: path.into(), what: what.into() }
     }
 
     pub(crate) fn run(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {

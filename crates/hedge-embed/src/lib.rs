@@ -43,6 +43,7 @@ pub mod report;
 pub mod reproduce;
 pub mod run;
 pub mod run_eval;
+pub mod search;
 pub mod train;
 
 pub use config::{

@@ -1,0 +1,255 @@
+//! `hedge hib index`, `hedge hib search` and `hedge bench search`: identification against a
+//! gallery with an ANN index, an exact re-rank and η abstention.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use hedge_data::ImageSet;
+use hedge_embed::parse_device;
+use hedge_embed::search::{
+    build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
+};
+
+#[derive(Args)]
+pub struct IndexArgs {
+    /// Run directory written by `hedge hib train` (its model embeds the gallery and the probes).
+    #[arg(long)]
+    run: PathBuf,
+    /// The gallery: an image folder (`ROOT/<identity>/<image>.png`) or an image .npz.
+    #[arg(long)]
+    gallery: PathBuf,
+    /// Labelled validation probes (folder or .npz, identities named as in the gallery) on which
+    /// the eta threshold is chosen; without it every gallery image is a probe against the others.
+    #[arg(long)]
+    validation: Option<PathBuf>,
+    /// The largest error rate tolerated among answered probes: probes whose eta lies above the
+    /// threshold reaching it on the validation probes abstain.
+    #[arg(long, default_value_t = 0.05)]
+    target_risk: f64,
+    /// New index folder.
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace --out when it exists (only once the new index is complete).
+    #[arg(long)]
+    overwrite: bool,
+    /// Gallery images per probe proposed by the ANN stage and re-ranked by match probability.
+    #[arg(long, default_value_t = 100)]
+    candidates: usize,
+    /// Identities reported per probe.
+    #[arg(long, default_value_t = 5)]
+    top_k: usize,
+    /// HNSW links per point (M).
+    #[arg(long, default_value_t = 16)]
+    max_connections: usize,
+    /// HNSW candidates kept while inserting.
+    #[arg(long, default_value_t = 200)]
+    ef_construction: usize,
+    /// HNSW candidates kept while searching.
+    #[arg(long, default_value_t = 200)]
+    ef_search: usize,
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// Index folder written by `hedge hib index`.
+    #[arg(long)]
+    index: PathBuf,
+    /// Probe images: an image folder or an image .npz (labels, when they name gallery identities,
+    /// are scored; other labels count as identities the gallery lacks).
+    #[arg(long)]
+    probe: PathBuf,
+    /// New folder for `search.jsonl`, `search.csv` and `summary.json`.
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace files in --out.
+    #[arg(long)]
+    overwrite: bool,
+    /// Choose the eta threshold for this risk instead of the index's, on the same validation probes.
+    #[arg(long)]
+    target_risk: Option<f64>,
+    /// The run, when it moved since the index was built (its weights must be the same).
+    #[arg(long)]
+    run: Option<PathBuf>,
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Args)]
+pub struct SearchBenchArgs {
+    /// Gallery embeddings (synthetic: ten per identity around N(0, I) centres).
+    #[arg(long, default_value_t = 1_000_000)]
+    points: usize,
+    /// Embedding dimensions to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,3,16")]
+    dims: Vec<usize>,
+    /// Queries timed and checked against exact search.
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    #[arg(long, default_value_t = 16)]
+    max_connections: usize,
+    #[arg(long, default_value_t = 200)]
+    ef_construction: usize,
+    #[arg(long, default_value_t = 200)]
+    ef_search: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn ann_config(m: usize, ef_construction: usize, ef_search: usize) -> Result<AnnConfig> {
+    let ann =
+        AnnConfig::default().with_max_connections(m).with_ef_construction(ef_construction).with_ef_search(ef_search);
+    ann.check()?;
+    Ok(ann)
+}
+
+pub fn index(args: IndexArgs) -> Result<()> {
+    crate::set_threads(args.threads)?;
+    let device = parse_device(&args.device)?;
+    let ann = ann_config(args.max_connections, args.ef_construction, args.ef_search)?;
+    let gallery = ImageSet::read(&args.gallery)?;
+    let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
+    let run = hedge_embed::RunDir::open(&args.run)?;
+    let dim = run.read_config()?.hib.dim;
+    let search = SearchOptions::for_dim(dim).with_candidates(args.candidates).with_top_k(args.top_k);
+    let request = IndexRequest { ann, search, validation, target_risk: args.target_risk };
+    let manifest = build_index(&args.run, &gallery, &request, &args.out, args.overwrite, device)?;
+    let c = &manifest.calibration;
+    println!(
+        "indexed {} images of {} identities ({} x {} components, D = {}) in {:.1} s embedding + {:.1} s graph",
+        manifest.item_names.len(),
+        manifest.class_names.len(),
+        manifest.item_names.len(),
+        manifest.components,
+        manifest.dim,
+        manifest.embed_seconds,
+        manifest.build_seconds
+    );
+    println!(
+        "abstention for target risk {}: {:?} (coverage {:.3}, risk {:.3} on {} validation probes: {})",
+        c.target_risk,
+        c.rule,
+        c.coverage,
+        c.risk,
+        c.eta.len(),
+        c.source
+    );
+    println!("index: {}", args.out.display());
+    Ok(())
+}
+
+pub fn search(args: SearchArgs) -> Result<()> {
+    crate::set_threads(args.threads)?;
+    let device = parse_device(&args.device)?;
+    hedge_data::atomic::check_output_dir(&args.out, args.overwrite)?;
+    let mut files = IndexFiles::open(&args.index)?;
+    let probes = ImageSet::read(&args.probe)?;
+    let mut identifier = files.load(args.run.as_deref(), device)?;
+    if let Some(risk) = args.target_risk {
+        identifier.manifest.calibration.rechoose(risk)?;
+    }
+    let (results, summary) = identifier.identify(&probes)?;
+    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
+    let mut jsonl = String::new();
+    for r in &results {
+        jsonl.push_str(&serde_json::to_string(r)?);
+        jsonl.push('\n');
+    }
+    hedge_data::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
+    hedge_data::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
+    hedge_data::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    print_summary(&summary);
+    println!("results: {}", args.out.display());
+    Ok(())
+}
+
+/// One row per probe: its name, label, η, whether it abstained, the prediction, then identity and
+/// probability of each of the `top_k` matches.
+fn results_csv(results: &[ProbeResult], top_k: usize) -> Result<Vec<u8>> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> =
+        ["probe", "label", "eta", "abstained", "prediction"].iter().map(|s| s.to_string()).collect();
+    for k in 1..=top_k {
+        header.push(format!("identity_{k}"));
+        header.push(format!("probability_{k}"));
+    }
+    writer.write_record(&header)?;
+    for r in results {
+        let mut row = vec![
+            r.probe.clone(),
+            r.label.clone().unwrap_or_default(),
+            r.eta.to_string(),
+            r.abstained.to_string(),
+            r.prediction.clone().unwrap_or_default(),
+        ];
+        for k in 0..top_k {
+            match r.matches.get(k) {
+                Some(m) => row.extend([m.identity.clone(), m.probability.to_string()]),
+                None => row.extend([String::new(), String::new()]),
+            }
+        }
+        writer.write_record(&row)?;
+    }
+    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
+}
+
+fn print_summary(s: &SearchSummary) {
+    println!(
+        "{} probes ({} of gallery identities): top-1 accuracy {:.4}, top-{} {:.4} at full coverage",
+        s.probes, s.known_identity, s.accuracy, s.top_k, s.top_k_accuracy
+    );
+    match s.accuracy_answered {
+        Some(a) => println!(
+            "eta rule {:?} (target risk {}): coverage {:.4}, accuracy among answered {:.4}",
+            s.rule, s.target_risk, s.coverage, a
+        ),
+        None => println!("eta rule {:?} (target risk {}): every probe abstained", s.rule, s.target_risk),
+    }
+    match s.ann_recall_at_10 {
+        Some(r) => println!("ANN recall@10 against exact search: {r:.4}"),
+        None => println!("ANN recall@10: not measured (gallery x probes over 10^9 distances)"),
+    }
+    println!("{:.0} probes/s (embedding, ANN, re-rank)", s.probes_per_second);
+}
+
+pub fn bench(args: SearchBenchArgs) -> Result<()> {
+    let ann = ann_config(args.max_connections, args.ef_construction, args.ef_search)?;
+    if args.dims.is_empty() || args.dims.contains(&0) {
+        bail!("--dims needs positive embedding dimensions, e.g. 2,3,16");
+    }
+    println!(
+        "| D | points | build s | inserts/s | queries/s (k = 10) | recall@10 | build RSS MiB | index file MiB | exact s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for &dim in &args.dims {
+        let row = search_bench(dim, args.points, args.queries, &ann, args.seed)?;
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {:.0} | {:.4} | {} | {:.0} | {:.1} |",
+            row.dim,
+            row.points,
+            row.build_seconds,
+            row.inserts_per_second,
+            row.queries_per_second,
+            row.recall_at_10,
+            row.build_rss_bytes.map_or("-".into(), |b| format!("{:.0}", mib(b))),
+            mib(row.dump_bytes),
+            row.exact_seconds
+        );
+        rows.push(row);
+    }
+    if let Some(out) = &args.out {
+        hedge_data::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! `hedge hib index` and `hedge hib search` on image folders exported from Fashion-MNIST: the
+//! files a user gets, numbers that agree with each other and with exact search, and refusals.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+mod common;
+
+fn hedge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).env("OMP_WAIT_POLICY", "passive").output().expect("hedge runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn refused(o: &Output) -> String {
+    assert!(!o.status.success(), "expected a refusal; stdout: {}", String::from_utf8_lossy(&o.stdout));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "a refusal, not a panic: {err}");
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn export(out: &Path, split: &str, per_class: usize, skip: usize, classes: &str) {
+    let (per, skip) = (per_class.to_string(), skip.to_string());
+    ok(&hedge(&[
+        "data",
+        "export-images",
+        "--dataset",
+        "fashion-mnist",
+        "--split",
+        split,
+        "--per-class",
+        &per,
+        "--skip",
+        &skip,
+        "--classes",
+        classes,
+        "--out",
+        s(out),
+    ]));
+}
+
+fn train(folder: &Path, run: &Path, model: &str) {
+    ok(&hedge(&[
+        "hib",
+        "train",
+        "--data",
+        s(folder),
+        "--unseen-classes",
+        "2",
+        "--model",
+        model,
+        "--dim",
+        "2",
+        "--steps",
+        "40",
+        "--batch",
+        "32",
+        "--threads",
+        "1",
+        "--no-eval",
+        "--out",
+        s(run),
+    ]));
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (train_folder, gallery, validation, probe) =
+        (dir.path().join("train"), dir.path().join("gallery"), dir.path().join("val"), dir.path().join("probe"));
+    export(&train_folder, "train", 20, 0, "trouser,pullover,coat,sneaker,bag,ankle-boot");
+    // Identities the model never trained on; the probes add one the gallery lacks (shirt).
+    export(&gallery, "train", 30, 0, "t-shirt,dress,sandal");
+    export(&validation, "test", 15, 0, "t-shirt,dress,sandal");
+    export(&probe, "test", 10, 15, "t-shirt,dress,sandal,shirt");
+    let run = dir.path().join("run");
+    train(&train_folder, &run, "mog");
+
+    let index = dir.path().join("index");
+    let out = ok(&hedge(&[
+        "hib",
+        "index",
+        "--run",
+        s(&run),
+        "--gallery",
+        s(&gallery),
+        "--validation",
+        s(&validation),
+        "--target-risk",
+        "0.3",
+        "--candidates",
+        "20",
+        "--top-k",
+        "2",
+        "--threads",
+        "1",
+        "--out",
+        s(&index),
+    ]));
+    assert!(out.contains("indexed 90 images of 3 identities"), "{out}");
+    let manifest = json(&index.join("index.json"));
+    assert_eq!(manifest["components"], 2);
+    assert_eq!(manifest["calibration"]["eta"].as_array().unwrap().len(), 45, "one η per validation probe");
+    let eta: Vec<f64> =
+        manifest["calibration"]["eta"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert!(eta.windows(2).all(|w| w[0] <= w[1]), "validation η ascending");
+
+    let results = dir.path().join("results");
+    ok(&hedge(&["hib", "search", "--index", s(&index), "--probe", s(&probe), "--threads", "1", "--out", s(&results)]));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(results.join("search.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 40, "one line per probe");
+    let summary = json(&results.join("summary.json"));
+    common::assert_nulls_explained(&results);
+    // The summary's numbers recomputed from the lines.
+    let answered: Vec<&serde_json::Value> = lines.iter().filter(|l| l["abstained"] == false).collect();
+    let right = |l: &&serde_json::Value| l["matches"][0]["identity"] == l["label"];
+    let coverage = answered.len() as f64 / 40.0;
+    assert!((summary["coverage"].as_f64().unwrap() - coverage).abs() < 1e-12, "{summary}");
+    let accuracy = lines.iter().filter(right).count() as f64 / 40.0;
+    assert!((summary["accuracy"].as_f64().unwrap() - accuracy).abs() < 1e-12, "{summary}");
+    assert_eq!(summary["known_identity"], 30, "shirt is not a gallery identity");
+    // Shirts can never be identified correctly.
+    assert!(accuracy <= 0.75 + 1e-12);
+    // The rule abstains exactly above its threshold, and only abstaining probes lack a prediction.
+    let threshold = manifest["calibration"]["rule"]["eta"].as_f64();
+    for l in &lines {
+        let eta = l["eta"].as_f64().unwrap();
+        let abstained = l["abstained"].as_bool().unwrap();
+        if let Some(t) = threshold {
+            assert_eq!(abstained, eta > t, "{l}");
+        }
+        assert_eq!(l.get("prediction").is_none(), abstained, "{l}");
+        let matches = l["matches"].as_array().unwrap();
+        assert!(!matches.is_empty() && matches.len() <= 2, "{l}");
+        let p: Vec<f64> = matches.iter().map(|m| m["probability"].as_f64().unwrap()).collect();
+        assert!(p.windows(2).all(|w| w[0] >= w[1]) && p.iter().all(|&p| (0.0..=1.0).contains(&p)), "{l}");
+    }
+    // 20 candidates among 90 images: the graph finds the exact 10 nearest.
+    assert!(summary["ann_recall_at_10"].as_f64().unwrap() >= 0.99, "{summary}");
+    let csv = std::fs::read_to_string(results.join("search.csv")).unwrap();
+    assert!(csv.starts_with("probe,label,eta,abstained,prediction,identity_1,probability_1,identity_2,probability_2\n"));
+    assert_eq!(csv.lines().count(), 41);
+
+    // A stricter risk from the same validation curve answers no more probes.
+    let strict = dir.path().join("strict");
+    ok(&hedge(&[
+        "hib",
+        "search",
+        "--index",
+        s(&index),
+        "--probe",
+        s(&probe),
+        "--target-risk",
+        "0",
+        "--threads",
+        "1",
+        "--out",
+        s(&strict),
+    ]));
+    assert!(json(&strict.join("summary.json"))["coverage"].as_f64().unwrap() <= coverage);
+
+    // The results folder is not overwritten; a risk outside [0, 1] is refused.
+    let err = refused(&hedge(&["hib", "search", "--index", s(&index), "--probe", s(&probe), "--out", s(&results)]));
+    assert!(err.contains("--overwrite") || err.contains("overwrite"), "{err}");
+    let err = refused(&hedge(&[
+        "hib",
+        "search",
+        "--index",
+        s(&index),
+        "--probe",
+        s(&probe),
+        "--target-risk",
+        "2",
+        "--out",
+        s(&dir.path().join("r2")),
+    ]));
+    assert!(err.contains("target_risk"), "{err}");
+    // A damaged graph file is refused by its checksum, naming it, before the graph reader runs.
+    let graph = index.join("ann.hnsw.graph");
+    let mut bytes = std::fs::read(&graph).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&graph, bytes).unwrap();
+    let err = refused(&hedge(&[
+        "hib",
+        "search",
+        "--index",
+        s(&index),
+        "--probe",
+        s(&probe),
+        "--out",
+        s(&dir.path().join("r3")),
+    ]));
+    assert!(err.contains("ann.hnsw.graph") && err.contains("rebuild"), "{err}");
+}
+
+#[test]
+fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
+    use hedge_data::{NpyArray, NpyData};
+    let dir = tempfile::tempdir().unwrap();
+    let (train_folder, gallery) = (dir.path().join("train"), dir.path().join("gallery"));
+    export(&train_folder, "train", 20, 0, "trouser,pullover,coat,sneaker,bag,ankle-boot");
+    export(&gallery, "test", 12, 0, "t-shirt,dress,sandal");
+    let run = dir.path().join("run");
+    train(&train_folder, &run, "point");
+    let index = dir.path().join("index");
+    ok(&hedge(&["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--threads", "1", "--out", s(&index)]));
+    let manifest = json(&index.join("index.json"));
+    assert_eq!(manifest["calibration"]["source"], "leave-one-out over the gallery");
+    assert_eq!(manifest["calibration"]["eta"].as_array().unwrap().len(), 36);
+    // An existing index is kept unless --overwrite.
+    let err = refused(&hedge(&["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--out", s(&index)]));
+    assert!(err.contains("--overwrite"), "{err}");
+
+    // Probes of another size than the model takes: refused naming the file and the sizes.
+    let npz = dir.path().join("small.npz");
+    let images = NpyArray::new(vec![4, 14, 14], NpyData::U8(vec![0; 4 * 14 * 14]));
+    let labels = NpyArray::new(vec![4], NpyData::I64(vec![0, 0, 1, 1]));
+    hedge_data::write_npz(&npz, &[("images", images), ("labels", labels)]).unwrap();
+    let err = refused(&hedge(&[
+        "hib",
+        "search",
+        "--index",
+        s(&index),
+        "--probe",
+        s(&npz),
+        "--out",
+        s(&dir.path().join("r")),
+    ]));
+    assert!(err.contains("small.npz") && err.contains("1 x 14 x 14") && err.contains("1 x 28 x 28"), "{err}");
+}

@@ -1,0 +1,1106 @@
+//! Identification against a gallery that knows when it is unsure: an approximate-nearest-
+//! neighbour index (HNSW, `hnsw_rs`) over the embedding means proposes candidates, the exact
+//! match probability p(m | probe, candidate) re-ranks them (as `hib eval` does), and a probe
+//! abstains when its self-mismatch η lies above a threshold chosen, on labelled validation
+//! probes, for a target risk (the risk–coverage curve of `hib eval`).
+//!
+//! An index is a folder: `index.json` (what was indexed, with which run, the validation curve
+//! and the SHA-256 of every other file), `gallery.safetensors` (`mean`, `variance`, `eta`,
+//! `label`), `ann.hnsw.graph` and `ann.hnsw.data` (the HNSW graph), and
+//! `validation_risk_coverage.csv`. It is written to a temporary sibling folder and renamed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use hedge_data::rundir::{sha256_file, ManifestEntry};
+use hedge_data::undefined::{explain_nulls, NullReason};
+use hedge_data::{Corruption, ImageDataset, ImageSet, NDigitSplit};
+use hnsw_rs::api::AnnT;
+use hnsw_rs::hnswio::HnswIo;
+use hnsw_rs::prelude::{DistL2, Hnsw};
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use crate::config::ModelKind;
+use crate::distribution::{index_tensor, Embedding};
+use crate::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
+use crate::evaluate::{match_probability_quadrature, MatchEstimator};
+use crate::loss::MatchHead;
+use crate::run::{RunDir, EMA_FILE, MODEL_FILE};
+use crate::train::load_model;
+use crate::{EmbedError, Result};
+
+/// The index's description, the last file written.
+pub const INDEX_FILE: &str = "index.json";
+/// The embedded gallery.
+pub const GALLERY_FILE: &str = "gallery.safetensors";
+/// The validation probes' η and correctness in η order, with the curve's coverage and risk.
+pub const VALIDATION_CSV: &str = "validation_risk_coverage.csv";
+/// hnsw_rs writes `<basename>.hnsw.graph` and `<basename>.hnsw.data`.
+const ANN_BASENAME: &str = "ann";
+const INDEX_FORMAT: u32 = 1;
+
+/// Settings of the HNSW graph (Malkov & Yashunin 2018).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnConfig {
+    /// Links per point and layer (HNSW's M).
+    pub max_connections: usize,
+    /// Candidates kept while inserting a point (efConstruction).
+    pub ef_construction: usize,
+    /// Candidates kept while searching (ef); raised to the number asked for when smaller.
+    pub ef_search: usize,
+}
+
+impl Default for AnnConfig {
+    fn default() -> Self {
+        AnnConfig { max_connections: 16, ef_construction: 200, ef_search: 200 }
+    }
+}
+
+impl AnnConfig {
+    pub fn with_ef_search(mut self, ef_search: usize) -> Self {
+        self.ef_search = ef_search;
+        self
+    }
+
+    pub fn with_max_connections(mut self, m: usize) -> Self {
+        self.max_connections = m;
+        self
+    }
+
+    pub fn with_ef_construction(mut self, ef: usize) -> Self {
+        self.ef_construction = ef;
+        self
+    }
+
+    /// Refuses settings the graph cannot be built with.
+    pub fn check(&self) -> Result<()> {
+        if !(2..=256).contains(&self.max_connections) {
+            return Err(EmbedError::invalid(
+                "max_connections",
+                self.max_connections,
+                "HNSW links per point must lie in 2..=256 (16 is usual)",
+            ));
+        }
+        if self.ef_construction < self.max_connections {
+            return Err(EmbedError::invalid(
+                "ef_construction",
+                self.ef_construction,
+                format!("must be at least max_connections ({})", self.max_connections),
+            ));
+        }
+        if self.ef_search == 0 {
+            return Err(EmbedError::invalid("ef_search", 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Approximate nearest neighbours (Euclidean) among fixed `D`-dimensional points.
+pub struct MeanIndex<'b> {
+    hnsw: Hnsw<'b, f32, DistL2>,
+    dim: usize,
+    ef_search: usize,
+}
+
+impl MeanIndex<'static> {
+    /// Inserts every point (rows of `points`, `[n * dim]`), in parallel on rayon's threads.
+    pub fn build(points: &[f32], dim: usize, config: &AnnConfig) -> Result<Self> {
+        config.check()?;
+        if dim == 0 || points.is_empty() || !points.len().is_multiple_of(dim) {
+            return Err(EmbedError::invalid(
+                "points",
+                points.len(),
+                format!("need a non-empty [n, {dim}] array (its length a multiple of {dim})"),
+            ));
+        }
+        if let Some(i) = points.iter().position(|v| !v.is_finite()) {
+            return Err(EmbedError::invalid(
+                "points",
+                format!("row {} = {}", i / dim, points[i]),
+                "an embedding mean is not finite; the model diverged or the input is broken",
+            ));
+        }
+        let n = points.len() / dim;
+        // hnsw_rs dumps only graphs allowed its maximum of 16 layers (few are ever used).
+        let layers = 16;
+        let hnsw = Hnsw::<f32, DistL2>::new(config.max_connections, n, layers, config.ef_construction, DistL2 {});
+        let rows: Vec<(&[f32], usize)> = points.chunks(dim).enumerate().map(|(i, row)| (row, i)).collect();
+        hnsw.parallel_insert_slice(&rows);
+        let mut hnsw = hnsw;
+        hnsw.set_searching_mode(true);
+        Ok(MeanIndex { hnsw, dim, ef_search: config.ef_search })
+    }
+}
+
+impl MeanIndex<'_> {
+    pub fn len(&self) -> usize {
+        self.hnsw.get_nb_point()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `k` nearest points of every query (`[q * dim]`), nearest first, with their distances.
+    pub fn nearest(&self, queries: &[f32], k: usize) -> Vec<Vec<(usize, f32)>> {
+        let rows: Vec<Vec<f32>> = queries.chunks(self.dim).map(<[f32]>::to_vec).collect();
+        let ef = self.ef_search.max(k);
+        self.hnsw
+            .parallel_search(&rows, k, ef)
+            .into_iter()
+            .map(|found| {
+                let mut found: Vec<(usize, f32)> = found.into_iter().map(|n| (n.d_id, n.distance)).collect();
+                found.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
+                found
+            })
+            .collect()
+    }
+
+    /// Writes `ann.hnsw.graph` and `ann.hnsw.data` into `dir` (a fresh folder).
+    fn dump(&self, dir: &Path) -> Result<()> {
+        let written = self
+            .hnsw
+            .file_dump(dir, ANN_BASENAME)
+            .map_err(|e| EmbedError::input(dir, format!("writing the HNSW graph failed: {e}")))?;
+        if written != ANN_BASENAME {
+            return Err(EmbedError::input(
+                dir,
+                format!("the HNSW graph was written as '{written}', not '{ANN_BASENAME}'"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The exact `k` nearest points of every query, nearest first (ties by index): the reference the
+/// ANN stage's recall is measured against.
+pub fn exact_nearest(points: &[f32], dim: usize, queries: &[f32], k: usize) -> Result<Vec<Vec<usize>>> {
+    let n = (points.len() / dim) as i64;
+    let q = (queries.len() / dim) as i64;
+    let k = (k as i64).min(n);
+    let gallery = Tensor::from_slice(points).view([n, dim as i64]);
+    let gallery_sq = gallery.square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+    let mut out = Vec::with_capacity(q as usize);
+    // Queries in chunks so that the [chunk, n] distance matrix stays near 400 MB for n = 10⁶.
+    let chunk = (100_000_000 / n.max(1)).clamp(1, 4096);
+    let mut start = 0;
+    while start < q {
+        let len = chunk.min(q - start);
+        let query = Tensor::from_slice(&queries[(start as usize) * dim..((start + len) as usize) * dim])
+            .view([len, dim as i64]);
+        // ‖x − y‖² = ‖x‖² − 2 x·y + ‖y‖²; the query's own norm does not change the order.
+        let d2 = gallery_sq.unsqueeze(0) - query.matmul(&gallery.tr()) * 2.0;
+        let (_, idx) = d2.topk(k, 1, false, true);
+        let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
+        out.extend(idx.chunks(k as usize).map(|row| row.iter().map(|&i| i as usize).collect()));
+        start += len;
+    }
+    Ok(out)
+}
+
+/// Mean over queries of |approx top-k ∩ exact top-k| / k.
+pub fn recall_at(approx: &[Vec<usize>], exact: &[Vec<usize>], k: usize) -> f64 {
+    let per: Vec<f64> = approx
+        .iter()
+        .zip(exact)
+        .map(|(a, e)| {
+            let truth: std::collections::HashSet<usize> = e.iter().take(k).copied().collect();
+            let k = truth.len().max(1);
+            a.iter().take(k).filter(|i| truth.contains(i)).count() as f64 / k as f64
+        })
+        .collect();
+    per.iter().sum::<f64>() / per.len().max(1) as f64
+}
+
+/// When a probe abstains, from its η.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "rule")]
+pub enum Abstention {
+    /// The target risk holds at full coverage: answer every probe.
+    AcceptAll,
+    /// Answer probes with η ≤ `eta`, abstain above.
+    AbstainAbove { eta: f64 },
+    /// No coverage reaches the target risk on the validation probes: abstain on every probe.
+    AbstainAll,
+}
+
+impl Abstention {
+    pub fn abstains(&self, eta: f64) -> bool {
+        match *self {
+            Abstention::AcceptAll => false,
+            Abstention::AbstainAbove { eta: threshold } => eta > threshold,
+            Abstention::AbstainAll => true,
+        }
+    }
+}
+
+/// Validation probes ranked by η and the rule chosen on them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Where the validation probes came from.
+    pub source: String,
+    /// η of every validation probe, ascending.
+    pub eta: Vec<f64>,
+    /// Whether each probe's top identity was right, in the same order.
+    pub correct: Vec<bool>,
+    pub target_risk: f64,
+    pub rule: Abstention,
+    /// The fraction of validation probes the rule answers, and the error rate among them.
+    pub coverage: f64,
+    pub risk: f64,
+}
+
+impl Calibration {
+    /// Ranks `(eta, correct)` by η and chooses the largest coverage whose risk (error rate among
+    /// the answered probes) is at most `target_risk`. Coverage only changes between distinct η
+    /// values, so a threshold never splits probes of equal η.
+    pub fn choose(source: String, eta: &[f64], correct: &[bool], target_risk: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&target_risk) {
+            return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
+        }
+        if eta.is_empty() || eta.len() != correct.len() {
+            return Err(EmbedError::invalid(
+                "validation",
+                eta.len(),
+                "need at least one validation probe with a known identity",
+            ));
+        }
+        let mut order: Vec<usize> = (0..eta.len()).collect();
+        order.sort_by(|&i, &j| eta[i].total_cmp(&eta[j]));
+        let eta: Vec<f64> = order.iter().map(|&i| eta[i]).collect();
+        let correct: Vec<bool> = order.iter().map(|&i| correct[i]).collect();
+        let mut calibration =
+            Calibration { source, eta, correct, target_risk, rule: Abstention::AbstainAll, coverage: 0.0, risk: 0.0 };
+        calibration.rechoose(target_risk)?;
+        Ok(calibration)
+    }
+
+    /// The rule for another target risk on the same validation probes.
+    pub fn rechoose(&mut self, target_risk: f64) -> Result<()> {
+        if !(0.0..=1.0).contains(&target_risk) {
+            return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
+        }
+        let n = self.eta.len();
+        let mut errors = 0usize;
+        let mut best: Option<(usize, f64)> = None;
+        for k in 1..=n {
+            errors += usize::from(!self.correct[k - 1]);
+            let cut = k == n || self.eta[k] > self.eta[k - 1];
+            let risk = errors as f64 / k as f64;
+            if cut && risk <= target_risk {
+                best = Some((k, risk));
+            }
+        }
+        self.target_risk = target_risk;
+        (self.rule, self.coverage, self.risk) = match best {
+            Some((k, risk)) if k == n => (Abstention::AcceptAll, 1.0, risk),
+            Some((k, risk)) => (Abstention::AbstainAbove { eta: self.eta[k - 1] }, k as f64 / n as f64, risk),
+            None => (Abstention::AbstainAll, 0.0, 0.0),
+        };
+        Ok(())
+    }
+
+    /// `eta,correct,coverage,risk` per validation probe, in η order.
+    pub fn csv(&self) -> String {
+        let mut text = String::from("eta,correct,coverage,risk\n");
+        let mut errors = 0;
+        for (k, (&eta, &correct)) in self.eta.iter().zip(&self.correct).enumerate() {
+            errors += usize::from(!correct);
+            let n = k + 1;
+            text.push_str(&format!(
+                "{eta},{},{},{}\n",
+                u8::from(correct),
+                n as f64 / self.eta.len() as f64,
+                errors as f64 / n as f64
+            ));
+        }
+        text
+    }
+}
+
+/// How candidates are proposed and scored.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchOptions {
+    /// Gallery items per probe that the ANN stage proposes and the match probability re-ranks.
+    pub candidates: usize,
+    /// Identities reported per probe.
+    pub top_k: usize,
+    pub estimator: MatchEstimator,
+    /// Monte-Carlo samples per probe for η.
+    pub eta_samples: i64,
+    /// Seed of the sampling noise (η, Monte-Carlo match probabilities).
+    pub seed: i64,
+}
+
+impl SearchOptions {
+    /// Deterministic Gauss–Hermite quadrature up to D = 3, where its grid is small; Monte Carlo
+    /// with 16 samples above.
+    pub fn for_dim(dim: usize) -> Self {
+        let estimator = if dim <= 3 {
+            MatchEstimator::Quadrature { points: 5 }
+        } else {
+            MatchEstimator::MonteCarlo { samples: 16 }
+        };
+        SearchOptions { candidates: 100, top_k: 5, estimator, eta_samples: 8, seed: 0 }
+    }
+
+    pub fn with_candidates(mut self, candidates: usize) -> Self {
+        self.candidates = candidates;
+        self
+    }
+
+    pub fn with_top_k(mut self, top_k: usize) -> Self {
+        self.top_k = top_k;
+        self
+    }
+
+    pub fn check(&self) -> Result<()> {
+        if self.top_k == 0 {
+            return Err(EmbedError::invalid("top_k", 0, "report at least 1 identity per probe"));
+        }
+        if self.candidates < self.top_k {
+            return Err(EmbedError::invalid(
+                "candidates",
+                self.candidates,
+                format!("must be at least top_k ({}): the re-rank picks identities among them", self.top_k),
+            ));
+        }
+        if self.eta_samples < 1 {
+            return Err(EmbedError::invalid("eta_samples", self.eta_samples, "give at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// `index.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexManifest {
+    pub format: u32,
+    /// The run whose model embedded the gallery (absolute path when it was built).
+    pub run: PathBuf,
+    /// SHA-256 of the weights used: a search with other weights is refused.
+    pub weights_sha256: String,
+    pub model: ModelKind,
+    pub dim: usize,
+    pub components: usize,
+    /// `[C, H, W]` of the images the model takes.
+    pub input_shape: [usize; 3],
+    pub gallery_source: PathBuf,
+    /// Identities, by gallery label.
+    pub class_names: Vec<String>,
+    /// Per gallery item: its label (an index into `class_names`) is in `gallery.safetensors`;
+    /// this is where the image came from.
+    pub item_names: Vec<String>,
+    pub ann: AnnConfig,
+    pub search: SearchOptions,
+    pub calibration: Calibration,
+    /// Seconds to embed the gallery, and to build the graph.
+    pub embed_seconds: f64,
+    pub build_seconds: f64,
+    /// Every other file of the index, checked before it is read.
+    pub files: Vec<ManifestEntry>,
+}
+
+/// What [`build_index`] needs besides the run and the gallery.
+#[derive(Debug, Clone)]
+pub struct IndexRequest {
+    pub ann: AnnConfig,
+    pub search: SearchOptions,
+    /// Labelled validation probes for the abstention rule; without them every gallery image is a
+    /// probe against the rest (leave one out).
+    pub validation: Option<ImageSet>,
+    pub target_risk: f64,
+}
+
+/// A gallery loaded with its graph and the model that embeds probes.
+pub struct Identifier<'b> {
+    pub manifest: IndexManifest,
+    ann: MeanIndex<'b>,
+    gallery: Embedding,
+    gallery_labels: Vec<u32>,
+    matcher: MatchHead,
+    net: crate::HibNet,
+    _vars: tch::nn::VarStore,
+    device: Device,
+}
+
+/// One identity proposed for a probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdentityMatch {
+    pub identity: String,
+    /// p(m | probe, best gallery image of this identity).
+    pub probability: f64,
+    /// That gallery image.
+    pub gallery_item: String,
+}
+
+/// The answer for one probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub probe: String,
+    /// The probe's own label, when the probe set has one (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub eta: f64,
+    pub abstained: bool,
+    /// The top identity; absent when abstaining.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<String>,
+    /// Identities best first (reported even when abstaining, for inspection).
+    pub matches: Vec<IdentityMatch>,
+}
+
+/// Numbers over a labelled probe set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSummary {
+    pub probes: usize,
+    /// Probes whose label is an identity of the gallery (the others can only be answered wrongly).
+    pub known_identity: usize,
+    /// Top-1 identification accuracy over every probe (full coverage).
+    pub accuracy: f64,
+    /// The true identity among the `top_k` reported.
+    pub top_k_accuracy: f64,
+    pub top_k: usize,
+    pub rule: Abstention,
+    pub target_risk: f64,
+    /// Fraction of probes answered, and the accuracy among them.
+    pub coverage: f64,
+    pub accuracy_answered: Option<f64>,
+    /// ANN recall@10 of gallery items against exact search by mean distance; `None` when the
+    /// exact search was skipped.
+    pub ann_recall_at_10: Option<f64>,
+    pub probes_per_second: f64,
+    /// Why a field above is `null`.
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
+}
+
+fn weights_file(run: &RunDir, config: &crate::HibConfig) -> PathBuf {
+    let ema = run.file(EMA_FILE);
+    if config.ema_decay > 0.0 && ema.is_file() {
+        ema
+    } else {
+        run.file(MODEL_FILE)
+    }
+}
+
+fn check_shape(images: &ImageSet, shape: [usize; 3], role: &str) -> Result<()> {
+    let got = [images.channels, images.height, images.width];
+    if got != shape {
+        return Err(EmbedError::input(
+            &images.source,
+            format!(
+                "{role} images are {} x {} x {} (C x H x W) but the run's model takes {} x {} x {}; resize them \
+                 (or train on images of this size)",
+                got[0], got[1], got[2], shape[0], shape[1], shape[2]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Flattens `[N, C, D]` component means to `[N * C, D]` rows (row `i * C + c`).
+fn component_rows(mean: &Tensor) -> Result<Vec<f32>> {
+    Ok(Vec::<f32>::try_from(mean.to_kind(Kind::Float).flatten(0, -1))?)
+}
+
+fn embed_images(
+    net: &crate::HibNet,
+    images: &ImageSet,
+    device: Device,
+    options: &SearchOptions,
+) -> Result<EmbeddedSet> {
+    let data = ImageDataset::from_images(images.clone(), NDigitSplit::TestUnseen);
+    embed_dataset(
+        net,
+        &data,
+        &Corruption::Clean,
+        device,
+        EmbedOptions { batch: 500, samples: options.eta_samples, seed: options.seed },
+    )
+}
+
+impl Identifier<'_> {
+    /// Gallery items proposed for every probe: ANN neighbours of each probe component among all
+    /// gallery components, merged by distance, one entry per item, at most `candidates`. With
+    /// `skip_self`, probe i never proposes gallery item i (leave one out).
+    fn propose(&self, probes: &Embedding, skip_self: bool) -> Result<Vec<Vec<usize>>> {
+        let c = probes.components() as usize;
+        let want = self.manifest.search.candidates + usize::from(skip_self);
+        let k = (want * self.manifest.components).min(self.ann.len());
+        let found = self.ann.nearest(&component_rows(&probes.mean)?, k);
+        Ok(found
+            .chunks(c)
+            .enumerate()
+            .map(|(i, per_component)| {
+                let mut merged: Vec<(usize, f32)> = per_component.iter().flatten().copied().collect();
+                merged.sort_by(|x, y| x.1.total_cmp(&y.1));
+                let mut items = Vec::with_capacity(self.manifest.search.candidates);
+                for (id, _) in merged {
+                    let item = id / self.manifest.components;
+                    if (skip_self && item == i) || items.contains(&item) {
+                        continue;
+                    }
+                    items.push(item);
+                    if items.len() == self.manifest.search.candidates {
+                        break;
+                    }
+                }
+                items
+            })
+            .collect())
+    }
+
+    /// p(m | probe, item) for every proposed item, in the proposals' order.
+    fn score(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Vec<Vec<f64>>> {
+        let (rows, items): (Vec<usize>, Vec<usize>) =
+            proposals.iter().enumerate().flat_map(|(i, p)| p.iter().map(move |&j| (i, j))).unzip();
+        let mut probabilities = Vec::with_capacity(rows.len());
+        let _generator = crate::seeded_generator(self.manifest.search.seed);
+        tch::no_grad(|| -> Result<()> {
+            for (r, g) in rows.chunks(20_000).zip(items.chunks(20_000)) {
+                let left = probes.select_rows(&index_tensor(r));
+                let right = self.gallery.select_rows(&index_tensor(g));
+                let p = match self.manifest.search.estimator {
+                    MatchEstimator::Quadrature { points } => {
+                        match_probability_quadrature(&self.matcher, &left, &right, points)?
+                    }
+                    MatchEstimator::MonteCarlo { samples } => {
+                        let c = left.components();
+                        self.matcher.match_probability(&left, &right, (samples.max(1) + c - 1) / c * c)
+                    }
+                };
+                probabilities.extend(Vec::<f64>::try_from(p.to_kind(Kind::Double))?);
+            }
+            Ok(())
+        })?;
+        let mut out = Vec::with_capacity(proposals.len());
+        let mut at = 0;
+        for p in proposals {
+            out.push(probabilities[at..at + p.len()].to_vec());
+            at += p.len();
+        }
+        Ok(out)
+    }
+
+    /// Identities best first for every probe, each with its best item's probability.
+    fn rank(&self, proposals: &[Vec<usize>], scores: &[Vec<f64>], top_k: usize) -> Vec<Vec<(u32, f64, usize)>> {
+        proposals
+            .iter()
+            .zip(scores)
+            .map(|(items, probs)| {
+                let mut best: HashMap<u32, (f64, usize)> = HashMap::new();
+                for (&item, &p) in items.iter().zip(probs) {
+                    let label = self.gallery_labels[item];
+                    let entry = best.entry(label).or_insert((f64::NEG_INFINITY, item));
+                    if p > entry.0 {
+                        *entry = (p, item);
+                    }
+                }
+                let mut ranked: Vec<(u32, f64, usize)> = best.into_iter().map(|(l, (p, i))| (l, p, i)).collect();
+                ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+                ranked.truncate(top_k);
+                ranked
+            })
+            .collect()
+    }
+
+    /// Identifies every image of `probes` (labels, if any, are only reported and scored).
+    pub fn identify(&self, probes: &ImageSet) -> Result<(Vec<ProbeResult>, SearchSummary)> {
+        check_shape(probes, self.manifest.input_shape, "probe")?;
+        let start = Instant::now();
+        let set = embed_images(&self.net, probes, self.device, &self.manifest.search)?;
+        let proposals = self.propose(&set.embedding, false)?;
+        let scores = self.score(&set.embedding, &proposals)?;
+        let ranked = self.rank(&proposals, &scores, self.manifest.search.top_k);
+        let seconds = start.elapsed().as_secs_f64();
+        let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
+        let rule = self.manifest.calibration.rule;
+        let names = &self.manifest.class_names;
+        let results: Vec<ProbeResult> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let abstained = rule.abstains(eta[i]);
+                ProbeResult {
+                    probe: probes.names.get(i).cloned().unwrap_or_else(|| format!("#{i}")),
+                    label: probes.class_names.get(probes.labels[i] as usize).cloned(),
+                    eta: eta[i],
+                    abstained,
+                    prediction: if abstained { None } else { r.first().map(|m| names[m.0 as usize].clone()) },
+                    matches: r
+                        .iter()
+                        .map(|&(l, p, item)| IdentityMatch {
+                            identity: names[l as usize].clone(),
+                            probability: p,
+                            gallery_item: self.manifest.item_names[item].clone(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let recall = self.ann_recall(&set.embedding, &proposals)?;
+        let summary = summarise(&results, &self.manifest, recall, probes.len() as f64 / seconds.max(1e-9));
+        Ok((results, summary))
+    }
+
+    /// Recall@10 of the proposals against exhaustive search by the closest pair of component
+    /// means; skipped (None) above 10⁹ component distances.
+    fn ann_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
+        let (p, n, c) = (probes.batch(), self.gallery.batch(), self.manifest.components as i64);
+        if (p * n * c * c) as f64 > 1e9 {
+            return Ok(None);
+        }
+        let d = probes.dim();
+        let k = 10.min(n);
+        let mut exact = Vec::with_capacity(p as usize);
+        tch::no_grad(|| -> Result<()> {
+            for start in (0..p).step_by(256) {
+                let len = 256.min(p - start);
+                let q = probes.mean.narrow(0, start, len);
+                let diff = q.view([len, 1, c, 1, d]) - self.gallery.mean.view([1, n, 1, c, d]);
+                let dist = diff
+                    .square()
+                    .sum_dim_intlist([4i64].as_slice(), false, Kind::Float)
+                    .amin([2i64, 3].as_slice(), false);
+                let (_, idx) = dist.topk(k, 1, false, true);
+                let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
+                exact.extend(idx.chunks(k as usize).map(|r| r.iter().map(|&i| i as usize).collect::<Vec<_>>()));
+            }
+            Ok(())
+        })?;
+        Ok(Some(recall_at(proposals, &exact, k as usize)))
+    }
+
+    /// Whether each probe's top identity is its label (by name), with η: the validation curve.
+    fn validate(&self, images: &ImageSet, skip_self: bool) -> Result<(Vec<f64>, Vec<bool>)> {
+        let set = embed_images(&self.net, images, self.device, &self.manifest.search)?;
+        let proposals = self.propose(&set.embedding, skip_self)?;
+        let scores = self.score(&set.embedding, &proposals)?;
+        let ranked = self.rank(&proposals, &scores, 1);
+        let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
+        let correct = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let truth = &images.class_names[images.labels[i] as usize];
+                r.first().is_some_and(|m| &self.manifest.class_names[m.0 as usize] == truth)
+            })
+            .collect();
+        Ok((eta, correct))
+    }
+}
+
+fn summarise(results: &[ProbeResult], manifest: &IndexManifest, recall: Option<f64>, rate: f64) -> SearchSummary {
+    let n = results.len().max(1) as f64;
+    let known = results.iter().filter(|r| r.label.as_ref().is_some_and(|l| manifest.class_names.contains(l))).count();
+    let top1 = |r: &ProbeResult| r.matches.first().is_some_and(|m| Some(&m.identity) == r.label.as_ref());
+    let in_top_k = |r: &ProbeResult| r.matches.iter().any(|m| Some(&m.identity) == r.label.as_ref());
+    let answered: Vec<&ProbeResult> = results.iter().filter(|r| !r.abstained).collect();
+    let mut summary = SearchSummary {
+        probes: results.len(),
+        known_identity: known,
+        accuracy: results.iter().filter(|r| top1(r)).count() as f64 / n,
+        top_k_accuracy: results.iter().filter(|r| in_top_k(r)).count() as f64 / n,
+        top_k: manifest.search.top_k,
+        rule: manifest.calibration.rule,
+        target_risk: manifest.calibration.target_risk,
+        coverage: answered.len() as f64 / n,
+        accuracy_answered: (!answered.is_empty())
+            .then(|| answered.iter().filter(|r| top1(r)).count() as f64 / answered.len() as f64),
+        ann_recall_at_10: recall,
+        probes_per_second: rate,
+        undefined: Vec::new(),
+    };
+    summary.undefined = explain_nulls(
+        &summary,
+        &[
+            NullReason::new("accuracy_answered", "every probe abstained: no answer to score"),
+            NullReason::new(
+                "ann_recall_at_10",
+                "exact search over probes x gallery components would exceed 10^9 distances; `hedge bench search` \
+                 measures the recall at that scale",
+            ),
+        ],
+    );
+    summary
+}
+
+/// Embeds `gallery` with the run's model, builds the graph over its means, chooses the
+/// abstention rule on the validation probes and writes the index folder `out` (refused when it
+/// exists, unless `overwrite`: then it is replaced only once the new one is complete).
+pub fn build_index(
+    run_path: &Path,
+    gallery: &ImageSet,
+    request: &IndexRequest,
+    out: &Path,
+    overwrite: bool,
+    device: Device,
+) -> Result<IndexManifest> {
+    request.ann.check()?;
+    request.search.check()?;
+    if out.exists() && !overwrite {
+        return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
+    }
+    let run = RunDir::open(run_path)?;
+    let config = run.read_config()?.hib;
+    let shape = config.input_shape();
+    check_shape(gallery, shape, "gallery")?;
+    if let Some(v) = &request.validation {
+        check_shape(v, shape, "validation")?;
+    }
+    let weights = weights_file(&run, &config);
+    let (vars, net) = load_model(&run, &config, device)?;
+    let start = Instant::now();
+    let set = embed_images(&net, gallery, device, &request.search)?;
+    let embed_seconds = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let ann = MeanIndex::build(&component_rows(&set.embedding.mean)?, config.dim, &request.ann)?;
+    let build_seconds = start.elapsed().as_secs_f64();
+    let manifest = IndexManifest {
+        format: INDEX_FORMAT,
+        run: std::fs::canonicalize(run_path).unwrap_or_else(|_| run_path.to_path_buf()),
+        weights_sha256: sha256_file(&weights)?,
+        model: config.model.kind(),
+        dim: config.dim,
+        components: config.model.components(),
+        input_shape: shape,
+        gallery_source: gallery.source.clone(),
+        class_names: gallery.class_names.clone(),
+        item_names: gallery.names.clone(),
+        ann: request.ann,
+        search: request.search,
+        calibration: Calibration::choose(String::new(), &[0.0], &[true], request.target_risk)?,
+        embed_seconds,
+        build_seconds,
+        files: Vec::new(),
+    };
+    let mut identifier = Identifier {
+        manifest,
+        ann,
+        gallery: Embedding {
+            mean: set.embedding.mean.shallow_clone(),
+            variance: set.embedding.variance.as_ref().map(Tensor::shallow_clone),
+        },
+        gallery_labels: set.labels.clone(),
+        matcher: net.matcher.to_cpu(),
+        net,
+        _vars: vars,
+        device,
+    };
+    let (source, (eta, correct)) = match &request.validation {
+        Some(v) => (format!("labelled probes {}", v.source.display()), identifier.validate(v, false)?),
+        None => ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, true)?),
+    };
+    identifier.manifest.calibration = Calibration::choose(source, &eta, &correct, request.target_risk)?;
+    write_index(&identifier, &set, out, overwrite)?;
+    Ok(identifier.manifest)
+}
+
+fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite: bool) -> Result<()> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(EmbedError::input(out, "its parent folder does not exist; create it first"));
+    }
+    let tmp = hedge_data::atomic::temp_sibling(out);
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
+    let result = (|| -> Result<()> {
+        let e = &set.embedding;
+        let variance = e.variance.as_ref().map_or_else(|| e.mean.zeros_like(), Tensor::shallow_clone);
+        let labels = Tensor::from_slice(&set.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
+        Tensor::write_safetensors(
+            &[("mean", &e.mean), ("variance", &variance), ("eta", &set.eta), ("label", &labels)],
+            tmp.join(GALLERY_FILE),
+        )?;
+        identifier.ann.dump(&tmp)?;
+        hedge_data::write_atomic(&tmp.join(VALIDATION_CSV), identifier.manifest.calibration.csv().as_bytes())?;
+        let mut manifest = identifier.manifest.clone();
+        for name in [GALLERY_FILE, "ann.hnsw.graph", "ann.hnsw.data", VALIDATION_CSV] {
+            let path = tmp.join(name);
+            let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
+            manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
+        }
+        let text = serde_json::to_string_pretty(&manifest).map_err(|e| EmbedError::input(&tmp, e.to_string()))?;
+        hedge_data::write_atomic(&tmp.join(INDEX_FILE), text.as_bytes())?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if out.exists() && overwrite {
+        let old = out.with_file_name(format!(
+            ".old-{}-{}",
+            std::process::id(),
+            out.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        std::fs::rename(out, &old).map_err(|e| EmbedError::io(out, e))?;
+        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
+        let _ = std::fs::remove_dir_all(&old);
+    } else {
+        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
+    }
+    Ok(())
+}
+
+/// An index folder, checked against its manifest, ready to load.
+pub struct IndexFiles {
+    dir: PathBuf,
+    manifest: IndexManifest,
+    io: HnswIo,
+}
+
+impl IndexFiles {
+    /// Reads `index.json` and checks every listed file's SHA-256 (so a damaged or swapped graph
+    /// is refused before the graph reader sees it).
+    pub fn open(dir: &Path) -> Result<Self> {
+        let path = dir.join(INDEX_FILE);
+        if !path.is_file() {
+            return Err(EmbedError::input(dir, format!("has no {INDEX_FILE}; build an index with `hedge hib index`")));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
+        let manifest: IndexManifest = serde_json::from_str(&text).map_err(|e| {
+            EmbedError::input(&path, format!("is not an index description ({e}); rebuild it with `hedge hib index`"))
+        })?;
+        if manifest.format != INDEX_FORMAT {
+            return Err(EmbedError::input(
+                &path,
+                format!("is index format {}, this hedge reads {INDEX_FORMAT}; rebuild it", manifest.format),
+            ));
+        }
+        for entry in &manifest.files {
+            let file = dir.join(&entry.name);
+            if !file.is_file() || sha256_file(&file)? != entry.sha256 {
+                return Err(EmbedError::input(
+                    &file,
+                    format!(
+                        "is missing or differs from the SHA-256 in {INDEX_FILE}; the index was damaged: rebuild it"
+                    ),
+                ));
+            }
+        }
+        Ok(IndexFiles { dir: dir.to_path_buf(), manifest, io: HnswIo::new(dir, ANN_BASENAME) })
+    }
+
+    pub fn manifest(&self) -> &IndexManifest {
+        &self.manifest
+    }
+
+    /// Loads the graph, the gallery and the model. `run` replaces the run recorded in the index
+    /// (e.g. after moving it); its weights must be the ones the gallery was embedded with.
+    pub fn load(&mut self, run: Option<&Path>, device: Device) -> Result<Identifier<'_>> {
+        let run_path = run.map_or_else(|| self.manifest.run.clone(), Path::to_path_buf);
+        let run = RunDir::open(&run_path)?;
+        let config = run.read_config()?.hib;
+        let weights = weights_file(&run, &config);
+        if sha256_file(&weights)? != self.manifest.weights_sha256 {
+            return Err(EmbedError::input(
+                &weights,
+                "are not the weights the gallery was embedded with (SHA-256 differs); rebuild the index with this run",
+            ));
+        }
+        let (vars, net) = load_model(&run, &config, device)?;
+        let gallery_path = self.dir.join(GALLERY_FILE);
+        let stored: HashMap<String, Tensor> = Tensor::read_safetensors(&gallery_path)?.into_iter().collect();
+        let get = |name: &str| {
+            stored
+                .get(name)
+                .map(Tensor::shallow_clone)
+                .ok_or_else(|| EmbedError::input(&gallery_path, format!("has no tensor '{name}'; rebuild the index")))
+        };
+        let mean = get("mean")?;
+        // Point galleries store zeros as their variance; the scorer must see none.
+        let variance = if self.manifest.model == ModelKind::Point { None } else { Some(get("variance")?) };
+        let gallery_labels: Vec<u32> = Vec::<i64>::try_from(get("label")?)?.into_iter().map(|l| l as u32).collect();
+        let mut manifest = self.manifest.clone();
+        let ann = MeanIndex {
+            hnsw: self.io.load_hnsw::<f32, DistL2>().map_err(|e| {
+                EmbedError::input(&self.dir, format!("the HNSW graph does not load ({e}); rebuild the index"))
+            })?,
+            dim: manifest.dim,
+            ef_search: manifest.ann.ef_search,
+        };
+        if ann.len() != gallery_labels.len() * manifest.components {
+            return Err(EmbedError::input(
+                &self.dir,
+                format!(
+                    "its graph holds {} points but the gallery {} x {} components; rebuild the index",
+                    ann.len(),
+                    gallery_labels.len(),
+                    manifest.components
+                ),
+            ));
+        }
+        manifest.run = run_path;
+        Ok(Identifier {
+            manifest,
+            ann,
+            gallery: Embedding { mean, variance },
+            gallery_labels,
+            matcher: net.matcher.to_cpu(),
+            net,
+            _vars: vars,
+            device,
+        })
+    }
+}
+
+/// One row of `hedge bench search`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchBenchRow {
+    pub dim: usize,
+    pub points: usize,
+    pub queries: usize,
+    pub ann: AnnConfig,
+    pub build_seconds: f64,
+    pub inserts_per_second: f64,
+    pub queries_per_second: f64,
+    pub recall_at_10: f64,
+    /// Growth of the process's resident memory while building (Linux; `None` elsewhere).
+    pub build_rss_bytes: Option<u64>,
+    /// Size of the graph and data files when written.
+    pub dump_bytes: u64,
+    pub exact_seconds: f64,
+}
+
+/// Build and query throughput, recall@10 against exact search and memory of the ANN stage on
+/// `points` synthetic embedding means of dimension `dim`: identities' centres drawn from N(0, I)
+/// and ten images of each around it (sd 0.1), the shape of a trained embedding; queries are
+/// fresh images of random identities.
+pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, seed: u64) -> Result<SearchBenchRow> {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, StandardNormal};
+    ann.check()?;
+    if points < 10 || queries == 0 {
+        return Err(EmbedError::invalid("points", points, "need at least 10 points and 1 query"));
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let identities = points / 10;
+    let centres: Vec<f32> = (0..identities * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
+    let draw = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<f32> {
+        let mut out = Vec::with_capacity(n * dim);
+        for i in 0..n {
+            let who = if n == points { i % identities } else { rand::Rng::random_range(rng, 0..identities) };
+            for d in 0..dim {
+                let noise: f32 = StandardNormal.sample(rng);
+                out.push(centres[who * dim + d] + 0.1 * noise);
+            }
+        }
+        out
+    };
+    let gallery = draw(points, &mut rng);
+    let probe = draw(queries, &mut rng);
+    let rss_before = resident_bytes();
+    let start = Instant::now();
+    let index = MeanIndex::build(&gallery, dim, ann)?;
+    let build_seconds = start.elapsed().as_secs_f64();
+    let build_rss_bytes = resident_bytes().zip(rss_before).map(|(a, b)| a.saturating_sub(b));
+    let start = Instant::now();
+    let found = index.nearest(&probe, 10);
+    let query_seconds = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let exact = exact_nearest(&gallery, dim, &probe, 10)?;
+    let exact_seconds = start.elapsed().as_secs_f64();
+    let approx: Vec<Vec<usize>> = found.iter().map(|r| r.iter().map(|&(i, _)| i).collect()).collect();
+    let dir = tempfile_dir()?;
+    index.dump(&dir)?;
+    let dump_bytes = ["ann.hnsw.graph", "ann.hnsw.data"]
+        .iter()
+        .map(|f| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(SearchBenchRow {
+        dim,
+        points,
+        queries,
+        ann: *ann,
+        build_seconds,
+        inserts_per_second: points as f64 / build_seconds.max(1e-9),
+        queries_per_second: queries as f64 / query_seconds.max(1e-9),
+        recall_at_10: recall_at(&approx, &exact, 10),
+        build_rss_bytes,
+        dump_bytes,
+        exact_seconds,
+    })
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("hedge-bench-search-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| EmbedError::io(&dir, e))?;
+    Ok(dir)
+}
+
+/// The process's resident set size (Linux `/proc/self/statm`).
+fn resident_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rule_is_the_largest_coverage_within_the_target_risk() {
+        // η ascending: ✓ ✓ ✓ ✗ ✗ → risks 0, 0, 0, 1/4, 2/5.
+        let eta = [0.5, 0.1, 0.3, 0.2, 0.4];
+        let correct = [false, true, true, true, false];
+        let c = Calibration::choose("t".into(), &eta, &correct, 0.25).unwrap();
+        assert_eq!(c.eta, vec![0.1, 0.2, 0.3, 0.4, 0.5]);
+        assert_eq!(c.rule, Abstention::AbstainAbove { eta: 0.4 });
+        assert_eq!((c.coverage, c.risk), (0.8, 0.25));
+        let mut c = c;
+        c.rechoose(0.5).unwrap();
+        assert_eq!((c.rule, c.coverage, c.risk), (Abstention::AcceptAll, 1.0, 0.4));
+        c.rechoose(0.2).unwrap();
+        assert_eq!((c.rule, c.coverage), (Abstention::AbstainAbove { eta: 0.3 }, 0.6));
+        // The first probe is wrong: no coverage reaches zero risk.
+        let c = Calibration::choose("t".into(), &[0.1, 0.2], &[false, true], 0.0).unwrap();
+        assert_eq!((c.rule, c.coverage), (Abstention::AbstainAll, 0.0));
+        assert!(c.rule.abstains(0.0));
+        assert!(Calibration::choose("t".into(), &[0.1], &[true], 1.5).is_err());
+    }
+
+    #[test]
+    fn a_threshold_never_splits_equal_eta() {
+        // Equal η for a right and a wrong probe: coverage 1/3 is not a cut point.
+        let c = Calibration::choose("t".into(), &[0.2, 0.2, 0.9], &[true, false, true], 0.0).unwrap();
+        assert_eq!(c.rule, Abstention::AbstainAll);
+        let c = Calibration::choose("t".into(), &[0.2, 0.2, 0.9], &[true, false, true], 0.5).unwrap();
+        assert_eq!((c.rule, c.coverage), (Abstention::AcceptAll, 1.0));
+        assert_eq!(c.csv().lines().nth(2).unwrap(), "0.2,0,0.6666666666666666,0.5");
+    }
+
+    #[test]
+    fn hnsw_finds_the_exact_neighbours_of_clustered_points() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        for dim in [2usize, 16] {
+            let points: Vec<f32> = (0..5000 * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
+            let queries: Vec<f32> = (0..200 * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
+            let index = MeanIndex::build(&points, dim, &AnnConfig::default()).unwrap();
+            assert_eq!(index.len(), 5000);
+            let approx: Vec<Vec<usize>> =
+                index.nearest(&queries, 10).iter().map(|r| r.iter().map(|&(i, _)| i).collect()).collect();
+            let exact = exact_nearest(&points, dim, &queries, 10).unwrap();
+            // The brute-force reference by hand for the first query.
+            let q = &queries[..dim];
+            let mut by_hand: Vec<(f32, usize)> = points
+                .chunks(dim)
+                .enumerate()
+                .map(|(i, p)| (p.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum(), i))
+                .collect();
+            by_hand.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(exact[0], by_hand[..10].iter().map(|&(_, i)| i).collect::<Vec<_>>());
+            let recall = recall_at(&approx, &exact, 10);
+            assert!(recall >= 0.99, "D = {dim}: recall@10 {recall}");
+        }
+        assert!(MeanIndex::build(&[f32::NAN, 0.0], 2, &AnnConfig::default()).is_err());
+        assert!(AnnConfig::default().with_max_connections(1).check().is_err());
+    }
+}
