@@ -4,12 +4,19 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use hedge_data::ImageSet;
 use hedge_embed::parse_device;
 use hedge_embed::search::{
     build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
+    UncertaintyScore,
 };
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScoreArg {
+    Eta,
+    Margin,
+}
 
 #[derive(Args)]
 pub struct IndexArgs {
@@ -27,6 +34,10 @@ pub struct IndexArgs {
     /// threshold reaching it on the validation probes abstain.
     #[arg(long, default_value_t = 0.05)]
     target_risk: f64,
+    /// What ranks probes from sure to unsure: eta (the probe's self-mismatch, the paper's) or
+    /// margin (1 - (p1 - p2) of the best two identities' match probabilities).
+    #[arg(long, value_enum, default_value = "eta")]
+    abstain_by: ScoreArg,
     /// New index folder.
     #[arg(long)]
     out: PathBuf,
@@ -63,7 +74,7 @@ pub struct SearchArgs {
     /// are scored; other labels count as identities the gallery lacks).
     #[arg(long)]
     probe: PathBuf,
-    /// New folder for `search.jsonl`, `search.csv` and `summary.json`.
+    /// New folder for `search.jsonl`, `search.csv`, `summary.json` and `risk_coverage.png`.
     #[arg(long)]
     out: PathBuf,
     /// Replace files in --out.
@@ -121,7 +132,11 @@ pub fn index(args: IndexArgs) -> Result<()> {
     let run = hedge_embed::RunDir::open(&args.run)?;
     let dim = run.read_config()?.hib.dim;
     let search = SearchOptions::for_dim(dim).with_candidates(args.candidates).with_top_k(args.top_k);
-    let request = IndexRequest { ann, search, validation, target_risk: args.target_risk };
+    let score = match args.abstain_by {
+        ScoreArg::Eta => UncertaintyScore::Eta,
+        ScoreArg::Margin => UncertaintyScore::Margin,
+    };
+    let request = IndexRequest { ann, search, validation, target_risk: args.target_risk, score };
     let manifest = build_index(&args.run, &gallery, &request, &args.out, args.overwrite, device)?;
     let c = &manifest.calibration;
     println!(
@@ -135,12 +150,13 @@ pub fn index(args: IndexArgs) -> Result<()> {
         manifest.build_seconds
     );
     println!(
-        "abstention for target risk {}: {:?} (coverage {:.3}, risk {:.3} on {} validation probes: {})",
+        "abstention by {} for target risk {}: {:?} (coverage {:.3}, risk {:.3} on {} validation probes: {})",
+        c.score.name(),
         c.target_risk,
         c.rule,
         c.coverage,
         c.risk,
-        c.eta.len(),
+        c.uncertainty.len(),
         c.source
     );
     println!("index: {}", args.out.display());
@@ -167,6 +183,8 @@ pub fn search(args: SearchArgs) -> Result<()> {
     hedge_data::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
     hedge_data::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
     hedge_data::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    let figure = args.out.join("risk_coverage.png");
+    hedge_embed::search::risk_coverage_figure(&figure, &identifier.manifest.calibration, &results)?;
     print_summary(&summary);
     println!("results: {}", args.out.display());
     Ok(())
@@ -177,7 +195,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
 fn results_csv(results: &[ProbeResult], top_k: usize) -> Result<Vec<u8>> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> =
-        ["probe", "label", "eta", "abstained", "prediction"].iter().map(|s| s.to_string()).collect();
+        ["probe", "label", "eta", "margin", "abstained", "prediction"].iter().map(|s| s.to_string()).collect();
     for k in 1..=top_k {
         header.push(format!("identity_{k}"));
         header.push(format!("probability_{k}"));
@@ -188,6 +206,7 @@ fn results_csv(results: &[ProbeResult], top_k: usize) -> Result<Vec<u8>> {
             r.probe.clone(),
             r.label.clone().unwrap_or_default(),
             r.eta.to_string(),
+            r.margin.to_string(),
             r.abstained.to_string(),
             r.prediction.clone().unwrap_or_default(),
         ];
@@ -209,10 +228,10 @@ fn print_summary(s: &SearchSummary) {
     );
     match s.accuracy_answered {
         Some(a) => println!(
-            "eta rule {:?} (target risk {}): coverage {:.4}, accuracy among answered {:.4}",
+            "abstention rule {:?} (target risk {}): coverage {:.4}, accuracy among answered {:.4}",
             s.rule, s.target_risk, s.coverage, a
         ),
-        None => println!("eta rule {:?} (target risk {}): every probe abstained", s.rule, s.target_risk),
+        None => println!("abstention rule {:?} (target risk {}): every probe abstained", s.rule, s.target_risk),
     }
     match s.ann_recall_at_10 {
         Some(r) => println!("ANN recall@10 against exact search: {r:.4}"),

@@ -111,9 +111,9 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     assert!(out.contains("indexed 90 images of 3 identities"), "{out}");
     let manifest = json(&index.join("index.json"));
     assert_eq!(manifest["components"], 2);
-    assert_eq!(manifest["calibration"]["eta"].as_array().unwrap().len(), 45, "one η per validation probe");
+    assert_eq!(manifest["calibration"]["uncertainty"].as_array().unwrap().len(), 45, "one η per validation probe");
     let eta: Vec<f64> =
-        manifest["calibration"]["eta"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        manifest["calibration"]["uncertainty"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert!(eta.windows(2).all(|w| w[0] <= w[1]), "validation η ascending");
 
     let results = dir.path().join("results");
@@ -137,7 +137,7 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     // Shirts can never be identified correctly.
     assert!(accuracy <= 0.75 + 1e-12);
     // The rule abstains exactly above its threshold, and only abstaining probes lack a prediction.
-    let threshold = manifest["calibration"]["rule"]["eta"].as_f64();
+    let threshold = manifest["calibration"]["rule"]["threshold"].as_f64();
     for l in &lines {
         let eta = l["eta"].as_f64().unwrap();
         let abstained = l["abstained"].as_bool().unwrap();
@@ -153,7 +153,9 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     // 20 candidates among 90 images: the graph finds the exact 10 nearest.
     assert!(summary["ann_recall_at_10"].as_f64().unwrap() >= 0.99, "{summary}");
     let csv = std::fs::read_to_string(results.join("search.csv")).unwrap();
-    assert!(csv.starts_with("probe,label,eta,abstained,prediction,identity_1,probability_1,identity_2,probability_2\n"));
+    assert!(csv.starts_with(
+        "probe,label,eta,margin,abstained,prediction,identity_1,probability_1,identity_2,probability_2\n"
+    ));
     assert_eq!(csv.lines().count(), 41);
 
     // A stricter risk from the same validation curve answers no more probes.
@@ -173,6 +175,53 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
         s(&strict),
     ]));
     assert!(json(&strict.join("summary.json"))["coverage"].as_f64().unwrap() <= coverage);
+
+    // Abstention by the margin between the best two identities: the rule applies to 1 - margin.
+    let by_margin = dir.path().join("index-margin");
+    ok(&hedge(&[
+        "hib",
+        "index",
+        "--run",
+        s(&run),
+        "--gallery",
+        s(&gallery),
+        "--validation",
+        s(&validation),
+        "--target-risk",
+        "0.3",
+        "--abstain-by",
+        "margin",
+        "--threads",
+        "1",
+        "--out",
+        s(&by_margin),
+    ]));
+    let margin_results = dir.path().join("results-margin");
+    ok(&hedge(&[
+        "hib",
+        "search",
+        "--index",
+        s(&by_margin),
+        "--probe",
+        s(&probe),
+        "--threads",
+        "1",
+        "--out",
+        s(&margin_results),
+    ]));
+    let rule = &json(&by_margin.join("index.json"))["calibration"]["rule"];
+    for line in std::fs::read_to_string(margin_results.join("search.jsonl")).unwrap().lines() {
+        let l: serde_json::Value = serde_json::from_str(line).unwrap();
+        let m = l["matches"].as_array().unwrap();
+        let p = |k: usize| m.get(k).map_or(0.0, |x| x["probability"].as_f64().unwrap());
+        assert!((l["margin"].as_f64().unwrap() - (p(0) - p(1))).abs() < 1e-12, "{l}");
+        let expected = match rule["rule"].as_str().unwrap() {
+            "accept_all" => false,
+            "abstain_all" => true,
+            _ => 1.0 - l["margin"].as_f64().unwrap() > rule["threshold"].as_f64().unwrap(),
+        };
+        assert_eq!(l["abstained"].as_bool().unwrap(), expected, "{l}");
+    }
 
     // The results folder is not overwritten; a risk outside [0, 1] is refused.
     let err = refused(&hedge(&["hib", "search", "--index", s(&index), "--probe", s(&probe), "--out", s(&results)]));
@@ -221,7 +270,7 @@ fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
     ok(&hedge(&["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--threads", "1", "--out", s(&index)]));
     let manifest = json(&index.join("index.json"));
     assert_eq!(manifest["calibration"]["source"], "leave-one-out over the gallery");
-    assert_eq!(manifest["calibration"]["eta"].as_array().unwrap().len(), 36);
+    assert_eq!(manifest["calibration"]["uncertainty"].as_array().unwrap().len(), 36);
     // An existing index is kept unless --overwrite.
     let err = refused(&hedge(&["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--out", s(&index)]));
     assert!(err.contains("--overwrite"), "{err}");

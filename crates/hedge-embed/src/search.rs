@@ -214,23 +214,56 @@ pub fn recall_at(approx: &[Vec<usize>], exact: &[Vec<usize>], k: usize) -> f64 {
     per.iter().sum::<f64>() / per.len().max(1) as f64
 }
 
-/// When a probe abstains, from its η.
+/// What ranks probes from sure to unsure for abstention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UncertaintyScore {
+    /// The probe's self-mismatch η (Eq. 9 of Oh et al.): uncertainty of the input alone.
+    #[default]
+    Eta,
+    /// 1 − (p₁ − p₂), where p₁ and p₂ are the match probabilities of the best two identities
+    /// among the candidates (p₂ = 0 when they hold one): uncertainty of the decision.
+    Margin,
+}
+
+impl UncertaintyScore {
+    pub fn name(self) -> &'static str {
+        match self {
+            UncertaintyScore::Eta => "eta",
+            UncertaintyScore::Margin => "margin",
+        }
+    }
+
+    /// This score of a probe with self-mismatch `eta` and ranked identity probabilities.
+    pub fn of(self, eta: f64, ranked: &[f64]) -> f64 {
+        match self {
+            UncertaintyScore::Eta => eta,
+            UncertaintyScore::Margin => {
+                let p1 = ranked.first().copied().unwrap_or(0.0);
+                let p2 = ranked.get(1).copied().unwrap_or(0.0);
+                1.0 - (p1 - p2)
+            }
+        }
+    }
+}
+
+/// When a probe abstains, from its uncertainty score.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "rule")]
 pub enum Abstention {
     /// The target risk holds at full coverage: answer every probe.
     AcceptAll,
-    /// Answer probes with η ≤ `eta`, abstain above.
-    AbstainAbove { eta: f64 },
+    /// Answer probes whose uncertainty is at most `threshold`, abstain above.
+    AbstainAbove { threshold: f64 },
     /// No coverage reaches the target risk on the validation probes: abstain on every probe.
     AbstainAll,
 }
 
 impl Abstention {
-    pub fn abstains(&self, eta: f64) -> bool {
+    pub fn abstains(&self, uncertainty: f64) -> bool {
         match *self {
             Abstention::AcceptAll => false,
-            Abstention::AbstainAbove { eta: threshold } => eta > threshold,
+            Abstention::AbstainAbove { threshold } => uncertainty > threshold,
             Abstention::AbstainAll => true,
         }
     }
@@ -241,8 +274,10 @@ impl Abstention {
 pub struct Calibration {
     /// Where the validation probes came from.
     pub source: String,
-    /// η of every validation probe, ascending.
-    pub eta: Vec<f64>,
+    /// What ranks the probes.
+    pub score: UncertaintyScore,
+    /// That score of every validation probe, ascending.
+    pub uncertainty: Vec<f64>,
     /// Whether each probe's top identity was right, in the same order.
     pub correct: Vec<bool>,
     pub target_risk: f64,
@@ -253,26 +288,38 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// Ranks `(eta, correct)` by η and chooses the largest coverage whose risk (error rate among
-    /// the answered probes) is at most `target_risk`. Coverage only changes between distinct η
-    /// values, so a threshold never splits probes of equal η.
-    pub fn choose(source: String, eta: &[f64], correct: &[bool], target_risk: f64) -> Result<Self> {
+    /// Ranks `(uncertainty, correct)` by uncertainty and chooses the largest coverage whose risk
+    /// (error rate among the answered probes) is at most `target_risk`. Coverage only changes
+    /// between distinct values, so a threshold never splits probes of equal uncertainty.
+    pub fn choose(
+        source: String,
+        score: UncertaintyScore,
+        uncertainty: &[f64],
+        correct: &[bool],
+        target_risk: f64,
+    ) -> Result<Self> {
         if !(0.0..=1.0).contains(&target_risk) {
             return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
         }
-        if eta.is_empty() || eta.len() != correct.len() {
+        if uncertainty.is_empty() || uncertainty.len() != correct.len() {
             return Err(EmbedError::invalid(
                 "validation",
-                eta.len(),
+                uncertainty.len(),
                 "need at least one validation probe with a known identity",
             ));
         }
-        let mut order: Vec<usize> = (0..eta.len()).collect();
-        order.sort_by(|&i, &j| eta[i].total_cmp(&eta[j]));
-        let eta: Vec<f64> = order.iter().map(|&i| eta[i]).collect();
-        let correct: Vec<bool> = order.iter().map(|&i| correct[i]).collect();
-        let mut calibration =
-            Calibration { source, eta, correct, target_risk, rule: Abstention::AbstainAll, coverage: 0.0, risk: 0.0 };
+        let mut order: Vec<usize> = (0..uncertainty.len()).collect();
+        order.sort_by(|&i, &j| uncertainty[i].total_cmp(&uncertainty[j]));
+        let mut calibration = Calibration {
+            source,
+            score,
+            uncertainty: order.iter().map(|&i| uncertainty[i]).collect(),
+            correct: order.iter().map(|&i| correct[i]).collect(),
+            target_risk,
+            rule: Abstention::AbstainAll,
+            coverage: 0.0,
+            risk: 0.0,
+        };
         calibration.rechoose(target_risk)?;
         Ok(calibration)
     }
@@ -282,12 +329,12 @@ impl Calibration {
         if !(0.0..=1.0).contains(&target_risk) {
             return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
         }
-        let n = self.eta.len();
+        let n = self.uncertainty.len();
         let mut errors = 0usize;
         let mut best: Option<(usize, f64)> = None;
         for k in 1..=n {
             errors += usize::from(!self.correct[k - 1]);
-            let cut = k == n || self.eta[k] > self.eta[k - 1];
+            let cut = k == n || self.uncertainty[k] > self.uncertainty[k - 1];
             let risk = errors as f64 / k as f64;
             if cut && risk <= target_risk {
                 best = Some((k, risk));
@@ -296,23 +343,25 @@ impl Calibration {
         self.target_risk = target_risk;
         (self.rule, self.coverage, self.risk) = match best {
             Some((k, risk)) if k == n => (Abstention::AcceptAll, 1.0, risk),
-            Some((k, risk)) => (Abstention::AbstainAbove { eta: self.eta[k - 1] }, k as f64 / n as f64, risk),
+            Some((k, risk)) => {
+                (Abstention::AbstainAbove { threshold: self.uncertainty[k - 1] }, k as f64 / n as f64, risk)
+            }
             None => (Abstention::AbstainAll, 0.0, 0.0),
         };
         Ok(())
     }
 
-    /// `eta,correct,coverage,risk` per validation probe, in η order.
+    /// `uncertainty,correct,coverage,risk` per validation probe, in uncertainty order.
     pub fn csv(&self) -> String {
-        let mut text = String::from("eta,correct,coverage,risk\n");
+        let mut text = String::from("uncertainty,correct,coverage,risk\n");
         let mut errors = 0;
-        for (k, (&eta, &correct)) in self.eta.iter().zip(&self.correct).enumerate() {
+        for (k, (&u, &correct)) in self.uncertainty.iter().zip(&self.correct).enumerate() {
             errors += usize::from(!correct);
             let n = k + 1;
             text.push_str(&format!(
-                "{eta},{},{},{}\n",
+                "{u},{},{},{}\n",
                 u8::from(correct),
-                n as f64 / self.eta.len() as f64,
+                n as f64 / self.uncertainty.len() as f64,
                 errors as f64 / n as f64
             ));
         }
@@ -412,6 +461,7 @@ pub struct IndexRequest {
     /// probe against the rest (leave one out).
     pub validation: Option<ImageSet>,
     pub target_risk: f64,
+    pub score: UncertaintyScore,
 }
 
 /// A gallery loaded with its graph and the model that embeds probes.
@@ -444,6 +494,8 @@ pub struct ProbeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     pub eta: f64,
+    /// p₁ − p₂ of the best two identities (p₁ when the candidates hold one).
+    pub margin: f64,
     pub abstained: bool,
     /// The top identity; absent when abstaining.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -613,20 +665,25 @@ impl Identifier<'_> {
         let set = embed_images(&self.net, probes, self.device, &self.manifest.search)?;
         let proposals = self.propose(&set.embedding, false)?;
         let scores = self.score(&set.embedding, &proposals)?;
-        let ranked = self.rank(&proposals, &scores, self.manifest.search.top_k);
+        // Two identities at least, for the margin.
+        let top_k = self.manifest.search.top_k;
+        let ranked = self.rank(&proposals, &scores, top_k.max(2));
         let seconds = start.elapsed().as_secs_f64();
         let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
-        let rule = self.manifest.calibration.rule;
+        let calibration = &self.manifest.calibration;
         let names = &self.manifest.class_names;
         let results: Vec<ProbeResult> = ranked
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let abstained = rule.abstains(eta[i]);
+                let probabilities: Vec<f64> = r.iter().map(|m| m.1).collect();
+                let abstained = calibration.rule.abstains(calibration.score.of(eta[i], &probabilities));
+                let r = &r[..r.len().min(top_k)];
                 ProbeResult {
                     probe: probes.names.get(i).cloned().unwrap_or_else(|| format!("#{i}")),
                     label: probes.class_names.get(probes.labels[i] as usize).cloned(),
                     eta: eta[i],
+                    margin: 1.0 - UncertaintyScore::Margin.of(eta[i], &probabilities),
                     abstained,
                     prediction: if abstained { None } else { r.first().map(|m| names[m.0 as usize].clone()) },
                     matches: r
@@ -673,13 +730,19 @@ impl Identifier<'_> {
         Ok(Some(recall_at(proposals, &exact, k as usize)))
     }
 
-    /// Whether each probe's top identity is its label (by name), with η: the validation curve.
-    fn validate(&self, images: &ImageSet, skip_self: bool) -> Result<(Vec<f64>, Vec<bool>)> {
+    /// Whether each probe's top identity is its label (by name), with its `score`: the
+    /// validation curve.
+    fn validate(&self, images: &ImageSet, skip_self: bool, score: UncertaintyScore) -> Result<(Vec<f64>, Vec<bool>)> {
         let set = embed_images(&self.net, images, self.device, &self.manifest.search)?;
         let proposals = self.propose(&set.embedding, skip_self)?;
         let scores = self.score(&set.embedding, &proposals)?;
-        let ranked = self.rank(&proposals, &scores, 1);
+        let ranked = self.rank(&proposals, &scores, 2);
         let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
+        let uncertainty = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, r)| score.of(eta[i], &r.iter().map(|m| m.1).collect::<Vec<_>>()))
+            .collect();
         let correct = ranked
             .iter()
             .enumerate()
@@ -688,8 +751,49 @@ impl Identifier<'_> {
                 r.first().is_some_and(|m| &self.manifest.class_names[m.0 as usize] == truth)
             })
             .collect();
-        Ok((eta, correct))
+        Ok((uncertainty, correct))
     }
+}
+
+/// Risk against coverage (probes ranked by the index's uncertainty score, most certain first) of
+/// the validation probes and of `results`, with the target risk and the chosen coverage: a PNG a
+/// person reads faster than the CSV.
+pub fn risk_coverage_figure(path: &Path, calibration: &Calibration, results: &[ProbeResult]) -> Result<()> {
+    let curve = |uncertainty: &[f64], correct: &[bool]| -> Result<Vec<(f64, f64, f64)>> {
+        let rc = hedge_eval::risk_coverage(uncertainty, correct)?;
+        Ok(rc.coverage.iter().zip(&rc.risk).map(|(&c, &r)| (c, r, 0.0)).collect())
+    };
+    let labelled: Vec<&ProbeResult> = results.iter().filter(|r| r.label.is_some()).collect();
+    let mut series = vec![(
+        format!("validation ({})", calibration.uncertainty.len()),
+        curve(&calibration.uncertainty, &calibration.correct)?,
+    )];
+    if !labelled.is_empty() {
+        let uncertainty: Vec<f64> = labelled
+            .iter()
+            .map(|r| match calibration.score {
+                UncertaintyScore::Eta => r.eta,
+                UncertaintyScore::Margin => 1.0 - r.margin,
+            })
+            .collect();
+        let correct: Vec<bool> =
+            labelled.iter().map(|r| r.matches.first().is_some_and(|m| Some(&m.identity) == r.label.as_ref())).collect();
+        series.push((format!("probes ({})", labelled.len()), curve(&uncertainty, &correct)?));
+    }
+    let target = calibration.target_risk;
+    series.push((format!("target risk {target}"), vec![(0.0, target, 0.0), (1.0, target, 0.0)]));
+    series.push((
+        format!("chosen coverage {:.3}", calibration.coverage),
+        vec![(calibration.coverage, 0.0, 0.0), (calibration.coverage, target, 0.0)],
+    ));
+    hedge_plot::curves_with_error(
+        path,
+        &series,
+        &format!("coverage (probes answered, lowest {} first)", calibration.score.name()),
+        "risk (identification error among answered)",
+        &format!("Identification risk-coverage by {}", calibration.score.name()),
+    )?;
+    Ok(())
 }
 
 fn summarise(results: &[ProbeResult], manifest: &IndexManifest, recall: Option<f64>, rate: f64) -> SearchSummary {
@@ -771,7 +875,7 @@ pub fn build_index(
         item_names: gallery.names.clone(),
         ann: request.ann,
         search: request.search,
-        calibration: Calibration::choose(String::new(), &[0.0], &[true], request.target_risk)?,
+        calibration: Calibration::choose(String::new(), request.score, &[0.0], &[true], request.target_risk)?,
         embed_seconds,
         build_seconds,
         files: Vec::new(),
@@ -789,11 +893,12 @@ pub fn build_index(
         _vars: vars,
         device,
     };
-    let (source, (eta, correct)) = match &request.validation {
-        Some(v) => (format!("labelled probes {}", v.source.display()), identifier.validate(v, false)?),
-        None => ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, true)?),
+    let (source, (uncertainty, correct)) = match &request.validation {
+        Some(v) => (format!("labelled probes {}", v.source.display()), identifier.validate(v, false, request.score)?),
+        None => ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, true, request.score)?),
     };
-    identifier.manifest.calibration = Calibration::choose(source, &eta, &correct, request.target_risk)?;
+    identifier.manifest.calibration =
+        Calibration::choose(source, request.score, &uncertainty, &correct, request.target_risk)?;
     write_index(&identifier, &set, out, overwrite)?;
     Ok(identifier.manifest)
 }
@@ -1049,28 +1154,38 @@ mod tests {
         // η ascending: ✓ ✓ ✓ ✗ ✗ → risks 0, 0, 0, 1/4, 2/5.
         let eta = [0.5, 0.1, 0.3, 0.2, 0.4];
         let correct = [false, true, true, true, false];
-        let c = Calibration::choose("t".into(), &eta, &correct, 0.25).unwrap();
-        assert_eq!(c.eta, vec![0.1, 0.2, 0.3, 0.4, 0.5]);
-        assert_eq!(c.rule, Abstention::AbstainAbove { eta: 0.4 });
+        let c = Calibration::choose("t".into(), UncertaintyScore::Eta, &eta, &correct, 0.25).unwrap();
+        assert_eq!(c.uncertainty, vec![0.1, 0.2, 0.3, 0.4, 0.5]);
+        assert_eq!(c.rule, Abstention::AbstainAbove { threshold: 0.4 });
         assert_eq!((c.coverage, c.risk), (0.8, 0.25));
         let mut c = c;
         c.rechoose(0.5).unwrap();
         assert_eq!((c.rule, c.coverage, c.risk), (Abstention::AcceptAll, 1.0, 0.4));
         c.rechoose(0.2).unwrap();
-        assert_eq!((c.rule, c.coverage), (Abstention::AbstainAbove { eta: 0.3 }, 0.6));
+        assert_eq!((c.rule, c.coverage), (Abstention::AbstainAbove { threshold: 0.3 }, 0.6));
         // The first probe is wrong: no coverage reaches zero risk.
-        let c = Calibration::choose("t".into(), &[0.1, 0.2], &[false, true], 0.0).unwrap();
+        let c = Calibration::choose("t".into(), UncertaintyScore::Eta, &[0.1, 0.2], &[false, true], 0.0).unwrap();
         assert_eq!((c.rule, c.coverage), (Abstention::AbstainAll, 0.0));
         assert!(c.rule.abstains(0.0));
-        assert!(Calibration::choose("t".into(), &[0.1], &[true], 1.5).is_err());
+        assert!(Calibration::choose("t".into(), UncertaintyScore::Eta, &[0.1], &[true], 1.5).is_err());
+    }
+
+    #[test]
+    fn the_margin_is_the_gap_between_the_best_two_identities() {
+        assert!((UncertaintyScore::Margin.of(0.9, &[0.8, 0.3, 0.1]) - 0.5).abs() < 1e-12);
+        // One identity among the candidates: the gap to nothing.
+        assert!((UncertaintyScore::Margin.of(0.9, &[0.7]) - 0.3).abs() < 1e-12);
+        assert_eq!(UncertaintyScore::Eta.of(0.9, &[0.8, 0.3]), 0.9);
     }
 
     #[test]
     fn a_threshold_never_splits_equal_eta() {
         // Equal η for a right and a wrong probe: coverage 1/3 is not a cut point.
-        let c = Calibration::choose("t".into(), &[0.2, 0.2, 0.9], &[true, false, true], 0.0).unwrap();
+        let c = Calibration::choose("t".into(), UncertaintyScore::Eta, &[0.2, 0.2, 0.9], &[true, false, true], 0.0)
+            .unwrap();
         assert_eq!(c.rule, Abstention::AbstainAll);
-        let c = Calibration::choose("t".into(), &[0.2, 0.2, 0.9], &[true, false, true], 0.5).unwrap();
+        let c = Calibration::choose("t".into(), UncertaintyScore::Eta, &[0.2, 0.2, 0.9], &[true, false, true], 0.5)
+            .unwrap();
         assert_eq!((c.rule, c.coverage), (Abstention::AcceptAll, 1.0));
         assert_eq!(c.csv().lines().nth(2).unwrap(), "0.2,0,0.6666666666666666,0.5");
     }
