@@ -789,7 +789,7 @@ pub fn risk_coverage_figure(path: &Path, calibration: &Calibration, results: &[P
     hedge_plot::curves_with_error(
         path,
         &series,
-        &format!("coverage (probes answered, lowest {} first)", calibration.score.name()),
+        &format!("coverage (probes answered, most certain by {} first)", calibration.score.name()),
         "risk (identification error among answered)",
         &format!("Identification risk-coverage by {}", calibration.score.name()),
     )?;
