@@ -2,6 +2,9 @@
 # The HIB lever ladder of results/hib/levers/README.md: MoG-1, N = 2, D = 2, 8 minutes of
 # training per run on 2 threads, 10 validation classes held out of train, every run watched
 # every 400 steps on the validation classes and both test splits.
+# SAME_STEPS=1 trains a seed other than 0 for exactly seed 0's step count instead of 8 minutes
+# (seed 0's runs shared the cores with other jobs; a later seed alone on the machine would
+# otherwise make twice the steps in the same minutes).
 #
 #   scripts/hib-levers.sh SEED [RUN...]     e.g. scripts/hib-levers.sh 1 a-baseline e-bn f-allpairs
 #
@@ -17,8 +20,9 @@ seed=${1:?usage: scripts/hib-levers.sh SEED [RUN...]}
 shift
 hedge=${HEDGE:-./target/release/hedge}
 
-common=(--model gaussian --validation-classes 10 --budget-minutes 8 --watch-every 400
-    --watch test_seen,test_unseen --threads 2 --no-eval --seed "$seed")
+base=(--model gaussian --validation-classes 10 --watch-every 400 --watch test_seen,test_unseen --threads 2
+    --no-eval --seed "$seed")
+common=("${base[@]}" --budget-minutes 8)
 head=(--lr 3e-3 --lr-schedule cosine --warmup 200 --head-lr-scale 30 --match-init first-batch)
 
 levers() {
@@ -65,6 +69,11 @@ for name in "${runs[@]}"; do
         # shellcheck disable=SC2086
         "$hedge" hib train --resume "$out" --no-eval --watch-every 400 --watch test_seen,test_unseen --threads 2 \
             >>"$out.log" 2>&1
+    elif [ "${SAME_STEPS:-0}" = 1 ] && [ "$seed" != 0 ]; then
+        steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" \
+            "results/hib/levers/$name/config.json")
+        # shellcheck disable=SC2086
+        "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
     else
         # shellcheck disable=SC2086
         "$hedge" hib train "${common[@]}" $args --out "$out" >"$out.log" 2>&1
