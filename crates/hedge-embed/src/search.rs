@@ -893,6 +893,17 @@ pub fn build_index(
         _vars: vars,
         device,
     };
+    if let Some(v) = &request.validation {
+        let unknown = v.labels.iter().filter(|&&l| !gallery.class_names.contains(&v.class_names[l as usize])).count();
+        if unknown > 0 {
+            tracing::warn!(
+                "{unknown} of {} validation probes in {} have identities the gallery lacks (folder names must match \
+                 the gallery's); they count as identification errors",
+                v.len(),
+                v.source.display()
+            );
+        }
+    }
     let (source, (uncertainty, correct)) = match &request.validation {
         Some(v) => (format!("labelled probes {}", v.source.display()), identifier.validate(v, false, request.score)?),
         None => ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, true, request.score)?),
