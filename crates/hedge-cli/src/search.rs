@@ -50,15 +50,8 @@ pub struct IndexArgs {
     /// Identities reported per probe.
     #[arg(long, default_value_t = 5)]
     top_k: usize,
-    /// HNSW links per point (M).
-    #[arg(long, default_value_t = 16)]
-    max_connections: usize,
-    /// HNSW candidates kept while inserting.
-    #[arg(long, default_value_t = 200)]
-    ef_construction: usize,
-    /// HNSW candidates kept while searching.
-    #[arg(long, default_value_t = 200)]
-    ef_search: usize,
+    #[command(flatten)]
+    ann: AnnArgs,
     #[arg(long, default_value = "cpu")]
     device: String,
     #[arg(long, default_value_t = 0)]
@@ -103,12 +96,8 @@ pub struct SearchBenchArgs {
     /// Queries timed and checked against exact search.
     #[arg(long, default_value_t = 1000)]
     queries: usize,
-    #[arg(long, default_value_t = 16)]
-    max_connections: usize,
-    #[arg(long, default_value_t = 200)]
-    ef_construction: usize,
-    #[arg(long, default_value_t = 200)]
-    ef_search: usize,
+    #[command(flatten)]
+    ann: AnnArgs,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Also write the rows as JSON to this file.
@@ -116,17 +105,35 @@ pub struct SearchBenchArgs {
     out: Option<PathBuf>,
 }
 
-fn ann_config(m: usize, ef_construction: usize, ef_search: usize) -> Result<AnnConfig> {
-    let ann =
-        AnnConfig::default().with_max_connections(m).with_ef_construction(ef_construction).with_ef_search(ef_search);
-    ann.check()?;
-    Ok(ann)
+/// The HNSW graph's settings (`hib index`, `bench search`).
+#[derive(Args)]
+pub struct AnnArgs {
+    /// HNSW links per point (M).
+    #[arg(long, default_value_t = 16)]
+    max_connections: usize,
+    /// HNSW candidates kept while inserting.
+    #[arg(long, default_value_t = 200)]
+    ef_construction: usize,
+    /// HNSW candidates kept while searching.
+    #[arg(long, default_value_t = 200)]
+    ef_search: usize,
+}
+
+impl AnnArgs {
+    fn config(&self) -> Result<AnnConfig> {
+        let ann = AnnConfig::default()
+            .with_max_connections(self.max_connections)
+            .with_ef_construction(self.ef_construction)
+            .with_ef_search(self.ef_search);
+        ann.check()?;
+        Ok(ann)
+    }
 }
 
 pub fn index(args: IndexArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
-    let ann = ann_config(args.max_connections, args.ef_construction, args.ef_search)?;
+    let ann = args.ann.config()?;
     let gallery = ImageSet::read(&args.gallery)?;
     let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
     let run = hedge_embed::RunDir::open(&args.run)?;
@@ -241,7 +248,7 @@ fn print_summary(s: &SearchSummary) {
 }
 
 pub fn bench(args: SearchBenchArgs) -> Result<()> {
-    let ann = ann_config(args.max_connections, args.ef_construction, args.ef_search)?;
+    let ann = args.ann.config()?;
     if args.dims.is_empty() || args.dims.contains(&0) {
         bail!("--dims needs positive embedding dimensions, e.g. 2,3,16");
     }

@@ -2,29 +2,10 @@
 //! files a user gets, numbers that agree with each other and with exact search, and refusals.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 mod common;
 
-fn hedge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).env("OMP_WAIT_POLICY", "passive").output().expect("hedge runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn refused(o: &Output) -> String {
-    assert!(!o.status.success(), "expected a refusal; stdout: {}", String::from_utf8_lossy(&o.stdout));
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!err.contains("panicked"), "a refusal, not a panic: {err}");
-    err
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{hedge, ok, refused, s};
 
 fn export(out: &Path, split: &str, per_class: usize, skip: usize, classes: &str) {
     let (per, skip) = (per_class.to_string(), skip.to_string());
@@ -68,6 +49,13 @@ fn train(folder: &Path, run: &Path, model: &str) {
         "--out",
         s(run),
     ]));
+}
+
+/// `hedge hib search --index INDEX --probe PROBE --threads 1 --out OUT` and `extra` flags.
+fn search(index: &Path, probe: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["hib", "search", "--index", s(index), "--probe", s(probe), "--threads", "1", "--out", s(out)];
+    args.extend_from_slice(extra);
+    hedge(&args)
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -117,7 +105,7 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     assert!(eta.windows(2).all(|w| w[0] <= w[1]), "validation η ascending");
 
     let results = dir.path().join("results");
-    ok(&hedge(&["hib", "search", "--index", s(&index), "--probe", s(&probe), "--threads", "1", "--out", s(&results)]));
+    ok(&search(&index, &probe, &results, &[]));
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(results.join("search.jsonl"))
         .unwrap()
         .lines()
@@ -160,20 +148,7 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
 
     // A stricter risk from the same validation curve answers no more probes.
     let strict = dir.path().join("strict");
-    ok(&hedge(&[
-        "hib",
-        "search",
-        "--index",
-        s(&index),
-        "--probe",
-        s(&probe),
-        "--target-risk",
-        "0",
-        "--threads",
-        "1",
-        "--out",
-        s(&strict),
-    ]));
+    ok(&search(&index, &probe, &strict, &["--target-risk", "0"]));
     assert!(json(&strict.join("summary.json"))["coverage"].as_f64().unwrap() <= coverage);
 
     // Abstention by the margin between the best two identities: the rule applies to 1 - margin.
@@ -197,18 +172,7 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
         s(&by_margin),
     ]));
     let margin_results = dir.path().join("results-margin");
-    ok(&hedge(&[
-        "hib",
-        "search",
-        "--index",
-        s(&by_margin),
-        "--probe",
-        s(&probe),
-        "--threads",
-        "1",
-        "--out",
-        s(&margin_results),
-    ]));
+    ok(&search(&by_margin, &probe, &margin_results, &[]));
     let rule = &json(&by_margin.join("index.json"))["calibration"]["rule"];
     for line in std::fs::read_to_string(margin_results.join("search.jsonl")).unwrap().lines() {
         let l: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -224,36 +188,16 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     }
 
     // The results folder is not overwritten; a risk outside [0, 1] is refused.
-    let err = refused(&hedge(&["hib", "search", "--index", s(&index), "--probe", s(&probe), "--out", s(&results)]));
+    let err = refused(&search(&index, &probe, &results, &[]));
     assert!(err.contains("--overwrite") || err.contains("overwrite"), "{err}");
-    let err = refused(&hedge(&[
-        "hib",
-        "search",
-        "--index",
-        s(&index),
-        "--probe",
-        s(&probe),
-        "--target-risk",
-        "2",
-        "--out",
-        s(&dir.path().join("r2")),
-    ]));
+    let err = refused(&search(&index, &probe, &dir.path().join("r2"), &["--target-risk", "2"]));
     assert!(err.contains("target_risk"), "{err}");
     // A damaged graph file is refused by its checksum, naming it, before the graph reader runs.
     let graph = index.join("ann.hnsw.graph");
     let mut bytes = std::fs::read(&graph).unwrap();
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&graph, bytes).unwrap();
-    let err = refused(&hedge(&[
-        "hib",
-        "search",
-        "--index",
-        s(&index),
-        "--probe",
-        s(&probe),
-        "--out",
-        s(&dir.path().join("r3")),
-    ]));
+    let err = refused(&search(&index, &probe, &dir.path().join("r3"), &[]));
     assert!(err.contains("ann.hnsw.graph") && err.contains("rebuild"), "{err}");
 }
 
@@ -280,15 +224,6 @@ fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
     let images = NpyArray::new(vec![4, 14, 14], NpyData::U8(vec![0; 4 * 14 * 14]));
     let labels = NpyArray::new(vec![4], NpyData::I64(vec![0, 0, 1, 1]));
     hedge_data::write_npz(&npz, &[("images", images), ("labels", labels)]).unwrap();
-    let err = refused(&hedge(&[
-        "hib",
-        "search",
-        "--index",
-        s(&index),
-        "--probe",
-        s(&npz),
-        "--out",
-        s(&dir.path().join("r")),
-    ]));
+    let err = refused(&search(&index, &npz, &dir.path().join("r"), &[]));
     assert!(err.contains("small.npz") && err.contains("1 x 14 x 14") && err.contains("1 x 28 x 28"), "{err}");
 }

@@ -2,27 +2,11 @@
 //! folder exported from Fashion-MNIST, an RGB `.npz`; and the errors bad user data gets.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod common;
 
-fn hedge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).env("OMP_WAIT_POLICY", "passive").output().expect("hedge runs")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn refused(o: &Output) -> String {
-    assert!(!o.status.success(), "expected a refusal; stdout: {}", String::from_utf8_lossy(&o.stdout));
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{hedge, ok, refused, s};
 
 /// Writes `header` and one comma-joined line per row to `dir/name`.
 fn write_csv<'a>(dir: &Path, name: &str, header: &str, rows: impl Iterator<Item = Vec<&'a str>>) -> PathBuf {

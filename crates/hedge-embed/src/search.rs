@@ -27,8 +27,8 @@ use crate::distribution::{index_tensor, Embedding};
 use crate::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
 use crate::evaluate::{match_probability_quadrature, MatchEstimator};
 use crate::loss::MatchHead;
-use crate::run::{RunDir, EMA_FILE, MODEL_FILE};
-use crate::train::load_model;
+use crate::run::RunDir;
+use crate::train::{load_model, weights_path};
 use crate::{EmbedError, Result};
 
 /// The index's description, the last file written.
@@ -298,9 +298,6 @@ impl Calibration {
         correct: &[bool],
         target_risk: f64,
     ) -> Result<Self> {
-        if !(0.0..=1.0).contains(&target_risk) {
-            return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
-        }
         if uncertainty.is_empty() || uncertainty.len() != correct.len() {
             return Err(EmbedError::invalid(
                 "validation",
@@ -476,6 +473,18 @@ pub struct Identifier<'b> {
     device: Device,
 }
 
+/// A probe's identities best first: (gallery label, probability of its best image, that image).
+type RankedIdentities = Vec<(u32, f64, usize)>;
+
+/// What [`Identifier`] finds for a set of probes, row by row.
+struct Answers {
+    /// Gallery items the ANN stage proposed.
+    proposals: Vec<Vec<usize>>,
+    ranked: Vec<RankedIdentities>,
+    /// Each probe's self-mismatch.
+    eta: Vec<f64>,
+}
+
 /// One identity proposed for a probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdentityMatch {
@@ -526,15 +535,6 @@ pub struct SearchSummary {
     pub probes_per_second: f64,
     /// Why a field above is `null`.
     pub undefined: Vec<hedge_data::undefined::Undefined>,
-}
-
-fn weights_file(run: &RunDir, config: &crate::HibConfig) -> PathBuf {
-    let ema = run.file(EMA_FILE);
-    if config.ema_decay > 0.0 && ema.is_file() {
-        ema
-    } else {
-        run.file(MODEL_FILE)
-    }
 }
 
 fn check_shape(images: &ImageSet, shape: [usize; 3], role: &str) -> Result<()> {
@@ -637,7 +637,7 @@ impl Identifier<'_> {
     }
 
     /// Identities best first for every probe, each with its best item's probability.
-    fn rank(&self, proposals: &[Vec<usize>], scores: &[Vec<f64>], top_k: usize) -> Vec<Vec<(u32, f64, usize)>> {
+    fn rank(&self, proposals: &[Vec<usize>], scores: &[Vec<f64>], top_k: usize) -> Vec<RankedIdentities> {
         proposals
             .iter()
             .zip(scores)
@@ -658,18 +658,24 @@ impl Identifier<'_> {
             .collect()
     }
 
+    /// Proposals, and identities best first (at least two, for the margin), for every row of an
+    /// embedded set; with `skip_self`, row i never matches gallery item i.
+    fn answer(&self, set: &EmbeddedSet, skip_self: bool, top_k: usize) -> Result<Answers> {
+        let proposals = self.propose(&set.embedding, skip_self)?;
+        let scores = self.score(&set.embedding, &proposals)?;
+        let ranked = self.rank(&proposals, &scores, top_k.max(2));
+        let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
+        Ok(Answers { proposals, ranked, eta })
+    }
+
     /// Identifies every image of `probes` (labels, if any, are only reported and scored).
     pub fn identify(&self, probes: &ImageSet) -> Result<(Vec<ProbeResult>, SearchSummary)> {
         check_shape(probes, self.manifest.input_shape, "probe")?;
         let start = Instant::now();
         let set = embed_images(&self.net, probes, self.device, &self.manifest.search)?;
-        let proposals = self.propose(&set.embedding, false)?;
-        let scores = self.score(&set.embedding, &proposals)?;
-        // Two identities at least, for the margin.
         let top_k = self.manifest.search.top_k;
-        let ranked = self.rank(&proposals, &scores, top_k.max(2));
+        let Answers { proposals, ranked, eta } = self.answer(&set, false, top_k)?;
         let seconds = start.elapsed().as_secs_f64();
-        let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
         let calibration = &self.manifest.calibration;
         let names = &self.manifest.class_names;
         let results: Vec<ProbeResult> = ranked
@@ -730,14 +736,16 @@ impl Identifier<'_> {
         Ok(Some(recall_at(proposals, &exact, k as usize)))
     }
 
-    /// Whether each probe's top identity is its label (by name), with its `score`: the
-    /// validation curve.
-    fn validate(&self, images: &ImageSet, skip_self: bool, score: UncertaintyScore) -> Result<(Vec<f64>, Vec<bool>)> {
-        let set = embed_images(&self.net, images, self.device, &self.manifest.search)?;
-        let proposals = self.propose(&set.embedding, skip_self)?;
-        let scores = self.score(&set.embedding, &proposals)?;
-        let ranked = self.rank(&proposals, &scores, 2);
-        let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
+    /// Whether each image's top identity is its label (by name, from `images`, whose embedding
+    /// `set` is), with its `score`: the validation curve.
+    fn validate(
+        &self,
+        images: &ImageSet,
+        set: &EmbeddedSet,
+        skip_self: bool,
+        score: UncertaintyScore,
+    ) -> Result<(Vec<f64>, Vec<bool>)> {
+        let Answers { ranked, eta, .. } = self.answer(set, skip_self, 2)?;
         let uncertainty = ranked
             .iter()
             .enumerate()
@@ -854,7 +862,7 @@ pub fn build_index(
     if let Some(v) = &request.validation {
         check_shape(v, shape, "validation")?;
     }
-    let weights = weights_file(&run, &config);
+    let weights = weights_path(&run, &config);
     let (vars, net) = load_model(&run, &config, device)?;
     let start = Instant::now();
     let set = embed_images(&net, gallery, device, &request.search)?;
@@ -905,8 +913,14 @@ pub fn build_index(
         }
     }
     let (source, (uncertainty, correct)) = match &request.validation {
-        Some(v) => (format!("labelled probes {}", v.source.display()), identifier.validate(v, false, request.score)?),
-        None => ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, true, request.score)?),
+        Some(v) => {
+            let probes = embed_images(&identifier.net, v, device, &request.search)?;
+            (format!("labelled probes {}", v.source.display()), identifier.validate(v, &probes, false, request.score)?)
+        }
+        // The gallery is already embedded: every image a probe against the others.
+        None => {
+            ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, &set, true, request.score)?)
+        }
     };
     identifier.manifest.calibration =
         Calibration::choose(source, request.score, &uncertainty, &correct, request.target_risk)?;
@@ -1010,7 +1024,7 @@ impl IndexFiles {
         let run_path = run.map_or_else(|| self.manifest.run.clone(), Path::to_path_buf);
         let run = RunDir::open(&run_path)?;
         let config = run.read_config()?.hib;
-        let weights = weights_file(&run, &config);
+        let weights = weights_path(&run, &config);
         if sha256_file(&weights)? != self.manifest.weights_sha256 {
             return Err(EmbedError::input(
                 &weights,

@@ -35,16 +35,21 @@ pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, 
     Ok((vs, net))
 }
 
-/// Loads the weights a run is evaluated with into a freshly built network: the averaged
-/// weights (`model_ema.safetensors`) when the run kept an average, else `model.safetensors`.
-pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
-    let (mut vs, net) = build_model(config, device)?;
+/// The weights a run is evaluated with: the averaged weights (`model_ema.safetensors`) when
+/// the run kept an average, else `model.safetensors`.
+pub fn weights_path(run: &RunDir, config: &HibConfig) -> std::path::PathBuf {
     let ema = run.file(EMA_FILE);
     if config.ema_decay > 0.0 && ema.is_file() {
-        vs.load(ema)?;
+        ema
     } else {
-        vs.load(run.file(MODEL_FILE))?;
+        run.file(MODEL_FILE)
     }
+}
+
+/// Loads [`weights_path`] into a freshly built network.
+pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
+    let (mut vs, net) = build_model(config, device)?;
+    vs.load(weights_path(run, config))?;
     Ok((vs, net))
 }
 

@@ -1,6 +1,31 @@
-//! Checks shared by the CLI tests.
+//! Checks and helpers shared by the CLI tests (each test file uses some of them).
+#![allow(dead_code)]
 
 use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the `hedge` binary under test.
+pub fn hedge(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).env("OMP_WAIT_POLICY", "passive").output().expect("hedge runs")
+}
+
+/// The command succeeded: its standard output.
+pub fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The command was refused with an error, not a panic: its standard error.
+pub fn refused(o: &Output) -> String {
+    assert!(!o.status.success(), "expected a refusal; stdout: {}", String::from_utf8_lossy(&o.stdout));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "a refusal, not a panic: {err}");
+    err
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
 
 /// Files that record what was asked for, not what was measured: a `null` there is an option
 /// left unset.
