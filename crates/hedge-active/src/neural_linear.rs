@@ -43,6 +43,55 @@ impl NeuralLinearRecipe {
     }
 }
 
+/// How the hidden layers' parameters start.
+///
+/// The two differ in scale: tch's `nn::linear` draws weights from U(±√(6/fan_in)) (Kaiming
+/// uniform with the ReLU gain), 2.45x PyTorch's U(±1/√fan_in), and tch's `nn::batch_norm1d`
+/// draws each unit's scale γ from U(0, 1) where PyTorch starts every γ at 1. Under batch norm the
+/// linear weights' scale sets Adam's effective step and how hard weight decay pulls, and γ is the
+/// scale of the features the normal–inverse-gamma last layer sees (its prior is on the weights of
+/// those features), so the start changes what the paper recipe converges to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerInit {
+    /// tch's defaults (config files written before this choice existed read as this).
+    #[default]
+    Tch,
+    /// PyTorch's `nn.Linear` and `nn.BatchNorm1d` defaults, as the paper's (PyTorch) code gets
+    /// them: weights and biases U(±1/√fan_in), γ = 1, β = 0.
+    Pytorch,
+}
+
+impl LayerInit {
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerInit::Tch => "tch",
+            LayerInit::Pytorch => "pytorch",
+        }
+    }
+
+    fn linear(self, fan_in: i64) -> nn::LinearConfig {
+        match self {
+            LayerInit::Tch => Default::default(),
+            LayerInit::Pytorch => {
+                let bound = 1.0 / (fan_in as f64).sqrt();
+                nn::LinearConfig {
+                    ws_init: nn::Init::Uniform { lo: -bound, up: bound },
+                    bs_init: Some(nn::Init::Uniform { lo: -bound, up: bound }),
+                    bias: true,
+                }
+            }
+        }
+    }
+
+    fn batch_norm(self) -> nn::BatchNormConfig {
+        match self {
+            LayerInit::Tch => Default::default(),
+            LayerInit::Pytorch => nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() },
+        }
+    }
+}
+
 /// Network and training settings.
 ///
 /// | name | default ([`Default`]: mse; [`NeuralLinearConfig::paper`]) | purpose |
@@ -57,6 +106,7 @@ impl NeuralLinearRecipe {
 /// | `final_learning_rate` | 1e-5 | paper: where the cosine schedule ends |
 /// | `weight_decay` | 1e-4; 1.0 | mse: L2 on every weight; paper: Adam's (coupled) weight decay on the linear layers' weights only (power plant 3.0) |
 /// | `nig` | λ = 1, a₀ = b₀ = 1 | the Bayesian last layer (paper: power plant b₀ = 3) |
+/// | `init` | tch | how the hidden layers start ([`LayerInit`]) |
 /// | `seed` | 0 | initialisation and minibatch order |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NeuralLinearConfig {
@@ -74,6 +124,8 @@ pub struct NeuralLinearConfig {
     pub final_learning_rate: f64,
     pub weight_decay: f64,
     pub nig: NigLinearConfig,
+    #[serde(default)]
+    pub init: LayerInit,
     pub seed: u64,
 }
 
@@ -100,6 +152,7 @@ impl Default for NeuralLinearConfig {
             final_learning_rate: default_final_learning_rate(),
             weight_decay: 1e-4,
             nig: NigLinearConfig::default(),
+            init: LayerInit::default(),
             seed: 0,
         }
     }
@@ -141,6 +194,11 @@ impl NeuralLinearConfig {
         self
     }
 
+    pub fn with_init(mut self, init: LayerInit) -> Self {
+        self.init = init;
+        self
+    }
+
     pub fn with_recipe(mut self, recipe: NeuralLinearRecipe) -> Self {
         self.recipe = recipe;
         self
@@ -176,9 +234,9 @@ impl NeuralLinearConfig {
         let mut body = nn::seq_t();
         let mut width = inputs;
         for l in 0..self.layers {
-            body = body.add(nn::linear(&root / format!("hidden{l}"), width, self.hidden, Default::default()));
+            body = body.add(nn::linear(&root / format!("hidden{l}"), width, self.hidden, self.init.linear(width)));
             if batch_norm {
-                body = body.add(nn::batch_norm1d(&root / format!("norm{l}"), self.hidden, Default::default()));
+                body = body.add(nn::batch_norm1d(&root / format!("norm{l}"), self.hidden, self.init.batch_norm()));
             }
             body = body.add_fn(|t| t.relu());
             width = self.hidden;
@@ -188,7 +246,7 @@ impl NeuralLinearConfig {
 
     fn train_mse(&self, vs: &nn::VarStore, x: MatRef<'_, f64>, y: &[f64]) -> Result<nn::SequentialT> {
         let body = self.body(vs, x.ncols() as i64, false);
-        let head = nn::linear(vs.root() / "head", self.hidden, 1, Default::default());
+        let head = nn::linear(vs.root() / "head", self.hidden, 1, self.init.linear(self.hidden));
         let mut opt = nn::Adam::default().build(vs, self.learning_rate)?;
         let xt = to_tensor(x);
         let yt = Tensor::from_slice(&y.iter().map(|&v| v as f32).collect::<Vec<_>>()).reshape([-1, 1]);
@@ -460,10 +518,46 @@ mod tests {
         assert!(matches!(bad.check_ref(), Err(ActiveError::InvalidConfig { field: "final_learning_rate", .. })));
         // Config files written before the recipe existed read as the mse recipe.
         let mut old = serde_json::to_value(NeuralLinearConfig::default()).unwrap();
-        for key in ["recipe", "epochs", "batch_size", "final_learning_rate"] {
+        for key in ["recipe", "epochs", "batch_size", "final_learning_rate", "init"] {
             old.as_object_mut().unwrap().remove(key);
         }
         assert_eq!(serde_json::from_value::<NeuralLinearConfig>(old).unwrap(), NeuralLinearConfig::default());
+    }
+
+    /// PyTorch's start: every weight and bias of a layer inside ±1/√fan_in, every batch-norm
+    /// scale 1 (torch.nn.Linear.reset_parameters, torch.nn.BatchNorm1d.reset_parameters); tch's
+    /// start reaches past that bound and draws the scales from U(0, 1).
+    #[test]
+    fn pytorch_init_starts_the_layers_as_pytorch_does() {
+        let extremes = |init: LayerInit| {
+            let _generator = crate::torch_rng::seeded(3);
+            let vs = nn::VarStore::new(Device::Cpu);
+            let config = NeuralLinearConfig::paper().with_init(init);
+            let _body = config.body(&vs, 8, true);
+            let mut largest_over_bound: f64 = 0.0;
+            let mut scales = Vec::new();
+            for (name, v) in vs.variables() {
+                if name.starts_with("hidden") {
+                    let fan_in = if name.starts_with("hidden0") { 8.0 } else { 30.0 };
+                    let largest = v.abs().max().double_value(&[]);
+                    largest_over_bound = largest_over_bound.max(largest * f64::sqrt(fan_in));
+                } else if name.ends_with(".weight") {
+                    scales.extend(Vec::<f32>::try_from(v.flatten(0, -1)).unwrap());
+                }
+            }
+            (largest_over_bound, scales)
+        };
+        let (torch_ratio, torch_scales) = extremes(LayerInit::Pytorch);
+        assert!(torch_ratio <= 1.0 + 1e-6, "a weight beyond 1/√fan_in: {torch_ratio}");
+        assert_eq!(torch_scales.len(), 60);
+        assert!(torch_scales.iter().all(|&g| g == 1.0), "{torch_scales:?}");
+        let (tch_ratio, tch_scales) = extremes(LayerInit::Tch);
+        assert!(tch_ratio > 1.5, "tch's Kaiming bound is √6 ≈ 2.45 times PyTorch's: {tch_ratio}");
+        assert!(tch_scales.iter().all(|&g| (0.0..1.0).contains(&g)), "{tch_scales:?}");
+        // Config files written before the choice existed read as tch's start.
+        let mut old = serde_json::to_value(NeuralLinearConfig::paper()).unwrap();
+        old.as_object_mut().unwrap().remove("init");
+        assert_eq!(serde_json::from_value::<NeuralLinearConfig>(old).unwrap().init, LayerInit::Tch);
     }
 
     /// The paper recipe learns a smooth function of one input from 60 points: held-out RMSE far

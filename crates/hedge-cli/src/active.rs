@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
 use hedge_active::experiment::{ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE};
-use hedge_active::neural_linear::NeuralLinearConfig;
+use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
 use hedge_active::regression_loop::{LoopConfig, Method};
 
 #[derive(Subcommand)]
@@ -139,6 +139,21 @@ pub enum RecipeArg {
     Mse,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum InitArg {
+    Tch,
+    Pytorch,
+}
+
+impl From<InitArg> for LayerInit {
+    fn from(init: InitArg) -> Self {
+        match init {
+            InitArg::Tch => LayerInit::Tch,
+            InitArg::Pytorch => LayerInit::Pytorch,
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct RunArgs {
     /// `uci/<name>` under $HEDGE_DATA_DIR.
@@ -195,6 +210,11 @@ pub struct RunArgs {
     /// recipe on power-plant 3].
     #[arg(long)]
     b0: Option<f64>,
+    /// How the network's layers start: `tch` (tch's defaults: weights U(±√(6/fan_in)), batch-norm
+    /// scale U(0, 1)) or `pytorch` (PyTorch's: weights U(±1/√fan_in), batch-norm scale 1)
+    /// [default: the recipe's].
+    #[arg(long, value_enum)]
+    layer_init: Option<InitArg>,
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
@@ -256,6 +276,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             learning_rate: args.lr.unwrap_or(model.learning_rate),
             weight_decay: args.weight_decay.unwrap_or(model.weight_decay),
             nig: model.nig.with_prior(model.nig.a0, args.b0.unwrap_or(model.nig.b0)),
+            init: args.layer_init.map_or(model.init, LayerInit::from),
             ..model
         };
         let protocol = RegressionExperiment::protocol_for(&loop_config);
