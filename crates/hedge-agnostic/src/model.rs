@@ -30,6 +30,7 @@ pub enum ExtractorKind {
 /// | `target_classes` | 2 | outputs of G_y |
 /// | `protected_classes` | 2 | outputs of G_p |
 /// | `negative_slope` | 0 | G_f's activation: ReLU at 0, leaky ReLU max(x, s·x) above (a dead G_f cannot recover; a leaky one can) |
+/// | `bottleneck` | none | a last layer of G_f: linear to this many units, then G_f's activation; the features are its output |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
     pub extractor: ExtractorKind,
@@ -38,6 +39,11 @@ pub struct ModelConfig {
     pub protected_classes: i64,
     #[serde(default)]
     pub negative_slope: f64,
+    /// G_f ends in a dense layer of this width (none: the extractor's own output, Ganin's 768
+    /// pooled maps). The conv maps hold the background wherever the image shows it; a narrow
+    /// dense layer can leave it out.
+    #[serde(default)]
+    pub bottleneck: Option<i64>,
 }
 
 impl Default for ModelConfig {
@@ -48,6 +54,7 @@ impl Default for ModelConfig {
             target_classes: 2,
             protected_classes: 2,
             negative_slope: 0.0,
+            bottleneck: None,
         }
     }
 }
@@ -68,8 +75,18 @@ impl ModelConfig {
         self
     }
 
+    pub fn with_bottleneck(mut self, width: Option<i64>) -> Self {
+        self.bottleneck = width;
+        self
+    }
+
     /// Width of G_f's output.
     pub fn feature_dim(&self) -> i64 {
+        self.bottleneck.unwrap_or_else(|| self.extractor_dim())
+    }
+
+    /// Width of the extractor's own output (before a bottleneck).
+    fn extractor_dim(&self) -> i64 {
         match self.extractor {
             ExtractorKind::Cnn { .. } => 48 * 4 * 4,
             ExtractorKind::Mlp { hidden, .. } => hidden,
@@ -83,6 +100,9 @@ impl ParamGuard for ModelConfig {
     fn check_ref(&self) -> Result<()> {
         if !(0.0..1.0).contains(&self.negative_slope) {
             return Err(invalid("negative_slope", self.negative_slope, "must lie in [0, 1)"));
+        }
+        if self.bottleneck.is_some_and(|w| w < 1) {
+            return Err(invalid("bottleneck", format!("{:?}", self.bottleneck), "give at least one unit"));
         }
         let ok = match self.extractor {
             ExtractorKind::Cnn { channels } => channels >= 1,
@@ -109,6 +129,7 @@ pub struct AgnosticNet {
     pub target_vars: nn::VarStore,
     pub protected_vars: nn::VarStore,
     extractor: Extractor,
+    bottleneck: Option<nn::Linear>,
     target_head: nn::Sequential,
     protected_head: nn::Sequential,
 }
@@ -130,6 +151,8 @@ impl AgnosticNet {
                 fc2: nn::linear(&f / "fc2", hidden, hidden, Default::default()),
             },
         };
+        let bottleneck =
+            config.bottleneck.map(|w| nn::linear(&f / "bottleneck", config.extractor_dim(), w, Default::default()));
         let (d, h) = (config.feature_dim(), config.head_hidden);
         let t = tf.root();
         let target_head = nn::seq()
@@ -149,6 +172,7 @@ impl AgnosticNet {
             target_vars: tf,
             protected_vars: pf,
             extractor,
+            bottleneck,
             target_head,
             protected_head,
         })
@@ -179,9 +203,13 @@ impl AgnosticNet {
     /// # Shapes
     /// `x`: `[n, channels, 28, 28]` or `[n, inputs]` → `[n, feature_dim]`.
     pub fn features(&self, x: &Tensor) -> Tensor {
-        match &self.extractor {
+        let out = match &self.extractor {
             Extractor::Cnn { .. } => self.feature_maps(x).expect("a CNN has maps").max_pool2d_default(2).flatten(1, -1),
             Extractor::Mlp { fc1, fc2 } => self.activate(&self.activate(&x.apply(fc1)).apply(fc2)),
+        };
+        match &self.bottleneck {
+            Some(layer) => self.activate(&out.apply(layer)),
+            None => out,
         }
     }
 

@@ -79,6 +79,7 @@ pub fn method_label(config: &SweepConfig) -> String {
         Adversary::Confusion => "confusion".into(),
         Adversary::Hsic => "hsic".into(),
         Adversary::Twin => "twin (ceiling)".into(),
+        Adversary::TwinLabelled => "twin, labelled (ceiling)".into(),
     };
     if t.adversary_steps > 1 {
         label.push_str(&format!(", {} G_p updates", t.adversary_steps));

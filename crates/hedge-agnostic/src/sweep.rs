@@ -503,10 +503,10 @@ impl SweepConfig {
 
 /// Refuses a removal or adversary the dataset cannot take (checked before any data is built).
 pub fn check_method(removal: Removal, adversary: Adversary, dataset: SweepDataset) -> Result<()> {
-    if adversary == Adversary::Twin && dataset != SweepDataset::ContextMnist {
+    if adversary.needs_twins() && dataset != SweepDataset::ContextMnist {
         return Err(invalid(
             "adversary",
-            "twin",
+            format!("{adversary:?}"),
             "needs a flipped twin of every training image, which only context-mnist has",
         ));
     }

@@ -39,6 +39,17 @@ pub enum Adversary {
     /// It uses data real users rarely have, so it bounds what removal can reach; G_p learns on
     /// detached features.
     Twin,
+    /// [`Adversary::Twin`] with the twin labelled too: G_y learns on the image and on its twin
+    /// (same target, other background: the pair is a group-balanced batch), so the target loss no
+    /// longer rewards a background shortcut while G_f pulls the pair's features together.
+    TwinLabelled,
+}
+
+impl Adversary {
+    /// Whether training needs a flipped twin of every target-labelled input.
+    pub fn needs_twins(self) -> bool {
+        matches!(self, Adversary::Twin | Adversary::TwinLabelled)
+    }
 }
 
 /// How the target loss and the adversary's loss are weighted for G_f.
@@ -70,6 +81,7 @@ pub enum Objective {
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
 /// | `reset_every` | 0 | re-initialise G_p every this many steps (0: never) |
 /// | `reset_steps` | 200 | steps a re-initialised G_p trains alone on frozen features |
+/// | `reweigh` | false | draw target-labelled batches so that target and concept are independent ([`reweighing`]) |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 // Settings added later read as their defaults from older config.json files.
@@ -92,6 +104,10 @@ pub struct TrainConfig {
     /// settle into fooling one stale adversary.
     pub reset_every: usize,
     pub reset_steps: usize,
+    /// Draw the target-labelled batches with Kamiran & Calders' reweighing weights
+    /// ([`reweighing`]), so that in every batch the target is independent of the concept and
+    /// neither G_y's loss nor the adversary's pulls against the other.
+    pub reweigh: bool,
 }
 
 impl Default for TrainConfig {
@@ -110,6 +126,7 @@ impl Default for TrainConfig {
             seed: 0,
             reset_every: 0,
             reset_steps: 200,
+            reweigh: false,
         }
     }
 }
@@ -137,6 +154,11 @@ impl TrainConfig {
 
     pub fn with_objective(mut self, objective: Objective) -> Self {
         self.objective = objective;
+        self
+    }
+
+    pub fn with_reweighing(mut self, reweigh: bool) -> Self {
+        self.reweigh = reweigh;
         self
     }
 
@@ -231,6 +253,28 @@ pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) ->
     Ok((net, start.elapsed().as_secs_f64()))
 }
 
+/// Kamiran & Calders' (2012) reweighing: each example weighted by P(y)·P(a) / P(y, a) of its
+/// (target, concept) group, the empirical frequencies of `y` and `a`. Under these weights y and a
+/// are independent and both keep their marginals; a group's weights sum to P(y)·P(a)·n.
+///
+/// # Shapes
+/// `y`, `a`: `[n]` (class indices) → `[n]` (Double).
+pub fn reweighing(y: &Tensor, a: &Tensor) -> Tensor {
+    use std::collections::HashMap;
+    let (y, a): (Vec<i64>, Vec<i64>) = (Vec::try_from(y).unwrap_or_default(), Vec::try_from(a).unwrap_or_default());
+    let n = y.len() as f64;
+    let (mut by_y, mut by_a, mut by_group) = (HashMap::new(), HashMap::new(), HashMap::new());
+    for (&yi, &ai) in y.iter().zip(&a) {
+        *by_y.entry(yi).or_insert(0.0) += 1.0;
+        *by_a.entry(ai).or_insert(0.0) += 1.0;
+        *by_group.entry((yi, ai)).or_insert(0.0) += 1.0;
+    }
+    // P(y)·P(a) / P(y, a) = count(y)·count(a) / (n·count(y, a)).
+    let weights: Vec<f64> =
+        y.iter().zip(&a).map(|(yi, ai)| by_y[yi] * by_a[ai] / (n * by_group[&(*yi, *ai)])).collect();
+    Tensor::from_slice(&weights)
+}
+
 /// Trains `net` in place; returns the losses every `steps / 50` steps.
 pub fn train(net: &AgnosticNet, data: &TrainingData<'_>, config: &TrainConfig) -> Result<Vec<StepLog>> {
     train_observed(net, data, config, 0, |_, _| Ok(()))
@@ -260,10 +304,10 @@ pub fn train_observed(
             ),
         });
     }
-    if config.adversary == Adversary::Twin && data.target_twin_x.is_none_or(|t| t.size()[0] != n) {
+    if config.adversary.needs_twins() && data.target_twin_x.is_none_or(|t| t.size()[0] != n) {
         return Err(invalid(
             "adversary",
-            "twin",
+            format!("{:?}", config.adversary),
             "needs a flipped twin of every target-labelled input (Context-MNIST has them; this data does not)",
         ));
     }
@@ -274,6 +318,13 @@ pub fn train_observed(
     let log_every = (config.steps / 50).max(1);
     let mut logs = Vec::new();
     let draw = |size: i64| Tensor::randint(size, [config.batch.min(size)], (Kind::Int64, Device::Cpu));
+    // Target-labelled batches: uniform, or drawn with replacement in proportion to the
+    // reweighing weights.
+    let weights = config.reweigh.then(|| reweighing(data.target_y, data.target_p).to_kind(Kind::Float));
+    let draw_target = || match &weights {
+        Some(w) => w.multinomial(config.batch, true),
+        None => draw(n),
+    };
     for step in 0..config.steps {
         let progress = step as f64 / config.steps as f64;
         let alpha = config.alpha_at(progress);
@@ -286,7 +337,7 @@ pub fn train_observed(
             opt_p = sgd(&net.protected_vars, config)?;
             opt_p.set_lr(lr);
             for _ in 0..config.reset_steps {
-                let i = draw(n);
+                let i = draw_target();
                 let f = tch::no_grad(|| net.features(&data.target_x.index_select(0, &i)));
                 let mut loss = net.protected_logits(&f).cross_entropy_for_logits(&data.target_p.index_select(0, &i));
                 if n_context > 0 {
@@ -299,7 +350,7 @@ pub fn train_observed(
                 opt_p.step();
             }
         }
-        let it = draw(n);
+        let it = draw_target();
         let (xt, yt, pt) = (
             data.target_x.index_select(0, &it),
             data.target_y.index_select(0, &it),
@@ -353,17 +404,22 @@ pub fn train_observed(
                 }
                 (&target_loss * target_weight + confused * (alpha * protected_scale), adversary_loss)
             }
-            Adversary::Twin => {
+            Adversary::Twin | Adversary::TwinLabelled => {
                 let twin = net.features(&data.target_twin_x.expect("checked above").index_select(0, &it));
                 let scale = tch::no_grad(|| {
                     ft.pow_tensor_scalar(2).sum_dim_intlist([1].as_slice(), false, Kind::Float).mean(Kind::Float)
                 }) + 1.0;
-                let gap = (&ft - twin)
+                let gap = (&ft - &twin)
                     .pow_tensor_scalar(2)
                     .sum_dim_intlist([1].as_slice(), false, Kind::Float)
                     .mean(Kind::Float)
                     / scale;
-                (&target_loss * target_weight + gap * (alpha * protected_scale), adversary_loss)
+                let target = if config.adversary == Adversary::TwinLabelled {
+                    (&target_loss + net.target_logits(&twin).cross_entropy_for_logits(&yt)) * 0.5
+                } else {
+                    target_loss.shallow_clone()
+                };
+                (target * target_weight + gap * (alpha * protected_scale), adversary_loss)
             }
             Adversary::Hsic => {
                 // Within each target class on the target-labelled batch: there the concept goes
@@ -424,6 +480,27 @@ mod tests {
         assert!((c.alpha_at(1.0) - 0.8 * (2.0 / (1.0 + (-10f64).exp()) - 1.0)).abs() < 1e-15);
         assert!((c.learning_rate_at(1.0) - 0.01 / 11f64.powf(0.75)).abs() < 1e-15);
         assert!(TrainConfig::default().with_alpha(1.2).check_ref().is_err());
+    }
+
+    /// Reweighing by hand: y = [0, 0, 0, 1], a = [0, 0, 1, 1] give P(y = 0) = 3/4, P(a = 0) = 1/2
+    /// and P(0, 0) = 1/2, P(0, 1) = P(1, 1) = 1/4, so the weights are 3/4, 3/4, 3/2 and 1/2;
+    /// and on a 95 %-correlated sample the weighted joint frequency of every group equals the
+    /// product of its marginals.
+    #[test]
+    fn reweighing_makes_target_and_concept_independent() {
+        let w = reweighing(&Tensor::from_slice(&[0i64, 0, 0, 1]), &Tensor::from_slice(&[0i64, 0, 1, 1]));
+        assert_eq!(Vec::<f64>::try_from(w).unwrap(), vec![0.75, 0.75, 1.5, 0.5]);
+        let n = 1000i64;
+        let y: Vec<i64> = (0..n).map(|i| i % 2).collect();
+        let a: Vec<i64> = (0..n).map(|i| if i % 20 == 0 || i % 20 == 1 { 1 - i % 2 } else { i % 2 }).collect();
+        let w: Vec<f64> = Vec::try_from(reweighing(&Tensor::from_slice(&y), &Tensor::from_slice(&a))).unwrap();
+        let total: f64 = w.iter().sum();
+        for (gy, ga) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+            let joint: f64 = (0..n as usize).filter(|&i| y[i] == gy && a[i] == ga).map(|i| w[i]).sum::<f64>() / total;
+            let py = (0..n as usize).filter(|&i| y[i] == gy).count() as f64 / n as f64;
+            let pa = (0..n as usize).filter(|&i| a[i] == ga).count() as f64 / n as f64;
+            assert!((joint - py * pa).abs() < 1e-12, "group ({gy}, {ga}): {joint} vs {}", py * pa);
+        }
     }
 
     /// Tabular toy: the target is x₀ > 0, the protected concept is x₁ > 0 and also readable from

@@ -77,6 +77,8 @@ pub enum AdversaryArg {
     /// The counterfactual-twin ceiling (context-mnist): features of an image and its
     /// background-flipped twin pulled together.
     Twin,
+    /// The twin ceiling with the twin labelled too: G_y learns on both images of each pair.
+    TwinLabelled,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -146,12 +148,20 @@ pub struct SweepArgs {
     adversary_reset_every: usize,
     #[arg(long, default_value_t = 200)]
     adversary_reset_steps: usize,
+    /// Draw the target-labelled batches with Kamiran & Calders' reweighing weights
+    /// P(y)·P(a)/P(y, a), so that in training the target is independent of the concept.
+    #[arg(long)]
+    reweigh: bool,
     /// Keep α fixed instead of ramping it up.
     #[arg(long)]
     no_ramp: bool,
     /// Leaky ReLU slope in G_f (0: Ganin's ReLU). A leaky G_f cannot collapse to all-dead units.
     #[arg(long, default_value_t = 0.0)]
     negative_slope: f64,
+    /// End G_f in a dense layer of this many units (its output becomes the audited features;
+    /// default: none, Ganin's 768 pooled conv maps).
+    #[arg(long)]
+    bottleneck: Option<i64>,
     /// Adam steps per probe.
     #[arg(long, default_value_t = 300)]
     probe_steps: usize,
@@ -235,6 +245,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             AdversaryArg::Confusion => Adversary::Confusion,
             AdversaryArg::Hsic => Adversary::Hsic,
             AdversaryArg::Twin => Adversary::Twin,
+            AdversaryArg::TwinLabelled => Adversary::TwinLabelled,
         };
         let train = TrainConfig {
             ramp: !args.no_ramp,
@@ -245,6 +256,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             adversary_steps: args.adversary_steps,
             reset_every: args.adversary_reset_every,
             reset_steps: args.adversary_reset_steps,
+            reweigh: args.reweigh,
             ..Default::default()
         };
         let options = DataOptions {
@@ -276,7 +288,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         // Settings are checked before the data is built, the data before --out is touched.
         train.with_alpha(alphas[0]).check_ref()?;
         check_method(removal, adversary, dataset)?;
-        let model = ModelConfig::default().with_negative_slope(args.negative_slope);
+        let model = ModelConfig::default().with_negative_slope(args.negative_slope).with_bottleneck(args.bottleneck);
         model.check_ref()?;
         let (data, description, model) = PreparedData::build(dataset, &options, model, &data_dir)?;
         let config = SweepConfig {
