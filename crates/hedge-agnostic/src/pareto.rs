@@ -87,6 +87,12 @@ pub fn method_label(config: &SweepConfig) -> String {
     if t.reset_every > 0 {
         label.push_str(&format!(", G_p reset every {} steps", t.reset_every));
     }
+    if t.reweigh {
+        label.push_str(", reweighed");
+    }
+    if let Some(width) = config.model.bottleneck {
+        label.push_str(&format!(", {width}-unit bottleneck"));
+    }
     label
 }
 
