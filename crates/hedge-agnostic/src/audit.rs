@@ -53,11 +53,18 @@ pub fn flip_rate(view: &crate::erasure::FeatureView<'_>, predicted: &Tensor, x_f
 /// # Shapes
 /// `x`: `[n, 3, 28, 28]`, `mask`: `[n, 28, 28]` of 0/1.
 pub fn mask_share(net: &AgnosticNet, x: &Tensor, mask: &Tensor) -> Option<f64> {
-    let maps = activation_maps(net, x)?;
+    Some(mask_share_of(&activation_maps(net, x)?, mask))
+}
+
+/// Share of non-negative map mass inside the mask, averaged over images.
+///
+/// # Shapes
+/// `maps`: `[n, 28, 28]` (≥ 0), `mask`: `[n, 28, 28]` of 0/1.
+pub fn mask_share_of(maps: &Tensor, mask: &Tensor) -> f64 {
     let mask = mask.to_kind(Kind::Float);
-    let inside = (&maps * &mask).sum_dim_intlist([1, 2].as_slice(), false, Kind::Float);
+    let inside = (maps * &mask).sum_dim_intlist([1, 2].as_slice(), false, Kind::Float);
     let total = maps.sum_dim_intlist([1, 2].as_slice(), false, Kind::Float).clamp_min(1e-12);
-    Some((inside / total).mean(Kind::Double).double_value(&[]))
+    (inside / total).mean(Kind::Double).double_value(&[])
 }
 
 /// Per image the channel-wise maximum of G_f's last rectified maps, upsampled to `[n, 28, 28]`.

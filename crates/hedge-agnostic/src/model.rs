@@ -203,14 +203,46 @@ impl AgnosticNet {
     /// # Shapes
     /// `x`: `[n, channels, 28, 28]` or `[n, inputs]` → `[n, feature_dim]`.
     pub fn features(&self, x: &Tensor) -> Tensor {
-        let out = match &self.extractor {
-            Extractor::Cnn { .. } => self.feature_maps(x).expect("a CNN has maps").max_pool2d_default(2).flatten(1, -1),
-            Extractor::Mlp { fc1, fc2 } => self.activate(&self.activate(&x.apply(fc1)).apply(fc2)),
-        };
+        match &self.extractor {
+            Extractor::Cnn { .. } => self.features_from_maps(&self.feature_maps(x).expect("a CNN has maps")),
+            Extractor::Mlp { fc1, fc2 } => {
+                self.through_bottleneck(self.activate(&self.activate(&x.apply(fc1)).apply(fc2)))
+            }
+        }
+    }
+
+    /// The rest of a CNN's G_f after [`AgnosticNet::feature_maps`]: max-pool, flatten, and the
+    /// bottleneck if there is one (what a class-activation map differentiates through).
+    ///
+    /// # Shapes
+    /// `maps`: `[n, 48, 8, 8]` → `[n, feature_dim]`.
+    pub fn features_from_maps(&self, maps: &Tensor) -> Tensor {
+        self.through_bottleneck(maps.max_pool2d_default(2).flatten(1, -1))
+    }
+
+    fn through_bottleneck(&self, out: Tensor) -> Tensor {
         match &self.bottleneck {
             Some(layer) => self.activate(&out.apply(layer)),
             None => out,
         }
+    }
+
+    /// A network saved by [`AgnosticNet::save`] under `stem` in `dir`, built with `config`.
+    ///
+    /// # Errors
+    /// A missing or unreadable part, or one whose variables do not fit `config`, named.
+    pub fn load(config: ModelConfig, dir: &std::path::Path, stem: &str) -> Result<Self> {
+        let mut net = Self::new(config)?;
+        for (part, vars) in [
+            ("extractor", &mut net.extractor_vars),
+            ("target", &mut net.target_vars),
+            ("protected", &mut net.protected_vars),
+        ] {
+            let path = dir.join(format!("{stem}-{part}.safetensors"));
+            vars.load(&path)
+                .map_err(|e| invalid("checkpoint", path.display(), format!("cannot be read into this network: {e}")))?;
+        }
+        Ok(net)
     }
 
     /// Writes the three parts as `<stem>-extractor.safetensors`, `<stem>-target.safetensors` and

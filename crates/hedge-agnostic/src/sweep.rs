@@ -556,6 +556,9 @@ fn floats(t: &Tensor) -> Vec<f32> {
     Vec::<f32>::try_from(t.to_kind(Kind::Float).flatten(0, -1)).expect("float tensor")
 }
 
+/// What `activation_maps.png` shows.
+const STRONGEST: &str = "strongest G_f response";
+
 /// Gathers repeat 0's maps per α into `activation_maps.npz` and draws `activation_maps.png`.
 ///
 /// # Shapes
@@ -585,7 +588,7 @@ fn write_activation_maps(dir: &RunDirectory, images: &Tensor, alphas: &[f64]) ->
         ("maps", NpyArray::new(vec![shown_alphas.len(), k, 28, 28], NpyData::F32(values.clone()))),
     ];
     dir.write_with(MAPS_FILE, |p| hedge_data::write_npz(p, &arrays))?;
-    hedge_plot::activation_grid(&dir.file("activation_maps.png"), k, &pixels, &shown_alphas, &values)?;
+    hedge_plot::activation_grid(&dir.file("activation_maps.png"), STRONGEST, k, &pixels, &shown_alphas, &values)?;
     Ok(())
 }
 
@@ -615,7 +618,7 @@ pub fn redraw_activation_maps(out: &Path) -> Result<bool> {
             format!("sizes do not match {k} images of 3 × 28 × 28"),
         ));
     }
-    hedge_plot::activation_grid(&out.join("activation_maps.png"), k, pixels, alphas, values)?;
+    hedge_plot::activation_grid(&out.join("activation_maps.png"), STRONGEST, k, pixels, alphas, values)?;
     Ok(true)
 }
 

@@ -33,6 +33,10 @@ pub enum AgnosticCommand {
     /// balanced accuracy (Adult: accuracy) against the tuned MLP probe. Writes pareto.json,
     /// pareto.md and pareto.png into --out.
     Pareto(ParetoArgs),
+    /// Where G_y's decision looks: Grad-CAM maps of repeat 0's saved networks of finished
+    /// Context-MNIST sweeps, their mask share beside the sweep audit's (strongest G_f response),
+    /// and a Grad-CAM grid per sweep. Writes maps.json, maps.md, gradcam-<sweep>.png/.npz into --out.
+    Maps(ParetoArgs),
 }
 
 #[derive(Args)]
@@ -221,6 +225,12 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
                 summary.front.len(),
                 args.out.display()
             );
+            Ok(())
+        }
+        AgnosticCommand::Maps(args) => {
+            let data_dir = hedge_data::data_dir()?;
+            hedge_agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out)?;
+            print!("{}", std::fs::read_to_string(args.out.join("maps.md"))?);
             Ok(())
         }
     }

@@ -159,11 +159,18 @@ fn heat(v: f64) -> RGBColor {
 
 /// The activation-map grid of a concept-agnostic sweep (the paper's Fig. 4): `k` input images in
 /// the top row, then one row per α with each image's map, scaled from its own minimum (black) to
-/// maximum (white).
+/// maximum (white); `title` says which maps they are.
 ///
 /// # Shapes
 /// `pixels`: `k · 3 · 28 · 28` bytes (channels first); `values`: `alphas.len() · k · 28 · 28`.
-pub fn activation_grid(path: &Path, k: usize, pixels: &[u8], alphas: &[f64], values: &[f32]) -> Result<()> {
+pub fn activation_grid(
+    path: &Path,
+    title: &str,
+    k: usize,
+    pixels: &[u8],
+    alphas: &[f64],
+    values: &[f32],
+) -> Result<()> {
     if pixels.len() != k * 3 * 784 || values.len() != alphas.len() * k * 784 {
         return Err(PlotError::Input {
             field: "activation maps",
@@ -179,7 +186,7 @@ pub fn activation_grid(path: &Path, k: usize, pixels: &[u8], alphas: &[f64], val
     render(path, size, |root| {
         let err = |e: String| draw_err(format!("activation-map grid: {e}"));
         root.draw(&Text::new(
-            "strongest G_f response, each map scaled from its own minimum (black) to maximum (white); top row: inputs",
+            format!("{title}; each map scaled from its minimum (black) to its maximum (white); top: inputs"),
             (5, 5),
             ("sans-serif", 16),
         ))
