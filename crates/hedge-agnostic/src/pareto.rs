@@ -40,6 +40,10 @@ pub struct ParetoPoint {
     /// Context-MNIST: worst (digit, background) group accuracy; Adult: worst (income, sex) group.
     pub worst_group_accuracy: Spread,
     pub probe_mlp: Spread,
+    /// The tuned MLP probe's information bound H(A) − cross-entropy (bits; 0 = no better than the
+    /// label entropy). Absent from summaries written before it was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_mlp_bits: Option<Spread>,
     pub probe_linear: Spread,
     /// Context-MNIST only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,20 +146,61 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
         series.entry(&p.method).or_default().push((p.probe_mlp.mean, p.usefulness.mean));
     }
     let mut series: Vec<(&str, Vec<(f64, f64)>)> = series.into_iter().collect();
-    series.push(("chance (probe)", vec![(chance, 0.0), (chance, 1.0)]));
+    // The chance line spans the points' usefulness only, so the axis keeps their scale.
+    let (lo, hi) = summary
+        .points
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.usefulness.mean), hi.max(p.usefulness.mean)));
+    series.push(("chance (probe)", vec![(chance, lo - 0.01), (chance, hi + 0.01)]));
     let (y_desc, title) = match dataset {
         SweepDataset::Adult => ("test accuracy", "Adult: accuracy against what the tuned MLP probe reads (sex)"),
         SweepDataset::Table => ("test accuracy", "Table: accuracy against what the tuned MLP probe reads (protected)"),
         _ => ("balanced-test accuracy", "Context-MNIST: balanced accuracy against what the tuned MLP probe reads"),
     };
-    hedge_plot::line_chart(
+    hedge_plot::line_chart_in(
         &out.join("pareto.png"),
         &series,
         "tuned MLP probe accuracy (lower: less readable)",
         y_desc,
         title,
+        (lo - 0.02, hi + 0.02),
     )?;
+    if matches!(dataset, SweepDataset::Adult | SweepDataset::Table) {
+        parity_chart(&summary, dataset, out)?;
+    }
     Ok(summary)
+}
+
+/// `parity.png`: accuracy against the statistical-parity difference, every method and strength,
+/// the ±0.05 band, and (Adult) AIF360's adversarial debiasing demo before and after.
+fn parity_chart(summary: &ParetoSummary, dataset: SweepDataset, out: &Path) -> Result<()> {
+    let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in &summary.points {
+        if let Some(parity) = &p.statistical_parity_difference {
+            series.entry(p.method.clone()).or_default().push((parity.mean, p.usefulness.mean));
+        }
+    }
+    let (lo, hi) = summary
+        .points
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), p| (lo.min(p.usefulness.mean), hi.max(p.usefulness.mean)));
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = series.into_iter().collect();
+    if dataset == SweepDataset::Adult {
+        series.push(("AIF360 adversarial debiasing (demo)".into(), vec![(-0.221, 0.805), (-0.095, 0.792)]));
+    }
+    let lo = if dataset == SweepDataset::Adult { lo.min(0.79) } else { lo };
+    series.push(("|parity difference| = 0.05".into(), vec![(-0.05, lo - 0.01), (-0.05, hi + 0.01)]));
+    series.push((String::new(), vec![(0.05, lo - 0.01), (0.05, hi + 0.01)]));
+    let series: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    hedge_plot::line_chart_in(
+        &out.join("parity.png"),
+        &series,
+        "statistical-parity difference P(ŷ = 1 | protected = 1) − P(ŷ = 1 | protected = 0)",
+        "test accuracy",
+        "accuracy against the statistical-parity difference",
+        (lo - 0.01, hi + 0.01),
+    )?;
+    Ok(())
 }
 
 /// Indices of the points (usefulness, probe accuracy) that no other point dominates: at least
@@ -203,6 +248,7 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         usefulness,
         worst_group_accuracy: worst,
         probe_mlp: of(&|a| mlp(a).accuracy),
+        probe_mlp_bits: Some(of(&|a| mlp(a).mutual_information_bits)),
         probe_linear: of(&linear),
         reversed_accuracy: context(&|c| c.target_accuracy.reversed),
         mask_share: context(&|c| c.mask_share),
@@ -229,9 +275,9 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
         s.protected_chance
     );
     md.push_str(if adult {
-        "| method | α | runs | accuracy | worst group | MLP probe | linear probe | parity difference | equalised odds | front |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "| method | α | runs | accuracy | worst group | MLP probe | MLP probe bits | linear probe | parity difference | equalised odds | front |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     } else {
-        "| method | α | runs | balanced | reversed | worst group | MLP probe | linear probe | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "| method | α | runs | balanced | reversed | worst group | MLP probe | MLP probe bits | linear probe | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     });
     for (i, p) in s.points.iter().enumerate() {
         let star = if s.front.contains(&i) { "★" } else { "" };
@@ -243,6 +289,7 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
                 cell(&p.usefulness),
                 cell(&p.worst_group_accuracy),
                 probe,
+                opt(&p.probe_mlp_bits),
                 cell(&p.probe_linear),
                 opt(&p.statistical_parity_difference),
                 opt(&p.equalised_odds_difference),
@@ -253,6 +300,7 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
                 opt(&p.reversed_accuracy),
                 cell(&p.worst_group_accuracy),
                 probe,
+                opt(&p.probe_mlp_bits),
                 cell(&p.probe_linear),
                 opt(&p.mask_share),
             ]

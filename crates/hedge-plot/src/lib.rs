@@ -70,25 +70,41 @@ pub fn line_chart(
     y_desc: &str,
     title: &str,
 ) -> Result<()> {
+    line_chart_in(path, series, x_desc, y_desc, title, (0.0, 1.0))
+}
+
+/// [`line_chart`] on an x-range × `y_range` frame; a series named "" has no legend entry.
+pub fn line_chart_in(
+    path: &Path,
+    series: &[(&str, Vec<(f64, f64)>)],
+    x_desc: &str,
+    y_desc: &str,
+    title: &str,
+    y_range: (f64, f64),
+) -> Result<()> {
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let (x0, x1) = if x0 < x1 { (x0, x1) } else { (0.0, 1.0) };
+    let (y0, y1) = if y_range.0 < y_range.1 { y_range } else { (0.0, 1.0) };
     render(path, (900, 560), |root| {
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(50)
-            .build_cartesian_2d(x0..x1, 0f64..1.0)
+            .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(draw_err)?;
         chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(draw_err)?;
         for (k, (name, values)) in series.iter().enumerate() {
             let points: Vec<(f64, f64)> = values.iter().copied().filter(|p| p.1.is_finite()).collect();
-            chart
+            let drawn = chart
                 .draw_series(LineSeries::new(points.clone(), Palette99::pick(k).stroke_width(2)))
-                .map_err(draw_err)?
-                .label(*name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(k).stroke_width(2)));
+                .map_err(draw_err)?;
+            if !name.is_empty() {
+                drawn.label(*name).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], Palette99::pick(k).stroke_width(2))
+                });
+            }
             chart
                 .draw_series(points.iter().map(|&p| Circle::new(p, 3, Palette99::pick(k).filled())))
                 .map_err(draw_err)?;
