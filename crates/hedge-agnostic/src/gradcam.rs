@@ -90,12 +90,11 @@ pub fn class_activation_report(sweeps: &[PathBuf], data_dir: &Path, out: &Path) 
                 .push((name, format!("{}: G_y reads erased features; the eraser is not saved", config.removal.name())));
             continue;
         }
-        let PreparedData::Context(data) = PreparedData::rebuild(&config, data_dir)? else {
+        let prepared = PreparedData::rebuild(&config, data_dir)?;
+        let (PreparedData::Context(data), Some(shown)) = (&prepared, prepared.shown_images()) else {
             unreachable!("a Context-MNIST sweep rebuilds Context-MNIST data")
         };
         let test = &data.test_balanced;
-        let pick = |a: i64| test.protected.eq(a).nonzero().squeeze_dim(1).narrow(0, 0, 4);
-        let shown = test.x.index_select(0, &Tensor::cat(&[pick(0), pick(1)], 0));
         let (mut alphas, mut grid) = (Vec::new(), Vec::new());
         for &alpha in &config.alphas {
             let stem = format!("alpha-{}", alpha_key(alpha));

@@ -351,8 +351,9 @@ impl PreparedData {
         })
     }
 
-    /// Four plain and four photograph images from the start of the balanced test (Context-MNIST).
-    fn shown_images(&self) -> Option<Tensor> {
+    /// Four plain and four photograph images from the start of the balanced test (Context-MNIST):
+    /// the images the map grids show.
+    pub(crate) fn shown_images(&self) -> Option<Tensor> {
         let PreparedData::Context(c) = self else { return None };
         let set: &ImageSet = &c.test_balanced;
         let pick = |a: i64| set.protected.eq(a).nonzero().squeeze_dim(1).narrow(0, 0, 4);
