@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::erasure::Removal;
 use crate::error::{invalid, Result};
-use crate::sweep::{SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
+use crate::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
+use hedge_data::context::ContextMnistConfig;
 use crate::train::Adversary;
 
 /// A mean and sample standard deviation over repeats.
@@ -55,6 +56,9 @@ pub struct ParetoPoint {
     pub statistical_parity_difference: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equalised_odds_difference: Option<Spread>,
+    /// A reference (trained without the shortcut), shown but kept off the front.
+    #[serde(default)]
+    pub reference: bool,
     /// Whether the MLP probe stayed inside its chance interval in every repeat.
     pub probe_at_chance_every_run: bool,
     /// The sweep folder it came from.
@@ -97,7 +101,20 @@ pub fn method_label(config: &SweepConfig) -> String {
     if let Some(width) = config.model.bottleneck {
         label.push_str(&format!(", {width}-unit bottleneck"));
     }
+    if let Some(rho) = reference_rho(config) {
+        label.push_str(&format!(", trained at ρ = {rho} (reference)"));
+    }
     label
+}
+
+/// A Context-MNIST sweep trained at another background–target agreement than the default is a
+/// reference point (ρ = 0.5: no shortcut to learn), not a removal method: its ρ.
+fn reference_rho(config: &SweepConfig) -> Option<f64> {
+    let rho = match &config.data {
+        DataDescription::Context { config: c, .. } | DataDescription::ContextSettings(c) => Some(c.rho),
+        _ => None,
+    };
+    rho.filter(|&r| (r - ContextMnistConfig::default().rho).abs() > 1e-12)
 }
 
 /// Reads every sweep in `sweeps` (all on one dataset), writes `pareto.json`, `pareto.md` and
@@ -129,12 +146,19 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
             by_alpha.entry(crate::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
         }
         for (alpha, runs) in by_alpha.into_values() {
-            points.push(point(&method, alpha, &runs, sweep, &mut chance)?);
+            let mut p = point(&method, alpha, &runs, sweep, &mut chance)?;
+            p.reference = reference_rho(&config).is_some();
+            points.push(p);
         }
     }
     let dataset = dataset.expect("at least one sweep");
     points.sort_by(|a, b| a.method.cmp(&b.method).then(a.alpha.total_cmp(&b.alpha)));
-    let front = front(&points.iter().map(|p| (p.usefulness.mean, p.probe_mlp.mean)).collect::<Vec<_>>());
+    let methods: Vec<usize> = (0..points.len()).filter(|&i| !points[i].reference).collect();
+    let front: Vec<usize> =
+        front(&methods.iter().map(|&i| (points[i].usefulness.mean, points[i].probe_mlp.mean)).collect::<Vec<_>>())
+            .into_iter()
+            .map(|k| methods[k])
+            .collect();
     let summary = ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front };
     std::fs::create_dir_all(out)
         .map_err(|e| crate::AgnosticError::Write { path: out.display().to_string(), what: e.to_string() })?;
@@ -254,6 +278,7 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         mask_share: context(&|c| c.mask_share),
         statistical_parity_difference: tabular(&|t| t.demographic_parity_difference),
         equalised_odds_difference: tabular(&|t| t.equalised_odds_difference),
+        reference: false,
         probe_at_chance_every_run: runs.iter().all(|a| mlp(a).at_chance),
         sweep: sweep.display().to_string(),
     })
