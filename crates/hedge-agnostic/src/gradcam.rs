@@ -60,6 +60,9 @@ pub struct MapShares {
 /// `maps.json`: every adversarially trained sweep's repeat-0 networks, and the sweeps left out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MapsSummary {
+    /// The share a uniform map would have: the digit masks' mean area fraction (what a map that
+    /// ignores where the digit is scores).
+    pub uniform_mask_share: f64,
     pub networks: Vec<MapShares>,
     /// Sweeps without maps to compute, with the reason.
     pub skipped: Vec<(String, String)>,
@@ -76,7 +79,7 @@ pub fn class_activation_report(sweeps: &[PathBuf], data_dir: &Path, out: &Path) 
     }
     std::fs::create_dir_all(out)
         .map_err(|e| AgnosticError::Write { path: out.display().to_string(), what: e.to_string() })?;
-    let mut summary = MapsSummary { networks: Vec::new(), skipped: Vec::new() };
+    let mut summary = MapsSummary { uniform_mask_share: f64::NAN, networks: Vec::new(), skipped: Vec::new() };
     for sweep in sweeps {
         let dir = RunDirectory::open(sweep)?;
         let config: SweepConfig = dir.read_json(CONFIG_FILE)?;
@@ -95,6 +98,7 @@ pub fn class_activation_report(sweeps: &[PathBuf], data_dir: &Path, out: &Path) 
             unreachable!("a Context-MNIST sweep rebuilds Context-MNIST data")
         };
         let test = &data.test_balanced;
+        summary.uniform_mask_share = mask_share_of(&Tensor::ones_like(&test.mask).to_kind(Kind::Float), &test.mask);
         let (mut alphas, mut grid) = (Vec::new(), Vec::new());
         for &alpha in &config.alphas {
             let stem = format!("alpha-{}", alpha_key(alpha));
@@ -156,9 +160,13 @@ pub fn class_activation_report(sweeps: &[PathBuf], data_dir: &Path, out: &Path) 
 fn markdown(summary: &MapsSummary) -> String {
     let mut md = String::from(
         "Mask share on the balanced test set (share of a map's mass inside the dilated digit; repeat 0 of each sweep): \
-         the strongest G_f response (the sweep audit's) and Grad-CAM of G_y's predicted class.\n\n\
-         | sweep | method | α | strongest response | Grad-CAM |\n|---|---|---|---|---|\n",
+         the strongest G_f response (the sweep audit's) and Grad-CAM of G_y's predicted class.\n\n",
     );
+    md.push_str(&format!(
+        "A uniform map scores {:.3} (the masks' mean area): shares near it do not single out the digit.\n\n\
+         | sweep | method | α | strongest response | Grad-CAM |\n|---|---|---|---|---|\n",
+        summary.uniform_mask_share
+    ));
     for n in &summary.networks {
         md.push_str(&format!(
             "| {} | {} | {} | {:.3} | {:.3} |\n",

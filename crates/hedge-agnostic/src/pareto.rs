@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::erasure::Removal;
 use crate::error::{invalid, Result};
 use crate::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
-use hedge_data::context::ContextMnistConfig;
 use crate::train::Adversary;
+use hedge_data::context::ContextMnistConfig;
 
 /// A mean and sample standard deviation over repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -188,6 +188,8 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
         y_desc,
         title,
         (lo - 0.02, hi + 0.02),
+        // The useful, unreadable corner is the upper left; collapsed networks sit lowest.
+        hedge_plot::SeriesLabelPosition::LowerLeft,
     )?;
     if matches!(dataset, SweepDataset::Adult | SweepDataset::Table) {
         parity_chart(&summary, dataset, out)?;
@@ -223,6 +225,7 @@ fn parity_chart(summary: &ParetoSummary, dataset: SweepDataset, out: &Path) -> R
         "test accuracy",
         "accuracy against the statistical-parity difference",
         (lo - 0.01, hi + 0.01),
+        hedge_plot::SeriesLabelPosition::MiddleRight,
     )?;
     Ok(())
 }

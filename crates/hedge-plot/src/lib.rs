@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
+pub use plotters::prelude::SeriesLabelPosition;
 use plotters::prelude::*;
 
 /// What can go wrong while drawing a figure.
@@ -70,10 +71,11 @@ pub fn line_chart(
     y_desc: &str,
     title: &str,
 ) -> Result<()> {
-    line_chart_in(path, series, x_desc, y_desc, title, (0.0, 1.0))
+    line_chart_in(path, series, x_desc, y_desc, title, (0.0, 1.0), SeriesLabelPosition::UpperRight)
 }
 
-/// [`line_chart`] on an x-range × `y_range` frame; a series named "" has no legend entry.
+/// [`line_chart`] on an x-range × `y_range` frame with the legend at `legend` (a figure whose
+/// points gather in one corner puts it in another); a series named "" has no legend entry.
 pub fn line_chart_in(
     path: &Path,
     series: &[(&str, Vec<(f64, f64)>)],
@@ -81,6 +83,7 @@ pub fn line_chart_in(
     y_desc: &str,
     title: &str,
     y_range: (f64, f64),
+    legend: SeriesLabelPosition,
 ) -> Result<()> {
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
@@ -111,7 +114,8 @@ pub fn line_chart_in(
         }
         chart
             .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
+            .position(legend)
+            .background_style(WHITE.mix(0.7))
             .border_style(BLACK)
             .draw()
             .map_err(draw_err)?;
