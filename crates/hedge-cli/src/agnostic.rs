@@ -35,7 +35,7 @@ pub enum AgnosticCommand {
     Pareto(ParetoArgs),
     /// Where G_y's decision looks: Grad-CAM maps of repeat 0's saved networks of finished
     /// Context-MNIST sweeps, their mask share beside the sweep audit's (strongest G_f response),
-    /// and a Grad-CAM grid per sweep. Writes maps.json, maps.md, gradcam-<sweep>.png/.npz into --out.
+    /// and a Grad-CAM grid per sweep. Writes maps.json, maps.md and gradcam-SWEEP.png/.npz into --out.
     Maps(ParetoArgs),
 }
 
