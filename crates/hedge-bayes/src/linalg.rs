@@ -22,6 +22,11 @@ impl Cholesky {
         }
         let n = a.nrows();
         let mean_diag = (0..n).map(|i| a[(i, i)].abs()).sum::<f64>() / n.max(1) as f64;
+        if !mean_diag.is_finite() {
+            // An infinite or NaN diagonal (a kernel evaluated at overflowing hyper-parameters):
+            // no jitter helps, and an infinite one would never stop growing.
+            return Err(BayesError::NotPositiveDefinite { what: format!("{what} (non-finite diagonal)"), jitter: 0.0 });
+        }
         let mut jitter = 1e-10 * mean_diag.max(f64::MIN_POSITIVE);
         let mut shifted = a.to_owned();
         let mut added = 0.0;
@@ -225,6 +230,14 @@ mod tests {
         assert!(c.jitter > 0.0 && c.jitter <= 1e-4);
         let l = c.l();
         assert!((l[(0, 0)] * l[(0, 0)] - 1.0 - c.jitter).abs() < 1e-12);
+        // An overflowed diagonal is refused at once (it once made the jitter loop run forever).
+        let inf = Mat::from_fn(2, 2, |i, j| match (i, j) {
+            (0, 0) => f64::INFINITY,
+            (1, 1) => 1.0,
+            _ => f64::NAN,
+        });
+        let Err(e) = Cholesky::new(inf.as_ref(), "K") else { panic!("an overflowed kernel factorised") };
+        assert!(e.to_string().contains("non-finite diagonal"), "{e}");
         // Eigenvalues 3 and −1: no allowed jitter helps, and the error names the matrix.
         let indefinite = Mat::from_fn(2, 2, |i, j| if i == j { 1.0 } else { 2.0 });
         let e = Cholesky::new(indefinite.as_ref(), "the test matrix").err().unwrap();
