@@ -110,6 +110,16 @@ pub struct ContextAudit {
     /// Activation mass inside the dilated digit mask (balanced test).
     pub mask_share: f64,
     pub train_seconds: f64,
+    /// The tuned MLP probe trained on G_y's logits instead of the features: what the decision
+    /// itself tells about the background. The logits are a function of the features, so what a
+    /// probe reads here a strong enough probe of the features reads too: a floor under
+    /// `probe_mlp` for this classifier. Absent from audits written before it was reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_decision: Option<ProbeResult>,
+    /// Balanced-test accuracy on the plain (0) and photograph (1) backgrounds: how much harder
+    /// one background makes the digit for this classifier. Absent from older audits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy_by_background: Option<[f64; 2]>,
 }
 
 /// Trains a fresh network (seeded by `train.seed`) and audits it; returns the network too (for
@@ -162,6 +172,18 @@ pub fn run_context(
             &mlp_config,
         )?);
     }
+    let probe_decision = audit::tuned_mlp_probe(
+        &view.target_logits(&probe_train_f),
+        &pt.protected,
+        &view.target_logits(&probe_test_f),
+        &pa.protected,
+        probe_steps,
+        repeat,
+    )?;
+    let on_background = |b: i64| {
+        let rows = data.test_balanced.protected.eq(b).nonzero().squeeze_dim(1);
+        audit::accuracy(&balanced_logits.index_select(0, &rows), &data.test_balanced.target.index_select(0, &rows))
+    };
     let audit = ContextAudit {
         alpha: train_config.alpha,
         repeat,
@@ -184,6 +206,8 @@ pub fn run_context(
         flip_rate: audit::flip_rate(&view, &predicted, &data.test_balanced.flipped),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
+        probe_decision: Some(probe_decision),
+        accuracy_by_background: Some([on_background(0), on_background(1)]),
     };
     Ok((audit, net))
 }

@@ -51,6 +51,10 @@ pub struct ParetoPoint {
     pub reversed_accuracy: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mask_share: Option<Spread>,
+    /// Context-MNIST: the tuned MLP probe on G_y's logits (a floor under `probe_mlp` for these
+    /// classifiers); absent where an audit predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_decision: Option<Spread>,
     /// Adult only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistical_parity_difference: Option<Spread>,
@@ -309,6 +313,13 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         probe_linear: of(&linear),
         reversed_accuracy: context(&|c| c.target_accuracy.reversed),
         mask_share: context(&|c| c.mask_share),
+        probe_decision: {
+            let v: Option<Vec<f64>> = runs
+                .iter()
+                .map(|a| if let SweepAudit::Context(c) = a { c.probe_decision.map(|p| p.accuracy) } else { None })
+                .collect();
+            v.map(|v| Spread::of(&v))
+        },
         statistical_parity_difference: tabular(&|t| t.demographic_parity_difference),
         equalised_odds_difference: tabular(&|t| t.equalised_odds_difference),
         reference: false,
@@ -335,15 +346,15 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
     md.push_str(if adult {
         "| method | α | runs | accuracy | worst group | MLP probe | MLP probe bits | linear probe | parity difference | equalised odds | front |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     } else {
-        "| method | α | runs | balanced | reversed | worst group | MLP probe | MLP probe bits | linear probe | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| method | α | runs | balanced | reversed | worst group | MLP probe | MLP probe bits | linear probe | MLP probe on G_y's logits | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     });
     for (i, p) in s.points.iter().enumerate() {
         let star = if s.front.contains(&i) { "★" } else { "" };
         let chance_mark = if p.probe_at_chance_every_run { " (at chance)" } else { "" };
         let opt = |o: &Option<Spread>| o.as_ref().map_or("–".to_string(), cell);
         let probe = format!("{}{chance_mark}", cell(&p.probe_mlp));
-        let cells = if adult {
-            [
+        let cells: Vec<String> = if adult {
+            vec![
                 cell(&p.usefulness),
                 cell(&p.worst_group_accuracy),
                 probe,
@@ -353,13 +364,14 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
                 opt(&p.equalised_odds_difference),
             ]
         } else {
-            [
+            vec![
                 cell(&p.usefulness),
                 opt(&p.reversed_accuracy),
                 cell(&p.worst_group_accuracy),
                 probe,
                 opt(&p.probe_mlp_bits),
                 cell(&p.probe_linear),
+                opt(&p.probe_decision),
                 opt(&p.mask_share),
             ]
         };

@@ -709,6 +709,30 @@ fn schema(dataset: SweepDataset) -> Schema {
                     read: field!(Context, probe_within_class_mlp),
                 },
                 bits,
+                Column {
+                    key: &["probe_accuracy", "decision"],
+                    title: "MLP probe on G_y's logits",
+                    read: |a| match a {
+                        SweepAudit::Context(c) => c.probe_decision.map(|p| p.accuracy),
+                        _ => None,
+                    },
+                },
+                Column {
+                    key: &["accuracy_by_background", "plain"],
+                    title: "balanced, plain background",
+                    read: |a| match a {
+                        SweepAudit::Context(c) => c.accuracy_by_background.map(|b| b[0]),
+                        _ => None,
+                    },
+                },
+                Column {
+                    key: &["accuracy_by_background", "photograph"],
+                    title: "balanced, photograph",
+                    read: |a| match a {
+                        SweepAudit::Context(c) => c.accuracy_by_background.map(|b| b[1]),
+                        _ => None,
+                    },
+                },
                 Column { key: &["flip_rate"], title: "flip rate", read: field!(Context, flip_rate) },
                 Column { key: &["mask_share"], title: "mask share", read: field!(Context, mask_share) },
             ]);
@@ -879,7 +903,9 @@ pub fn report(out: &Path) -> Result<SweepSummary> {
 }
 
 fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit]) -> Result<SweepSummary> {
-    let schema = schema(config.dataset);
+    let mut schema = schema(config.dataset);
+    // A number added to the audit later is left out of sweeps whose audits predate it.
+    schema.columns.retain(|c| audits.iter().any(|a| (c.read)(a).is_some()));
     let mut alphas: Vec<f64> = audits.iter().map(SweepAudit::alpha).collect();
     alphas.sort_by(f64::total_cmp);
     alphas.dedup();
