@@ -31,8 +31,12 @@ pub fn gaussian_entropy(variance: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI * std::f64::consts::E * variance).ln()
 }
 
-/// Differential entropy of a Student-t with `dof` degrees of freedom and scale² `scale_squared`.
+/// Differential entropy of a Student-t with `dof` degrees of freedom and scale² `scale_squared`
+/// (the normal's for `dof` = ∞).
 pub fn student_t_entropy(scale_squared: f64, dof: f64) -> f64 {
+    if dof.is_infinite() {
+        return gaussian_entropy(scale_squared);
+    }
     let half = 0.5 * (dof + 1.0);
     half * (digamma(half) - digamma(0.5 * dof)) + 0.5 * (dof).ln() + ln_beta(0.5 * dof, 0.5) + 0.5 * scale_squared.ln()
 }

@@ -222,6 +222,9 @@ impl Experiment for RegressionExperiment {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
+        for &method in &self.methods {
+            self.loop_config.check_method(method)?;
+        }
         self.loop_config.check_split(data.rows()).map(|_| ())
     }
 
@@ -327,13 +330,22 @@ fn regression_report(
     all: &[RoundMetrics],
 ) -> Result<RegressionSummary> {
     let l = &experiment.loop_config;
+    let model = match l.surrogate {
+        crate::regression_loop::Surrogate::NeuralLinear => format!(
+            "NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe)",
+            l.model.layers,
+            l.model.hidden,
+            l.model.recipe.name()
+        ),
+        crate::regression_loop::Surrogate::Gp => {
+            "an exact GP (ARD RBF kernel, maximum marginal likelihood; the paper's numbers are NeuralLinear's)"
+                .to_string()
+        }
+    };
     let mut md = format!(
-        "{}: NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe), {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
+        "{}: {model}, {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
          | method | final RMSE (mean ± se) | paper (Pinsler et al., Table 1) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|---|\n",
         experiment.dataset,
-        l.model.layers,
-        l.model.hidden,
-        l.model.recipe.name(),
         experiment.seeds,
         l.init,
         l.batch,

@@ -59,6 +59,33 @@ fn is_default_scaling(s: &TargetScaling) -> bool {
     *s == TargetScaling::InitialLabels
 }
 
+/// The model the loop fits every round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Surrogate {
+    /// NeuralLinear ([`LoopConfig::model`]).
+    #[default]
+    NeuralLinear,
+    /// An exact Gaussian process with an ARD RBF kernel, its hyper-parameters by maximum
+    /// marginal likelihood (hedge-bayes' [`hedge_bayes::GpConfig`] defaults: L-BFGS with two
+    /// random restarts): a reference for what the same labels allow a well-specified smooth
+    /// model. Random and MaxEnt only (ACS-FW and LCMD read NeuralLinear's last-layer features).
+    Gp,
+}
+
+impl Surrogate {
+    pub fn name(self) -> &'static str {
+        match self {
+            Surrogate::NeuralLinear => "neural-linear",
+            Surrogate::Gp => "gp",
+        }
+    }
+}
+
+fn is_neural_linear(s: &Surrogate) -> bool {
+    *s == Surrogate::NeuralLinear
+}
+
 /// Loop settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoopConfig {
@@ -78,6 +105,10 @@ pub struct LoopConfig {
     /// The labels the targets are standardised on.
     #[serde(default, skip_serializing_if = "is_default_scaling")]
     pub target_scaling: TargetScaling,
+    /// The model fitted every round (configs written before the choice read as NeuralLinear).
+    #[serde(default, skip_serializing_if = "is_neural_linear")]
+    pub surrogate: Surrogate,
+    /// NeuralLinear's settings (unused by the GP surrogate).
     pub model: NeuralLinearConfig,
 }
 
@@ -102,6 +133,7 @@ impl Default for LoopConfig {
             projections: None,
             test_fraction: PAPER_TEST_FRACTION,
             target_scaling: TargetScaling::InitialLabels,
+            surrogate: Surrogate::NeuralLinear,
             model: NeuralLinearConfig::default(),
         }
     }
@@ -152,6 +184,20 @@ impl LoopConfig {
         self.model.check_ref()
     }
 
+    /// Refuses an acquisition the surrogate cannot drive (ACS-FW and LCMD need NeuralLinear's
+    /// last-layer features).
+    pub fn check_method(&self, method: Method) -> Result<()> {
+        if self.surrogate == Surrogate::Gp && !matches!(method, Method::Random | Method::Maxent) {
+            return Err(invalid(
+                "method",
+                method.name(),
+                "the GP surrogate runs random and maxent only (ACS-FW and LCMD read NeuralLinear's \
+                 last-layer features); drop it from --method or use --surrogate neural-linear",
+            ));
+        }
+        Ok(())
+    }
+
     /// Test points out of `n`: ⌊n · test_fraction⌋, n / 5 for the paper's 0.2 (the small margin
     /// keeps a product like 15 × 0.2, which may round to just below 3, on the intended side).
     pub fn test_len(&self, n: usize) -> usize {
@@ -191,6 +237,7 @@ impl LoopConfig {
         resume: Option<LoopState>,
         on_round: impl FnMut(&RoundMetrics, Option<&LoopState>) -> Result<()>,
     ) -> Result<Vec<RoundMetrics>> {
+        self.check_method(method)?;
         let n = y.len();
         if x.nrows() != n {
             return Err(ActiveError::ShapeMismatch {
@@ -233,9 +280,40 @@ struct RegressionPool<'a> {
     test_y: Vec<f64>,
 }
 
-/// A NeuralLinear fit and the target scaling it was fitted with.
+/// A round's fitted model.
+enum FittedSurrogate {
+    NeuralLinear(crate::neural_linear::FittedNeuralLinear),
+    Gp(hedge_bayes::FittedGp),
+}
+
+impl FittedSurrogate {
+    /// The predictive at `x` on the standardised target scale; the GP's Gaussian is the
+    /// Student-t with infinite degrees of freedom.
+    fn predict(&self, x: faer::MatRef<'_, f64>) -> Result<hedge_bayes::linear::StudentTPrediction> {
+        match self {
+            FittedSurrogate::NeuralLinear(m) => m.predict(x),
+            FittedSurrogate::Gp(gp) => {
+                let p = gp.predict(x)?;
+                Ok(hedge_bayes::linear::StudentTPrediction {
+                    scale_squared: p.observed_variance(),
+                    location: p.mean,
+                    dof: f64::INFINITY,
+                })
+            }
+        }
+    }
+
+    fn neural_linear(&self) -> Result<&crate::neural_linear::FittedNeuralLinear> {
+        match self {
+            FittedSurrogate::NeuralLinear(m) => Ok(m),
+            FittedSurrogate::Gp(_) => Err(invalid("surrogate", "gp", "this acquisition needs NeuralLinear's features")),
+        }
+    }
+}
+
+/// A fit and the target scaling it was fitted with.
 struct FittedRegression {
-    model: crate::neural_linear::FittedNeuralLinear,
+    model: FittedSurrogate,
     y_mean: f64,
     y_scale: f64,
 }
@@ -267,7 +345,15 @@ impl ActiveModel for RegressionPool<'_> {
         let y_var = scale_y.iter().map(|v| (v - y_mean).powi(2)).sum::<f64>() / scale_y.len() as f64;
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };
         let ly: Vec<f64> = labelled.iter().map(|&p| (self.y[self.pool[p]] - y_mean) / y_scale).collect();
-        let model = self.config.model.with_seed(seed).fit(self.rows(labelled).as_ref(), &ly)?;
+        let x = self.rows(labelled);
+        let model = match self.config.surrogate {
+            Surrogate::NeuralLinear => {
+                FittedSurrogate::NeuralLinear(self.config.model.with_seed(seed).fit(x.as_ref(), &ly)?)
+            }
+            Surrogate::Gp => {
+                FittedSurrogate::Gp(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?)
+            }
+        };
         Ok(FittedRegression { model, y_mean, y_scale })
     }
 
@@ -310,16 +396,14 @@ impl ActiveModel for RegressionPool<'_> {
                 top_b(&h, b)
             }
             Method::AcsFw => {
-                let phi = fitted.model.features(ux.as_ref());
+                let model = fitted.model.neural_linear()?;
+                let phi = model.features(ux.as_ref());
                 match self.config.projections {
                     Some(j) => {
-                        let projected = nig_projections(phi.as_ref(), &fitted.model.posterior, j, rng)?;
+                        let projected = nig_projections(phi.as_ref(), &model.posterior, j, rng)?;
                         frank_wolfe(&projected, b, self.config.distinct)?.indices
                     }
-                    None => {
-                        frank_wolfe(&linear_nig(phi.as_ref(), &fitted.model.posterior)?, b, self.config.distinct)?
-                            .indices
-                    }
+                    None => frank_wolfe(&linear_nig(phi.as_ref(), &model.posterior)?, b, self.config.distinct)?.indices,
                 }
             }
             Method::Lcmd => {
@@ -328,7 +412,8 @@ impl ActiveModel for RegressionPool<'_> {
                     is_unlabelled[p] = true;
                 }
                 let labelled: Vec<usize> = (0..self.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
-                let features = |x: &Mat<f64>| fitted.model.features(x.as_ref());
+                let model = fitted.model.neural_linear()?;
+                let features = |x: &Mat<f64>| model.features(x.as_ref());
                 lcmd(features(&self.rows(&labelled)).as_ref(), features(&ux).as_ref(), b)?
             }
         })
@@ -340,8 +425,11 @@ impl ActiveModel for RegressionPool<'_> {
     }
 }
 
-/// log St(y; m, s², ν).
+/// log St(y; m, s², ν); the normal log density N(y; m, s²) for ν = ∞.
 pub fn student_t_log_density(y: f64, m: f64, scale_squared: f64, dof: f64) -> f64 {
+    if dof.is_infinite() {
+        return -0.5 * (2.0 * std::f64::consts::PI * scale_squared).ln() - 0.5 * (y - m).powi(2) / scale_squared;
+    }
     ln_gamma(0.5 * (dof + 1.0))
         - ln_gamma(0.5 * dof)
         - 0.5 * (dof * std::f64::consts::PI * scale_squared).ln()
@@ -377,6 +465,54 @@ mod tests {
         // scipy.stats.t(df=4.5, loc=1.0, scale=2.0).logpdf(2.3)
         let v = student_t_log_density(2.3, 1.0, 4.0, 4.5);
         assert!((v - -1.9139904904261327).abs() < 1e-10, "{v}");
+    }
+
+    #[test]
+    fn infinite_dof_is_the_normal_density() {
+        // Closed form: log N(2.3; 1, 4) = −½ log(2π·4) − ½ · 1.3² / 4 (scipy.stats.norm(1, 2).logpdf(2.3)).
+        let v = student_t_log_density(2.3, 1.0, 4.0, f64::INFINITY);
+        assert!((v - -1.823335713764618).abs() < 1e-12, "{v}");
+        // And the Student-t approaches it as ν grows.
+        assert!((student_t_log_density(2.3, 1.0, 4.0, 1e7) - v).abs() < 1e-6);
+    }
+
+    /// The GP reference sees exactly the labels NeuralLinear's Random loop acquires (the random
+    /// stream does not depend on the model), learns from them, and refuses the acquisitions that
+    /// need last-layer features by name.
+    #[test]
+    fn the_gp_surrogate_sees_random_s_labels_and_learns() {
+        let n = 300;
+        let x = Mat::from_fn(n, 3, |i, j| ((i * (j + 3)) as f64 * 0.37).sin() * 2.0);
+        // A wiggly function plus deterministic uniform noise (sd ≈ 0.06), so that 20 labels are
+        // not enough for the GP.
+        let noise = |i: usize| ((i as f64 * 12.9898).sin() * 43_758.545_3).fract() * 0.2;
+        let y: Vec<f64> =
+            (0..n).map(|i| (3.0 * x[(i, 0)]).sin() * x[(i, 1)] + (2.0 * x[(i, 2)]).cos() + noise(i)).collect();
+        let labels_of = |config: &LoopConfig| {
+            let mut last = Vec::new();
+            let rounds = config
+                .run_from(&x, &y, Method::Random, 3, None, |_, state| {
+                    if let Some(s) = state {
+                        last = s.labelled.clone();
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            (rounds, last)
+        };
+        let nl = LoopConfig { model: NeuralLinearConfig { steps: 50, ..Default::default() }, ..Default::default() };
+        let gp = LoopConfig { surrogate: Surrogate::Gp, ..nl };
+        let ((_, nl_labels), (gp_rounds, gp_labels)) = (labels_of(&nl), labels_of(&gp));
+        assert_eq!(nl_labels, gp_labels);
+        assert_eq!(gp_rounds.len(), 9);
+        let (first, last) = (&gp_rounds[0], gp_rounds.last().unwrap());
+        assert!(last.test_rmse < 0.7 * first.test_rmse, "{} → {}", first.test_rmse, last.test_rmse);
+        assert!(gp_rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
+        assert_eq!(gp.run(&x, &y, Method::Maxent, 0).unwrap().last().unwrap().labels, 100);
+        for method in [Method::AcsFw, Method::Lcmd] {
+            let err = gp.run(&x, &y, method, 0).unwrap_err().to_string();
+            assert!(err.contains("'method'") && err.contains("--surrogate neural-linear"), "{err}");
+        }
     }
 
     /// A smooth 3-input function: every method runs init → budget in rounds of `batch`, and

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
 use hedge_active::experiment::{ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE};
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
-use hedge_active::regression_loop::{LoopConfig, Method};
+use hedge_active::regression_loop::{LoopConfig, Method, Surrogate};
 
 #[derive(Subcommand)]
 pub enum ActiveCommand {
@@ -134,6 +134,21 @@ impl From<TargetScalingArg> for hedge_active::regression_loop::TargetScaling {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SurrogateArg {
+    NeuralLinear,
+    Gp,
+}
+
+impl From<SurrogateArg> for Surrogate {
+    fn from(s: SurrogateArg) -> Self {
+        match s {
+            SurrogateArg::NeuralLinear => Surrogate::NeuralLinear,
+            SurrogateArg::Gp => Surrogate::Gp,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RecipeArg {
     Paper,
     Mse,
@@ -192,6 +207,11 @@ pub struct RunArgs {
     /// (hedge's first recipe: least squares with a separate head, full batch, --steps).
     #[arg(long, value_enum, default_value = "paper")]
     recipe: RecipeArg,
+    /// The model fitted every round: `neural-linear` (the paper's) or `gp` (an exact GP with an
+    /// ARD RBF kernel fitted by marginal likelihood: a reference for what the same labels allow;
+    /// random and maxent only).
+    #[arg(long, value_enum, default_value = "neural-linear")]
+    surrogate: SurrogateArg,
     /// mse recipe: full-batch Adam steps per network fit.
     #[arg(long, default_value_t = 8000)]
     steps: usize,
@@ -260,6 +280,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             projections: args.projections,
             test_fraction: args.test_fraction,
             target_scaling: args.target_scaling.into(),
+            surrogate: args.surrogate.into(),
             ..Default::default()
         };
         let (dataset, table) = match args.table.spec() {
