@@ -36,18 +36,36 @@ pub fn normalised_hsic(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> Ten
     kl / (kk * ll).clamp_min(1e-24).sqrt()
 }
 
+/// Pairwise squared distances `[n, n]` between the rows of `f`.
+fn sq_distances(f: &Tensor) -> Tensor {
+    let sq = f.pow_tensor_scalar(2).sum_dim_intlist([1].as_slice(), true, f.kind());
+    (&sq + sq.transpose(0, 1) - f.matmul(&f.transpose(0, 1)) * 2.0).clamp_min(0.0)
+}
+
+/// The median of the pairwise squared distances between distinct rows (without gradient).
+fn median_sq_distance(d2: &Tensor) -> f64 {
+    let n = d2.size()[0];
+    let upper = tch::no_grad(|| {
+        let mask = Tensor::ones([n, n], (Kind::Bool, d2.device())).triu(1);
+        d2.masked_select(&mask)
+    });
+    upper.median().double_value(&[])
+}
+
+/// The median heuristic's σ² for the rows of `f`, floored at `floor`: a penalty on values whose
+/// spread can shrink toward 0 (a classifier's logits within one class) needs the floor, or the
+/// kernel's gradient grows as 1/σ² and training diverges (NaN within 250 steps at β = 1).
+///
+/// # Shapes
+/// `f`: `[n, d]`, n ≥ 2.
+pub fn median_bandwidth_sq(f: &Tensor, floor: f64) -> f64 {
+    median_sq_distance(&sq_distances(f)).max(floor)
+}
+
 /// The Gaussian feature kernel K and the centred concept kernel H L H.
 fn centred_kernels(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> (Tensor, Tensor) {
-    let n = f.size()[0];
-    let sq = f.pow_tensor_scalar(2).sum_dim_intlist([1].as_slice(), true, f.kind());
-    let d2 = (&sq + sq.transpose(0, 1) - f.matmul(&f.transpose(0, 1)) * 2.0).clamp_min(0.0);
-    let s2 = bandwidth_sq.unwrap_or_else(|| {
-        let upper = tch::no_grad(|| {
-            let mask = Tensor::ones([n, n], (Kind::Bool, f.device())).triu(1);
-            d2.masked_select(&mask)
-        });
-        upper.median().double_value(&[]).max(1e-12)
-    });
+    let d2 = sq_distances(f);
+    let s2 = bandwidth_sq.unwrap_or_else(|| median_sq_distance(&d2).max(1e-12));
     let k = (-&d2 / (2.0 * s2)).exp();
     let l = a.unsqueeze(1).eq_tensor(&a.unsqueeze(0)).to_kind(f.kind());
     // H L H: L with its row and column means removed (the trace needs only one side centred).
@@ -79,6 +97,9 @@ mod tests {
         // K = exp(-D/2): np.trace(K@H@L@H) / np.sqrt(np.trace(K@H@K@H) * np.trace(L@H@L@H))
         let aligned = normalised_hsic(&f, &a, Some(1.0)).double_value(&[]);
         assert!((aligned - 0.587847293319816).abs() < 1e-12, "{aligned}");
+        // The median heuristic's σ² is the docstring's `med` (4.0), and a floor above it wins.
+        assert_eq!(median_bandwidth_sq(&f, 0.0), 4.0);
+        assert_eq!(median_bandwidth_sq(&f, 10.0), 10.0);
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub fn method_label(config: &SweepConfig) -> String {
     if t.reweigh {
         label.push_str(", reweighed");
     }
+    if t.decision_penalty > 0.0 {
+        label.push_str(&format!(", decision HSIC × {}", t.decision_penalty));
+    }
     if let Some(width) = config.model.bottleneck {
         label.push_str(&format!(", {width}-unit bottleneck"));
     }

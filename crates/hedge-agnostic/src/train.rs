@@ -10,7 +10,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
-use crate::independence::normalised_hsic;
+use crate::independence::{median_bandwidth_sq, normalised_hsic};
 use crate::model::{AgnosticNet, ModelConfig};
 use hedge_data::ParamGuard;
 
@@ -82,6 +82,7 @@ pub enum Objective {
 /// | `reset_every` | 0 | re-initialise G_p every this many steps (0: never) |
 /// | `reset_steps` | 200 | steps a re-initialised G_p trains alone on frozen features |
 /// | `reweigh` | false | draw target-labelled batches so that target and concept are independent ([`reweighing`]) |
+/// | `decision_penalty` | 0 | β × within-class HSIC between G_y's logits and the concept, beside any adversary |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 // Settings added later read as their defaults from older config.json files.
@@ -108,6 +109,11 @@ pub struct TrainConfig {
     /// ([`reweighing`]), so that in every batch the target is independent of the concept and
     /// neither G_y's loss nor the adversary's pulls against the other.
     pub reweigh: bool,
+    /// β: G_f and G_y also minimise β × the normalised HSIC between G_y's logits and the concept
+    /// within each target class of the target-labelled batch — the decision's own dependence on
+    /// the concept, which the audit's decision probe reads and which bounds the feature probe
+    /// from below (0: off). Works beside any adversary.
+    pub decision_penalty: f64,
 }
 
 impl Default for TrainConfig {
@@ -127,6 +133,7 @@ impl Default for TrainConfig {
             reset_every: 0,
             reset_steps: 200,
             reweigh: false,
+            decision_penalty: 0.0,
         }
     }
 }
@@ -154,6 +161,11 @@ impl TrainConfig {
 
     pub fn with_objective(mut self, objective: Objective) -> Self {
         self.objective = objective;
+        self
+    }
+
+    pub fn with_decision_penalty(mut self, beta: f64) -> Self {
+        self.decision_penalty = beta;
         self
     }
 
@@ -207,6 +219,9 @@ impl ParamGuard for TrainConfig {
                 "need a finite learning rate > 0 and momentum in [0, 1)",
             ));
         }
+        if !(self.decision_penalty >= 0.0 && self.decision_penalty.is_finite()) {
+            return Err(invalid("decision_penalty", self.decision_penalty, "must be a finite β ≥ 0 (0: off)"));
+        }
         Ok(())
     }
 }
@@ -251,6 +266,32 @@ pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) ->
     let start = std::time::Instant::now();
     train(&net, data, config)?;
     Ok((net, start.elapsed().as_secs_f64()))
+}
+
+/// Σ over target classes c of (share of c in the batch) × normalised HSIC(`values` of class c,
+/// `concept` of class c); classes with fewer than three rows are skipped. `bandwidth_floor`:
+/// the least σ² of the median heuristic (None: no floor but the kernel's own 1e-12).
+///
+/// # Shapes
+/// `values`: `[n, d]`; `target`, `concept`: `[n]` i64.
+fn within_class_hsic(
+    values: &Tensor,
+    target: &Tensor,
+    concept: &Tensor,
+    classes: i64,
+    bandwidth_floor: Option<f64>,
+) -> Tensor {
+    let mut dependence = Tensor::zeros([], (Kind::Float, Device::Cpu));
+    for class in 0..classes {
+        let rows = target.eq(class).nonzero().squeeze_dim(1);
+        if rows.size()[0] > 2 {
+            let share = rows.size()[0] as f64 / target.size()[0] as f64;
+            let v = values.index_select(0, &rows);
+            let bandwidth = bandwidth_floor.map(|floor| median_bandwidth_sq(&v, floor));
+            dependence += normalised_hsic(&v, &concept.index_select(0, &rows), bandwidth) * share;
+        }
+    }
+    dependence
 }
 
 /// Kamiran & Calders' (2012) reweighing: each example weighted by P(y)·P(a) / P(y, a) of its
@@ -384,7 +425,8 @@ pub fn train_observed(
             Objective::Dann => (1.0, if context.is_some() { 0.5 } else { 1.0 }),
         };
         let ft = net.features(&xt);
-        let target_loss = net.target_logits(&ft).cross_entropy_for_logits(&yt);
+        let target_logits = net.target_logits(&ft);
+        let target_loss = target_logits.cross_entropy_for_logits(&yt);
         let fc = context.as_ref().map(|(xc, _)| net.features(xc));
         let (loss, protected_loss) = match config.adversary {
             Adversary::Reversal => {
@@ -424,20 +466,19 @@ pub fn train_observed(
             Adversary::Hsic => {
                 // Within each target class on the target-labelled batch: there the concept goes
                 // with the target (ρ), and a plain HSIC would penalise the target's own signal.
-                let mut dependence = Tensor::zeros([], (Kind::Float, Device::Cpu));
-                for class in 0..net.config.target_classes {
-                    let rows = yt.eq(class).nonzero().squeeze_dim(1);
-                    if rows.size()[0] > 2 {
-                        let share = rows.size()[0] as f64 / yt.size()[0] as f64;
-                        dependence +=
-                            normalised_hsic(&ft.index_select(0, &rows), &pt.index_select(0, &rows), None) * share;
-                    }
-                }
+                let mut dependence = within_class_hsic(&ft, &yt, &pt, net.config.target_classes, None);
                 if let (Some(fc), Some((_, pc))) = (&fc, &context) {
                     dependence += normalised_hsic(fc, pc, None);
                 }
                 (&target_loss * target_weight + dependence * (alpha * protected_scale), adversary_loss)
             }
+        };
+        let loss = if config.decision_penalty > 0.0 {
+            // σ² ≥ 1 (a unit of squared logit): logits of one class can crowd together.
+            let dependence = within_class_hsic(&target_logits, &yt, &pt, net.config.target_classes, Some(1.0));
+            loss + dependence * config.decision_penalty
+        } else {
+            loss
         };
         let value = loss.double_value(&[]);
         if !value.is_finite() {
@@ -480,6 +521,10 @@ mod tests {
         assert!((c.alpha_at(1.0) - 0.8 * (2.0 / (1.0 + (-10f64).exp()) - 1.0)).abs() < 1e-15);
         assert!((c.learning_rate_at(1.0) - 0.01 / 11f64.powf(0.75)).abs() < 1e-15);
         assert!(TrainConfig::default().with_alpha(1.2).check_ref().is_err());
+        for beta in [-1.0, f64::NAN] {
+            let err = TrainConfig::default().with_decision_penalty(beta).check_ref().unwrap_err().to_string();
+            assert!(err.contains("decision_penalty"), "{err}");
+        }
     }
 
     /// Reweighing by hand: y = [0, 0, 0, 1], a = [0, 0, 1, 1] give P(y = 0) = 3/4, P(a = 0) = 1/2

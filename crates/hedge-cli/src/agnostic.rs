@@ -156,6 +156,10 @@ pub struct SweepArgs {
     /// P(y)·P(a)/P(y, a), so that in training the target is independent of the concept.
     #[arg(long)]
     reweigh: bool,
+    /// β: also penalise β × the normalised HSIC between G_y's logits and the concept within each
+    /// target class (the decision's own dependence on the concept; 0: off).
+    #[arg(long, default_value_t = 0.0)]
+    decision_penalty: f64,
     /// Keep α fixed instead of ramping it up.
     #[arg(long)]
     no_ramp: bool,
@@ -267,6 +271,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             reset_every: args.adversary_reset_every,
             reset_steps: args.adversary_reset_steps,
             reweigh: args.reweigh,
+            decision_penalty: args.decision_penalty,
             ..Default::default()
         };
         let options = DataOptions {
