@@ -172,9 +172,20 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
     let json = serde_json::to_vec_pretty(&summary).expect("a summary serialises");
     hedge_data::write_atomic(&out.join("pareto.json"), &json)?;
     hedge_data::write_atomic(&out.join("pareto.md"), markdown(&summary, dataset).as_bytes())?;
+    // The decision probe (where audited) as its own series beside each method: the floor under
+    // the feature probe.
+    let decision_names: BTreeMap<&str, String> = summary
+        .points
+        .iter()
+        .filter(|p| p.probe_decision.is_some())
+        .map(|p| (p.method.as_str(), format!("{}: probe on G_y's logits", p.method)))
+        .collect();
     let mut series: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     for p in &summary.points {
         series.entry(&p.method).or_default().push((p.probe_mlp.mean, p.usefulness.mean));
+        if let (Some(d), Some(name)) = (&p.probe_decision, decision_names.get(p.method.as_str())) {
+            series.entry(name.as_str()).or_default().push((d.mean, p.usefulness.mean));
+        }
     }
     let mut series: Vec<(&str, Vec<(f64, f64)>)> = series.into_iter().collect();
     // The chance line spans the points' usefulness only, so the axis keeps their scale.
@@ -195,14 +206,45 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
         y_desc,
         title,
         (lo - 0.02, hi + 0.02),
-        // The useful, unreadable corner is the upper left; collapsed networks sit lowest.
-        hedge_plot::SeriesLabelPosition::LowerLeft,
+        emptiest_corner(&series, (lo - 0.02, hi + 0.02)),
     )?;
     if matches!(dataset, SweepDataset::Adult | SweepDataset::Table) {
         fairness_chart(&summary, dataset, Gap::Parity, out)?;
         fairness_chart(&summary, dataset, Gap::EqualisedOdds, out)?;
     }
     Ok(summary)
+}
+
+/// Where the legend hides the fewest points: the box a legend of these series takes (≈ 7 px per
+/// character of the longest label and 20 px per entry on the 900 × 560 chart, as a share of the
+/// axes) is tried in four corners and at mid-height on either side; ties go to the first, the
+/// lower left, where collapsed networks are rarest on these fronts.
+fn emptiest_corner(series: &[(&str, Vec<(f64, f64)>)], y_range: (f64, f64)) -> hedge_plot::SeriesLabelPosition {
+    use hedge_plot::SeriesLabelPosition as Place;
+    let points: Vec<(f64, f64)> = series.iter().flat_map(|(_, p)| p.iter().copied()).collect();
+    let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (y0, y1) = y_range;
+    let longest = series.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0);
+    let w = ((longest * 7 + 50) as f64 / 830.0).min(1.0) * (x1 - x0);
+    let h = ((series.len() * 20 + 20) as f64 / 460.0).min(1.0) * (y1 - y0);
+    let mid = 0.5 * (y0 + y1);
+    // (place, box on the left?, box's vertical span)
+    let places = [
+        (Place::LowerLeft, true, (y0, y0 + h)),
+        (Place::LowerRight, false, (y0, y0 + h)),
+        (Place::UpperRight, false, (y1 - h, y1)),
+        (Place::UpperLeft, true, (y1 - h, y1)),
+        (Place::MiddleRight, false, (mid - h / 2.0, mid + h / 2.0)),
+        (Place::MiddleLeft, true, (mid - h / 2.0, mid + h / 2.0)),
+    ];
+    let covered = |left: bool, (lo, hi): (f64, f64)| {
+        points.iter().filter(|(x, y)| (if left { *x <= x0 + w } else { *x >= x1 - w }) && (lo..=hi).contains(y)).count()
+    };
+    places
+        .into_iter()
+        .min_by_key(|&(_, left, span)| covered(left, span))
+        .map(|(place, _, _)| place)
+        .expect("six places")
 }
 
 /// A fairness gap on the x axis of `parity.png` / `odds.png`.
