@@ -73,15 +73,6 @@ pub enum Surrogate {
     Gp,
 }
 
-impl Surrogate {
-    pub fn name(self) -> &'static str {
-        match self {
-            Surrogate::NeuralLinear => "neural-linear",
-            Surrogate::Gp => "gp",
-        }
-    }
-}
-
 fn is_neural_linear(s: &Surrogate) -> bool {
     *s == Surrogate::NeuralLinear
 }

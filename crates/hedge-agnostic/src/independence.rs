@@ -15,7 +15,7 @@ use tch::{Kind, Tensor};
 /// # Shapes
 /// `f`: `[n, d]` float, `a`: `[n]` i64 class indices → scalar.
 pub fn hsic(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> Tensor {
-    let (k, lc) = centred_kernels(f, a, bandwidth_sq);
+    let (k, lc) = centred_kernels(f, a, bandwidth_sq, MEDIAN_FLOOR);
     let n = f.size()[0];
     (k * lc).sum(f.kind()) / ((n - 1) * (n - 1)) as f64
 }
@@ -27,7 +27,24 @@ pub fn hsic(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> Tensor {
 /// # Shapes
 /// As [`hsic`].
 pub fn normalised_hsic(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> Tensor {
-    let (k, lc) = centred_kernels(f, a, bandwidth_sq);
+    aligned(f, a, bandwidth_sq, MEDIAN_FLOOR)
+}
+
+/// [`normalised_hsic`] with the median bandwidth floored at `floor` (σ² ≥ floor): a penalty on
+/// values whose spread can shrink toward 0 (a classifier's logits within one class) needs the
+/// floor, or the kernel's gradient grows as 1/σ² (see [`median_bandwidth_sq`]).
+///
+/// # Shapes
+/// As [`hsic`].
+pub fn normalised_hsic_floored(f: &Tensor, a: &Tensor, floor: f64) -> Tensor {
+    aligned(f, a, None, floor)
+}
+
+/// The smallest median bandwidth σ² the kernels use unless told otherwise.
+pub const MEDIAN_FLOOR: f64 = 1e-12;
+
+fn aligned(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>, floor: f64) -> Tensor {
+    let (k, lc) = centred_kernels(f, a, bandwidth_sq, floor);
     let kc = &k - k.mean_dim(0, true, f.kind()) - k.mean_dim(1, true, f.kind()) + k.mean(f.kind());
     let (kl, kk, ll) = ((&k * &lc).sum(f.kind()), (&k * &kc).sum(f.kind()), (&lc * &lc).sum(f.kind()));
     if ll.double_value(&[]) <= 0.0 {
@@ -62,10 +79,11 @@ pub fn median_bandwidth_sq(f: &Tensor, floor: f64) -> f64 {
     median_sq_distance(&sq_distances(f)).max(floor)
 }
 
-/// The Gaussian feature kernel K and the centred concept kernel H L H.
-fn centred_kernels(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>) -> (Tensor, Tensor) {
+/// The Gaussian feature kernel K (σ² = `bandwidth_sq`, or the median heuristic's floored at
+/// `floor`) and the centred concept kernel H L H.
+fn centred_kernels(f: &Tensor, a: &Tensor, bandwidth_sq: Option<f64>, floor: f64) -> (Tensor, Tensor) {
     let d2 = sq_distances(f);
-    let s2 = bandwidth_sq.unwrap_or_else(|| median_sq_distance(&d2).max(1e-12));
+    let s2 = bandwidth_sq.unwrap_or_else(|| median_sq_distance(&d2).max(floor));
     let k = (-&d2 / (2.0 * s2)).exp();
     let l = a.unsqueeze(1).eq_tensor(&a.unsqueeze(0)).to_kind(f.kind());
     // H L H: L with its row and column means removed (the trace needs only one side centred).
@@ -100,6 +118,10 @@ mod tests {
         // The median heuristic's σ² is the docstring's `med` (4.0), and a floor above it wins.
         assert_eq!(median_bandwidth_sq(&f, 0.0), 4.0);
         assert_eq!(median_bandwidth_sq(&f, 10.0), 10.0);
+        // The floored form is the plain one below the median and the fixed-σ² one above it.
+        let same = |x: Tensor, y: Tensor| (x.double_value(&[]) - y.double_value(&[])).abs() < 1e-15;
+        assert!(same(normalised_hsic_floored(&f, &a, 1.0), normalised_hsic(&f, &a, None)));
+        assert!(same(normalised_hsic_floored(&f, &a, 10.0), normalised_hsic(&f, &a, Some(10.0))));
     }
 
     #[test]

@@ -333,11 +333,14 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         SweepAudit::Domain(d) => d.probe_linear.accuracy,
     };
     *chance = mlp(runs[0]).chance;
-    let context = |f: &dyn Fn(&crate::experiment::ContextAudit) -> f64| {
+    // A Context-MNIST number over the runs: None unless every run is a Context-MNIST audit that
+    // has it (older audits lack the numbers added later).
+    let context_if = |f: &dyn Fn(&crate::experiment::ContextAudit) -> Option<f64>| {
         let v: Option<Vec<f64>> =
-            runs.iter().map(|a| if let SweepAudit::Context(c) = a { Some(f(c)) } else { None }).collect();
+            runs.iter().map(|a| if let SweepAudit::Context(c) = a { f(c) } else { None }).collect();
         v.map(|v| Spread::of(&v))
     };
+    let context = |f: &dyn Fn(&crate::experiment::ContextAudit) -> f64| context_if(&|c| Some(f(c)));
     let tabular = |f: &dyn Fn(&crate::fairness::FairnessAudit) -> f64| {
         let v: Option<Vec<f64>> =
             runs.iter().map(|a| if let SweepAudit::Tabular(t) = a { Some(f(t)) } else { None }).collect();
@@ -358,13 +361,7 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         probe_linear: of(&linear),
         reversed_accuracy: context(&|c| c.target_accuracy.reversed),
         mask_share: context(&|c| c.mask_share),
-        probe_decision: {
-            let v: Option<Vec<f64>> = runs
-                .iter()
-                .map(|a| if let SweepAudit::Context(c) = a { c.probe_decision.map(|p| p.accuracy) } else { None })
-                .collect();
-            v.map(|v| Spread::of(&v))
-        },
+        probe_decision: context_if(&|c| c.probe_decision.map(|p| p.accuracy)),
         statistical_parity_difference: tabular(&|t| t.demographic_parity_difference),
         equalised_odds_difference: tabular(&|t| t.equalised_odds_difference),
         reference: false,

@@ -661,6 +661,17 @@ macro_rules! field {
     };
 }
 
+/// A column read from one audit kind as an `Option<f64>` (`x => expression of x`): a number
+/// later audits added, absent from older ones.
+macro_rules! optional_field {
+    ($variant:ident, $x:ident => $read:expr) => {
+        |a: &SweepAudit| match a {
+            SweepAudit::$variant($x) => $read,
+            _ => None,
+        }
+    };
+}
+
 /// The two fresh probes every dataset's audit has.
 fn probe_columns() -> [Column; 2] {
     [
@@ -712,26 +723,17 @@ fn schema(dataset: SweepDataset) -> Schema {
                 Column {
                     key: &["probe_accuracy", "decision"],
                     title: "MLP probe on G_y's logits",
-                    read: |a| match a {
-                        SweepAudit::Context(c) => c.probe_decision.map(|p| p.accuracy),
-                        _ => None,
-                    },
+                    read: optional_field!(Context, c => c.probe_decision.map(|p| p.accuracy)),
                 },
                 Column {
                     key: &["accuracy_by_background", "plain"],
                     title: "balanced, plain background",
-                    read: |a| match a {
-                        SweepAudit::Context(c) => c.accuracy_by_background.map(|b| b[0]),
-                        _ => None,
-                    },
+                    read: optional_field!(Context, c => c.accuracy_by_background.map(|b| b[0])),
                 },
                 Column {
                     key: &["accuracy_by_background", "photograph"],
                     title: "balanced, photograph",
-                    read: |a| match a {
-                        SweepAudit::Context(c) => c.accuracy_by_background.map(|b| b[1]),
-                        _ => None,
-                    },
+                    read: optional_field!(Context, c => c.accuracy_by_background.map(|b| b[1])),
                 },
                 Column { key: &["flip_rate"], title: "flip rate", read: field!(Context, flip_rate) },
                 Column { key: &["mask_share"], title: "mask share", read: field!(Context, mask_share) },

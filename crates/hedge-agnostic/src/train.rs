@@ -10,7 +10,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
-use crate::independence::{median_bandwidth_sq, normalised_hsic};
+use crate::independence::{normalised_hsic, normalised_hsic_floored, MEDIAN_FLOOR};
 use crate::model::{AgnosticNet, ModelConfig};
 use hedge_data::ParamGuard;
 
@@ -270,26 +270,19 @@ pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) ->
 }
 
 /// Σ over target classes c of (share of c in the batch) × normalised HSIC(`values` of class c,
-/// `concept` of class c); classes with fewer than three rows are skipped. `bandwidth_floor`:
-/// the least σ² of the median heuristic (None: no floor but the kernel's own 1e-12).
+/// `concept` of class c), the median bandwidth floored at `bandwidth_floor`; classes with fewer
+/// than three rows are skipped.
 ///
 /// # Shapes
 /// `values`: `[n, d]`; `target`, `concept`: `[n]` i64.
-fn within_class_hsic(
-    values: &Tensor,
-    target: &Tensor,
-    concept: &Tensor,
-    classes: i64,
-    bandwidth_floor: Option<f64>,
-) -> Tensor {
+fn within_class_hsic(values: &Tensor, target: &Tensor, concept: &Tensor, classes: i64, bandwidth_floor: f64) -> Tensor {
     let mut dependence = Tensor::zeros([], (Kind::Float, Device::Cpu));
     for class in 0..classes {
         let rows = target.eq(class).nonzero().squeeze_dim(1);
         if rows.size()[0] > 2 {
             let share = rows.size()[0] as f64 / target.size()[0] as f64;
-            let v = values.index_select(0, &rows);
-            let bandwidth = bandwidth_floor.map(|floor| median_bandwidth_sq(&v, floor));
-            dependence += normalised_hsic(&v, &concept.index_select(0, &rows), bandwidth) * share;
+            let (v, c) = (values.index_select(0, &rows), concept.index_select(0, &rows));
+            dependence += normalised_hsic_floored(&v, &c, bandwidth_floor) * share;
         }
     }
     dependence
@@ -467,7 +460,7 @@ pub fn train_observed(
             Adversary::Hsic => {
                 // Within each target class on the target-labelled batch: there the concept goes
                 // with the target (ρ), and a plain HSIC would penalise the target's own signal.
-                let mut dependence = within_class_hsic(&ft, &yt, &pt, net.config.target_classes, None);
+                let mut dependence = within_class_hsic(&ft, &yt, &pt, net.config.target_classes, MEDIAN_FLOOR);
                 if let (Some(fc), Some((_, pc))) = (&fc, &context) {
                     dependence += normalised_hsic(fc, pc, None);
                 }
@@ -476,7 +469,7 @@ pub fn train_observed(
         };
         let loss = if config.decision_penalty > 0.0 {
             // σ² ≥ 1 (a unit of squared logit): logits of one class can crowd together.
-            let dependence = within_class_hsic(&target_logits, &yt, &pt, net.config.target_classes, Some(1.0));
+            let dependence = within_class_hsic(&target_logits, &yt, &pt, net.config.target_classes, 1.0);
             loss + dependence * config.decision_penalty
         } else {
             loss
