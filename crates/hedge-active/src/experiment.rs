@@ -280,6 +280,13 @@ pub struct RegressionMethodSummary {
     /// paper has the method and dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper_final_rmse: Option<f64>,
+    /// With `--score-with-gp`: the GP's final RMSE on the labels this method acquired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gp_final_rmse: Option<MeanSe>,
+    /// With `--score-with-gp`: the acquiring model's final RMSE minus the GP's, seed by seed
+    /// (positive: the GP predicts better from the same labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rmse_minus_gp: Option<MeanSe>,
     /// Acquisition rounds per seed.
     pub rounds: Mean,
     /// Seconds to choose one batch.
@@ -342,9 +349,12 @@ fn regression_report(
                 .to_string()
         }
     };
+    let gp_scored = all.iter().any(|r| r.gp_test_rmse.is_some());
+    let (gp_head, gp_rule) =
+        if gp_scored { (" GP on the same labels | model − GP (paired) |", "---|---|") } else { ("", "") };
     let mut md = format!(
         "{}: {model}, {} seeds, {} initial labels, batches of {}, budget {}.\n\n\
-         | method | final RMSE (mean ± se) | paper (Pinsler et al., Table 1) | final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|---|---|---|\n",
+         | method | final RMSE (mean ± se) | paper (Pinsler et al., Table 1) |{gp_head} final test log-likelihood | acquisition rounds | selection s / round |\n|---|---|---|{gp_rule}---|---|---|\n",
         experiment.dataset,
         experiment.seeds,
         l.init,
@@ -362,15 +372,37 @@ fn regression_report(
         let selections: Vec<f64> =
             runs.iter().flatten().filter(|r| r.batch_size > 0).map(|r| r.selection_seconds).collect();
         let rounds: Vec<f64> = finished.iter().map(|r| (r.len() - 1) as f64).collect();
+        // Seeds whose last round was scored by the GP as well.
+        let gp_finals: Vec<(f64, f64)> = finished
+            .iter()
+            .filter_map(|r| {
+                let last = r[r.len() - 1];
+                Some((last.test_rmse, last.gp_test_rmse?))
+            })
+            .collect();
+        let (gp_final_rmse, rmse_minus_gp) = if gp_finals.is_empty() {
+            (None, None)
+        } else {
+            let gp: Vec<f64> = gp_finals.iter().map(|p| p.1).collect();
+            let diff: Vec<f64> = gp_finals.iter().map(|p| p.0 - p.1).collect();
+            (Some(MeanSe::of(&gp)), Some(MeanSe::of(&diff)))
+        };
         let m = RegressionMethodSummary {
             final_log_likelihood: MeanSe::of(&last(|r| r.test_log_likelihood)),
             final_rmse: MeanSe::of(&last(|r| r.test_rmse)),
             paper_final_rmse: paper_final_rmse(&experiment.dataset, method),
+            gp_final_rmse,
+            rmse_minus_gp,
             rounds: Mean::of(&rounds),
             selection_seconds: Mean::of(&selections),
         };
+        let gp_cells = match (gp_scored, &m.gp_final_rmse, &m.rmse_minus_gp) {
+            (true, Some(gp), Some(d)) => format!(" {:.3} ± {:.3} | {:+.3} ± {:.3} |", gp.mean, gp.se, d.mean, d.se),
+            (true, _, _) => " – | – |".to_string(),
+            (false, _, _) => String::new(),
+        };
         md.push_str(&format!(
-            "| {} | {:.3} ± {:.3} | {} | {:.3} ± {:.3} | {:.1} | {:.4} |\n",
+            "| {} | {:.3} ± {:.3} | {} |{gp_cells} {:.3} ± {:.3} | {:.1} | {:.4} |\n",
             method.name(),
             m.final_rmse.mean,
             m.final_rmse.se,

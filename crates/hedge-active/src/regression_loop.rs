@@ -99,6 +99,12 @@ pub struct LoopConfig {
     /// The model fitted every round (configs written before the choice read as NeuralLinear).
     #[serde(default, skip_serializing_if = "is_neural_linear")]
     pub surrogate: Surrogate,
+    /// Also fit the GP surrogate on every round's labels and score it beside the model that
+    /// acquires ([`RoundMetrics::gp_test_rmse`]): what the very labels an acquisition chose allow
+    /// a well-specified smooth model, paired seed by seed. The GP's seconds are not counted in
+    /// `fit_seconds`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub score_with_gp: bool,
     /// NeuralLinear's settings (unused by the GP surrogate).
     pub model: NeuralLinearConfig,
 }
@@ -125,6 +131,7 @@ impl Default for LoopConfig {
             test_fraction: PAPER_TEST_FRACTION,
             target_scaling: TargetScaling::InitialLabels,
             surrogate: Surrogate::NeuralLinear,
+            score_with_gp: false,
             model: NeuralLinearConfig::default(),
         }
     }
@@ -145,6 +152,12 @@ pub struct RoundMetrics {
     pub selection_seconds: f64,
     /// Points added after this round.
     pub batch_size: usize,
+    /// With [`LoopConfig::score_with_gp`]: the GP's test RMSE on this round's labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gp_test_rmse: Option<f64>,
+    /// With [`LoopConfig::score_with_gp`]: the GP's mean test log density.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gp_test_log_likelihood: Option<f64>,
 }
 
 impl LoopConfig {
@@ -305,8 +318,26 @@ impl FittedSurrogate {
 /// A fit and the target scaling it was fitted with.
 struct FittedRegression {
     model: FittedSurrogate,
+    /// With [`LoopConfig::score_with_gp`]: the GP on the same labels and its fit's seconds.
+    gp: Option<(FittedSurrogate, f64)>,
     y_mean: f64,
     y_scale: f64,
+}
+
+impl FittedRegression {
+    /// Test RMSE and mean test log density of `model` on the original target scale.
+    fn score(&self, model: &FittedSurrogate, test_x: faer::MatRef<'_, f64>, test_y: &[f64]) -> Result<(f64, f64)> {
+        let pred = model.predict(test_x)?;
+        let (mut sq, mut ll) = (0.0, 0.0);
+        for (i, t) in test_y.iter().enumerate() {
+            let m = self.y_mean + self.y_scale * pred.location[i];
+            let s2 = pred.scale_squared[i] * self.y_scale * self.y_scale;
+            sq += (t - m).powi(2);
+            ll += student_t_log_density(*t, m, s2, pred.dof);
+        }
+        let n = test_y.len() as f64;
+        Ok(((sq / n).sqrt(), ll / n))
+    }
 }
 
 impl RegressionPool<'_> {
@@ -337,36 +368,45 @@ impl ActiveModel for RegressionPool<'_> {
         let y_scale = if y_var > 0.0 { y_var.sqrt() } else { 1.0 };
         let ly: Vec<f64> = labelled.iter().map(|&p| (self.y[self.pool[p]] - y_mean) / y_scale).collect();
         let x = self.rows(labelled);
+        let gp = || -> Result<FittedSurrogate> {
+            Ok(FittedSurrogate::Gp(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?))
+        };
         let model = match self.config.surrogate {
             Surrogate::NeuralLinear => {
                 FittedSurrogate::NeuralLinear(self.config.model.with_seed(seed).fit(x.as_ref(), &ly)?)
             }
-            Surrogate::Gp => {
-                FittedSurrogate::Gp(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?)
-            }
+            Surrogate::Gp => gp()?,
         };
-        Ok(FittedRegression { model, y_mean, y_scale })
+        let gp = if self.config.score_with_gp && self.config.surrogate != Surrogate::Gp {
+            let start = std::time::Instant::now();
+            let fitted = gp()?;
+            Some((fitted, start.elapsed().as_secs_f64()))
+        } else {
+            None
+        };
+        Ok(FittedRegression { model, gp, y_mean, y_scale })
     }
 
     fn evaluate(&self, fitted: &FittedRegression, info: RoundInfo<Method>) -> Result<RoundMetrics> {
-        let pred = fitted.model.predict(self.test_x.as_ref())?;
-        let (mut sq, mut ll) = (0.0, 0.0);
-        for (i, t) in self.test_y.iter().enumerate() {
-            let m = fitted.y_mean + fitted.y_scale * pred.location[i];
-            let s2 = pred.scale_squared[i] * fitted.y_scale * fitted.y_scale;
-            sq += (t - m).powi(2);
-            ll += student_t_log_density(*t, m, s2, pred.dof);
-        }
+        let (test_rmse, test_log_likelihood) = fitted.score(&fitted.model, self.test_x.as_ref(), &self.test_y)?;
+        // A GP fitted on a surrogate-GP run's labels would score what `test_rmse` already does.
+        let (gp_score, gp_seconds) = match &fitted.gp {
+            Some((gp, seconds)) => (Some(fitted.score(gp, self.test_x.as_ref(), &self.test_y)?), *seconds),
+            None if self.config.score_with_gp => (Some((test_rmse, test_log_likelihood)), 0.0),
+            None => (None, 0.0),
+        };
         Ok(RoundMetrics {
             seed: info.seed,
             method: info.method,
             round: info.round,
             labels: info.labels,
-            test_rmse: (sq / self.test_y.len() as f64).sqrt(),
-            test_log_likelihood: ll / self.test_y.len() as f64,
-            fit_seconds: info.fit_seconds,
+            test_rmse,
+            test_log_likelihood,
+            fit_seconds: info.fit_seconds - gp_seconds,
             selection_seconds: 0.0,
             batch_size: 0,
+            gp_test_rmse: gp_score.map(|s| s.0),
+            gp_test_log_likelihood: gp_score.map(|s| s.1),
         })
     }
 
@@ -493,9 +533,18 @@ mod tests {
         };
         let nl = LoopConfig { model: NeuralLinearConfig { steps: 50, ..Default::default() }, ..Default::default() };
         let gp = LoopConfig { surrogate: Surrogate::Gp, ..nl };
-        let ((_, nl_labels), (gp_rounds, gp_labels)) = (labels_of(&nl), labels_of(&gp));
+        let ((nl_rounds, nl_labels), (gp_rounds, gp_labels)) = (labels_of(&nl), labels_of(&gp));
         assert_eq!(nl_labels, gp_labels);
         assert_eq!(gp_rounds.len(), 9);
+        // Scoring a GP beside NeuralLinear fits the GP surrogate's very model every round (same
+        // labels, same seed), without touching NeuralLinear's own numbers.
+        let (shadowed, _) = labels_of(&LoopConfig { score_with_gp: true, ..nl });
+        for ((s, plain), gp_round) in shadowed.iter().zip(&nl_rounds).zip(&gp_rounds) {
+            assert_eq!((s.test_rmse, s.test_log_likelihood), (plain.test_rmse, plain.test_log_likelihood));
+            assert_eq!(s.gp_test_rmse, Some(gp_round.test_rmse));
+            assert_eq!(s.gp_test_log_likelihood, Some(gp_round.test_log_likelihood));
+        }
+        assert!(nl_rounds.iter().all(|r| r.gp_test_rmse.is_none()));
         let (first, last) = (&gp_rounds[0], gp_rounds.last().unwrap());
         assert!(last.test_rmse < 0.7 * first.test_rmse, "{} → {}", first.test_rmse, last.test_rmse);
         assert!(gp_rounds.iter().all(|r| r.test_log_likelihood.is_finite()));

@@ -212,6 +212,11 @@ pub struct RunArgs {
     /// random and maxent only).
     #[arg(long, value_enum, default_value = "neural-linear")]
     surrogate: SurrogateArg,
+    /// Also fit that GP on every round's labels and report its RMSE beside the acquiring model's
+    /// (`gp_test_rmse` in rounds.jsonl; a column in the table): what each acquisition's labels
+    /// allow a smooth model, seed by seed. Adds a GP fit per round (≈ 0.1–1 s at ≤ 100 labels).
+    #[arg(long)]
+    score_with_gp: bool,
     /// mse recipe: full-batch Adam steps per network fit.
     #[arg(long, default_value_t = 8000)]
     steps: usize,
@@ -281,6 +286,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             test_fraction: args.test_fraction,
             target_scaling: args.target_scaling.into(),
             surrogate: args.surrogate.into(),
+            score_with_gp: args.score_with_gp,
             ..Default::default()
         };
         let (dataset, table) = match args.table.spec() {
