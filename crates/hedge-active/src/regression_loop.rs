@@ -12,9 +12,10 @@ use statrs::function::gamma::ln_gamma;
 use crate::acquisition::{lcmd, nig_projections, random_batch, student_t_entropy, top_b};
 use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
-use crate::frank_wolfe::frank_wolfe;
+use crate::frank_wolfe::{frank_wolfe, GramMatrix, Projections};
 use crate::neural_linear::NeuralLinearConfig;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
+use hedge_bayes::linear::StudentTPrediction;
 use hedge_data::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
@@ -77,6 +78,14 @@ fn is_neural_linear(s: &Surrogate) -> bool {
     *s == Surrogate::NeuralLinear
 }
 
+fn one_member() -> usize {
+    1
+}
+
+fn is_one_member(k: &usize) -> bool {
+    *k == 1
+}
+
 /// Loop settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoopConfig {
@@ -105,6 +114,14 @@ pub struct LoopConfig {
     /// `fit_seconds`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub score_with_gp: bool,
+    /// NeuralLinear fits per round from different starts, used together (not the paper's recipe,
+    /// which fits one): predictions are the members' equal-weight mixture, MaxEnt ranks its
+    /// variance, ACS-FW runs on the mean of the members' inner products (random projections:
+    /// the members' concatenated, which has that mean as its inner product), LCMD on the
+    /// members' concatenated features scaled by 1/√K. Member 0 is the single fit, so 1 is
+    /// today's loop bit for bit.
+    #[serde(default = "one_member", skip_serializing_if = "is_one_member")]
+    pub ensemble: usize,
     /// NeuralLinear's settings (unused by the GP surrogate).
     pub model: NeuralLinearConfig,
 }
@@ -132,6 +149,7 @@ impl Default for LoopConfig {
             target_scaling: TargetScaling::InitialLabels,
             surrogate: Surrogate::NeuralLinear,
             score_with_gp: false,
+            ensemble: 1,
             model: NeuralLinearConfig::default(),
         }
     }
@@ -180,6 +198,16 @@ impl LoopConfig {
                 "test_fraction",
                 self.test_fraction,
                 "must lie strictly between 0 and 1 (the paper: 0.2)",
+            ));
+        }
+        if self.ensemble == 0 {
+            return Err(invalid("ensemble", 0, "need at least one NeuralLinear fit per round (1: the paper's)"));
+        }
+        if self.ensemble > 1 && self.surrogate == Surrogate::Gp {
+            return Err(invalid(
+                "ensemble",
+                self.ensemble,
+                "an ensemble is of NeuralLinear fits; the GP surrogate fits one GP (use 1)",
             ));
         }
         if self.budget > pool {
@@ -286,33 +314,72 @@ struct RegressionPool<'a> {
 
 /// A round's fitted model.
 enum FittedSurrogate {
-    NeuralLinear(crate::neural_linear::FittedNeuralLinear),
+    /// [`LoopConfig::ensemble`] fits, member 0 first.
+    NeuralLinear(Vec<crate::neural_linear::FittedNeuralLinear>),
     Gp(hedge_bayes::FittedGp),
 }
 
 impl FittedSurrogate {
-    /// The predictive at `x` on the standardised target scale; the GP's Gaussian is the
-    /// Student-t with infinite degrees of freedom.
-    fn predict(&self, x: faer::MatRef<'_, f64>) -> Result<hedge_bayes::linear::StudentTPrediction> {
+    /// The predictive at `x` on the standardised target scale, one Student-t per ensemble
+    /// member (an equal-weight mixture); the GP's Gaussian is the Student-t with infinite
+    /// degrees of freedom.
+    fn predict(&self, x: faer::MatRef<'_, f64>) -> Result<Vec<StudentTPrediction>> {
         match self {
-            FittedSurrogate::NeuralLinear(m) => m.predict(x),
+            FittedSurrogate::NeuralLinear(members) => members.iter().map(|m| m.predict(x)).collect(),
             FittedSurrogate::Gp(gp) => {
                 let p = gp.predict(x)?;
-                Ok(hedge_bayes::linear::StudentTPrediction {
+                Ok(vec![StudentTPrediction {
                     scale_squared: p.observed_variance(),
                     location: p.mean,
                     dof: f64::INFINITY,
-                })
+                }])
             }
         }
     }
 
-    fn neural_linear(&self) -> Result<&crate::neural_linear::FittedNeuralLinear> {
+    fn neural_linear(&self) -> Result<&[crate::neural_linear::FittedNeuralLinear]> {
         match self {
-            FittedSurrogate::NeuralLinear(m) => Ok(m),
+            FittedSurrogate::NeuralLinear(members) => Ok(members),
             FittedSurrogate::Gp(_) => Err(invalid("surrogate", "gp", "this acquisition needs NeuralLinear's features")),
         }
     }
+}
+
+/// Mean and variance of an equal-weight mixture of Student-t predictives at point `i` (a
+/// member with ν ≤ 2 has no variance, its scale² stands in; ν = ∞ is the Gaussian).
+fn mixture_moments(members: &[StudentTPrediction], i: usize) -> (f64, f64) {
+    let k = members.len() as f64;
+    let mean = members.iter().map(|p| p.location[i]).sum::<f64>() / k;
+    let second = members
+        .iter()
+        .map(|p| {
+            let var = if p.dof.is_finite() && p.dof > 2.0 {
+                p.scale_squared[i] * p.dof / (p.dof - 2.0)
+            } else {
+                p.scale_squared[i]
+            };
+            var + p.location[i].powi(2)
+        })
+        .sum::<f64>()
+        / k;
+    (mean, (second - mean * mean).max(0.0))
+}
+
+/// Concatenates `[n, k_m]` matrices side by side, each scaled by `scale`.
+fn concat_columns(blocks: &[Mat<f64>], scale: f64) -> Mat<f64> {
+    let n = blocks[0].nrows();
+    let widths: Vec<usize> = blocks.iter().map(|b| b.ncols()).collect();
+    let mut out = Mat::zeros(n, widths.iter().sum());
+    let mut at = 0;
+    for b in blocks {
+        for j in 0..b.ncols() {
+            for i in 0..n {
+                out[(i, at + j)] = scale * b[(i, j)];
+            }
+        }
+        at += b.ncols();
+    }
+    out
 }
 
 /// A fit and the target scaling it was fitted with.
@@ -326,14 +393,29 @@ struct FittedRegression {
 
 impl FittedRegression {
     /// Test RMSE and mean test log density of `model` on the original target scale.
+    /// [`Self::score`] of the acquiring model.
+    #[cfg(test)]
+    fn score_on(&self, test_x: faer::MatRef<'_, f64>, test_y: &[f64]) -> Result<(f64, f64)> {
+        self.score(&self.model, test_x, test_y)
+    }
+
+    /// The RMSE is the mixture mean's; the log density the mixture's.
     fn score(&self, model: &FittedSurrogate, test_x: faer::MatRef<'_, f64>, test_y: &[f64]) -> Result<(f64, f64)> {
-        let pred = model.predict(test_x)?;
+        let members = model.predict(test_x)?;
+        let k = members.len() as f64;
         let (mut sq, mut ll) = (0.0, 0.0);
         for (i, t) in test_y.iter().enumerate() {
-            let m = self.y_mean + self.y_scale * pred.location[i];
-            let s2 = pred.scale_squared[i] * self.y_scale * self.y_scale;
+            let logs: Vec<f64> = members
+                .iter()
+                .map(|p| {
+                    let m = self.y_mean + self.y_scale * p.location[i];
+                    student_t_log_density(*t, m, p.scale_squared[i] * self.y_scale * self.y_scale, p.dof)
+                })
+                .collect();
+            let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let m = self.y_mean + self.y_scale * members.iter().map(|p| p.location[i]).sum::<f64>() / k;
             sq += (t - m).powi(2);
-            ll += student_t_log_density(*t, m, s2, pred.dof);
+            ll += top + (logs.iter().map(|l| (l - top).exp()).sum::<f64>() / k).ln();
         }
         let n = test_y.len() as f64;
         Ok(((sq / n).sqrt(), ll / n))
@@ -372,9 +454,18 @@ impl ActiveModel for RegressionPool<'_> {
             Ok(FittedSurrogate::Gp(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?))
         };
         let model = match self.config.surrogate {
-            Surrogate::NeuralLinear => {
-                FittedSurrogate::NeuralLinear(self.config.model.with_seed(seed).fit(x.as_ref(), &ly)?)
-            }
+            Surrogate::NeuralLinear => FittedSurrogate::NeuralLinear(
+                (0..self.config.ensemble as u64)
+                    // Member 0 keeps the single fit's seed; the others start far from every
+                    // other round's seed (rounds step by 1, seeds by 1000).
+                    .map(|k| {
+                        self.config
+                            .model
+                            .with_seed(seed.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+                            .fit(x.as_ref(), &ly)
+                    })
+                    .collect::<Result<_>>()?,
+            ),
             Surrogate::Gp => gp()?,
         };
         let gp = if self.config.score_with_gp && self.config.surrogate != Surrogate::Gp {
@@ -422,19 +513,37 @@ impl ActiveModel for RegressionPool<'_> {
         Ok(match method {
             Method::Random => random_batch(unlabelled.len(), b, rng),
             Method::Maxent => {
-                let p = fitted.model.predict(ux.as_ref())?;
-                let h: Vec<f64> = p.scale_squared.iter().map(|&s| student_t_entropy(s, p.dof)).collect();
+                let members = fitted.model.predict(ux.as_ref())?;
+                let h: Vec<f64> = match members.as_slice() {
+                    [p] => p.scale_squared.iter().map(|&s| student_t_entropy(s, p.dof)).collect(),
+                    // The mixture's entropy has no closed form; its variance ranks alike for
+                    // unimodal members and is what the members disagree on.
+                    _ => (0..ux.nrows()).map(|i| mixture_moments(&members, i).1).collect(),
+                };
                 top_b(&h, b)
             }
             Method::AcsFw => {
-                let model = fitted.model.neural_linear()?;
-                let phi = model.features(ux.as_ref());
+                let members = fitted.model.neural_linear()?;
+                let k = members.len() as f64;
                 match self.config.projections {
                     Some(j) => {
-                        let projected = nig_projections(phi.as_ref(), &model.posterior, j, rng)?;
+                        let blocks = members
+                            .iter()
+                            .map(|m| Ok(nig_projections(m.features(ux.as_ref()).as_ref(), &m.posterior, j, rng)?.0))
+                            .collect::<Result<Vec<_>>>()?;
+                        let projected = Projections(concat_columns(&blocks, 1.0 / k.sqrt()));
                         frank_wolfe(&projected, b, self.config.distinct)?.indices
                     }
-                    None => frank_wolfe(&linear_nig(phi.as_ref(), &model.posterior)?, b, self.config.distinct)?.indices,
+                    None => {
+                        let mut gram = linear_nig(members[0].features(ux.as_ref()).as_ref(), &members[0].posterior)?.0;
+                        for m in &members[1..] {
+                            gram += linear_nig(m.features(ux.as_ref()).as_ref(), &m.posterior)?.0;
+                        }
+                        if members.len() > 1 {
+                            gram = gram * faer::Scale(1.0 / k);
+                        }
+                        frank_wolfe(&GramMatrix(gram), b, self.config.distinct)?.indices
+                    }
                 }
             }
             Method::Lcmd => {
@@ -443,8 +552,14 @@ impl ActiveModel for RegressionPool<'_> {
                     is_unlabelled[p] = true;
                 }
                 let labelled: Vec<usize> = (0..self.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
-                let model = fitted.model.neural_linear()?;
-                let features = |x: &Mat<f64>| model.features(x.as_ref());
+                let members = fitted.model.neural_linear()?;
+                let features = |x: &Mat<f64>| match members {
+                    [m] => m.features(x.as_ref()),
+                    _ => concat_columns(
+                        &members.iter().map(|m| m.features(x.as_ref())).collect::<Vec<_>>(),
+                        1.0 / (members.len() as f64).sqrt(),
+                    ),
+                };
                 lcmd(features(&self.rows(&labelled)).as_ref(), features(&ux).as_ref(), b)?
             }
         })
@@ -581,6 +696,83 @@ mod tests {
         let projected = LoopConfig { projections: Some(10), ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
         assert_eq!(projected.last().unwrap().labels, 100);
         assert!(projected.last().unwrap().test_rmse < projected[0].test_rmse);
+    }
+
+    /// The mixture's moments in closed form: two Gaussians N(0, 1), N(2, 1) → mean 1, variance
+    /// 1 + 1 (the spread of the means); a Student-t with ν = 4 and scale² 1 has variance 2.
+    #[test]
+    fn mixture_moments_match_the_closed_form() {
+        let t = |loc: f64, s2: f64, dof: f64| StudentTPrediction { location: vec![loc], scale_squared: vec![s2], dof };
+        let (m, v) = mixture_moments(&[t(0.0, 1.0, f64::INFINITY), t(2.0, 1.0, f64::INFINITY)], 0);
+        assert!((m - 1.0).abs() < 1e-15 && (v - 2.0).abs() < 1e-12, "{m} {v}");
+        let (m, v) = mixture_moments(&[t(3.0, 1.0, 4.0)], 0);
+        assert!((m - 3.0).abs() < 1e-15 && (v - 2.0).abs() < 1e-12, "{m} {v}");
+    }
+
+    /// An ensemble scores as the mixture of its members: its RMSE is that of the members' mean
+    /// prediction, never above the members' root mean MSE (convexity), and its log density
+    /// never below the members' mean (Jensen); member 0 alone scores as a single fit. With
+    /// three members every acquisition runs to the budget and learns; zero members, or an
+    /// ensemble of the GP, are refused by name.
+    #[test]
+    fn an_ensemble_scores_as_its_mixture_and_drives_every_acquisition() {
+        let n = 400;
+        let x = Mat::from_fn(n, 3, |i, j| ((i * (j + 3)) as f64 * 0.37).sin() * 2.0);
+        let y: Vec<f64> = (0..n).map(|i| (2.0 * x[(i, 0)]).sin() - x[(i, 1)] + 0.3 * x[(i, 2)].powi(2)).collect();
+        let (train, test): (Vec<usize>, Vec<usize>) = (0..n).partition(|i| i % 4 != 0);
+        let rows = |idx: &[usize]| Mat::from_fn(idx.len(), 3, |r, c| x[(idx[r], c)]);
+        let (train_x, test_x) = (rows(&train), rows(&test));
+        let train_y: Vec<f64> = train.iter().map(|&i| y[i]).collect();
+        let test_y: Vec<f64> = test.iter().map(|&i| y[i]).collect();
+        let config = NeuralLinearConfig { steps: 200, ..Default::default() };
+        let members: Vec<_> = (0..3).map(|k| config.with_seed(k).fit(train_x.as_ref(), &train_y).unwrap()).collect();
+        let scored = |model: FittedSurrogate| {
+            FittedRegression { model, gp: None, y_mean: 0.0, y_scale: 1.0 }.score_on(test_x.as_ref(), &test_y).unwrap()
+        };
+        let singles: Vec<(f64, f64)> = (0..3)
+            .map(|k| {
+                scored(FittedSurrogate::NeuralLinear(vec![config
+                    .with_seed(k)
+                    .fit(train_x.as_ref(), &train_y)
+                    .unwrap()]))
+            })
+            .collect();
+        let (rmse, ll) = scored(FittedSurrogate::NeuralLinear(members));
+        let preds: Vec<_> = (0..3)
+            .map(|k| config.with_seed(k).fit(train_x.as_ref(), &train_y).unwrap().predict(test_x.as_ref()).unwrap())
+            .collect();
+        let mean_rmse = (test_y
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t - preds.iter().map(|p| p.location[i]).sum::<f64>() / 3.0).powi(2))
+            .sum::<f64>()
+            / test_y.len() as f64)
+            .sqrt();
+        assert!((rmse - mean_rmse).abs() < 1e-12, "{rmse} vs {mean_rmse}");
+        let root_mean_mse = (singles.iter().map(|s| s.0 * s.0).sum::<f64>() / 3.0).sqrt();
+        assert!(rmse <= root_mean_mse + 1e-12, "{rmse} > {root_mean_mse}");
+        assert!(ll >= singles.iter().map(|s| s.1).sum::<f64>() / 3.0 - 1e-12, "{ll} vs {singles:?}");
+        assert!(singles.windows(2).any(|w| w[0] != w[1]), "members must differ: {singles:?}");
+
+        let three = LoopConfig {
+            ensemble: 3,
+            model: NeuralLinearConfig { steps: 300, ..Default::default() },
+            ..Default::default()
+        };
+        for method in [Method::Random, Method::Maxent, Method::AcsFw, Method::Lcmd] {
+            let rounds = three.run(&x, &y, method, 0).unwrap();
+            let last = rounds.last().unwrap();
+            assert_eq!(last.labels, 100, "{method:?}");
+            assert!(last.test_rmse < rounds[0].test_rmse, "{method:?}: {} → {}", rounds[0].test_rmse, last.test_rmse);
+            assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
+        }
+        let projected = LoopConfig { projections: Some(10), ..three }.run(&x, &y, Method::AcsFw, 0).unwrap();
+        assert_eq!(projected.last().unwrap().labels, 100);
+        let err = LoopConfig { ensemble: 0, ..three }.run(&x, &y, Method::Random, 0).unwrap_err().to_string();
+        assert!(err.contains("'ensemble'"), "{err}");
+        let err =
+            LoopConfig { surrogate: Surrogate::Gp, ..three }.run(&x, &y, Method::Random, 0).unwrap_err().to_string();
+        assert!(err.contains("'ensemble'") && err.contains("use 1"), "{err}");
     }
 
     /// A loop continued from the state it reported after round 3 runs the rounds an

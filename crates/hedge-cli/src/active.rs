@@ -217,6 +217,11 @@ pub struct RunArgs {
     /// allow a smooth model, seed by seed. Adds a GP fit per round (≈ 0.1–1 s at ≤ 100 labels).
     #[arg(long)]
     score_with_gp: bool,
+    /// NeuralLinear fits per round from different starts, used as one equal-weight mixture by
+    /// the prediction and every acquisition (not the paper's recipe, which fits one; costs K
+    /// fits per round).
+    #[arg(long, default_value_t = 1)]
+    ensemble: usize,
     /// mse recipe: full-batch Adam steps per network fit.
     #[arg(long, default_value_t = 8000)]
     steps: usize,
@@ -287,6 +292,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             target_scaling: args.target_scaling.into(),
             surrogate: args.surrogate.into(),
             score_with_gp: args.score_with_gp,
+            ensemble: args.ensemble,
             ..Default::default()
         };
         let (dataset, table) = match args.table.spec() {
