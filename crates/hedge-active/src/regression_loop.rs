@@ -316,7 +316,7 @@ struct RegressionPool<'a> {
 enum FittedSurrogate {
     /// [`LoopConfig::ensemble`] fits, member 0 first.
     NeuralLinear(Vec<crate::neural_linear::FittedNeuralLinear>),
-    Gp(hedge_bayes::FittedGp),
+    Gp(Box<hedge_bayes::FittedGp>),
 }
 
 impl FittedSurrogate {
@@ -451,7 +451,7 @@ impl ActiveModel for RegressionPool<'_> {
         let ly: Vec<f64> = labelled.iter().map(|&p| (self.y[self.pool[p]] - y_mean) / y_scale).collect();
         let x = self.rows(labelled);
         let gp = || -> Result<FittedSurrogate> {
-            Ok(FittedSurrogate::Gp(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?))
+            Ok(FittedSurrogate::Gp(Box::new(hedge_bayes::GpConfig::default().with_seed(seed).fit(x.as_ref(), &ly)?)))
         };
         let model = match self.config.surrogate {
             Surrogate::NeuralLinear => FittedSurrogate::NeuralLinear(
@@ -540,7 +540,7 @@ impl ActiveModel for RegressionPool<'_> {
                             gram += linear_nig(m.features(ux.as_ref()).as_ref(), &m.posterior)?.0;
                         }
                         if members.len() > 1 {
-                            gram = gram * faer::Scale(1.0 / k);
+                            gram *= faer::Scale(1.0 / k);
                         }
                         frank_wolfe(&GramMatrix(gram), b, self.config.distinct)?.indices
                     }
