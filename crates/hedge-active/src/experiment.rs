@@ -268,6 +268,10 @@ pub struct RegressionSummary {
     /// before it was added).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paired_differences: Vec<PairedDifference>,
+    /// With `--score-with-gp`: the GP's final RMSE on each method's labels, compared seed by
+    /// seed (which method's labels serve a smooth model better).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gp_paired_differences: Vec<PairedDifference>,
     pub seeds: u64,
 }
 
@@ -417,21 +421,32 @@ fn regression_report(
         curves.push((method.name().to_string(), grid_curve(&per_seed, l.init, l.batch, l.budget)));
         summary.insert(method.name().to_string(), m);
     }
-    let finals: Vec<(&'static str, BTreeMap<u64, f64>)> = methods
-        .iter()
-        .map(|&m| {
-            let by_seed = (0..experiment.seeds)
-                .filter_map(|s| Some((s, all.iter().rfind(|r| r.method == m && r.seed == s)?.test_rmse)))
-                .collect();
-            (m.name(), by_seed)
-        })
-        .collect();
-    let paired = paired_differences(&finals);
+    // Each method's last round per seed, read through `value` (seeds without it left out).
+    let finals = |value: fn(&RoundMetrics) -> Option<f64>| -> Vec<(&'static str, BTreeMap<u64, f64>)> {
+        methods
+            .iter()
+            .map(|&m| {
+                let by_seed = (0..experiment.seeds)
+                    .filter_map(|s| Some((s, value(all.iter().rfind(|r| r.method == m && r.seed == s)?)?)))
+                    .collect();
+                (m.name(), by_seed)
+            })
+            .collect()
+    };
+    let paired = paired_differences(&finals(|r| Some(r.test_rmse)));
     md.push_str(&paired_differences_table(&paired));
+    let gp_paired = if gp_scored { paired_differences(&finals(|r| r.gp_test_rmse)) } else { Vec::new() };
+    if !gp_paired.is_empty() {
+        md.push_str(
+            &paired_differences_table(&gp_paired)
+                .replace("of final RMSE", "of the GP's final RMSE on each method's labels"),
+        );
+    }
     let summary = RegressionSummary {
         dataset: experiment.dataset.strip_prefix("uci/").unwrap_or(&experiment.dataset).to_string(),
         methods: summary,
         paired_differences: paired,
+        gp_paired_differences: gp_paired,
         seeds: experiment.seeds,
     };
     dir.write_json(SUMMARY_FILE, &summary)?;
@@ -756,7 +771,7 @@ mod tests {
     fn committed_summaries_round_trip() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
         let mut seen = 0;
-        let folders = [root.clone(), root.join("mse-recipe")];
+        let folders = [root.clone(), root.join("mse-recipe"), root.join("gp-same-labels"), root.join("ensemble")];
         for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).unwrap().flatten()) {
             let path = entry.path().join(SUMMARY_FILE);
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
