@@ -772,7 +772,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
         let mut seen = 0;
         let folders = [root.clone(), root.join("mse-recipe"), root.join("gp-same-labels"), root.join("ensemble")];
-        for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).unwrap().flatten()) {
+        for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).into_iter().flatten().flatten()) {
             let path = entry.path().join(SUMMARY_FILE);
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let again = if entry.file_name() == "fashion-mnist" {
