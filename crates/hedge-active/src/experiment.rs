@@ -343,10 +343,12 @@ fn regression_report(
     let l = &experiment.loop_config;
     let model = match l.surrogate {
         crate::regression_loop::Surrogate::NeuralLinear => format!(
-            "NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe)",
+            "NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe{}{})",
             l.model.layers,
             l.model.hidden,
-            l.model.recipe.name()
+            l.model.recipe.name(),
+            if l.ensemble > 1 { format!(", an ensemble of {} fits per round", l.ensemble) } else { String::new() },
+            l.projections.map_or(String::new(), |j| format!("; ACS-FW on J = {j} random projections")),
         ),
         crate::regression_loop::Surrogate::Gp => {
             "an exact GP (ARD RBF kernel, maximum marginal likelihood; the paper's numbers are NeuralLinear's)"
