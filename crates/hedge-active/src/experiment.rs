@@ -773,7 +773,13 @@ mod tests {
     fn committed_summaries_round_trip() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
         let mut seen = 0;
-        let folders = [root.clone(), root.join("mse-recipe"), root.join("gp-same-labels"), root.join("ensemble")];
+        let folders = [
+            root.clone(),
+            root.join("mse-recipe"),
+            root.join("gp-same-labels"),
+            root.join("ensemble"),
+            root.join("gp-reference"),
+        ];
         for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).into_iter().flatten().flatten()) {
             let path = entry.path().join(SUMMARY_FILE);
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
