@@ -10,6 +10,8 @@ protocol draws its own split per seed). The source is only read.
 """
 import os, shutil, sys
 
+if len(sys.argv) != 3:
+    sys.exit(__doc__)
 src, dst = sys.argv[1], sys.argv[2]
 s = os.path.join(src, "uci", "bostonHousing", "data")
 d = os.path.join(dst, "uci", "bostonHousing", "data")
