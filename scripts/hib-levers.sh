@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HIB lever ladder of results/hib/levers/README.md: MoG-1, N = 2, D = 2, 8 minutes of
+# The HIB lever ladder of results/hib/open-set/levers/README.md: MoG-1, N = 2, D = 2, 8 minutes of
 # training per run on 2 threads, 10 validation classes held out of train, every run watched
 # every 400 steps on the validation classes and both test splits.
 # SAME_STEPS=1 trains a seed other than 0 for exactly seed 0's step count instead of 8 minutes
@@ -8,7 +8,7 @@
 #
 #   scripts/hib-levers.sh SEED [RUN...]     e.g. scripts/hib-levers.sh 1 a-baseline e-bn f-allpairs
 #
-# Seed 0 writes results/hib/levers/<RUN>, other seeds results/hib/levers/<RUN>-seed<SEED>.
+# Seed 0 writes results/hib/open-set/levers/<RUN>, other seeds results/hib/open-set/levers/<RUN>-seed<SEED>.
 # A finished run (its folder holds `done`) is skipped, so the script can be re-run after an
 # interruption; an unfinished one is resumed. Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary.
 set -euo pipefail
@@ -59,7 +59,7 @@ if [ ${#runs[@]} -eq 0 ]; then
 fi
 for name in "${runs[@]}"; do
     args=$(levers "$name")
-    out=results/hib/levers/$name
+    out=results/hib/open-set/levers/$name
     [ "$seed" = 0 ] || out=$out-seed$seed
     if [ -f "$out/done" ]; then
         echo "$out: done, skipped"
@@ -71,7 +71,7 @@ for name in "${runs[@]}"; do
             >>"$out.log" 2>&1
     elif [ "${SAME_STEPS:-0}" = 1 ] && [ "$seed" != 0 ]; then
         steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" \
-            "results/hib/levers/$name/config.json")
+            "results/hib/open-set/levers/$name/config.json")
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
     else

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The whole of the HIB paper's Tables 1 and 2 (and 5, 6, 7, Appendix B, Figure 5) with the recipe
-# of results/hib/recipe.toml at a fixed training budget per model on 2 CPU threads:
+# The whole of the HIB paper's Tables 1 and 2 (and 5, 6, 7, Appendix B, Figure 5) at a fixed
+# training budget per model on 2 CPU threads:
 #
 #   scripts/hib-table.sh [SETTING...]       SETTING: n2-d2 n2-d3 n3-d2 n3-d3 (default: all four)
 #
-# BUDGET (minutes of training per model, default 20; results/hib/recipe-45min/README.md says
-# why) and HEDGE (the binary, default ./target/release/hedge) may be set in the environment.
+# PROTOCOL=instance (default; the paper's tables, results/hib/recipe.toml, into results/hib/SETTING)
+# or PROTOCOL=open-set (hedge's extension, results/hib/open-set/recipe.toml, into
+# results/hib/open-set/SETTING). BUDGET (minutes of training per model; default 45 for N = 2,
+# D = 2 and 20 elsewhere under the instance protocol, 20 everywhere under open-set) and HEDGE (the
+# binary, default ./target/release/hedge) may be set in the environment.
 # `hedge hib reproduce` reuses finished runs and resumes unfinished ones, so the script can be
 # stopped and started again at any time, from any checkout (the runs' model and optimizer files
 # are committed). Seed 0 of each Table 1 model trains the steps its budget planned from its first
@@ -24,15 +27,28 @@ set -euo pipefail
 {
 cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
-budget=${BUDGET:-20}
+protocol=${PROTOCOL:-instance}
 extras=${EXTRAS:-1}
 seeds=${SEEDS:-3}
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(n2-d2 n2-d3 n3-d2 n3-d3)
 
-common=(hib reproduce --config results/hib/recipe.toml --budget-minutes "$budget" --watch-every 1000
+case "$protocol" in
+instance) root=results/hib ;;
+open-set) root=results/hib/open-set ;;
+*)
+    echo "unknown PROTOCOL '$protocol' (instance, open-set)" >&2
+    exit 2
+    ;;
+esac
+common=(hib reproduce --config "$root/recipe.toml" --protocol "$protocol" --watch-every 1000
     --finish-planned-steps --appendix-g --threads 2)
 for setting in "${settings[@]}"; do
+    if [ "$protocol" = instance ] && [ "$setting" = n2-d2 ]; then
+        budget=${BUDGET:-45}
+    else
+        budget=${BUDGET:-20}
+    fi
     case "$setting" in
     n2-d2) extra=(--digits 2 --dim 2 --seeds "$seeds") ;;
     n2-d3) extra=(--digits 2 --dim 3) ;;
@@ -49,9 +65,9 @@ for setting in "${settings[@]}"; do
         n3-d3) extra+=(--beta-sweep) ;;
         esac
     fi
-    out=results/hib/$setting
+    out=$root/$setting
     mkdir -p "$out"
-    "$hedge" "${common[@]}" "${extra[@]}" --out "$out" 2>&1 | tee -a "$out/reproduce.log"
+    "$hedge" "${common[@]}" --budget-minutes "$budget" "${extra[@]}" --out "$out" 2>&1 | tee -a "$out/reproduce.log"
 done
 exit
 }

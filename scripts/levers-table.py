@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The seed table of results/hib/levers/README.md, read from each finished run's last watch.
+"""The seed table of results/hib/open-set/levers/README.md, read from each finished run's last watch.
 
     python3 scripts/levers-table.py [RUN...]       (default: every run folder)
 
-Seed 0 of RUN is results/hib/levers/RUN, seed S is RUN-seedS. For each run with a `done`
+Seed 0 of RUN is results/hib/open-set/levers/RUN, seed S is RUN-seedS. For each run with a `done`
 marker: steps, training minutes, the validation numbers (AP clean / AP corrupt / KNN clean /
 KNN corrupt) and their mean (the score levers are chosen by), test_unseen and test_seen; then the
 mean over seeds where there are several. Standard library only.

@@ -4,9 +4,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::bench::{AcsFwBench, PoolStorage};
 use hedge_bayes::bench::GpBench;
-use hedge_data::NDigitSplit;
 use hedge_embed::bench::{throughput, RecipeBench};
-use hedge_embed::monitor::QuickMetric;
 use hedge_embed::{parse_device, HibConfig};
 
 #[derive(Subcommand)]
@@ -55,12 +53,10 @@ pub struct RecipeBenchArgs {
     /// the paper column (point, MoG-1, MoG-2).
     #[arg(long)]
     config: std::path::PathBuf,
-    /// Which number must reach the paper's: ap-clean, ap-corrupt, knn-clean, knn-corrupt.
-    #[arg(long, default_value = "ap-clean")]
-    metric: String,
-    /// test_unseen (the tables' split) or test_seen.
-    #[arg(long, default_value = "test_unseen")]
-    split: String,
+    /// Which tables: instance (the paper's; reports `test`) or open-set (reports `test_unseen`)
+    /// [default: the recipe's].
+    #[arg(long, value_enum)]
+    protocol: Option<crate::hib::ProtocolArg>,
     /// Give up after this many minutes of training.
     #[arg(long, default_value_t = 45.0)]
     budget_minutes: f64,
@@ -276,53 +272,34 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let text = std::fs::read_to_string(&args.config)
         .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
-    let recipe: HibConfig = toml::from_str(&text)
+    let mut recipe = HibConfig::from_toml(&text)
         .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
-    let bench = RecipeBench {
-        recipe,
-        metric: QuickMetric::parse(&args.metric)?,
-        split: NDigitSplit::parse(&args.split)?,
-        budget_minutes: args.budget_minutes,
-        watch_every: args.watch_every,
-    };
-    let split = bench.split.name();
-    let metric = bench.metric;
+    if let Some(protocol) = args.protocol {
+        recipe.protocol = protocol.into();
+    }
+    let bench = RecipeBench { recipe, budget_minutes: args.budget_minutes, watch_every: args.watch_every };
     let report = bench.run(&args.out, &args.config.display().to_string(), &crate::command_line(), |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
-            if let Some(q) = r.sets.get(split) {
-                tracing::info!(
-                    "{:.1} min, step {}: {} {:.4}",
-                    r.train_seconds / 60.0,
-                    r.step,
-                    metric.label(),
-                    metric.of(q)
-                );
-            }
+            let sets: Vec<String> = r
+                .sets
+                .iter()
+                .map(|(name, q)| {
+                    format!(
+                        "{name} AP {:.3}/{:.3} KNN {:.3}/{:.3}",
+                        q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt
+                    )
+                })
+                .collect();
+            tracing::info!("{:.1} min, step {}: {}", r.train_seconds / 60.0, r.step, sets.join("; "));
         }
     })?;
+    let run = hedge_embed::RunDir::open(&args.out)?;
+    run.write_json("bench.json", &report)?;
+    hedge_data::write_atomic(&run.file("bench.md"), report.markdown().as_bytes())?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
-    }
-    match report.minutes_to_paper {
-        Some(m) => println!(
-            "{} reached the paper's {} = {:.3} on {} after {m:.1} minutes of training (step {})",
-            report.model,
-            report.metric,
-            report.paper,
-            report.split,
-            report.step.unwrap_or(0)
-        ),
-        None => println!(
-            "{} did not reach the paper's {} = {:.3} on {} within {} minutes; best {:.4} at {:.1} minutes",
-            report.model,
-            report.metric,
-            report.paper,
-            report.split,
-            args.budget_minutes,
-            report.best,
-            report.best_at_minutes
-        ),
+    } else {
+        println!("{}", report.markdown());
     }
     Ok(())
 }

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_data::NDigitSplit;
 use hedge_data::ParamGuard;
+use hedge_data::{NDigitProtocol, NDigitSplit};
 use hedge_embed::experiment::{load_role, prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
@@ -44,8 +44,8 @@ pub struct TimeToQualityArgs {
     /// Run directories with a monitor.jsonl (label=DIR or DIR; comma-separated).
     #[arg(long, value_delimiter = ',', required = true)]
     runs: Vec<String>,
-    /// Watched set to report: test_unseen, test_seen or validation.
-    #[arg(long, default_value = "test_unseen")]
+    /// Watched set to report: test (instance protocol), test_unseen, test_seen or validation.
+    #[arg(long, default_value = "test")]
     set: String,
     /// Output Markdown file; the plots go beside it (`<stem>_<metric>.png`).
     #[arg(long)]
@@ -69,9 +69,10 @@ pub struct CurveArgs {
     /// Repeats of the sampling-dependent evaluation per checkpoint.
     #[arg(long, default_value_t = 1)]
     repeats: usize,
-    /// Test split to evaluate on (test_unseen writes curve.json, test_seen curve_test_seen.json).
-    #[arg(long, value_enum, default_value = "test-unseen")]
-    split: SplitArg,
+    /// Test split to evaluate on [default: the protocol's, test or test_unseen, written to
+    /// curve.json; test_seen writes curve_test_seen.json].
+    #[arg(long, value_enum)]
+    split: Option<SplitArg>,
     #[arg(long, default_value = "cpu")]
     device: String,
     #[arg(long, default_value_t = 0)]
@@ -83,9 +84,11 @@ pub struct EvalArgs {
     /// Run directory written by `hedge hib train`.
     #[arg(long)]
     run: PathBuf,
-    /// test_unseen (default; classes never seen in training) or test_seen.
-    #[arg(long, default_value = "test_unseen")]
-    split: String,
+    /// test (instance protocol: the training classes' test images), test_unseen (open-set:
+    /// classes never seen in training) or test_seen [default: the run's protocol's, test or
+    /// test_unseen].
+    #[arg(long)]
+    split: Option<String>,
     /// How p(m | x1, x2) is computed for stochastic embeddings.
     #[arg(long, value_enum, default_value = "mc")]
     match_estimator: EstimatorArg,
@@ -150,6 +153,7 @@ enum NormArg {
 /// A test split on the command line.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum SplitArg {
+    Test,
     TestSeen,
     TestUnseen,
 }
@@ -157,16 +161,45 @@ pub enum SplitArg {
 impl From<SplitArg> for NDigitSplit {
     fn from(s: SplitArg) -> Self {
         match s {
+            SplitArg::Test => NDigitSplit::Test,
             SplitArg::TestSeen => NDigitSplit::TestSeen,
             SplitArg::TestUnseen => NDigitSplit::TestUnseen,
         }
     }
 }
 
+/// Which N-digit MNIST tables on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProtocolArg {
+    /// The paper's tables: every class in training and in test, disjoint images.
+    Instance,
+    /// Test classes never seen in training (test_seen, test_unseen): hedge's extension.
+    OpenSet,
+}
+
+impl From<ProtocolArg> for NDigitProtocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Instance => NDigitProtocol::Instance,
+            ProtocolArg::OpenSet => NDigitProtocol::OpenSet,
+        }
+    }
+}
+
+/// The split a command names, or the protocol's main test split of the run's config.
+pub fn split_or_main(split: Option<&str>, run: &RunDir) -> Result<NDigitSplit> {
+    Ok(match split {
+        Some(s) => NDigitSplit::parse(s)?,
+        None => run.read_config()?.hib.protocol.main_test_split(),
+    })
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ScheduleArg {
     Constant,
     Cosine,
+    /// Divided by 10 at half and at three quarters of the steps.
+    Step,
 }
 
 impl From<ScheduleArg> for LrSchedule {
@@ -174,6 +207,7 @@ impl From<ScheduleArg> for LrSchedule {
         match s {
             ScheduleArg::Constant => LrSchedule::Constant,
             ScheduleArg::Cosine => LrSchedule::Cosine,
+            ScheduleArg::Step => LrSchedule::Step,
         }
     }
 }
@@ -214,11 +248,16 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "ema", "all_pairs", "validation_classes", "budget_minutes", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "validation_classes", "validation_fraction", "budget_minutes", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
     digits: Option<usize>,
+    /// Which N-digit MNIST tables: instance (the paper's: every class in training and in test,
+    /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
+    /// [default: the config's, else instance].
+    #[arg(long, value_enum, conflicts_with = "data")]
+    protocol: Option<ProtocolArg>,
     /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
     /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
     /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
@@ -267,7 +306,7 @@ pub struct TrainArgs {
     /// Adam learning rate.
     #[arg(long)]
     lr: Option<f64>,
-    /// Learning-rate schedule: constant or cosine (decay to 0 at --steps).
+    /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4).
     #[arg(long, value_enum)]
     lr_schedule: Option<ScheduleArg>,
     /// Linear learning-rate warm-up over this many steps before the schedule.
@@ -282,16 +321,24 @@ pub struct TrainArgs {
     /// Normalisation after each convolution.
     #[arg(long, value_enum)]
     norm: Option<NormArg>,
+    /// Widths of the two convolutions, A,B (the paper's network: 32,64).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    channels: Option<Vec<usize>>,
     /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
     #[arg(long)]
     ema: Option<f64>,
     /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
     #[arg(long, requires = "group")]
     all_pairs: bool,
-    /// Hold this many training classes out (seeded) to choose the model on unseen classes:
-    /// watched as `validation`, the best kept as model_best.safetensors.
+    /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
+    /// classes: watched as `validation`, the best kept as model_best.safetensors.
     #[arg(long)]
     validation_classes: Option<usize>,
+    /// Hold this share of every class's training images out (seeded, e.g. 0.05: 50 of each
+    /// N = 2 class's 1,000) to choose the model on images it never trained on: watched as
+    /// `validation`, the best kept as model_best.safetensors (the instance protocol's model choice).
+    #[arg(long)]
+    validation_fraction: Option<f64>,
     /// Stop after this many minutes of training (evaluation excluded); without --steps the
     /// step count is planned from the speed of the first steps so schedules end on time.
     #[arg(long)]
@@ -299,7 +346,8 @@ pub struct TrainArgs {
     /// Evaluate the watched sets (validation classes and --watch splits) every N steps.
     #[arg(long, default_value_t = 0)]
     watch_every: usize,
-    /// Test splits to watch (comma-separated: test_seen,test_unseen), for curves only.
+    /// Test splits to watch (comma-separated: test; or test_seen,test_unseen), for curves only;
+    /// they never choose the model.
     #[arg(long, value_delimiter = ',')]
     watch: Vec<String>,
     #[arg(long)]
@@ -317,7 +365,7 @@ pub struct TrainArgs {
     /// with --resume: as the run began, saved in its plan.json].
     #[arg(long)]
     keep_every: Option<usize>,
-    /// Skip the closing verification check on test_unseen.
+    /// Skip the closing verification check on the protocol's test split.
     #[arg(long)]
     no_eval: bool,
 }
@@ -327,9 +375,10 @@ pub struct EmbedArgs {
     /// Run directory written by `hedge hib train`.
     #[arg(long)]
     run: PathBuf,
-    /// train, test_seen or test_unseen.
-    #[arg(long, default_value = "test_unseen")]
-    split: String,
+    /// train, test (instance), test_seen or test_unseen (open-set) [default: the run's
+    /// protocol's test split].
+    #[arg(long)]
+    split: Option<String>,
     #[arg(long, value_enum, default_value = "clean")]
     variant: Variant,
     /// Output .npz file.
@@ -355,7 +404,11 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Curve(args) => {
             crate::set_threads(args.threads)?;
             let run = RunDir::open(&args.run)?;
-            curve(&run, args.repeats, args.split.into(), parse_device(&args.device)?, &crate::command_line())?;
+            let split = match args.split {
+                Some(s) => s.into(),
+                None => run.read_config()?.hib.protocol.main_test_split(),
+            };
+            curve(&run, args.repeats, split, parse_device(&args.device)?, &crate::command_line())?;
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
@@ -385,12 +438,16 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
         Some(path) => {
             let text =
                 std::fs::read_to_string(path).with_context(|| format!("cannot read config '{}'", path.display()))?;
-            toml::from_str(&text).with_context(|| format!("config '{}' is not a valid HIB config", path.display()))?
+            HibConfig::from_toml(&text)
+                .with_context(|| format!("config '{}' is not a valid HIB config", path.display()))?
         }
         None => HibConfig::default(),
     };
     if let Some(v) = args.digits {
         c.digits = v;
+    }
+    if let Some(v) = args.protocol {
+        c.protocol = v.into();
     }
     if let Some(path) = &args.data {
         let set = hedge_data::ImageSet::read(path)?;
@@ -403,6 +460,7 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
             seen_test_fraction: args.seen_test_fraction,
             split_seed: args.split_seed,
         });
+        c.protocol = NDigitProtocol::OpenSet;
     }
     if let Some(v) = args.dim {
         c.dim = v;
@@ -482,11 +540,18 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
     if let Some(v) = args.ema {
         c.ema_decay = v;
     }
+    if let Some(v) = &args.channels {
+        let [a, b] = v[..] else { bail!("--channels takes two widths, A,B (e.g. 64,128); got {} values", v.len()) };
+        c.channels = [a, b];
+    }
     if args.all_pairs {
         c.pair_set = PairSet::All;
     }
     if let Some(v) = args.validation_classes {
         c.validation_classes = v;
+    }
+    if let Some(v) = args.validation_fraction {
+        c.validation_fraction = v;
     }
     if args.budget_minutes.is_some() && args.steps.is_none() {
         // Planned from the measured speed after the first steps; until then effectively open.
@@ -507,7 +572,9 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
         .watch
         .iter()
         .map(|s| match NDigitSplit::parse(s)? {
-            NDigitSplit::Train => bail!("--watch train: watch test_seen or test_unseen (training images say nothing)"),
+            NDigitSplit::Train => {
+                bail!("--watch train: watch test, test_seen or test_unseen (training images say nothing)")
+            }
             split => Ok(split),
         })
         .collect::<Result<Vec<_>>>()?;
@@ -570,7 +637,7 @@ fn embed(args: EmbedArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
-    let split = NDigitSplit::parse(&args.split)?;
+    let split = split_or_main(args.split.as_deref(), &run)?;
     check_output_path(&args.out, args.overwrite)?;
     let corrupt = matches!(args.variant, Variant::Corrupt);
     let set = embed_run(&run, split, corrupt, args.samples, device)?;
@@ -608,7 +675,7 @@ fn eval(args: EvalArgs) -> Result<()> {
         EstimatorArg::Mc => MatchEstimator::MonteCarlo { samples: args.samples },
         EstimatorArg::Quadrature => MatchEstimator::Quadrature { points: args.points },
     };
-    let split = NDigitSplit::parse(&args.split)?;
+    let split = split_or_main(args.split.as_deref(), &run)?;
     let metrics = MetricSet::parse(&args.metrics, &args.exclude_metrics)?;
     let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates, metrics };
     let (eval, report) = evaluate_run(&run, args.weights.as_deref(), &settings, device, &crate::command_line())?;

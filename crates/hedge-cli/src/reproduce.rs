@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use hedge_embed::reproduce::{reproduce, table1, table2, ReproduceConfig};
-use hedge_embed::{parse_device, HibConfig};
+use hedge_embed::{parse_device, HibConfig, NDigitProtocol};
 
-use crate::hib::SplitArg;
+use crate::hib::{ProtocolArg, SplitArg};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -34,13 +34,18 @@ pub struct ReproduceArgs {
     /// the flags below override it.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// The test split Tables 1 and 2 are computed on; the other split is reported beside it
-    /// (default test_unseen: the split closer to the paper, results/hib/n2-d2-split/README.md).
-    #[arg(long, value_enum, default_value = "test-unseen")]
-    split: SplitArg,
-    /// Evaluate the validation classes (if the recipe holds some out) and the tables' split
-    /// every N steps during training (monitor.jsonl; quality against wall-clock; the
-    /// validation classes choose model_best.safetensors).
+    /// Which N-digit MNIST tables: instance (the paper's tables: every class in training and
+    /// in test) or open-set (test_unseen's classes never trained on; hedge's extension)
+    /// [default: the recipe's, else instance].
+    #[arg(long, value_enum)]
+    protocol: Option<ProtocolArg>,
+    /// The test split Tables 1 and 2 are computed on [default: test (instance) or test_unseen
+    /// (open-set), test_seen then beside it].
+    #[arg(long, value_enum)]
+    split: Option<SplitArg>,
+    /// Evaluate the validation images or classes (if the recipe holds some out) and the
+    /// tables' split every N steps during training (monitor.jsonl; quality against wall-clock;
+    /// validation alone chooses model_best.safetensors, which every split is scored with).
     #[arg(long, default_value_t = 0)]
     watch_every: usize,
     /// Seeds per model of Table 1 (point, MoG-1, MoG-2; results are averaged).
@@ -91,11 +96,16 @@ impl ReproduceArgs {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read --config '{}'", path.display()))?;
                 Some(
-                    toml::from_str::<HibConfig>(&text)
+                    HibConfig::from_toml(&text)
                         .with_context(|| format!("--config '{}' is not a valid HIB recipe", path.display()))?,
                 )
             }
             None => None,
+        };
+        let protocol: NDigitProtocol = match (self.protocol, &recipe) {
+            (Some(p), _) => p.into(),
+            (None, Some(r)) => r.protocol,
+            (None, None) => NDigitProtocol::Instance,
         };
         Ok(ReproduceConfig {
             digits: self.digits,
@@ -104,7 +114,8 @@ impl ReproduceArgs {
             budget_minutes: self.budget_minutes,
             finish_planned_steps: self.finish_planned_steps,
             recipe,
-            split: self.split.into(),
+            protocol,
+            split: self.split.map_or(protocol.main_test_split(), Into::into),
             watch_every: self.watch_every,
             seeds: self.seeds,
             extra_seeds: self.extra_seeds,

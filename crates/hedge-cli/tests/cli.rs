@@ -96,15 +96,24 @@ fn train_resume_and_embed_write_loadable_artefacts() {
         serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap();
     assert_eq!(state["step"], 5);
 
+    // The default protocol is the paper's: its test split holds the 100 training classes'
+    // 10,000 test images; the open-set protocol's splits are refused with the protocol named.
+    assert_eq!(config["hib"]["protocol"], "instance");
     let npz = dir.path().join("emb.npz");
-    let o =
-        hedge(&["hib", "embed", "--run", s(&run), "--split", "test_unseen", "--variant", "corrupt", "--out", s(&npz)]);
+    let o = hedge(&["hib", "embed", "--run", s(&run), "--split", "test_unseen", "--out", s(&npz)]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("instance protocol has the splits train, test"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!npz.exists());
+    let o = hedge(&["hib", "embed", "--run", s(&run), "--variant", "corrupt", "--out", s(&npz)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let arrays = read_npz(&npz).unwrap();
     let get = |n: &str| arrays.iter().find(|(k, _)| k == n).map(|(_, a)| a.clone()).unwrap();
-    assert_eq!(get("mean").shape, vec![9990, 2, 2]);
-    assert_eq!(get("variance").shape, vec![9990, 2, 2]);
-    assert_eq!(get("weights").shape, vec![9990, 2]);
+    assert_eq!(get("mean").shape, vec![10_000, 2, 2]);
+    assert_eq!(get("variance").shape, vec![10_000, 2, 2]);
+    assert_eq!(get("weights").shape, vec![10_000, 2]);
     let NpyData::F32(eta) = get("eta").data else { panic!("eta is float32") };
     assert!(eta.iter().all(|e| (0.0..=1.0).contains(e)));
     let NpyData::F32(var) = get("variance").data else { panic!("variance is float32") };
@@ -204,15 +213,17 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     assert_eq!(summary["paper"]["mog2"]["knn_accuracy"]["corrupt"], 0.757);
     assert!(summary["models"]["mog1"]["tau_knn"]["clean"].is_number());
     assert!(summary["models"]["point"]["tau_knn"]["clean"].is_null(), "no η for a point embedding");
-    // Tables on one split, the other beside them, never mixed.
-    assert_eq!(summary["split"], "test_unseen");
-    assert_eq!(summary["other_split"]["split"], "test_seen");
-    assert!(summary["other_split"]["models"]["mog1"]["knn_accuracy"]["clean"].is_number());
+    // The paper's protocol by default: one test split, all 100 classes, named in the summary.
+    assert_eq!(summary["protocol"], "instance");
+    assert_eq!(summary["split"], "test");
+    assert!(summary.get("other_split").is_none());
     // One seed: no spread to report.
     assert!(summary["models"]["mog1"]["verification_ap"]["clean_std"].is_null());
     let table1 = std::fs::read_to_string(out.join("table1.md")).unwrap();
     assert!(table1.contains("(0.987)") && table1.contains("| KNN accuracy, corrupt |"), "{table1}");
-    assert!(table1.contains("test_unseen") && table1.contains("| point, test_seen |"), "{table1}");
+    assert!(table1.contains(", test, ") && !table1.contains("test_seen"), "{table1}");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("Protocol: `instance`"), "{readme}");
     // Appendix G with the paper's numbers (Table 6, N = 2, D = 2: point clean/clean 0.882).
     let table6 = std::fs::read_to_string(out.join("table6.md")).unwrap();
     assert!(table6.contains("(0.882)"), "{table6}");

@@ -3,11 +3,11 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use hedge_data::{data_dir, Mnist, ImageDataset, NDigitSplit};
+//! use hedge_data::{data_dir, Mnist, ImageDataset, NDigitProtocol, NDigitSplit};
 //! let dir = data_dir()?;
 //! let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
-//! let train = ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist)?;
-//! assert_eq!(train.len(), 99_960);
+//! let train = ImageDataset::load(&dir, 2, NDigitProtocol::Instance, NDigitSplit::Train, &mnist)?;
+//! assert_eq!(train.len(), 100_000);
 //! # Ok::<(), hedge_data::DataError>(())
 //! ```
 
@@ -39,7 +39,7 @@ pub use error::{DataError, FormatIssue, Result};
 pub use generator::{lock_generator, GeneratorGuard};
 pub use images::ImageSet;
 pub use mnist::{Mnist, MnistSplit};
-pub use ndigit::{ImageDataset, NDigitSplit, NDigitTable};
+pub use ndigit::{ImageDataset, NDigitProtocol, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData, NpyRowReader, NpyRowWriter};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};

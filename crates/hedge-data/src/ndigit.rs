@@ -1,8 +1,12 @@
 //! N-digit MNIST (Oh et al., ICLR 2019) assembled from the official index tables.
 //!
 //! An image of class "47" is MNIST digit images of a 4 and a 7 side by side, 28 x 56 pixels.
-//! The tables (`$HEDGE_DATA_DIR/n-digit-mnist/standard_datasets/dataset_mnist_{N}_number_{split}.npz`)
+//! The tables (`$HEDGE_DATA_DIR/n-digit-mnist/standard_datasets/dataset_mnist_{N}_{instance,number}_{split}.npz`)
 //! hold indices into MNIST; train tables index the MNIST training set, test tables the test set.
+//!
+//! Two protocols ([`NDigitProtocol`]) use them: `instance` (every class in training and in test,
+//! disjoint images; the paper's tables) and `open-set` (the "number" gap: test classes never seen
+//! in training, hedge's extension).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,39 +21,151 @@ use crate::npy::{read_npz, NpyArray};
 use crate::occlusion::Corruption;
 use crate::{DataError, Result};
 
-/// The three splits of the "number" gap: train classes and unseen-test classes are disjoint.
+/// Which standard tables a run trains and tests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NDigitProtocol {
+    /// The `instance` tables: all 100 (N = 2) or 1,000 (N = 3) classes in training and in test,
+    /// disjoint images; splits `train` and `test`. The protocol of the paper's tables (its
+    /// Appendix D scores the test set's 100 class centroids; Table 3's 100,000 / 10,000 images).
+    Instance,
+    /// The `number` tables: test_unseen's classes never appear in training; splits `train`,
+    /// `test_seen` and `test_unseen`. The paper's future work (novel classes), hedge's extension.
+    OpenSet,
+}
+
+impl NDigitProtocol {
+    /// The protocol of files written before protocols existed (every run was open-set then):
+    /// the serde default of reports and run configs that name none.
+    pub fn before_protocols() -> Self {
+        NDigitProtocol::OpenSet
+    }
+
+    /// The name on the command line and in reports (`instance`, `open-set`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NDigitProtocol::Instance => "instance",
+            NDigitProtocol::OpenSet => "open-set",
+        }
+    }
+
+    /// The table family in the file names (`instance`, `number`).
+    fn table_family(self) -> &'static str {
+        match self {
+            NDigitProtocol::Instance => "instance",
+            NDigitProtocol::OpenSet => "number",
+        }
+    }
+
+    /// The test split a run is scored on by default: `test` (instance) or `test_unseen`.
+    pub fn main_test_split(self) -> NDigitSplit {
+        match self {
+            NDigitProtocol::Instance => NDigitSplit::Test,
+            NDigitProtocol::OpenSet => NDigitSplit::TestUnseen,
+        }
+    }
+
+    /// The splits this protocol's tables have.
+    pub fn splits(self) -> &'static [NDigitSplit] {
+        match self {
+            NDigitProtocol::Instance => &[NDigitSplit::Train, NDigitSplit::Test],
+            NDigitProtocol::OpenSet => &[NDigitSplit::Train, NDigitSplit::TestSeen, NDigitSplit::TestUnseen],
+        }
+    }
+
+    /// The test splits (every split but `train`).
+    pub fn test_splits(self) -> &'static [NDigitSplit] {
+        &self.splits()[1..]
+    }
+
+    /// Refuses a split this protocol has no table for, saying which it has.
+    pub fn check_split(self, split: NDigitSplit) -> Result<()> {
+        if self.splits().contains(&split) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.splits().iter().map(|s| s.name()).collect();
+        Err(DataError::invalid(
+            "split",
+            split.name(),
+            format!(
+                "the {} protocol has the splits {}; {}",
+                self.name(),
+                names.join(", "),
+                match self {
+                    NDigitProtocol::Instance => "test_seen and test_unseen belong to the open-set protocol",
+                    NDigitProtocol::OpenSet => "test belongs to the instance protocol",
+                }
+            ),
+        ))
+    }
+}
+
+impl std::str::FromStr for NDigitProtocol {
+    type Err = DataError;
+
+    /// Parses `instance` or `open-set`.
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "instance" => Ok(NDigitProtocol::Instance),
+            "open-set" => Ok(NDigitProtocol::OpenSet),
+            other => Err(DataError::invalid(
+                "protocol",
+                other,
+                "use instance (the paper's tables: every class in training and test) or open-set (test classes never \
+                 trained on)",
+            )),
+        }
+    }
+}
+
+/// A split of the standard tables: `train` and `test` (instance protocol), or `train`,
+/// `test_seen` and `test_unseen` (open-set protocol: the "number" gap, train classes and
+/// unseen-test classes disjoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NDigitSplit {
     Train,
+    /// The instance protocol's test images (every training class, other images).
+    Test,
     TestSeen,
     TestUnseen,
 }
 
 impl NDigitSplit {
-    /// The table file suffix (`train`, `test_seen`, `test_unseen`).
+    /// The table file suffix (`train`, `test`, `test_seen`, `test_unseen`).
     pub fn name(&self) -> &'static str {
         match self {
             NDigitSplit::Train => "train",
+            NDigitSplit::Test => "test",
             NDigitSplit::TestSeen => "test_seen",
             NDigitSplit::TestUnseen => "test_unseen",
         }
     }
 
-    /// Parses `train`, `test_seen` or `test_unseen`.
+    /// Parses `train`, `test`, `test_seen` or `test_unseen`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "train" => Ok(NDigitSplit::Train),
+            "test" => Ok(NDigitSplit::Test),
             "test_seen" => Ok(NDigitSplit::TestSeen),
             "test_unseen" => Ok(NDigitSplit::TestUnseen),
-            other => Err(DataError::invalid("split", other, "not a split; use train, test_seen or test_unseen")),
+            other => Err(DataError::invalid(
+                "split",
+                other,
+                "not a split; use train or test (instance protocol), or train, test_seen or test_unseen (open-set)",
+            )),
         }
     }
 }
 
-/// Path of the index table of `digits`-digit MNIST, `split`, under the data directory.
-pub fn table_path(data_dir: &Path, digits: usize, split: NDigitSplit) -> PathBuf {
-    data_dir.join("n-digit-mnist/standard_datasets").join(format!("dataset_mnist_{digits}_number_{}.npz", split.name()))
+/// Path of the index table of `digits`-digit MNIST, `split` of `protocol`, under the data
+/// directory (the split is not checked against the protocol: [`NDigitProtocol::check_split`]).
+pub fn table_path(data_dir: &Path, digits: usize, protocol: NDigitProtocol, split: NDigitSplit) -> PathBuf {
+    data_dir.join("n-digit-mnist/standard_datasets").join(format!(
+        "dataset_mnist_{digits}_{}_{}.npz",
+        protocol.table_family(),
+        split.name()
+    ))
 }
 
 /// An index table: `image_ids[c, s, p]` is the MNIST index of digit `p` of sample `s` of class `c`.
@@ -175,12 +291,20 @@ pub struct ImageDataset {
 }
 
 impl ImageDataset {
-    /// Loads and integrity-checks `digits`-digit MNIST, `split`, from the data directory.
-    pub fn load(data_dir: &Path, digits: usize, split: NDigitSplit, mnist: &Arc<Mnist>) -> Result<Self> {
+    /// Loads and integrity-checks `digits`-digit MNIST, `split` of `protocol`, from the data
+    /// directory.
+    pub fn load(
+        data_dir: &Path,
+        digits: usize,
+        protocol: NDigitProtocol,
+        split: NDigitSplit,
+        mnist: &Arc<Mnist>,
+    ) -> Result<Self> {
         if !(2..=3).contains(&digits) {
             return Err(DataError::invalid("digits", digits, "N-digit MNIST has standard tables for 2 and 3 only"));
         }
-        let path = table_path(data_dir, digits, split);
+        protocol.check_split(split)?;
+        let path = table_path(data_dir, digits, protocol, split);
         let table = NDigitTable::read(&path)?;
         if table.digits != digits {
             return Err(DataError::format(

@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use hedge_data::ndigit::table_path;
-use hedge_data::{data_dir, Corruption, ImageDataset, Mnist, NDigitSplit, NDigitTable};
+use hedge_data::{data_dir, Corruption, ImageDataset, Mnist, NDigitProtocol, NDigitSplit, NDigitTable};
+
+const OPEN: NDigitProtocol = NDigitProtocol::OpenSet;
+const INSTANCE: NDigitProtocol = NDigitProtocol::Instance;
 use rand_chacha::rand_core::SeedableRng;
 
 fn mnist() -> (std::path::PathBuf, Arc<Mnist>) {
@@ -26,17 +29,21 @@ fn mnist_has_the_published_counts() {
 #[test]
 fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() {
     let (dir, m) = mnist();
-    // (digits, split, classes, images) from n-digit-mnist/SOURCE.md.
+    // (digits, protocol, split, classes, images) from n-digit-mnist/SOURCE.md.
     let expected = [
-        (2, NDigitSplit::Train, 70, 99_960),
-        (2, NDigitSplit::TestSeen, 70, 9_940),
-        (2, NDigitSplit::TestUnseen, 30, 9_990),
-        (3, NDigitSplit::Train, 700, 99_400),
-        (3, NDigitSplit::TestSeen, 100, 10_000),
-        (3, NDigitSplit::TestUnseen, 100, 10_000),
+        (2, OPEN, NDigitSplit::Train, 70, 99_960),
+        (2, OPEN, NDigitSplit::TestSeen, 70, 9_940),
+        (2, OPEN, NDigitSplit::TestUnseen, 30, 9_990),
+        (3, OPEN, NDigitSplit::Train, 700, 99_400),
+        (3, OPEN, NDigitSplit::TestSeen, 100, 10_000),
+        (3, OPEN, NDigitSplit::TestUnseen, 100, 10_000),
+        (2, INSTANCE, NDigitSplit::Train, 100, 100_000),
+        (2, INSTANCE, NDigitSplit::Test, 100, 10_000),
+        (3, INSTANCE, NDigitSplit::Train, 1000, 100_000),
+        (3, INSTANCE, NDigitSplit::Test, 1000, 10_000),
     ];
-    for (digits, split, classes, images) in expected {
-        let d = ImageDataset::load(&dir, digits, split, &m).unwrap();
+    for (digits, protocol, split, classes, images) in expected {
+        let d = ImageDataset::load(&dir, digits, protocol, split, &m).unwrap();
         assert_eq!(d.len(), images, "{digits}-digit {split:?}");
         assert_eq!(d.classes().len(), classes, "{digits}-digit {split:?}");
         assert_eq!(d.width(), 28 * digits);
@@ -47,18 +54,44 @@ fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() 
 fn unseen_classes_are_disjoint_from_training_classes() {
     let (dir, m) = mnist();
     for digits in [2, 3] {
-        let train = ImageDataset::load(&dir, digits, NDigitSplit::Train, &m).unwrap().classes();
-        let seen = ImageDataset::load(&dir, digits, NDigitSplit::TestSeen, &m).unwrap().classes();
-        let unseen = ImageDataset::load(&dir, digits, NDigitSplit::TestUnseen, &m).unwrap().classes();
+        let train = ImageDataset::load(&dir, digits, OPEN, NDigitSplit::Train, &m).unwrap().classes();
+        let seen = ImageDataset::load(&dir, digits, OPEN, NDigitSplit::TestSeen, &m).unwrap().classes();
+        let unseen = ImageDataset::load(&dir, digits, OPEN, NDigitSplit::TestUnseen, &m).unwrap().classes();
         assert!(unseen.iter().all(|c| !train.contains(c)));
         assert!(seen.iter().all(|c| train.contains(c)));
     }
 }
 
+/// The instance protocol (the paper's tables): the test set holds exactly the training classes,
+/// every class with the same number of images (Appendix D scores all 100 test centroids), and
+/// no MNIST digit image of a test image is a training digit image (train tables index MNIST's
+/// training set, test tables its test set).
+#[test]
+fn instance_tables_test_every_training_class_on_other_images() {
+    let (dir, m) = mnist();
+    for (digits, per_class_test) in [(2, 100), (3, 10)] {
+        let train = ImageDataset::load(&dir, digits, INSTANCE, NDigitSplit::Train, &m).unwrap();
+        let test = ImageDataset::load(&dir, digits, INSTANCE, NDigitSplit::Test, &m).unwrap();
+        assert_eq!(train.classes(), test.classes(), "{digits}-digit");
+        assert!(test.classes_smaller_than(per_class_test).is_empty());
+        assert_eq!(test.len(), test.classes().len() * per_class_test);
+        // Pixels differ: the first test image is not any training image of its class.
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let probe = test.render_batch(&[0], &Corruption::Clean, &mut rng);
+        let same: Vec<usize> = (0..train.len()).filter(|&i| train.labels[i] == test.labels[0]).collect();
+        assert!(same.iter().all(|&i| train.render_batch(&[i], &Corruption::Clean, &mut rng) != probe));
+    }
+    // A split the protocol lacks is refused with the splits it has.
+    let e = ImageDataset::load(&dir, 2, INSTANCE, NDigitSplit::TestUnseen, &m).unwrap_err().to_string();
+    assert!(e.contains("train, test") && e.contains("open-set"), "{e}");
+    let e = ImageDataset::load(&dir, 2, OPEN, NDigitSplit::Test, &m).unwrap_err().to_string();
+    assert!(e.contains("instance protocol"), "{e}");
+}
+
 #[test]
 fn a_table_that_does_not_match_its_labels_is_refused() {
     let (dir, m) = mnist();
-    let path = table_path(&dir, 2, NDigitSplit::TestUnseen);
+    let path = table_path(&dir, 2, OPEN, NDigitSplit::TestUnseen);
     let mut table = NDigitTable::read(&path).unwrap();
     table.check(&path, &m.test.labels).unwrap();
     // Point digit 1 of sample 0 of class 0 at an image of a different digit.
@@ -68,7 +101,7 @@ fn a_table_that_does_not_match_its_labels_is_refused() {
     let msg = table.check(&path, &m.test.labels).unwrap_err().to_string();
     assert!(msg.contains("image_ids[0, 0, 1]") && msg.contains("test_unseen"), "{msg}");
     // Training tables index 60k images: checking one against the 10k test labels fails.
-    let train_path = table_path(&dir, 2, NDigitSplit::Train);
+    let train_path = table_path(&dir, 2, OPEN, NDigitSplit::Train);
     let train = NDigitTable::read(&train_path).unwrap();
     assert!(train.check(&train_path, &m.test.labels).is_err());
 }
@@ -76,7 +109,7 @@ fn a_table_that_does_not_match_its_labels_is_refused() {
 #[test]
 fn rendering_places_each_mnist_digit_in_its_slot() {
     let (dir, m) = mnist();
-    let d = ImageDataset::load(&dir, 3, NDigitSplit::TestSeen, &m).unwrap();
+    let d = ImageDataset::load(&dir, 3, OPEN, NDigitSplit::TestSeen, &m).unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
     let img = d.render_batch(&[17], &Corruption::Clean, &mut rng);
     for p in 0..3 {

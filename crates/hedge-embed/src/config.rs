@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{EmbedError, Result};
-use hedge_data::ParamGuard;
+use hedge_data::{NDigitProtocol, ParamGuard};
 
 /// What an input is embedded as, by name (reports and config files; [`EmbeddingKind`] holds
 /// what each choice needs).
@@ -74,6 +74,9 @@ pub enum LrSchedule {
     Constant,
     /// Half a cosine from `learning_rate` down to 0 at `steps`.
     Cosine,
+    /// `learning_rate`, divided by 10 at half and again at three quarters of the steps (the
+    /// step decay of ResNet-style schedules).
+    Step,
 }
 
 impl LrSchedule {
@@ -82,6 +85,10 @@ impl LrSchedule {
         match self {
             LrSchedule::Constant => base,
             LrSchedule::Cosine => 0.5 * base * (1.0 + (std::f64::consts::PI * step as f64 / steps.max(1) as f64).cos()),
+            LrSchedule::Step => {
+                let passed = [steps / 2, steps * 3 / 4].iter().filter(|&&milestone| step >= milestone).count();
+                base * 0.1f64.powi(passed as i32)
+            }
         }
     }
 }
@@ -203,15 +210,17 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `beta` | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
 /// | `samples` | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
 /// | `learning_rate` | 1e-3 | Adam step size | > 0 |
-/// | `lr_schedule` | constant | constant or cosine decay to 0 | |
+/// | `lr_schedule` | constant | constant, cosine decay to 0, or step (÷10 at 1/2 and 3/4 of the steps) | |
 /// | `warmup_steps` | 0 | linear warm-up from 0 before the schedule starts | < `steps` |
 /// | `head_lr_scale` | 1 | learning-rate multiplier of the match head's a and b | > 0 |
 /// | `match_init` | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
 /// | `norm` | none | none or batch normalisation after each convolution | |
 /// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
 /// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
-/// | `validation_classes` | 0 | training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
-/// | `validation_seed` | 0 | which classes are held out | |
+/// | `protocol` | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
+/// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
+/// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
+/// | `validation_seed` | 0 | which classes or images are held out | |
 /// | `channels` | [32, 64] | widths of the two conv layers | ≥ 1 |
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
@@ -240,7 +249,10 @@ pub struct HibConfig {
     pub norm: Norm,
     pub ema_decay: f64,
     pub pair_set: PairSet,
+    /// Which N-digit MNIST tables (ignored with `data`, whose split is always open-set style).
+    pub protocol: NDigitProtocol,
     pub validation_classes: usize,
+    pub validation_fraction: f64,
     pub validation_seed: u64,
     pub channels: [usize; 2],
     pub occlusion_probability: f64,
@@ -293,7 +305,9 @@ impl Default for HibConfig {
             norm: Norm::None,
             ema_decay: 0.0,
             pair_set: PairSet::Sampled,
+            protocol: NDigitProtocol::Instance,
             validation_classes: 0,
+            validation_fraction: 0.0,
             validation_seed: 0,
             channels: [32, 64],
             occlusion_probability: 0.2,
@@ -335,7 +349,13 @@ struct HibConfigFile {
     norm: Norm,
     ema_decay: f64,
     pair_set: PairSet,
+    /// Absent in the `config.json` of runs written before protocols existed, which were all
+    /// open-set (the "number" tables); [`HibConfig::from_toml`] reads an absent one as instance.
+    /// (Its own `default`, not the struct's: the struct's default names `instance`.)
+    #[serde(default)]
+    protocol: Option<NDigitProtocol>,
     validation_classes: usize,
+    validation_fraction: f64,
     validation_seed: u64,
     channels: [usize; 2],
     occlusion_probability: f64,
@@ -385,6 +405,7 @@ macro_rules! with_shared_fields {
             ema_decay: $from.ema_decay,
             pair_set: $from.pair_set,
             validation_classes: $from.validation_classes,
+            validation_fraction: $from.validation_fraction,
             validation_seed: $from.validation_seed,
             channels: $from.channels,
             occlusion_probability: $from.occlusion_probability,
@@ -403,6 +424,7 @@ macro_rules! with_shared_fields {
 impl From<HibConfigFile> for HibConfig {
     fn from(f: HibConfigFile) -> Self {
         with_shared_fields!(f {
+            protocol: f.protocol.unwrap_or(NDigitProtocol::OpenSet),
             model: match f.model {
                 ModelKind::Point => EmbeddingKind::Point,
                 ModelKind::Gaussian => EmbeddingKind::Gaussian,
@@ -425,6 +447,7 @@ impl From<HibConfig> for HibConfigFile {
             }
         };
         with_shared_fields!(c {
+            protocol: Some(c.protocol),
             model: c.model.kind(),
             components: match c.model {
                 EmbeddingKind::Mixture { components } => components,
@@ -469,7 +492,9 @@ impl HibConfig {
         with_norm: norm: Norm,
         with_ema_decay: ema_decay: f64,
         with_pair_set: pair_set: PairSet,
+        with_protocol: protocol: NDigitProtocol,
         with_validation_classes: validation_classes: usize,
+        with_validation_fraction: validation_fraction: f64,
         with_validation_seed: validation_seed: u64,
         with_channels: channels: [usize; 2],
         with_occlusion_probability: occlusion_probability: f64,
@@ -480,10 +505,33 @@ impl HibConfig {
         with_checkpoint_every: checkpoint_every: usize,
     );
 
-    /// Sets `data` (a user's images instead of N-digit MNIST).
+    /// Sets `data` (a user's images instead of N-digit MNIST), whose split holds unseen classes
+    /// out: the protocol becomes open-set.
     pub fn with_data(mut self, data: OwnImages) -> Self {
         self.data = Some(data);
+        self.protocol = NDigitProtocol::OpenSet;
         self
+    }
+
+    /// A config file's text (TOML, any [`HibConfig`] fields; the others keep their defaults).
+    /// A file that names no `protocol` is the paper's, `instance` (a run's `config.json`
+    /// without one predates protocols and is open-set).
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidConfig`] with the parser's message (line, column, field).
+    pub fn from_toml(text: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        struct ProtocolOnly {
+            protocol: Option<NDigitProtocol>,
+        }
+        let parse_error = |e: toml::de::Error| EmbedError::invalid("config", "TOML", e.to_string());
+        let mut config: HibConfig = toml::from_str(text).map_err(parse_error)?;
+        // Every field but `protocol` is ignored here (no deny_unknown_fields).
+        let named: ProtocolOnly = toml::from_str(text).map_err(parse_error)?;
+        if named.protocol.is_none() && config.data.is_none() {
+            config.protocol = NDigitProtocol::Instance;
+        }
+        Ok(config)
     }
 
     /// `[channels, height, width]` of the network's input: N-digit MNIST's `[1, 28, 28N]`, or
@@ -543,14 +591,16 @@ impl HibConfig {
 /// `true` when both accept them. Driven by [`hedge_data::fuzz::fuzz_fn`].
 pub fn fuzz_config_file(bytes: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(bytes) else { return false };
-    toml::from_str::<HibConfig>(text).is_ok_and(|c| c.check_ref().is_ok())
+    HibConfig::from_toml(text).is_ok_and(|c| c.check_ref().is_ok())
 }
 
 /// Valid config files to start fuzzing from: the tables' recipe and the fields a user sets most.
 pub fn config_fuzz_seeds() -> Vec<Vec<u8>> {
     [
         "model = \"gaussian\"\nbatch = \"grouped\"\ngroup_classes = 32\ngroup_size = 8\nlearning_rate = 0.001\n\
-         lr_schedule = \"constant\"\nvalidation_classes = 10\n",
+         lr_schedule = \"constant\"\nprotocol = \"open-set\"\nvalidation_classes = 10\n",
+        "model = \"gaussian\"\nbatch = \"grouped\"\nlearning_rate = 0.003\nwarmup_steps = 200\n\
+         lr_schedule = \"cosine\"\nvalidation_fraction = 0.05\n",
         "model = \"mog\"\ncomponents = 2\nsamples = 8\ndim = 3\nbeta = 0.0001\nsteps = 4000\n",
         "model = \"point\"\nloss = \"contrastive\"\nmargin = 1.0\nbatch_pairs = 64\ndigits = 3\n",
     ]
@@ -698,6 +748,36 @@ impl ParamGuard for HibConfig {
         if self.pair_set == PairSet::All && !matches!(self.batch, BatchComposition::Grouped { .. }) {
             return fail("pair_set", "all", "all pairs needs grouped batches (--group CLASSESxIMAGES)");
         }
+        if self.data.is_some() && self.protocol == NDigitProtocol::Instance {
+            return fail(
+                "protocol",
+                "instance",
+                "your own images (data) are split with unseen classes held out; the protocol is open-set",
+            );
+        }
+        if !(self.validation_fraction.is_finite() && (0.0..=0.5).contains(&self.validation_fraction)) {
+            return fail(
+                "validation_fraction",
+                self.validation_fraction,
+                "hold out a share in [0, 0.5] of each class's training images (e.g. 0.05)",
+            );
+        }
+        if self.validation_classes > 0 && self.validation_fraction > 0.0 {
+            return fail(
+                "validation_classes",
+                self.validation_classes,
+                "choose models on held-out classes (validation_classes) or on held-out images of every class \
+                 (validation_fraction), not both",
+            );
+        }
+        if self.validation_classes > 0 && self.protocol == NDigitProtocol::Instance && self.data.is_none() {
+            return fail(
+                "validation_classes",
+                self.validation_classes,
+                "the instance protocol tests the training classes: choose models on held-out images of every class \
+                 (--validation-fraction, e.g. 0.05), or use --protocol open-set",
+            );
+        }
         if self.pair_set == PairSet::All && self.loss != LossKind::Soft {
             return fail("pair_set", "all", "all pairs is implemented for the soft contrastive loss; use --loss soft");
         }
@@ -754,6 +834,15 @@ mod tests {
             (HibConfig::default().with_head_lr_scale(0.0), "head_lr_scale"),
             (HibConfig::default().with_ema_decay(1.0), "ema_decay"),
             (HibConfig::default().with_pair_set(PairSet::All), "pair_set"),
+            (HibConfig::default().with_validation_fraction(0.6), "validation_fraction"),
+            (HibConfig::default().with_validation_classes(10), "validation_classes"),
+            (
+                HibConfig::default()
+                    .with_protocol(NDigitProtocol::OpenSet)
+                    .with_validation_classes(10)
+                    .with_validation_fraction(0.05),
+                "validation_classes",
+            ),
         ];
         for (c, field) in cases {
             let msg = c.check_ref().unwrap_err().to_string();
@@ -822,6 +911,14 @@ mod tests {
         assert!((LrSchedule::Cosine.at(1e-3, 50, 100) - 5e-4).abs() < 1e-15);
         assert!(LrSchedule::Cosine.at(1e-3, 100, 100).abs() < 1e-15);
         assert_eq!(LrSchedule::Constant.at(1e-3, 70, 100), 1e-3);
+    }
+
+    #[test]
+    fn step_schedule_divides_by_ten_at_a_half_and_three_quarters() {
+        let at = |step| LrSchedule::Step.at(1e-2, step, 100);
+        assert_eq!((at(0), at(49)), (1e-2, 1e-2));
+        assert!((at(50) - 1e-3).abs() < 1e-18 && (at(74) - 1e-3).abs() < 1e-18);
+        assert!((at(75) - 1e-4).abs() < 1e-18 && (at(99) - 1e-4).abs() < 1e-18);
     }
 
     #[test]
@@ -896,6 +993,23 @@ mod tests {
             }
         }
         assert!(checked >= 10, "only {checked} committed run configs");
+    }
+
+    /// A config file without `protocol` is the paper's instance protocol; a run's config.json
+    /// without one was written before protocols existed, when every run was open-set, and must
+    /// keep evaluating on the tables it was trained on.
+    #[test]
+    fn an_absent_protocol_is_instance_in_a_config_file_and_open_set_in_an_old_run() {
+        assert_eq!(HibConfig::from_toml("dim = 3\n").unwrap().protocol, NDigitProtocol::Instance);
+        let open = HibConfig::from_toml("protocol = \"open-set\"\nvalidation_classes = 10\n").unwrap();
+        assert_eq!(open.protocol, NDigitProtocol::OpenSet);
+        open.check_ref().unwrap();
+        let old: HibConfig = serde_json::from_str(r#"{"dim": 2, "validation_classes": 10}"#).unwrap();
+        assert_eq!(old.protocol, NDigitProtocol::OpenSet);
+        let json = serde_json::to_value(HibConfig::default()).unwrap();
+        assert_eq!(json["protocol"], "instance");
+        let e = HibConfig::from_toml("protocol = \"closed\"\n").unwrap_err().to_string();
+        assert!(e.contains("closed") && e.contains("open-set"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
@@ -12,29 +12,39 @@ use crate::run::RunDir;
 use crate::train::{RunOptions, TrainEvent, Trainer};
 use crate::{HibConfig, Result};
 
-/// MNIST and one N-digit split from `$HEDGE_DATA_DIR`.
-pub fn load_split(digits: usize, split: NDigitSplit) -> Result<ImageDataset> {
+/// MNIST and one N-digit split of `protocol` from `$HEDGE_DATA_DIR`.
+pub fn load_split(digits: usize, protocol: NDigitProtocol, split: NDigitSplit) -> Result<ImageDataset> {
+    protocol.check_split(split)?;
     let dir = data_dir()?;
     let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
-    Ok(ImageDataset::load(&dir, digits, split, &mnist)?)
+    Ok(ImageDataset::load(&dir, digits, protocol, split, &mnist)?)
 }
 
-/// The images of `split`'s role for `config`: N-digit MNIST's split, or the matching part of the
-/// user's image set (`train`: the seen classes less their held-out images; `test_seen`: those
-/// images; `test_unseen`: the held-out classes), split as `config.data` says.
+/// The images of `split`'s role for `config`: N-digit MNIST's split of `config.protocol`, or the
+/// matching part of the user's image set (`train`: the seen classes less their held-out images;
+/// `test_seen`: those images; `test_unseen`: the held-out classes), split as `config.data` says.
 ///
 /// # Errors
-/// The user's images no longer having the shape the run was made with (the model would not
-/// fit them), and every error of [`hedge_data::ImageSet::read`].
+/// A split the protocol has no table for (`test` is the instance protocol's, `test_seen` and
+/// `test_unseen` the open-set's and a user's set's), the user's images no longer having the shape
+/// the run was made with (the model would not fit them), and every error of
+/// [`hedge_data::ImageSet::read`].
 pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset> {
     let Some(own) = &config.data else {
-        return load_split(config.digits, split);
+        return load_split(config.digits, config.protocol, split);
     };
+    if split == NDigitSplit::Test {
+        return Err(crate::EmbedError::invalid(
+            "split",
+            "test",
+            "a run on your own images has the parts train, test_seen and test_unseen",
+        ));
+    }
     let [train, seen, unseen] = own_parts(own, read_own(own)?)?;
     let part = match split {
         NDigitSplit::Train => train,
         NDigitSplit::TestSeen => seen,
-        NDigitSplit::TestUnseen => unseen,
+        NDigitSplit::TestUnseen | NDigitSplit::Test => unseen,
     };
     Ok(ImageDataset::from_images(part, split))
 }
@@ -164,9 +174,11 @@ pub struct TrainPlan {
     pub watch_pairs: usize,
     /// Keep a copy of the (inference) weights every this many steps (0: none).
     pub keep_every: usize,
-    /// Stop at the first watch that reaches this (the recipe benchmark).
-    #[serde(default)]
-    pub target: Option<crate::monitor::QualityTarget>,
+    /// Stop at the first watch that reaches all of these (the recipe benchmark: the paper's four
+    /// values on the validation set). Plans written before several targets existed hold one
+    /// `target` (or null).
+    #[serde(default, alias = "target", deserialize_with = "crate::monitor::one_or_many_targets")]
+    pub targets: Vec<crate::monitor::QualityTarget>,
     /// The budget only plans the step count; the run trains all planned steps even if it takes
     /// longer (reproductions that must not depend on the machine's other work).
     #[serde(default)]
@@ -189,7 +201,7 @@ impl TrainPlan {
             // A resumed run already planned its steps (config.json holds them).
             plan_steps: self.budget_minutes.is_some() && !resuming,
             finish_planned_steps: self.finish_planned_steps,
-            target: self.target.clone(),
+            targets: self.targets.clone(),
         }
     }
 }
@@ -202,15 +214,15 @@ impl Default for TrainPlan {
             watch_splits: Vec::new(),
             watch_pairs: 5000,
             keep_every: 0,
-            target: None,
+            targets: Vec::new(),
             finish_planned_steps: false,
         }
     }
 }
 
-/// The sets a run watches: `validation` (the held-out training classes, when the config holds
-/// some out) and each split of `plan.watch_splits` under its own name (`test_seen` without
-/// the held-out classes, which the model never trained on).
+/// The sets a run watches: `validation` (the held-out training classes or images, when the
+/// config holds some out) and each split of `plan.watch_splits` under its own name (`test_seen`
+/// without the held-out classes, which the model never trained on).
 pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> {
     let mut sets = Vec::new();
     if plan.watch_every == 0 {

@@ -9,7 +9,7 @@
 //! with typed reports in [`report`].
 //!
 //! ```no_run
-//! use hedge_data::NDigitSplit;
+//! use hedge_data::{NDigitProtocol, NDigitSplit};
 //! use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, ParamGuard, Trainer};
 //!
 //! // Exclusive choices are sum types; `check` is the only way to the `Checked` settings
@@ -19,7 +19,7 @@
 //!     .with_batch(BatchComposition::Grouped { classes: 32, per_class: 8 })
 //!     .with_steps(4000)
 //!     .check()?;
-//! let train = hedge_embed::load_split(2, NDigitSplit::Train)?;
+//! let train = hedge_embed::load_split(2, NDigitProtocol::Instance, NDigitSplit::Train)?;
 //! let mut trainer = Trainer::new(config, train, tch::Device::Cpu)?;
 //! trainer.run(None, |m| println!("step {}: loss {:.3}", m.step, m.loss))?;
 //! # Ok::<(), hedge_embed::EmbedError>(())
@@ -58,7 +58,7 @@ pub use evaluate::{
 };
 pub use experiment::{load_role, load_split, train_run, TrainPlan};
 /// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
-pub use hedge_data::{Checked, ParamGuard};
+pub use hedge_data::{Checked, NDigitProtocol, NDigitSplit, ParamGuard};
 pub use loss::MatchHead;
 pub use model::HibNet;
 pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};

@@ -186,6 +186,23 @@ impl QualityTarget {
     }
 }
 
+/// Reads a plan's targets: a list, one target (plans written before lists), or null.
+pub fn one_or_many_targets<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<QualityTarget>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Many(Vec<QualityTarget>),
+        One(QualityTarget),
+    }
+    Ok(match Option::<Form>::deserialize(d)? {
+        None => Vec::new(),
+        Some(Form::Many(v)) => v,
+        Some(Form::One(t)) => vec![t],
+    })
+}
+
 /// When a run first reached a value, or the best it reached.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Reached {
@@ -258,6 +275,39 @@ pub fn split_off_classes(data: &ImageDataset, held_out: &[u32], per_class: usize
     (data.subset(&keep), data.subset(&val))
 }
 
+/// Splits a training set into (training part, validation part) by image: of every class, a
+/// `fraction` of its images (rounded, at least one, and never all but one), drawn with `seed`, are
+/// validation images. The model trains on the same classes and is chosen on images it never saw
+/// (the instance protocol's model choice; test images are never used).
+///
+/// # Errors
+/// A class with fewer than 3 images (it could not keep 2 for training and give one).
+pub fn split_off_images(data: &ImageDataset, fraction: f64, seed: u64) -> Result<(ImageDataset, ImageDataset)> {
+    use rand::seq::SliceRandom;
+    use rand_chacha::rand_core::SeedableRng;
+    let mut by_class: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, &label) in data.labels.iter().enumerate() {
+        by_class.entry(label).or_default().push(i);
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut val = Vec::new();
+    for (class, mut images) in by_class {
+        if images.len() < 3 {
+            return Err(crate::EmbedError::invalid(
+                "validation_fraction",
+                fraction,
+                format!("class {class} has {} training images; holding images out needs at least 3", images.len()),
+            ));
+        }
+        let take = ((images.len() as f64 * fraction).round() as usize).clamp(1, images.len() - 2);
+        images.shuffle(&mut rng);
+        val.extend_from_slice(&images[..take]);
+    }
+    val.sort_unstable();
+    let keep: Vec<usize> = (0..data.len()).filter(|i| val.binary_search(i).is_err()).collect();
+    Ok((data.subset(&keep), data.subset(&val)))
+}
+
 /// Images a class needs in an evaluated set for the K = 5 majority rule to be able to identify
 /// it (3 same-class neighbours besides the probe itself).
 pub const KNN_MIN_PER_CLASS: usize = 4;
@@ -279,6 +329,54 @@ pub fn warn_small_classes(name: &str, data: &ImageDataset, min: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The instance protocol's model choice: 5 % of every class's training images held out,
+    /// disjoint from what the model trains on, the same images for the same seed.
+    #[test]
+    fn validation_images_are_a_seeded_share_of_every_class() {
+        let data = crate::load_split(2, hedge_data::NDigitProtocol::Instance, hedge_data::NDigitSplit::Train)
+            .expect("set HEDGE_DATA_DIR to the shared data folder");
+        let (train, val) = split_off_images(&data, 0.05, 0).unwrap();
+        assert_eq!((train.len(), val.len()), (95_000, 5_000));
+        assert_eq!(val.classes(), data.classes());
+        assert!(val.classes_smaller_than(50).is_empty() && train.classes_smaller_than(950).is_empty());
+        // Every image is in exactly one part: its digit indices are in one or the other.
+        let mut parts: Vec<&[u32]> = train.parts.chunks(2).chain(val.parts.chunks(2)).collect();
+        parts.sort_unstable();
+        let mut all: Vec<&[u32]> = data.parts.chunks(2).collect();
+        all.sort_unstable();
+        assert_eq!(parts, all);
+        let (_, again) = split_off_images(&data, 0.05, 0).unwrap();
+        assert_eq!(again.parts, val.parts);
+        let (_, other) = split_off_images(&data, 0.05, 1).unwrap();
+        assert_ne!(other.parts, val.parts);
+        // A class too small to give an image and keep two is refused, naming the setting.
+        let tiny = data.subset(&[0, 1]);
+        let e = split_off_images(&tiny, 0.05, 0).unwrap_err().to_string();
+        assert!(e.contains("validation_fraction") && e.contains("at least 3"), "{e}");
+    }
+
+    /// Plans written before several stop targets existed hold one `target` or null; both read.
+    #[test]
+    fn old_plans_with_one_target_or_none_still_read() {
+        let one: crate::TrainPlan = serde_json::from_str(
+            r#"{"budget_minutes": 45.0, "watch_every": 500, "watch_splits": ["test_unseen"], "watch_pairs": 5000,
+                "keep_every": 0, "target": {"set": "test_unseen", "metric": "ap_clean", "value": 0.989}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            one.targets,
+            [QualityTarget { set: "test_unseen".into(), metric: QuickMetric::ApClean, value: 0.989 }]
+        );
+        let none: crate::TrainPlan = serde_json::from_str(
+            r#"{"budget_minutes": null, "watch_every": 0, "watch_splits": [], "watch_pairs": 5000, "keep_every": 0,
+                "target": null}"#,
+        )
+        .unwrap();
+        assert!(none.targets.is_empty());
+        let back: crate::TrainPlan = serde_json::from_str(&serde_json::to_string(&one).unwrap()).unwrap();
+        assert_eq!(back, one);
+    }
 
     fn record(step: usize, seconds: f64, ap: f64) -> MonitorRecord {
         let q = QuickEval { ap_clean: ap, ap_corrupt: 0.0, knn_clean: 0.0, knn_corrupt: 0.0 };

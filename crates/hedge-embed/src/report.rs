@@ -14,6 +14,7 @@ use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
 use crate::ModelKind;
 use hedge_data::undefined::{explain_nulls, NullReason, Undefined};
+use hedge_data::NDigitProtocol;
 use hedge_eval::MeanStd;
 
 /// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
@@ -215,7 +216,12 @@ pub struct EvalReport {
     pub match_estimator: MatchEstimator,
     pub mean_eta: CleanCorruptValue,
     pub model: ModelKind,
+    /// How the metrics are computed ([`EVAL_PROTOCOL`]).
     pub protocol: String,
+    /// Which N-digit tables the run trained and is tested on (`instance` or `open-set`; reports
+    /// written before protocols existed are open-set).
+    #[serde(default = "NDigitProtocol::before_protocols")]
+    pub data_protocol: NDigitProtocol,
     pub repeats: usize,
     #[serde(deserialize_with = "nan_for_null")]
     pub risk_at_coverage: Vec<f64>,
@@ -274,14 +280,16 @@ impl EvalReport {
 /// The spread convention of every `_std` in a new `eval.json`.
 pub const REPEAT_STD_CONVENTION: &str = "sample standard deviation over repeats (n - 1); 0 for one repeat";
 
-/// The protocol line every `eval.json` carries.
-pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out";
+/// The protocol line every `eval.json` carries. The paper does not spell out its KNN protocol;
+/// this is hedge's reading.
+pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5, majority; hedge's reading, the paper does not say): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out (the probe's own occluded twin is left out of the corrupt gallery), the 100 candidates nearest by mean distance re-ranked by the Monte-Carlo match probability";
 
 /// What an [`EvalReport`] records besides the evaluation itself.
 #[derive(Debug, Clone)]
 pub struct EvalContext {
     pub run: String,
     pub weights: Option<String>,
+    pub data_protocol: NDigitProtocol,
     pub split: String,
     pub model: ModelKind,
     pub components: usize,
@@ -343,6 +351,7 @@ impl EvalReport {
             mean_eta: CleanCorruptValue { clean: r.mean_eta.clean, corrupt: r.mean_eta.corrupt },
             model: context.model,
             protocol: EVAL_PROTOCOL.to_string(),
+            data_protocol: context.data_protocol,
             repeats: r.repeats,
             risk_at_coverage: r.risk_at_coverage.clone(),
             run: context.run,
@@ -457,6 +466,9 @@ impl Metric {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerificationReport {
     pub pairs: PairCounts,
+    /// Which N-digit tables (absent before protocols existed: open-set).
+    #[serde(default = "NDigitProtocol::before_protocols")]
+    pub data_protocol: NDigitProtocol,
     pub split: String,
     pub step: usize,
     pub variants: Twin<QuickVerification>,
@@ -556,6 +568,10 @@ pub struct ReproduceSummary {
     pub models: BTreeMap<String, ModelSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_split: Option<OtherSplit>,
+    /// Which N-digit tables the models trained and were tested on: `instance` (the paper's
+    /// tables) or `open-set` (summaries written before protocols existed).
+    #[serde(default = "NDigitProtocol::before_protocols")]
+    pub protocol: NDigitProtocol,
     /// The paper's columns for this (N, D) (`point`, `mog1`, `mog2`, and Table 5's
     /// `mog1-beta0`, `mog1-beta1e4`), where it has them.
     pub paper: Option<BTreeMap<String, PaperModel>>,
@@ -668,6 +684,14 @@ mod tests {
                 continue;
             }
             .unwrap();
+            // Files written before protocols existed name none; they read as open-set, which
+            // is what they were.
+            let mut again = again;
+            for key in ["protocol", "data_protocol"] {
+                if original.get(key).is_none() && again.get(key) == Some(&serde_json::json!("open-set")) {
+                    again.as_object_mut().expect("a report is an object").remove(key);
+                }
+            }
             assert_eq!(again, original, "{}", path.display());
             checked += 1;
         }

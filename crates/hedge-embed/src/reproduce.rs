@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use hedge_data::{Corruption, NDigitSplit};
+use hedge_data::{Corruption, NDigitProtocol, NDigitSplit};
 use serde::{Deserialize, Serialize};
 use tch::Device;
 use tracing::info;
@@ -55,7 +55,10 @@ pub struct ReproduceConfig {
     pub finish_planned_steps: bool,
     /// The recipe (any [`HibConfig`] fields) applied to every model; the fields below override it.
     pub recipe: Option<HibConfig>,
-    /// The split Tables 1 and 2 are computed on; the other split is reported beside it.
+    /// Which tables every model trains and is tested on (overrides the recipe's).
+    pub protocol: NDigitProtocol,
+    /// The split Tables 1 and 2 are computed on (one of the protocol's test splits); the
+    /// protocol's other test split, if it has one, is reported beside it.
     pub split: NDigitSplit,
     /// Watch the validation classes (if the recipe holds some out) and the tables' split every
     /// this many steps (0: never); the validation classes choose `model_best.safetensors`.
@@ -93,7 +96,8 @@ impl Default for ReproduceConfig {
             budget_minutes: None,
             finish_planned_steps: false,
             recipe: None,
-            split: NDigitSplit::TestUnseen,
+            protocol: NDigitProtocol::Instance,
+            split: NDigitSplit::Test,
             watch_every: 0,
             seeds: 1,
             extra_seeds: 1,
@@ -133,12 +137,10 @@ impl ReproduceConfig {
         self
     }
 
-    /// The split reported beside the tables' split.
-    pub fn other_split(&self) -> NDigitSplit {
-        match self.split {
-            NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
-            _ => NDigitSplit::TestSeen,
-        }
+    /// The protocol's test split reported beside the tables' split (open-set: test_seen beside
+    /// test_unseen and back; instance: none, it has one test split).
+    pub fn other_split(&self) -> Option<NDigitSplit> {
+        self.protocol.test_splits().iter().copied().find(|&s| s != self.split)
     }
 }
 
@@ -162,8 +164,9 @@ impl ParamGuard for ReproduceConfig {
             return Err(EmbedError::invalid("finish_planned_steps", true, "needs a budget (budget_minutes)"));
         }
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::invalid("split", "train", "tables are computed on test_seen or test_unseen"));
+            return Err(EmbedError::invalid("split", "train", "tables are computed on a test split"));
         }
+        self.protocol.check_split(self.split)?;
         if self.repeats == 0 {
             return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
         }
@@ -195,7 +198,7 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
         (None, None) if c.recipe.is_some() => recipe.steps,
         (None, None) => 20_000,
     };
-    let mut base = recipe.with_digits(c.digits).with_dim(c.dim).with_steps(steps);
+    let mut base = recipe.with_protocol(c.protocol).with_digits(c.digits).with_dim(c.dim).with_steps(steps);
     if let Some(spec) = &c.group {
         base = with_group(base, spec)?;
     }
@@ -271,17 +274,18 @@ fn paper_value(model: &PaperModel, metric: Metric, variant: Variant) -> Option<f
     })
 }
 
-/// The evaluations of one run: on the tables' split and on the other one.
+/// The evaluations of one run: on the tables' split and on the other one, if the protocol has one.
 struct RunEvals {
     main: EvalReport,
-    other: EvalReport,
+    other: Option<EvalReport>,
     /// Whether this call trained or evaluated (false: everything was read back).
     worked: bool,
 }
 
-/// Trains (or resumes, or reuses) one run and returns its evaluation on both test splits. On
-/// test_unseen a run that held validation classes out is evaluated with the weights they chose
-/// (`model_best.safetensors`); on test_seen with its final weights.
+/// Trains (or resumes, or reuses) one run and returns its evaluation on the tables' split and the
+/// protocol's other test split. A run that held validation images or classes out is evaluated on
+/// every split with the weights they chose (`model_best.safetensors`), so both columns score the
+/// same model.
 fn train_and_eval(
     dir: &Path,
     config: &HibConfig,
@@ -316,16 +320,13 @@ fn train_and_eval(
     let state = run.read_state()?;
     let done = plan.finished(state.step, stored.steps, state.seconds);
     if !done {
-        let train_set = crate::experiment::load_split(stored.digits, NDigitSplit::Train)?;
+        let train_set = crate::experiment::load_split(stored.digits, stored.protocol, NDigitSplit::Train)?;
         train_with_progress(&run, &stored, train_set, device, resuming, plan)?;
     }
-    let other_split = match settings.split {
-        NDigitSplit::TestSeen => NDigitSplit::TestUnseen,
-        _ => NDigitSplit::TestSeen,
-    };
+    let other_split = stored.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
     let mut evals = Vec::new();
     let mut worked = !done;
-    for split in [settings.split, other_split] {
+    for split in std::iter::once(settings.split).chain(other_split) {
         if done {
             if let Some(report) = read_eval(&run, split)? {
                 info!("reusing {}", run.file(&eval_file_name(split)).display());
@@ -340,15 +341,15 @@ fn train_and_eval(
         }
         worked = true;
         let best = run.file(BEST_MODEL_FILE);
-        let weights = (split == NDigitSplit::TestUnseen && best.is_file()).then_some(best.as_path());
+        let weights = best.is_file().then_some(best.as_path());
         let (_, mut report) = evaluate_run(&run, weights, &EvalSettings { split, ..*settings }, device, command)?;
         // The run's own report, whichever weights it scored.
         report.run = run.path.display().to_string();
         crate::run_eval::save_eval(&run, &report)?;
         evals.push(report);
     }
-    let other = evals.pop().expect("two evaluations");
-    let main = evals.pop().expect("two evaluations");
+    let other = other_split.map(|_| evals.pop().expect("an evaluation of the other split"));
+    let main = evals.pop().expect("an evaluation of the tables' split");
     Ok(RunEvals { main, other, worked })
 }
 
@@ -402,7 +403,7 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
             }
             worked |= e.worked;
             evals.push(e.main);
-            others.push(e.other);
+            others.extend(e.other);
         }
         other.push((m.clone(), others));
         results.push((m, evals));
@@ -415,8 +416,10 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
         _ => started.elapsed().as_secs_f64(),
     };
     let mut summary = summarise(c, &results, seconds)?;
-    summary.other_split =
-        Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: c.other_split().name().to_string() });
+    if let Some(split) = c.other_split() {
+        summary.other_split =
+            Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: split.name().to_string() });
+    }
     let summary = summary.with_nulls_explained();
     if let Some(line) = hedge_data::undefined::summary_line(&summary.undefined) {
         info!("{}: {line}", summary_path.display());
@@ -518,6 +521,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result
         extra_seeds: c.extra_seeds,
         models,
         other_split: None,
+        protocol: c.protocol,
         paper: paper_columns(c.digits, c.dim),
         repeats: c.repeats,
         seconds,
@@ -829,7 +833,7 @@ pub struct NumberLine {
 /// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7; the number
 /// line of Fig. 10 for D = 1) and performance against uncertainty bins (Fig. 5).
 fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
-    let test = load_split(c.digits, c.split)?;
+    let test = load_split(c.digits, c.protocol, c.split)?;
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
@@ -838,15 +842,20 @@ fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> R
             let (clean, corrupt) = embed_run_twins(&run, &test, device)?;
             embedding_ellipses(&c.out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
         } else {
-            // Appendix D orders the centroids of all classes: the seen and unseen test classes.
+            // Appendix D orders the centroids of all classes: the instance test set holds all of
+            // them; the open-set protocol's are split between its seen and unseen test classes.
             let config = run.read_config()?.hib;
             let (_vs, net) = load_model(&run, &config, device)?;
             let options = EmbedOptions { samples: 1, ..Default::default() };
-            let seen = load_split(c.digits, NDigitSplit::TestSeen)?;
-            let seen = embed_dataset(&net, &seen, &Corruption::Clean, device, options)?;
-            let unseen = load_split(c.digits, NDigitSplit::TestUnseen)?;
-            let unseen = embed_dataset(&net, &unseen, &Corruption::Clean, device, options)?;
-            let all = EmbeddedSet::concat(&[&seen, &unseen]);
+            let parts = c
+                .protocol
+                .test_splits()
+                .iter()
+                .map(|&split| {
+                    embed_dataset(&net, &load_split(c.digits, c.protocol, split)?, &Corruption::Clean, device, options)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
             let order =
                 hedge_plot::centroid_line(&c.out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;
             write_json(
@@ -903,14 +912,31 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         (None, Some(steps)) => format!("{steps} training steps per model"),
         (None, None) => "the recipe's training steps".to_string(),
     };
+    let protocol = match c.protocol {
+        NDigitProtocol::Instance => {
+            "Protocol: `instance` — every class in training and in test, disjoint images (the paper's tables: its \
+             Appendix D scores the test set's 100 class centroids, and its Table 3 sizes, 100,000 training and 10,000 \
+             test images, are the instance tables'); models are chosen on held-out training images of the same \
+             classes (`validation_fraction`), never on test images."
+        }
+        NDigitProtocol::OpenSet => {
+            "Protocol: `open-set` — test_unseen's classes never appear in training (hedge's extension; the paper \
+             names novel classes as future work), so these tables stand beside the paper's, not as its Table 1."
+        }
+    };
+    let other = c.other_split().map_or(String::new(), |o| format!(", `{}` beside them", o.name()));
+    let eval_files = match c.other_split() {
+        Some(o) => format!("eval.json for {}, eval_{}.json", s.split, o.name()),
+        None => format!("eval.json for {}", s.split),
+    };
     format!(
-        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{length}; recipe (fields that differ from the paper's \
-         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s) per Table 1 model ({} for the extra models); tables on `{}`, the other split beside \
-         them; {} repeats of the sampling-dependent metrics. Training time per model: {}. \
+        "# HIB reproduction, N = {}, D = {}\n\nCommand:\n\n```sh\n{}\n```\n\n{protocol}\n\n{length}; recipe (fields that differ from the paper's \
+         defaults: Adam, lr 1e-3 constant, 128 independent pairs, beta 1e-4): {}; {} seed(s) per Table 1 model ({} for the extra models); tables on `{}`{other}; \
+         {} repeats of the sampling-dependent metrics. Training time per model: {}. \
          Wall-clock of the last invocation that trained or evaluated: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
-         (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, eval.json for test_unseen, \
-         eval_test_seen.json; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
+         (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, model_best.safetensors when \
+         validated (every split is scored with it), {eval_files}; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
         c.digits,
         c.dim,
         s.command,
@@ -955,9 +981,11 @@ fn time_to_quality(c: &ReproduceConfig, curves: &BTreeMap<String, Vec<CurvePoint
     let paper = paper_columns(c.digits, c.dim).unwrap_or_default();
     let mut t = format!(
         "Time to quality, N = {}, D = {}: training wall-clock (2 threads, this machine) until a kept checkpoint \
-         reaches the paper's value on test_unseen (one Monte-Carlo repeat per checkpoint).\n\n\
+         reaches the paper's value on {} (one Monte-Carlo repeat per checkpoint).\n\n\
          | model | metric | paper | reached at | best so far |\n|---|---|---|---|---|\n",
-        c.digits, c.dim
+        c.digits,
+        c.dim,
+        c.split.name()
     );
     for (m, _) in results {
         let Some(rows) = curves.get(&m.key) else { continue };
@@ -998,7 +1026,7 @@ fn draw_curves(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Re
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
-        let rows = curve(&run, 1, NDigitSplit::TestUnseen, device, &c.command)?;
+        let rows = curve(&run, 1, c.split, device, &c.command)?;
         let points = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
             rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
         };
@@ -1014,7 +1042,7 @@ fn draw_curves(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Re
         &c.out.join("quality_vs_steps.png"),
         &named,
         "training steps",
-        "test_unseen",
+        c.split.name(),
         &format!("N = {}, D = {}: quality vs training steps", c.digits, c.dim),
     )?;
     Ok(())
@@ -1057,6 +1085,7 @@ mod tests {
             extra_seeds: 1,
             models: m,
             other_split: None,
+            protocol: NDigitProtocol::OpenSet,
             paper: paper_columns(2, 2),
             repeats: 10,
             seconds: 0.0,
@@ -1163,5 +1192,22 @@ mod tests {
         assert!(c.check_ref().unwrap_err().to_string().contains("CLASSESxIMAGES"));
         let c = ReproduceConfig { finish_planned_steps: true, ..Default::default() };
         assert!(c.check_ref().is_err());
+        // The instance protocol has one test split; test_unseen is the open-set protocol's.
+        let c = ReproduceConfig { split: NDigitSplit::TestUnseen, ..Default::default() };
+        assert!(c.check_ref().unwrap_err().to_string().contains("open-set"));
+        // An open-set recipe's validation classes under the instance protocol: refused, with the fix.
+        let recipe = HibConfig::default().with_protocol(NDigitProtocol::OpenSet).with_validation_classes(10);
+        let c = ReproduceConfig { recipe: Some(recipe), ..Default::default() };
+        assert!(c.check_ref().unwrap_err().to_string().contains("--validation-fraction"));
+    }
+
+    #[test]
+    fn the_other_split_is_the_protocols_other_test_split() {
+        assert_eq!(ReproduceConfig::default().other_split(), None);
+        let open =
+            ReproduceConfig { protocol: NDigitProtocol::OpenSet, split: NDigitSplit::TestUnseen, ..Default::default() };
+        assert_eq!(open.other_split(), Some(NDigitSplit::TestSeen));
+        let seen = ReproduceConfig { split: NDigitSplit::TestSeen, ..open };
+        assert_eq!(seen.other_split(), Some(NDigitSplit::TestUnseen));
     }
 }

@@ -157,11 +157,12 @@ pub fn train_with_progress(
     Ok(trainer)
 }
 
-/// Verification AP on `test_unseen` (5,000 + 5,000 pairs), clean and corrupt, written to
-/// `verification.json`: the quick check a training command ends with. The full evaluation
-/// (KNN, uncertainty correlations) is [`evaluate_run`].
+/// Verification AP on the protocol's main test split (`test` or `test_unseen`; 5,000 + 5,000
+/// pairs), clean and corrupt, written to `verification.json`: the quick check a training command
+/// ends with. The full evaluation (KNN, uncertainty correlations) is [`evaluate_run`].
 pub fn quick_verification(run: &RunDir, trainer: &Trainer) -> Result<VerificationReport> {
-    let test = load_role(&trainer.config, NDigitSplit::TestUnseen)?;
+    let split = trainer.config.protocol.main_test_split();
+    let test = load_role(&trainer.config, split)?;
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let net = trainer.inference_net();
     let score = |corruption: Corruption| -> Result<QuickVerification> {
@@ -171,7 +172,8 @@ pub fn quick_verification(run: &RunDir, trainer: &Trainer) -> Result<Verificatio
     };
     let report = VerificationReport {
         pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
-        split: NDigitSplit::TestUnseen.name().to_string(),
+        data_protocol: trainer.config.protocol,
+        split: split.name().to_string(),
         step: trainer.step(),
         variants: Twin {
             clean: score(Corruption::Clean)?,
@@ -222,7 +224,7 @@ impl ParamGuard for EvalSettings {
             _ => {}
         }
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::invalid("split", "train", "evaluate on test_unseen or test_seen"));
+            return Err(EmbedError::invalid("split", "train", "evaluate on test (instance), test_unseen or test_seen"));
         }
         if self.repeats == 0 {
             return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
@@ -231,11 +233,11 @@ impl ParamGuard for EvalSettings {
     }
 }
 
-/// The report file of an evaluation on `split`: `eval.json` for `test_unseen` (the name older
-/// runs have) or `eval_<split>.json`.
+/// The report file of an evaluation on `split`: `eval.json` for the protocol's main test split
+/// (`test` or `test_unseen`; a run has one protocol, so they never meet) or `eval_<split>.json`.
 pub fn eval_file_name(split: NDigitSplit) -> String {
     match split {
-        NDigitSplit::TestUnseen => "eval.json".to_string(),
+        NDigitSplit::TestUnseen | NDigitSplit::Test => "eval.json".to_string(),
         other => format!("eval_{}.json", other.name()),
     }
 }
@@ -273,6 +275,7 @@ pub fn evaluate_run(
         EvalContext {
             run: run.path.display().to_string(),
             weights: weights.map(|w| w.display().to_string()),
+            data_protocol: config.protocol,
             split: settings.split.name().to_string(),
             model: config.model.kind(),
             components: config.effective_components(),
@@ -301,11 +304,11 @@ pub fn read_eval(run: &RunDir, split: NDigitSplit) -> Result<Option<EvalReport>>
     run.read_json_if_present(&eval_file_name(split))
 }
 
-/// The files of a curve on `split`: `curve.json` / `curve.png` for test_unseen, else
-/// `curve_<split>.json` / `.png`.
+/// The files of a curve on `split`: `curve.json` / `curve.png` for the protocol's main test
+/// split (test or test_unseen), else `curve_<split>.json` / `.png`.
 fn curve_files(split: NDigitSplit) -> (String, String) {
     match split {
-        NDigitSplit::TestUnseen => ("curve.json".to_string(), "curve.png".to_string()),
+        NDigitSplit::TestUnseen | NDigitSplit::Test => ("curve.json".to_string(), "curve.png".to_string()),
         other => (format!("curve_{}.json", other.name()), format!("curve_{}.png", other.name())),
     }
 }

@@ -12,7 +12,7 @@ use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
 use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
 use crate::model::HibNet;
-use crate::monitor::{split_off_classes, validation_classes, MonitorRecord, QualityTarget, WatchSet};
+use crate::monitor::{split_off_classes, split_off_images, validation_classes, MonitorRecord, QualityTarget, WatchSet};
 use crate::optim::Adam;
 use crate::run::{
     BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE, MODEL_FILE,
@@ -102,8 +102,8 @@ pub struct RunOptions<'a> {
     /// (the budget only plans the steps): results then do not depend on other work beside the
     /// run, only its wall-clock does.
     pub finish_planned_steps: bool,
-    /// Stop (with a checkpoint) at the first watch that reaches this.
-    pub target: Option<QualityTarget>,
+    /// Stop (with a checkpoint) at the first watch that reaches every one of these (none: never).
+    pub targets: Vec<QualityTarget>,
 }
 
 impl RunOptions<'_> {
@@ -129,7 +129,7 @@ pub enum TrainEvent<'a> {
     BudgetReached {
         step: usize,
     },
-    /// A watch reached [`RunOptions::target`]; training stopped there.
+    /// A watch reached every one of [`RunOptions::targets`]; training stopped there.
     TargetReached {
         step: usize,
         train_seconds: f64,
@@ -161,8 +161,9 @@ pub struct Trainer {
 }
 
 impl Trainer {
-    /// `dataset` is the whole training split; with `validation_classes > 0` those classes are
-    /// taken out of it first ([`Trainer::validation_set`]).
+    /// `dataset` is the whole training split; with `validation_classes > 0` those classes, with
+    /// `validation_fraction > 0` that share of every class's images, are taken out of it first
+    /// ([`Trainer::validation_set`]).
     ///
     /// # Errors
     /// A dataset whose image shape differs from the config's input (`digits`, or the user's
@@ -186,11 +187,14 @@ impl Trainer {
         } else {
             Vec::new()
         };
-        let (dataset, validation) = if held_out.is_empty() {
-            (dataset, None)
-        } else {
+        let (dataset, validation) = if !held_out.is_empty() {
             let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
             (train, Some(val))
+        } else if config.validation_fraction > 0.0 {
+            let (train, val) = split_off_images(&dataset, config.validation_fraction, config.validation_seed)?;
+            (train, Some(val))
+        } else {
+            (dataset, None)
         };
         let (vs, net) = build_model(&config, device)?;
         let mut adam = Adam::new(&vs, config.learning_rate);
@@ -229,8 +233,8 @@ impl Trainer {
         })
     }
 
-    /// The held-out validation classes (`validation_classes > 0`), at most
-    /// [`VALIDATION_PER_CLASS`] images each.
+    /// The held-out validation images: the classes of `validation_classes > 0` (at most
+    /// [`VALIDATION_PER_CLASS`] images each), or `validation_fraction` of every class's images.
     pub fn validation_set(&self) -> Option<&ImageDataset> {
         self.validation.as_ref()
     }
@@ -469,7 +473,7 @@ impl Trainer {
                     self.keep_if_best(run, &record)?;
                 }
                 on_event(TrainEvent::Monitor(&record));
-                target_reached = options.target.as_ref().is_some_and(|t| t.reached(&record));
+                target_reached = !options.targets.is_empty() && options.targets.iter().all(|t| t.reached(&record));
             }
             if let Some(run) = run {
                 if m.step % self.config.checkpoint_every == 0 || last || target_reached {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hedge_data::ParamGuard;
-use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::{
     load_model, BatchComposition, EmbeddingKind, HibConfig, LrSchedule, MatchInit, Norm, PairSet, RunDir, Trainer,
 };
@@ -13,7 +13,7 @@ use tch::{Device, Kind, Tensor};
 fn train_set() -> ImageDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
-    ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
+    ImageDataset::load(&dir, 2, NDigitProtocol::OpenSet, NDigitSplit::Train, &mnist).unwrap()
 }
 
 /// The trained variables and then the evaluated ones (the weight average, where kept; batch

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hedge_data::ParamGuard;
-use hedge_data::{data_dir, ImageDataset, Mnist, NDigitSplit};
+use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
 use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
 use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
@@ -13,7 +13,7 @@ use tch::Device;
 fn train_set() -> ImageDataset {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
-    ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap()
+    ImageDataset::load(&dir, 2, NDigitProtocol::OpenSet, NDigitSplit::Train, &mnist).unwrap()
 }
 
 #[test]
@@ -68,6 +68,7 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     let config = HibConfig::default()
         .with_model(EmbeddingKind::Gaussian)
         .with_batch(BatchComposition::Grouped { classes: 8, per_class: 4 })
+        .with_protocol(NDigitProtocol::OpenSet)
         .with_validation_classes(10)
         .with_steps(1_000_000)
         .with_checkpoint_every(1000)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hedge_data::ParamGuard;
-use hedge_data::{data_dir, verification_pairs, Corruption, ImageDataset, Mnist, NDigitSplit};
+use hedge_data::{data_dir, verification_pairs, Corruption, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::monitor::{CORRUPT_SEED, PAIR_SEED};
 use hedge_embed::{embed_dataset, verification_ap, EmbedOptions, EmbeddingKind, HibConfig, Trainer};
 use tch::Device;
@@ -19,10 +19,14 @@ const STEPS: usize = 2000;
 fn short_gaussian_training_beats_ap_0_9_on_unseen_classes() {
     let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
-    let train = ImageDataset::load(&dir, 2, NDigitSplit::Train, &mnist).unwrap();
-    let test = ImageDataset::load(&dir, 2, NDigitSplit::TestUnseen, &mnist).unwrap();
+    let train = ImageDataset::load(&dir, 2, NDigitProtocol::OpenSet, NDigitSplit::Train, &mnist).unwrap();
+    let test = ImageDataset::load(&dir, 2, NDigitProtocol::OpenSet, NDigitSplit::TestUnseen, &mnist).unwrap();
     let steps = std::env::var("HEDGE_TEST_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(STEPS);
-    let config = HibConfig::default().with_dim(2).with_model(EmbeddingKind::Gaussian).with_steps(steps);
+    let config = HibConfig::default()
+        .with_protocol(NDigitProtocol::OpenSet)
+        .with_dim(2)
+        .with_model(EmbeddingKind::Gaussian)
+        .with_steps(steps);
 
     let started = Instant::now();
     let mut trainer = Trainer::new(config.check().unwrap(), train, Device::Cpu).unwrap();

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The HIB lever study on the paper's protocol (issue 33; results/hib/instance-levers/README.md):
+# MoG-1, N = 2, D = 2, the instance tables (all 100 classes in training and in test), 5 % of
+# every class's training images held out (seeded) as the validation images that choose the
+# model, 20 minutes of training per run on 2 threads, watched every 1,000 steps on the
+# validation images and the test split (test never chooses anything).
+#
+#   scripts/hib-levers-instance.sh SEED [RUN...]     e.g. scripts/hib-levers-instance.sh 0 a-constant b-cosine
+#
+# Runs go to results/hib/instance-levers/<RUN>-seed<SEED>. Seed 0 plans its step count from the
+# speed of its first steps (20 minutes); every other seed trains exactly seed 0's step count, so a
+# lever's seeds train the same recipe whatever else the machine did while they ran. A finished
+# run (its folder holds `done`) is skipped and an unfinished one resumed from its last checkpoint,
+# so the script can be re-run after an interruption (or in a later session, from committed
+# checkpoints). Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary;
+# MINUTES (default 20) the budget.
+set -euo pipefail
+# The braces make bash read the whole script before running it, so editing the file while a
+# long run is under way cannot change what the running copy does next.
+{
+cd "$(dirname "$0")/.."
+seed=${1:?usage: scripts/hib-levers-instance.sh SEED [RUN...]}
+shift
+hedge=${HEDGE:-./target/release/hedge}
+minutes=${MINUTES:-20}
+root=results/hib/instance-levers
+
+watch=(--watch-every 1000 --watch test --threads 2)
+base=(--protocol instance --model gaussian --validation-fraction 0.05 "${watch[@]}" --no-eval --seed "$seed")
+# The peak-rate recipe the other levers are added to one at a time.
+peak=(--group 32x8 --lr 3e-3 --warmup 200 --lr-schedule cosine)
+
+levers() {
+    case "$1" in
+    a-constant) echo --group 32x8 --lr 1e-3 ;;
+    b-cosine) echo "${peak[@]}" ;;
+    c-step) echo --group 32x8 --lr 3e-3 --warmup 200 --lr-schedule step ;;
+    d-peak1e-2) echo --group 32x8 --lr 1e-2 --warmup 500 --lr-schedule cosine ;;
+    e-bn) echo "${peak[@]}" --norm batch ;;
+    f-64x8) echo "${peak[@]}" --group 64x8 ;;
+    g-wide) echo "${peak[@]}" --channels 64,128 ;;
+    h-allpairs) echo "${peak[@]}" --all-pairs ;;
+    i-ema) echo "${peak[@]}" --ema 0.999 ;;
+    j-16x16) echo "${peak[@]}" --group 16x16 ;;
+    *)
+        echo "unknown run '$1'" >&2
+        exit 2
+        ;;
+    esac
+}
+
+runs=("$@")
+if [ ${#runs[@]} -eq 0 ]; then
+    runs=(a-constant b-cosine c-step e-bn f-64x8 g-wide h-allpairs i-ema d-peak1e-2 j-16x16)
+fi
+mkdir -p "$root"
+for name in "${runs[@]}"; do
+    args=$(levers "$name")
+    out=$root/$name-seed$seed
+    if [ -f "$out/done" ]; then
+        echo "$out: done, skipped"
+        continue
+    fi
+    if [ -f "$out/config.json" ]; then
+        "$hedge" hib train --resume "$out" --no-eval "${watch[@]}" >>"$out.log" 2>&1
+    elif [ "$seed" != 0 ]; then
+        first=$root/$name-seed0
+        if [ ! -f "$first/done" ]; then
+            echo "$out: waits for $first (its step count)" >&2
+            continue
+        fi
+        steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" "$first/config.json")
+        # shellcheck disable=SC2086
+        "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
+    else
+        # shellcheck disable=SC2086
+        "$hedge" hib train "${base[@]}" $args --budget-minutes "$minutes" --out "$out" >"$out.log" 2>&1
+    fi
+    touch "$out/done"
+    echo "$out: finished"
+done
+exit
+}
