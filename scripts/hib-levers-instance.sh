@@ -8,7 +8,8 @@
 #   scripts/hib-levers-instance.sh SEED [RUN...]     e.g. scripts/hib-levers-instance.sh 0 a-constant b-cosine
 #
 # Runs go to results/hib/instance-levers/<RUN>-seed<SEED>. Seed 0 plans its step count from the
-# speed of its first steps (20 minutes); every other seed trains exactly seed 0's step count, so a
+# speed of its first steps (20 minutes) and trains all of it (--finish-planned-steps, so work beside
+# it stretches its wall-clock, not its recipe); every other seed trains exactly seed 0's step count, so a
 # lever's seeds train the same recipe whatever else the machine did while they ran. A finished
 # run (its folder holds `done`) is skipped and an unfinished one resumed from its last checkpoint,
 # so the script can be re-run after an interruption (or in a later session, from committed
@@ -74,7 +75,8 @@ for name in "${runs[@]}"; do
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
     else
         # shellcheck disable=SC2086
-        "$hedge" hib train "${base[@]}" $args --budget-minutes "$minutes" --out "$out" >"$out.log" 2>&1
+        "$hedge" hib train "${base[@]}" $args --budget-minutes "$minutes" --finish-planned-steps --out "$out" \
+            >"$out.log" 2>&1
     fi
     touch "$out/done"
     echo "$out: finished"

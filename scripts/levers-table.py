@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-BASE = os.path.join(os.path.dirname(__file__), "..", "results", "hib", "levers")
+BASE = os.path.join(os.path.dirname(__file__), "..", "results", "hib", "open-set", "levers")
 KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 
 

@@ -248,7 +248,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "validation_classes", "validation_fraction", "budget_minutes", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "validation_classes", "validation_fraction", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -343,6 +343,11 @@ pub struct TrainArgs {
     /// step count is planned from the speed of the first steps so schedules end on time.
     #[arg(long)]
     budget_minutes: Option<f64>,
+    /// With --budget-minutes: train every planned step even if the machine slows down after
+    /// planning (the budget then fixes the step count from the first steps' speed, not the
+    /// stop), so other work beside the run changes its wall-clock, not its result.
+    #[arg(long, requires = "budget_minutes")]
+    finish_planned_steps: bool,
     /// Evaluate the watched sets (validation classes and --watch splits) every N steps.
     #[arg(long, default_value_t = 0)]
     watch_every: usize,
@@ -586,6 +591,7 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
         watch_every: args.watch_every,
         watch_splits,
         keep_every: args.keep_every.unwrap_or(0),
+        finish_planned_steps: args.finish_planned_steps,
         ..Default::default()
     })
 }

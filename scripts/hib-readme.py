@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Writes the HIB numbers of the READMEs from the result files that hold them.
+
+    python3 scripts/hib-readme.py           rewrite every generated block
+    python3 scripts/hib-readme.py --check   exit 1 if a block differs from what the files give
+
+A generated block sits between `<!-- hib:NAME:begin -->` and `<!-- hib:NAME:end -->` in a
+Markdown file; everything outside the markers is left as it is. Blocks:
+
+- `open-set` (README.md, results/hib/README.md): Table 1 of every open-set setting
+  (results/hib/open-set/<setting>/summary.json), ours beside the paper, and how far the two
+  open-set test splits lie apart;
+- `instance-levers` (results/hib/instance-levers/README.md, results/hib/README.md): per lever
+  and seed of the instance-protocol lever study, the validation and test numbers of the model
+  the validation images chose (best.json's watch) and of the last watch, and the mean validation
+  score over seeds;
+- `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
+  has a summary.json (results/hib/<setting>/).
+
+Standard library only; `scripts/test.sh` runs `--check`, so a README number that its file no
+longer supports fails the tests.
+"""
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HIB = os.path.join(ROOT, "results", "hib")
+SETTINGS = ("n2-d2", "n2-d3", "n3-d2", "n3-d3")
+MODELS = (("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2"))
+CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_accuracy", "clean"),
+         ("knn_accuracy", "corrupt"))
+WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def cell(model, metric, variant):
+    value = model[metric][variant]
+    sd = model[metric].get(f"{variant}_std")
+    return f"{value:.3f}" if sd is None else f"{value:.3f} ± {sd:.3f}"
+
+
+def table1_rows(folder, label):
+    """Rows `| setting | model | seeds | AP c | AP k | KNN c | KNN k |`, ours (paper)."""
+    s = load(os.path.join(folder, "summary.json"))
+    rows = []
+    for key, name in MODELS:
+        m = s["models"].get(key)
+        if m is None:
+            continue
+        paper = (s.get("paper") or {}).get(key)
+        cells = []
+        for metric, variant in CELLS:
+            ours = cell(m, metric, variant)
+            cells.append(f"{ours} ({paper[metric][variant]:.3f})" if paper else ours)
+        rows.append(f"| {label} | {name} | {m['seeds']} | " + " | ".join(cells) + " |")
+    return s, rows
+
+
+def open_set_block():
+    out = ["| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |",
+           "|---|---|---|---|---|---|---|"]
+    gaps = []
+    budgets, held_out = set(), set()
+    for setting in SETTINGS:
+        folder = os.path.join(HIB, "open-set", setting)
+        if not os.path.exists(os.path.join(folder, "summary.json")):
+            continue
+        s, rows = table1_rows(folder, setting.replace("n", "N = ").replace("-d", ", D = "))
+        out += rows
+        budgets.add(s["budget_minutes"])
+        for model in s["models"].values():
+            for run in model["runs"]:
+                held_out.add(load(os.path.join(ROOT, run, "config.json"))["hib"]["validation_classes"])
+        other = s.get("other_split")
+        if other:
+            for key, name in MODELS:
+                for metric, variant in CELLS:
+                    a = s["models"][key][metric][variant]
+                    b = other["models"][key][metric][variant]
+                    gaps.append((abs(a - b), f"{setting} {name} {metric.split('_')[0].upper()} {variant}", a, b))
+    budget = " or ".join(f"{b:g}" for b in sorted(budgets))
+    classes = " or ".join(str(c) for c in sorted(held_out))
+    out = [f"Open-set tables (hedge's extension, not the paper's Table 1): trained on the \"number\" tables' "
+           f"training classes less {classes} held out as validation classes (at N = 2, {70 - min(held_out)} of 70), "
+           f"scored on `test_unseen` (classes never trained on), {budget} minutes of training a model; ours "
+           "(paper's Table 1), mean ± sd over seeds where there are several:", ""] + out
+    if gaps:
+        ap = max(g for g in gaps if "VERIFICATION" in g[1])
+        knn = max(g for g in gaps if "KNN" in g[1])
+        out += ["", f"`test_seen` beside `test_unseen` (each folder's `other_split`): verification AP differs by up "
+                f"to {ap[0]:.3f} ({ap[1].replace('VERIFICATION', 'AP')}: {ap[2]:.3f} unseen, {ap[3]:.3f} seen), "
+                f"KNN by up to {knn[0]:.3f} ({knn[1]}: {knn[2]:.3f} unseen, {knn[3]:.3f} seen)."]
+    return "\n".join(out)
+
+
+def instance_tables_block():
+    out = ["| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |",
+           "|---|---|---|---|---|---|---|"]
+    found = False
+    for setting in SETTINGS:
+        folder = os.path.join(HIB, setting)
+        path = os.path.join(folder, "summary.json")
+        if not os.path.exists(path) or load(path).get("protocol") != "instance":
+            continue
+        found = True
+        out += table1_rows(folder, setting.replace("n", "N = ").replace("-d", ", D = "))[1]
+    if not found:
+        return ("No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
+                "`results/hib/time-to-quality.md` says where the study stands).")
+    return "\n".join(out)
+
+
+def lever_runs():
+    """(lever, seed, folder) of every instance lever run, in the study's order."""
+    base = os.path.join(HIB, "instance-levers")
+    if not os.path.isdir(base):
+        return []
+    runs = []
+    for d in sorted(os.listdir(base)):
+        m = re.fullmatch(r"(.+)-seed([0-9]+)", d)
+        if m and os.path.isdir(os.path.join(base, d)):
+            runs.append((m.group(1), int(m.group(2)), os.path.join(base, d)))
+    return runs
+
+
+def fmt(q):
+    return " / ".join(f"{q[k]:.3f}" for k in WATCH_KEYS)
+
+
+def instance_levers_block():
+    out = ["| lever | seed | steps | training min (recorded) | chosen at step | validation (chosen) | test (chosen) | test (last watch) |",
+           "|---|---|---|---|---|---|---|---|"]
+    scores = {}
+    for lever, seed, folder in lever_runs():
+        if not os.path.exists(os.path.join(folder, "done")):
+            continue
+        config = load(os.path.join(folder, "config.json"))["hib"]
+        with open(os.path.join(folder, "monitor.jsonl")) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        best = load(os.path.join(folder, "best.json"))
+        chosen = next(r for r in records if r["step"] == best["step"])
+        last = records[-1]
+        minutes = load(os.path.join(folder, "state.json"))["seconds"] / 60
+        out.append(f"| {lever} | {seed} | {config['steps']} | {minutes:.1f} | {best['step']} | "
+                   f"{fmt(chosen['sets']['validation'])} | {fmt(chosen['sets']['test'])} | {fmt(last['sets']['test'])} |")
+        scores.setdefault(lever, []).append(best["score"])
+    if not scores:
+        return "No lever run has finished yet."
+    out += ["", "| lever | seeds | mean validation score (mean of the four numbers at the chosen step) |", "|---|---|---|"]
+    for lever, values in sorted(scores.items(), key=lambda kv: -sum(kv[1]) / len(kv[1])):
+        out.append(f"| {lever} | {len(values)} | {sum(values) / len(values):.4f} |")
+    return "\n".join(out)
+
+
+BLOCKS = {
+    "open-set": open_set_block,
+    "instance-tables": instance_tables_block,
+    "instance-levers": instance_levers_block,
+}
+FILES = ("README.md", "results/hib/README.md", "results/hib/instance-levers/README.md")
+
+
+def regenerate(text, cache):
+    def fill(m):
+        name = m.group(1)
+        if name not in BLOCKS:
+            raise SystemExit(f"hib-readme: unknown block '{name}' (known: {', '.join(BLOCKS)})")
+        if name not in cache:
+            cache[name] = BLOCKS[name]()
+        return f"<!-- hib:{name}:begin -->\n{cache[name]}\n<!-- hib:{name}:end -->"
+    return re.sub(r"<!-- hib:([a-z-]+):begin -->.*?<!-- hib:\1:end -->", fill, text, flags=re.S)
+
+
+def main(check):
+    cache = {}
+    stale = []
+    for rel in FILES:
+        path = os.path.join(ROOT, rel)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read()
+        new = regenerate(text, cache)
+        if new != text:
+            stale.append(rel)
+            if not check:
+                tmp = path + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write(new)
+                os.replace(tmp, path)
+    if check and stale:
+        print("hib-readme: these files state HIB numbers their result files no longer give: "
+              f"{', '.join(stale)}; run python3 scripts/hib-readme.py", file=sys.stderr)
+        return 1
+    print("hib-readme: " + ("up to date" if check else f"rewrote {', '.join(stale) or 'nothing'}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main("--check" in sys.argv[1:]))
