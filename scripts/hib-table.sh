@@ -2,7 +2,8 @@
 # The whole of the HIB paper's Tables 1 and 2 (and 5, 6, 7, Appendix B, Figure 5) at a fixed
 # training budget per model on 2 CPU threads:
 #
-#   scripts/hib-table.sh [SETTING...]       SETTING: n2-d2 n2-d3 n3-d2 n3-d3 (default: all four)
+#   scripts/hib-table.sh [SETTING...]       SETTING: n2-d2 n2-d3 n3-d2 n3-d3 n2-d1 (default: all five;
+#                                           n2-d1 is Appendix D, the number line)
 #
 # PROTOCOL=instance (default; the paper's tables, results/hib/recipe.toml, into results/hib/SETTING)
 # or PROTOCOL=open-set (hedge's extension, results/hib/open-set/recipe.toml, into
@@ -31,7 +32,7 @@ protocol=${PROTOCOL:-instance}
 extras=${EXTRAS:-1}
 seeds=${SEEDS:-3}
 settings=("$@")
-[ ${#settings[@]} -gt 0 ] || settings=(n2-d2 n2-d3 n3-d2 n3-d3)
+[ ${#settings[@]} -gt 0 ] || settings=(n2-d2 n2-d3 n3-d2 n3-d3 n2-d1)
 
 case "$protocol" in
 instance) root=results/hib ;;
@@ -54,8 +55,11 @@ for setting in "${settings[@]}"; do
     n2-d3) extra=(--digits 2 --dim 3) ;;
     n3-d2) extra=(--digits 3 --dim 2) ;;
     n3-d3) extra=(--digits 3 --dim 3) ;;
+    # Appendix D: 2-digit MNIST on the number line (D = 1); the figure and number_line_*.json
+    # (adjacent centroid pairs sharing a digit, out of 99, and the mean run length).
+    n2-d1) extra=(--digits 2 --dim 1) ;;
     *)
-        echo "unknown setting '$setting' (n2-d2, n2-d3, n3-d2, n3-d3)" >&2
+        echo "unknown setting '$setting' (n2-d2, n2-d3, n3-d2, n3-d3, n2-d1)" >&2
         exit 2
         ;;
     esac

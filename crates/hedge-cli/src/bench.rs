@@ -280,17 +280,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     let bench = RecipeBench { recipe, budget_minutes: args.budget_minutes, watch_every: args.watch_every };
     let report = bench.run(&args.out, &args.config.display().to_string(), &crate::command_line(), |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
-            let sets: Vec<String> = r
-                .sets
-                .iter()
-                .map(|(name, q)| {
-                    format!(
-                        "{name} AP {:.3}/{:.3} KNN {:.3}/{:.3}",
-                        q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt
-                    )
-                })
-                .collect();
-            tracing::info!("{:.1} min, step {}: {}", r.train_seconds / 60.0, r.step, sets.join("; "));
+            tracing::info!("{:.1} min, step {}: {}", r.train_seconds / 60.0, r.step, r.sets_line());
         }
     })?;
     let run = hedge_embed::RunDir::open(&args.out)?;

@@ -340,3 +340,54 @@ impl RecipeBench {
         .with_nulls_explained())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 33: the benchmark used to stop when a test split reached the paper's value. Now it
+    /// stops on validation only, so a recipe without validation images or classes is refused
+    /// before anything is written.
+    #[test]
+    fn the_recipe_benchmark_needs_a_validation_set_and_writes_nothing_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let bench = RecipeBench { recipe: HibConfig::default(), budget_minutes: 1.0, watch_every: 100 };
+        let e = bench.run(&out, "test", "test", |_| {}).unwrap_err().to_string();
+        assert!(e.contains("stops on validation, never on test") && e.contains("validation_fraction"), "{e}");
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn the_recipe_report_says_when_test_and_validation_reached_each_paper_value() {
+        let reached = |minutes: Option<f64>, best: f64| ReachedReport {
+            minutes_to_paper: minutes,
+            step: minutes.map(|m| (m * 100.0) as usize),
+            best,
+            best_at_minutes: 40.0,
+            best_at_step: 4000,
+        };
+        let report = RecipeBenchReport {
+            config: "recipe.toml".into(),
+            metrics: vec![RecipeMetricReport {
+                metric: "verification AP, clean".into(),
+                paper: 0.989,
+                test: reached(None, 0.971),
+                validation: reached(Some(12.5), 0.990),
+            }],
+            model: "mog1".into(),
+            protocol: hedge_data::NDigitProtocol::Instance,
+            split: "test".into(),
+            stopped_on_validation: false,
+            threads: 2,
+            trained_minutes: 45.0,
+            undefined: Vec::new(),
+        }
+        .with_nulls_explained();
+        let t = report.markdown();
+        assert!(t.contains("| verification AP, clean 0.989 | not reached | 0.971 (40.0 min) | 12.5 min (step 1250) | 0.990 (40.0 min) |"), "{t}");
+        assert!(report.undefined.iter().any(|u| u.fields.iter().any(|f| f == "metrics[0].test.minutes_to_paper")));
+        let back: RecipeBenchReport = serde_json::from_str(&serde_json::to_string(&report).unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+}

@@ -112,6 +112,20 @@ pub struct MonitorRecord {
     pub eval_seconds: f64,
 }
 
+impl MonitorRecord {
+    /// The watched sets' four numbers on one line, for logs: `test: AP 0.950/0.737 KNN 0.291/0.087; …`.
+    pub fn sets_line(&self) -> String {
+        let sets: Vec<String> = self
+            .sets
+            .iter()
+            .map(|(name, q)| {
+                format!("{name}: AP {:.3}/{:.3} KNN {:.3}/{:.3}", q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt)
+            })
+            .collect();
+        sets.join("; ")
+    }
+}
+
 /// One of the four numbers of [`QuickEval`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

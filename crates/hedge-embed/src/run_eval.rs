@@ -135,17 +135,7 @@ pub fn train_with_progress(
             info!("budget: {steps} steps planned at {:.1} ms a step", seconds_per_step * 1e3)
         }
         TrainEvent::Monitor(r) => {
-            let sets: Vec<String> = r
-                .sets
-                .iter()
-                .map(|(name, q)| {
-                    format!(
-                        "{name}: AP {:.3}/{:.3} KNN {:.3}/{:.3}",
-                        q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt
-                    )
-                })
-                .collect();
-            bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, sets.join("; ")));
+            bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, r.sets_line()));
         }
         TrainEvent::BudgetReached { step } => info!("budget reached at step {step}"),
         TrainEvent::TargetReached { step, train_seconds } => {
