@@ -173,7 +173,12 @@ pub struct RegressionExperiment {
     pub methods: Vec<Method>,
     #[serde(rename = "loop")]
     pub loop_config: LoopConfig,
+    /// The split and scaling, in words ([`Self::protocol_for`]).
     pub protocol: String,
+    /// Whose settings `loop_config` follows: the authors' (`paper`: 120 labels, their minibatch
+    /// rule) or hedge's earlier ones (`hedge`: 100 labels; what files without it were).
+    #[serde(default, rename = "labels_protocol")]
+    pub active_protocol: crate::regression_loop::ActiveProtocol,
     /// Seeds 0..seeds, each its own pool/test split and initial labels.
     pub seeds: u64,
 }
@@ -263,6 +268,10 @@ impl Experiment for RegressionExperiment {
 pub struct RegressionSummary {
     /// The UCI set's name (without `uci/`).
     pub dataset: String,
+    /// Labels after the last round, which the final RMSE is fitted on (absent in summaries
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<usize>,
     pub methods: BTreeMap<String, RegressionMethodSummary>,
     /// Final RMSE of every pair of methods compared seed by seed (absent in summaries written
     /// before it was added).
@@ -272,6 +281,9 @@ pub struct RegressionSummary {
     /// seed (which method's labels serve a smooth model better).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gp_paired_differences: Vec<PairedDifference>,
+    /// `paper` (the authors' settings) or `hedge` (summaries written before it was recorded).
+    #[serde(default)]
+    pub protocol: crate::regression_loop::ActiveProtocol,
     pub seeds: u64,
 }
 
@@ -280,8 +292,8 @@ pub struct RegressionSummary {
 pub struct RegressionMethodSummary {
     pub final_log_likelihood: MeanSe,
     pub final_rmse: MeanSe,
-    /// Pinsler et al. 2019, Table 1: final RMSE at 100 labels (mean over 40 seeds), where the
-    /// paper has the method and dataset.
+    /// Pinsler et al. 2019, Table 1: final RMSE after 100 acquired labels, 120 in all (mean over
+    /// 40 seeds), where the paper has the method and dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper_final_rmse: Option<f64>,
     /// With `--score-with-gp`: the GP's final RMSE on the labels this method acquired.
@@ -311,8 +323,8 @@ pub struct PairedDifference {
     pub seeds: usize,
 }
 
-/// Pinsler et al. 2019, Table 1 (final test RMSE at 100 labels, NeuralLinear, mean over 40
-/// seeds) for the datasets and methods it reports.
+/// Pinsler et al. 2019, Table 1 (final test RMSE after 100 acquired labels, 120 in all with the
+/// 20 initial ones, NeuralLinear, mean over 40 seeds) for the datasets and methods it reports.
 pub fn paper_final_rmse(dataset: &str, method: Method) -> Option<f64> {
     let [random, maxent, acs_fw] = match dataset.strip_prefix("uci/").unwrap_or(dataset) {
         "yacht" => [1.272, 0.923, 1.031],
@@ -446,9 +458,11 @@ fn regression_report(
     }
     let summary = RegressionSummary {
         dataset: experiment.dataset.strip_prefix("uci/").unwrap_or(&experiment.dataset).to_string(),
+        labels: Some(experiment.loop_config.budget),
         methods: summary,
         paired_differences: paired,
         gp_paired_differences: gp_paired,
+        protocol: experiment.active_protocol,
         seeds: experiment.seeds,
     };
     dir.write_json(SUMMARY_FILE, &summary)?;
@@ -749,6 +763,7 @@ mod tests {
             methods: vec![Method::Random],
             loop_config: LoopConfig { init: 5, batch: 5, budget: 10, test_fraction, ..LoopConfig::default() },
             protocol: String::new(),
+            active_protocol: Default::default(),
             seeds,
         };
         experiment(1, 0.2).check(&data).unwrap();

@@ -129,6 +129,51 @@ pub struct LoopConfig {
 /// The paper's 80/20 pool/test split.
 pub const PAPER_TEST_FRACTION: f64 = 0.2;
 
+/// Points the authors' regression loop acquires after its initial labels (it stops at
+/// `init + 100` labels and reports the model fitted on all of them).
+pub const PAPER_ACQUIRED: usize = 100;
+
+/// Whose experiment settings a regression run follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActiveProtocol {
+    /// The authors' (Pinsler et al.) experiment scripts: `init + 100` labels (120 with 20
+    /// initial ones), their per-dataset minibatch rule ([`NeuralLinearConfig::authors_for`]).
+    Paper,
+    /// hedge's runs before the authors' settings were known: 100 labels in total, minibatches
+    /// of 64 (files written before protocols existed read as this).
+    #[default]
+    Hedge,
+}
+
+impl ActiveProtocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            ActiveProtocol::Paper => "paper",
+            ActiveProtocol::Hedge => "hedge",
+        }
+    }
+
+    /// Labels after the last round when the loop starts with `init`.
+    pub fn budget(self, init: usize) -> usize {
+        match self {
+            ActiveProtocol::Paper => init + PAPER_ACQUIRED,
+            ActiveProtocol::Hedge => 100,
+        }
+    }
+
+    /// The paper recipe's network settings for `dataset` under this protocol.
+    ///
+    /// # Errors
+    /// The paper protocol on a dataset the authors' scripts do not cover.
+    pub fn paper_recipe(self, dataset: &str) -> Result<NeuralLinearConfig> {
+        match self {
+            ActiveProtocol::Paper => NeuralLinearConfig::authors_for(dataset),
+            ActiveProtocol::Hedge => Ok(NeuralLinearConfig::paper_for(dataset)),
+        }
+    }
+}
+
 fn paper_test_fraction() -> f64 {
     PAPER_TEST_FRACTION
 }

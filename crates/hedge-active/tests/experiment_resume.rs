@@ -21,6 +21,7 @@ fn experiment() -> RegressionExperiment {
             ..Default::default()
         },
         protocol: RegressionExperiment::PROTOCOL.into(),
+        active_protocol: Default::default(),
         seeds: 2,
     }
 }

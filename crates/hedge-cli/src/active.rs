@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
 use hedge_active::experiment::{ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE};
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
-use hedge_active::regression_loop::{LoopConfig, Method, Surrogate};
+use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Method, Surrogate};
 
 #[derive(Subcommand)]
 pub enum ActiveCommand {
@@ -149,6 +149,24 @@ impl From<SurrogateArg> for Surrogate {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ActiveProtocolArg {
+    /// The authors' experiment settings: init + 100 labels (120), their minibatch rule for the
+    /// four UCI sets of the paper.
+    Paper,
+    /// hedge's earlier settings: 100 labels in total, minibatches of 64.
+    Hedge,
+}
+
+impl From<ActiveProtocolArg> for ActiveProtocol {
+    fn from(p: ActiveProtocolArg) -> Self {
+        match p {
+            ActiveProtocolArg::Paper => ActiveProtocol::Paper,
+            ActiveProtocolArg::Hedge => ActiveProtocol::Hedge,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RecipeArg {
     Paper,
     Mse,
@@ -186,8 +204,14 @@ pub struct RunArgs {
     init: usize,
     #[arg(long, default_value_t = 10)]
     batch: usize,
-    #[arg(long, default_value_t = 100)]
-    budget: usize,
+    /// Labels after the last round [default: the protocol's, init + 100 (paper) or 100 (hedge)].
+    #[arg(long)]
+    budget: Option<usize>,
+    /// Whose experiment settings: `paper` (the authors' scripts: init + 100 labels, their
+    /// minibatch rule for yacht, bostonHousing, energy and power-plant) or `hedge` (100 labels,
+    /// minibatches of 64: the committed results/active/ tables until they are re-run).
+    #[arg(long, value_enum, default_value = "hedge")]
+    protocol: ActiveProtocolArg,
     /// ACS-FW: force `batch` distinct points per round (the paper allows re-picks).
     #[arg(long)]
     distinct: bool,
@@ -282,10 +306,11 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         RegressionExperiment::resume(dir, &data_dir, progress(&bar))?;
         dir.clone()
     } else {
+        let active_protocol: ActiveProtocol = args.protocol.into();
         let mut loop_config = LoopConfig {
             init: args.init,
             batch: args.batch,
-            budget: args.budget,
+            budget: args.budget.unwrap_or(active_protocol.budget(args.init)),
             distinct: args.distinct,
             projections: args.projections,
             test_fraction: args.test_fraction,
@@ -300,7 +325,9 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             None => (args.dataset.clone().expect("clap requires --dataset without --resume or --data"), None),
         };
         let model = match args.recipe {
-            RecipeArg::Paper => NeuralLinearConfig::paper_for(&dataset),
+            RecipeArg::Paper => active_protocol.paper_recipe(&dataset).with_context(|| {
+                format!("--protocol paper with --dataset {dataset}: the authors' settings cover their four UCI sets")
+            })?,
             RecipeArg::Mse => NeuralLinearConfig::default(),
         };
         loop_config.model = NeuralLinearConfig {
@@ -320,6 +347,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             methods: args.method.iter().map(|&m| m.into()).collect(),
             loop_config,
             protocol,
+            active_protocol,
             seeds: args.seeds,
         };
         let data = experiment.load(&data_dir)?;

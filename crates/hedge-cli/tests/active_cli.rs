@@ -67,6 +67,40 @@ fn active_run_with_the_paper_recipe_records_it() {
     assert!(table.contains("paper recipe"), "{table}");
 }
 
+/// `--protocol paper` runs the authors' settings: 20 + 100 = 120 labels and, on energy, their
+/// half-power-of-two minibatches; the summary says both. A dataset their scripts do not cover is
+/// refused before anything is written.
+#[test]
+fn active_run_with_the_authors_protocol_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("energy");
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/energy", "--protocol", "paper", "--epochs", "2"])
+        .args(["--seeds", "1", "--method", "random", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!((summary["protocol"].as_str(), summary["labels"].as_u64()), (Some("paper"), Some(120)));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["loop"]["model"]["minibatch"], "half-power-of-two");
+    let rounds = std::fs::read_to_string(out.join("rounds.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(rounds.lines().last().unwrap()).unwrap();
+    assert_eq!(last["labels"], 120);
+
+    let refused = dir.path().join("concrete");
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/concrete", "--protocol", "paper", "--seeds", "1"])
+        .args(["--out", refused.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("--protocol hedge"), "{e}");
+    assert!(!refused.exists());
+}
+
 /// `hedge active classify` on real Fashion-MNIST at a tiny scale: every acquisition runs to the
 /// budget, the network beats chance by far, and the artefacts have the documented keys.
 #[test]
