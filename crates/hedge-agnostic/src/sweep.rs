@@ -170,6 +170,35 @@ pub struct SweepConfig {
     /// How the concept is removed (sweeps before it existed used the adversary).
     #[serde(default)]
     pub removal: Removal,
+    /// Whose training settings `train` follows (absent: hedge's).
+    #[serde(default, skip_serializing_if = "TrainingProtocol::is_hedge")]
+    pub protocol: TrainingProtocol,
+}
+
+/// Whose training settings a sweep follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrainingProtocol {
+    /// Jia et al.'s (Sections 4.3–4.4; [`TrainConfig::jia`]): 10 epochs of 32, SGD 0.001 for
+    /// the GRL divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held, 10 repeats.
+    Paper,
+    /// hedge's Ganin-style schedule: SGD 0.01 with momentum 0.9, Ganin's annealing, α ramped,
+    /// batches of 64, a fixed step count per dataset.
+    #[default]
+    Hedge,
+}
+
+impl TrainingProtocol {
+    fn is_hedge(&self) -> bool {
+        *self == TrainingProtocol::Hedge
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainingProtocol::Paper => "paper",
+            TrainingProtocol::Hedge => "hedge",
+        }
+    }
 }
 
 /// A dataset loaded for a sweep, as tensors.

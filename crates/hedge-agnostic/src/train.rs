@@ -75,7 +75,9 @@ pub enum Objective {
 /// | `batch` | 64 | images per step from each of the two training sets |
 /// | `learning_rate` | 0.01 | μ₀ |
 /// | `anneal` | true | μ_p = μ₀/(1 + 10p)^0.75 (Ganin et al. 2016) |
+/// | `decay_every` | 0 | divide μ by 10 every this many steps instead (Jia et al.: every 3 epochs; 0: off) |
 /// | `momentum` | 0.9 | SGD momentum |
+/// | `weight_decay` | 0 | SGD weight decay (Jia et al.: 5e-4) |
 /// | `objective` | paper | Eq. 1, or Ganin et al.'s DANN weighting |
 /// | `adversary` | reversal | the paper's GRL, or the confusion loss |
 /// | `adversary_steps` | 1 | G_p-only steps per joint step, counting the joint one (the fix for a weak adversary) |
@@ -94,7 +96,12 @@ pub struct TrainConfig {
     pub batch: i64,
     pub learning_rate: f64,
     pub anneal: bool,
+    /// Divide the learning rate by 10 every this many steps (replaces `anneal`; 0: off).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decay_every: usize,
     pub momentum: f64,
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub weight_decay: f64,
     #[serde(default)]
     pub objective: Objective,
     pub adversary: Adversary,
@@ -117,6 +124,19 @@ pub struct TrainConfig {
     pub decision_penalty: f64,
 }
 
+fn is_zero(x: &usize) -> bool {
+    *x == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// Jia et al.'s epochs per network (Sections 4.3–4.4).
+pub const JIA_EPOCHS: usize = 10;
+/// Jia et al.'s batch size.
+pub const JIA_BATCH: usize = 32;
+
 impl Default for TrainConfig {
     fn default() -> Self {
         Self {
@@ -126,7 +146,9 @@ impl Default for TrainConfig {
             batch: 64,
             learning_rate: 0.01,
             anneal: true,
+            decay_every: 0,
             momentum: 0.9,
+            weight_decay: 0.0,
             objective: Objective::Paper,
             adversary: Adversary::Reversal,
             adversary_steps: 1,
@@ -140,6 +162,26 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Jia et al.'s settings (Section 4.3, Experiment 1: `learning_rate` 0.01; Section 4.4, the
+    /// GRL of Experiment 2: 0.001): [`JIA_EPOCHS`] epochs of batches of [`JIA_BATCH`] over
+    /// `target_images` target-labelled images (batches drawn with replacement, so an epoch is
+    /// `target_images / 32` steps, rounded up), SGD divided by 10 every 3 epochs, momentum 0.5,
+    /// weight decay 5e-4, α fixed (their grid search holds it, no ramp).
+    pub fn jia(target_images: usize, learning_rate: f64) -> Self {
+        let epoch = target_images.div_ceil(JIA_BATCH).max(1);
+        Self {
+            ramp: false,
+            steps: JIA_EPOCHS * epoch,
+            batch: JIA_BATCH as i64,
+            learning_rate,
+            anneal: false,
+            decay_every: 3 * epoch,
+            momentum: 0.5,
+            weight_decay: 5e-4,
+            ..Self::default()
+        }
+    }
+
     pub fn with_alpha(mut self, alpha: f64) -> Self {
         self.alpha = alpha;
         self
@@ -189,9 +231,12 @@ impl TrainConfig {
         }
     }
 
-    /// Learning rate at progress p.
+    /// Learning rate at progress p (step p · steps).
     pub fn learning_rate_at(&self, progress: f64) -> f64 {
-        if self.anneal {
+        let step = (progress * self.steps as f64).round() as usize;
+        if let Some(decays) = step.checked_div(self.decay_every) {
+            self.learning_rate * 0.1f64.powi(decays as i32)
+        } else if self.anneal {
             self.learning_rate / (1.0 + 10.0 * progress).powf(0.75)
         } else {
             self.learning_rate
@@ -219,6 +264,9 @@ impl ParamGuard for TrainConfig {
                 format!("{}/{}", self.learning_rate, self.momentum),
                 "need a finite learning rate > 0 and momentum in [0, 1)",
             ));
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            return Err(invalid("weight_decay", self.weight_decay, "must be a finite value ≥ 0"));
         }
         if !(self.decision_penalty >= 0.0 && self.decision_penalty.is_finite()) {
             return Err(invalid("decision_penalty", self.decision_penalty, "must be a finite β ≥ 0 (0: off)"));
@@ -254,7 +302,7 @@ pub struct StepLog {
 }
 
 fn sgd(vars: &nn::VarStore, config: &TrainConfig) -> Result<nn::Optimizer> {
-    nn::Sgd { momentum: config.momentum, ..Default::default() }
+    nn::Sgd { momentum: config.momentum, wd: config.weight_decay, ..Default::default() }
         .build(vars, config.learning_rate)
         .map_err(|e| invalid("optimiser", e, "could not build SGD"))
 }
@@ -507,6 +555,28 @@ pub fn train_observed(
 mod tests {
     use super::*;
     use crate::model::ExtractorKind;
+
+    /// Jia et al., Sections 4.3–4.4: 10 epochs of 32, the rate divided by 10 every 3 epochs,
+    /// momentum 0.5, weight decay 5e-4, α held.
+    #[test]
+    fn jias_settings_divide_the_rate_every_three_epochs() {
+        let c = TrainConfig::jia(10_000, 1e-3).with_alpha(0.4);
+        // 10,000 images in batches of 32: 313 steps an epoch.
+        assert_eq!((c.steps, c.batch, c.decay_every), (3130, 32, 939));
+        let at = |step: usize| c.learning_rate_at(step as f64 / c.steps as f64);
+        assert_eq!(at(0), 1e-3);
+        assert_eq!(at(938), 1e-3);
+        assert!((at(939) - 1e-4).abs() < 1e-18 && (at(1877) - 1e-4).abs() < 1e-18);
+        assert!((at(1878) - 1e-5).abs() < 1e-18 && (at(3129) - 1e-6).abs() < 1e-18);
+        assert_eq!((c.alpha_at(0.0), c.alpha_at(1.0)), (0.4, 0.4));
+        assert_eq!((c.momentum, c.weight_decay), (0.5, 5e-4));
+        c.check_ref().unwrap();
+        // Configs written before these settings read as before and write back without them.
+        let json = serde_json::to_string(&TrainConfig::default()).unwrap();
+        assert!(!json.contains("decay_every") && !json.contains("weight_decay"), "{json}");
+        let back: TrainConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
 
     #[test]
     fn ramp_and_annealing_follow_their_formulas() {

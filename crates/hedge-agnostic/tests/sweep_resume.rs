@@ -39,6 +39,7 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
         threads: 1,
         train: TrainConfig { steps: 30, ..Default::default() },
         removal: Default::default(),
+        protocol: Default::default(),
     };
     let root = tempfile::tempdir().unwrap();
     let straight = config.run(&data, &root.path().join("straight"), false, |_| {}).unwrap();

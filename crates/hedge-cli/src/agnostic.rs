@@ -7,8 +7,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_agnostic::erasure::Removal;
 use hedge_agnostic::exp1::Exp1Config;
 use hedge_agnostic::sweep::{
-    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset, UserTable,
-    TABLE_FILE,
+    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset,
+    TrainingProtocol, UserTable, TABLE_FILE,
 };
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
@@ -92,6 +92,26 @@ pub enum RemovalArg {
     Inlp,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TrainingProtocolArg {
+    /// Jia et al.'s settings (context-mnist only): 10 epochs of batches of 32, SGD divided by 10
+    /// every 3 epochs (sweep: from 0.001, the GRL of their Experiment 2; exp1: from 0.01),
+    /// momentum 0.5, weight decay 5e-4, α held; 10 repeats.
+    Paper,
+    /// hedge's Ganin-style schedule: SGD 0.01, momentum 0.9, Ganin's annealing, α ramped,
+    /// batches of 64, --steps steps.
+    Hedge,
+}
+
+impl From<TrainingProtocolArg> for TrainingProtocol {
+    fn from(p: TrainingProtocolArg) -> Self {
+        match p {
+            TrainingProtocolArg::Paper => TrainingProtocol::Paper,
+            TrainingProtocolArg::Hedge => TrainingProtocol::Hedge,
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct SweepArgs {
     #[arg(long, value_enum, default_value = "context-mnist", conflicts_with = "data")]
@@ -108,9 +128,14 @@ pub struct SweepArgs {
     /// ramp (Ganin et al.: 1; 0 trains on the source only).
     #[arg(long, default_value = "0:1:0.1")]
     alphas: String,
-    /// Networks per α (different initialisation and batches).
-    #[arg(long, default_value_t = 3)]
-    repeats: u64,
+    /// Networks per α (different initialisation and batches) [default: 3; 10 with --protocol paper].
+    #[arg(long)]
+    repeats: Option<u64>,
+    /// Whose training settings: `hedge` (Ganin-style: SGD 0.01, momentum 0.9, annealing, α
+    /// ramped, batches of 64) or `paper` (Jia et al.'s, context-mnist only: 10 epochs of 32, SGD
+    /// from 0.001 divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held).
+    #[arg(long, value_enum, default_value = "hedge", conflicts_with_all = ["steps", "batch", "no_ramp"])]
+    protocol: TrainingProtocolArg,
     /// context-mnist: background–target agreement in the target-labelled training set and the IID test.
     #[arg(long, default_value_t = 0.95)]
     rho: f64,
@@ -127,9 +152,9 @@ pub struct SweepArgs {
     /// SGD steps per network (default: context-mnist 1,500, mnist-m 12,000, adult 4,000).
     #[arg(long)]
     steps: Option<usize>,
-    /// Examples per step from each training set.
-    #[arg(long, default_value_t = 64)]
-    batch: i64,
+    /// Examples per step from each training set [default: 64].
+    #[arg(long)]
+    batch: Option<i64>,
     /// How G_f hides the concept: the paper's gradient reversal, a confusion loss, or a kernel
     /// independence penalty (HSIC) instead of an adversary.
     #[arg(long, value_enum, default_value = "reversal")]
@@ -201,6 +226,11 @@ pub struct Exp1Args {
     test: usize,
     #[arg(long, default_value_t = 1500)]
     steps: usize,
+    /// Whose training settings: `hedge` (SGD 0.01, momentum 0.9, Ganin's annealing, batches of
+    /// 64, --steps) or `paper` (Jia et al.'s Experiment 1: 10 epochs of 32, SGD from 0.01 divided
+    /// by 10 every 3 epochs, momentum 0.5, weight decay 5e-4).
+    #[arg(long, value_enum, default_value = "hedge", conflicts_with = "steps")]
+    protocol: TrainingProtocolArg,
     /// Evaluate both models every this many steps.
     #[arg(long, default_value_t = 100)]
     every: usize,
@@ -261,10 +291,26 @@ fn sweep(args: SweepArgs) -> Result<()> {
             AdversaryArg::Twin => Adversary::Twin,
             AdversaryArg::TwinLabelled => Adversary::TwinLabelled,
         };
+        let protocol: TrainingProtocol = args.protocol.into();
+        let schedule = match protocol {
+            TrainingProtocol::Paper => {
+                if dataset != SweepDataset::ContextMnist {
+                    anyhow::bail!(
+                        "--protocol paper: Jia et al.'s settings are reproduced on the context-mnist analogue only; \
+                         use --protocol hedge for {}",
+                        dataset.name()
+                    );
+                }
+                TrainConfig::jia(args.target_train.unwrap_or(ContextMnistConfig::default().target_train), 1e-3)
+            }
+            TrainingProtocol::Hedge => TrainConfig {
+                ramp: !args.no_ramp,
+                steps: args.steps.unwrap_or(SweepDataset::default_steps(dataset)),
+                batch: args.batch.unwrap_or(64),
+                ..Default::default()
+            },
+        };
         let train = TrainConfig {
-            ramp: !args.no_ramp,
-            steps: args.steps.unwrap_or(SweepDataset::default_steps(dataset)),
-            batch: args.batch,
             objective: if dataset == SweepDataset::MnistM { Objective::Dann } else { Objective::Paper },
             adversary,
             adversary_steps: args.adversary_steps,
@@ -272,8 +318,12 @@ fn sweep(args: SweepArgs) -> Result<()> {
             reset_steps: args.adversary_reset_steps,
             reweigh: args.reweigh,
             decision_penalty: args.decision_penalty,
-            ..Default::default()
+            ..schedule
         };
+        let repeats = args.repeats.unwrap_or(match protocol {
+            TrainingProtocol::Paper => 10,
+            TrainingProtocol::Hedge => 3,
+        });
         let options = DataOptions {
             rho: args.rho,
             target_train: args.target_train,
@@ -314,10 +364,11 @@ fn sweep(args: SweepArgs) -> Result<()> {
             measured_agreement: None,
             model,
             probe_steps: args.probe_steps,
-            repeats: args.repeats,
+            repeats,
             threads: tch::get_num_threads(),
             train,
             removal,
+            protocol,
         };
         let out = args.out.clone().expect("clap requires --out without --resume");
         config.run(&data, &out, args.overwrite, progress)?;
@@ -354,7 +405,10 @@ fn exp1(args: Exp1Args) -> Result<()> {
         every: args.every,
         model: ModelConfig::default(),
         threads: tch::get_num_threads(),
-        train: TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() },
+        train: match args.protocol {
+            TrainingProtocolArg::Paper => TrainConfig { seed: args.seed, ..TrainConfig::jia(args.target_train, 1e-2) },
+            TrainingProtocolArg::Hedge => TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() },
+        },
     };
     let spinner = crate::runlog::runs_bar(2, "networks");
     spinner.set_message("target model, then context model");

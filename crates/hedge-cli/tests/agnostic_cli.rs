@@ -117,6 +117,22 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
     assert!(!dir.path().join("bad").exists());
 }
 
+/// Jia et al.'s settings (`--protocol paper`) exist for the context-mnist analogue of their
+/// experiments only; elsewhere they are refused before anything is written, and they fix the
+/// schedule, so `--steps` is refused beside them.
+#[test]
+fn the_papers_training_protocol_is_refused_where_it_does_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("adult");
+    let o = hedge(&["agnostic", "sweep", "--protocol", "paper", "--dataset", "adult", "--out", out.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("context-mnist analogue only"), "{e}");
+    assert!(!out.exists());
+    let o = hedge(&["agnostic", "sweep", "--protocol", "paper", "--steps", "10", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--steps"));
+    assert!(!out.exists());
+}
+
 /// LEACE on Adult: it guards convex losses, so the linear probe's information bound (its
 /// cross-entropy against the label entropy, on test rows it learns and is scored on, disjoint from
 /// the rows LEACE was fitted on) falls well below the unerased network's, while the retrained
