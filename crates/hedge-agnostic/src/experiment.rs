@@ -122,6 +122,41 @@ pub struct ContextAudit {
     pub accuracy_by_background: Option<[f64; 2]>,
 }
 
+/// The audit's pass criterion (issue 34), with the floor `results/agnostic/decision-floor/`
+/// measured: a probe on G_y's two logits reads the background at ≥ 0.578 in every network with
+/// balanced accuracy ≥ 0.90, because photographs make digits harder and the decision's confidence
+/// shows it. So the features are judged by what they reveal *beyond* the decision.
+pub mod criterion {
+    /// Largest excess of the tuned MLP probe on the features over the same probe on G_y's logits.
+    pub const MAX_PROBE_EXCESS: f64 = 0.01;
+    /// Largest gap between balanced and reversed test accuracy.
+    pub const MAX_REVERSED_GAP: f64 = 0.02;
+    /// Smallest balanced test accuracy.
+    pub const MIN_BALANCED: f64 = 0.90;
+}
+
+impl ContextAudit {
+    /// The tuned MLP probe's accuracy on the features minus the same probe's on G_y's logits
+    /// (`None` for audits written before the decision probe).
+    pub fn probe_excess_over_decision(&self) -> Option<f64> {
+        self.probe_decision.map(|d| self.probe_mlp.accuracy - d.accuracy)
+    }
+
+    /// Balanced minus reversed test accuracy (how much the background still steers G_y).
+    pub fn reversed_gap(&self) -> f64 {
+        self.target_accuracy.balanced - self.target_accuracy.reversed
+    }
+
+    /// Whether the network passes the audit ([`criterion`]): the features reveal at most 0.01
+    /// more than the decision, reversed accuracy is within 0.02 of balanced, and balanced is at
+    /// least 0.90. Audits without a decision probe cannot pass.
+    pub fn is_agnostic(&self) -> bool {
+        self.probe_excess_over_decision().is_some_and(|e| e <= criterion::MAX_PROBE_EXCESS)
+            && self.reversed_gap().abs() <= criterion::MAX_REVERSED_GAP
+            && self.target_accuracy.balanced >= criterion::MIN_BALANCED
+    }
+}
+
 /// Trains a fresh network (seeded by `train.seed`) and audits it; returns the network too (for
 /// activation maps and checkpoints).
 pub fn run_context(
@@ -267,4 +302,35 @@ pub fn cross_domain(
         })?;
     }
     Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The audit's criterion on a committed audit (the twin ceiling at α = 0.5, repeat 0) and on
+    /// the same audit moved across each of its three bounds.
+    #[test]
+    fn a_network_is_agnostic_only_inside_all_three_bounds() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../results/agnostic/decision-floor/ctx-twin-labelled-b64/metrics.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let audits: Vec<ContextAudit> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let base = audits.iter().find(|a| a.alpha == 0.5 && a.repeat == 0).unwrap().clone();
+        let excess = base.probe_excess_over_decision().unwrap();
+        assert!((excess - (base.probe_mlp.accuracy - base.probe_decision.unwrap().accuracy)).abs() < 1e-15);
+        assert!(excess > criterion::MAX_PROBE_EXCESS && !base.is_agnostic(), "the ceiling's features reveal more");
+        // The same network with a feature probe 0.009 above its decision probe passes ...
+        let mut pass = base.clone();
+        pass.probe_mlp.accuracy = pass.probe_decision.unwrap().accuracy + 0.009;
+        assert!(pass.reversed_gap().abs() <= 0.02 && pass.target_accuracy.balanced >= 0.90 && pass.is_agnostic());
+        // ... and fails on each other bound, or without a decision probe.
+        let mut reversed = pass.clone();
+        reversed.target_accuracy.reversed = reversed.target_accuracy.balanced - 0.021;
+        let mut weak = pass.clone();
+        weak.target_accuracy.balanced = 0.899;
+        weak.target_accuracy.reversed = 0.899;
+        let old = ContextAudit { probe_decision: None, ..pass.clone() };
+        assert!(!reversed.is_agnostic() && !weak.is_agnostic() && !old.is_agnostic());
+    }
 }

@@ -755,6 +755,16 @@ fn schema(dataset: SweepDataset) -> Schema {
                     read: optional_field!(Context, c => c.probe_decision.map(|p| p.accuracy)),
                 },
                 Column {
+                    key: &["probe_excess_over_decision"],
+                    title: "MLP probe: features − logits",
+                    read: optional_field!(Context, c => c.probe_excess_over_decision()),
+                },
+                Column {
+                    key: &["reversed_gap"],
+                    title: "balanced − reversed",
+                    read: optional_field!(Context, c => Some(c.reversed_gap())),
+                },
+                Column {
                     key: &["accuracy_by_background", "plain"],
                     title: "balanced, plain background",
                     read: optional_field!(Context, c => c.accuracy_by_background.map(|b| b[0])),
@@ -790,6 +800,8 @@ fn schema(dataset: SweepDataset) -> Schema {
                         "probe_within_class_at_chance_runs",
                         |a| matches!(a, SweepAudit::Context(c) if c.probe_within_class_at_chance),
                     ),
+                    // Issue 34's pass criterion (`ContextAudit::is_agnostic`).
+                    ("agnostic_runs", |a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())),
                 ],
             }
         }
@@ -989,10 +1001,24 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         md.push('\n');
     }
     md.push_str(&format!(
-        "\nRuns per α: {}.\n\nCommand: `{}`\n",
-        alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", "),
-        config.command
+        "\nRuns per α: {}.\n",
+        alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", ")
     ));
+    if config.dataset == SweepDataset::ContextMnist {
+        use crate::experiment::criterion;
+        let agnostic =
+            |alpha: f64| of_alpha(alpha).filter(|a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())).count();
+        md.push_str(&format!(
+            "\nAgnostic networks per α (the audit's criterion: the tuned MLP probe on the features at most {} above the \
+             same probe on G_y's logits, balanced − reversed within ±{}, balanced ≥ {}; networks audited before the \
+             logit probe existed cannot pass): {}.\n",
+            criterion::MAX_PROBE_EXCESS,
+            criterion::MAX_REVERSED_GAP,
+            criterion::MIN_BALANCED,
+            alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), agnostic(a))).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    md.push_str(&format!("\nCommand: `{}`\n", config.command));
     dir.write_bytes(TABLE_FILE, md.as_bytes())?;
     let curve = |(title, label): &Curve| -> hedge_plot::MeanCurve {
         let k = schema.columns.iter().position(|c| c.title == *title).expect("a curve names a column");
