@@ -163,7 +163,12 @@ BLOCKS = {
     "instance-tables": instance_tables_block,
     "instance-levers": instance_levers_block,
 }
-FILES = ("README.md", "results/hib/README.md", "results/hib/instance-levers/README.md")
+FILES = (
+    "README.md",
+    "results/hib/README.md",
+    "results/hib/instance-levers/README.md",
+    "results/hib/time-to-quality.md",
+)
 
 
 def regenerate(text, cache):
