@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the HIB numbers of the READMEs from the result files that hold them.
 
-    python3 scripts/hib-readme.py           rewrite every generated block
-    python3 scripts/hib-readme.py --check   exit 1 if a block differs from what the files give
+    python3 scripts/hib-readme.py                       rewrite every generated block
+    python3 scripts/hib-readme.py --check               exit 1 if a block differs from what the files give
+    python3 scripts/hib-readme.py --check --file F.md   the same for F.md only (any path)
 
 A generated block sits between `<!-- hib:NAME:begin -->` and `<!-- hib:NAME:end -->` in a
 Markdown file; everything outside the markers is left as it is. Blocks:
@@ -182,10 +183,10 @@ def regenerate(text, cache):
     return re.sub(r"<!-- hib:([a-z-]+):begin -->.*?<!-- hib:\1:end -->", fill, text, flags=re.S)
 
 
-def main(check):
+def main(check, files):
     cache = {}
     stale = []
-    for rel in FILES:
+    for rel in files:
         path = os.path.join(ROOT, rel)
         if not os.path.exists(path):
             continue
@@ -207,5 +208,23 @@ def main(check):
     return 0
 
 
+def parse(argv):
+    check, files = False, []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--check":
+            check = True
+        elif arg == "--file":
+            path = next(args, None)
+            if path is None:
+                raise SystemExit("hib-readme: --file needs a Markdown file's path")
+            if not os.path.isfile(path):
+                raise SystemExit(f"hib-readme: --file {path}: no such file")
+            files.append(os.path.abspath(path))
+        else:
+            raise SystemExit(f"hib-readme: unknown argument '{arg}' (usage: [--check] [--file F.md ...])")
+    return check, files or list(FILES)
+
+
 if __name__ == "__main__":
-    sys.exit(main("--check" in sys.argv[1:]))
+    sys.exit(main(*parse(sys.argv[1:])))
