@@ -28,21 +28,22 @@ root=results/hib/instance-levers
 
 watch=(--watch-every 1000 --watch test --threads 2)
 base=(--protocol instance --model gaussian --validation-fraction 0.05 "${watch[@]}" --no-eval --seed "$seed")
-# The peak-rate recipe the other levers are added to one at a time.
-peak=(--group 32x8 --lr 3e-3 --warmup 200 --lr-schedule cosine)
+# The peak-rate recipe the other levers are added to one at a time (its batch shape apart, so a
+# lever can change it: --group may be given once).
+peak=(--lr 3e-3 --warmup 200 --lr-schedule cosine)
 
 levers() {
     case "$1" in
     a-constant) echo --group 32x8 --lr 1e-3 ;;
-    b-cosine) echo "${peak[@]}" ;;
+    b-cosine) echo --group 32x8 "${peak[@]}" ;;
     c-step) echo --group 32x8 --lr 3e-3 --warmup 200 --lr-schedule step ;;
     d-peak1e-2) echo --group 32x8 --lr 1e-2 --warmup 500 --lr-schedule cosine ;;
-    e-bn) echo "${peak[@]}" --norm batch ;;
-    f-64x8) echo "${peak[@]}" --group 64x8 ;;
-    g-wide) echo "${peak[@]}" --channels 64,128 ;;
-    h-allpairs) echo "${peak[@]}" --all-pairs ;;
-    i-ema) echo "${peak[@]}" --ema 0.999 ;;
-    j-16x16) echo "${peak[@]}" --group 16x16 ;;
+    e-bn) echo --group 32x8 "${peak[@]}" --norm batch ;;
+    f-64x8) echo --group 64x8 "${peak[@]}" ;;
+    g-wide) echo --group 32x8 "${peak[@]}" --channels 64,128 ;;
+    h-allpairs) echo --group 32x8 "${peak[@]}" --all-pairs ;;
+    i-ema) echo --group 32x8 "${peak[@]}" --ema 0.999 ;;
+    j-16x16) echo --group 16x16 "${peak[@]}" ;;
     *)
         echo "unknown run '$1'" >&2
         exit 2
