@@ -22,8 +22,8 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 cargo fmt --all --check
-# The HIB numbers in the READMEs are written from their result files; a stale one fails here.
-python3 scripts/hib-readme.py --check
+# Every generated table of the READMEs is written from its result files; a stale one fails here.
+python3 scripts/docs.py --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 # The ACS-FW core builds without libtorch (hedge-active without its default `torch` feature).
 cargo clippy --release -p hedge-active --no-default-features --all-targets -- -D warnings

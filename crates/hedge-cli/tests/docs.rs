@@ -1,5 +1,5 @@
-//! The HIB numbers of the READMEs are written from their result files by
-//! `scripts/hib-readme.py` (blocks between `<!-- hib:NAME:begin -->` and `<!-- hib:NAME:end -->`);
+//! The generated tables of the READMEs are written from their result files by `scripts/docs.py`
+//! (blocks between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->`);
 //! `scripts/test.sh` runs its `--check`. These tests check that the check can fail: a number
 //! edited by hand in a generated table is caught, and the committed files pass.
 
@@ -12,11 +12,11 @@ fn root() -> PathBuf {
 
 fn check(file: Option<&Path>) -> Output {
     let mut command = Command::new("python3");
-    command.arg(root().join("scripts/hib-readme.py")).arg("--check");
+    command.arg(root().join("scripts/docs.py")).arg("--check");
     if let Some(f) = file {
         command.arg("--file").arg(f);
     }
-    command.output().expect("python3 runs scripts/hib-readme.py")
+    command.output().expect("python3 runs scripts/docs.py")
 }
 
 #[test]
@@ -25,15 +25,23 @@ fn the_committed_readmes_state_what_their_result_files_give() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-#[test]
-fn a_number_edited_by_hand_in_a_generated_table_fails_the_check() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let begin = readme.find("<!-- hib:open-set:begin -->").expect("README.md has the open-set block");
-    let end = readme.find("<!-- hib:open-set:end -->").unwrap();
-    // The first "0.9" inside the block, e.g. the AP of a table row, becomes "0.8".
-    let nine = begin + readme[begin..end].find("| 0.9").expect("a number in the block") + "| 0.".len();
-    let edited = format!("{}8{}", &readme[..nine], &readme[nine + 1..]);
-    assert_ne!(edited, readme);
+/// Edits the first number after `| 0.` or `| 1.` inside `marker`'s block of `file` (the first
+/// digit after the point becomes another) and checks that `--check` fails on the edited copy and
+/// passes on the unedited one, from any path, without rewriting either.
+fn an_edit_inside_the_block_fails_the_check(file: &str, marker: &str) {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let begin = text
+        .find(&format!("<!-- {marker}:begin -->"))
+        .unwrap_or_else(|| panic!("{file} has the {marker} block"));
+    let end = text.find(&format!("<!-- {marker}:end -->")).unwrap();
+    let cell = text[begin..end]
+        .find("| 0.")
+        .or_else(|| text[begin..end].find("| 1."))
+        .expect("a number in the block");
+    let digit = begin + cell + "| 0.".len();
+    let replacement = if &text[digit..digit + 1] == "8" { "7" } else { "8" };
+    let edited = format!("{}{replacement}{}", &text[..digit], &text[digit + 1..]);
+    assert_ne!(edited, text);
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("README.md");
     std::fs::write(&copy, &edited).unwrap();
@@ -43,6 +51,24 @@ fn a_number_edited_by_hand_in_a_generated_table_fails_the_check() {
     // The check never rewrites what it checks.
     assert_eq!(std::fs::read_to_string(&copy).unwrap(), edited);
     // The unedited text passes from any path.
-    std::fs::write(&copy, &readme).unwrap();
+    std::fs::write(&copy, &text).unwrap();
     assert!(check(Some(&copy)).status.success());
+}
+
+#[test]
+fn a_number_edited_by_hand_in_a_generated_hib_table_fails_the_check() {
+    an_edit_inside_the_block_fails_the_check("README.md", "hib:open-set");
+}
+
+#[test]
+fn a_number_edited_by_hand_in_a_generated_active_learning_table_fails_the_check() {
+    an_edit_inside_the_block_fails_the_check("results/active/README.md", "active:final-rmse");
+}
+
+#[test]
+fn a_number_edited_by_hand_in_an_included_table_fails_the_check() {
+    an_edit_inside_the_block_fails_the_check(
+        "results/agnostic/README.md",
+        "include:results/agnostic/context-mnist/table.md",
+    );
 }

@@ -1,32 +1,21 @@
-#!/usr/bin/env python3
-"""Writes the HIB numbers of the READMEs from the result files that hold them.
-
-    python3 scripts/hib-readme.py                       rewrite every generated block
-    python3 scripts/hib-readme.py --check               exit 1 if a block differs from what the files give
-    python3 scripts/hib-readme.py --check --file F.md   the same for F.md only (any path)
-
-A generated block sits between `<!-- hib:NAME:begin -->` and `<!-- hib:NAME:end -->` in a
-Markdown file; everything outside the markers is left as it is. Blocks:
+"""HIB blocks (`<!-- hib:NAME:begin -->`):
 
 - `open-set` (README.md, results/hib/README.md): Table 1 of every open-set setting
   (results/hib/open-set/<setting>/summary.json), ours beside the paper, and how far the two
   open-set test splits lie apart;
-- `instance-levers` (results/hib/instance-levers/README.md, results/hib/README.md): per lever
-  and seed of the instance-protocol lever study, the validation and test numbers of the model
-  the validation images chose (best.json's watch) and of the last watch, and the mean validation
-  score over seeds;
+- `instance-levers` (results/hib/instance-levers/README.md, results/hib/README.md,
+  results/hib/time-to-quality.md): per lever and seed of the instance-protocol lever study, the
+  validation and test numbers of the model the validation images chose (best.json's watch) and of
+  the last watch, and the mean validation score over seeds;
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
   has a summary.json (results/hib/<setting>/).
-
-Standard library only; `scripts/test.sh` runs `--check`, so a README number that its file no
-longer supports fails the tests.
 """
 import json
 import os
 import re
-import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from .common import ROOT
+
 HIB = os.path.join(ROOT, "results", "hib")
 SETTINGS = ("n2-d2", "n2-d3", "n3-d2", "n3-d3")
 MODELS = (("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2"))
@@ -164,67 +153,3 @@ BLOCKS = {
     "instance-tables": instance_tables_block,
     "instance-levers": instance_levers_block,
 }
-FILES = (
-    "README.md",
-    "results/hib/README.md",
-    "results/hib/instance-levers/README.md",
-    "results/hib/time-to-quality.md",
-)
-
-
-def regenerate(text, cache):
-    def fill(m):
-        name = m.group(1)
-        if name not in BLOCKS:
-            raise SystemExit(f"hib-readme: unknown block '{name}' (known: {', '.join(BLOCKS)})")
-        if name not in cache:
-            cache[name] = BLOCKS[name]()
-        return f"<!-- hib:{name}:begin -->\n{cache[name]}\n<!-- hib:{name}:end -->"
-    return re.sub(r"<!-- hib:([a-z-]+):begin -->.*?<!-- hib:\1:end -->", fill, text, flags=re.S)
-
-
-def main(check, files):
-    cache = {}
-    stale = []
-    for rel in files:
-        path = os.path.join(ROOT, rel)
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            text = f.read()
-        new = regenerate(text, cache)
-        if new != text:
-            stale.append(rel)
-            if not check:
-                tmp = path + ".tmp"
-                with open(tmp, "w") as f:
-                    f.write(new)
-                os.replace(tmp, path)
-    if check and stale:
-        print("hib-readme: these files state HIB numbers their result files no longer give: "
-              f"{', '.join(stale)}; run python3 scripts/hib-readme.py", file=sys.stderr)
-        return 1
-    print("hib-readme: " + ("up to date" if check else f"rewrote {', '.join(stale) or 'nothing'}"))
-    return 0
-
-
-def parse(argv):
-    check, files = False, []
-    args = iter(argv)
-    for arg in args:
-        if arg == "--check":
-            check = True
-        elif arg == "--file":
-            path = next(args, None)
-            if path is None:
-                raise SystemExit("hib-readme: --file needs a Markdown file's path")
-            if not os.path.isfile(path):
-                raise SystemExit(f"hib-readme: --file {path}: no such file")
-            files.append(os.path.abspath(path))
-        else:
-            raise SystemExit(f"hib-readme: unknown argument '{arg}' (usage: [--check] [--file F.md ...])")
-    return check, files or list(FILES)
-
-
-if __name__ == "__main__":
-    sys.exit(main(*parse(sys.argv[1:])))

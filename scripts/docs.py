@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes every generated table of hedge's Markdown files from the result files that hold it.
+
+    python3 scripts/docs.py                       rewrite every generated block
+    python3 scripts/docs.py --check               exit 1 if a block differs from what the files give
+    python3 scripts/docs.py --check --file F.md   the same for F.md only (any path)
+    python3 scripts/docs.py --list                the blocks there are and the files that hold them
+
+A generated block sits between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->` in a
+Markdown file; everything outside the markers is left as it is. The families:
+
+- `hib:NAME` — HIB tables (`readme_blocks/hib.py`);
+- `active:NAME` — active-learning tables (`readme_blocks/active.py`);
+- `agnostic:NAME` — concept-agnostic tables (`readme_blocks/agnostic.py`);
+- `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`),
+  PATH relative to the repository root, copied as it is.
+
+Every Markdown file of the repository (README.md and everything under results/) is scanned, so a
+block added anywhere is checked. Standard library only; `scripts/test.sh` runs `--check`, so a
+number that its result file no longer supports fails the tests.
+"""
+import os
+import re
+import sys
+
+from readme_blocks import active, agnostic, hib
+from readme_blocks.common import ROOT
+
+FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS}
+MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
+
+
+def include(path):
+    full = os.path.normpath(os.path.join(ROOT, path))
+    if not full.startswith(ROOT + os.sep) or not os.path.isfile(full):
+        raise SystemExit(f"docs: include:{path}: no such file under the repository")
+    with open(full) as f:
+        return f.read().strip("\n")
+
+
+def block(family, name):
+    if family == "include":
+        return include(name)
+    blocks = FAMILIES.get(family)
+    if blocks is None:
+        raise SystemExit(f"docs: unknown family '{family}' (known: include, {', '.join(FAMILIES)})")
+    if name not in blocks:
+        raise SystemExit(f"docs: unknown block '{family}:{name}' (known: {', '.join(blocks)})")
+    return blocks[name]()
+
+
+def regenerate(text, cache):
+    def fill(m):
+        key = (m.group(1), m.group(2))
+        if key not in cache:
+            cache[key] = block(*key)
+        return f"<!-- {key[0]}:{key[1]}:begin -->\n{cache[key]}\n<!-- {key[0]}:{key[1]}:end -->"
+    return MARKER.sub(fill, text)
+
+
+def markdown_files():
+    files = ["README.md"]
+    for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
+        dirs.sort()
+        files += [os.path.relpath(os.path.join(base, n), ROOT) for n in sorted(names) if n.endswith(".md")]
+    return files
+
+
+def main(check, listing, files):
+    cache = {}
+    stale = []
+    for rel in files:
+        path = os.path.join(ROOT, rel)
+        with open(path) as f:
+            text = f.read()
+        if listing:
+            for m in MARKER.finditer(text):
+                print(f"{rel}: {m.group(1)}:{m.group(2)}")
+            continue
+        new = regenerate(text, cache)
+        if new != text:
+            stale.append(rel)
+            if not check:
+                tmp = path + ".tmp"
+                with open(tmp, "w") as f:
+                    f.write(new)
+                os.replace(tmp, path)
+    if listing:
+        return 0
+    if check and stale:
+        print("docs: these files state numbers their result files no longer give: "
+              f"{', '.join(stale)}; run python3 scripts/docs.py", file=sys.stderr)
+        return 1
+    print("docs: " + ("up to date" if check else f"rewrote {', '.join(stale) or 'nothing'}")
+          + f" ({len(cache)} blocks)")
+    return 0
+
+
+def parse(argv):
+    check, listing, files = False, False, []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--check":
+            check = True
+        elif arg == "--list":
+            listing = True
+        elif arg == "--file":
+            path = next(args, None)
+            if path is None:
+                raise SystemExit("docs: --file needs a Markdown file's path")
+            if not os.path.isfile(path):
+                raise SystemExit(f"docs: --file {path}: no such file")
+            files.append(os.path.abspath(path))
+        else:
+            raise SystemExit(f"docs: unknown argument '{arg}' (usage: [--check] [--list] [--file F.md ...])")
+    return check, listing, files or markdown_files()
+
+
+if __name__ == "__main__":
+    sys.exit(main(*parse(sys.argv[1:])))

@@ -1,0 +1,1 @@
+"""The generated blocks of hedge's Markdown files, one module per pillar (see scripts/docs.py)."""
