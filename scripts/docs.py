@@ -13,7 +13,8 @@ Markdown file; everything outside the markers is left as it is. The families:
 - `active:NAME` — active-learning tables (`readme_blocks/active.py`);
 - `agnostic:NAME` — concept-agnostic tables (`readme_blocks/agnostic.py`);
 - `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`),
-  PATH relative to the repository root, copied as it is.
+  copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
+  folder of the file that holds the block (what `hib reproduce` writes into its README).
 
 Every Markdown file of the repository (README.md and everything under results/) is scanned, so a
 block added anywhere is checked. Standard library only; `scripts/test.sh` runs `--check`, so a
@@ -30,17 +31,22 @@ FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLO
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 
-def include(path):
-    full = os.path.normpath(os.path.join(ROOT, path))
-    if not full.startswith(ROOT + os.sep) or not os.path.isfile(full):
-        raise SystemExit(f"docs: include:{path}: no such file under the repository")
+def include(path, folder):
+    if path.startswith("./"):
+        full = os.path.normpath(os.path.join(folder, path))
+        if not os.path.isfile(full):
+            raise SystemExit(f"docs: include:{path} in {folder}: no such file beside it")
+    else:
+        full = os.path.normpath(os.path.join(ROOT, path))
+        if not full.startswith(ROOT + os.sep) or not os.path.isfile(full):
+            raise SystemExit(f"docs: include:{path}: no such file under the repository")
     with open(full) as f:
         return f.read().strip("\n")
 
 
-def block(family, name):
+def block(family, name, folder):
     if family == "include":
-        return include(name)
+        return include(name, folder)
     blocks = FAMILIES.get(family)
     if blocks is None:
         raise SystemExit(f"docs: unknown family '{family}' (known: include, {', '.join(FAMILIES)})")
@@ -49,11 +55,13 @@ def block(family, name):
     return blocks[name]()
 
 
-def regenerate(text, cache):
+def regenerate(text, cache, folder):
     def fill(m):
         key = (m.group(1), m.group(2))
+        if key[1].startswith("./"):
+            key = key + (folder,)
         if key not in cache:
-            cache[key] = block(*key)
+            cache[key] = block(key[0], key[1], folder)
         return f"<!-- {key[0]}:{key[1]}:begin -->\n{cache[key]}\n<!-- {key[0]}:{key[1]}:end -->"
     return MARKER.sub(fill, text)
 
@@ -77,7 +85,7 @@ def main(check, listing, files):
             for m in MARKER.finditer(text):
                 print(f"{rel}: {m.group(1)}:{m.group(2)}")
             continue
-        new = regenerate(text, cache)
+        new = regenerate(text, cache, os.path.dirname(path))
         if new != text:
             stale.append(rel)
             if not check:

@@ -202,3 +202,243 @@ def authors_reference_block():
 
 
 BLOCKS["authors-reference"] = authors_reference_block
+
+
+# ---------------------------------------------------------------------------------------------
+# Lever tables: each cell names the run folder(s) it is read from, so a table is its own recipe.
+# A run's value per seed is the last round's `metric` (test_rmse, gp_test_rmse: the GP fitted
+# beside NeuralLinear on the same labels, test_log_likelihood) or, with `labels`, the round
+# that reached that many labels.
+_ROUNDS = {}
+
+
+def per_seed(run, method, metric="test_rmse", seeds=None, labels=None):
+    """{seed: value} of one method in one run folder."""
+    if run not in _ROUNDS:
+        _ROUNDS[run] = load_lines(*ACTIVE, run, "rounds.jsonl")
+    chosen = {}
+    for r in _ROUNDS[run]:
+        if r["method"] != method or (seeds is not None and r["seed"] not in seeds):
+            continue
+        if labels is not None:
+            if r["labels"] == labels:
+                chosen[r["seed"]] = (0, r[metric])
+        elif r["seed"] not in chosen or r["round"] > chosen[r["seed"]][0]:
+            chosen[r["seed"]] = (r["round"], r[metric])
+    if not chosen:
+        raise SystemExit(f"docs: results/active/{run}: no {method} rounds with {metric}"
+                         + (f" at {labels} labels" if labels else ""))
+    return {s: v for s, (_, v) in chosen.items()}
+
+
+def S(run, method, metric="test_rmse", seeds=None, labels=None, digits=3):
+    """`mean ± se` over the seeds."""
+    return pm(*mean_se(list(per_seed(run, method, metric, seeds, labels).values())), digits=digits)
+
+
+def M(run, method, metric="test_rmse", seeds=None, digits=3):
+    """The mean alone."""
+    v = list(per_seed(run, method, metric, seeds).values())
+    return f"{sum(v) / len(v):.{digits}f}".replace("-", "−")
+
+
+def D(a, b, seeds=None, count=True):
+    """`+d ± se (k/n)`: a − b paired by seed over the seeds both hold, k = seeds where a is lower.
+    a and b are (run, method) or (run, method, metric)."""
+    va, vb = per_seed(*a, seeds=seeds), per_seed(*b, seeds=seeds)
+    common = sorted(set(va) & set(vb))
+    d = [va[s] - vb[s] for s in common]
+    text = pm(*mean_se(d), sign=True)
+    return f"{text} ({sum(x < 0 for x in d)}/{len(d)})" if count else text
+
+
+def SD(run, method, base, seeds=None):
+    """`mean ± se (+d ± se, k/n lower)`: a lever run and its paired difference to `base` (a run folder,
+    same method) over the lever's seeds."""
+    va = per_seed(run, method, seeds=seeds)
+    vb = per_seed(base, method, seeds=set(va))
+    d = [va[s] - vb[s] for s in sorted(set(va) & set(vb))]
+    return f"{S(run, method, seeds=seeds)} ({pm(*mean_se(d), sign=True)}, {sum(x < 0 for x in d)}/{len(d)} lower)"
+
+
+def P(dataset, method):
+    """The paper's Table 1 value (as the dataset's main summary.json records it)."""
+    p = paper(dataset, method)
+    return "–" if p is None else f"{p:.3f}"
+
+
+EIGHT, TEN = set(range(8)), set(range(10))
+
+
+def lever_table(header, rows, note=""):
+    return (note + "\n\n" if note else "") + table(header, rows)
+
+
+def weight_decay_block():
+    rows = [["energy", "1.0 (`../energy`, seeds 0–9)", S("energy", "random", seeds=TEN), S("energy", "acs-fw", seeds=TEN), P("energy", "random") + " / " + P("energy", "acs-fw")]]
+    for run, label in (("weight-decay/energy-wd0.015625", "1/64 (the \"sum\" reading)"), ("weight-decay/energy-wd3", "3.0")):
+        rows.append(["energy", label, SD(run, "random", "energy"), SD(run, "acs-fw", "energy"), ""])
+    rows.append(["bostonHousing", "1.0 (`../bostonHousing`, seeds 0–9)", S("bostonHousing", "random", seeds=TEN),
+                 S("bostonHousing", "acs-fw", seeds=TEN), P("bostonHousing", "random") + " / " + P("bostonHousing", "acs-fw")])
+    rows.append(["bostonHousing", "3.0", SD("weight-decay/bostonHousing-wd3", "random", "bostonHousing"),
+                 SD("weight-decay/bostonHousing-wd3", "acs-fw", "bostonHousing"), ""])
+    return lever_table(["dataset", "weight decay", "Random", "ACS-FW", "paper Random / ACS-FW"], rows,
+                       "Final test RMSE, mean ± se over seeds 0–9; in brackets the paired difference to weight decay "
+                       "1.0 on the same seeds (negative: this setting is better) and the seeds where it is lower:")
+
+
+def eight_seed_lever_block(folder, label_of, note, extra=None):
+    """Levers run on seeds 0–7 of energy and boston, each beside seeds 0–7 of the 40-seed run."""
+    rows = []
+    for d in ("energy", "bostonHousing"):
+        row = [d, "the recipe (seeds 0–7 of `../" + d + "/`)", S(d, "random", seeds=EIGHT), S(d, "acs-fw", seeds=EIGHT)]
+        if extra:
+            row.append(extra(d, None))
+        rows.append(row + [P(d, "random") + " / " + P(d, "acs-fw")])
+        for run, label in label_of(d):
+            row = [d, label, SD(f"{folder}/{run}", "random", d), SD(f"{folder}/{run}", "acs-fw", d)]
+            if extra:
+                row.append(extra(d, f"{folder}/{run}"))
+            rows.append(row + [""])
+    header = ["dataset", "setting", "Random", "ACS-FW"] + (["test log-likelihood (Random)"] if extra else []) + ["paper Random / ACS-FW"]
+    return lever_table(header, rows, note)
+
+
+def noise_prior_block():
+    return eight_seed_lever_block(
+        "noise-prior", lambda d: [(f"{d}-b0.01", "b₀ = 0.01")] if d == "energy" else [(f"{d}-b0.012", "b₀ = 0.012")],
+        "Final test RMSE, mean ± se over seeds 0–7; in brackets the paired difference to the recipe's b₀ = 1 "
+        "on the same seeds (negative: better) and the seeds where it is lower:",
+        extra=lambda d, run: M(run or d, "random", "test_log_likelihood", seeds=EIGHT, digits=2))
+
+
+def target_scaling_block():
+    return eight_seed_lever_block(
+        "target-scaling", lambda d: [(f"{d}-labelled", "targets standardised on every label")],
+        "Final test RMSE, mean ± se over seeds 0–7; in brackets the paired difference to the recipe "
+        "(targets standardised on the initial labels) on the same seeds and the seeds where it is lower:")
+
+
+def split_block():
+    rows = []
+    for d in ("energy", "bostonHousing"):
+        rows.append([d, f"80/20 (seeds 0–7 of `../{d}/`)", S(d, "random", seeds=EIGHT), S(d, "acs-fw", seeds=EIGHT),
+                     P(d, "random") + " / " + P(d, "acs-fw")])
+        run = f"split-90-10/{d}-test0.1"
+        rows.append([d, "90/10", S(run, "random"), S(run, "acs-fw"), ""])
+    return lever_table(["dataset", "split", "Random", "ACS-FW", "paper Random / ACS-FW"], rows,
+                       "Final test RMSE, mean ± se over seeds 0–7 (the test sets differ, so no paired differences):")
+
+
+def power_plant_levers_block():
+    rows = [["the paper's power-plant recipe (lr 1e-3, weight decay 3, b₀ = 3; seeds 0–7 of `../power-plant/`)",
+             S("power-plant", "random", seeds=EIGHT), S("power-plant", "acs-fw", seeds=EIGHT)]]
+    for run, label in (("power-lr1e-2", "lr 1e-2"), ("power-lr1e-2-wd1", "lr 1e-2, weight decay 1 (the other datasets' settings, b₀ = 3)"),
+                       ("power-b0-1", "b₀ = 1 (lr 1e-3, weight decay 3)")):
+        folder = f"power-plant-levers/{run}"
+        rows.append([f"`{run}`: {label}", SD(folder, "random", "power-plant"), SD(folder, "acs-fw", "power-plant")])
+    rows.append(["paper (Pinsler et al., Table 1)", P("power-plant", "random"), P("power-plant", "acs-fw")])
+    rows.append(["hedge's MSE recipe (10 seeds, `../mse-recipe/power-plant/`)", S("mse-recipe/power-plant", "random"),
+                 S("mse-recipe/power-plant", "acs-fw")])
+    return lever_table(["setting", "Random", "ACS-FW"], rows,
+                       "Final test RMSE, mean ± se over seeds 0–7; in brackets the paired difference to the paper's "
+                       "power-plant recipe on the same seeds and the seeds where the lever is lower:")
+
+
+def boston_uncensored_block():
+    rows = []
+    for run, label, full, method in (("random", "Random", "bostonHousing", "random"),
+                                     ("maxent", "MaxEnt", "bostonHousing", "maxent"),
+                                     ("acs-fw", "ACS-FW (closed form, the default)", "bostonHousing", "acs-fw"),
+                                     ("acs-fw-projections-10", "ACS-FW (J = 10 projections)",
+                                      "gp-same-labels/bostonHousing-projections-10", "acs-fw")):
+        folder = f"boston-uncensored/{run}"
+        mean, se = mean_se(list(per_seed(folder, method).values()))
+        p = paper("bostonHousing", method)
+        rows.append([label, pm(mean, se), f"{p:.3f}", f"{pm(mean - p, se, sign=True)} ({abs(mean - p) / se:.1f} se)",
+                     S(full, method), S(folder, method, metric="gp_test_rmse")])
+    return lever_table(["method", "without the 16 rows", "paper", "difference to the paper",
+                        "with them (`../bostonHousing/`, `../gp-same-labels/`)", "GP on the same labels, without them"], rows,
+                       "Final test RMSE, mean ± se over 40 seeds:")
+
+
+def gp_same_labels_block():
+    rows = []
+    for label, run, methods in (("energy", "gp-same-labels/energy", ("random", "maxent", "acs-fw", "lcmd")),
+                                ("bostonHousing", "gp-same-labels/bostonHousing", ("random", "acs-fw", "lcmd")),
+                                ("power-plant (300 epochs)", "gp-same-labels/power-plant-300-epochs", ("random", "acs-fw", "lcmd"))):
+        d = label.split(" ")[0]
+        for m in methods:
+            rows.append([label, NAMES[m], S(run, m), S(run, m, "gp_test_rmse"),
+                         D((run, m), (run, m, "gp_test_rmse"), count=False), P(d, m)])
+    return lever_table(["dataset", "method", "NeuralLinear", "GP on the same labels", "NL − GP", "paper"], rows,
+                       "Final test RMSE, mean ± se over 40 seeds; \"NL − GP\" is paired on the same labels (positive: "
+                       "the GP predicts better from them):")
+
+
+def layer_init_block(suffix, seeds_note):
+    rows = []
+    for d in ("energy", "bostonHousing"):
+        run = f"layer-init/{d}-pytorch{suffix}"
+        for m in ("random", "acs-fw"):
+            seeds = set(per_seed(run, m))
+            va, vb = per_seed(run, m), per_seed(d, m, seeds=seeds)
+            diff = [va[s] - vb[s] for s in sorted(va)]
+            rows.append([d, NAMES[m], S(run, m), S(d, m, seeds=seeds), pm(*mean_se(diff), sign=True),
+                         f"{sum(x < 0 for x in diff)}/{len(diff)}", P(d, m)])
+    return lever_table(["dataset", "method", f"PyTorch start{seeds_note}", "tch start (same seeds)", "difference",
+                        "seeds better", "paper"], rows)
+
+
+def gp_reference_block():
+    rows = []
+    for d in DATASETS:
+        gp = f"gp-reference/{d}"
+        rows.append([d, S(gp, "random"), S(d, "random"), D((gp, "random"), (d, "random")), P(d, "random"),
+                     S(gp, "maxent"), S(d, "maxent"), D((gp, "maxent"), (d, "maxent")), P(d, "maxent"),
+                     P(d, "acs-fw"), S(d, "acs-fw")])
+    rows.append(["power-plant, NeuralLinear at 300 epochs (`../power-plant-300-epochs`)", "",
+                 S("power-plant-300-epochs", "random"), D(("gp-reference/power-plant", "random"), ("power-plant-300-epochs", "random")),
+                 "", "", S("power-plant-300-epochs", "maxent"),
+                 D(("gp-reference/power-plant", "maxent"), ("power-plant-300-epochs", "maxent")), "", "",
+                 S("power-plant-300-epochs", "acs-fw")])
+    return lever_table(["dataset", "GP Random", "NeuralLinear Random", "GP − NL (paired)", "paper Random", "GP MaxEnt",
+                        "NL MaxEnt", "GP − NL", "paper MaxEnt", "paper ACS-FW", "NL ACS-FW"], rows)
+
+
+def learning_curve_block():
+    run = "gp-reference/bostonHousing-learning-curve"
+    counts = sorted({r["labels"] for r in load_lines(*ACTIVE, run, "rounds.jsonl")})
+    shown = [c for c in counts if c in (20, 60, 100, 140, 180, 200, 240, 300, 400)]
+    return table(["labels"] + [str(c) for c in shown],
+                 [["GP RMSE (mean ± se)"] + [S(run, "random", labels=c) for c in shown]])
+
+
+def training_length_block():
+    out = []
+    for d, epochs in (("yacht", (300, 1000)), ("bostonHousing", (100, 300, 1000, 3000)),
+                      ("energy", (100, 300, 1000, 3000)), ("power-plant", (100, 300, 1000))):
+        rows = []
+        for m in ("random", "acs-fw"):
+            cells = []
+            for e in epochs:
+                cells.append(S(d, m, seeds=EIGHT) if e == 1000 else SD(f"training-length/{d}-ep{e}", m, d, seeds=EIGHT))
+            rows.append([NAMES[m]] + cells + [P(d, m)])
+        out.append(f"**{d}**\n\n" + table(["method"] + [f"{e} epochs" for e in epochs] + ["paper"], rows))
+    return "\n\n".join(out)
+
+
+BLOCKS.update({
+    "weight-decay": weight_decay_block,
+    "noise-prior": noise_prior_block,
+    "target-scaling": target_scaling_block,
+    "split-90-10": split_block,
+    "power-plant-levers": power_plant_levers_block,
+    "boston-uncensored": boston_uncensored_block,
+    "gp-same-labels": gp_same_labels_block,
+    "layer-init-24": lambda: layer_init_block("", ", seeds 0–23"),
+    "layer-init-40": lambda: layer_init_block("-40", ", 40 seeds"),
+    "gp-reference": gp_reference_block,
+    "learning-curve": learning_curve_block,
+    "training-length": training_length_block,
+})

@@ -947,8 +947,17 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         c.repeats,
         train_times.join(", "),
         s.seconds,
-        table1(s),
-        table2(s),
+        included("table1.md", &table1(s)),
+        included("table2.md", &table2(s)),
+    )
+}
+
+/// `text` (what `name` in the same folder holds) between the marker comments with which
+/// `scripts/docs.py --check` compares the README's copy with the file.
+fn included(name: &str, text: &str) -> String {
+    format!(
+        "<!-- include:./{name}:begin -->\n{}\n<!-- include:./{name}:end -->\n",
+        text.trim_matches('\n')
     )
 }
 
