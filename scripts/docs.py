@@ -12,6 +12,7 @@ Markdown file; everything outside the markers is left as it is. The families:
 - `hib:NAME` — HIB tables (`readme_blocks/hib.py`);
 - `active:NAME` — active-learning tables (`readme_blocks/active.py`);
 - `agnostic:NAME` — concept-agnostic tables (`readme_blocks/agnostic.py`);
+- `bayes:NAME` — Bayesian-toolbox tables (`readme_blocks/bayes.py`);
 - `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`),
   copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
   folder of the file that holds the block (what `hib reproduce` writes into its README).
@@ -24,10 +25,10 @@ import os
 import re
 import sys
 
-from readme_blocks import active, agnostic, hib
+from readme_blocks import active, agnostic, bayes, hib
 from readme_blocks.common import ROOT
 
-FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS}
+FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS, "bayes": bayes.BLOCKS}
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 
