@@ -497,3 +497,34 @@ def fashion_paired_block(run="fashion-mnist"):
 
 BLOCKS.update({"mse-paired": mse_paired_block, "protein-curve": protein_curve_block,
                "fashion-paired": fashion_paired_block})
+
+
+def ensemble_vs_one_fit(dataset, rows_spec):
+    """Three fits against one on the same splits: rows of (label, ensemble run, method, one-fit run)."""
+    rows = []
+    for label, ens, m, one in rows_spec:
+        rows.append([label, S(f"ensemble/{ens}", m), S(one, m), D((f"ensemble/{ens}", m), (one, m)),
+                     S(f"ensemble/{ens}", m, "gp_test_rmse"), P(dataset, m)])
+    return table(["method", "ensemble of 3", "one fit, same splits", "ensemble − one fit (k/n: ensemble lower)",
+                  "GP on the ensemble's labels", "paper"], rows)
+
+
+BLOCKS.update({
+    "ensemble-energy-closed": lambda: ensemble_vs_one_fit("energy", (
+        ("Random", "energy-3", "random", "gp-same-labels/energy"),
+        ("ACS-FW", "energy-3", "acs-fw", "gp-same-labels/energy"))),
+    "ensemble-energy": lambda: ensemble_vs_one_fit("energy", (
+        ("Random", "energy-3", "random", "gp-same-labels/energy"),
+        ("MaxEnt", "energy-3-maxent", "maxent", "gp-same-labels/energy"),
+        ("ACS-FW (J = 10)", "energy-3-projections-10", "acs-fw", "gp-same-labels/energy-projections-10"))),
+    "ensemble-power-plant": lambda: ensemble_vs_one_fit("power-plant", (
+        ("Random", "power-plant-300-epochs-3-projections-10", "random", "gp-same-labels/power-plant-300-epochs"),
+        ("ACS-FW (J = 10)", "power-plant-300-epochs-3-projections-10", "acs-fw",
+         "gp-same-labels/power-plant-300-epochs-projections-10"))),
+    "ensemble-boston": lambda: ensemble_vs_one_fit("bostonHousing", (
+        ("Random", "bostonHousing-3-random", "random", "gp-same-labels/bostonHousing"),
+        ("ACS-FW (J = 10)", "bostonHousing-3-projections-10", "acs-fw", "gp-same-labels/bostonHousing-projections-10"))),
+    "ensemble-yacht": lambda: ensemble_vs_one_fit("yacht", (
+        ("Random", "yacht-3-random", "random", "yacht"),
+        ("ACS-FW (J = 10)", "yacht-3-projections-10", "acs-fw", "gp-same-labels/yacht-projections-10"))),
+})
