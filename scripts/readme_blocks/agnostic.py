@@ -1,17 +1,155 @@
-"""Concept-agnostic blocks (`<!-- agnostic:NAME:begin -->`):
+"""Concept-agnostic blocks (`<!-- agnostic:NAME:begin -->`), read from results/agnostic/:
 
 - `aif360`: the published AIF360 adversarial-debiasing demo's numbers on Adult, from the
-  reference file that says where they were read (results/agnostic/reference/).
+  reference file that says where they were read (results/agnostic/reference/);
+- `adult`: the paper's GRL on Adult (`adult/`, 10 repeats) beside 50 adversary updates per
+  feature update (`adult-k50/`), per α, from the two summary.json files;
+- `pareto-adult`, `pareto-context`: selected points of the Pareto sweeps (`pareto.json`), mean ±
+  std over repeats, the tuned MLP probe with its information bound in bits;
+- `decision-floor`: the decision probe (the tuned MLP probe on G_y's logits) beside the probe on
+  the features, and accuracy per background, from each `decision-floor/<sweep>/summary.json`.
 """
-from .common import load
+from .common import load, table
+
+AGNOSTIC = ("results", "agnostic")
 
 
 def aif360_block():
-    r = load("results", "agnostic", "reference", "aif360-adversarial-debiasing.json")
+    r = load(*AGNOSTIC, "reference", "aif360-adversarial-debiasing.json")
     return (f"{r['method']}, as published: accuracy {r['plain']['accuracy']:.3f} → {r['debiased']['accuracy']:.3f}, "
             f"parity difference {r['plain']['parity_difference']:.3f} → {r['debiased']['parity_difference']:.3f} "
             f"(plain → debiased). Source: {r['source']}. Data: {r['data']}. "
             "(`results/agnostic/reference/aif360-adversarial-debiasing.json`)").replace("-0.", "−0.")
 
 
-BLOCKS = {"aif360": aif360_block}
+def num(x, digits=3):
+    return f"{x:.{digits}f}".replace("-", "−")
+
+
+def ms(stat, digits=3):
+    """`mean ± std` of a {mean, std} record."""
+    return f"{num(stat['mean'], digits)} ± {stat['std']:.{digits}f}"
+
+
+def alpha_key(alphas, a):
+    return next(k for k in alphas if abs(float(k) - a) < 1e-9)
+
+
+def adult_block():
+    grl = load(*AGNOSTIC, "adult", "summary.json")["alphas"]
+    k50 = load(*AGNOSTIC, "adult-k50", "summary.json")["alphas"]
+    rows = []
+    for a in (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0):
+        g, k = grl[alpha_key(grl, a)], k50[alpha_key(k50, a)]
+        rows.append([f"{a:.1f}", num(g["accuracy"]["mean"]), num(g["demographic_parity_difference"]["mean"]),
+                     num(g["equalised_odds_difference"]["mean"]), num(g["protected_head_accuracy"]["mean"]),
+                     num(g["probe_accuracy"]["linear"]["mean"]), num(g["probe_accuracy"]["mlp"]["mean"]),
+                     num(k["accuracy"]["mean"]), num(k["demographic_parity_difference"]["mean"]),
+                     num(k["equalised_odds_difference"]["mean"]), num(k["probe_accuracy"]["linear"]["mean"]),
+                     num(k["probe_accuracy"]["mlp"]["mean"]), num(k["probe_mutual_information_bits"]["mean"])])
+    return ("Means over repeats (10 for the GRL, 3 for k = 50):\n\n"
+            + table(["α", "accuracy", "parity diff.", "eq.-odds diff.", "G_p", "linear probe", "MLP probe",
+                     "k = 50: accuracy", "parity diff.", "eq.-odds diff.", "linear probe", "MLP probe", "MI bits"], rows))
+
+
+def pareto_point(folder, sweep, alpha):
+    points = load(*AGNOSTIC, folder, "pareto.json")["points"]
+    for p in points:
+        if p["sweep"].rstrip("/").split("/")[-1] == sweep and abs(p["alpha"] - alpha) < 1e-9:
+            return p
+    raise SystemExit(f"docs: results/agnostic/{folder}/pareto.json has no point {sweep} at α = {alpha}")
+
+
+def probe(p):
+    return f"{ms(p['probe_mlp'])} ({p['probe_mlp_bits']['mean']:.2f})"
+
+
+ADULT_POINTS = (
+    ("none (`adult-grl`, α = 0)", "adult-grl", 0.0),
+    ("GRL, the paper's (`adult-grl`)", "adult-grl", 0.9),
+    ("GRL, 50 G_p updates a step (`adult-grl-k50`)", "adult-grl-k50", 0.9),
+    ("GRL, 50 G_p updates a step", "adult-grl-k50", 0.8),
+    ("reweighing alone (Kamiran & Calders; `adult-reweigh`)", "adult-reweigh", 0.0),
+    ("reweighing + GRL, 50 updates (`adult-rw-grl-k50`)", "adult-rw-grl-k50", 0.7),
+    ("HSIC (`adult-hsic`)", "adult-hsic", 0.9),
+    ("reweighing + HSIC (`adult-rw-hsic`)", "adult-rw-hsic", 0.9),
+    ("GRL, G_p re-initialised every 300 steps (`adult-reset`)", "adult-reset", 0.9),
+    ("LEACE (`adult-leace`)", "adult-leace", 1.0),
+    ("INLP, 10 rounds (`adult-inlp`)", "adult-inlp", 1.0),
+)
+
+
+def pareto_adult_block():
+    rows = []
+    for label, sweep, a in ADULT_POINTS:
+        p = pareto_point("adult-pareto", sweep, a)
+        rows.append([label, f"{a:g}", ms(p["usefulness"]), ms(p["statistical_parity_difference"]),
+                     ms(p["equalised_odds_difference"]), probe(p), num(p["probe_linear"]["mean"])])
+    return table(["method (folder)", "α", "accuracy", "parity difference", "equalised odds",
+                  "tuned MLP probe (bits)", "linear probe"], rows)
+
+
+CONTEXT_POINTS = (
+    ("none (`ctx-grl`, α = 0)", "ctx-grl", 0.0),
+    ("reference: trained at ρ = 0.5, no shortcut to learn (`ctx-rho05`)", "ctx-rho05", 0.0),
+    ("GRL, the paper's (`ctx-grl`)", "ctx-grl", 0.3),
+    ("GRL", "ctx-grl", 1.0),
+    ("GRL, 20 G_p updates a step (`ctx-grl-k20`)", "ctx-grl-k20", 0.4),
+    ("GRL, 20 G_p updates a step", "ctx-grl-k20", 0.7),
+    ("GRL, G_p re-initialised every 300 steps (`ctx-reset`)", "ctx-reset", 0.7),
+    ("GRL on reweighed batches (`ctx-rw-grl`)", "ctx-rw-grl", 0.7),
+    ("HSIC on the 768 conv features (`ctx-hsic`)", "ctx-hsic", 0.5),
+    ("HSIC on the 768 conv features", "ctx-hsic", 0.9),
+    ("LEACE (`ctx-leace`)", "ctx-leace", 1.0),
+    ("INLP, 40 rounds (`ctx-inlp`)", "ctx-inlp", 1.0),
+    ("reweighing + HSIC + 64-unit bottleneck (`context-mnist/`)", "context-mnist", 0.7),
+    ("reweighing + HSIC + 64-unit bottleneck", "context-mnist", 0.8),
+    ("reweighing + HSIC + 64-unit bottleneck", "context-mnist", 0.9),
+    ("ceiling: twin penalty, twin labelled (`ctx-twin-labelled`)", "ctx-twin-labelled", 0.3),
+    ("ceiling: twin labelled + 64-unit bottleneck (`ctx-twin-labelled-b64`)", "ctx-twin-labelled-b64", 0.3),
+    ("ceiling: twin labelled + 64-unit bottleneck", "ctx-twin-labelled-b64", 0.5),
+)
+
+
+def pareto_context_block():
+    rows = []
+    for label, sweep, a in CONTEXT_POINTS:
+        p = pareto_point("context-mnist-pareto", sweep, a)
+        rows.append([label, f"{a:g}", ms(p["usefulness"]), num(p["reversed_accuracy"]["mean"]), probe(p),
+                     num(p["probe_linear"]["mean"]), num(p["mask_share"]["mean"])])
+    return table(["method (folder)", "α", "balanced", "reversed", "tuned MLP probe (bits)", "linear probe",
+                  "mask share"], rows)
+
+
+FLOOR = (
+    ("reference: ρ = 0.5, no shortcut, no removal (`ctx-rho05`)", "ctx-rho05", 0.0),
+    ("reweighing + HSIC + 64-unit bottleneck (`ctx-rw-hsic-b64`)", "ctx-rw-hsic-b64", 0.0),
+    ("the same", "ctx-rw-hsic-b64", 0.7),
+    ("the same", "ctx-rw-hsic-b64", 0.8),
+    ("the same", "ctx-rw-hsic-b64", 0.9),
+    ("ceiling: twin labelled + bottleneck (`ctx-twin-labelled-b64`)", "ctx-twin-labelled-b64", 0.3),
+    ("the same", "ctx-twin-labelled-b64", 0.5),
+)
+
+
+def decision_floor_block():
+    rows = []
+    for label, sweep, a in FLOOR:
+        alphas = load(*AGNOSTIC, "decision-floor", sweep, "summary.json")["alphas"]
+        s = alphas[alpha_key(alphas, a)]
+        bg = s["accuracy_by_background"]
+        rows.append([label, f"{a:g}", ms(s["target_accuracy"]["balanced"]),
+                     f"{num(bg['plain']['mean'])} / {num(bg['photograph']['mean'])}",
+                     ms(s["probe_accuracy"]["mlp"]), ms(s["probe_accuracy"]["decision"]),
+                     ms(s["probe_excess_over_decision"])])
+    return table(["network", "α", "balanced", "plain / photograph background", "tuned MLP probe, features",
+                  "tuned MLP probe, G_y's logits", "features − logits"], rows)
+
+
+BLOCKS = {
+    "aif360": aif360_block,
+    "adult": adult_block,
+    "pareto-adult": pareto_adult_block,
+    "pareto-context": pareto_context_block,
+    "decision-floor": decision_floor_block,
+}
