@@ -27,7 +27,15 @@ minutes=${MINUTES:-20}
 root=results/hib/instance-levers
 
 watch=(--watch-every 1000 --watch test --threads 2)
-base=(--protocol instance --model gaussian --validation-fraction 0.05 "${watch[@]}" --no-eval --seed "$seed")
+# Every lever trains its convolutions in bf16, as a-constant … f-64x8 did (`--precision auto`
+# picks bf16 only on CPUs with native bf16 and f32 elsewhere, which would change the recipe).
+base=(--protocol instance --model gaussian --validation-fraction 0.05 --precision bf16 "${watch[@]}" --no-eval --seed "$seed")
+# Seed 0 plans its step count from its own speed, so its budget means the same thing only on the
+# kind of CPU the study's first runs planned on: one with native bf16 (avx512_bf16 or amx_bf16;
+# they ran at 97 ms a step for b-cosine). On a CPU without it (AVX2 only: 570-615 ms a step for the
+# same recipe in f32, measured) a 20-minute budget trains a sixth of the steps, so seed-0 runs
+# there are refused; LEVERS_ANY_CPU=1 overrides (the budgets are then not comparable).
+native_bf16() { grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; }
 # The peak-rate recipe the other levers are added to one at a time (its batch shape apart, so a
 # lever can change it: --group may be given once).
 peak=(--lr 3e-3 --warmup 200 --lr-schedule cosine)
@@ -75,6 +83,10 @@ for name in "${runs[@]}"; do
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
     else
+        if ! native_bf16 && [ "${LEVERS_ANY_CPU:-0}" != 1 ]; then
+            echo "$out: refused: this CPU has no native bf16 (avx512_bf16/amx_bf16), so a 20-minute budget here is not the study's; run seed 0 on such a CPU, or set LEVERS_ANY_CPU=1" >&2
+            continue
+        fi
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --budget-minutes "$minutes" --finish-planned-steps --out "$out" \
             >"$out.log" 2>&1
