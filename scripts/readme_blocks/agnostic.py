@@ -153,3 +153,67 @@ BLOCKS = {
     "pareto-context": pareto_context_block,
     "decision-floor": decision_floor_block,
 }
+
+
+def trial_record(folder, alpha):
+    """The single repeat of one methods-trial sweep at α (its metrics.jsonl line)."""
+    from .common import load_lines
+    for r in load_lines(*AGNOSTIC, "methods-trial", folder, "metrics.jsonl"):
+        if abs(r["alpha"] - alpha) < 1e-9 and r["repeat"] == 0:
+            return r
+    raise SystemExit(f"docs: results/agnostic/methods-trial/{folder}/metrics.jsonl has no repeat 0 at α = {alpha}")
+
+
+def probe_bits(r, kind):
+    return f"{num(r[f'probe_{kind}']['accuracy'])} ({r[f'probe_{kind}']['mutual_information_bits']:.3f})"
+
+
+TRIAL_CONTEXT = (
+    ("leace-ctx2", "none (α = 0 network, G_y retrained)", 0.0),
+    ("leace-ctx", "LEACE fitted on the context set (digit-less backgrounds)", 1.0),
+    ("leace-ctx2", "LEACE, target set, group-balanced weights", 1.0),
+    ("leace-ctx3", "the same with covariance shrinkage", 1.0),
+    ("leace-ctx5", "the same, applied in double precision", 1.0),
+    ("hsic-ctx-plain", "HSIC penalty over the whole batch", 0.5),
+    ("hsic-ctx-plain", "HSIC penalty over the whole batch", 0.9),
+    ("hsic-ctx", "HSIC within each target class", 0.5),
+    ("hsic-ctx", "HSIC within each target class", 0.9),
+    ("twin-ctx", "counterfactual-twin penalty (the ceiling)", 0.5),
+    ("reset-ctx", "GRL, G_p re-initialised every 300 steps (200 steps alone)", 0.7),
+    ("inlp-ctx", "none (α = 0 network, G_y retrained)", 0.0),
+    ("inlp-ctx", "INLP, 10 rounds (session 12)", 1.0),
+    ("inlp40-ctx", "INLP, 40 rounds (same α = 0 network)", 1.0),
+)
+
+
+def trials_context_block():
+    rows = []
+    for folder, label, a in TRIAL_CONTEXT:
+        r = trial_record(folder, a)
+        t = r["target_accuracy"]
+        rows.append([f"`{folder}`", label, f"{a:g}", num(t["iid"]), num(t["balanced"]), num(t["reversed"]),
+                     num(r["worst_group_accuracy"]), probe_bits(r, "linear"), probe_bits(r, "mlp"),
+                     num(r["protected_head_accuracy"]), num(r["flip_rate"]), num(r["mask_share"])])
+    return table(["folder", "method", "α", "IID", "balanced", "reversed", "worst group", "linear probe (bits)",
+                  "tuned MLP probe (bits)", "G_p", "flip rate", "mask share"], rows)
+
+
+TRIAL_ADULT = (
+    ("leace-adult3", "none (α = 0)", 0.0),
+    ("leace-adult3", "LEACE (balanced weights, shrinkage)", 1.0),
+    ("hsic-adult", "HSIC penalty", 0.5),
+    ("hsic-adult", "HSIC penalty", 0.9),
+)
+
+
+def trials_adult_block():
+    rows = []
+    for folder, label, a in TRIAL_ADULT:
+        r = trial_record(folder, a)
+        rows.append([f"`{folder}`", label, f"{a:g}", num(r["accuracy"]), num(r["demographic_parity_difference"]),
+                     num(r["equalised_odds_difference"]), probe_bits(r, "linear"), probe_bits(r, "mlp")])
+    return table(["folder", "method", "α", "accuracy", "parity difference", "equalised odds", "linear probe (bits)",
+                  "tuned MLP probe (bits)"], rows)
+
+
+BLOCKS.update({"trials-context": trials_context_block, "trials-adult": trials_adult_block})
