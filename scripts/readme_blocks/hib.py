@@ -153,3 +153,31 @@ BLOCKS = {
     "instance-tables": instance_tables_block,
     "instance-levers": instance_levers_block,
 }
+
+
+def paper_mog1_n2d2():
+    """The paper's Table 1 MoG-1 values at N = 2, D = 2 (as the open-set summary records them)."""
+    p = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]["mog1"]
+    return [p[metric][variant] for metric, variant in CELLS]
+
+
+def recipe_45min_block(steps=(2000, 4000, 5000, 7000, 9000)):
+    folder = os.path.join(HIB, "open-set", "recipe-45min")
+    with open(os.path.join(folder, "monitor.jsonl")) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    best = load(os.path.join(folder, "best.json"))["step"]
+    rows = []
+    for r in records:
+        if r["step"] not in steps and r["step"] != best:
+            continue
+        v, t = r["sets"]["validation"], r["sets"]["test_unseen"]
+        label = f"{r['train_seconds'] / 60:.1f}" + (" (best on validation)" if r["step"] == best else "")
+        rows.append(f"| {label} | {r['step']:,} | {sum(v[k] for k in WATCH_KEYS) / 4:.3f} | "
+                    f"{t['ap_clean']:.3f} / {t['ap_corrupt']:.3f} | {t['knn_clean']:.3f} / {t['knn_corrupt']:.3f} |")
+    p = paper_mog1_n2d2()
+    rows.append(f"| paper, 500k steps | | | {p[0]:.3f} / {p[1]:.3f} | {p[2]:.3f} / {p[3]:.3f} |")
+    return "\n".join(["| minutes | step | validation score | test_unseen AP clean / corrupt | KNN clean / corrupt |",
+                      "|---|---|---|---|---|"] + rows)
+
+
+BLOCKS["recipe-45min"] = recipe_45min_block
