@@ -181,3 +181,67 @@ def recipe_45min_block(steps=(2000, 4000, 5000, 7000, 9000)):
 
 
 BLOCKS["recipe-45min"] = recipe_45min_block
+
+
+# The open-set lever ladder (results/hib/open-set/levers/): seed 0 of RUN is RUN/, seed S is
+# RUN-seedS/; a run counts once its folder holds `done`; numbers are its last watch.
+LEVERS = os.path.join(HIB, "open-set", "levers")
+LADDER = (
+    ("a-baseline", "Adam 1e-3 constant (the committed grouped recipe)"),
+    ("b-cosine", "cosine decay from 1e-3"),
+    ("c-lr3e-3-warmup", "peak 3e-3, 200 warm-up steps, cosine"),
+    ("d-head", "+ a, b at 30x the learning rate, b from the first batch"),
+    ("e-bn", "+ batch norm after each conv"),
+    ("f-allpairs", "+ all 32,640 pairs of the 256 images"),
+    ("g-ema", "+ EMA of the weights, decay 0.999"),
+)
+
+
+def open_set_lever(folder):
+    path = os.path.join(LEVERS, folder)
+    if not os.path.exists(os.path.join(path, "done")):
+        return None
+    with open(os.path.join(path, "monitor.jsonl")) as f:
+        record = [json.loads(line) for line in f if line.strip()][-1]
+    seconds = load(os.path.join(path, "state.json"))["seconds"]
+    sets = {name: [q[k] for k in WATCH_KEYS] for name, q in record["sets"].items()}
+    return {"step": record["step"], "minutes": seconds / 60, "ms": 1000 * seconds / record["step"], **sets}
+
+
+def slash(values):
+    return " / ".join(f"{v:.3f}" for v in values)
+
+
+def open_set_ladder_block():
+    rows = []
+    for run, levers in LADDER:
+        r = open_set_lever(run)
+        rows.append(f"| {run} | {levers} | {r['step']} | {r['minutes']:.1f} | {r['ms']:.0f} | {slash(r['validation'])} | "
+                    f"{sum(r['validation']) / 4:.3f} | {slash(r['test_unseen'])} | {slash(r['test_seen'])} |")
+    rows.append(f"| paper (500k steps) | | | | | | | {slash(paper_mog1_n2d2())} (Table 1, MoG-1) | |")
+    return "\n".join(["| run | levers added | steps | min | ms/step | validation (AP c / AP k / KNN c / KNN k) | val. score | test_unseen | test_seen |",
+                      "|---|---|---|---|---|---|---|---|---|"] + rows)
+
+
+def open_set_seeds_block():
+    runs = sorted(d for d in os.listdir(LEVERS)
+                  if os.path.isdir(os.path.join(LEVERS, d)) and not re.search(r"-seed[0-9]+$", d))
+    out = ["| run | seed | steps | min | validation | val. score | test_unseen | test_seen |", "|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        rows = []
+        for seed in range(10):
+            r = open_set_lever(run if seed == 0 else f"{run}-seed{seed}")
+            if r is None:
+                continue
+            rows.append(r)
+            out.append(f"| {run} | {seed} | {r['step']} | {r['minutes']:.1f} | {slash(r['validation'])} | "
+                       f"{sum(r['validation']) / 4:.3f} | {slash(r['test_unseen'])} | {slash(r['test_seen'])} |")
+        if len(rows) > 1:
+            mean = {k: [sum(r[k][i] for r in rows) / len(rows) for i in range(4)] for k in ("validation", "test_unseen", "test_seen")}
+            out.append(f"| **{run}** | mean of {len(rows)} | | | {slash(mean['validation'])} | **{sum(mean['validation']) / 4:.3f}** | "
+                       f"{slash(mean['test_unseen'])} | {slash(mean['test_seen'])} |")
+    return "\n".join(out)
+
+
+BLOCKS["open-set-ladder"] = open_set_ladder_block
+BLOCKS["open-set-seeds"] = open_set_seeds_block
