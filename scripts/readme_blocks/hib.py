@@ -245,3 +245,74 @@ def open_set_seeds_block():
 
 BLOCKS["open-set-ladder"] = open_set_ladder_block
 BLOCKS["open-set-seeds"] = open_set_seeds_block
+
+
+# The first reproduction's levers (results/hib/open-set/paper-recipe-4k/n2-d2/experiments/).
+RECIPE_4K = os.path.join(HIB, "open-set", "paper-recipe-4k")
+EXPERIMENTS = os.path.join(RECIPE_4K, "n2-d2", "experiments")
+
+
+def cells4(r, dot=False):
+    values = [r["verification_ap"]["clean"], r["verification_ap"]["corrupt"], r["knn_accuracy"]["clean"],
+              r["knn_accuracy"]["corrupt"]]
+    return [(f"{v:.3f}"[1:] if dot else f"{v:.3f}") for v in values]
+
+
+def tau(r, key):
+    return f"{r[key]['clean']:.3f} / {r[key]['corrupt']:.3f}".replace("-", "−")
+
+
+def experiments_4k_block():
+    def curve_end(name):
+        with open(os.path.join(EXPERIMENTS, name)) as f:
+            return json.load(f)[-1]
+    rows = []
+    for label, path in (("constant lr 1e-3 (`runs/mog1-seed0`)", os.path.join(RECIPE_4K, "n2-d2", "runs", "mog1-seed0", "eval.json")),
+                        ("cosine lr 1e-3 → 0 (`mog1-cosine-4k.*`)", os.path.join(EXPERIMENTS, "mog1-cosine-4k.eval.json")),
+                        ("constant lr 1e-3, resumed to 8,000 (`mog1-constant-8k.*`)", os.path.join(EXPERIMENTS, "mog1-constant-8k.eval.json"))):
+        e = load(path)
+        rows.append([label, f"{e['steps']:,}"] + cells4(e) + [tau(e, "tau_ap"), tau(e, "tau_knn")])
+    g = curve_end("mog1-group32x8-2k.curve.json")
+    rows.append(["grouped batches 32 classes x 8 images (`mog1-group32x8-2k.*`)", f"{g['step']:,}"] + cells4(g) + ["", ""])
+    p = load(os.path.join(RECIPE_4K, "n2-d2", "summary.json"))["paper"]["mog1"]
+    rows.append(["paper (500k iterations)", ""] + cells4(p) + [f"{p['tau_ap']['clean']:.2f} / {p['tau_ap']['corrupt']:.2f}",
+                                                              f"{p['tau_knn']['clean']:.2f} / {p['tau_knn']['corrupt']:.2f}"])
+    head = ["run", "steps", "AP clean", "AP corrupt", "KNN clean", "KNN corrupt gallery", "tau AP clean / corrupt",
+            "tau KNN clean / corrupt"]
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def grouped_vs_paper_block():
+    with open(os.path.join(EXPERIMENTS, "mog1-group32x8-2k.curve.json")) as f:
+        grouped = {r["step"]: r for r in json.load(f)}
+    with open(os.path.join(RECIPE_4K, "n2-d2", "curves.json")) as f:
+        paper_sampler = {r["step"]: r for r in json.load(f)["mog1"]}
+    rows = []
+    for step in sorted(set(grouped) | set(paper_sampler)):
+        if step % 1000:
+            continue
+        for name, curve in (("paper sampler", paper_sampler), ("grouped", grouped)):
+            if step in curve:
+                r = curve[step]
+                rows.append(f"| {step:,} {name} ({r['train_seconds']:.0f} s) | " + " | ".join(cells4(r)) + " |")
+    e = load(os.path.join(EXPERIMENTS, "mog1-constant-8k.eval.json"))
+    rows.append(f"| {e['steps']:,} paper sampler (resumed; eval.json, {e['repeats']} repeats) | " + " | ".join(cells4(e)) + " |")
+    return "\n".join(["| steps (training seconds) | AP clean | AP corrupt | KNN clean | KNN corrupt |", "|---|---|---|---|---|"] + rows)
+
+
+def grouped_curves_block():
+    with open(os.path.join(RECIPE_4K, "n2-d2-grouped", "curves.json")) as f:
+        curves = json.load(f)
+    steps = sorted({r["step"] for r in curves["mog1"]})
+    rows = []
+    for step in steps:
+        cells = []
+        for model in ("point", "mog1", "mog2"):
+            r = next(x for x in curves[model] if x["step"] == step)
+            cells.append(" / ".join(cells4(r, dot=True)))
+        rows.append(f"| {step:,} | " + " | ".join(cells) + " |")
+    return "\n".join(["| steps | point | MoG-1 | MoG-2 |", "|---|---|---|---|"] + rows)
+
+
+BLOCKS.update({"experiments-4k": experiments_4k_block, "grouped-vs-paper": grouped_vs_paper_block,
+               "grouped-curves": grouped_curves_block})
