@@ -316,3 +316,25 @@ def grouped_curves_block():
 
 BLOCKS.update({"experiments-4k": experiments_4k_block, "grouped-vs-paper": grouped_vs_paper_block,
                "grouped-curves": grouped_curves_block})
+
+
+def split_curves_block():
+    """results/hib/open-set/n2-d2-split/: point and MoG-1 per kept checkpoint on both open-set test
+    splits (runs/<model>/curve_test_seen.json, runs/<model>/curve.json = test_unseen)."""
+    base = os.path.join(HIB, "open-set", "n2-d2-split", "runs")
+    columns = []
+    for model in ("point", "mog1"):
+        for name in ("curve_test_seen.json", "curve.json"):
+            with open(os.path.join(base, model, name)) as f:
+                columns.append({r["step"]: r for r in json.load(f)})
+    steps = sorted(set().union(*columns))
+    rows = [f"| {s:,} | " + " | ".join(" / ".join(cells4(c[s], dot=True)) if s in c else "" for c in columns) + " |"
+            for s in steps]
+    paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
+    rows.append("| paper | " + " / ".join(cells4(paper["point"], dot=True)) + " | | "
+                + " / ".join(cells4(paper["mog1"], dot=True)) + " | |")
+    return "\n".join(["| steps | point, test_seen | point, test_unseen | MoG-1, test_seen | MoG-1, test_unseen |",
+                      "|---|---|---|---|---|"] + rows)
+
+
+BLOCKS["split-curves"] = split_curves_block
