@@ -338,3 +338,25 @@ def split_curves_block():
 
 
 BLOCKS["split-curves"] = split_curves_block
+
+
+def own_data_block(runs=("fashion-mnist-d2", "fashion-mnist-d8", "fashion-mnist-d8-split1")):
+    """results/own-data/<run>/: HIB on a user's own image folders, unseen and seen classes."""
+    def pair(x):
+        return f"{x['clean']:.3f} / {x['corrupt']:.3f}"
+    rows = []
+    for run in runs:
+        folder = os.path.join(ROOT, "results", "own-data", run)
+        config = load(os.path.join(folder, "config.json"))
+        m = re.search(r"--split-seed ([0-9]+)", config["command"])
+        split = load(os.path.join(folder, "data_split.json"))
+        unseen = load(os.path.join(folder, "eval.json"))
+        seen = load(os.path.join(folder, "eval_test_seen.json"))
+        rows.append(f"| `{run}` | D = {config['hib']['dim']}, split seed {m.group(1) if m else 0} | "
+                    f"{', '.join(split['unseen_classes'])} | {pair(unseen['verification_ap'])} | {pair(unseen['knn_accuracy'])} | "
+                    f"{pair(unseen['tau_ap'])} | {pair(seen['verification_ap'])} | {pair(seen['knn_accuracy'])} |")
+    return "\n".join(["| run | setting | unseen classes | unseen: verification AP | unseen: KNN | unseen: τ AP | "
+                      "seen: verification AP | seen: KNN |", "|---|---|---|---|---|---|---|---|"] + rows)
+
+
+BLOCKS["own-data"] = own_data_block
