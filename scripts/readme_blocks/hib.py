@@ -360,3 +360,83 @@ def own_data_block(runs=("fashion-mnist-d2", "fashion-mnist-d8", "fashion-mnist-
 
 
 BLOCKS["own-data"] = own_data_block
+
+
+# Identification with abstention on a user's own images (results/own-data/identification/).
+IDENT = os.path.join(ROOT, "results", "own-data", "identification")
+IDENT_RUNS = ("fashion-mnist-d8-split1", "fashion-mnist-d8", "fashion-mnist-d2")
+
+
+def identification_block():
+    rows = []
+    for run in IDENT_RUNS:
+        unseen = ", ".join(load(os.path.join(ROOT, "results", "own-data", run, "data_split.json"))["unseen_classes"])
+        for score in ("eta", "margin"):
+            # Risks whose chosen rule and outcome coincide share a row.
+            merged = []
+            for risk in ("0.05", "0.1", "0.2"):
+                s = load(os.path.join(IDENT, f"{run}-{score}-risk{risk}", "summary.json"))
+                rule = s["rule"]
+                text = {"abstain_above": lambda r: f"abstain above {r['threshold']:.4f}", "accept_all": lambda r: "accept all",
+                        "abstain_all": lambda r: "abstain on all"}[rule["rule"]](rule)
+                answered = "—" if s["accuracy_answered"] is None else f"{s['accuracy_answered']:.3f}"
+                if s["accuracy_answered"] is not None and round(s["coverage"] * s["probes"]) == 1:
+                    answered += " (1 probe)"
+                key = (text, f"{s['coverage']:.3f}", answered)
+                if merged and merged[-1][1] == key:
+                    merged[-1][0].append(risk)
+                else:
+                    merged.append(([risk], key, s))
+            for risks, (text, coverage, answered), s in merged:
+                rows.append(f"| `{run}` | {unseen} | {s['accuracy']:.3f} | {s['ann_recall_at_10']:.4f} | {score} | "
+                            f"{', '.join(risks)} | {text} | {coverage} | {answered} |")
+    return "\n".join(["| run | held-out classes | top-1 accuracy, full coverage | ANN recall@10 | abstain by | target risk | "
+                      "rule (from validation) | probe coverage | accuracy among answered |",
+                      "|---|---|---|---|---|---|---|---|---|"] + rows)
+
+
+def risk_coverage(run):
+    """Full-coverage risk, and per score the AURC (mean over k of the error rate among the k most
+    confident probes) and the risk at 50 % coverage, from the probes' search.csv (confidence: low
+    η; high margin between the best two identities)."""
+    import csv
+    with open(os.path.join(IDENT, f"{run}-eta-risk0.05", "search.csv")) as f:
+        rows = list(csv.DictReader(f))
+    wrong = [r["identity_1"] != r["label"] for r in rows]
+    out = {"risk": sum(wrong) / len(wrong)}
+    for score in ("eta", "margin"):
+        doubt = [float(r[score]) if score == "eta" else 1 - float(r[score]) for r in rows]
+        order = sorted(range(len(rows)), key=lambda i: doubt[i])
+        errors, area = 0, 0.0
+        for k, i in enumerate(order, 1):
+            errors += wrong[i]
+            area += errors / k
+        half = len(rows) // 2
+        out[score] = (area / len(rows), sum(wrong[i] for i in order[:half]) / half)
+    return out
+
+
+def identification_aurc_block():
+    rows = []
+    for run in IDENT_RUNS:
+        r = risk_coverage(run)
+        rows.append(f"| `{run}` | {r['risk']:.3f} | {r['eta'][0]:.3f} | {r['margin'][0]:.3f} | "
+                    f"{r['eta'][1]:.3f} / {r['margin'][1]:.3f} |")
+    return "\n".join(["| run | full-coverage risk | AURC by eta | AURC by margin | risk at 50 % coverage, eta / margin |",
+                      "|---|---|---|---|---|"] + rows)
+
+
+def bench_search_block():
+    rows = []
+    for dim in (2, 3, 16):
+        for b in load(os.path.join(IDENT, f"bench-search-d{dim}.json")):
+            points = "10⁶" if b["points"] == 10**6 else f"{b['points']:,}"
+            rows.append(f"| {b['dim']} | {points} | {b['build_seconds']:.0f} | {b['inserts_per_second']:,.0f} | "
+                        f"{b['queries_per_second']:,.0f} | {b['recall_at_10']:.4f} | {b['build_rss_bytes'] / 2**20:,.0f} | "
+                        f"{b['dump_bytes'] / 2**20:,.0f} | {b['exact_seconds']:.1f} |")
+    return "\n".join(["| D | points | build s | inserts/s | queries/s (k = 10) | recall@10 | build RSS MiB | index files MiB | "
+                      "exact search s (1,000 queries) |", "|---|---|---|---|---|---|---|---|---|"] + rows)
+
+
+BLOCKS.update({"identification": identification_block, "identification-aurc": identification_aurc_block,
+               "bench-search": bench_search_block})
