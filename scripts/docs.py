@@ -13,22 +13,27 @@ Markdown file; everything outside the markers is left as it is. The families:
 - `active:NAME` — active-learning tables (`readme_blocks/active.py`);
 - `agnostic:NAME` — concept-agnostic tables (`readme_blocks/agnostic.py`);
 - `bayes:NAME` — Bayesian-toolbox tables (`readme_blocks/bayes.py`);
+- `bench:NAME` — benchmark and fuzz tables (`readme_blocks/bench.py`);
 - `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`),
   copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
   folder of the file that holds the block (what `hib reproduce` writes into its README).
 
 Every Markdown file of the repository (README.md and everything under results/) is scanned, so a
-block added anywhere is checked. Standard library only; `scripts/test.sh` runs `--check`, so a
+block added anywhere is checked. `--check` also fails on a table of numbers (a cell below the
+header with a decimal number) in README.md or a results/**/README.md that sits outside every
+generated block, unless the line before it is `<!-- hand: WHY -->` saying why no result file
+holds it (a table of settings, paths or commands; a printout the project did not keep). Standard library only; `scripts/test.sh` runs `--check`, so a
 number that its result file no longer supports fails the tests.
 """
 import os
 import re
 import sys
 
-from readme_blocks import active, agnostic, bayes, hib
+from readme_blocks import active, agnostic, bayes, bench, hib
 from readme_blocks.common import ROOT
 
-FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS, "bayes": bayes.BLOCKS}
+FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS, "bayes": bayes.BLOCKS,
+            "bench": bench.BLOCKS}
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 
@@ -67,6 +72,24 @@ def regenerate(text, cache, folder):
     return MARKER.sub(fill, text)
 
 
+HAND = re.compile(r"<!-- hand: [^>]+ -->\n$")
+TABLE = re.compile(r"(?:^\|.*\n)+", re.M)
+
+
+def unchecked_tables(text):
+    """The first lines of the tables of numbers outside generated blocks and without a hand marker."""
+    found = []
+    outside = MARKER.sub(lambda m: "<!-- generated -->", text)
+    for m in TABLE.finditer(outside):
+        lines = m.group(0).rstrip("\n").split("\n")
+        if len(lines) < 3 or not re.search(r"\d\.\d", "\n".join(lines[2:])):
+            continue
+        if HAND.search(outside[:m.start()]):
+            continue
+        found.append(lines[0][:80])
+    return found
+
+
 def markdown_files():
     files = ["README.md"]
     for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
@@ -77,7 +100,7 @@ def markdown_files():
 
 def main(check, listing, files):
     cache = {}
-    stale = []
+    stale, unchecked = [], []
     for rel in files:
         path = os.path.join(ROOT, rel)
         with open(path) as f:
@@ -87,6 +110,9 @@ def main(check, listing, files):
                 print(f"{rel}: {m.group(1)}:{m.group(2)}")
             continue
         new = regenerate(text, cache, os.path.dirname(path))
+        if check and os.path.basename(rel) == "README.md":
+            for head in unchecked_tables(text):
+                unchecked.append(f"{rel}: {head}")
         if new != text:
             stale.append(rel)
             if not check:
@@ -96,9 +122,14 @@ def main(check, listing, files):
                 os.replace(tmp, path)
     if listing:
         return 0
+    if check and unchecked:
+        print("docs: tables of numbers outside generated blocks (generate them from their result files, or mark "
+              "a table no result file can hold with `<!-- hand: WHY -->` on the line before it):\n  "
+              + "\n  ".join(unchecked), file=sys.stderr)
     if check and stale:
         print("docs: these files state numbers their result files no longer give: "
               f"{', '.join(stale)}; run python3 scripts/docs.py", file=sys.stderr)
+    if check and (stale or unchecked):
         return 1
     print("docs: " + ("up to date" if check else f"rewrote {', '.join(stale) or 'nothing'}")
           + f" ({len(cache)} blocks)")

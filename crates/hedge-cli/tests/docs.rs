@@ -72,3 +72,18 @@ fn a_number_edited_by_hand_in_an_included_table_fails_the_check() {
         "include:results/agnostic/context-mnist/table.md",
     );
 }
+
+#[test]
+fn a_table_of_numbers_outside_every_generated_block_fails_the_check_unless_marked_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("README.md");
+    let table = "| run | RMSE |\n|---|---|\n| a | 1.234 |\n";
+    std::fs::write(&copy, format!("# Results\n\n{table}")).unwrap();
+    let o = check(Some(&copy));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("outside generated blocks") && e.contains("| run | RMSE |"), "{e}");
+    // A table of settings that no result file holds passes once it says so.
+    std::fs::write(&copy, format!("# Results\n\n<!-- hand: settings -->\n{table}")).unwrap();
+    let o = check(Some(&copy));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
