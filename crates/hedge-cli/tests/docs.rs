@@ -30,14 +30,10 @@ fn the_committed_readmes_state_what_their_result_files_give() {
 /// passes on the unedited one, from any path, without rewriting either.
 fn an_edit_inside_the_block_fails_the_check(file: &str, marker: &str) {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
-    let begin = text
-        .find(&format!("<!-- {marker}:begin -->"))
-        .unwrap_or_else(|| panic!("{file} has the {marker} block"));
+    let begin =
+        text.find(&format!("<!-- {marker}:begin -->")).unwrap_or_else(|| panic!("{file} has the {marker} block"));
     let end = text.find(&format!("<!-- {marker}:end -->")).unwrap();
-    let cell = text[begin..end]
-        .find("| 0.")
-        .or_else(|| text[begin..end].find("| 1."))
-        .expect("a number in the block");
+    let cell = text[begin..end].find("| 0.").or_else(|| text[begin..end].find("| 1.")).expect("a number in the block");
     let digit = begin + cell + "| 0.".len();
     let replacement = if &text[digit..digit + 1] == "8" { "7" } else { "8" };
     let edited = format!("{}{replacement}{}", &text[..digit], &text[digit + 1..]);

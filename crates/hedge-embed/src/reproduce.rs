@@ -955,10 +955,7 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
 /// `text` (what `name` in the same folder holds) between the marker comments with which
 /// `scripts/docs.py --check` compares the README's copy with the file.
 fn included(name: &str, text: &str) -> String {
-    format!(
-        "<!-- include:./{name}:begin -->\n{}\n<!-- include:./{name}:end -->\n",
-        text.trim_matches('\n')
-    )
+    format!("<!-- include:./{name}:begin -->\n{}\n<!-- include:./{name}:end -->\n", text.trim_matches('\n'))
 }
 
 /// The MoG-1 seed-0 run's hyper-parameters that differ from `HibConfig::default()` (besides
