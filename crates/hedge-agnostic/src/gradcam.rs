@@ -73,12 +73,16 @@ pub struct MapsSummary {
 /// (`gradcam-<sweep folder>.png`, maps in `gradcam-<sweep folder>.npz`); writes `maps.json` and
 /// `maps.md` into `out`. Post-hoc erasure sweeps are listed as skipped: their G_y reads erased
 /// features, and the eraser is not saved with the network.
-pub fn class_activation_report(sweeps: &[PathBuf], data_dir: &Path, out: &Path) -> Result<MapsSummary> {
+pub fn class_activation_report(
+    sweeps: &[PathBuf],
+    data_dir: &Path,
+    out: &Path,
+    overwrite: bool,
+) -> Result<MapsSummary> {
     if sweeps.is_empty() {
         return Err(invalid("sweeps", "none", "give at least one sweep folder"));
     }
-    std::fs::create_dir_all(out)
-        .map_err(|e| AgnosticError::Write { path: out.display().to_string(), what: e.to_string() })?;
+    hedge_data::atomic::prepare_report_files(out, &["maps.json", "maps.md"], overwrite)?;
     let mut summary = MapsSummary { uniform_mask_share: f64::NAN, networks: Vec::new(), skipped: Vec::new() };
     for sweep in sweeps {
         let dir = RunDirectory::open(sweep)?;

@@ -126,7 +126,10 @@ fn reference_rho(config: &SweepConfig) -> Option<f64> {
 
 /// Reads every sweep in `sweeps` (all on one dataset), writes `pareto.json`, `pareto.md` and
 /// `pareto.png` into `out` and returns the summary.
-pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
+/// The files [`pareto`] writes into its output folder.
+pub const PARETO_FILES: [&str; 5] = ["pareto.json", "pareto.md", "pareto.png", "parity.png", "odds.png"];
+
+pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoSummary> {
     if sweeps.is_empty() {
         return Err(invalid("sweeps", "none", "give at least one sweep folder"));
     }
@@ -167,8 +170,9 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path) -> Result<ParetoSummary> {
             .map(|k| methods[k])
             .collect();
     let summary = ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front };
-    std::fs::create_dir_all(out)
-        .map_err(|e| crate::AgnosticError::Write { path: out.display().to_string(), what: e.to_string() })?;
+    // The front is often written beside its sweeps, in a folder hedge did not make: only its own
+    // files are replaced there, and only with --overwrite.
+    hedge_data::atomic::prepare_report_files(out, &PARETO_FILES, overwrite)?;
     let json = serde_json::to_vec_pretty(&summary).expect("a summary serialises");
     hedge_data::write_atomic(&out.join("pareto.json"), &json)?;
     hedge_data::write_atomic(&out.join("pareto.md"), markdown(&summary, dataset).as_bytes())?;

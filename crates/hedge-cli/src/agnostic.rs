@@ -46,6 +46,10 @@ pub struct ParetoArgs {
     sweeps: Vec<PathBuf>,
     #[arg(long)]
     out: PathBuf,
+    /// Replace the report files an earlier run of this command wrote in --out (never files hedge
+    /// did not write).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Args)]
@@ -251,7 +255,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
         AgnosticCommand::Report(args) => report(args),
         AgnosticCommand::Exp1(args) => exp1(args),
         AgnosticCommand::Pareto(args) => {
-            let summary = hedge_agnostic::pareto::pareto(&args.sweeps, &args.out)?;
+            let summary = hedge_agnostic::pareto::pareto(&args.sweeps, &args.out, args.overwrite)?;
             print!("{}", std::fs::read_to_string(args.out.join("pareto.md"))?);
             println!(
                 "\n{} points, {} on the front; wrote {}",
@@ -263,7 +267,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
         }
         AgnosticCommand::Maps(args) => {
             let data_dir = hedge_data::data_dir()?;
-            hedge_agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out)?;
+            hedge_agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out, args.overwrite)?;
             print!("{}", std::fs::read_to_string(args.out.join("maps.md"))?);
             Ok(())
         }

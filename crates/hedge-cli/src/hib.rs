@@ -611,6 +611,9 @@ fn train(args: TrainArgs) -> Result<()> {
             config.conv_precision = config.conv_precision.resolve(device);
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
+            if let Some(data) = &args.data {
+                hedge_data::check_out_not_inside(out, data, "--data")?;
+            }
             // The data loads before the run directory exists, so a load failure leaves none.
             let train_set = load_role(&config, NDigitSplit::Train)?;
             // The trainer checks the data against the settings (a grouped batch needs as many

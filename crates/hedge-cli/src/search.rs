@@ -134,6 +134,10 @@ pub fn index(args: IndexArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let ann = args.ann.config()?;
+    hedge_data::check_out_not_inside(&args.out, &args.gallery, "--gallery")?;
+    if let Some(v) = &args.validation {
+        hedge_data::check_out_not_inside(&args.out, v, "--validation")?;
+    }
     let gallery = ImageSet::read(&args.gallery)?;
     let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
     let run = hedge_embed::RunDir::open(&args.run)?;
@@ -174,6 +178,8 @@ pub fn search(args: SearchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     hedge_data::atomic::check_output_dir(&args.out, args.overwrite)?;
+    hedge_data::check_out_not_inside(&args.out, &args.probe, "--probe")?;
+    hedge_data::check_out_not_inside(&args.out, &args.index, "--index")?;
     let mut files = IndexFiles::open(&args.index)?;
     let probes = ImageSet::read(&args.probe)?;
     let mut identifier = files.load(args.run.as_deref(), device)?;

@@ -58,6 +58,20 @@ fn search(index: &Path, probe: &Path, out: &Path, extra: &[&str]) -> std::proces
     hedge(&args)
 }
 
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -218,6 +232,60 @@ fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
     // An existing index is kept unless --overwrite.
     let err = refused(&hedge(&["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--out", s(&index)]));
     assert!(err.contains("--overwrite"), "{err}");
+    let index_args = |out: &Path| {
+        vec!["hib", "index", "--run", s(&run), "--gallery", s(&gallery), "--threads", "1", "--out"]
+            .into_iter()
+            .map(String::from)
+            .chain([s(out).to_string(), "--overwrite".into()])
+            .collect::<Vec<_>>()
+    };
+    let run_index = |out: &Path| hedge(&index_args(out).iter().map(String::as_str).collect::<Vec<_>>());
+    // --overwrite replaces hedge's own index ...
+    ok(&run_index(&index));
+    // ... but not one a user has put a file into, and never the gallery itself.
+    std::fs::write(index.join("notes.txt"), b"mine").unwrap();
+    let err = refused(&run_index(&index));
+    assert!(err.contains("notes.txt") && err.contains("not part of a hedge index"), "{err}");
+    assert_eq!(std::fs::read(index.join("notes.txt")).unwrap(), b"mine");
+    let images = |dir: &Path| walk(dir).len();
+    let before = images(&gallery);
+    let err = refused(&run_index(&gallery));
+    assert!(err.contains("--gallery") && err.contains("inside"), "{err}");
+    assert_eq!(images(&gallery), before, "no gallery image was touched");
+    // A folder hedge did not make is refused even with --overwrite; the user's files stay.
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("config.json"), b"{\"my\": 1}").unwrap();
+    let err = refused(&run_index(&mine));
+    assert!(err.contains("did not make") && err.contains("config.json"), "{err}");
+    let train_over = |out: &Path| {
+        hedge(&[
+            "hib",
+            "train",
+            "--data",
+            s(&train_folder),
+            "--unseen-classes",
+            "2",
+            "--dim",
+            "2",
+            "--steps",
+            "5",
+            "--batch",
+            "32",
+            "--threads",
+            "1",
+            "--no-eval",
+            "--overwrite",
+            "--out",
+            s(out),
+        ])
+    };
+    let err = refused(&train_over(&mine));
+    assert!(err.contains("did not make") && err.contains("config.json"), "{err}");
+    assert_eq!(std::fs::read(mine.join("config.json")).unwrap(), b"{\"my\": 1}");
+    let err = refused(&train_over(&train_folder.join("run")));
+    assert!(err.contains("--data") && err.contains("inside"), "{err}");
+    assert!(!train_folder.join("run").exists());
 
     // Probes of another size than the model takes: refused naming the file and the sizes.
     let npz = dir.path().join("small.npz");

@@ -27,29 +27,151 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// Makes `out` ready to hold a new experiment's files: creates it, or refuses one that already
-/// holds files unless `overwrite` (then files the experiment writes replace theirs, each
-/// atomically; others are left alone). Commands call this after every check and data load, so
-/// a bad argument never leaves an empty folder behind.
+/// The file that marks a folder as hedge's (JSON: the version, whether hedge made the folder, and
+/// the files it wrote into a folder it did not make): every command that makes an output folder
+/// writes it there first, and `--overwrite` replaces only what it records, so a folder or file
+/// hedge did not make (a user's, a data folder) is never replaced or emptied.
+pub const OWNER_FILE: &str = ".hedge-owned";
+
+/// The entries of `dir` other than hedge's own marker (none when `dir` does not exist).
+pub fn entries_besides_marker(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.retain(|n| n != OWNER_FILE);
+    names.sort();
+    names
+}
+
+/// What [`OWNER_FILE`] records: hedge made the whole folder, or wrote these files into a
+/// folder it did not make (reports written beside their inputs).
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+struct Ownership {
+    hedge: String,
+    folder: bool,
+    #[serde(default)]
+    files: Vec<String>,
+}
+
+fn ownership(dir: &Path) -> Option<Ownership> {
+    let text = std::fs::read_to_string(dir.join(OWNER_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn write_ownership(dir: &Path, o: &Ownership) -> Result<()> {
+    let text = serde_json::to_string_pretty(o).expect("ownership serialises");
+    write_atomic(&dir.join(OWNER_FILE), format!("{text}\n").as_bytes())
+}
+
+/// Whether hedge made `dir` (its [`OWNER_FILE`] says so).
+pub fn is_hedge_folder(dir: &Path) -> bool {
+    ownership(dir).is_some_and(|o| o.folder)
+}
+
+/// Whether hedge wrote the file `name` in `dir` (it made the folder, or recorded the file).
+pub fn hedge_wrote(dir: &Path, name: &str) -> bool {
+    ownership(dir).is_some_and(|o| o.folder || o.files.iter().any(|f| f == name))
+}
+
+/// Makes `out` ready to hold a new experiment's files: creates it and marks it as hedge's, or
+/// refuses one that already holds files unless `overwrite` and hedge made it (then files the
+/// experiment writes replace theirs, each atomically; others are left alone). Commands call this
+/// after every check and data load, so a bad argument never leaves an empty folder behind.
 pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
     check_output_dir(out, overwrite)?;
-    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))
+    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))?;
+    mark_as_hedges(out)
+}
+
+/// Marks `dir` as made by hedge (its [`OWNER_FILE`]; kept if already there).
+pub fn mark_as_hedges(dir: &Path) -> Result<()> {
+    if is_hedge_folder(dir) {
+        return Ok(());
+    }
+    let mut o = ownership(dir).unwrap_or_default();
+    o.hedge = env!("CARGO_PKG_VERSION").into();
+    o.folder = true;
+    write_ownership(dir, &o)
+}
+
+/// Makes `out` ready for the report files `names` written beside other files (a Pareto front
+/// beside its sweeps): creates it if needed; refuses when one of `names` is already there,
+/// unless `overwrite` and hedge wrote it; records `names` as hedge's.
+pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
+    }
+    for name in names {
+        if out.join(name).exists() {
+            if !overwrite {
+                return Err(DataError::OutputNotEmpty { path: out.to_path_buf(), entries: 1, example: (*name).into() });
+            }
+            if !hedge_wrote(out, name) {
+                return Err(DataError::OutputNotHedges { path: out.to_path_buf(), example: (*name).into() });
+            }
+        }
+    }
+    let fresh = !out.exists();
+    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))?;
+    let mut o = ownership(out).unwrap_or_default();
+    o.hedge = env!("CARGO_PKG_VERSION").into();
+    o.folder |= fresh;
+    for name in names {
+        if !o.files.iter().any(|f| f == name) {
+            o.files.push((*name).into());
+        }
+    }
+    write_ownership(out, &o)
 }
 
 /// The refusal of [`prepare_output_dir`] without creating anything: commands that compute for
 /// minutes before writing call it first, so the work never ends in a refused folder.
 pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
-    if let Ok(entries) = std::fs::read_dir(out) {
-        let names: Vec<String> = entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-        if !names.is_empty() && !overwrite {
-            let mut sorted = names.clone();
-            sorted.sort();
-            return Err(DataError::OutputNotEmpty {
-                path: out.to_path_buf(),
-                entries: names.len(),
-                example: sorted[0].clone(),
-            });
+    if out.exists() && !out.is_dir() {
+        return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
+    }
+    let names = entries_besides_marker(out);
+    if names.is_empty() {
+        return Ok(());
+    }
+    if !overwrite {
+        return Err(DataError::OutputNotEmpty {
+            path: out.to_path_buf(),
+            entries: names.len(),
+            example: names[0].clone(),
+        });
+    }
+    if !is_hedge_folder(out) {
+        return Err(DataError::OutputNotHedges { path: out.to_path_buf(), example: names[0].clone() });
+    }
+    Ok(())
+}
+
+/// Refuses an output folder `out` that lies inside (or is) the input folder `input` given by
+/// `flag`: what a run writes there would become part of its own input on the next read.
+pub fn check_out_not_inside(out: &Path, input: &Path, flag: &str) -> Result<()> {
+    // Canonicalise the deepest existing ancestor of `out` (it may not exist yet).
+    let mut existing = out.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() };
+            }
+            _ => break,
         }
+    }
+    let (Ok(mut out_full), Ok(input_full)) = (existing.canonicalize(), input.canonicalize()) else { return Ok(()) };
+    for name in rest.into_iter().rev() {
+        out_full.push(name);
+    }
+    if out_full.starts_with(&input_full) {
+        return Err(DataError::OutputInsideInput {
+            path: out.to_path_buf(),
+            input: input.to_path_buf(),
+            flag: flag.to_string(),
+        });
     }
     Ok(())
 }
@@ -63,13 +185,79 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
         prepare_output_dir(&out, false).unwrap();
-        assert!(out.is_dir());
-        // Empty: accepted again.
+        assert!(out.is_dir() && is_hedge_folder(&out));
+        // Holding only hedge's marker, it counts as empty: a failed start blocks no rerun.
         prepare_output_dir(&out, false).unwrap();
         write_atomic(&out.join("rounds.jsonl"), b"{}\n").unwrap();
         let e = prepare_output_dir(&out, false).unwrap_err().to_string();
         assert!(e.contains("rounds.jsonl") && e.contains("--overwrite"), "{e}");
         prepare_output_dir(&out, true).unwrap();
         assert_eq!(std::fs::read(out.join("rounds.jsonl")).unwrap(), b"{}\n", "overwrite deletes nothing itself");
+    }
+
+    #[test]
+    fn overwrite_is_refused_in_a_folder_hedge_did_not_make() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("photos");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::write(mine.join("holiday.png"), b"not hedge's").unwrap();
+        let e = prepare_output_dir(&mine, true).unwrap_err().to_string();
+        assert!(e.contains("holiday.png") && e.contains("did not make") && e.contains("another --out"), "{e}");
+        assert!(!is_hedge_folder(&mine), "a refused folder is not marked");
+        assert_eq!(std::fs::read(mine.join("holiday.png")).unwrap(), b"not hedge's");
+        // An empty folder of the user's is fine to write into (nothing to lose); it becomes hedge's.
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        prepare_output_dir(&empty, false).unwrap();
+        assert!(is_hedge_folder(&empty));
+    }
+
+    #[test]
+    fn report_files_beside_other_files_replace_only_what_hedge_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("sweeps");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("notes.md"), b"mine").unwrap();
+        prepare_report_files(&out, &["pareto.md"], false).unwrap();
+        write_atomic(&out.join("pareto.md"), b"front").unwrap();
+        assert!(hedge_wrote(&out, "pareto.md") && !hedge_wrote(&out, "notes.md") && !is_hedge_folder(&out));
+        // Again: refused without --overwrite, replaced with it.
+        let e = prepare_report_files(&out, &["pareto.md"], false).unwrap_err().to_string();
+        assert!(e.contains("pareto.md") && e.contains("--overwrite"), "{e}");
+        prepare_report_files(&out, &["pareto.md"], true).unwrap();
+        // A user's file of the same name is never replaced.
+        let theirs = dir.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("pareto.md"), b"their own").unwrap();
+        let e = prepare_report_files(&theirs, &["pareto.md"], true).unwrap_err().to_string();
+        assert!(e.contains("did not make"), "{e}");
+        assert_eq!(std::fs::read(theirs.join("pareto.md")).unwrap(), b"their own");
+        assert_eq!(std::fs::read(out.join("notes.md")).unwrap(), b"mine");
+    }
+
+    #[test]
+    fn an_output_file_is_refused_as_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("notes.txt");
+        std::fs::write(&file, b"mine").unwrap();
+        for overwrite in [false, true] {
+            let e = prepare_output_dir(&file, overwrite).unwrap_err().to_string();
+            assert!(e.contains("notes.txt") && e.contains("not a folder"), "{e}");
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"mine");
+    }
+
+    #[test]
+    fn an_output_folder_inside_an_input_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("cats")).unwrap();
+        for out in [data.clone(), data.join("run"), data.join("cats/deeper/run")] {
+            let e = check_out_not_inside(&out, &data, "--data").unwrap_err().to_string();
+            assert!(e.contains("--data") && e.contains("inside"), "{e}");
+        }
+        check_out_not_inside(&dir.path().join("runs/a"), &data, "--data").unwrap();
+        // A sibling whose name starts with the input's is not inside it.
+        check_out_not_inside(&dir.path().join("data-runs"), &data, "--data").unwrap();
     }
 }

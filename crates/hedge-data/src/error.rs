@@ -45,6 +45,15 @@ pub enum DataError {
 
     #[error("'{path}' already holds {entries} file(s) (e.g. '{example}'); choose another --out, or pass --overwrite to replace what a run there wrote")]
     OutputNotEmpty { path: PathBuf, entries: usize, example: String },
+
+    #[error("'{path}' holds files hedge did not make there (e.g. '{example}'; the folder has no .hedge-owned marker), so --overwrite cannot replace anything in it; choose another --out (if an earlier hedge version wrote this folder before it marked its folders, delete the folder yourself)")]
+    OutputNotHedges { path: PathBuf, example: String },
+
+    #[error("--out '{path}' is not a folder (a file or a link to nothing is there); choose another --out")]
+    OutputNotFolder { path: PathBuf },
+
+    #[error("--out '{path}' lies inside the input folder '{input}' ({flag}): what hedge writes there would become part of its input; choose an --out outside it")]
+    OutputInsideInput { path: PathBuf, input: PathBuf, flag: String },
 }
 
 /// What is wrong inside a file's bytes, before the file's name is known (the loaders wrap it in

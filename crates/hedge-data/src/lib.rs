@@ -32,7 +32,7 @@ pub mod uci;
 pub mod undefined;
 
 pub use adult::{Adult, AdultSplit};
-pub use atomic::{prepare_output_dir, write_atomic};
+pub use atomic::{check_out_not_inside, prepare_output_dir, write_atomic};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
 pub use error::{DataError, FormatIssue, Result};

@@ -106,7 +106,7 @@ impl RunDir {
     /// [`RunDir::create`], or with `overwrite` a folder that holds files (the run's files
     /// replace theirs; others are left alone).
     pub fn create_with(path: &Path, overwrite: bool) -> Result<Self> {
-        if !overwrite && std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_some()) {
+        if !overwrite && !hedge_data::atomic::entries_besides_marker(path).is_empty() {
             return Err(EmbedError::run(
                 path,
                 "already exists and is not empty; continue it with --resume, replace it with --overwrite, \

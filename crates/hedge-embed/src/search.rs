@@ -852,9 +852,7 @@ pub fn build_index(
 ) -> Result<IndexManifest> {
     request.ann.check()?;
     request.search.check()?;
-    if out.exists() && !overwrite {
-        return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
-    }
+    check_index_out(out, overwrite)?;
     let run = RunDir::open(run_path)?;
     let config = run.read_config()?.hib;
     let shape = config.input_shape();
@@ -928,6 +926,34 @@ pub fn build_index(
     Ok(identifier.manifest)
 }
 
+/// The files of an index folder (besides hedge's folder marker).
+const INDEX_FOLDER_FILES: [&str; 5] = [INDEX_FILE, GALLERY_FILE, "ann.hnsw.graph", "ann.hnsw.data", VALIDATION_CSV];
+
+/// An index replaces its folder whole, so `--overwrite` is accepted only for a folder hedge made
+/// that holds nothing but an index's files: a user's folder (a gallery, say) is never emptied.
+fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
+    if !out.exists() {
+        return Ok(());
+    }
+    if !overwrite {
+        return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
+    }
+    hedge_data::atomic::check_output_dir(out, true)?;
+    let foreign = hedge_data::atomic::entries_besides_marker(out)
+        .into_iter()
+        .find(|name| !INDEX_FOLDER_FILES.contains(&name.as_str()));
+    if let Some(name) = foreign {
+        return Err(EmbedError::input(
+            out,
+            format!(
+                "holds '{name}', which is not part of a hedge index; --overwrite replaces an index folder whole, \
+                 so move it out first or choose another --out"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite: bool) -> Result<()> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
@@ -937,6 +963,7 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
     let result = (|| -> Result<()> {
+        hedge_data::atomic::mark_as_hedges(&tmp)?;
         let e = &set.embedding;
         let variance = e.variance.as_ref().map_or_else(|| e.mean.zeros_like(), Tensor::shallow_clone);
         let labels = Tensor::from_slice(&set.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
@@ -961,6 +988,11 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
         return Err(e);
     }
     if out.exists() && overwrite {
+        // Checked again: the folder may have changed while the index was built.
+        if let Err(e) = check_index_out(out, true) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
         let old = out.with_file_name(format!(
             ".old-{}-{}",
             std::process::id(),
