@@ -90,7 +90,7 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
 }
 
 #[test]
-fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh() {
+fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh_only_in_hedges_own() {
     let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
     let data = UciDataset::load(&data_dir, "yacht").unwrap();
     let root = tempfile::tempdir().unwrap();
@@ -100,13 +100,20 @@ fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh() {
     exp.methods = vec![Method::Random];
     let e = exp.run(&data, root.path(), false, |_| {}).unwrap_err().to_string();
     assert!(e.contains("--overwrite") && e.contains("notes.txt"), "{e}");
-    let first = exp.run(&data, root.path(), true, |_| {}).unwrap();
-    // Over a finished experiment, --overwrite runs a new one (it does not resume the old one).
+    // A folder hedge did not make is refused even with --overwrite.
+    let e = exp.run(&data, root.path(), true, |_| {}).unwrap_err().to_string();
+    assert!(e.contains("did not make") && e.contains("notes.txt"), "{e}");
+    let out = root.path().join("run");
+    let first = exp.run(&data, &out, false, |_| {}).unwrap();
+    // Over a finished experiment of hedge's, --overwrite runs a new one (it does not resume the
+    // old one) and leaves a file the user put there alone.
+    std::fs::write(out.join("notes.txt"), "mine too").unwrap();
     exp.loop_config.budget = 30;
-    let second = exp.run(&data, root.path(), true, |_| {}).unwrap();
-    let dir = RunDirectory::open(root.path()).unwrap();
+    let second = exp.run(&data, &out, true, |_| {}).unwrap();
+    let dir = RunDirectory::open(&out).unwrap();
     let rounds: Vec<RoundMetrics> = dir.read_json_lines(ROUNDS_FILE).unwrap();
     assert_eq!(rounds.iter().map(|r| r.labels).collect::<Vec<_>>(), vec![20, 30]);
     assert_ne!(first, second);
     assert_eq!(std::fs::read_to_string(root.path().join("notes.txt")).unwrap(), "mine");
+    assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine too");
 }
