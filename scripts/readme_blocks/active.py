@@ -22,20 +22,10 @@ def summary(run):
     return load(*ACTIVE, run, "summary.json")
 
 
-def finals(run):
-    """{(method, seed): test RMSE of the last round} of a run folder's rounds.jsonl."""
-    last = {}
-    for r in load_lines(*ACTIVE, run, "rounds.jsonl"):
-        key = (r["method"], r["seed"])
-        if key not in last or r["round"] > last[key][0]:
-            last[key] = (r["round"], r["test_rmse"])
-    return {k: v[1] for k, v in last.items()}
-
-
 def seconds_per_seed(run, method):
     """Mean over seeds of fit plus selection seconds summed over a seed's rounds."""
     per_seed = {}
-    for r in load_lines(*ACTIVE, run, "rounds.jsonl"):
+    for r in rounds(run):
         if r["method"] == method:
             per_seed[r["seed"]] = per_seed.get(r["seed"], 0.0) + r["fit_seconds"] + r["selection_seconds"]
     return sum(per_seed.values()) / len(per_seed)
@@ -45,9 +35,8 @@ def paired(a, b):
     """`+d ± se (k/n)`: a − b over the seeds both runs hold, k = seeds where a is lower.
 
     a and b are (run folder, method)."""
-    fa, fb = finals(a[0]), finals(b[0])
-    seeds = sorted(s for (m, s) in fa if m == a[1] and (b[1], s) in fb)
-    d = [fa[(a[1], s)] - fb[(b[1], s)] for s in seeds]
+    fa, fb = per_seed(*a), per_seed(*b)
+    d = [fa[s] - fb[s] for s in sorted(set(fa) & set(fb))]
     mu, se = mean_se(d)
     return mu, se, sum(x < 0 for x in d), len(d)
 
@@ -212,12 +201,17 @@ BLOCKS["authors-reference"] = authors_reference_block
 _ROUNDS = {}
 
 
-def per_seed(run, method, metric="test_rmse", seeds=None, labels=None):
-    """{seed: value} of one method in one run folder."""
+def rounds(run):
+    """A run folder's rounds.jsonl, read once."""
     if run not in _ROUNDS:
         _ROUNDS[run] = load_lines(*ACTIVE, run, "rounds.jsonl")
+    return _ROUNDS[run]
+
+
+def per_seed(run, method, metric="test_rmse", seeds=None, labels=None):
+    """{seed: value} of one method in one run folder."""
     chosen = {}
-    for r in _ROUNDS[run]:
+    for r in rounds(run):
         if r["method"] != method or (seeds is not None and r["seed"] not in seeds):
             continue
         if labels is not None:

@@ -5,7 +5,7 @@ use std::path::Path;
 
 mod common;
 
-use common::{hedge, ok, refused, s};
+use common::{hedge, ok, refused, s, walk};
 
 fn export(out: &Path, split: &str, per_class: usize, skip: usize, classes: &str) {
     let (per, skip) = (per_class.to_string(), skip.to_string());
@@ -56,20 +56,6 @@ fn search(index: &Path, probe: &Path, out: &Path, extra: &[&str]) -> std::proces
     let mut args = vec!["hib", "search", "--index", s(index), "--probe", s(probe), "--threads", "1", "--out", s(out)];
     args.extend_from_slice(extra);
     hedge(&args)
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }
 
 fn json(path: &Path) -> serde_json::Value {

@@ -56,7 +56,8 @@ pub fn assert_nulls_explained(dir: &Path) {
     assert!(checked > 0, "no result file under {}", dir.display());
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+/// Every file under `dir`.
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
