@@ -55,13 +55,14 @@ pub fn run_resumable<R: Serialize + DeserializeOwned>(
 ) -> Result<Vec<R>> {
     let progress: ExperimentProgress =
         if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { ExperimentProgress::default() };
-    // Rounds logged after the checkpoint belong to work it does not hold. Read back as the typed
-    // record, so kept lines are rewritten with the fields in the order new lines have them.
+    // Rounds logged after the checkpoint belong to work it does not hold (a checkpoint that
+    // records its logs has already cut them; older ones count lines).
     let mut line = 0;
     dir.retain_json_lines::<R>(ROUNDS_FILE, |_| {
         line += 1;
         line <= progress.rounds_logged
     })?;
+    dir.require_lines(ROUNDS_FILE, line, progress.rounds_logged, PROGRESS_FILE)?;
     let mut logged = progress.rounds_logged;
     let mut current = progress.current;
     for run in progress.finished_runs..runs {

@@ -117,3 +117,38 @@ fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh_only
     assert_eq!(std::fs::read_to_string(root.path().join("notes.txt")).unwrap(), "mine");
     assert_eq!(std::fs::read_to_string(out.join("notes.txt")).unwrap(), "mine too");
 }
+
+#[test]
+fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_result() {
+    let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let data = UciDataset::load(&data_dir, "yacht").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let mut exp = experiment();
+    exp.seeds = 1;
+    exp.methods = vec![Method::Random, Method::Maxent];
+    exp.loop_config.budget = 30;
+    let out = root.path().join("run");
+    exp.run(&data, &out, false, |_| {}).unwrap();
+    let log = out.join(ROUNDS_FILE);
+    let full = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(full.lines().count(), 4, "2 methods x 2 rounds");
+    let first_line = format!("{}\n", full.lines().next().unwrap());
+    for damaged in [first_line.as_str(), ""] {
+        std::fs::write(&log, damaged).unwrap();
+        let e = RegressionExperiment::report(&out).unwrap_err().to_string();
+        assert!(e.contains("rounds.jsonl") && e.contains("cut short") && e.contains("--overwrite"), "{e}");
+        let e = RegressionExperiment::resume(&out, &data_dir, |_| {}).unwrap_err().to_string();
+        assert!(e.contains("rounds.jsonl") && e.contains("cut short"), "{e}");
+        // The refusal changed nothing: the summary still holds both methods.
+        let summary: hedge_active::experiment::RegressionSummary =
+            RunDirectory::open(&out).unwrap().read_json("summary.json").unwrap();
+        assert_eq!(summary.methods.len(), 2);
+    }
+    // An edited line (same length or not) is refused too.
+    std::fs::write(&log, full.replacen("\"seed\":0", "\"seed\":7", 1)).unwrap();
+    let e = RegressionExperiment::report(&out).unwrap_err().to_string();
+    assert!(e.contains("rounds.jsonl") && e.contains("differ"), "{e}");
+    // Restored, it reports again.
+    std::fs::write(&log, &full).unwrap();
+    assert_eq!(RegressionExperiment::report(&out).unwrap().methods.len(), 2);
+}

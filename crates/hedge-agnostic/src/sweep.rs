@@ -497,6 +497,7 @@ impl SweepConfig {
             line += 1;
             line <= done.finished_networks
         })?;
+        dir.require_lines(METRICS_FILE, line, done.finished_networks, PROGRESS_FILE)?;
         let shown = data.shown_images();
         let networks = self.networks();
         for (index, &(repeat, alpha)) in networks.iter().enumerate().skip(done.finished_networks) {

@@ -57,4 +57,15 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
         assert_eq!(audits(&path), expected, "stop {stop}");
         assert_eq!(summary, straight, "stop {stop}: summary.json");
     }
+    // A metrics.jsonl cut to one of its two lines (or emptied) is refused by a resume and a
+    // report; neither rebuilds a table without α = 1.
+    let log = root.path().join("straight").join(METRICS_FILE);
+    let full = std::fs::read_to_string(&log).unwrap();
+    for damaged in [format!("{}\n", full.lines().next().unwrap()), String::new()] {
+        std::fs::write(&log, damaged).unwrap();
+        let e = SweepConfig::resume(&root.path().join("straight"), &data_dir, |_| {}).unwrap_err().to_string();
+        assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");
+        let e = hedge_agnostic::sweep::report(&root.path().join("straight")).unwrap_err().to_string();
+        assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");
+    }
 }

@@ -273,6 +273,28 @@ fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
     assert!(err.contains("--data") && err.contains("inside"), "{err}");
     assert!(!train_folder.join("run").exists());
 
+    // An edited index.json is refused, not trusted: renamed identities, another dim, an emptied
+    // list of files (which would turn every hash check off).
+    let original = std::fs::read_to_string(index.join("index.json")).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 4] = [
+        ("class_names reversed", |m| m["class_names"].as_array_mut().unwrap().reverse()),
+        ("dim 2 -> 3", |m| m["dim"] = 3.into()),
+        ("files emptied", |m| m["files"] = serde_json::json!([])),
+        ("item_names shortened", |m| {
+            m["item_names"].as_array_mut().unwrap().pop();
+        }),
+    ];
+    for (what, edit) in edits {
+        let mut m: serde_json::Value = serde_json::from_str(&original).unwrap();
+        edit(&mut m);
+        std::fs::write(index.join("index.json"), serde_json::to_string_pretty(&m).unwrap()).unwrap();
+        let err = refused(&search(&index, &gallery, &dir.path().join("edited"), &[]));
+        assert!(err.contains("index.json") && err.contains("edited") && err.contains("rebuild"), "{what}: {err}");
+        assert!(!dir.path().join("edited").exists(), "{what}");
+    }
+    std::fs::write(index.join("index.json"), &original).unwrap();
+
     // Probes of another size than the model takes: refused naming the file and the sizes.
     let npz = dir.path().join("small.npz");
     let images = NpyArray::new(vec![4, 14, 14], NpyData::U8(vec![0; 4 * 14 * 14]));

@@ -35,6 +35,12 @@ pub struct CheckpointManifest {
     pub step: u64,
     /// Every file of the checkpoint, in the order they were written.
     pub files: Vec<ManifestEntry>,
+    /// The JSON-lines logs of the run (every `*.jsonl` in its folder) as they stood at the
+    /// commit: a resume and a report read them, so a log cut short or edited is refused instead
+    /// of being rebuilt into a smaller result. Lines appended after the commit are work the
+    /// checkpoint does not hold. (Absent in manifests written before logs were recorded.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<ManifestEntry>,
 }
 
 /// One file of a checkpoint.
@@ -209,8 +215,16 @@ impl RunDirectory {
 
     /// Every line of the JSON-lines file `name` (none when the file does not exist). A last
     /// line without its newline is a write a crash cut short and is skipped.
+    ///
+    /// A log the last checkpoint recorded must still begin with what it recorded
+    /// ([`DataError::Integrity`] otherwise): a result is never rebuilt from a damaged log.
     pub fn read_json_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
         let path = self.file(name);
+        if let Some(m) = self.manifest()? {
+            if let Some(log) = m.logs.iter().find(|l| l.name == name) {
+                self.check_log(&m, log)?;
+            }
+        }
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -228,22 +242,48 @@ impl RunDirectory {
             .collect()
     }
 
-    /// Rewrites the JSON-lines file `name` keeping the lines `keep` accepts (one write; none
-    /// when the file does not exist). Resumes use it to drop lines of work a checkpoint lost.
-    pub fn retain_json_lines<T: DeserializeOwned + Serialize>(
-        &self,
-        name: &str,
-        mut keep: impl FnMut(&T) -> bool,
-    ) -> Result<()> {
+    /// Rewrites the JSON-lines file `name` keeping the lines `keep` accepts, byte for byte (one
+    /// write, none when nothing is dropped or the file does not exist). Resumes use it to drop
+    /// lines of work a checkpoint lost.
+    pub fn retain_json_lines<T: DeserializeOwned>(&self, name: &str, mut keep: impl FnMut(&T) -> bool) -> Result<()> {
         if !self.has(name) {
             return Ok(());
         }
-        let mut text = Vec::new();
-        for line in self.read_json_lines::<T>(name)?.iter().filter(|v| keep(v)) {
-            text.extend(serde_json::to_vec(line).expect("a report serialises"));
-            text.push(b'\n');
+        let path = self.file(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+        let mut kept = String::with_capacity(text.len());
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            // A last line without its newline is a write a crash cut short.
+            if !line.ends_with('\n') || line.trim().is_empty() {
+                continue;
+            }
+            let value: T = serde_json::from_str(line)
+                .map_err(|e| DataError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))?;
+            if keep(&value) {
+                kept.push_str(line);
+            }
         }
-        self.write_bytes(name, &text)
+        if kept.len() == text.len() {
+            return Ok(());
+        }
+        self.write_bytes(name, kept.as_bytes())
+    }
+
+    /// Refuses the log `name` when it holds fewer lines (`held`) than the checkpoint file
+    /// `counted_in` says were logged (`logged`): a log cut short is never rebuilt into a smaller
+    /// result. (Checkpoints that record their logs catch this by hash; older ones only count.)
+    pub fn require_lines(&self, name: &str, held: usize, logged: usize, counted_in: &str) -> Result<()> {
+        if held >= logged {
+            return Ok(());
+        }
+        Err(DataError::Integrity {
+            path: self.file(name),
+            what: format!(
+                "holds {held} lines but {counted_in} says {logged} were logged: the log was cut short, and results \
+                 rebuilt from it would silently miss work. Restore the file from a copy, or start the run again \
+                 with --overwrite"
+            ),
+        })
     }
 
     /// Removes the run's files `names` where present (a new run started with `--overwrite` over
@@ -256,6 +296,21 @@ impl RunDirectory {
             }
         }
         Ok(())
+    }
+
+    /// Every `*.jsonl` log in the folder, with its size and hash now.
+    fn logs(&self) -> Result<Vec<ManifestEntry>> {
+        let mut logs = Vec::new();
+        let entries = std::fs::read_dir(&self.path).map_err(|e| DataError::io(&self.path, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".jsonl") && !name.starts_with('.') && entry.path().is_file() {
+                let bytes = std::fs::read(entry.path()).map_err(|e| DataError::io(entry.path(), e))?;
+                logs.push(ManifestEntry { sha256: sha256_hex(&bytes), bytes: bytes.len() as u64, name });
+            }
+        }
+        logs.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(logs)
     }
 
     /// Starts a checkpoint of `step`; nothing is visible until [`Checkpoint::commit`].
@@ -294,9 +349,46 @@ impl RunDirectory {
                     ),
                 });
             }
+            for log in &m.logs {
+                let path = self.check_log(m, log)?;
+                // Lines after the commit belong to work the checkpoint does not hold.
+                let f = std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| DataError::write(&path, e))?;
+                f.set_len(log.bytes).map_err(|e| DataError::write(&path, e))?;
+            }
         }
         self.remove_stray_files(&self.path)?;
         Ok(manifest)
+    }
+
+    /// Checks that the log `log` of the manifest `m` still begins with the bytes the manifest
+    /// recorded (a log only grows); returns its path.
+    fn check_log(&self, m: &CheckpointManifest, log: &ManifestEntry) -> Result<PathBuf> {
+        let path = self.file(&log.name);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(DataError::io(&path, e)),
+        };
+        let held = bytes.len() as u64;
+        let damage = if held < log.bytes {
+            Some(format!("holds {held} bytes, fewer than the {} it had", log.bytes))
+        } else if sha256_hex(&bytes[..log.bytes as usize]) != log.sha256 {
+            Some(format!("its first {} bytes differ from what they were", log.bytes))
+        } else {
+            None
+        };
+        match damage {
+            None => Ok(path),
+            Some(damage) => Err(DataError::Integrity {
+                path,
+                what: format!(
+                    "is damaged or cut short: {damage} when {MANIFEST_FILE} committed step {} (sha256 {}), so \
+                     results rebuilt from it would silently miss work. Restore the file from a copy, or start the \
+                     run again with --overwrite",
+                    m.step, log.sha256
+                ),
+            }),
+        }
     }
 
     fn remove_stray_files(&self, dir: &Path) -> Result<()> {
@@ -361,7 +453,8 @@ impl Checkpoint<'_> {
     /// write each). Files of the previous checkpoint that this one does not stage stay as they
     /// are but are no longer part of the checkpoint.
     pub fn commit(self) -> Result<CheckpointManifest> {
-        let manifest = CheckpointManifest { step: self.step, files: self.files };
+        let logs = self.dir.logs()?;
+        let manifest = CheckpointManifest { step: self.step, files: self.files, logs };
         self.dir.write_json(MANIFEST_FILE, &manifest)?;
         for entry in &manifest.files {
             let path = self.dir.file(&entry.name);
@@ -396,7 +489,12 @@ fn ensure_parent(path: &Path) -> Result<()> {
 /// Lower-case hex SHA-256 of a file.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
-    Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+    Ok(sha256_hex(&bytes))
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -472,6 +570,30 @@ mod tests {
         std::fs::write(dir.file("b.json"), "7\n").unwrap();
         let e = RunDirectory::open_to_resume(root.path()).unwrap_err().to_string();
         assert!(e.contains("b.json") && e.contains("checkpoint.json") && e.contains("step 2"), "{e}");
+    }
+
+    #[test]
+    fn logs_are_part_of_the_checkpoint() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = RunDirectory::create(root.path(), false).unwrap();
+        job(&dir, 4).unwrap();
+        let log = dir.file("log.jsonl");
+        assert_eq!(dir.manifest().unwrap().unwrap().logs.len(), 1);
+        // Lines after the last commit are work it does not hold: a resume drops them.
+        std::fs::write(&log, "1\n2\n3\n4\n5\n").unwrap();
+        RunDirectory::open_to_resume(root.path()).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "1\n2\n3\n4\n");
+        // Cut short, emptied, removed or edited: refused by a resume and by a reader.
+        for damaged in [Some("1\n2\n"), Some(""), None, Some("1\n2\n9\n4\n")] {
+            match damaged {
+                Some(text) => std::fs::write(&log, text).unwrap(),
+                None => std::fs::remove_file(&log).unwrap(),
+            }
+            let e = RunDirectory::open_to_resume(root.path()).unwrap_err().to_string();
+            assert!(e.contains("log.jsonl") && e.contains("cut short") && e.contains("step 4"), "{e}");
+            let e = dir.read_json_lines::<u64>("log.jsonl").unwrap_err().to_string();
+            assert!(e.contains("log.jsonl"), "{e}");
+        }
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub const GALLERY_FILE: &str = "gallery.safetensors";
 pub const VALIDATION_CSV: &str = "validation_risk_coverage.csv";
 /// hnsw_rs writes `<basename>.hnsw.graph` and `<basename>.hnsw.data`.
 const ANN_BASENAME: &str = "ann";
-const INDEX_FORMAT: u32 = 1;
+/// 2: `index.json` carries its own SHA-256 and must list every other file of the index.
+const INDEX_FORMAT: u32 = 2;
 
 /// Settings of the HNSW graph (Malkov & Yashunin 2018).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,6 +448,29 @@ pub struct IndexManifest {
     pub build_seconds: f64,
     /// Every other file of the index, checked before it is read.
     pub files: Vec<ManifestEntry>,
+    /// SHA-256 of this description as written with this field empty: an edited `index.json`
+    /// (renamed identities, another `dim`, an emptied `files`) is refused, not trusted. It
+    /// catches damage and edits, not a forger who recomputes it.
+    #[serde(default)]
+    pub sha256: String,
+}
+
+impl IndexManifest {
+    /// The pretty JSON of `self` with [`Self::sha256`] empty, and that JSON's SHA-256.
+    fn self_hash(&self) -> (String, String) {
+        let mut blank = self.clone();
+        blank.sha256.clear();
+        let text = serde_json::to_string_pretty(&blank).expect("an index description serialises");
+        let hash = hedge_data::rundir::sha256_hex(text.as_bytes());
+        (text, hash)
+    }
+
+    /// `index.json`'s text, its own hash filled in.
+    fn sealed_json(&self) -> String {
+        let mut sealed = self.clone();
+        sealed.sha256 = self.self_hash().1;
+        serde_json::to_string_pretty(&sealed).expect("an index description serialises")
+    }
 }
 
 /// What [`build_index`] needs besides the run and the gallery.
@@ -885,6 +909,7 @@ pub fn build_index(
         embed_seconds,
         build_seconds,
         files: Vec::new(),
+        sha256: String::new(),
     };
     let mut identifier = Identifier {
         manifest,
@@ -979,8 +1004,7 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
             let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
             manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
         }
-        let text = serde_json::to_string_pretty(&manifest).map_err(|e| EmbedError::input(&tmp, e.to_string()))?;
-        hedge_data::write_atomic(&tmp.join(INDEX_FILE), text.as_bytes())?;
+        hedge_data::write_atomic(&tmp.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
         Ok(())
     })();
     if let Err(e) = result {
@@ -1032,6 +1056,26 @@ impl IndexFiles {
                 format!("is index format {}, this hedge reads {INDEX_FORMAT}; rebuild it", manifest.format),
             ));
         }
+        if manifest.self_hash().1 != manifest.sha256 {
+            return Err(EmbedError::input(
+                &path,
+                "was edited or damaged after `hedge hib index` wrote it (its SHA-256 field no longer matches its \
+                 contents); rebuild the index with `hedge hib index`",
+            ));
+        }
+        let listed: std::collections::BTreeSet<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
+        if let Some(missing) = INDEX_FOLDER_FILES[1..].iter().find(|n| !listed.contains(*n)) {
+            return Err(EmbedError::input(
+                &path,
+                format!("does not list {missing} among its files, so it cannot be checked; rebuild the index"),
+            ));
+        }
+        if let Some(stranger) = listed.iter().find(|n| !INDEX_FOLDER_FILES[1..].contains(*n)) {
+            return Err(EmbedError::input(
+                &path,
+                format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
+            ));
+        }
         for entry in &manifest.files {
             let file = dir.join(&entry.name);
             if !file.is_file() || sha256_file(&file)? != entry.sha256 {
@@ -1077,6 +1121,46 @@ impl IndexFiles {
         let variance = if self.manifest.model == ModelKind::Point { None } else { Some(get("variance")?) };
         let gallery_labels: Vec<u32> = Vec::<i64>::try_from(get("label")?)?.into_iter().map(|l| l as u32).collect();
         let mut manifest = self.manifest.clone();
+        // The description, the gallery and the model must agree before a search indexes one
+        // by another (a mismatch here would otherwise be an index out of bounds mid-search).
+        let index_json = self.dir.join(INDEX_FILE);
+        let disagree = |what: String| Err(EmbedError::input(&index_json, format!("{what}; rebuild the index")));
+        if (config.dim, config.model.kind(), config.model.components())
+            != (manifest.dim, manifest.model, manifest.components)
+        {
+            return disagree(format!(
+                "describes a {:?} model of dim {} x {} components, but the run's config.json has {:?}, dim {} x {}",
+                manifest.model,
+                manifest.dim,
+                manifest.components,
+                config.model.kind(),
+                config.dim,
+                config.model.components()
+            ));
+        }
+        let mean_size = mean.size();
+        if mean_size.first().copied() != Some(gallery_labels.len() as i64)
+            || mean_size.last().copied() != Some(manifest.dim as i64)
+        {
+            return disagree(format!(
+                "describes dim {} but {GALLERY_FILE} holds means of shape {mean_size:?} for {} labels",
+                manifest.dim,
+                gallery_labels.len()
+            ));
+        }
+        if manifest.item_names.len() != gallery_labels.len() {
+            return disagree(format!(
+                "names {} gallery items but {GALLERY_FILE} holds {}",
+                manifest.item_names.len(),
+                gallery_labels.len()
+            ));
+        }
+        if let Some(&label) = gallery_labels.iter().find(|&&l| l as usize >= manifest.class_names.len()) {
+            return disagree(format!(
+                "names {} identities but the gallery has label {label}",
+                manifest.class_names.len()
+            ));
+        }
         let ann = MeanIndex {
             hnsw: self.io.load_hnsw::<f32, DistL2>().map_err(|e| {
                 EmbedError::input(&self.dir, format!("the HNSW graph does not load ({e}); rebuild the index"))
