@@ -39,6 +39,12 @@ pub enum DataError {
     #[error("'{path}' failed the integrity check: {what}")]
     Integrity { path: PathBuf, what: String },
 
+    /// A command's memory estimate over the budget ([`crate::budget`]).
+    #[error(
+        "{what} would take about {need} ({settings}), over the memory budget of {budget} ({budget_source}). {fixes}"
+    )]
+    OverBudget { what: String, settings: String, need: String, budget: String, budget_source: String, fixes: String },
+
     /// A setting outside its valid range (every crate of hedge names this variant the same).
     #[error("invalid setting '{field}' = {value}: {reason}")]
     InvalidConfig { field: &'static str, value: String, reason: String },

@@ -99,6 +99,7 @@ impl ImageSet {
             ));
         }
         let mut decoded = Vec::new();
+        let mut listed = Vec::new();
         let mut labels = Vec::new();
         let mut class_names = Vec::new();
         let mut names = Vec::new();
@@ -124,10 +125,21 @@ impl ImageSet {
             }
             for file in files {
                 names.push(file.strip_prefix(root).unwrap_or(&file).to_string_lossy().into_owned());
-                decoded.push((decode_file(&file)?, file));
+                listed.push(file);
                 labels.push(c as u32);
             }
             class_names.push(dir.file_name().unwrap_or_default().to_string_lossy().into_owned());
+        }
+        // The first image's size, times the count, bounds what the set takes (bytes as decoded
+        // plus the f32 copy a model reads), checked before the rest is decoded.
+        for (i, file) in listed.into_iter().enumerate() {
+            let d = decode_file(&file)?;
+            if i == 0 {
+                let (count, values) = (labels.len() as f64, (3 * d.height * d.width) as f64);
+                crate::Footprint::new(format!("the image folder '{}'", root.display()), move |_| count * values * 5.0)
+                    .check()?;
+            }
+            decoded.push((d, file));
         }
         let (first, first_path) = &decoded[0];
         let (height, width) = (first.height, first.width);
@@ -362,6 +374,21 @@ fn push_planar(d: &Decoded, channels: usize, out: &mut Vec<f32>) {
 fn decode_file(path: &Path) -> Result<Decoded> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     let is_png = bytes.starts_with(b"\x89PNG\r\n\x1a\n");
+    let is_jpeg = bytes.starts_with(&[0xFF, 0xD8]);
+    let named_png = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !is_png && !is_jpeg {
+        let (format, signature) =
+            if named_png { ("PNG", "the PNG signature") } else { ("JPEG", "a JPEG start marker") };
+        return Err(DataError::format(
+            path,
+            format,
+            format!(
+                "does not begin with {signature} ({} bytes); it is empty, cut short or another kind of file: \
+                 replace it with a PNG or JPEG image, or remove it",
+                bytes.len()
+            ),
+        ));
+    }
     let d = if is_png { decode_png(&bytes, path)? } else { decode_jpeg(&bytes, path)? };
     check_side(d.height, d.width, path)?;
     Ok(d)
@@ -373,6 +400,8 @@ pub(crate) fn decode_png(bytes: &[u8], path: &Path) -> Result<Decoded> {
     // Palettes expanded, 16-bit reduced to 8: every PNG arrives as 8-bit grey or colour.
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
     let mut reader = decoder.read_info().map_err(|e| bad(&e))?;
+    // The header's sides are checked before the buffer they size is taken.
+    check_side(reader.info().height as usize, reader.info().width as usize, path)?;
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).map_err(|e| bad(&e))?;
     let (width, height) = (info.width as usize, info.height as usize);

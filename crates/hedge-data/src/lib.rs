@@ -13,6 +13,7 @@
 
 pub mod adult;
 pub mod atomic;
+pub mod budget;
 pub mod context;
 mod datadir;
 mod error;
@@ -33,6 +34,7 @@ pub mod undefined;
 
 pub use adult::{Adult, AdultSplit};
 pub use atomic::{check_out_not_inside, prepare_output_dir, write_atomic};
+pub use budget::{Footprint, MemoryBudget};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
 pub use error::{DataError, FormatIssue, Result};

@@ -562,11 +562,65 @@ impl HibConfig {
     /// Estimated bytes of one training step's Monte-Carlo tensors: per pair K² sample pairs,
     /// each with D differences, their squares and about eight scalars (distance, logit, two
     /// log-sigmoids and their intermediates), in f32, about doubled by what autograd keeps for
-    /// the backward pass. Checked by [`ParamGuard::check_ref`] against [`MAX_MC_BYTES`].
+    /// the backward pass. Part of [`Self::step_footprint`].
     pub fn mc_bytes_per_step(&self) -> u128 {
         let k = self.effective_samples() as u128;
         let per_sample_pair = 2 * self.dim as u128 + 8;
         self.pairs_per_step() as u128 * k * k * per_sample_pair * 4 * 2
+    }
+
+    /// The memory one training step takes, as a function of the numbers a user sets (batch,
+    /// samples, dim, components, channels), checked against hedge's memory budget by
+    /// [`ParamGuard::check_ref`]: the images' activations (input, two convolutions with what
+    /// their activation and pooling keep, in f32; measured: peak memory of `hib train` on 2-digit
+    /// MNIST, f32, grows by 633 KB per image from 128 to 4,096 images a step, where this counts
+    /// 1.0 MB, a margin for other shapes and precisions), the
+    /// parameters with their gradients and Adam moments (x 4, x 5 with a weight average) and the
+    /// Monte-Carlo tensors ([`Self::mc_bytes_per_step`]).
+    pub fn step_footprint(&self) -> hedge_data::Footprint<'_> {
+        let [c, h, w] = self.input_shape().map(|v| v as f64);
+        let (hw, features) = (h * w, (h / 4.0).floor() * (w / 4.0).floor());
+        let stochastic = self.model != EmbeddingKind::Point;
+        let copies = if self.ema_decay > 0.0 { 5.0 } else { 4.0 };
+        let bytes = move |config: &HibConfig, v: &[f64]| {
+            let [batch_a, batch_b, samples, dim, components, c1, c2] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6]];
+            let (images, pairs) = match (config.batch, config.pair_set) {
+                (BatchComposition::Independent { .. }, _) => (2.0 * batch_a, batch_a),
+                (BatchComposition::Grouped { .. }, PairSet::Sampled) => {
+                    (batch_a * batch_b, batch_a * batch_b * (batch_b - 1.0))
+                }
+                (BatchComposition::Grouped { .. }, PairSet::All) => {
+                    let n = batch_a * batch_b;
+                    (n, n * (n - 1.0) / 2.0)
+                }
+            };
+            let per_image = c * hw + 3.0 * c1 * hw + c1 * hw / 4.0 + 3.0 * c2 * hw / 4.0 + 2.0 * c2 * features;
+            let outputs = if stochastic { components * 2.0 * dim } else { dim };
+            let parameters = 25.0 * (c * c1 + c1 * c2) + c2 * features * outputs;
+            let k = if stochastic { samples } else { 1.0 };
+            images * per_image * 4.0 + parameters * 4.0 * copies + pairs * k * k * (2.0 * dim + 8.0) * 4.0 * 2.0
+        };
+        let (batch_a, batch_b, flag_a) = match self.batch {
+            BatchComposition::Independent { pairs } => (pairs, 1, "--batch (pairs)"),
+            BatchComposition::Grouped { classes, per_class } => (classes, per_class, "--group CLASSES"),
+        };
+        let mut footprint = hedge_data::Footprint::new("hib train: one training step", move |v| bytes(self, v)).knob(
+            flag_a,
+            batch_a as f64,
+            2.0,
+        );
+        footprint = if matches!(self.batch, BatchComposition::Grouped { .. }) {
+            footprint.knob("--group IMAGES", batch_b as f64, 2.0)
+        } else {
+            footprint.knob("", 1.0, 1.0)
+        };
+        footprint = footprint
+            .knob("--samples", self.effective_samples() as f64, 1.0)
+            .knob("--dim", self.dim as f64, 1.0)
+            .knob("--components", self.effective_components() as f64, 1.0)
+            .knob("channels[0]", self.channels[0] as f64, 1.0)
+            .knob("channels[1]", self.channels[1] as f64, 1.0);
+        footprint
     }
 
     /// Monte-Carlo samples actually drawn: 1 for a point embedding (it is its own sample).
@@ -614,9 +668,6 @@ pub fn config_fuzz_seeds() -> Vec<Vec<u8>> {
 pub const MAX_DIM: usize = 4096;
 /// The most mixture components accepted (the paper: 1 and 2).
 pub const MAX_COMPONENTS: usize = 256;
-/// The most memory one step's Monte-Carlo tensors may take ([`HibConfig::mc_bytes_per_step`]):
-/// `--components 100000 --samples 100000` was killed by the out-of-memory killer at 24 GB.
-pub const MAX_MC_BYTES: u128 = 8 << 30;
 
 impl ParamGuard for HibConfig {
     type Error = EmbedError;
@@ -712,23 +763,6 @@ impl ParamGuard for HibConfig {
                 format!("stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}"),
             );
         }
-        let mc_bytes = self.mc_bytes_per_step();
-        if mc_bytes > MAX_MC_BYTES {
-            return fail(
-                "samples",
-                self.samples,
-                format!(
-                    "one step's Monte-Carlo tensors would take about {:.1} GiB ({} pairs x {} x {} samples, D = {}), \
-                     over the {} GiB limit; lower --samples (the paper: 8) or the batch",
-                    mc_bytes as f64 / (1u64 << 30) as f64,
-                    self.pairs_per_step(),
-                    self.effective_samples(),
-                    self.effective_samples(),
-                    self.dim,
-                    MAX_MC_BYTES >> 30
-                ),
-            );
-        }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
             return fail("learning_rate", self.learning_rate, "must be > 0");
         }
@@ -802,6 +836,8 @@ impl ParamGuard for HibConfig {
         if self.checkpoint_every == 0 {
             return fail("checkpoint_every", 0, "checkpoint at least every step (>= 1)");
         }
+        // Last: every number it reads has passed its own check.
+        self.step_footprint().check()?;
         Ok(())
     }
 }
@@ -888,7 +924,7 @@ mod tests {
                 "'components'",
                 "at most 256",
             ),
-            (gaussian().with_samples(100_000), "'samples'", "GiB limit"),
+            (gaussian().with_samples(100_000), "--samples", "memory budget"),
         ];
         for (c, field, limit) in cases {
             let msg = c.check_ref().unwrap_err().to_string();
@@ -896,6 +932,22 @@ mod tests {
         }
         // 128 pairs x 100,000² samples x (2·2 + 8) values x 4 bytes x 2.
         assert_eq!(gaussian().with_samples(100_000).mc_bytes_per_step(), 128 * 100_000u128.pow(2) * 12 * 8);
+        // The rest of a step's footprint: 256 images of 1 x 28 x 56 (values kept per image:
+        // input, conv1 x 3, pooled conv1, conv2 x 3 at half size, pooled conv2 x 2) in f32;
+        // parameters x 4 (weights, gradients, two Adam moments).
+        let g = gaussian();
+        let (hw, features) = (28.0 * 56.0, 7.0 * 14.0);
+        let per_image = hw + 3.0 * 32.0 * hw + 32.0 * hw / 4.0 + 3.0 * 64.0 * hw / 4.0 + 2.0 * 64.0 * features;
+        let parameters = 25.0 * (32.0 + 32.0 * 64.0) + 64.0 * features * 4.0;
+        let expected = 256.0 * per_image * 4.0 + parameters * 16.0 + g.mc_bytes_per_step() as f64;
+        let fp = g.step_footprint();
+        let values: Vec<f64> = fp.knobs.iter().map(|k| k.value).collect();
+        assert_eq!((fp.bytes)(&values), expected);
+        // A batch of 100,000 pairs (20 GB of convolution): refused naming the largest batch that fits.
+        let huge = gaussian().with_batch(BatchComposition::Independent { pairs: 100_000 });
+        let e = hedge_data::MemoryBudget { bytes: 4e9, source: "test".into() }.check(&huge.step_footprint());
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("--batch (pairs) 1,9") && e.contains("hib train") && !e.contains("(unused)"), "{e}");
         // The paper's MoG-2 (8 samples, D = 3) and the widest grouped all-pairs batch hedge uses.
         let paper = gaussian().with_model(EmbeddingKind::Mixture { components: 2 }).with_dim(3);
         paper.check_ref().unwrap();
