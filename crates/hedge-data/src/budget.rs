@@ -121,18 +121,19 @@ impl MemoryBudget {
             .filter(|k| !k.flag.is_empty())
             .map(|k| format!("{} {}", k.flag, group_digits(k.value)))
             .collect::<Vec<_>>();
-        Err(DataError::OverBudget {
-            what: footprint.what.clone(),
-            settings: settings.join(", "),
-            need: human_bytes(need),
-            budget: human_bytes(self.bytes),
-            budget_source: self.source.clone(),
-            fixes: if fixes.is_empty() {
-                "None of these numbers alone brings it within the budget; lower several, or raise the budget".into()
-            } else {
-                format!("Largest values that fit, the others unchanged: {}", fixes.join("; "))
-            },
-        })
+        let fixes = if fixes.is_empty() {
+            "None of these numbers alone brings it within the budget; lower several, or raise the budget".to_string()
+        } else {
+            format!("Largest values that fit, the others unchanged: {}", fixes.join("; "))
+        };
+        Err(DataError::OverBudget(format!(
+            "{} would take about {} ({}), over the memory budget of {} ({}). {fixes}",
+            footprint.what,
+            human_bytes(need),
+            settings.join(", "),
+            human_bytes(self.bytes),
+            self.source
+        )))
     }
 
     /// The largest whole value of knob `i` (at least its minimum, below its value) whose footprint
