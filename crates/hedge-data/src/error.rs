@@ -40,10 +40,8 @@ pub enum DataError {
     Integrity { path: PathBuf, what: String },
 
     /// A command's memory estimate over the budget ([`crate::budget`]).
-    #[error(
-        "{what} would take about {need} ({settings}), over the memory budget of {budget} ({budget_source}). {fixes}"
-    )]
-    OverBudget { what: String, settings: String, need: String, budget: String, budget_source: String, fixes: String },
+    #[error("{0}")]
+    OverBudget(String),
 
     /// A setting outside its valid range (every crate of hedge names this variant the same).
     #[error("invalid setting '{field}' = {value}: {reason}")]
