@@ -174,13 +174,16 @@ pub struct Knob {
     pub min: f64,
 }
 
+/// Bytes as a function of a footprint's knob values.
+pub type BytesOf<'a> = Box<dyn Fn(&[f64]) -> f64 + 'a>;
+
 /// An estimate of the bytes a command would take, as a function of the numbers a user gave.
 pub struct Footprint<'a> {
     /// What takes the memory, in words ("hib train: one training step").
     pub what: String,
     pub knobs: Vec<Knob>,
     /// Bytes for the knobs' values, in the order of `knobs`; must grow with each of them.
-    pub bytes: Box<dyn Fn(&[f64]) -> f64 + 'a>,
+    pub bytes: BytesOf<'a>,
 }
 
 impl<'a> Footprint<'a> {
