@@ -302,6 +302,14 @@ impl ParamGuard for AcsFwBench {
         if self.storage.is_empty() {
             return Err(invalid("storage", "none", "give in-memory, streamed or both"));
         }
+        // The largest pool's projections in f64 with Frank–Wolfe's working copy (held in memory,
+        // or generated and written to disk in the streamed case, which reads it back to check).
+        let (n, j) = (self.pool.iter().max(), self.projections.iter().max());
+        let (n, j) = (*n.unwrap_or(&1) as f64, *j.unwrap_or(&1) as f64);
+        hedge_data::Footprint::new("bench acs-fw: the largest pool's projections", |v| v[0] * v[1] * 8.0 * 2.0)
+            .knob("--pool", n, 1.0)
+            .knob("--projections", j, 1.0)
+            .check()?;
         Ok(())
     }
 }

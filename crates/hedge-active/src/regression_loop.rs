@@ -258,6 +258,13 @@ impl LoopConfig {
         if self.budget > pool {
             return Err(invalid("budget", self.budget, format!("the pool has only {pool} points")));
         }
+        if let Some(j) = self.projections {
+            // The projected pool: J values per point, in f64, with the Frank–Wolfe copies.
+            let pool = pool as f64;
+            hedge_data::Footprint::new("ACS-FW: the pool's random projections", move |v| pool * v[0] * 8.0 * 3.0)
+                .knob("--projections", j as f64, 1.0)
+                .check()?;
+        }
         self.model.check_ref()
     }
 

@@ -390,6 +390,14 @@ impl PreparedData {
     }
 }
 
+/// What a sweep keeps per network (its audit in the log, read back for the report, and its
+/// place in the summary): about 4 KB, times α values x repeats.
+fn network_footprint(alphas: f64, repeats: f64) -> hedge_data::Footprint<'static> {
+    hedge_data::Footprint::new("agnostic sweep: the audits of α values x repeats networks", |v| v[0] * v[1] * 4096.0)
+        .knob("--alphas (values)", alphas, 1.0)
+        .knob("--repeats", repeats, 1.0)
+}
+
 /// "0:1:0.1" → 0, 0.1, …, 1; "0,0.5,1" → those.
 pub fn parse_alphas(spec: &str) -> Result<Vec<f64>> {
     let bad =
@@ -404,7 +412,10 @@ pub fn parse_alphas(spec: &str) -> Result<Vec<f64>> {
         if step.is_nan() || step <= 0.0 || end < start {
             return Err(bad());
         }
-        let count = ((end - start) / step + 1e-9).floor() as usize;
+        let count = ((end - start) / step + 1e-9).floor();
+        // Counted before any is made: `0:1:1e-12` would be a trillion networks.
+        network_footprint(count + 1.0, 1.0).check()?;
+        let count = count as usize;
         (0..=count).map(|k| ((start + step * k as f64) * 1e9).round() / 1e9).collect()
     } else {
         spec.split(',').map(|p| p.trim().parse::<f64>()).collect::<std::result::Result<_, _>>().map_err(|_| bad())?
@@ -563,6 +574,7 @@ impl ParamGuard for SweepConfig {
         if self.alphas.is_empty() {
             return Err(invalid("alphas", "[]", "give at least one α"));
         }
+        network_footprint(self.alphas.len() as f64, self.repeats as f64).check()?;
         for &a in &self.alphas {
             self.train.with_alpha(a).check_ref()?;
         }

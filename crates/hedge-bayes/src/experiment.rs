@@ -520,6 +520,14 @@ impl ParamGuard for GibbsDemo {
         if self.n == 0 || self.true_sd.is_nan() || self.true_sd <= 0.0 {
             return Err(invalid("n/true_sd", format!("{}/{}", self.n, self.true_sd), "need n ≥ 1 and true sd > 0"));
         }
+        // The data, and every chain's kept draws of μ and β (f64).
+        let chains = self.sampler.chains as f64;
+        hedge_data::Footprint::new("gibbs: the data and every chain's kept draws", move |v| {
+            (v[0] + chains * v[1] * 2.0) * 8.0
+        })
+        .knob("--n", self.n as f64, 1.0)
+        .knob("--samples", self.sampler.samples as f64, 4.0)
+        .check()?;
         Ok(())
     }
 }
@@ -636,6 +644,13 @@ impl ParamGuard for SpikeSlabDemo {
                 "need nonzero ≤ d, n ≥ 2 and a noise sd > 0",
             ));
         }
+        // The design (n x d) and EM's d x d matrices (XᵀX, the precision and its inverse), in f64.
+        hedge_data::Footprint::new("spike-slab: the design and EM's d x d matrices", |v| {
+            (v[0] * v[1] + 4.0 * v[1] * v[1] + 8.0 * v[1]) * 8.0
+        })
+        .knob("--n", self.n as f64, 2.0)
+        .knob("--d", self.d as f64, self.nonzero.max(1) as f64)
+        .check()?;
         Ok(())
     }
 }

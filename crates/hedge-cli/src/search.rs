@@ -138,11 +138,13 @@ pub fn index(args: IndexArgs) -> Result<()> {
     if let Some(v) = &args.validation {
         hedge_data::check_out_not_inside(&args.out, v, "--validation")?;
     }
-    let gallery = ImageSet::read(&args.gallery)?;
-    let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
     let run = hedge_embed::RunDir::open(&args.run)?;
     let dim = run.read_config()?.hib.dim;
     let search = SearchOptions::for_dim(dim).with_candidates(args.candidates).with_top_k(args.top_k);
+    // Sizes first: nothing is read while a flag would refuse the work.
+    search.check()?;
+    let gallery = ImageSet::read(&args.gallery)?;
+    let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
     let score = match args.abstain_by {
         ScoreArg::Eta => UncertaintyScore::Eta,
         ScoreArg::Margin => UncertaintyScore::Margin,

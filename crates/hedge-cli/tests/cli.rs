@@ -40,7 +40,7 @@ fn sizes_past_their_limits_are_refused_before_anything_runs() {
     for (args, expected) in [
         (vec!["--model", "gaussian", "--dim", "100000000"], "at most 4096"),
         (vec!["--model", "mog", "--components", "100000", "--samples", "100000"], "at most 256"),
-        (vec!["--model", "gaussian", "--samples", "100000"], "GiB limit"),
+        (vec!["--model", "gaussian", "--samples", "100000"], "memory budget"),
         (vec!["--threads", "100000"], "over the limit of 256"),
     ] {
         let mut all = vec!["hib", "train", "--out", s(&out)];

@@ -24,7 +24,7 @@ pub struct HibNet {
     pub matcher: MatchHead,
     kind: ModelKind,
     components: i64,
-    dim: i64,
+    pub(crate) dim: i64,
     min_variance: f64,
     bf16: bool,
 }

@@ -219,6 +219,14 @@ impl ParamGuard for EvalSettings {
         if self.repeats == 0 {
             return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
         }
+        let k = EvalOptions::default().knn_k;
+        if self.candidates < k {
+            return Err(EmbedError::invalid(
+                "candidates",
+                self.candidates,
+                format!("the exact estimator re-ranks at least the {k} neighbours KNN votes with; give at least {k}"),
+            ));
+        }
         Ok(())
     }
 }
@@ -243,6 +251,12 @@ pub fn evaluate_run(
 ) -> Result<(ModelEval, EvalReport)> {
     settings.check_ref()?;
     let config = run.read_config()?.hib;
+    if let MatchEstimator::MonteCarlo { samples } = settings.estimator {
+        // The largest Monte-Carlo tensor: 250 probes x their candidates, samples² pairs each.
+        let rows = 250.0 * settings.candidates.clamp(EvalOptions::default().knn_k, 20_000) as f64;
+        crate::embed::mc_footprint("hib eval: one chunk of candidate pairs", rows, samples as f64, config.dim)
+            .check()?;
+    }
     let (mut vs, net) = load_model(run, &config, device)?;
     if let Some(w) = weights {
         vs.load(w).map_err(|e| EmbedError::run(w, format!("cannot load weights: {e}")))?;

@@ -94,6 +94,12 @@ impl AnnConfig {
         if self.ef_search == 0 {
             return Err(EmbedError::invalid("ef_search", 0, "must be at least 1"));
         }
+        // Each of up to 64 threads keeps its candidate lists (a distance and an id, with the
+        // heaps' and visited sets' overhead: about 64 bytes per candidate).
+        hedge_data::Footprint::new("the HNSW graph's candidate lists", |v| (v[0] + v[1]) * 64.0 * 64.0)
+            .knob("--ef-construction", self.ef_construction as f64, self.max_connections as f64)
+            .knob("--ef-search", self.ef_search as f64, 1.0)
+            .check()?;
         Ok(())
     }
 }
@@ -417,6 +423,12 @@ impl SearchOptions {
         if self.eta_samples < 1 {
             return Err(EmbedError::invalid("eta_samples", self.eta_samples, "give at least 1"));
         }
+        // Per probe of a chunk of 250: its candidates' ids, means and match probabilities (about
+        // 1 KB each with the re-rank's intermediates) and its top-k identities.
+        hedge_data::Footprint::new("search: the candidates of 250 probes", |v| 250.0 * (v[0] * 1024.0 + v[1] * 64.0))
+            .knob("--candidates", self.candidates as f64, self.top_k as f64)
+            .knob("--top-k", self.top_k as f64, 1.0)
+            .check()?;
         Ok(())
     }
 }
@@ -1076,6 +1088,10 @@ impl IndexFiles {
                 format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
             ));
         }
+        // Settings read back are checked as if typed (an edited index was refused above; this
+        // guards an index written by a hedge with other limits).
+        manifest.ann.check()?;
+        manifest.search.check()?;
         for entry in &manifest.files {
             let file = dir.join(&entry.name);
             if !file.is_file() || sha256_file(&file)? != entry.sha256 {

@@ -1,0 +1,176 @@
+//! The hostile-input regression suite: each case is a command a hostile or careless user ran
+//! against hedge that once panicked, aborted, took the machine's memory or printed a libtorch
+//! stack trace. Each must now end with exit code 1 and a message naming the flag (or file) and a
+//! value that works, before any work starts (every case here returns in well under a second of
+//! work; none trains).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod common;
+
+use common::s;
+
+/// `hedge args` with the environment `env` added.
+fn hedge_with(env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hedge"));
+    command.args(args).env("OMP_WAIT_POLICY", "passive").env_remove("HEDGE_MEMORY_BUDGET");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("hedge runs")
+}
+
+/// Refused with exit code 1 and a message (no panic, abort or C++ trace); returns the message.
+fn refused_cleanly(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "exit code 1 expected (101 is a panic, 134 an abort): {err}");
+    for trace in ["panicked", "Exception raised from", "frame #", "libc10", "RUST_BACKTRACE"] {
+        assert!(!err.contains(trace), "no '{trace}' in a refusal: {err}");
+    }
+    err
+}
+
+/// A command over the memory budget: refused naming `flag`, with the largest value that fits.
+fn over_budget(args: &[&str], flag: &str) {
+    let err = refused_cleanly(&hedge_with(&[], args));
+    assert!(err.contains("memory budget") && err.contains(flag), "{args:?}: {err}");
+    assert!(err.contains("Largest values that fit") || err.contains("None of these numbers"), "{args:?}: {err}");
+}
+
+/// A committed training run (config and weights) for the commands that read one.
+fn committed_run() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib/instance-levers/b-cosine-seed0")
+}
+
+#[test]
+fn sizes_a_user_types_are_checked_against_the_memory_budget_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = s(&out);
+    let run = committed_run();
+    let run = s(&run);
+    // α values x repeats (an 8 TB allocation, rc 134, before).
+    over_budget(&["agnostic", "sweep", "--dataset", "adult", "--alphas", "0:1:1e-12", "--out", o], "--alphas");
+    over_budget(&["agnostic", "sweep", "--dataset", "adult", "--repeats", "1000000000000", "--out", o], "--repeats");
+    // A training step: the batch (a 20 GB convolution), samples, a wide mixture head.
+    over_budget(&["hib", "train", "--batch", "100000", "--steps", "1", "--out", o], "--batch (pairs)");
+    over_budget(&["hib", "train", "--batch", "4000000", "--samples", "1", "--steps", "1", "--out", o], "--batch");
+    over_budget(&["hib", "train", "--group", "100000x100000", "--steps", "1", "--out", o], "--group CLASSES");
+    over_budget(
+        &["hib", "train", "--dim", "4096", "--model", "mog", "--components", "16", "--samples", "16", "--out", o],
+        "--dim",
+    );
+    let toml = tmp.path().join("wide.toml");
+    std::fs::write(&toml, "channels = [100000, 100000]\n").unwrap();
+    over_budget(&["hib", "train", "--config", s(&toml), "--steps", "1", "--out", o], "channels[1]");
+    // Monte-Carlo samples of embedding and evaluation.
+    over_budget(
+        &["hib", "embed", "--run", run, "--samples", "100000000", "--out", s(&tmp.path().join("e.npz"))],
+        "--samples",
+    );
+    over_budget(&["hib", "eval", "--run", run, "--samples", "100000000"], "--samples");
+    // The ANN stage and the re-rank.
+    let gallery = tmp.path().join("gallery");
+    over_budget(
+        &["hib", "index", "--run", run, "--gallery", s(&gallery), "--ef-construction", "1000000000000", "--out", o],
+        "--ef-construction",
+    );
+    over_budget(
+        &["hib", "index", "--run", run, "--gallery", s(&gallery), "--ef-search", "1000000000000", "--out", o],
+        "--ef-search",
+    );
+    over_budget(
+        &["hib", "index", "--run", run, "--gallery", s(&gallery), "--candidates", "1000000000000000", "--out", o],
+        "--candidates",
+    );
+    // Active learning, the Bayesian toolbox and the benchmark.
+    over_budget(
+        &["active", "run", "--dataset", "uci/yacht", "--method", "acs-fw", "--projections", "1000000000", "--out", o],
+        "--projections",
+    );
+    over_budget(&["bayes", "gibbs", "--samples", "1000000000000"], "--samples");
+    over_budget(&["bayes", "spike-slab", "--d", "1000000000"], "--d");
+    over_budget(&["bench", "acs-fw", "--pool", "1000000000000"], "--pool");
+    assert!(!out.exists(), "no refused command left a folder behind");
+    // The budget is the user's to set: a tiny one refuses the default spike-slab run, naming it.
+    let err = refused_cleanly(&hedge_with(&[("HEDGE_MEMORY_BUDGET", "1KB")], &["bayes", "spike-slab"]));
+    assert!(err.contains("HEDGE_MEMORY_BUDGET=1KB") && err.contains("--d"), "{err}");
+    let err = refused_cleanly(&hedge_with(&[("HEDGE_MEMORY_BUDGET", "lots")], &["bayes", "spike-slab"]));
+    assert!(err.contains("HEDGE_MEMORY_BUDGET") && err.contains("16GiB"), "{err}");
+}
+
+/// A PNG of `side` x `side` pixels (grey) by its header, with a small compressed body.
+fn png_claiming(side: u32) -> Vec<u8> {
+    fn chunk(kind: &[u8], data: &[u8]) -> Vec<u8> {
+        let mut out = (data.len() as u32).to_be_bytes().to_vec();
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&crc32(&body).to_be_bytes());
+        out
+    }
+    let mut header = side.to_be_bytes().to_vec();
+    header.extend_from_slice(&side.to_be_bytes());
+    header.extend_from_slice(&[8, 0, 0, 0, 0]);
+    // The header is read up to the first IDAT chunk; its bytes are never decompressed.
+    let idat = [0u8; 16];
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend(chunk(b"IHDR", &header));
+    png.extend(chunk(b"IDAT", &idat));
+    png.extend(chunk(b"IEND", &[]));
+    png
+}
+
+/// CRC-32 (IEEE), as PNG chunks carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn image_headers_and_empty_files_are_refused_before_decoding() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `printf '123456789' | python3 -c "import sys,zlib; print(hex(zlib.crc32(sys.stdin.buffer.read())))"`
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    let folder = |name: &str, bytes: &[u8]| {
+        let root = tmp.path().join(name);
+        for class in ["a", "b"] {
+            std::fs::create_dir_all(root.join(class)).unwrap();
+            for i in 0..2 {
+                std::fs::write(root.join(class).join(format!("{i}.png")), bytes).unwrap();
+            }
+        }
+        root
+    };
+    let huge = folder("huge", &png_claiming(100_000));
+    let empty = folder("empty", b"");
+    let run = committed_run();
+    let out = tmp.path().join("out");
+    let cases: [&[&str]; 3] = [
+        &["data", "check", s(&huge)],
+        &["hib", "train", "--data", s(&huge), "--steps", "1", "--out", s(&out)],
+        &["hib", "index", "--run", s(&run), "--gallery", s(&huge), "--out", s(&out)],
+    ];
+    for args in cases {
+        let err = refused_cleanly(&hedge_with(&[], args));
+        assert!(err.contains("0.png") && err.contains("100000 x 100000") && err.contains("resize"), "{args:?}: {err}");
+    }
+    // A 0-byte .png is named as an empty PNG, not "not a valid JPEG".
+    let err = refused_cleanly(&hedge_with(&[], &["data", "check", s(&empty)]));
+    assert!(err.contains("PNG signature") && err.contains("0 bytes") && !err.contains("JPEG file"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn eval_refuses_fewer_candidates_than_its_neighbours_instead_of_raising_them() {
+    let run = committed_run();
+    let err = refused_cleanly(&hedge_with(&[], &["hib", "eval", "--run", s(&run), "--candidates", "0"]));
+    assert!(err.contains("candidates") && err.contains("at least 5"), "{err}");
+}
