@@ -1,8 +1,14 @@
 """Benchmark blocks (`<!-- bench:NAME:begin -->`):
 
 - `fuzz`: the parsers' fuzz campaign (results/fuzz/campaign-600s.json, `hedge bench fuzz`).
+- `libfuzzer`: the coverage-guided campaign (results/fuzz/<target>.json,
+  `scripts/fuzz-campaign.sh`).
 """
-from .common import load, table
+import glob
+import json
+import os
+
+from .common import load, path, table
 
 
 def fuzz_block():
@@ -13,4 +19,16 @@ def fuzz_block():
     return table(["target", "executions", "seconds", "executions/s", "accepted", "panics"], rows)
 
 
-BLOCKS = {"fuzz": fuzz_block}
+def libfuzzer_block():
+    rows = []
+    for path in sorted(glob.glob(path("results", "fuzz", "*.json"))):
+        if os.path.basename(path).startswith("campaign-"):
+            continue
+        t = json.load(open(path))
+        rows.append([t["target"], t["executions"], f"{t['seconds']:.0f}", t["executions_per_second"],
+                     t["coverage_edges"], t["features"], t["corpus_committed"], t["crashes"]])
+    return table(["target", "executions", "seconds", "executions/s", "coverage (edges)", "features",
+                  "corpus kept", "crashes"], rows)
+
+
+BLOCKS = {"fuzz": fuzz_block, "libfuzzer": libfuzzer_block}

@@ -33,8 +33,8 @@ pub enum BenchCommand {
 
 #[derive(Args)]
 pub struct FuzzBenchArgs {
-    /// Targets: idx, npy, npz, uci, adult, jpeg, csv, png, toml.
-    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,csv,png,toml")]
+    /// Targets: idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml.
+    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,csv,png,image-npz,toml")]
     target: Vec<String>,
     /// Seconds per target (the campaign of issue 17: 600).
     #[arg(long, default_value_t = 60.0)]
@@ -45,6 +45,10 @@ pub struct FuzzBenchArgs {
     /// Folder for `report.json` and any input that made a parser panic (`<target>-<n>.bin`).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
+    /// Instead of fuzzing, write each target's seed inputs to `SEEDS/<target>/seed-<n>` (the
+    /// starting corpora of the coverage-guided campaign, `scripts/fuzz-campaign.sh`) and stop.
+    #[arg(long, conflicts_with = "out")]
+    seeds: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -303,6 +307,26 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         hedge_data::prepare_output_dir(out, false)?;
     }
     let data_dir = hedge_data::data_dir().ok();
+    if let Some(folder) = &args.seeds {
+        hedge_data::prepare_output_dir(folder, false)?;
+        for name in &args.target {
+            let seeds = if name == "toml" {
+                hedge_embed::config::config_fuzz_seeds()
+            } else {
+                let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
+                    format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml)")
+                })?;
+                target.seeds(data_dir.as_deref())
+            };
+            let dir = folder.join(name);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for (i, seed) in seeds.iter().enumerate() {
+                hedge_data::write_atomic(&dir.join(format!("seed-{i}")), seed)?;
+            }
+            println!("{name}: {} seed(s) in {}", seeds.len(), dir.display());
+        }
+        return Ok(());
+    }
     let budget = std::time::Duration::from_secs_f64(args.seconds);
     let mut reports = Vec::new();
     println!("{}", hedge_data::fuzz::CampaignReport::MARKDOWN_HEADER);
@@ -312,7 +336,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
             fuzz_fn("toml", hedge_embed::config::fuzz_config_file, true, &seeds, budget, u64::MAX, args.seed)
         } else {
             let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
-                format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, toml)")
+                format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml)")
             })?;
             let seeds = target.seeds(data_dir.as_deref());
             if seeds.is_empty() {

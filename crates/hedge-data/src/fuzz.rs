@@ -40,11 +40,22 @@ pub enum Target {
     Csv,
     /// A user's PNG image (`--data FOLDER`).
     Png,
+    /// A user's image `.npz` (`images` and `labels`; `--data FILE.npz`, `--probe`).
+    ImageNpz,
 }
 
 impl Target {
-    pub const ALL: [Target; 8] =
-        [Target::Idx, Target::Npy, Target::Npz, Target::Uci, Target::Adult, Target::Jpeg, Target::Csv, Target::Png];
+    pub const ALL: [Target; 9] = [
+        Target::Idx,
+        Target::Npy,
+        Target::Npz,
+        Target::Uci,
+        Target::Adult,
+        Target::Jpeg,
+        Target::Csv,
+        Target::Png,
+        Target::ImageNpz,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -56,6 +67,7 @@ impl Target {
             Target::Jpeg => "jpeg",
             Target::Csv => "csv",
             Target::Png => "png",
+            Target::ImageNpz => "image-npz",
         }
     }
 
@@ -90,6 +102,7 @@ impl Target {
                 })
             }
             Target::Png => crate::images::decode_png(bytes, path).is_ok(),
+            Target::ImageNpz => crate::ImageSet::parse_npz(bytes.to_vec(), path).is_ok(),
         }
     }
 
@@ -149,6 +162,11 @@ impl Target {
                     crate::images::png_bytes(6, 5, 1, &grey).expect("in memory"),
                     crate::images::png_bytes(4, 4, 3, &rgb).expect("in memory"),
                 ]
+            }
+            Target::ImageNpz => {
+                let images = NpyArray::new(vec![4, 4, 4], NpyData::U8((0..64).map(|i| (i * 4) as u8).collect()));
+                let labels = NpyArray::new(vec![4], NpyData::I64(vec![0, 0, 1, 1]));
+                vec![crate::npy::npz_bytes(&[("images", images), ("labels", labels)]).expect("in memory")]
             }
         }
     }

@@ -19,7 +19,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::npy::{read_npz, NpyArray, NpyData};
+use crate::npy::{NpyArray, NpyData};
 use crate::{DataError, Result};
 
 /// The largest image side accepted: the HIB trunk's cost grows with the pixels, and a photo
@@ -166,9 +166,19 @@ impl ImageSet {
 
     /// Reads an `.npz` with `images` `[N, H, W]` or `[N, C, H, W]` (uint8, or float in [0, 1]) and
     /// integer `labels` `[N]`.
+    /// Other arrays in the archive (class names, ids) are ignored.
     pub fn read_npz(path: &Path) -> Result<Self> {
+        Self::from_npz_arrays(crate::npy::read_npz_members(path, &["images", "labels"])?, path)
+    }
+
+    /// [`Self::read_npz`] of an archive's bytes (`path` names them in errors; a fuzz target).
+    pub fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Self> {
+        Self::from_npz_arrays(crate::npy::parse_npz_members(bytes, path, Some(&["images", "labels"]))?, path)
+    }
+
+    fn from_npz_arrays(arrays: Vec<(String, NpyArray)>, path: &Path) -> Result<Self> {
         let bad = |what: String| DataError::format(path, "image npz", what);
-        let arrays: BTreeMap<String, NpyArray> = read_npz(path)?.into_iter().collect();
+        let arrays: BTreeMap<String, NpyArray> = arrays.into_iter().collect();
         let names = || arrays.keys().cloned().collect::<Vec<_>>().join(", ");
         let images = arrays.get("images").ok_or_else(|| {
             bad(format!(

@@ -365,8 +365,18 @@ pub fn read_npz(path: &Path) -> Result<Vec<(String, NpyArray)>> {
     parse_npz(read_bytes(path)?, path)
 }
 
+/// [`read_npz`] of the members named `only` (others, such as an array of class-name strings
+/// beside a dataset's numbers, are skipped unread).
+pub fn read_npz_members(path: &Path, only: &[&str]) -> Result<Vec<(String, NpyArray)>> {
+    parse_npz_members(read_bytes(path)?, path, Some(only))
+}
+
 /// [`read_npz`] on bytes already read (`path` names them in errors; the fuzz targets' entry).
 pub(crate) fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Vec<(String, NpyArray)>> {
+    parse_npz_members(bytes, path, None)
+}
+
+pub(crate) fn parse_npz_members(bytes: Vec<u8>, path: &Path, only: Option<&[&str]>) -> Result<Vec<(String, NpyArray)>> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|e| DataError::format(path, "npz (zip)", format!("{e}; the file may be truncated")))?;
     let mut out = Vec::with_capacity(archive.len());
@@ -374,6 +384,9 @@ pub(crate) fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Vec<(String, NpyA
         let mut member =
             archive.by_index(i).map_err(|e| DataError::format(path, "npz (zip)", format!("member {i}: {e}")))?;
         let name = member.name().trim_end_matches(".npy").to_string();
+        if only.is_some_and(|only| !only.contains(&name.as_str())) {
+            continue;
+        }
         // The declared size is the archive's word, not a fact: it is checked against the limit
         // before anything is allocated, the buffer grows with what is actually read, and the
         // read stops one byte past the limit (a member that inflates past it is refused too).

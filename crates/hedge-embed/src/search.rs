@@ -477,6 +477,51 @@ impl IndexManifest {
         (text, hash)
     }
 
+    /// Reads `index.json`'s text (`path` names it in errors) and checks it: the format, its own
+    /// SHA-256, that it lists exactly the index's files, and its settings as if typed.
+    pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        let manifest: IndexManifest = serde_json::from_str(text).map_err(|e| {
+            EmbedError::input(path, format!("is not an index description ({e}); rebuild it with `hedge hib index`"))
+        })?;
+        if manifest.format != INDEX_FORMAT {
+            return Err(EmbedError::input(
+                path,
+                format!("is index format {}, this hedge reads {INDEX_FORMAT}; rebuild it", manifest.format),
+            ));
+        }
+        // A fuzzing build skips the hash, which no mutation would match, to reach what follows.
+        if !cfg!(fuzzing) && manifest.self_hash().1 != manifest.sha256 {
+            return Err(EmbedError::input(
+                path,
+                "was edited or damaged after `hedge hib index` wrote it (its SHA-256 field no longer matches its \
+                 contents); rebuild the index with `hedge hib index`",
+            ));
+        }
+        let listed: std::collections::BTreeSet<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
+        if let Some(missing) = INDEX_FOLDER_FILES[1..].iter().find(|n| !listed.contains(*n)) {
+            return Err(EmbedError::input(
+                path,
+                format!("does not list {missing} among its files, so it cannot be checked; rebuild the index"),
+            ));
+        }
+        if let Some(stranger) = listed.iter().find(|n| !INDEX_FOLDER_FILES[1..].contains(*n)) {
+            return Err(EmbedError::input(
+                path,
+                format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
+            ));
+        }
+        // Settings read back are checked as if typed (an edited index was refused above; this
+        // guards an index written by a hedge with other limits).
+        manifest.ann.check()?;
+        manifest.search.check()?;
+        Ok(manifest)
+    }
+
+    /// Fuzz target: `index.json` bytes through [`Self::parse`]; `true` when accepted.
+    pub fn fuzz(bytes: &[u8]) -> bool {
+        Self::parse(&String::from_utf8_lossy(bytes), Path::new("index.json")).is_ok()
+    }
+
     /// `index.json`'s text, its own hash filled in.
     fn sealed_json(&self) -> String {
         let mut sealed = self.clone();
@@ -1059,39 +1104,7 @@ impl IndexFiles {
             return Err(EmbedError::input(dir, format!("has no {INDEX_FILE}; build an index with `hedge hib index`")));
         }
         let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
-        let manifest: IndexManifest = serde_json::from_str(&text).map_err(|e| {
-            EmbedError::input(&path, format!("is not an index description ({e}); rebuild it with `hedge hib index`"))
-        })?;
-        if manifest.format != INDEX_FORMAT {
-            return Err(EmbedError::input(
-                &path,
-                format!("is index format {}, this hedge reads {INDEX_FORMAT}; rebuild it", manifest.format),
-            ));
-        }
-        if manifest.self_hash().1 != manifest.sha256 {
-            return Err(EmbedError::input(
-                &path,
-                "was edited or damaged after `hedge hib index` wrote it (its SHA-256 field no longer matches its \
-                 contents); rebuild the index with `hedge hib index`",
-            ));
-        }
-        let listed: std::collections::BTreeSet<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
-        if let Some(missing) = INDEX_FOLDER_FILES[1..].iter().find(|n| !listed.contains(*n)) {
-            return Err(EmbedError::input(
-                &path,
-                format!("does not list {missing} among its files, so it cannot be checked; rebuild the index"),
-            ));
-        }
-        if let Some(stranger) = listed.iter().find(|n| !INDEX_FOLDER_FILES[1..].contains(*n)) {
-            return Err(EmbedError::input(
-                &path,
-                format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
-            ));
-        }
-        // Settings read back are checked as if typed (an edited index was refused above; this
-        // guards an index written by a hedge with other limits).
-        manifest.ann.check()?;
-        manifest.search.check()?;
+        let manifest = IndexManifest::parse(&text, &path)?;
         for entry in &manifest.files {
             let file = dir.join(&entry.name);
             if !file.is_file() || sha256_file(&file)? != entry.sha256 {

@@ -1,0 +1,6 @@
+#![no_main]
+//! The npy parser on arbitrary bytes: it must accept or refuse, never panic or abort.
+
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
+    hedge_data::fuzz::Target::Npy.run(bytes);
+});
