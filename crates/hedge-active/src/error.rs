@@ -9,6 +9,9 @@ pub enum ActiveError {
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
+    /// A score or prediction that is NaN or infinite, stopped where it would have been written.
+    #[error("no silent NaN: {what}; {fix}")]
+    NonFinite { what: String, fix: String },
     /// An error from the Bayesian model underneath.
     #[error(transparent)]
     Model(#[from] hedge_bayes::BayesError),
@@ -20,7 +23,7 @@ pub enum ActiveError {
     Plot(#[from] hedge_plot::PlotError),
     /// An error from libtorch.
     #[cfg(feature = "torch")]
-    #[error(transparent)]
+    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 }
 

@@ -134,8 +134,13 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
         mut progress: impl FnMut(RunFinished),
     ) -> Result<Self::Summary> {
         self.check(data)?;
+        let made_here = !out.exists();
         let dir = start(out, overwrite, self)?;
-        self.continue_in(&dir, data, &mut progress)
+        let result = self.continue_in(&dir, data, &mut progress);
+        if result.is_err() {
+            dir.abandon_if_unstarted(&EXPERIMENT_FILES, made_here);
+        }
+        result
     }
 
     /// Continues the experiment whose directory is `out` from its last finished round.

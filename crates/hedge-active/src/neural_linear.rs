@@ -394,7 +394,7 @@ pub fn nig_predictive_log_density(
     }
     let opts = (Kind::Double, phi.device());
     let precision = phi.transpose(0, 1).matmul(phi) + Tensor::eye(k, opts) * prior.prior_precision;
-    let chol = precision.f_linalg_cholesky(false)?;
+    let chol = precision.f_linalg_cholesky(false).map_err(|_| non_finite_features(phi))?;
     let phity = phi.transpose(0, 1).matmul(&y.unsqueeze(1)); // [k, 1]
     let mean = phity.cholesky_solve(&chol, false); // [k, 1]
     let a = prior.a0 + 0.5 * n as f64;
@@ -661,5 +661,20 @@ mod tests {
         assert!(rmse < 0.15, "held-out RMSE {rmse}");
         let scale = (p.scale_squared.iter().sum::<f64>() / p.scale_squared.len() as f64).sqrt();
         assert!(scale < 0.5, "predictive scale {scale}");
+    }
+}
+
+/// The last layer's posterior could not be factorised: the network's features are not finite
+/// (or so large that ΦᵀΦ is not positive-definite in f64), which a diverged fit gives.
+fn non_finite_features(phi: &Tensor) -> ActiveError {
+    let finite = phi.isfinite().all().int64_value(&[]) == 1;
+    let largest = phi.abs().max().double_value(&[]);
+    ActiveError::NonFinite {
+        what: format!(
+            "the NeuralLinear fit diverged: its last-layer features are {} (largest |φ| = {largest:e}), so the \
+             Bayesian last layer's posterior cannot be formed",
+            if finite { "huge" } else { "NaN or infinite" }
+        ),
+        fix: "lower --lr (the paper recipe's is 1e-3) or --steps".into(),
     }
 }

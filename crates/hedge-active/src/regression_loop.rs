@@ -532,6 +532,23 @@ impl ActiveModel for RegressionPool<'_> {
 
     fn evaluate(&self, fitted: &FittedRegression, info: RoundInfo<Method>) -> Result<RoundMetrics> {
         let (test_rmse, test_log_likelihood) = fitted.score(&fitted.model, self.test_x.as_ref(), &self.test_y)?;
+        // No silent NaN: a round whose scores are not finite stops the run here, before it is logged.
+        if !(test_rmse.is_finite() && test_log_likelihood.is_finite()) {
+            let largest = self.test_y.iter().fold(0.0f64, |m, y| m.max(y.abs()));
+            return Err(ActiveError::NonFinite {
+                what: format!(
+                    "seed {}, {}, round {} ({} labels): test RMSE {test_rmse}, log-likelihood {test_log_likelihood}",
+                    info.seed,
+                    info.method.name(),
+                    info.round,
+                    info.labels
+                ),
+                fix: format!(
+                    "the targets reach |y| = {largest:e}; rescale the target column (e.g. to its units in thousands) \
+                     or lower --lr"
+                ),
+            });
+        }
         // A GP fitted on a surrogate-GP run's labels would score what `test_rmse` already does.
         let (gp_score, gp_seconds) = match &fitted.gp {
             Some((gp, seconds)) => (Some(fitted.score(gp, self.test_x.as_ref(), &self.test_y)?), *seconds),

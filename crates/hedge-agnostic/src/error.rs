@@ -19,7 +19,7 @@ pub enum AgnosticError {
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
     /// An error from libtorch.
-    #[error(transparent)]
+    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
     /// A figure that could not be drawn.
     #[error(transparent)]

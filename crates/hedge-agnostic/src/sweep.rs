@@ -461,8 +461,13 @@ impl SweepConfig {
         progress: impl FnMut(NetworkFinished),
     ) -> Result<SweepSummary> {
         self.check_ref()?;
+        let made_here = !out.exists();
         let dir = RunDirectory::create(out, overwrite)?;
-        self.run_in(&dir, data, progress)
+        let result = self.run_in(&dir, data, progress);
+        if result.is_err() {
+            dir.abandon_if_unstarted(&SWEEP_FILES, made_here);
+        }
+        result
     }
 
     /// Runs the sweep in `dir` from its first network (what an earlier sweep there wrote is

@@ -75,9 +75,26 @@ fn main() {
         Command::Bench { command } => bench::run(command),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", error_message(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes, each once (a cause whose text its parent already shows, as a
+/// wrapped libtorch error's is, is not repeated), without libtorch's C++ stack trace.
+fn error_message(e: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in e.chain() {
+        let text = hedge_data::libtorch_message(&cause.to_string());
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }
 
 /// The most libtorch threads `--threads` may ask for: past a few per core they only contend,

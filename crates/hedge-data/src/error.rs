@@ -104,3 +104,32 @@ impl DataError {
 
 /// Result alias of this crate.
 pub type Result<T, E = DataError> = std::result::Result<T, E>;
+
+/// `text` without the C++ stack trace libtorch appends to its errors ("Exception raised from …"
+/// and its "frame #N" lines): what reaches a user is the message, never the trace.
+pub fn libtorch_message(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            !(t.starts_with("Exception raised from") || t.starts_with("frame #"))
+        })
+        .collect();
+    kept.join("\n").trim_end().to_string()
+}
+
+#[cfg(test)]
+mod libtorch_message_tests {
+    #[test]
+    fn the_cpp_trace_is_dropped_and_the_message_kept() {
+        // The shape of a real libtorch error (tch's Display of TchError::Torch).
+        let raw = "Internal torch error: size mismatch for head.weight: copying a param with shape [8, 3136] \
+                   from checkpoint, the shape in current model is [4, 3136].\n\
+                   Exception raised from copy_ at /pytorch/aten/src/ATen/native/Copy.cpp:250 (most recent call first):\n\
+                   frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9d (0x7f in libc10.so)\n\
+                   frame #1: <unknown function> + 0x1a2b (0x7f in libtorch_cpu.so)";
+        let kept = super::libtorch_message(raw);
+        assert!(kept.contains("size mismatch for head.weight"), "{kept}");
+        assert!(!kept.contains("frame #") && !kept.contains("Exception raised"), "{kept}");
+    }
+}

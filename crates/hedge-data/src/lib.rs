@@ -37,7 +37,7 @@ pub use atomic::{check_out_not_inside, prepare_output_dir, write_atomic};
 pub use budget::{Footprint, MemoryBudget};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
 pub use datadir::{data_dir, DATA_DIR_ENV};
-pub use error::{DataError, FormatIssue, Result};
+pub use error::{libtorch_message, DataError, FormatIssue, Result};
 pub use generator::{lock_generator, GeneratorGuard};
 pub use images::ImageSet;
 pub use mnist::{Mnist, MnistSplit};

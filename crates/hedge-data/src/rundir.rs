@@ -286,6 +286,21 @@ impl RunDirectory {
         })
     }
 
+    /// After a run failed before its first checkpoint: removes the files `names` it wrote, and
+    /// the folder itself when this run made it (`made_here`) and nothing else is left, so a
+    /// rerun of the same command is not refused by a stub. A run with a checkpoint is kept (it
+    /// resumes).
+    pub fn abandon_if_unstarted(&self, names: &[&str], made_here: bool) {
+        if !matches!(self.manifest(), Ok(None)) {
+            return;
+        }
+        let _ = self.remove_files(names);
+        if made_here && crate::atomic::entries_besides_marker(&self.path).is_empty() {
+            let _ = std::fs::remove_file(self.file(crate::atomic::OWNER_FILE));
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+
     /// Removes the run's files `names` where present (a new run started with `--overwrite` over
     /// an earlier one, so that nothing of it is resumed or mixed in).
     pub fn remove_files(&self, names: &[&str]) -> Result<()> {

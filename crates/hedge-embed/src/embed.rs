@@ -118,6 +118,25 @@ impl EmbeddedSet {
     /// Writes `mean` `[N, C, D]`, `variance` `[N, C, D]` (zeros for point embeddings),
     /// `weights` `[N, C]`, `label` `[N]` and `eta` `[N]` as an `.npz` that `numpy.load` opens.
     pub fn write_npz(&self, path: &Path) -> Result<()> {
+        // No silent NaN: an embedding that is not finite is refused where it would be written.
+        let tensors = [
+            Some(("mean", &self.embedding.mean)),
+            self.embedding.variance.as_ref().map(|v| ("variance", v)),
+            Some(("eta", &self.eta)),
+        ];
+        for (name, t) in tensors.into_iter().flatten() {
+            let bad = t.isfinite().logical_not().sum(tch::Kind::Int64).int64_value(&[]);
+            if bad > 0 {
+                return Err(crate::EmbedError::input(
+                    path,
+                    format!(
+                        "was not written: the embeddings' '{name}' holds {bad} non-finite value(s) of {}; the model's \
+                         weights or the images are broken (check the images' pixel range and the run's metrics.jsonl)",
+                        t.numel()
+                    ),
+                ));
+            }
+        }
         let size: Vec<usize> = self.embedding.mean.size().iter().map(|&s| s as usize).collect();
         let (n, c) = (size[0], size[1]);
         let to_vec = |t: &Tensor| Vec::<f32>::try_from(t.to_kind(Kind::Float).flatten(0, -1)).expect("float tensor");

@@ -16,7 +16,7 @@ pub enum EmbedError {
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
 
-    #[error("libtorch: {0}")]
+    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 
     #[error("cannot access '{path}': {source}")]

@@ -259,7 +259,7 @@ pub fn evaluate_run(
     }
     let (mut vs, net) = load_model(run, &config, device)?;
     if let Some(w) = weights {
-        vs.load(w).map_err(|e| EmbedError::run(w, format!("cannot load weights: {e}")))?;
+        crate::train::load_weights(&mut vs, w, "the run's config.json (--weights replaces its weights)")?;
     }
     let test = load_role(&config, settings.split)?;
     crate::monitor::warn_small_classes(settings.split.name(), &test, crate::monitor::KNN_MIN_PER_CLASS);

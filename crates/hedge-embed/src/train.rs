@@ -1,5 +1,6 @@
 //! Training a HIB model on N-digit MNIST pairs (Section 2.3, Appendix A).
 
+use std::path::Path;
 use std::time::Instant;
 
 use hedge_data::{BalancedPairSampler, Corruption, GroupedPairSampler, ImageDataset};
@@ -49,8 +50,52 @@ pub fn weights_path(run: &RunDir, config: &HibConfig) -> std::path::PathBuf {
 /// Loads [`weights_path`] into a freshly built network.
 pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(nn::VarStore, HibNet)> {
     let (mut vs, net) = build_model(config, device)?;
-    vs.load(weights_path(run, config))?;
+    load_weights(&mut vs, &weights_path(run, config), "the run's config.json")?;
     Ok((vs, net))
+}
+
+/// Loads `path` into `vs`, refusing weights that do not fit the model `described_by` describes
+/// (libtorch's message, without its C++ trace, and the likely cause) and weights holding NaN or
+/// infinity (a diverged training), naming the tensor.
+pub fn load_weights(vs: &mut nn::VarStore, path: &Path, described_by: &str) -> Result<()> {
+    if !path.is_file() {
+        return Err(EmbedError::input(
+            path,
+            "is not a file of weights (expected a .safetensors file a hedge run wrote)",
+        ));
+    }
+    vs.load(path).map_err(|e| {
+        EmbedError::input(
+            path,
+            format!(
+                "cannot be loaded as the weights of the model {described_by} describes ({}); use the \
+                 model.safetensors of the same run, and do not edit config.json after training",
+                hedge_data::libtorch_message(&e.to_string())
+            ),
+        )
+    })?;
+    check_finite_weights(vs, path)
+}
+
+/// Refuses weights holding NaN or infinity, naming the first such tensor.
+pub fn check_finite_weights(vs: &nn::VarStore, path: &Path) -> Result<()> {
+    let mut variables: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
+    variables.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, t) in variables {
+        let bad = t.isfinite().logical_not().sum(Kind::Int64).int64_value(&[]);
+        if bad > 0 {
+            return Err(EmbedError::input(
+                path,
+                format!(
+                    "holds {bad} non-finite value(s) (NaN or infinity) of {} in '{name}': the training diverged \
+                     before these weights were written. Retrain with a lower --lr, or use an earlier checkpoint \
+                     (--keep-every)",
+                    t.numel()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Turns rendered images into a network input.
@@ -272,7 +317,7 @@ impl Trainer {
 
     /// Restores model, optimiser and position from a run's last checkpoint.
     pub fn resume_from(&mut self, run: &RunDir) -> Result<()> {
-        self.vs.load(run.file(MODEL_FILE))?;
+        load_weights(&mut self.vs, &run.file(MODEL_FILE), "the run's config.json")?;
         self.adam.load(&run.file(OPTIMIZER_FILE))?;
         let state = run.read_state()?;
         if state.step as i64 != self.adam.steps_taken() {
@@ -282,7 +327,7 @@ impl Trainer {
             ));
         }
         if let Some(avg) = &mut self.averaged {
-            avg.vs.load(run.file(EMA_FILE))?;
+            load_weights(&mut avg.vs, &run.file(EMA_FILE), "the run's config.json")?;
             avg.ema.set_updates(state.step as i64);
         }
         self.step = state.step;
