@@ -291,6 +291,9 @@ pub struct RegressionSummary {
     #[serde(default)]
     pub protocol: crate::regression_loop::ActiveProtocol,
     pub seeds: u64,
+    /// The fields left `null` and why (a standard error over one seed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
 }
 
 /// One method's final numbers over seeds.
@@ -421,24 +424,22 @@ fn regression_report(
             selection_seconds: Mean::of(&selections),
         };
         let gp_cells = match (gp_scored, &m.gp_final_rmse, &m.rmse_minus_gp) {
-            (true, Some(gp), Some(d)) => format!(" {:.3} ± {:.3} | {:+.3} ± {:.3} |", gp.mean, gp.se, d.mean, d.se),
+            (true, Some(gp), Some(d)) => format!(" {} | {} |", gp.plus_minus(3, false), d.plus_minus(3, true)),
             (true, _, _) => " – | – |".to_string(),
             (false, _, _) => String::new(),
         };
         md.push_str(&format!(
-            "| {} | {:.3} ± {:.3} | {} |{gp_cells} {:.3} ± {:.3} | {:.1} | {:.4} |\n",
+            "| {} | {} | {} |{gp_cells} {} | {:.1} | {:.4} |\n",
             method.name(),
-            m.final_rmse.mean,
-            m.final_rmse.se,
+            m.final_rmse.plus_minus(3, false),
             m.paper_final_rmse.map_or("–".to_string(), |v| format!("{v:.3}")),
-            m.final_log_likelihood.mean,
-            m.final_log_likelihood.se,
+            m.final_log_likelihood.plus_minus(3, false),
             m.rounds.mean,
             m.selection_seconds.mean
         ));
         let per_seed: Vec<Vec<(usize, f64)>> =
             runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_rmse)).collect()).collect();
-        curves.push((method.name().to_string(), grid_curve(&per_seed, l.init, l.batch, l.budget)));
+        curves.push((method.name().to_string(), band(grid_curve(&per_seed, l.init, l.batch, l.budget))));
         summary.insert(method.name().to_string(), m);
     }
     // Each method's last round per seed, read through `value` (seeds without it left out).
@@ -470,7 +471,9 @@ fn regression_report(
         gp_paired_differences: gp_paired,
         protocol: experiment.active_protocol,
         seeds: experiment.seeds,
+        undefined: Vec::new(),
     };
+    let summary = RegressionSummary { undefined: one_seed_nulls(&summary), ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
     md.push_str(&format!("\nCommand: `{}`\n", experiment.command));
     dir.write_bytes(TABLE_FILE, md.as_bytes())?;
@@ -513,8 +516,12 @@ pub fn paired_differences_table(paired: &[PairedDifference]) -> String {
     );
     for p in paired {
         md.push_str(&format!(
-            "| {} − {} | {:+.3} ± {:.3} | {}/{} |\n",
-            p.a, p.b, p.difference.mean, p.difference.se, p.a_better, p.seeds
+            "| {} − {} | {} | {}/{} |\n",
+            p.a,
+            p.b,
+            p.difference.plus_minus(3, true),
+            p.a_better,
+            p.seeds
         ));
     }
     md
@@ -523,7 +530,12 @@ pub fn paired_differences_table(paired: &[PairedDifference]) -> String {
 /// Mean ± se over seeds on a common label grid (init, init + batch, …, budget), each seed
 /// contributing its latest round at or below each grid point, so that runs whose label counts
 /// differ (ACS-FW's smaller batches) average point by point.
-pub fn grid_curve(per_seed: &[Vec<(usize, f64)>], init: usize, batch: usize, budget: usize) -> Vec<(f64, f64, f64)> {
+pub fn grid_curve(
+    per_seed: &[Vec<(usize, f64)>],
+    init: usize,
+    batch: usize,
+    budget: usize,
+) -> Vec<(f64, f64, Option<f64>)> {
     let grid: BTreeSet<usize> = (init..=budget).step_by(batch.max(1)).chain(std::iter::once(budget)).collect();
     let mut by_labels: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     for run in per_seed {
@@ -540,6 +552,17 @@ pub fn grid_curve(per_seed: &[Vec<(usize, f64)>], init: usize, batch: usize, bud
             (l as f64, s.mean, s.se)
         })
         .collect()
+}
+
+/// The `undefined` list of a summary: its standard errors over one seed are `null`.
+fn one_seed_nulls<T: Serialize>(summary: &T) -> Vec<hedge_data::undefined::Undefined> {
+    use hedge_data::undefined::{explain_nulls, NullReason};
+    explain_nulls(summary, &[NullReason::new("*.se", hedge_eval::ONE_RUN_SPREAD)])
+}
+
+/// A curve for the figure: one seed draws no band.
+fn band(curve: Vec<(f64, f64, Option<f64>)>) -> Vec<(f64, f64, f64)> {
+    curve.into_iter().map(|(l, mean, se)| (l, mean, se.unwrap_or(0.0))).collect()
 }
 
 /// `hedge active classify`: CNN + Laplace last layer on (Fashion-)MNIST.
@@ -661,6 +684,9 @@ pub struct ClassificationSummary {
     pub dataset: String,
     pub methods: BTreeMap<String, ClassMethodSummary>,
     pub seeds: u64,
+    /// The fields left `null` and why (a standard error over one seed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
 }
 
 /// One method's numbers over seeds.
@@ -710,22 +736,24 @@ fn classification_report(
             selection_seconds: Mean::of(&selections),
         };
         md.push_str(&format!(
-            "| {} | {:.4} ± {:.4} | {:.4} ± {:.4} | {:.3} ± {:.3} | {:.1} | {:.3} |\n",
+            "| {} | {} | {} | {} | {:.1} | {:.3} |\n",
             method.name(),
-            m.final_accuracy.mean,
-            m.final_accuracy.se,
-            m.final_predictive_accuracy.mean,
-            m.final_predictive_accuracy.se,
-            m.final_log_likelihood.mean,
-            m.final_log_likelihood.se,
+            m.final_accuracy.plus_minus(4, false),
+            m.final_predictive_accuracy.plus_minus(4, false),
+            m.final_log_likelihood.plus_minus(3, false),
             m.rounds.mean,
             m.selection_seconds.mean
         ));
-        curves.push((method.name().to_string(), curve));
+        curves.push((method.name().to_string(), band(curve)));
         summary.insert(method.name().to_string(), m);
     }
-    let summary =
-        ClassificationSummary { dataset: experiment.dataset.clone(), methods: summary, seeds: experiment.seeds };
+    let summary = ClassificationSummary {
+        dataset: experiment.dataset.clone(),
+        methods: summary,
+        seeds: experiment.seeds,
+        undefined: Vec::new(),
+    };
+    let summary = ClassificationSummary { undefined: one_seed_nulls(&summary), ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
     md.push_str(&format!("\nCommand: `{}`\n", experiment.command));
     dir.write_bytes(TABLE_FILE, md.as_bytes())?;

@@ -473,6 +473,21 @@ impl FittedNeuralLinear {
     }
 }
 
+/// The last layer's posterior could not be factorised: the network's features are not finite
+/// (or so large that ΦᵀΦ is not positive-definite in f64), which a diverged fit gives.
+fn non_finite_features(phi: &Tensor) -> ActiveError {
+    let finite = phi.isfinite().all().int64_value(&[]) == 1;
+    let largest = phi.abs().max().double_value(&[]);
+    ActiveError::NonFinite {
+        what: format!(
+            "the NeuralLinear fit diverged: its last-layer features are {} (largest |φ| = {largest:e}), so the \
+             Bayesian last layer's posterior cannot be formed",
+            if finite { "huge" } else { "NaN or infinite" }
+        ),
+        fix: "lower --lr (the paper recipe's is 1e-3) or --steps".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -661,20 +676,5 @@ mod tests {
         assert!(rmse < 0.15, "held-out RMSE {rmse}");
         let scale = (p.scale_squared.iter().sum::<f64>() / p.scale_squared.len() as f64).sqrt();
         assert!(scale < 0.5, "predictive scale {scale}");
-    }
-}
-
-/// The last layer's posterior could not be factorised: the network's features are not finite
-/// (or so large that ΦᵀΦ is not positive-definite in f64), which a diverged fit gives.
-fn non_finite_features(phi: &Tensor) -> ActiveError {
-    let finite = phi.isfinite().all().int64_value(&[]) == 1;
-    let largest = phi.abs().max().double_value(&[]);
-    ActiveError::NonFinite {
-        what: format!(
-            "the NeuralLinear fit diverged: its last-layer features are {} (largest |φ| = {largest:e}), so the \
-             Bayesian last layer's posterior cannot be formed",
-            if finite { "huge" } else { "NaN or infinite" }
-        ),
-        fix: "lower --lr (the paper recipe's is 1e-3) or --steps".into(),
     }
 }

@@ -128,7 +128,15 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
     exp.methods = vec![Method::Random, Method::Maxent];
     exp.loop_config.budget = 30;
     let out = root.path().join("run");
-    exp.run(&data, &out, false, |_| {}).unwrap();
+    let summary = exp.run(&data, &out, false, |_| {}).unwrap();
+    // One seed: no spread, written as null with its reason, never "± 0.000".
+    assert!(summary.methods.values().all(|m| m.final_rmse.se.is_none()));
+    assert!(summary
+        .undefined
+        .iter()
+        .any(|u| u.why.contains("needs two") && u.fields.iter().all(|f| f.ends_with(".se"))));
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("(1 seed)") && !table.contains("± 0.000"), "{table}");
     let log = out.join(ROUNDS_FILE);
     let full = std::fs::read_to_string(&log).unwrap();
     assert_eq!(full.lines().count(), 4, "2 methods x 2 rounds");

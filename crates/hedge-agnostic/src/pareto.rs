@@ -19,13 +19,14 @@ use hedge_data::context::ContextMnistConfig;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     pub mean: f64,
-    pub std: f64,
+    /// `None` (`null`) over one repeat: a spread needs two.
+    pub std: Option<f64>,
 }
 
 impl Spread {
     fn of(values: &[f64]) -> Self {
         let m = MeanStd::of(values);
-        Spread { mean: m.mean, std: m.std }
+        Spread { mean: m.mean, std: (m.n >= 2).then_some(m.std) }
     }
 }
 
@@ -375,7 +376,7 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
 }
 
 fn cell(s: &Spread) -> String {
-    format!("{:.3} ± {:.3}", s.mean, s.std)
+    hedge_eval::plus_minus(s.mean, s.std, 3, false, "1 repeat")
 }
 
 fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {

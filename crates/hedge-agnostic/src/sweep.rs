@@ -928,8 +928,9 @@ fn schema(dataset: SweepDataset) -> Schema {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SpreadOverRepeats {
     pub mean: f64,
-    /// Sample standard deviation (divides by n − 1; 0 for one repeat).
-    pub std: f64,
+    /// Sample standard deviation (divides by n − 1); `None` (`null`, explained in the summary's
+    /// `undefined`) for one repeat.
+    pub std: Option<f64>,
 }
 
 /// A node of a per-α summary: a spread, a count, or a group of them.
@@ -948,6 +949,9 @@ pub struct SweepSummary {
     pub alphas: BTreeMap<String, BTreeMap<String, SummaryNode>>,
     pub dataset: String,
     pub protected_chance: f64,
+    /// The fields left `null` and why (a spread over one repeat).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<hedge_data::undefined::Undefined>,
 }
 
 /// Rebuilds `summary.json`, `table.md` and the figures of the sweep in `out` from its
@@ -986,7 +990,8 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
                 let SummaryNode::Group(inner) = node else { unreachable!("groups and values never share a key") };
                 slot = inner;
             }
-            slot.insert(last.to_string(), SummaryNode::Spread(SpreadOverRepeats { mean: s.mean, std: s.std }));
+            let std = (s.n >= 2).then_some(s.std);
+            slot.insert(last.to_string(), SummaryNode::Spread(SpreadOverRepeats { mean: s.mean, std }));
         }
         for (key, holds) in &schema.counts {
             entry.insert(key.to_string(), SummaryNode::Count(of_alpha(alpha).filter(|a| holds(a)).count()));
@@ -995,8 +1000,17 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         by_alpha.insert(alpha_key(alpha), entry);
     }
     let chance = schema.chance.or_else(|| audits.first().map(|a| a.probes().1.chance)).unwrap_or(0.5);
-    let summary =
-        SweepSummary { alphas: by_alpha, dataset: config.dataset.name().to_string(), protected_chance: chance };
+    let summary = SweepSummary {
+        alphas: by_alpha,
+        dataset: config.dataset.name().to_string(),
+        protected_chance: chance,
+        undefined: Vec::new(),
+    };
+    let undefined = hedge_data::undefined::explain_nulls(
+        &summary,
+        &[hedge_data::undefined::NullReason::new("*.std", hedge_eval::ONE_RUN_SPREAD)],
+    );
+    let summary = SweepSummary { undefined, ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
     let removal = match config.removal {
         Removal::Adversary => String::new(),
@@ -1014,7 +1028,8 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     for (i, &alpha) in alphas.iter().enumerate() {
         md.push_str(&format!("| {} |", alpha_key(alpha)));
         for s in &stats {
-            md.push_str(&format!(" {:.3} ± {:.3} |", s[i].mean, s[i].std));
+            let std = (s[i].n >= 2).then_some(s[i].std);
+            md.push_str(&format!(" {} |", hedge_eval::plus_minus(s[i].mean, std, 3, false, "1 repeat")));
         }
         md.push('\n');
     }
@@ -1040,7 +1055,9 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     dir.write_bytes(TABLE_FILE, md.as_bytes())?;
     let curve = |(title, label): &Curve| -> hedge_plot::MeanCurve {
         let k = schema.columns.iter().position(|c| c.title == *title).expect("a curve names a column");
-        (label.to_string(), alphas.iter().zip(&stats[k]).map(|(&a, s)| (a, s.mean, s.std)).collect())
+        // One repeat draws no band.
+        let band = |s: &MeanStd| if s.n >= 2 { s.std } else { 0.0 };
+        (label.to_string(), alphas.iter().zip(&stats[k]).map(|(&a, s)| (a, s.mean, band(s))).collect())
     };
     let x_label = match (config.dataset, config.removal.is_post_hoc()) {
         (SweepDataset::MnistM, _) => "λ (DANN)",
@@ -1077,7 +1094,8 @@ mod tests {
             match (x, &b[k]) {
                 (SummaryNode::Spread(x), SummaryNode::Spread(y)) => {
                     assert!(
-                        (x.mean - y.mean).abs() < 1e-12 && (x.std - y.std).abs() < 1e-12,
+                        (x.mean - y.mean).abs() < 1e-12
+                            && x.std.zip(y.std).map_or(x.std == y.std, |(a, b)| (a - b).abs() < 1e-12),
                         "{at} {k}: {x:?} vs {y:?}"
                     )
                 }

@@ -10,6 +10,9 @@ pub enum BayesError {
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
+    /// A fit whose result is not finite, stopped before it is written (the message says why).
+    #[error("no silent NaN: {0}")]
+    Unfit(String),
     /// A NaN or infinite value in user data.
     #[error("non-finite value in {what} at {position}: remove or impute it before fitting")]
     NonFinite { what: String, position: String },

@@ -207,8 +207,22 @@ impl GpRun {
             test_rows: s.test_y.len(),
             train_rows: s.train_y.len(),
         };
-        if !report.rmse.is_finite() {
-            return Err(invalid("fit", report.rmse, "the fit produced a non-finite test RMSE"));
+        // No silent NaN: every number of the report is finite, or the fit stops here, unwritten.
+        let numbers = [
+            ("test RMSE", report.rmse),
+            ("test NLL", report.nll),
+            ("log marginal likelihood", report.log_marginal_likelihood),
+            ("noise variance", report.noise_variance),
+            ("signal variance", report.signal_variance),
+        ];
+        let lengthscales = report.lengthscales.iter().map(|&l| ("a lengthscale", l));
+        if let Some((name, value)) = numbers.into_iter().chain(lengthscales).find(|(_, v)| !v.is_finite()) {
+            let largest = s.train_y.iter().chain(&s.test_y).fold(0.0f64, |m, y| m.max(y.abs()));
+            return Err(BayesError::Unfit(format!(
+                "the GP fit on {} gave {name} = {value}: the targets reach |y| = {largest:e}, past what f64 \
+                 arithmetic on their squares holds; rescale the target column (e.g. to thousands) and fit again",
+                self.dataset
+            )));
         }
         Ok(GpFit { report, model, prediction, test_y: s.test_y })
     }

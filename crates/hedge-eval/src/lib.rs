@@ -15,4 +15,4 @@ pub use error::{EvalError, Result};
 pub use knn::{knn_accuracy, knn_correct, plurality_label, top_k, KnnRule};
 pub use quadrature::gauss_hermite;
 pub use ranking::average_precision;
-pub use spread::{Mean, MeanSe, MeanStd};
+pub use spread::{plus_minus, Mean, MeanSe, MeanStd, ONE_RUN_SPREAD};

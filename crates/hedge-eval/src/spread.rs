@@ -41,9 +41,9 @@ impl MeanStd {
         self.std / (self.n as f64).sqrt()
     }
 
-    /// The mean with its standard error.
+    /// The mean with its standard error (`None` for one value: a spread needs two).
     pub fn mean_se(&self) -> MeanSe {
-        MeanSe { mean: self.mean, se: self.se() }
+        MeanSe { mean: self.mean, se: (self.n >= 2).then(|| self.se()) }
     }
 }
 
@@ -52,8 +52,9 @@ impl MeanStd {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MeanSe {
     pub mean: f64,
-    /// Standard error of the mean.
-    pub se: f64,
+    /// Standard error of the mean; `None` (written `null`, with its reason in the file's
+    /// `undefined` list) over one seed, where no spread exists — never a misleading 0.
+    pub se: Option<f64>,
 }
 
 impl MeanSe {
@@ -61,7 +62,25 @@ impl MeanSe {
     pub fn of(values: &[f64]) -> Self {
         MeanStd::of(values).mean_se()
     }
+
+    /// `mean ± se` with `decimals` digits (`+` signed when `signed`), or `mean (1 seed)`.
+    pub fn plus_minus(&self, decimals: usize, signed: bool) -> String {
+        plus_minus(self.mean, self.se, decimals, signed, "1 seed")
+    }
 }
+
+/// `mean ± spread` with `decimals` digits (`+` signed when `signed`), or `mean (one)` where the
+/// spread is undefined (`one` says of what: "1 seed", "1 repeat").
+pub fn plus_minus(mean: f64, spread: Option<f64>, decimals: usize, signed: bool, one: &str) -> String {
+    let m = if signed { format!("{mean:+.decimals$}") } else { format!("{mean:.decimals$}") };
+    match spread {
+        Some(s) => format!("{m} ± {s:.decimals$}"),
+        None => format!("{m} ({one})"),
+    }
+}
+
+/// Why a spread over one seed or repeat is `null`: the rule result files carry in `undefined`.
+pub const ONE_RUN_SPREAD: &str = "one seed or repeat: a spread (standard deviation or error) needs two";
 
 /// A mean alone (for quantities whose spread nobody reads, such as seconds per round).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
