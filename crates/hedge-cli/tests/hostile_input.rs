@@ -174,3 +174,85 @@ fn eval_refuses_fewer_candidates_than_its_neighbours_instead_of_raising_them() {
     let err = refused_cleanly(&hedge_with(&[], &["hib", "eval", "--run", s(&run), "--candidates", "0"]));
     assert!(err.contains("candidates") && err.contains("at least 5"), "{err}");
 }
+
+#[test]
+fn errors_name_the_real_cause_and_failed_starts_leave_no_stub() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = |name: &str| tmp.path().join(name);
+    // --out naming a file, or a link to nothing: "not a folder", not "File exists".
+    std::fs::write(t("file"), b"mine").unwrap();
+    std::os::unix::fs::symlink("/nonexistent-target", t("dangling")).unwrap();
+    for out in [t("file"), t("dangling")] {
+        let err = refused_cleanly(&hedge_with(&[], &["hib", "train", "--steps", "1", "--out", s(&out)]));
+        assert!(err.contains("is not a folder") && err.contains("--out"), "{err}");
+    }
+    assert_eq!(std::fs::read(t("file")).unwrap(), b"mine");
+    // An offset no sigmoid survives is refused by name, not reported as a divergence.
+    std::fs::write(t("b.toml"), "init_b = 1e308\n").unwrap();
+    let err = refused_cleanly(&hedge_with(&[], &["hib", "train", "--config", s(&t("b.toml")), "--out", s(&t("b"))]));
+    assert!(err.contains("init_b") && err.contains("±100") && !err.contains("--lr"), "{err}");
+    // --resume on a folder that is not a run says so, without suggesting to overwrite it.
+    let err = refused_cleanly(&hedge_with(&[], &["hib", "train", "--resume", s(tmp.path())]));
+    assert!(err.contains("not a hedge run") && !err.contains("--overwrite"), "{err}");
+    // A data file that is a folder is named as one, not as missing.
+    let data = t("data");
+    std::fs::create_dir_all(data.join("mnist/train-images-idx3-ubyte")).unwrap();
+    let err = refused_cleanly(&hedge_with(&[("HEDGE_DATA_DIR", s(&data))], &["hib", "train", "--out", s(&t("r"))]));
+    assert!(err.contains("train-images-idx3-ubyte") && err.contains("is a folder"), "{err}");
+    // --top-k past the budget names --top-k (it used to blame --candidates).
+    let run = committed_run();
+    let err = refused_cleanly(&hedge_with(
+        &[],
+        &[
+            "hib",
+            "index",
+            "--run",
+            s(&run),
+            "--gallery",
+            s(&t("g")),
+            "--top-k",
+            "1000000000000000",
+            "--out",
+            s(&t("i")),
+        ],
+    ));
+    assert!(err.contains("--top-k") && err.contains("memory budget"), "{err}");
+    // A learning rate that makes the fit diverge: named as such, and no config.json stub is left
+    // to block a rerun.
+    let out = t("lr");
+    let err = refused_cleanly(&hedge_with(
+        &[],
+        &[
+            "active",
+            "run",
+            "--dataset",
+            "uci/yacht",
+            "--lr",
+            "1e30",
+            "--method",
+            "random",
+            "--seeds",
+            "1",
+            "--out",
+            s(&out),
+        ],
+    ));
+    assert!(err.contains("diverged") && err.contains("--lr") && !err.contains("cholesky"), "{err}");
+    assert!(!out.exists(), "no stub folder");
+    // Targets near 1e200: stopped before a NaN reaches rounds.jsonl (it used to be written as
+    // null, which the run could not read back), naming the magnitude; the GP likewise.
+    let mut csv = String::from("x1,x2,y\n");
+    for i in 0..200 {
+        let (a, b) = ((i * 37 % 101) as f64 / 101.0, (i * 53 % 97) as f64 / 97.0);
+        csv.push_str(&format!("{a},{b},{:e}\n", (a + 2.0 * b + 0.1) * 1e200));
+    }
+    std::fs::write(t("huge.csv"), csv).unwrap();
+    let out = t("huge");
+    let huge = t("huge.csv");
+    let args = ["active", "run", "--data", s(&huge), "--target", "y", "--method", "random", "--seeds", "1"];
+    let err = refused_cleanly(&hedge_with(&[], &[&args[..], &["--out", s(&out)]].concat()));
+    assert!(err.contains("no silent NaN") && err.contains("e200") && err.contains("rescale"), "{err}");
+    assert!(!out.exists(), "no stub folder");
+    let err = refused_cleanly(&hedge_with(&[], &["bayes", "gp", "--data", s(&huge), "--target", "y"]));
+    assert!(err.contains("no silent NaN") && err.contains("rescale"), "{err}");
+}

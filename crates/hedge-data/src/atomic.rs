@@ -98,7 +98,7 @@ pub fn mark_as_hedges(dir: &Path) -> Result<()> {
 /// beside its sweeps): creates it if needed; refuses when one of `names` is already there,
 /// unless `overwrite` and hedge wrote it; records `names` as hedge's.
 pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Result<()> {
-    if out.exists() && !out.is_dir() {
+    if std::fs::symlink_metadata(out).is_ok() && !out.is_dir() {
         return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
     }
     for name in names {
@@ -127,7 +127,8 @@ pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Resu
 /// The refusal of [`prepare_output_dir`] without creating anything: commands that compute for
 /// minutes before writing call it first, so the work never ends in a refused folder.
 pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
-    if out.exists() && !out.is_dir() {
+    // `symlink_metadata`: a link to nothing "does not exist" for `exists`, yet blocks the folder.
+    if std::fs::symlink_metadata(out).is_ok() && !out.is_dir() {
         return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
     }
     let names = entries_besides_marker(out);

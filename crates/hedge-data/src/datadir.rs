@@ -22,10 +22,20 @@ pub fn data_dir() -> Result<PathBuf> {
 
 /// `path` if it is a file, else an error that says which dataset it belongs to.
 pub(crate) fn require_file(path: &Path, dataset_hint: &str) -> Result<()> {
-    if path.is_file() {
-        Ok(())
-    } else {
-        Err(DataError::MissingFile { path: path.to_path_buf(), hint: dataset_hint.to_string() })
+    let not_a_file =
+        |what: String| DataError::NotAFile { path: path.to_path_buf(), what, hint: dataset_hint.to_string() };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) if m.is_dir() => Err(not_a_file("is a folder, not a file".into())),
+        Ok(_) => Err(not_a_file("is not a regular file (a device, socket or pipe)".into())),
+        // The name exists but does not lead to a file: a link to nothing, a loop of links.
+        Err(e) if std::fs::symlink_metadata(path).is_ok() => {
+            Err(not_a_file(format!("is a symbolic link that does not lead to a file ({e})")))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(DataError::MissingFile { path: path.to_path_buf(), hint: dataset_hint.to_string() })
+        }
+        Err(e) => Err(DataError::io(path, e)),
     }
 }
 

@@ -15,6 +15,9 @@ pub enum DataError {
     #[error("missing file '{path}': {hint}")]
     MissingFile { path: PathBuf, hint: String },
 
+    #[error("'{path}' {what}; expected a file there ({hint})")]
+    NotAFile { path: PathBuf, what: String, hint: String },
+
     #[error("cannot read '{path}': {source}")]
     Io {
         path: PathBuf,

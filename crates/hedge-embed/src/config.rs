@@ -666,6 +666,9 @@ pub fn config_fuzz_seeds() -> Vec<Vec<u8>> {
 /// The largest embedding dimension accepted: the paper uses 2 and 3, metric-learning
 /// embeddings rarely exceed 512, and `--dim 100000000` made libtorch panic.
 pub const MAX_DIM: usize = 4096;
+/// The largest |b| accepted for the match offset: sigmoid saturates in f32 past about ±17, so
+/// ±100 leaves every sensible start and refuses the absurd.
+pub const MAX_INIT_B: f64 = 100.0;
 /// The most mixture components accepted (the paper: 1 and 2).
 pub const MAX_COMPONENTS: usize = 256;
 
@@ -827,8 +830,15 @@ impl ParamGuard for HibConfig {
         if !(self.init_a.is_finite() && self.init_a > 0.0) {
             return fail("init_a", self.init_a, "the distance scale a must be > 0");
         }
-        if !self.init_b.is_finite() {
-            return fail("init_b", self.init_b, "must be finite");
+        if !(self.init_b.is_finite() && self.init_b.abs() <= MAX_INIT_B) {
+            return fail(
+                "init_b",
+                self.init_b,
+                format!(
+                    "give a finite offset within ±{MAX_INIT_B}: past it sigmoid(−a·d + b) is 0 or 1 for every pair, \
+                     the loss is infinite and nothing trains (the default is 0)"
+                ),
+            );
         }
         if self.log_every == 0 {
             return fail("log_every", 0, "log at least every step (>= 1)");

@@ -170,8 +170,8 @@ impl RunDir {
             return Err(EmbedError::run(
                 path,
                 format!(
-                    "has no {CONFIG_FILE}, so there is no run to resume; start it again with --out {} --overwrite",
-                    path.display()
+                    "has no {CONFIG_FILE}, so it is not a hedge run to resume; check the path (a run folder \
+                     holds config.json, metrics.jsonl and model.safetensors), or start a new run with --out"
                 ),
             ));
         }

@@ -413,6 +413,12 @@ impl SearchOptions {
         if self.top_k == 0 {
             return Err(EmbedError::invalid("top_k", 0, "report at least 1 identity per probe"));
         }
+        // Per probe of a chunk of 250: its candidates' ids, means and match probabilities (about
+        // 1 KB each with the re-rank's intermediates) and its top-k identities.
+        hedge_data::Footprint::new("search: the candidates of 250 probes", |v| 250.0 * (v[0] * 1024.0 + v[1] * 64.0))
+            .knob("--candidates", self.candidates as f64, self.top_k as f64)
+            .knob("--top-k", self.top_k as f64, 1.0)
+            .check()?;
         if self.candidates < self.top_k {
             return Err(EmbedError::invalid(
                 "candidates",
@@ -423,12 +429,6 @@ impl SearchOptions {
         if self.eta_samples < 1 {
             return Err(EmbedError::invalid("eta_samples", self.eta_samples, "give at least 1"));
         }
-        // Per probe of a chunk of 250: its candidates' ids, means and match probabilities (about
-        // 1 KB each with the re-rank's intermediates) and its top-k identities.
-        hedge_data::Footprint::new("search: the candidates of 250 probes", |v| 250.0 * (v[0] * 1024.0 + v[1] * 64.0))
-            .knob("--candidates", self.candidates as f64, self.top_k as f64)
-            .knob("--top-k", self.top_k as f64, 1.0)
-            .check()?;
         Ok(())
     }
 }
