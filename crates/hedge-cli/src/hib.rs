@@ -665,15 +665,14 @@ fn embed(args: EmbedArgs) -> Result<()> {
 /// The folder of an output file must exist, and the file must not, unless `overwrite` (then it
 /// is replaced atomically).
 fn check_output_path(path: &Path, overwrite: bool) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
-            bail!("the folder of --out '{}' does not exist; create it first", path.display());
-        }
-    }
-    if path.exists() && !overwrite {
-        bail!("--out '{}' already exists; choose another name, or pass --overwrite to replace it", path.display());
-    }
-    Ok(())
+    // Replaced only when it is an embedding .npz as `hib embed` writes it.
+    let hedge_wrote = |p: &Path| {
+        hedge_data::npy::npz_member_names(p).is_ok_and(|mut names| {
+            names.sort();
+            names == ["eta", "label", "mean", "variance", "weights"]
+        })
+    };
+    Ok(hedge_data::atomic::check_output_file(path, "--out", overwrite, hedge_wrote)?)
 }
 
 fn eval(args: EvalArgs) -> Result<()> {

@@ -256,6 +256,9 @@ fn print_summary(s: &SearchSummary) {
 }
 
 pub fn bench(args: SearchBenchArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        hedge_data::atomic::check_output_file(out, "--out", false, |_| false)?;
+    }
     let ann = args.ann.config()?;
     if args.dims.is_empty() || args.dims.contains(&0) {
         bail!("--dims needs positive embedding dimensions, e.g. 2,3,16");

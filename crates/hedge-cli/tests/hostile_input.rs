@@ -256,3 +256,62 @@ fn errors_name_the_real_cause_and_failed_starts_leave_no_stub() {
     let err = refused_cleanly(&hedge_with(&[], &["bayes", "gp", "--data", s(&huge), "--target", "y"]));
     assert!(err.contains("no silent NaN") && err.contains("rescale"), "{err}");
 }
+
+/// Every command that writes a folder, pointed at a folder of the user's with `--overwrite` where
+/// it has the flag: refused before any work, and the user's files are left as they were.
+#[test]
+fn no_command_replaces_a_folder_hedge_did_not_make() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    // Names hedge's own commands write, so a careless overwrite would hit them.
+    let files = ["notes.txt", "summary.json", "table.md", "pareto.md", "maps.md", "config.json"];
+    for f in files {
+        std::fs::write(mine.join(f), format!("the user's {f}")).unwrap();
+    }
+    let m = s(&mine);
+    let run = committed_run();
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/agnostic/adult");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib/recipe.toml");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["hib", "train", "--steps", "1", "--overwrite", "--out", m],
+        vec!["hib", "search", "--index", s(&run), "--probe", s(&run), "--overwrite", "--out", m],
+        vec!["hib", "reproduce", "--out", m],
+        vec!["agnostic", "sweep", "--dataset", "adult", "--overwrite", "--out", m],
+        vec!["agnostic", "exp1", "--overwrite", "--out", m],
+        vec!["agnostic", "pareto", "--sweeps", s(&sweep), "--overwrite", "--out", m],
+        vec!["active", "run", "--dataset", "uci/yacht", "--overwrite", "--out", m],
+        vec!["active", "classify", "--overwrite", "--out", m],
+        vec!["bayes", "gp", "--dataset", "uci/yacht", "--overwrite", "--out", m],
+        vec!["bayes", "gp-suite", "--datasets", "yacht", "--out", m],
+        vec!["bayes", "gibbs", "--overwrite", "--out", m],
+        vec!["bayes", "spike-slab", "--overwrite", "--out", m],
+        vec!["bench", "acs-fw", "--pool", "100", "--overwrite", "--export", m],
+        vec!["bench", "search", "--out", m],
+        vec!["bench", "recipe", "--config", s(&recipe), "--out", m],
+        vec!["data", "export-images", "--dataset", "fashion-mnist", "--per-class", "2", "--out", m],
+    ];
+    // Single files: an existing file of the user's is never replaced, with or without --overwrite.
+    let file = mine.join("notes.txt");
+    let f = s(&file);
+    let commands: Vec<Vec<&str>> = commands
+        .into_iter()
+        .chain([
+            vec!["hib", "embed", "--run", s(&run), "--overwrite", "--out", f],
+            vec!["bench", "search", "--points", "100", "--out", f],
+        ])
+        .collect();
+    for args in commands {
+        let err = refused_cleanly(&hedge_with(&[], &args));
+        let named = ["did not make", "already holds", "not a file", "not empty", "already exists"]
+            .iter()
+            .any(|w| err.contains(w));
+        assert!(named, "{args:?}: {err}");
+        for f in files {
+            let kept = std::fs::read_to_string(mine.join(f)).unwrap();
+            assert_eq!(kept, format!("the user's {f}"), "{args:?} changed {f}");
+        }
+        let extra: Vec<_> = std::fs::read_dir(&mine).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(extra.len(), files.len(), "{args:?} added files: {extra:?}");
+    }
+}

@@ -148,6 +148,36 @@ pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a single output file `path` (flag `flag`) that would replace something of the
+/// user's: its folder must exist; an existing file is replaced only with `overwrite` and when
+/// `hedge_wrote` recognises it as a file of the kind this command writes.
+pub fn check_output_file(path: &Path, flag: &str, overwrite: bool, hedge_wrote: impl Fn(&Path) -> bool) -> Result<()> {
+    let bad =
+        |reason: String| DataError::InvalidConfig { field: "out", value: format!("{flag} {}", path.display()), reason };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(bad("its folder does not exist; create it first".into()));
+        }
+    }
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    if !path.is_file() {
+        return Err(bad("is a folder or a link, not a file; name a new file".into()));
+    }
+    if !overwrite {
+        return Err(bad("already exists; choose another name (or pass --overwrite where the command has it)".into()));
+    }
+    if !hedge_wrote(path) {
+        return Err(bad(
+            "already exists and is not a file this command writes, so --overwrite does not replace it; choose another \
+             name"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses an output folder `out` that lies inside (or is) the input folder `input` given by
 /// `flag`: what a run writes there would become part of its own input on the next read.
 pub fn check_out_not_inside(out: &Path, input: &Path, flag: &str) -> Result<()> {

@@ -371,6 +371,14 @@ pub fn read_npz_members(path: &Path, only: &[&str]) -> Result<Vec<(String, NpyAr
     parse_npz_members(read_bytes(path)?, path, Some(only))
 }
 
+/// The member names of an `.npz` archive (without `.npy`), read from its directory alone.
+pub fn npz_member_names(path: &Path) -> Result<Vec<String>> {
+    let file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+    let archive = zip::ZipArchive::new(file)
+        .map_err(|e| DataError::format(path, "npz (zip)", format!("{e}; the file may be truncated")))?;
+    Ok(archive.file_names().map(|n| n.trim_end_matches(".npy").to_string()).collect())
+}
+
 /// [`read_npz`] on bytes already read (`path` names them in errors; the fuzz targets' entry).
 pub(crate) fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Vec<(String, NpyArray)>> {
     parse_npz_members(bytes, path, None)

@@ -360,7 +360,15 @@ type ModelRuns = (ReproduceModel, Vec<EvalReport>);
 pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary> {
     c.check_ref()?;
     let models = models(c)?;
+    // A reproduction resumes in its own folder: an empty one, one hedge made, or one holding an
+    // earlier reproduction (`runs/`, from before hedge marked its folders); any other folder
+    // with files is the user's and is refused, whatever is in it.
+    let earlier_reproduction = c.out.join("runs").is_dir() && c.out.join("summary.json").is_file();
+    if !earlier_reproduction {
+        hedge_data::atomic::check_output_dir(&c.out, true)?;
+    }
     std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
+    hedge_data::atomic::mark_as_hedges(&c.out)?;
     let settings = EvalSettings { split: c.split, repeats: c.repeats, ..Default::default() };
     let plan = TrainPlan {
         budget_minutes: c.budget_minutes,
