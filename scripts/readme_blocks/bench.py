@@ -21,10 +21,11 @@ def fuzz_block():
 
 def libfuzzer_block():
     rows = []
-    for path in sorted(glob.glob(path("results", "fuzz", "*.json"))):
-        if os.path.basename(path).startswith("campaign-"):
+    for found in sorted(glob.glob(path("results", "fuzz", "*.json"))):
+        if os.path.basename(found).startswith("campaign-"):
             continue
-        t = json.load(open(path))
+        with open(found) as f:
+            t = json.load(f)
         rows.append([t["target"], t["executions"], f"{t['seconds']:.0f}", t["executions_per_second"],
                      t["coverage_edges"], t["features"], t["corpus_committed"], t["crashes"]])
     return table(["target", "executions", "seconds", "executions/s", "coverage (edges)", "features",

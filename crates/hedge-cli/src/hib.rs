@@ -424,7 +424,7 @@ pub fn run(command: HibCommand) -> Result<()> {
 }
 
 fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
-    check_output_path(&args.out, args.overwrite)?;
+    check_output_path(&args.out, args.overwrite, is_time_to_quality_report)?;
     let runs: Vec<(String, PathBuf)> = args
         .runs
         .iter()
@@ -647,7 +647,7 @@ fn embed(args: EmbedArgs) -> Result<()> {
     let device = parse_device(&args.device)?;
     let run = RunDir::open(&args.run)?;
     let split = split_or_main(args.split.as_deref(), &run)?;
-    check_output_path(&args.out, args.overwrite)?;
+    check_output_path(&args.out, args.overwrite, is_embedding_npz)?;
     let corrupt = matches!(args.variant, Variant::Corrupt);
     let set = embed_run(&run, split, corrupt, args.samples, device)?;
     set.write_npz(&args.out)?;
@@ -664,15 +664,21 @@ fn embed(args: EmbedArgs) -> Result<()> {
 
 /// The folder of an output file must exist, and the file must not, unless `overwrite` (then it
 /// is replaced atomically).
-fn check_output_path(path: &Path, overwrite: bool) -> Result<()> {
-    // Replaced only when it is an embedding .npz as `hib embed` writes it.
-    let hedge_wrote = |p: &Path| {
-        hedge_data::npy::npz_member_names(p).is_ok_and(|mut names| {
-            names.sort();
-            names == ["eta", "label", "mean", "variance", "weights"]
-        })
-    };
+fn check_output_path(path: &Path, overwrite: bool, hedge_wrote: impl Fn(&Path) -> bool) -> Result<()> {
     Ok(hedge_data::atomic::check_output_file(path, "--out", overwrite, hedge_wrote)?)
+}
+
+/// An embedding `.npz` as `hib embed` writes it: exactly these arrays.
+fn is_embedding_npz(path: &Path) -> bool {
+    hedge_data::npy::npz_member_names(path).is_ok_and(|mut names| {
+        names.sort();
+        names == ["eta", "label", "mean", "variance", "weights"]
+    })
+}
+
+/// A report `hib time-to-quality` wrote (its first words).
+fn is_time_to_quality_report(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.starts_with("Time to quality, N = "))
 }
 
 fn eval(args: EvalArgs) -> Result<()> {

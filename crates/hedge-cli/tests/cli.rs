@@ -118,6 +118,14 @@ fn train_resume_and_embed_write_loadable_artefacts() {
     assert!(eta.iter().all(|e| (0.0..=1.0).contains(e)));
     let NpyData::F32(var) = get("variance").data else { panic!("variance is float32") };
     assert!(var.iter().all(|v| *v > 0.0));
+    // --overwrite replaces an embedding hedge wrote, never another file.
+    let o = hedge(&["hib", "embed", "--run", s(&run), "--overwrite", "--out", s(&npz)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mine = dir.path().join("mine.npz");
+    std::fs::write(&mine, b"my own archive").unwrap();
+    let o = hedge(&["hib", "embed", "--run", s(&run), "--overwrite", "--out", s(&mine)]);
+    assert!(!o.status.success() && stderr(&o).contains("not a file this command writes"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&mine).unwrap(), b"my own archive");
 }
 
 #[test]
