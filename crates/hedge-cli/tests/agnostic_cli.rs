@@ -33,8 +33,11 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
     let a0 = &summary["alphas"]["0.0"];
     for test in ["iid", "balanced", "reversed"] {
         assert!(a0["target_accuracy"][test]["mean"].as_f64().is_some(), "{summary}");
-        assert!(a0["target_accuracy"][test]["std"].as_f64().is_some());
+        // One repeat: no spread, null with its reason (never a misleading 0).
+        assert!(a0["target_accuracy"][test]["std"].is_null(), "{summary}");
     }
+    let undefined = summary["undefined"].as_array().expect("an undefined list");
+    assert!(undefined.iter().any(|u| u["why"].as_str().unwrap().contains("needs two")), "{summary}");
     for key in ["protected_head_accuracy", "flip_rate", "mask_share"] {
         assert!(a0[key]["mean"].as_f64().is_some(), "{key}: {summary}");
     }
