@@ -167,13 +167,21 @@ impl RunDir {
     /// `config.json` there) continues from step 0.
     pub fn open_to_resume(path: &Path) -> Result<Self> {
         if !path.join(CONFIG_FILE).is_file() {
-            return Err(EmbedError::run(
-                path,
+            // A folder hedge made but stopped before its definition can be started again in
+            // place; any other folder is not a run, and overwriting it is not the fix.
+            let what = if hedge_data::atomic::is_hedge_folder(path) {
+                format!(
+                    "has no {CONFIG_FILE}: the run stopped before it wrote its definition; start it again with \
+                     --out {} --overwrite",
+                    path.display()
+                )
+            } else {
                 format!(
                     "has no {CONFIG_FILE}, so it is not a hedge run to resume; check the path (a run folder \
                      holds config.json, metrics.jsonl and model.safetensors), or start a new run with --out"
-                ),
-            ));
+                )
+            };
+            return Err(EmbedError::run(path, what));
         }
         let dir = RunDirectory::open_to_resume(path)?;
         Ok(RunDir { path: path.to_path_buf(), dir })
