@@ -96,7 +96,7 @@ done
 wait
 failed=$(python3 -c "
 import json, glob
-bad = [json.load(open(f)) for f in glob.glob('$out/*.json')]
+bad = [json.load(open(f)) for f in glob.glob('$out/*.json') if not f.split('/')[-1].startswith('campaign-')]
 print(sum(b['crashes'] for b in bad))")
 python3 scripts/docs.py --file "$out/README.md" >/dev/null 2>&1 || true
 [ "$failed" = 0 ] || { echo "fuzz: $failed crash(es) in $out/crashes" >&2; exit 1; }
