@@ -168,18 +168,22 @@ impl ImageSet {
     /// integer `labels` `[N]`.
     /// Other arrays in the archive (class names, ids) are ignored.
     pub fn read_npz(path: &Path) -> Result<Self> {
-        Self::from_npz_arrays(crate::npy::read_npz_members(path, &["images", "labels"])?, path)
+        let members = crate::npy::npz_member_names(path)?;
+        Self::from_npz_arrays(crate::npy::read_npz_members(path, &["images", "labels"])?, &members, path)
     }
 
     /// [`Self::read_npz`] of an archive's bytes (`path` names them in errors; a fuzz target).
     pub fn parse_npz(bytes: Vec<u8>, path: &Path) -> Result<Self> {
-        Self::from_npz_arrays(crate::npy::parse_npz_members(bytes, path, Some(&["images", "labels"]))?, path)
+        let arrays = crate::npy::parse_npz_members(bytes, path, Some(&["images", "labels"]))?;
+        let members: Vec<String> = arrays.iter().map(|(name, _)| name.clone()).collect();
+        Self::from_npz_arrays(arrays, &members, path)
     }
 
-    fn from_npz_arrays(arrays: Vec<(String, NpyArray)>, path: &Path) -> Result<Self> {
+    /// `members`: every array the archive holds, for the error that names what it has.
+    fn from_npz_arrays(arrays: Vec<(String, NpyArray)>, members: &[String], path: &Path) -> Result<Self> {
         let bad = |what: String| DataError::format(path, "image npz", what);
         let arrays: BTreeMap<String, NpyArray> = arrays.into_iter().collect();
-        let names = || arrays.keys().cloned().collect::<Vec<_>>().join(", ");
+        let names = || members.join(", ");
         let images = arrays.get("images").ok_or_else(|| {
             bad(format!(
                 "has no array 'images' (it has: {}); save with np.savez(path, images=..., labels=...)",
@@ -671,6 +675,29 @@ mod tests {
         write_npz(&path, &[("x", NpyArray::new(vec![1], NpyData::U8(vec![0])))]).unwrap();
         let err = ImageSet::read(&path).unwrap_err().to_string();
         assert!(err.contains("no array 'images' (it has: x)"), "{err}");
+        // An extra array hedge does not read (class names as strings, dtype '<U5', which
+        // `np.savez(path, images=..., labels=..., class_names=np.array(['shirt', 'dress']))`
+        // writes) is ignored, not refused.
+        let images = NpyArray::new(vec![4, 4, 4], NpyData::U8(vec![7; 64]));
+        let labels = NpyArray::new(vec![4], NpyData::I64(vec![0, 0, 1, 1]));
+        let mut bytes = crate::npy::npz_bytes(&[("images", images), ("labels", labels)]).unwrap();
+        let mut strings = b"\x93NUMPY\x01\x00".to_vec();
+        let header = "{'descr': '<U5', 'fortran_order': False, 'shape': (2,), }";
+        let padded = format!("{header:<117}\n");
+        strings.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        strings.extend_from_slice(padded.as_bytes());
+        for name in ["shirt", "dress"] {
+            strings.extend(name.chars().flat_map(|c| (c as u32).to_le_bytes()));
+        }
+        {
+            let mut archive = zip::ZipWriter::new_append(std::io::Cursor::new(&mut bytes)).unwrap();
+            archive.start_file("class_names.npy", zip::write::SimpleFileOptions::default()).unwrap();
+            std::io::Write::write_all(&mut archive, &strings).unwrap();
+            archive.finish().unwrap();
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let set = ImageSet::read(&path).unwrap();
+        assert_eq!((set.len(), set.class_names.len()), (4, 2));
     }
 
     #[test]
