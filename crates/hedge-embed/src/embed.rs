@@ -125,7 +125,7 @@ impl EmbeddedSet {
             Some(("eta", &self.eta)),
         ];
         for (name, t) in tensors.into_iter().flatten() {
-            let bad = t.isfinite().logical_not().sum(tch::Kind::Int64).int64_value(&[]);
+            let bad = crate::train::non_finite_count(t);
             if bad > 0 {
                 return Err(crate::EmbedError::input(
                     path,

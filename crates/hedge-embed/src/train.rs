@@ -77,12 +77,17 @@ pub fn load_weights(vs: &mut nn::VarStore, path: &Path, described_by: &str) -> R
     check_finite_weights(vs, path)
 }
 
+/// How many values of `t` are NaN or infinite.
+pub(crate) fn non_finite_count(t: &Tensor) -> i64 {
+    t.isfinite().logical_not().sum(Kind::Int64).int64_value(&[])
+}
+
 /// Refuses weights holding NaN or infinity, naming the first such tensor.
 pub fn check_finite_weights(vs: &nn::VarStore, path: &Path) -> Result<()> {
     let mut variables: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
     variables.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, t) in variables {
-        let bad = t.isfinite().logical_not().sum(Kind::Int64).int64_value(&[]);
+        let bad = non_finite_count(&t);
         if bad > 0 {
             return Err(EmbedError::input(
                 path,
