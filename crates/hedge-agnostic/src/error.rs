@@ -12,6 +12,9 @@ pub enum AgnosticError {
     /// Training diverged (a loss became NaN or infinite).
     #[error("training diverged at step {step}: {what}")]
     Diverged { step: usize, what: String },
+    /// A metric or weight that is NaN or infinite where it was about to be written.
+    #[error("{what} is not finite (NaN or infinity), so '{file}' was not written: {fix}")]
+    NonFinite { what: String, file: String, fix: String },
     /// A file that could not be written.
     #[error("cannot write '{path}': {what}")]
     Write { path: String, what: String },

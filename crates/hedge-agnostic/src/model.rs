@@ -252,6 +252,17 @@ impl AgnosticNet {
             [("extractor", &self.extractor_vars), ("target", &self.target_vars), ("protected", &self.protected_vars)]
         {
             let path = dir.join(format!("{stem}-{part}.safetensors"));
+            let mut variables: Vec<_> = vars.variables().into_iter().collect();
+            variables.sort_by(|a, b| a.0.cmp(&b.0));
+            if let Some((name, _)) =
+                variables.iter().find(|(_, t)| t.isfinite().logical_not().any().int64_value(&[]) != 0)
+            {
+                return Err(AgnosticError::NonFinite {
+                    what: format!("the {part} weight '{name}'"),
+                    file: path.display().to_string(),
+                    fix: "the training diverged; lower the learning rate".into(),
+                });
+            }
             let tmp = dir.join(format!(".{stem}-{part}.partial.safetensors"));
             let fail = |e: String| AgnosticError::Write { path: path.display().to_string(), what: e };
             vars.save(&tmp).map_err(|e| fail(e.to_string()))?;

@@ -226,6 +226,13 @@ impl SweepAudit {
         }
     }
 
+    /// Dotted paths of the audit's fields that are NaN or infinite. An audit has no optional
+    /// field that serialises as `null` (absent ones are skipped), so every `null` of its JSON is
+    /// a non-finite number.
+    pub fn non_finite_fields(&self) -> Vec<String> {
+        serde_json::to_value(self).map(|v| hedge_data::undefined::null_paths(&v)).unwrap_or_default()
+    }
+
     fn probes(&self) -> (&crate::audit::ProbeResult, &crate::audit::ProbeResult) {
         match self {
             SweepAudit::Context(a) => (&a.probe_linear, &a.probe_mlp),
@@ -519,6 +526,14 @@ impl SweepConfig {
         for (index, &(repeat, alpha)) in networks.iter().enumerate().skip(done.finished_networks) {
             let config = self.train.with_alpha(alpha).with_seed(repeat);
             let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
+            let bad = audit.non_finite_fields();
+            if !bad.is_empty() {
+                return Err(AgnosticError::NonFinite {
+                    what: format!("the audit of the network α = {alpha}, repeat {repeat} ({})", bad.join(", ")),
+                    file: dir.file(METRICS_FILE).display().to_string(),
+                    fix: "the training or a probe diverged; lower the learning rate and resume with --resume".into(),
+                });
+            }
             if repeat == 0 {
                 // Repeat 0's network and its activation maps are kept; written before the
                 // checkpoint that counts the network, so a resumed sweep never lacks them.
@@ -1133,6 +1148,26 @@ mod tests {
             let dir = RunDirectory::open(path).unwrap();
             let config: SweepConfig = dir.read_json(CONFIG_FILE).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE).unwrap();
+            // Every committed audit is finite; a NaN planted in one is named by its path.
+            for audit in &audits {
+                assert_eq!(audit.non_finite_fields(), Vec::<String>::new(), "{}", path.display());
+                let mut planted = audit.clone();
+                let field = match &mut planted {
+                    SweepAudit::Context(a) => {
+                        a.probe_mlp.accuracy = f64::NAN;
+                        "probe_mlp.accuracy"
+                    }
+                    SweepAudit::Domain(a) => {
+                        a.protected_head_accuracy = f64::INFINITY;
+                        "protected_head_accuracy"
+                    }
+                    SweepAudit::Tabular(a) => {
+                        a.probe_linear.accuracy = f64::NAN;
+                        "probe_linear.accuracy"
+                    }
+                };
+                assert_eq!(planted.non_finite_fields(), vec![field.to_string()]);
+            }
             assert!(audits.iter().all(|a| matches!(
                 (config.dataset, a),
                 (SweepDataset::ContextMnist, SweepAudit::Context(_))

@@ -104,6 +104,10 @@ pub struct EvalArgs {
     /// Candidates per probe re-ranked by the match probability in KNN.
     #[arg(long, default_value_t = 100)]
     candidates: usize,
+    /// Evaluate on the first N images of every class of the split only (a quick look); the
+    /// report then goes to stdout only.
+    #[arg(long, value_name = "N")]
+    per_class: Option<usize>,
     /// Evaluate this weights file (e.g. RUN_DIR/checkpoints/model-0005000.safetensors) instead
     /// of the run's own weights; the report then goes to stdout only.
     #[arg(long)]
@@ -691,11 +695,18 @@ fn eval(args: EvalArgs) -> Result<()> {
     };
     let split = split_or_main(args.split.as_deref(), &run)?;
     let metrics = MetricSet::parse(&args.metrics, &args.exclude_metrics)?;
-    let settings = EvalSettings { split, estimator, repeats: args.repeats, candidates: args.candidates, metrics };
+    let settings = EvalSettings {
+        split,
+        estimator,
+        repeats: args.repeats,
+        candidates: args.candidates,
+        metrics,
+        images_per_class: args.per_class,
+    };
     let (eval, report) = evaluate_run(&run, args.weights.as_deref(), &settings, device, &crate::command_line())?;
-    // A report on other weights, or of some metrics only, goes to stdout only: the run's
-    // eval.json holds the whole evaluation of its own model.
-    if args.weights.is_none() && metrics.is_all() {
+    // A report on other weights, of some metrics or of a subset of images only, goes to stdout
+    // only: the run's eval.json holds the whole evaluation of its own model.
+    if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() {
         save_eval(&run, &report)?;
     }
     if args.json {

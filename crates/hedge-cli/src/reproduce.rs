@@ -58,6 +58,10 @@ pub struct ReproduceArgs {
     /// Repeats of the sampling-dependent evaluation.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
+    /// Evaluate on the first N images of every test class only: a smoke test or quick look,
+    /// recorded in summary.json and every eval.json (the tables beside the paper use all).
+    #[arg(long, value_name = "N")]
+    eval_per_class: Option<usize>,
     /// Adam learning rate.
     #[arg(long)]
     lr: Option<f64>,
@@ -120,6 +124,7 @@ impl ReproduceArgs {
             seeds: self.seeds,
             extra_seeds: self.extra_seeds,
             repeats: self.repeats,
+            eval_images_per_class: self.eval_per_class,
             learning_rate: self.lr,
             lr_schedule: self.lr_schedule.map(Into::into),
             group: self.group.clone(),

@@ -401,6 +401,19 @@ impl ImageDataset {
         counts.into_iter().filter(|&(_, n)| n < min).map(|(c, _)| c).collect()
     }
 
+    /// Indices of the first `n` images of every class, in file order (a class with fewer keeps
+    /// all of its images).
+    pub fn first_per_class(&self, n: usize) -> Vec<usize> {
+        let mut taken = std::collections::HashMap::<u32, usize>::new();
+        (0..self.labels.len())
+            .filter(|&i| {
+                let count = taken.entry(self.labels[i]).or_default();
+                *count += 1;
+                *count <= n
+            })
+            .collect()
+    }
+
     /// The distinct class numbers, sorted.
     pub fn classes(&self) -> Vec<u32> {
         let mut c = self.labels.clone();

@@ -35,6 +35,13 @@ pub enum EmbedError {
 
     #[error("training diverged at step {step}: the loss is {loss}; lower --lr or check the data")]
     Diverged { step: usize, loss: f64 },
+
+    /// Weights about to be written hold NaN or infinity (checked before every checkpoint).
+    #[error(
+        "training diverged at step {step}: {count} value(s) of '{tensor}' are NaN or infinite, so '{file}' was \
+         not written; lower --lr, or resume from the last checkpoint with a lower --lr"
+    )]
+    NonFiniteWeights { step: usize, tensor: String, count: i64, file: String },
 }
 
 impl EmbedError {

@@ -237,6 +237,10 @@ pub struct EvalReport {
     /// The metrics computed, where not all of them (the others are null or empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Vec<HibMetric>>,
+    /// Evaluated on the first this many images of every class only (`--per-class`, a quick
+    /// look); absent when every image of the split was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images_per_class: Option<usize>,
     /// What every `_std` over repeats is ([`REPEAT_STD_CONVENTION`]); absent in reports written
     /// before it was recorded, whose spreads divide by n instead of n − 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +303,7 @@ pub struct EvalContext {
     pub match_estimator: MatchEstimator,
     pub eval_seconds: f64,
     pub command: String,
+    pub images_per_class: Option<usize>,
 }
 
 impl EvalReport {
@@ -362,6 +367,7 @@ impl EvalReport {
             verification_ap,
             weights: context.weights,
             metrics: (!r.metrics.is_all()).then(|| r.metrics.iter().collect()),
+            images_per_class: context.images_per_class,
             std_convention: Some(REPEAT_STD_CONVENTION.to_string()),
             undefined: Vec::new(),
         }
@@ -576,6 +582,10 @@ pub struct ReproduceSummary {
     /// `mog1-beta0`, `mog1-beta1e4`), where it has them.
     pub paper: Option<BTreeMap<String, PaperModel>>,
     pub repeats: usize,
+    /// Every evaluation used the first this many images of each class only (`--eval-per-class`,
+    /// a smoke test or quick look: not comparable with the paper); absent when all were used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_images_per_class: Option<usize>,
     /// Wall-clock of the last invocation that trained or evaluated a run (an invocation that only
     /// reads finished runs back keeps the earlier value).
     pub seconds: f64,

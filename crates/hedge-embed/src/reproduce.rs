@@ -69,6 +69,8 @@ pub struct ReproduceConfig {
     pub extra_seeds: u64,
     /// Repeats of the sampling-dependent evaluation.
     pub repeats: usize,
+    /// Evaluate on the first this many images of every class only (smoke tests, quick looks).
+    pub eval_images_per_class: Option<usize>,
     pub learning_rate: Option<f64>,
     pub lr_schedule: Option<LrSchedule>,
     /// Grouped batches "CLASSESxIMAGES" instead of the recipe's batches.
@@ -102,6 +104,7 @@ impl Default for ReproduceConfig {
             seeds: 1,
             extra_seeds: 1,
             repeats: 10,
+            eval_images_per_class: None,
             learning_rate: None,
             lr_schedule: None,
             group: None,
@@ -149,6 +152,7 @@ impl ParamGuard for ReproduceConfig {
 
     /// Checks what a user can give wrong before anything is trained or written.
     fn check_ref(&self) -> Result<()> {
+        EvalSettings { images_per_class: self.eval_images_per_class, ..Default::default() }.check_ref()?;
         if self.seeds == 0 || self.extra_seeds == 0 {
             return Err(EmbedError::invalid(
                 "seeds",
@@ -328,7 +332,8 @@ fn train_and_eval(
     let mut worked = !done;
     for split in std::iter::once(settings.split).chain(other_split) {
         if done {
-            if let Some(report) = read_eval(&run, split)? {
+            // A report of another evaluation subset is evaluated again.
+            if let Some(report) = read_eval(&run, split)?.filter(|r| r.images_per_class == settings.images_per_class) {
                 info!("reusing {}", run.file(&eval_file_name(split)).display());
                 // Reports written before `undefined` existed gain it (nothing else changes).
                 let explained = report.clone().with_nulls_explained();
@@ -369,7 +374,12 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
     }
     std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
     hedge_data::atomic::mark_as_hedges(&c.out)?;
-    let settings = EvalSettings { split: c.split, repeats: c.repeats, ..Default::default() };
+    let settings = EvalSettings {
+        split: c.split,
+        repeats: c.repeats,
+        images_per_class: c.eval_images_per_class,
+        ..Default::default()
+    };
     let plan = TrainPlan {
         budget_minutes: c.budget_minutes,
         watch_every: c.watch_every,
@@ -532,6 +542,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result
         protocol: c.protocol,
         paper: paper_columns(c.digits, c.dim),
         repeats: c.repeats,
+        eval_images_per_class: c.eval_images_per_class,
         seconds,
         seeds: c.seeds,
         split: results
@@ -583,13 +594,21 @@ const TABLE1_MODELS: [&str; 3] = ["point", "mog1", "mog2"];
 
 /// Table 1 (verification AP and KNN accuracy) on the summary's split, the other split beside
 /// it, and the validation-chosen seed where there is one.
+/// ", first 20 images of each class only (not comparable with the paper)" for a subset evaluation.
+fn subset_note(s: &ReproduceSummary) -> String {
+    s.eval_images_per_class
+        .map(|n| format!(", first {n} images of each class only (not comparable with the paper)"))
+        .unwrap_or_default()
+}
+
 pub fn table1(s: &ReproduceSummary) -> String {
     let other = s.other_split.as_ref().map(|o| o.split.as_str());
     let mut t = format!(
-        "Table 1, N = {}, D = {}, {}, ours (paper){}. KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n",
+        "Table 1, N = {}, D = {}, {}{}, ours (paper){}. KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n",
         s.digits,
         s.dim,
         s.split,
+        subset_note(s),
         if s.seeds > 1 { " as mean ± sd over seeds" } else { "" },
     );
     match other {
@@ -841,7 +860,10 @@ pub struct NumberLine {
 /// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7; the number
 /// line of Fig. 10 for D = 1) and performance against uncertainty bins (Fig. 5).
 fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
-    let test = load_split(c.digits, c.protocol, c.split)?;
+    let mut test = load_split(c.digits, c.protocol, c.split)?;
+    if let Some(n) = c.eval_images_per_class {
+        test = test.subset(&test.first_per_class(n));
+    }
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
@@ -1102,6 +1124,8 @@ mod tests {
             protocol: NDigitProtocol::OpenSet,
             paper: paper_columns(2, 2),
             repeats: 10,
+            eval_images_per_class: None,
+            eval_images_per_class: None,
             seconds: 0.0,
             seeds: 1,
             split: "test_unseen".into(),

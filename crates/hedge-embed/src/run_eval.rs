@@ -185,6 +185,9 @@ pub struct EvalSettings {
     pub candidates: usize,
     /// The metrics computed (all by default); the others' numbers do not depend on it.
     pub metrics: MetricSet,
+    /// Evaluate on the first this many images of every class of the split only (a quick
+    /// look; numbers beside the paper's use every image, `None`).
+    pub images_per_class: Option<usize>,
 }
 
 impl Default for EvalSettings {
@@ -195,6 +198,7 @@ impl Default for EvalSettings {
             repeats: 10,
             candidates: 100,
             metrics: MetricSet::all(),
+            images_per_class: None,
         }
     }
 }
@@ -216,6 +220,16 @@ impl ParamGuard for EvalSettings {
         if self.split == NDigitSplit::Train {
             return Err(EmbedError::invalid("split", "train", "evaluate on test (instance), test_unseen or test_seen"));
         }
+        if let Some(n) = self.images_per_class.filter(|&n| n < MIN_IMAGES_PER_CLASS) {
+            return Err(EmbedError::invalid(
+                "per-class",
+                n,
+                format!(
+                    "the KNN rule needs {MIN_IMAGES_PER_CLASS} images of a class (itself and K = 5 neighbours); give at \
+                     least {MIN_IMAGES_PER_CLASS}, or leave the flag out to use every image"
+                ),
+            ));
+        }
         if self.repeats == 0 {
             return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
         }
@@ -230,6 +244,9 @@ impl ParamGuard for EvalSettings {
         Ok(())
     }
 }
+
+/// The fewest images per class an evaluation subset may keep (`--per-class`).
+pub const MIN_IMAGES_PER_CLASS: usize = 6;
 
 /// The report file of an evaluation on `split`: `eval.json` for the protocol's main test split
 /// (`test` or `test_unseen`; a run has one protocol, so they never meet) or `eval_<split>.json`.
@@ -261,7 +278,11 @@ pub fn evaluate_run(
     if let Some(w) = weights {
         crate::train::load_weights(&mut vs, w, "the run's config.json (--weights replaces its weights)")?;
     }
-    let test = load_role(&config, settings.split)?;
+    let mut test = load_role(&config, settings.split)?;
+    if let Some(n) = settings.images_per_class {
+        test = test.subset(&test.first_per_class(n));
+        info!("eval: the first {n} images of every class of {}: {} images", settings.split.name(), test.len());
+    }
     crate::monitor::warn_small_classes(settings.split.name(), &test, crate::monitor::KNN_MIN_PER_CLASS);
     let started = std::time::Instant::now();
     let (clean, corrupt) = embed_twins(&net, &test, device)?;
@@ -289,6 +310,7 @@ pub fn evaluate_run(
             match_estimator: settings.estimator,
             eval_seconds: started.elapsed().as_secs_f64(),
             command: command.to_string(),
+            images_per_class: settings.images_per_class,
         },
     );
     Ok((eval, report))

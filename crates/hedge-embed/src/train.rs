@@ -84,23 +84,33 @@ pub(crate) fn non_finite_count(t: &Tensor) -> i64 {
 
 /// Refuses weights holding NaN or infinity, naming the first such tensor.
 pub fn check_finite_weights(vs: &nn::VarStore, path: &Path) -> Result<()> {
+    match first_non_finite(vs) {
+        Some((name, bad)) => Err(EmbedError::input(
+            path,
+            format!(
+                "holds {bad} non-finite value(s) (NaN or infinity) in '{name}': the training diverged \
+                 before these weights were written. Retrain with a lower --lr, or use an earlier checkpoint \
+                 (--keep-every)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first variable of `vs` (in name order) holding NaN or infinity, with its count.
+fn first_non_finite(vs: &nn::VarStore) -> Option<(String, i64)> {
     let mut variables: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
     variables.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, t) in variables {
-        let bad = non_finite_count(&t);
-        if bad > 0 {
-            return Err(EmbedError::input(
-                path,
-                format!(
-                    "holds {bad} non-finite value(s) (NaN or infinity) of {} in '{name}': the training diverged \
-                     before these weights were written. Retrain with a lower --lr, or use an earlier checkpoint \
-                     (--keep-every)",
-                    t.numel()
-                ),
-            ));
-        }
+    variables.into_iter().map(|(name, t)| (name, non_finite_count(&t))).find(|(_, bad)| *bad > 0)
+}
+
+/// Refuses to write weights holding NaN or infinity: the run stops with the step, the tensor
+/// and the file that would have held them, and the last good checkpoint stays in place.
+fn require_finite_before_write(vs: &nn::VarStore, step: usize, file: &str) -> Result<()> {
+    match first_non_finite(vs) {
+        Some((tensor, count)) => Err(EmbedError::NonFiniteWeights { step, tensor, count, file: file.to_string() }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Turns rendered images into a network input.
@@ -345,6 +355,10 @@ impl Trainer {
     /// The files are staged and committed together by `checkpoint.json`, so a run killed
     /// while writing them resumes from this checkpoint or the previous one, never a mix.
     pub fn checkpoint(&self, run: &RunDir) -> Result<()> {
+        require_finite_before_write(&self.vs, self.step, MODEL_FILE)?;
+        if let Some(avg) = &self.averaged {
+            require_finite_before_write(&avg.vs, self.step, EMA_FILE)?;
+        }
         let mut checkpoint = run.directory().checkpoint(self.step as u64);
         checkpoint.stage_with(MODEL_FILE, |p| Ok::<_, EmbedError>(self.vs.save(p)?))?;
         if let Some(avg) = &self.averaged {
@@ -511,6 +525,7 @@ impl Trainer {
                 }
                 if self.keep_every.is_some_and(|k| m.step % k == 0) {
                     let name = format!("{CHECKPOINTS_DIR}/model-{:07}.safetensors", m.step);
+                    require_finite_before_write(self.inference_vars(), self.step, &name)?;
                     run.write_with(&name, |p| Ok(self.inference_vars().save(p)?))?;
                 }
             }
@@ -571,6 +586,7 @@ impl Trainer {
         }
         // Weights first, then best.json: a run killed between the two re-evaluates this step
         // when it resumes and writes both again.
+        require_finite_before_write(self.inference_vars(), self.step, BEST_MODEL_FILE)?;
         run.write_with(BEST_MODEL_FILE, |p| Ok(self.inference_vars().save(p)?))?;
         run.write_json(
             BEST_FILE,

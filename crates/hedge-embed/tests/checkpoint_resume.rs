@@ -148,6 +148,31 @@ fn a_saved_model_loads_back_with_identical_outputs() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// Weights that became NaN are never checkpointed: the run stops naming the step, the tensor
+/// and the file, and the last good checkpoint is what a resume finds.
+#[test]
+fn non_finite_weights_stop_the_run_before_a_checkpoint_holds_them() {
+    let _turn = hedge_data::lock_generator();
+    let data = train_set();
+    let dir = tempfile::tempdir().unwrap();
+    let run = RunDir::create(&dir.path().join("run")).unwrap();
+    let mut trainer = Trainer::new(config(2).check().unwrap(), data.clone(), Device::Cpu).unwrap();
+    trainer.run(Some(&run), |_| {}).unwrap();
+    let good = std::fs::read(run.path.join("model.safetensors")).unwrap();
+    // One weight of the first layer turns NaN (as a diverging step would leave it); the loss
+    // of the next step is NaN too, so checkpoint directly to test the write boundary itself.
+    let (name, t) = trainer.vs.variables().into_iter().min_by(|a, b| a.0.cmp(&b.0)).unwrap();
+    tch::no_grad(|| {
+        let _ = t.view([-1]).get(0).fill_(f64::NAN);
+    });
+    let err = trainer.checkpoint(&run).unwrap_err().to_string();
+    assert!(err.contains("step 2") && err.contains(&name) && err.contains("model.safetensors"), "{err}");
+    assert_eq!(std::fs::read(run.path.join("model.safetensors")).unwrap(), good, "the good checkpoint stays");
+    let mut resumed = Trainer::new(config(2).check().unwrap(), data, Device::Cpu).unwrap();
+    resumed.resume_from(&run).unwrap();
+    assert_eq!(resumed.step(), 2);
+}
+
 #[test]
 fn a_run_directory_with_files_is_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
