@@ -1125,7 +1125,6 @@ mod tests {
             paper: paper_columns(2, 2),
             repeats: 10,
             eval_images_per_class: None,
-            eval_images_per_class: None,
             seconds: 0.0,
             seeds: 1,
             split: "test_unseen".into(),

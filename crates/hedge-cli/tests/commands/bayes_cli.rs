@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 fn hedge(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().expect("hedge runs")

@@ -5,7 +5,7 @@ use std::process::{Command, Output};
 
 use hedge_data::{read_npz, NpyData};
 
-mod common;
+use crate::common;
 
 fn hedge(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hedge")).args(args).output().expect("hedge runs")

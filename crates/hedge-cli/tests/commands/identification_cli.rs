@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use common::{hedge, ok, refused, s, walk};
 

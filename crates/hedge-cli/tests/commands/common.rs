@@ -1,5 +1,4 @@
-//! Checks and helpers shared by the CLI tests (each test file uses some of them).
-#![allow(dead_code)]
+//! Checks and helpers shared by the command-line tests.
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -89,11 +89,11 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
         libtorch: "test".into(),
     })
     .unwrap();
-    // 40 seconds of training: planned from the speed of the first 30 steps.
+    // 20 seconds of training: planned from the speed of the first 30 steps.
     let options = RunOptions {
         watch: &watch,
         watch_every: 20,
-        budget_seconds: Some(40.0),
+        budget_seconds: Some(20.0),
         plan_steps: true,
         ..Default::default()
     };
@@ -110,7 +110,7 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     assert_eq!(run.read_config().unwrap().hib.steps, planned, "config.json holds the planned steps");
     // Training ends at the planned step or at the budget, within a step of it.
     assert!(trainer.step() == planned || stopped);
-    assert!(trainer.seconds() < 40.0 + 5.0, "{}", trainer.seconds());
+    assert!(trainer.seconds() < 20.0 + 5.0, "{}", trainer.seconds());
     let records: Vec<MonitorRecord> = run.read_json_lines(MONITOR_FILE).unwrap();
     assert!(records.len() >= 2, "watched every 20 steps and at the end");
     assert!(records.windows(2).all(|w| w[0].step < w[1].step && w[0].train_seconds < w[1].train_seconds));

@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-mod common;
+use crate::common;
 
 #[test]
 fn active_run_writes_summary_rounds_and_plot() {
