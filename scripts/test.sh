@@ -28,5 +28,12 @@ cargo clippy --release --workspace --all-targets -- -D warnings
 # The ACS-FW core builds without libtorch (hedge-active without its default `torch` feature).
 cargo clippy --release -p hedge-active --no-default-features --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
-# --show-output prints what passing tests report (the short training prints its AP).
+# cargo-nextest, where installed, runs every test of every binary from one queue on both cores
+# (`cargo test` runs the binaries one after another, so a binary's slowest test leaves a core
+# idle); it runs no doctests, so they follow. Without it, `cargo test` runs the same tests.
+# Passing tests' output is printed too (the short training prints its AP).
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --release --workspace --no-fail-fast --success-output final --failure-output final
+  exec cargo test --release --workspace --doc
+fi
 exec cargo test --release --workspace -- --show-output

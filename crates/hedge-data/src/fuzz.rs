@@ -402,7 +402,7 @@ mod tests {
         let data_dir = crate::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
         for target in Target::ALL {
             let seeds = target.seeds(Some(&data_dir));
-            let report = fuzz(target, &seeds, Duration::from_secs(4), u64::MAX, 17);
+            let report = fuzz(target, &seeds, Duration::from_secs(2), u64::MAX, 17);
             println!("fuzz {}", report.markdown_row());
             assert!(report.executions > 50, "{report:?}");
             assert_eq!(report.panic_count, 0, "{} panicked on {:?}", target.name(), report.panics.first());
