@@ -728,6 +728,11 @@ mod tests {
         assert!(occluded > 0, "some square has a side of at least 1");
         assert_eq!(data.classes_smaller_than(4), [1]);
         assert!(data.subset(&[0, 1, 2, 3]).classes_smaller_than(4).is_empty());
+        // The evaluation subsets (`--per-class N`): the first N of each class in file order; a
+        // class with fewer keeps all of its images.
+        assert_eq!(data.first_per_class(3), [0, 1, 2, 4, 5]);
+        assert_eq!(data.first_per_class(1), [0, 4]);
+        assert_eq!(data.first_per_class(0), Vec::<usize>::new());
     }
 
     #[test]
