@@ -40,9 +40,15 @@ pub fn worst_group_accuracy(predicted: &Tensor, target: &Tensor, protected: &Ten
 }
 
 /// Fraction of predictions that change when only the background changes, given the
-/// predictions on the original images (which the caller usually has already).
-pub fn flip_rate(view: &crate::erasure::FeatureView<'_>, predicted: &Tensor, x_flipped: &Tensor) -> f64 {
-    let b = view.target_logits(&view.features(x_flipped)).argmax(1, false);
+/// predictions on the original images (which the caller usually has already); `concept_flipped`
+/// is each flipped image's concept label (read by an oracle eraser only).
+pub fn flip_rate(
+    view: &crate::erasure::FeatureView<'_>,
+    predicted: &Tensor,
+    x_flipped: &Tensor,
+    concept_flipped: &Tensor,
+) -> f64 {
+    let b = view.target_logits(&view.features(x_flipped, concept_flipped)).argmax(1, false);
     predicted.ne_tensor(&b).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
 }
 

@@ -20,6 +20,7 @@ use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, Result};
+use crate::gaussian::{barycentre, effective_rows, oas_shrink, transport_map, weighted_moments};
 use crate::model::{AgnosticNet, ModelConfig};
 use crate::train::{fit, TrainConfig, TrainingData};
 
@@ -102,35 +103,18 @@ impl Leace {
         let w = normalised_weights(weights, n)?;
         let k = (*z.iter().max().expect("n ≥ 2") + 1) as usize;
         let x = matrix(x, n, d);
-        let mean: Vec<f64> = (0..d).map(|j| (0..n).map(|i| w[i] * x[(i, j)]).sum::<f64>()).collect();
+        let (mean, mut sigma) = weighted_moments(&x, &w);
         let centred = Mat::from_fn(n, d, |i, j| x[(i, j)] - mean[j]);
         let zc = {
             let freq: Vec<f64> = (0..k).map(|c| (0..n).filter(|&i| z[i] as usize == c).map(|i| w[i]).sum()).collect();
             Mat::from_fn(n, k, |i, c| f64::from(u8::from(z[i] as usize == c)) - freq[c])
         };
         let weighted = Mat::from_fn(n, d, |i, j| w[i] * centred[(i, j)]);
-        let mut sigma = centred.transpose() * &weighted;
-        // Oracle-approximating shrinkage toward a scaled identity (Chen et al. 2010), as the
-        // LEACE authors' fitter does by default: with hundreds of feature dimensions the sample
-        // covariance's small eigenvalues are noise, and whitening by them makes the oblique
-        // projection erase the training rows' class means exactly but nobody else's. The shrunk
-        // covariance is full rank, so the fitted rows' class means are still made equal.
-        let effective_n = 1.0 / w.iter().map(|v| v * v).sum::<f64>();
-        let trace: f64 = (0..d).map(|i| sigma[(i, i)]).sum();
-        let trace_sq: f64 = (0..d).flat_map(|i| (0..d).map(move |j| (i, j))).map(|(i, j)| sigma[(i, j)].powi(2)).sum();
-        let dims = d as f64;
-        let denominator = (effective_n + 1.0 - 2.0 / dims) * (trace_sq - trace * trace / dims);
-        let shrinkage = if denominator > 0.0 {
-            (((1.0 - 2.0 / dims) * trace_sq + trace * trace) / denominator).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        for i in 0..d {
-            for j in 0..d {
-                sigma[(i, j)] *= 1.0 - shrinkage;
-            }
-            sigma[(i, i)] += shrinkage * trace / dims;
-        }
+        // Shrunk toward a scaled identity (`oas_shrink`): whitening by the sample covariance's
+        // noisy small eigenvalues made the oblique projection erase the training rows' class
+        // means exactly but nobody else's. The shrunk covariance is full rank, so the fitted
+        // rows' class means are still made equal.
+        oas_shrink(&mut sigma, effective_rows(&w));
         let cross = weighted.transpose() * &zc;
         let eig = sigma
             .self_adjoint_eigen(Side::Lower)
@@ -171,6 +155,78 @@ impl Leace {
         let centred = Mat::from_fn(n, d, |i, j| x[i * d + j] - self.mean[j]);
         let moved = centred * self.projection.transpose();
         Ok((0..n * d).map(|t| x[t] - strength * moved[(t / d, t % d)]).collect())
+    }
+}
+
+/// A fitted quadratic eraser (the "QLEACE" of the LEACE authors' library): every concept class
+/// moved onto one Gaussian, x ↦ μ̄ + T_z (x − μ_z), with μ_z and Σ_z the class's mean and
+/// (shrunk) covariance, μ̄ the global mean and T_z the optimal transport map from Σ_z to the
+/// classes' Wasserstein barycentre. Afterwards the class-conditional means *and* covariances
+/// are equal, so neither a linear nor a quadratic probe reads the concept from the first two
+/// moments. It needs each row's concept label when erasing (an oracle, like the twins of the
+/// ceiling), and it can raise what a non-linear probe reads (its authors warn of that).
+#[derive(Debug, Clone)]
+pub struct QuadraticLeace {
+    /// μ̄, `[d]`.
+    pub global_mean: Vec<f64>,
+    /// μ_z per class, `k × [d]`.
+    pub class_means: Vec<Vec<f64>>,
+    /// T_z per class, `k × (d × d)`, symmetric.
+    pub maps: Vec<Mat<f64>>,
+}
+
+impl QuadraticLeace {
+    /// Fits the eraser of concept `z` (class indices, every class present) from features `x`
+    /// (`n` rows of `d`), row i weighted by `weights[i]` (uniform when absent).
+    pub fn fit_weighted(x: &[f64], d: usize, z: &[i64], weights: Option<&[f64]>) -> Result<Self> {
+        let n = check_rows(x, d, z)?;
+        let w = normalised_weights(weights, n)?;
+        let k = (*z.iter().max().expect("n ≥ 2") + 1) as usize;
+        let x = matrix(x, n, d);
+        let (mut class_means, mut covariances, mut priors) = (Vec::new(), Vec::new(), Vec::new());
+        for c in 0..k {
+            let rows: Vec<usize> = (0..n).filter(|&i| z[i] as usize == c && w[i] > 0.0).collect();
+            if rows.len() < 2 {
+                return Err(invalid(
+                    "erasure labels",
+                    format!("class {c} has {} weighted rows", rows.len()),
+                    "quadratic erasure needs at least two rows of every concept class (labels 0..k)",
+                ));
+            }
+            let mass: f64 = rows.iter().map(|&i| w[i]).sum();
+            let within: Vec<f64> = rows.iter().map(|&i| w[i] / mass).collect();
+            let (mean, mut sigma) = weighted_moments(&Mat::from_fn(rows.len(), d, |r, j| x[(rows[r], j)]), &within);
+            oas_shrink(&mut sigma, effective_rows(&within));
+            class_means.push(mean);
+            covariances.push(sigma);
+            priors.push(mass);
+        }
+        let global_mean = (0..d).map(|j| (0..k).map(|c| priors[c] * class_means[c][j]).sum()).collect();
+        let target = barycentre(&covariances, &priors)?;
+        let maps = covariances.iter().map(|sigma| transport_map(sigma, &target)).collect::<Result<_>>()?;
+        Ok(QuadraticLeace { global_mean, class_means, maps })
+    }
+
+    /// `x` (`n` rows of `d`, concept `z` per row) with the concept erased at `strength` ∈ [0, 1]
+    /// (each point moved that part of the way to its image).
+    pub fn erase(&self, x: &[f64], z: &[i64], strength: f64) -> Result<Vec<f64>> {
+        let d = self.global_mean.len();
+        check_rows(x, d, z)?;
+        if !(0.0..=1.0).contains(&strength) {
+            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
+        }
+        if let Some(&bad) = z.iter().find(|&&c| c as usize >= self.maps.len()) {
+            return Err(invalid("erasure labels", bad, format!("the eraser knows classes 0..{}", self.maps.len())));
+        }
+        let mut out = x.to_vec();
+        for (i, &c) in z.iter().enumerate() {
+            let (mean, map) = (&self.class_means[c as usize], &self.maps[c as usize]);
+            for a in 0..d {
+                let moved: f64 = (0..d).map(|b| map[(a, b)] * (x[i * d + b] - mean[b])).sum();
+                out[i * d + a] += strength * (self.global_mean[a] + moved - x[i * d + a]);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -242,6 +298,9 @@ pub enum Removal {
     Leace,
     /// INLP with this many logistic-regression rounds.
     Inlp { iterations: usize },
+    /// [`QuadraticLeace`] on the frozen features: class means and covariances made equal, with
+    /// the concept label of every row read when erasing (an oracle).
+    QuadraticLeace,
 }
 
 impl Removal {
@@ -255,6 +314,7 @@ impl Removal {
             Removal::Adversary => "adversary".into(),
             Removal::Leace => "leace".into(),
             Removal::Inlp { iterations } => format!("inlp-{iterations}"),
+            Removal::QuadraticLeace => "quadratic-leace".into(),
         }
     }
 }
@@ -264,28 +324,39 @@ fn rows_of(t: &Tensor) -> Result<Vec<f64>> {
     Vec::try_from(t.to_kind(Kind::Double).flatten(0, -1)).map_err(|e| invalid("features", e, "copy"))
 }
 
+/// A fitted eraser as tensors (f64).
+enum ErasureMap {
+    /// x − s·(x − μ)Pᵀ: `mean` `[1, d]`, `projection_t` Pᵀ `[d, d]`.
+    Linear { mean: Tensor, projection_t: Tensor },
+    /// x + s·(μ̄ + (x − μ_z)T_z − x): `global_mean` `[1, d]`, `class_means` `[k, d]`, `maps`
+    /// `[k, d, d]` (each T_z symmetric).
+    Quadratic { global_mean: Tensor, class_means: Tensor, maps: Tensor },
+}
+
 /// A frozen network's features seen through a fitted eraser, with a fresh G_y (the same shape
 /// as the network's) trained on the erased features.
 pub struct ErasedFeatures {
-    /// `[1, d]`, f64.
-    mean: Tensor,
-    /// Pᵀ, `[d, d]`, f64.
-    projection_t: Tensor,
+    map: ErasureMap,
     strength: f64,
-    /// Dimensions the eraser removes.
+    /// Dimensions the eraser removes (the feature width for the quadratic eraser, which moves
+    /// every direction).
     pub rank: usize,
     head: nn::Sequential,
     vars: nn::VarStore,
 }
 
+fn double_matrix(m: &Mat<f64>) -> Tensor {
+    let values: Vec<f64> = (0..m.nrows()).flat_map(|i| (0..m.ncols()).map(move |j| m[(i, j)])).collect();
+    Tensor::from_slice(&values).reshape([m.nrows() as i64, m.ncols() as i64])
+}
+
 impl ErasedFeatures {
     /// Fits `removal` on features `fit_f` with concept `fit_a` (rows weighted by `fit_weights`),
-    /// then trains a fresh G_y of
-    /// `hidden` units on the erased `train_f` → `train_y` (Adam 1e-3, minibatches of 128,
-    /// `steps` steps, seeded by `seed`).
+    /// then trains a fresh G_y of `hidden` units on the erased `train_f` (concept `train_a`) →
+    /// `train_y` (Adam 1e-3, minibatches of 128, `steps` steps, seeded by `seed`).
     ///
     /// # Shapes
-    /// `fit_f`: `[m, d]`, `fit_a`: `[m]` i64; `train_f`: `[n, d]`, `train_y`: `[n]` i64.
+    /// `fit_f`: `[m, d]`, `fit_a`: `[m]` i64; `train_f`: `[n, d]`, `train_a`, `train_y`: `[n]` i64.
     #[allow(clippy::too_many_arguments)]
     pub fn fit(
         removal: Removal,
@@ -294,27 +365,43 @@ impl ErasedFeatures {
         fit_a: &Tensor,
         fit_weights: Option<&[f64]>,
         train_f: &Tensor,
+        train_a: &Tensor,
         train_y: &Tensor,
         hidden: i64,
         steps: usize,
         seed: u64,
     ) -> Result<Self> {
-        let d = fit_f.size()[1];
-        let values = rows_of(fit_f)?;
-        let labels: Vec<i64> = Vec::try_from(fit_a).map_err(|e| invalid("concept labels", e, "copy"))?;
-        let eraser = match removal {
-            Removal::Leace => Leace::fit_weighted(&values, d as usize, &labels, fit_weights)?,
-            Removal::Inlp { iterations } => inlp(&values, d as usize, &labels, fit_weights, iterations, 300, seed)?,
-            Removal::Adversary => return Err(invalid("removal", "adversary", "is not a post-hoc eraser")),
-        };
         if !(0.0..=1.0).contains(&strength) {
             return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
         }
-        // Pᵀ row-major: row i holds P's column i.
-        let projection = &eraser.projection;
-        let p: Vec<f64> = (0..d as usize).flat_map(|i| (0..d as usize).map(move |j| projection[(j, i)])).collect();
-        let projection_t = Tensor::from_slice(&p).reshape([d, d]);
-        let mean = Tensor::from_slice(&eraser.mean).reshape([1, d]);
+        let d = fit_f.size()[1];
+        let values = rows_of(fit_f)?;
+        let labels: Vec<i64> = Vec::try_from(fit_a).map_err(|e| invalid("concept labels", e, "copy"))?;
+        let linear = |eraser: Leace| {
+            let map = ErasureMap::Linear {
+                mean: Tensor::from_slice(&eraser.mean).reshape([1, d]),
+                projection_t: double_matrix(&eraser.projection.transpose().to_owned()),
+            };
+            (map, eraser.rank)
+        };
+        let (map, rank) = match removal {
+            Removal::Leace => linear(Leace::fit_weighted(&values, d as usize, &labels, fit_weights)?),
+            Removal::Inlp { iterations } => {
+                linear(inlp(&values, d as usize, &labels, fit_weights, iterations, 300, seed)?)
+            }
+            Removal::QuadraticLeace => {
+                let eraser = QuadraticLeace::fit_weighted(&values, d as usize, &labels, fit_weights)?;
+                let means: Vec<f64> = eraser.class_means.concat();
+                let maps: Vec<Tensor> = eraser.maps.iter().map(double_matrix).collect();
+                let map = ErasureMap::Quadratic {
+                    global_mean: Tensor::from_slice(&eraser.global_mean).reshape([1, d]),
+                    class_means: Tensor::from_slice(&means).reshape([eraser.class_means.len() as i64, d]),
+                    maps: Tensor::stack(&maps, 0),
+                };
+                (map, d as usize)
+            }
+            Removal::Adversary => return Err(invalid("removal", "adversary", "is not a post-hoc eraser")),
+        };
         let _generator = crate::seeded_generator(seed as i64);
         let vars = nn::VarStore::new(Device::Cpu);
         let root = vars.root();
@@ -325,8 +412,8 @@ impl ErasedFeatures {
             .add(nn::linear(&root / "fc2", hidden, hidden, Default::default()))
             .add_fn(|x| x.relu())
             .add(nn::linear(&root / "out", hidden, classes.max(2), Default::default()));
-        let erased = ErasedFeatures { mean, projection_t, strength, rank: eraser.rank, head, vars };
-        let inputs = erased.erase(train_f);
+        let erased = ErasedFeatures { map, strength, rank, head, vars };
+        let inputs = erased.erase(train_f, train_a);
         let mut opt = nn::Adam::default()
             .build(&erased.vars, 1e-3)
             .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
@@ -340,16 +427,25 @@ impl ErasedFeatures {
         Ok(erased)
     }
 
-    /// `f` with the concept erased at the fitted strength.
+    /// `f` with the concept erased at the fitted strength; `concept` (each row's concept label)
+    /// is read by the quadratic eraser only.
     ///
     /// # Shapes
-    /// `[n, d]` → `[n, d]`.
-    pub fn erase(&self, f: &Tensor) -> Tensor {
+    /// `f`: `[n, d]`, `concept`: `[n]` i64 → `[n, d]`.
+    pub fn erase(&self, f: &Tensor, concept: &Tensor) -> Tensor {
         // In double precision: P is an oblique projection whose entries can be large, and the
         // difference of nearly equal single-precision products would leave class-mean residue.
         tch::no_grad(|| {
             let x = f.to_kind(Kind::Double);
-            (&x - (&x - &self.mean).matmul(&self.projection_t) * self.strength).to_kind(f.kind())
+            let moved = match &self.map {
+                ErasureMap::Linear { mean, projection_t } => -(&x - mean).matmul(projection_t),
+                ErasureMap::Quadratic { global_mean, class_means, maps } => {
+                    let centred = (&x - class_means.index_select(0, concept)).unsqueeze(1);
+                    let image = centred.bmm(&maps.index_select(0, concept)).squeeze_dim(1) + global_mean;
+                    image - &x
+                }
+            };
+            (&x + moved * self.strength).to_kind(f.kind())
         })
     }
 
@@ -372,14 +468,15 @@ impl<'a> FeatureView<'a> {
         FeatureView { net, erased: None }
     }
 
-    /// Features of `x` (erased when there is an eraser), in batches, without gradients.
+    /// Features of `x` (erased when there is an eraser; the quadratic eraser reads each row's
+    /// `concept` label), in batches, without gradients.
     ///
     /// # Shapes
-    /// `x`: the network's input `[n, …]` → `[n, d]`.
-    pub fn features(&self, x: &Tensor) -> Tensor {
+    /// `x`: the network's input `[n, …]`, `concept`: `[n]` i64 → `[n, d]`.
+    pub fn features(&self, x: &Tensor, concept: &Tensor) -> Tensor {
         let f = crate::audit::features(self.net, x);
         match self.erased {
-            Some(e) => e.erase(&f),
+            Some(e) => e.erase(&f, concept),
             None => f,
         }
     }
@@ -422,6 +519,7 @@ pub fn fit_with_removal(
         data.target_p,
         Some(&weights),
         &target_f,
+        data.target_p,
         data.target_y,
         model.head_hidden,
         config.steps,
@@ -522,6 +620,50 @@ mod tests {
         let half = eraser.erase(&x, 0.5).unwrap();
         assert!(probe_accuracy(&half, &z, d).0 > after + 0.1);
         assert!(eraser.erase(&x, 1.5).is_err());
+    }
+
+    /// Class covariance of erased rows (`d × d`, row-major), class `c`.
+    fn class_covariance(x: &[f64], z: &[i64], d: usize, c: i64) -> Vec<f64> {
+        let rows: Vec<usize> = (0..z.len()).filter(|&i| z[i] == c).collect();
+        let m = class_means(x, z, d)[c as usize].clone();
+        let n = rows.len() as f64;
+        (0..d * d)
+            .map(|t| {
+                rows.iter().map(|&i| (x[i * d + t / d] - m[t / d]) * (x[i * d + t % d] - m[t % d])).sum::<f64>() / n
+            })
+            .collect()
+    }
+
+    /// After the quadratic eraser, every class has the global mean (exactly: the maps are applied
+    /// to class-centred rows) and, up to the covariance shrinkage, the same covariance — the
+    /// barycentre of the classes' covariances.
+    #[test]
+    fn quadratic_leace_equalises_class_means_and_covariances() {
+        let d = 6;
+        let (x, z) = planted(6000);
+        // Give class 2 its own spread as well: a second moment LEACE leaves alone.
+        let x: Vec<f64> = x.iter().enumerate().map(|(t, &v)| if z[t / d] == 2 { v * 2.5 } else { v }).collect();
+        let before = (class_covariance(&x, &z, d, 0), class_covariance(&x, &z, d, 2));
+        assert!(before.1[0] > 3.0 * before.0[0], "the planted spread differs: {} vs {}", before.1[0], before.0[0]);
+        let eraser = QuadraticLeace::fit_weighted(&x, d, &z, None).unwrap();
+        let erased = eraser.erase(&x, &z, 1.0).unwrap();
+        let means = class_means(&erased, &z, d);
+        for c in 0..3 {
+            for j in 0..d {
+                assert!((means[c][j] - eraser.global_mean[j]).abs() < 1e-9, "class {c} dim {j}: {means:?}");
+            }
+        }
+        let reference = class_covariance(&erased, &z, d, 0);
+        let scale = reference.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        for c in 1..3 {
+            let other = class_covariance(&erased, &z, d, c);
+            let worst = reference.iter().zip(&other).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(worst < 0.02 * scale, "class {c}: covariances differ by {worst} (scale {scale})");
+        }
+        // Strength 0 moves nothing; labels outside the fitted classes are refused.
+        assert_eq!(eraser.erase(&x, &z, 0.0).unwrap(), x);
+        assert!(eraser.erase(&x[..d], &[3], 1.0).is_err());
+        assert!(QuadraticLeace::fit_weighted(&x[..2 * d], d, &[0, 2], None).is_err(), "class 1 has no rows");
     }
 
     #[test]

@@ -177,12 +177,13 @@ pub fn run_context(
     };
     let (net, erased, train_seconds) = fit_with_removal(model, &training, train_config, removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };
-    let target_acc = |set: &ImageSet| audit::accuracy(&view.target_logits(&view.features(&set.x)), &set.target);
-    let balanced_f = view.features(&data.test_balanced.x);
+    let target_acc =
+        |set: &ImageSet| audit::accuracy(&view.target_logits(&view.features(&set.x, &set.protected)), &set.target);
+    let balanced_f = view.features(&data.test_balanced.x, &data.test_balanced.protected);
     let balanced_logits = view.target_logits(&balanced_f);
     let predicted = balanced_logits.argmax(1, false);
-    let probe_train_f = view.features(&data.probe_train.x);
-    let probe_test_f = view.features(&data.probe_test.x);
+    let probe_train_f = view.features(&data.probe_train.x, &data.probe_train.protected);
+    let probe_test_f = view.features(&data.probe_test.x, &data.probe_test.protected);
     // How far apart the concept's class means are on held-out rows, against the features'
     // spread: the linear signal an eraser should have removed (logged, not yet in the audit).
     let (held_out_gap, spread) = tch::no_grad(|| {
@@ -238,7 +239,13 @@ pub fn run_context(
         probe_mlp,
         probe_within_class_mlp: within.iter().map(|r| r.accuracy).sum::<f64>() / within.len() as f64,
         probe_within_class_at_chance: within.iter().all(|r| r.at_chance),
-        flip_rate: audit::flip_rate(&view, &predicted, &data.test_balanced.flipped),
+        // The flipped twin carries the other background (Context-MNIST's concept is binary).
+        flip_rate: audit::flip_rate(
+            &view,
+            &predicted,
+            &data.test_balanced.flipped,
+            &(1 - &data.test_balanced.protected),
+        ),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
         probe_decision: Some(probe_decision),

@@ -114,11 +114,11 @@ pub fn run_tabular(
     };
     let (net, erased, train_seconds) = fit_with_removal(model, &training, config, removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };
-    let f = view.features(&data.test.x);
+    let f = view.features(&data.test.x, &data.test.protected);
     let predicted = view.target_logits(&f).argmax(1, false);
     let (t, a) = (&data.test.target, &data.test.protected);
-    let probe_train = view.features(&data.probe_train.x);
-    let probe_test = view.features(&data.probe_test.x);
+    let probe_train = view.features(&data.probe_train.x, &data.probe_train.protected);
+    let probe_test = view.features(&data.probe_test.x, &data.probe_test.protected);
     let (pt, pa) = (&data.probe_train.protected, &data.probe_test.protected);
     let (probe_linear, probe_mlp) = audit::probe_pair(&probe_train, pt, &probe_test, pa, probe_steps, repeat)?;
     let audit = FairnessAudit {

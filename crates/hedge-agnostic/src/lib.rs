@@ -9,6 +9,7 @@ mod error;
 pub mod exp1;
 pub mod experiment;
 pub mod fairness;
+pub mod gaussian;
 pub mod gradcam;
 pub mod grl;
 pub mod independence;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::erasure::Removal;
 use crate::error::{invalid, Result};
 use crate::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
-use crate::train::Adversary;
+use crate::train::{Adversary, DecisionPenaltyForm};
 use hedge_data::context::ContextMnistConfig;
 
 /// A mean and sample standard deviation over repeats.
@@ -90,6 +90,7 @@ pub fn method_label(config: &SweepConfig) -> String {
     let mut label = match t.adversary {
         Adversary::Reversal => "grl".to_string(),
         Adversary::Confusion => "confusion".into(),
+        Adversary::Hsic if t.hsic_bandwidth != 1.0 => format!("hsic (σ² = {} × median)", t.hsic_bandwidth),
         Adversary::Hsic => "hsic".into(),
         Adversary::Twin => "twin (ceiling)".into(),
         Adversary::TwinLabelled => "twin, labelled (ceiling)".into(),
@@ -104,7 +105,12 @@ pub fn method_label(config: &SweepConfig) -> String {
         label.push_str(", reweighed");
     }
     if t.decision_penalty > 0.0 {
-        label.push_str(&format!(", decision HSIC × {}", t.decision_penalty));
+        let form = match t.decision_penalty_form {
+            DecisionPenaltyForm::Aligned => "",
+            DecisionPenaltyForm::Unnormalised => " (unnormalised)",
+            DecisionPenaltyForm::Standardised => " (standardised)",
+        };
+        label.push_str(&format!(", decision HSIC{form} × {}", t.decision_penalty));
     }
     if let Some(width) = config.model.bottleneck {
         label.push_str(&format!(", {width}-unit bottleneck"));

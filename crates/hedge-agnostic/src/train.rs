@@ -10,7 +10,9 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
 use crate::grl::reverse_gradient;
-use crate::independence::{normalised_hsic, normalised_hsic_floored, MEDIAN_FLOOR};
+use crate::independence::{
+    batch_standardised, hsic, median_bandwidth_sq, normalised_hsic_floored, normalised_hsic_scaled, MEDIAN_FLOOR,
+};
 use crate::model::{AgnosticNet, ModelConfig};
 use hedge_data::ParamGuard;
 
@@ -65,6 +67,24 @@ pub enum Objective {
     Dann,
 }
 
+/// How `decision_penalty` measures the dependence of G_y's logits on the concept within each
+/// target class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionPenaltyForm {
+    /// The normalised HSIC (centred kernel alignment), median σ² floored at 1: in [0, 1], but
+    /// its denominator vanishes as one class's logits crowd together (β = 4 diverged).
+    #[default]
+    Aligned,
+    /// The plain biased HSIC, median σ² floored at 1: no denominator, bounded by 1, so it cannot
+    /// blow up; its size depends on the batch and the logits' spread, so β is larger.
+    Unnormalised,
+    /// The plain biased HSIC of the logits standardised over the whole batch
+    /// ([`crate::independence::batch_standardised`]), σ² = 1 in those units: no denominator, and
+    /// shrinking or inflating the logits does not change it.
+    Standardised,
+}
+
 /// Optimisation settings (SGD with momentum and Ganin et al.'s annealing by default).
 ///
 /// | name | default | purpose |
@@ -85,6 +105,8 @@ pub enum Objective {
 /// | `reset_steps` | 200 | steps a re-initialised G_p trains alone on frozen features |
 /// | `reweigh` | false | draw target-labelled batches so that target and concept are independent ([`reweighing`]) |
 /// | `decision_penalty` | 0 | β × within-class HSIC between G_y's logits and the concept, beside any adversary |
+/// | `decision_penalty_form` | aligned | that HSIC normalised, plain, or plain on batch-standardised logits |
+/// | `hsic_bandwidth` | 1 | the HSIC adversary's σ² as a multiple of the median heuristic's |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 // Settings added later read as their defaults from older config.json files.
@@ -122,6 +144,23 @@ pub struct TrainConfig {
     /// from below (0: off). Works beside any adversary. On Context-MNIST β = 1 moved the decision
     /// probe little and β = 4 diverged within 260 steps (`results/agnostic/README.md`).
     pub decision_penalty: f64,
+    /// How `decision_penalty` measures the decision's dependence (written only when not the
+    /// default, so older config.json files read back the same).
+    #[serde(skip_serializing_if = "is_default_form")]
+    pub decision_penalty_form: DecisionPenaltyForm,
+    /// [`Adversary::Hsic`]'s kernel σ² as a multiple of the median heuristic's (1: the median
+    /// itself). Below 1 the kernel is local, above 1 smooth; a sweep of it is the bandwidth lever
+    /// of the conditional (within-class) kernel penalty.
+    #[serde(skip_serializing_if = "is_one")]
+    pub hsic_bandwidth: f64,
+}
+
+fn is_default_form(form: &DecisionPenaltyForm) -> bool {
+    *form == DecisionPenaltyForm::default()
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 fn is_zero(x: &usize) -> bool {
@@ -157,6 +196,8 @@ impl Default for TrainConfig {
             reset_steps: 200,
             reweigh: false,
             decision_penalty: 0.0,
+            decision_penalty_form: DecisionPenaltyForm::Aligned,
+            hsic_bandwidth: 1.0,
         }
     }
 }
@@ -209,6 +250,16 @@ impl TrainConfig {
 
     pub fn with_decision_penalty(mut self, beta: f64) -> Self {
         self.decision_penalty = beta;
+        self
+    }
+
+    pub fn with_decision_penalty_form(mut self, form: DecisionPenaltyForm) -> Self {
+        self.decision_penalty_form = form;
+        self
+    }
+
+    pub fn with_hsic_bandwidth(mut self, scale: f64) -> Self {
+        self.hsic_bandwidth = scale;
         self
     }
 
@@ -268,6 +319,13 @@ impl ParamGuard for TrainConfig {
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return Err(invalid("weight_decay", self.weight_decay, "must be a finite value ≥ 0"));
         }
+        if !(self.hsic_bandwidth > 0.0 && self.hsic_bandwidth.is_finite()) {
+            return Err(invalid(
+                "hsic_bandwidth",
+                self.hsic_bandwidth,
+                "must be a finite multiple > 0 of the median bandwidth (1: the median itself)",
+            ));
+        }
         if !(self.decision_penalty >= 0.0 && self.decision_penalty.is_finite()) {
             return Err(invalid("decision_penalty", self.decision_penalty, "must be a finite β ≥ 0 (0: off)"));
         }
@@ -317,23 +375,54 @@ pub fn fit(model: ModelConfig, data: &TrainingData<'_>, config: &TrainConfig) ->
     Ok((net, start.elapsed().as_secs_f64()))
 }
 
-/// Σ over target classes c of (share of c in the batch) × normalised HSIC(`values` of class c,
-/// `concept` of class c), the median bandwidth floored at `bandwidth_floor`; classes with fewer
-/// than three rows are skipped.
+/// Σ over target classes c of (share of c in the batch) × `measure`(`values` of class c,
+/// `concept` of class c): a dependence conditional on the target; classes with fewer than three
+/// rows are skipped.
 ///
 /// # Shapes
 /// `values`: `[n, d]`; `target`, `concept`: `[n]` i64.
-fn within_class_hsic(values: &Tensor, target: &Tensor, concept: &Tensor, classes: i64, bandwidth_floor: f64) -> Tensor {
+fn within_class(
+    values: &Tensor,
+    target: &Tensor,
+    concept: &Tensor,
+    classes: i64,
+    measure: impl Fn(&Tensor, &Tensor) -> Tensor,
+) -> Tensor {
     let mut dependence = Tensor::zeros([], (Kind::Float, Device::Cpu));
     for class in 0..classes {
         let rows = target.eq(class).nonzero().squeeze_dim(1);
         if rows.size()[0] > 2 {
             let share = rows.size()[0] as f64 / target.size()[0] as f64;
             let (v, c) = (values.index_select(0, &rows), concept.index_select(0, &rows));
-            dependence += normalised_hsic_floored(&v, &c, bandwidth_floor) * share;
+            dependence += measure(&v, &c).to_kind(Kind::Float) * share;
         }
     }
     dependence
+}
+
+/// The decision penalty's dependence of `logits` on `concept` within each target class.
+///
+/// # Shapes
+/// `logits`: `[n, k]`; `target`, `concept`: `[n]` i64.
+fn decision_dependence(
+    form: DecisionPenaltyForm,
+    logits: &Tensor,
+    target: &Tensor,
+    concept: &Tensor,
+    classes: i64,
+) -> Tensor {
+    // σ² ≥ 1 (a unit of squared logit) for the raw forms: logits of one class can crowd together.
+    match form {
+        DecisionPenaltyForm::Aligned => {
+            within_class(logits, target, concept, classes, |v, c| normalised_hsic_floored(v, c, 1.0))
+        }
+        DecisionPenaltyForm::Unnormalised => {
+            within_class(logits, target, concept, classes, |v, c| hsic(v, c, Some(median_bandwidth_sq(v, 1.0))))
+        }
+        DecisionPenaltyForm::Standardised => {
+            within_class(&batch_standardised(logits), target, concept, classes, |v, c| hsic(v, c, Some(1.0)))
+        }
+    }
 }
 
 /// Kamiran & Calders' (2012) reweighing: each example weighted by P(y)·P(a) / P(y, a) of its
@@ -508,16 +597,19 @@ pub fn train_observed(
             Adversary::Hsic => {
                 // Within each target class on the target-labelled batch: there the concept goes
                 // with the target (ρ), and a plain HSIC would penalise the target's own signal.
-                let mut dependence = within_class_hsic(&ft, &yt, &pt, net.config.target_classes, MEDIAN_FLOOR);
+                let scale = config.hsic_bandwidth;
+                let mut dependence = within_class(&ft, &yt, &pt, net.config.target_classes, |v, c| {
+                    normalised_hsic_scaled(v, c, scale, MEDIAN_FLOOR)
+                });
                 if let (Some(fc), Some((_, pc))) = (&fc, &context) {
-                    dependence += normalised_hsic(fc, pc, None);
+                    dependence += normalised_hsic_scaled(fc, pc, scale, MEDIAN_FLOOR);
                 }
                 (&target_loss * target_weight + dependence * (alpha * protected_scale), adversary_loss)
             }
         };
         let loss = if config.decision_penalty > 0.0 {
-            // σ² ≥ 1 (a unit of squared logit): logits of one class can crowd together.
-            let dependence = within_class_hsic(&target_logits, &yt, &pt, net.config.target_classes, 1.0);
+            let classes = net.config.target_classes;
+            let dependence = decision_dependence(config.decision_penalty_form, &target_logits, &yt, &pt, classes);
             loss + dependence * config.decision_penalty
         } else {
             loss
@@ -574,6 +666,7 @@ mod tests {
         // Configs written before these settings read as before and write back without them.
         let json = serde_json::to_string(&TrainConfig::default()).unwrap();
         assert!(!json.contains("decay_every") && !json.contains("weight_decay"), "{json}");
+        assert!(!json.contains("hsic_bandwidth") && !json.contains("decision_penalty_form"), "{json}");
         let back: TrainConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }
@@ -589,6 +682,20 @@ mod tests {
             let err = TrainConfig::default().with_decision_penalty(beta).check_ref().unwrap_err().to_string();
             assert!(err.contains("decision_penalty"), "{err}");
         }
+        for scale in [0.0, -1.0, f64::INFINITY, f64::NAN] {
+            let err = TrainConfig::default().with_hsic_bandwidth(scale).check_ref().unwrap_err().to_string();
+            assert!(err.contains("hsic_bandwidth") && err.contains("median"), "{err}");
+        }
+        let tuned = TrainConfig::default()
+            .with_hsic_bandwidth(0.25)
+            .with_decision_penalty(8.0)
+            .with_decision_penalty_form(DecisionPenaltyForm::Standardised);
+        tuned.check_ref().unwrap();
+        let json = serde_json::to_string(&tuned).unwrap();
+        assert!(
+            json.contains("\"hsic_bandwidth\":0.25") && json.contains("\"decision_penalty_form\":\"standardised\"")
+        );
+        assert_eq!(serde_json::from_str::<TrainConfig>(&json).unwrap(), tuned);
     }
 
     /// Reweighing by hand: y = [0, 0, 0, 1], a = [0, 0, 1, 1] give P(y = 0) = 3/4, P(a = 0) = 1/2

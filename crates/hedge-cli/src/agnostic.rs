@@ -10,6 +10,7 @@ use hedge_agnostic::sweep::{
     check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset,
     TrainingProtocol, UserTable, TABLE_FILE,
 };
+use hedge_agnostic::train::DecisionPenaltyForm;
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
 use hedge_data::ParamGuard;
@@ -94,6 +95,19 @@ pub enum RemovalArg {
     Adversary,
     Leace,
     Inlp,
+    /// Quadratic LEACE: each background's feature mean and covariance moved onto one Gaussian
+    /// (reads every image's background label when erasing: an oracle).
+    QuadraticLeace,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum DecisionPenaltyFormArg {
+    /// Normalised HSIC (centred kernel alignment), median bandwidth floored at 1.
+    Aligned,
+    /// Plain biased HSIC, median bandwidth floored at 1 (no denominator to vanish).
+    Unnormalised,
+    /// Plain biased HSIC of the logits standardised over the batch, σ² = 1.
+    Standardised,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -185,10 +199,17 @@ pub struct SweepArgs {
     /// P(y)·P(a)/P(y, a), so that in training the target is independent of the concept.
     #[arg(long)]
     reweigh: bool,
-    /// β: also penalise β × the normalised HSIC between G_y's logits and the concept within each
-    /// target class (the decision's own dependence on the concept; 0: off).
+    /// β: also penalise β × the HSIC between G_y's logits and the concept within each target
+    /// class (the decision's own dependence on the concept; 0: off).
     #[arg(long, default_value_t = 0.0)]
     decision_penalty: f64,
+    /// How --decision-penalty measures that dependence.
+    #[arg(long, value_enum, default_value = "aligned")]
+    decision_penalty_form: DecisionPenaltyFormArg,
+    /// With --adversary hsic: the kernel's σ² as a multiple of the median heuristic's (below 1: a
+    /// local kernel that sees fine structure; above 1: a smooth one).
+    #[arg(long, default_value_t = 1.0)]
+    hsic_bandwidth: f64,
     /// Keep α fixed instead of ramping it up.
     #[arg(long)]
     no_ramp: bool,
@@ -322,6 +343,12 @@ fn sweep(args: SweepArgs) -> Result<()> {
             reset_steps: args.adversary_reset_steps,
             reweigh: args.reweigh,
             decision_penalty: args.decision_penalty,
+            decision_penalty_form: match args.decision_penalty_form {
+                DecisionPenaltyFormArg::Aligned => DecisionPenaltyForm::Aligned,
+                DecisionPenaltyFormArg::Unnormalised => DecisionPenaltyForm::Unnormalised,
+                DecisionPenaltyFormArg::Standardised => DecisionPenaltyForm::Standardised,
+            },
+            hsic_bandwidth: args.hsic_bandwidth,
             ..schedule
         };
         let repeats = args.repeats.unwrap_or(match protocol {
@@ -353,6 +380,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             RemovalArg::Adversary => Removal::Adversary,
             RemovalArg::Leace => Removal::Leace,
             RemovalArg::Inlp => Removal::Inlp { iterations: args.inlp_iterations },
+            RemovalArg::QuadraticLeace => Removal::QuadraticLeace,
         };
         // Settings are checked before the data is built, the data before --out is touched.
         train.with_alpha(alphas[0]).check_ref()?;
