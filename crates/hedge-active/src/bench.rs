@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{invalid, Result};
 use crate::frank_wolfe::{frank_wolfe, frank_wolfe_streamed, stream_block_rows, FwBatch, Projections};
 use crate::ActiveError;
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Which pools, projection dimensions and batch sizes to time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ pub struct AcsFwReport {
     pub threads: usize,
     /// Every field left `null`, and why (absent when none is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 /// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean
@@ -174,14 +174,14 @@ impl AcsFwBench {
         }
         let mut report =
             AcsFwReport { cases, repeats: self.repeats, threads: available_threads(), undefined: Vec::new() };
-        report.undefined = hedge_data::undefined::explain_nulls(
+        report.undefined = hedge_run::undefined::explain_nulls(
             &report,
             &[
-                hedge_data::undefined::NullReason::new(
+                hedge_run::undefined::NullReason::new(
                     "cases[*].*rss*",
                     "resident memory is read from /proc/self/status, which only Linux has",
                 ),
-                hedge_data::undefined::NullReason::new(
+                hedge_run::undefined::NullReason::new(
                     "cases[*].same_picks_as_in_memory",
                     "not compared: the pool is held in memory, or its vectors exceed the 2 GB the check loads",
                 ),
@@ -189,7 +189,7 @@ impl AcsFwBench {
         );
         if let Some(dir) = export {
             let text = serde_json::to_string_pretty(&report).expect("a report serialises");
-            hedge_data::write_atomic(&dir.join("rust.json"), text.as_bytes())?;
+            hedge_run::write_atomic(&dir.join("rust.json"), text.as_bytes())?;
         }
         Ok(report)
     }
@@ -306,7 +306,7 @@ impl ParamGuard for AcsFwBench {
         // or generated and written to disk in the streamed case, which reads it back to check).
         let (n, j) = (self.pool.iter().max(), self.projections.iter().max());
         let (n, j) = (*n.unwrap_or(&1) as f64, *j.unwrap_or(&1) as f64);
-        hedge_data::Footprint::new("bench acs-fw: the largest pool's projections", |v| v[0] * v[1] * 8.0 * 2.0)
+        hedge_run::Footprint::new("bench acs-fw: the largest pool's projections", |v| v[0] * v[1] * 8.0 * 2.0)
             .knob("--pool", n, 1.0)
             .knob("--projections", j, 1.0)
             .check()?;

@@ -12,7 +12,7 @@ use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::Projections;
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// CNN, training and last-layer settings.
 ///

@@ -11,7 +11,7 @@ use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace};
 use crate::error::{invalid, ActiveError, Result};
 use crate::frank_wolfe::frank_wolfe;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
 /// Which images to label next.

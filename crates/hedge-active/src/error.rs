@@ -18,12 +18,15 @@ pub enum ActiveError {
     /// A data or run-directory error (file named inside).
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// An error writing or resuming a run's files, or a memory estimate over the budget.
+    #[error(transparent)]
+    Run(#[from] hedge_run::RunError),
     /// A figure that could not be drawn.
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
     /// An error from libtorch.
     #[cfg(feature = "torch")]
-    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
+    #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 }
 

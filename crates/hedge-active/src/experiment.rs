@@ -9,8 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use faer::Mat;
-use hedge_data::{Mnist, MnistSplit, RunDirectory, TableSpec, UciDataset};
+use hedge_data::{Mnist, MnistSplit, TableSpec, UciDataset};
 use hedge_eval::{Mean, MeanSe};
+use hedge_run::RunDirectory;
 use rand::SeedableRng;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tch::Tensor;
@@ -18,150 +19,30 @@ use tch::Tensor;
 use crate::classification_loop::{
     images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassMethod, ClassRoundMetrics, ImageSet,
 };
-use crate::error::{invalid, Result};
+use crate::error::{invalid, ActiveError, Result};
 use crate::pool::LoopState;
 use crate::regression_loop::{LoopConfig, Method, RoundMetrics};
+pub use hedge_run::Experiment;
 
-/// The experiment's definition, written first: `--resume` reads it back.
-pub const CONFIG_FILE: &str = "config.json";
-/// One JSON line per finished round.
-pub const ROUNDS_FILE: &str = "rounds.jsonl";
-/// Where the experiment stands (checkpointed after every round).
-pub const PROGRESS_FILE: &str = "progress.json";
+pub use hedge_run::experiment::{CONFIG_FILE, PROGRESS_FILE, ROUNDS_FILE};
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const TABLE_FILE: &str = "table.md";
-/// Every file an experiment writes (removed when a new one starts over it with `--overwrite`).
-const EXPERIMENT_FILES: [&str; 6] =
-    [CONFIG_FILE, ROUNDS_FILE, PROGRESS_FILE, SUMMARY_FILE, TABLE_FILE, hedge_data::rundir::MANIFEST_FILE];
+/// What an active-learning experiment writes besides its definition and checkpoint.
+const EXPERIMENT_FILES: [&str; 3] = [ROUNDS_FILE, SUMMARY_FILE, TABLE_FILE];
 
-/// `progress.json`: the runs (seed × method, seeds outer) finished, the lines of
-/// `rounds.jsonl` that belong to the checkpoint, and the state of the run under way.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ExperimentProgress {
-    pub finished_runs: usize,
-    pub rounds_logged: usize,
-    pub current: Option<LoopState>,
-}
+/// `progress.json` of an active-learning experiment: the runs (seed × method, seeds outer)
+/// finished, the lines of `rounds.jsonl` that belong to the checkpoint, and the loop under way.
+pub type ExperimentProgress = hedge_run::ExperimentProgress<LoopState>;
 
-/// Runs `runs` loops in order through `dir`, logging and checkpointing every round, and
-/// continuing from the directory's last checkpoint when it has one. `run_one(index, resume,
-/// on_round)` runs loop `index` (from `resume` when given) and calls `on_round` after every
-/// round; `on_run_finished(index)` follows each loop. Returns every round in the log.
+/// [`hedge_run::run_resumable`] for active-learning loops: every round logged to
+/// `rounds.jsonl`, the loop's state checkpointed after it.
 pub fn run_resumable<R: Serialize + DeserializeOwned>(
     dir: &RunDirectory,
     runs: usize,
-    mut run_one: impl FnMut(usize, Option<LoopState>, &mut dyn FnMut(&R, Option<&LoopState>) -> Result<()>) -> Result<()>,
-    mut on_run_finished: impl FnMut(usize),
+    run_one: impl FnMut(usize, Option<LoopState>, &mut dyn FnMut(&R, Option<&LoopState>) -> Result<()>) -> Result<()>,
+    on_run_finished: impl FnMut(usize),
 ) -> Result<Vec<R>> {
-    let progress: ExperimentProgress =
-        if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { ExperimentProgress::default() };
-    // Rounds logged after the checkpoint belong to work it does not hold (a checkpoint that
-    // records its logs has already cut them; older ones count lines).
-    let mut line = 0;
-    dir.retain_json_lines::<R>(ROUNDS_FILE, |_| {
-        line += 1;
-        line <= progress.rounds_logged
-    })?;
-    dir.require_lines(ROUNDS_FILE, line, progress.rounds_logged, PROGRESS_FILE)?;
-    let mut logged = progress.rounds_logged;
-    let mut current = progress.current;
-    for run in progress.finished_runs..runs {
-        run_one(run, current.take(), &mut |round, state| {
-            dir.append_json_line(ROUNDS_FILE, round)?;
-            logged += 1;
-            let progress = ExperimentProgress {
-                finished_runs: if state.is_none() { run + 1 } else { run },
-                rounds_logged: logged,
-                current: state.cloned(),
-            };
-            let mut checkpoint = dir.checkpoint(logged as u64);
-            checkpoint.stage_json(PROGRESS_FILE, &progress)?;
-            checkpoint.commit()?;
-            Ok(())
-        })?;
-        on_run_finished(run);
-    }
-    Ok(dir.read_json_lines(ROUNDS_FILE)?)
-}
-
-/// Opens `out` for a new experiment (refusing a folder with files unless `overwrite`, then
-/// removing what an earlier experiment there wrote) and writes its definition.
-fn start<C: Serialize>(out: &std::path::Path, overwrite: bool, config: &C) -> Result<RunDirectory> {
-    let dir = RunDirectory::create(out, overwrite)?;
-    dir.remove_files(&EXPERIMENT_FILES)?;
-    dir.write_json(CONFIG_FILE, config)?;
-    Ok(dir)
-}
-
-/// Reads the definition of the experiment in `out` to continue it.
-fn reopen<C: DeserializeOwned>(out: &std::path::Path) -> Result<(RunDirectory, C)> {
-    let dir = RunDirectory::open_to_resume(out)?;
-    let config = dir.read_json(CONFIG_FILE)?;
-    Ok((dir, config))
-}
-
-/// An experiment of seeds × methods run through [`run_resumable`] in a run directory: the
-/// definition, data and loops differ, while starting, resuming and reporting are written once
-/// here (`run`, `resume`, `report`).
-pub trait Experiment: Serialize + DeserializeOwned + Sized {
-    type Data;
-    type Summary;
-
-    /// The data the definition names, from `data_dir`.
-    fn load(&self, data_dir: &std::path::Path) -> Result<Self::Data>;
-
-    /// Refuses settings the data cannot satisfy, before anything is written.
-    fn check(&self, data: &Self::Data) -> Result<()>;
-
-    /// Runs every loop not yet finished in `dir` (continuing from its checkpoint), then reports.
-    fn continue_in(
-        &self,
-        dir: &RunDirectory,
-        data: &Self::Data,
-        progress: &mut dyn FnMut(RunFinished),
-    ) -> Result<Self::Summary>;
-
-    /// Writes `summary.json`, `table.md` and the curve from the rounds logged in `dir`.
-    fn report_in(&self, dir: &RunDirectory) -> Result<Self::Summary>;
-
-    /// Runs the experiment into a new directory `out` (refused when it holds files, unless
-    /// `overwrite`).
-    fn run(
-        &self,
-        data: &Self::Data,
-        out: &std::path::Path,
-        overwrite: bool,
-        mut progress: impl FnMut(RunFinished),
-    ) -> Result<Self::Summary> {
-        self.check(data)?;
-        let made_here = !out.exists();
-        let dir = start(out, overwrite, self)?;
-        let result = self.continue_in(&dir, data, &mut progress);
-        if result.is_err() {
-            dir.abandon_if_unstarted(&EXPERIMENT_FILES, made_here);
-        }
-        result
-    }
-
-    /// Continues the experiment whose directory is `out` from its last finished round.
-    fn resume(
-        out: &std::path::Path,
-        data_dir: &std::path::Path,
-        mut progress: impl FnMut(RunFinished),
-    ) -> Result<(Self, Self::Summary)> {
-        let (dir, experiment): (RunDirectory, Self) = reopen(out)?;
-        let data = experiment.load(data_dir)?;
-        experiment.check(&data)?;
-        let summary = experiment.continue_in(&dir, &data, &mut progress)?;
-        Ok((experiment, summary))
-    }
-
-    /// Rebuilds the report of the experiment in `out` from its `rounds.jsonl`.
-    fn report(out: &std::path::Path) -> Result<Self::Summary> {
-        let dir = RunDirectory::open(out)?;
-        let experiment: Self = dir.read_json(CONFIG_FILE)?;
-        experiment.report_in(&dir)
-    }
+    hedge_run::run_resumable(dir, ROUNDS_FILE, runs, run_one, on_run_finished)
 }
 
 /// `hedge active run`: NeuralLinear active learning on a UCI regression set.
@@ -223,6 +104,9 @@ impl RegressionExperiment {
 impl Experiment for RegressionExperiment {
     type Data = UciDataset;
     type Summary = RegressionSummary;
+    type Finished = RunFinished;
+    type Error = ActiveError;
+    const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
     /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`, or the user's CSV file.
     fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
@@ -293,7 +177,7 @@ pub struct RegressionSummary {
     pub seeds: u64,
     /// The fields left `null` and why (a standard error over one seed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 /// One method's final numbers over seeds.
@@ -555,8 +439,8 @@ pub fn grid_curve(
 }
 
 /// The `undefined` list of a summary: its standard errors over one seed are `null`.
-fn one_seed_nulls<T: Serialize>(summary: &T) -> Vec<hedge_data::undefined::Undefined> {
-    use hedge_data::undefined::{explain_nulls, NullReason};
+fn one_seed_nulls<T: Serialize>(summary: &T) -> Vec<hedge_run::undefined::Undefined> {
+    use hedge_run::undefined::{explain_nulls, NullReason};
     explain_nulls(summary, &[NullReason::new("*.se", hedge_eval::ONE_RUN_SPREAD)])
 }
 
@@ -620,6 +504,9 @@ impl ClassificationExperiment {
 impl Experiment for ClassificationExperiment {
     type Data = Mnist;
     type Summary = ClassificationSummary;
+    type Finished = RunFinished;
+    type Error = ActiveError;
+    const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
     fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
         Ok(Mnist::load(&data_dir.join(&self.dataset))?)
@@ -686,7 +573,7 @@ pub struct ClassificationSummary {
     pub seeds: u64,
     /// The fields left `null` and why (a standard error over one seed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 /// One method's numbers over seeds.

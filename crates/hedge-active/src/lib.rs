@@ -25,4 +25,4 @@ pub mod torch_rng;
 pub use error::{ActiveError, Result};
 pub use frank_wolfe::{frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
 /// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
-pub use hedge_data::{Checked, ParamGuard};
+pub use hedge_run::{Checked, ParamGuard};

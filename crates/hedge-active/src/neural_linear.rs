@@ -19,7 +19,7 @@ use tch::nn::{self, Module, ModuleT, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
 use crate::error::{invalid, ActiveError, Result};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// How the network under the Bayesian last layer is trained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use crate::frank_wolfe::{frank_wolfe, GramMatrix, Projections};
 use crate::neural_linear::NeuralLinearConfig;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
 use hedge_bayes::linear::StudentTPrediction;
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
 /// Which points to label next.
@@ -261,7 +261,7 @@ impl LoopConfig {
         if let Some(j) = self.projections {
             // The projected pool: J values per point, in f64, with the Frank–Wolfe copies.
             let pool = pool as f64;
-            hedge_data::Footprint::new("ACS-FW: the pool's random projections", move |v| pool * v[0] * 8.0 * 3.0)
+            hedge_run::Footprint::new("ACS-FW: the pool's random projections", move |v| pool * v[0] * 8.0 * 3.0)
                 .knob("--projections", j as f64, 1.0)
                 .check()?;
         }

@@ -5,7 +5,8 @@
 use hedge_active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_active::neural_linear::NeuralLinearConfig;
 use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
-use hedge_data::{RunDirectory, UciDataset};
+use hedge_data::UciDataset;
+use hedge_run::RunDirectory;
 
 fn experiment() -> RegressionExperiment {
     RegressionExperiment {

@@ -21,8 +21,11 @@ pub enum AgnosticError {
     /// An error from the data layer.
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// An error writing or resuming a run's files, or a memory estimate over the budget.
+    #[error(transparent)]
+    Run(#[from] hedge_run::RunError),
     /// An error from libtorch.
-    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
+    #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
     /// A figure that could not be drawn.
     #[error(transparent)]

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use hedge_data::{Backgrounds, ContextMnistConfig, ContextSet, Mnist, RunDirectory};
+use hedge_data::{Backgrounds, ContextMnistConfig, ContextSet, Mnist};
+use hedge_run::RunDirectory;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +14,7 @@ use crate::error::{invalid, Result};
 use crate::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
 use crate::AgnosticError;
 use crate::{ModelConfig, TrainConfig};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Experiment 1's `config.json` (fields in the file's order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

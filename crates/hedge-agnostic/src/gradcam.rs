@@ -10,7 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hedge_data::{write_atomic, NpyArray, NpyData, RunDirectory};
+use hedge_data::{NpyArray, NpyData};
+use hedge_run::{write_atomic, RunDirectory};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
@@ -82,7 +83,7 @@ pub fn class_activation_report(
     if sweeps.is_empty() {
         return Err(invalid("sweeps", "none", "give at least one sweep folder"));
     }
-    hedge_data::atomic::prepare_report_files(out, &["maps.json", "maps.md"], overwrite)?;
+    hedge_run::atomic::prepare_report_files(out, &["maps.json", "maps.md"], overwrite)?;
     let mut summary = MapsSummary { uniform_mask_share: f64::NAN, networks: Vec::new(), skipped: Vec::new() };
     for sweep in sweeps {
         let dir = RunDirectory::open(sweep)?;

@@ -21,15 +21,15 @@ pub mod train;
 pub use error::{AgnosticError, Result};
 pub use grl::reverse_gradient;
 /// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
-pub use hedge_data::{Checked, ParamGuard};
+pub use hedge_run::{Checked, ParamGuard};
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
 pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};
 
-/// Takes the process's tensor generator ([`hedge_data::lock_generator`], shared with the other
+/// Takes the process's tensor generator ([`hedge_run::lock_generator`], shared with the other
 /// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
 /// other threads do.
-pub(crate) fn seeded_generator(seed: i64) -> hedge_data::GeneratorGuard {
-    let guard = hedge_data::lock_generator();
+pub(crate) fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
+    let guard = hedge_run::lock_generator();
     tch::manual_seed(seed);
     guard
 }

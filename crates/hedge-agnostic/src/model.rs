@@ -8,7 +8,7 @@ use tch::nn::{self, Module};
 use tch::{Device, Tensor};
 
 use crate::error::{invalid, AgnosticError, Result};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// The feature extractor G_f.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

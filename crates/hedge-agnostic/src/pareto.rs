@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hedge_data::RunDirectory;
 use hedge_eval::MeanStd;
+use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 
 use crate::erasure::Removal;
@@ -179,10 +179,10 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
     let summary = ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front };
     // The front is often written beside its sweeps, in a folder hedge did not make: only its own
     // files are replaced there, and only with --overwrite.
-    hedge_data::atomic::prepare_report_files(out, &PARETO_FILES, overwrite)?;
+    hedge_run::atomic::prepare_report_files(out, &PARETO_FILES, overwrite)?;
     let json = serde_json::to_vec_pretty(&summary).expect("a summary serialises");
-    hedge_data::write_atomic(&out.join("pareto.json"), &json)?;
-    hedge_data::write_atomic(&out.join("pareto.md"), markdown(&summary, dataset).as_bytes())?;
+    hedge_run::write_atomic(&out.join("pareto.json"), &json)?;
+    hedge_run::write_atomic(&out.join("pareto.md"), markdown(&summary, dataset).as_bytes())?;
     // The decision probe (where audited) as its own series beside each method: the floor under
     // the feature probe.
     let decision_names: BTreeMap<&str, String> = summary

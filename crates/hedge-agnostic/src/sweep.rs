@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hedge_data::{Adult, Backgrounds, ContextMnistConfig, Mnist, NpyArray, NpyData, RunDirectory};
+use hedge_data::{Adult, Backgrounds, ContextMnistConfig, Mnist, NpyArray, NpyData};
 use hedge_eval::MeanStd;
+use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
@@ -19,7 +20,7 @@ use crate::error::{invalid, Result};
 use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
 use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
 use crate::{Adversary, AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 pub const CONFIG_FILE: &str = "config.json";
 /// One audit per finished network.
@@ -33,7 +34,7 @@ pub const MAPS_FILE: &str = "activation_maps.npz";
 /// Folder of repeat 0's networks and activation maps, one per α.
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 const SWEEP_FILES: [&str; 6] =
-    [CONFIG_FILE, METRICS_FILE, PROGRESS_FILE, SUMMARY_FILE, TABLE_FILE, hedge_data::rundir::MANIFEST_FILE];
+    [CONFIG_FILE, METRICS_FILE, PROGRESS_FILE, SUMMARY_FILE, TABLE_FILE, hedge_run::rundir::MANIFEST_FILE];
 
 /// The dataset a sweep runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,7 +231,7 @@ impl SweepAudit {
     /// field that serialises as `null` (absent ones are skipped), so every `null` of its JSON is
     /// a non-finite number.
     pub fn non_finite_fields(&self) -> Vec<String> {
-        serde_json::to_value(self).map(|v| hedge_data::undefined::null_paths(&v)).unwrap_or_default()
+        serde_json::to_value(self).map(|v| hedge_run::undefined::null_paths(&v)).unwrap_or_default()
     }
 
     fn probes(&self) -> (&crate::audit::ProbeResult, &crate::audit::ProbeResult) {
@@ -399,8 +400,8 @@ impl PreparedData {
 
 /// What a sweep keeps per network (its audit in the log, read back for the report, and its
 /// place in the summary): about 4 KB, times α values x repeats.
-fn network_footprint(alphas: f64, repeats: f64) -> hedge_data::Footprint<'static> {
-    hedge_data::Footprint::new("agnostic sweep: the audits of α values x repeats networks", |v| v[0] * v[1] * 4096.0)
+fn network_footprint(alphas: f64, repeats: f64) -> hedge_run::Footprint<'static> {
+    hedge_run::Footprint::new("agnostic sweep: the audits of α values x repeats networks", |v| v[0] * v[1] * 4096.0)
         .knob("--alphas (values)", alphas, 1.0)
         .knob("--repeats", repeats, 1.0)
 }
@@ -966,7 +967,7 @@ pub struct SweepSummary {
     pub protected_chance: f64,
     /// The fields left `null` and why (a spread over one repeat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 /// Rebuilds `summary.json`, `table.md` and the figures of the sweep in `out` from its
@@ -1021,9 +1022,9 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         protected_chance: chance,
         undefined: Vec::new(),
     };
-    let undefined = hedge_data::undefined::explain_nulls(
+    let undefined = hedge_run::undefined::explain_nulls(
         &summary,
-        &[hedge_data::undefined::NullReason::new("*.std", hedge_eval::ONE_RUN_SPREAD)],
+        &[hedge_run::undefined::NullReason::new("*.std", hedge_eval::ONE_RUN_SPREAD)],
     );
     let summary = SweepSummary { undefined, ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;

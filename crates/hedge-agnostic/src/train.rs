@@ -14,7 +14,7 @@ use crate::independence::{
     batch_standardised, hsic, median_bandwidth_sq, normalised_hsic_floored, normalised_hsic_scaled, MEDIAN_FLOOR,
 };
 use crate::model::{AgnosticNet, ModelConfig};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// How G_f is kept from encoding the protected concept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -47,7 +47,7 @@ pub struct GpBenchReport {
     pub threads: usize,
     /// Every field left `null`, and why (absent when none is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 impl GpBench {
@@ -125,12 +125,12 @@ impl GpBench {
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut report = GpBenchReport { cases, evals, threads, undefined: Vec::new() };
-        report.undefined = hedge_data::undefined::explain_nulls(
+        report.undefined = hedge_run::undefined::explain_nulls(
             &report,
             &[
-                hedge_data::undefined::NullReason::new("cases[*].fit_seconds", "no fit was timed (give --fit)"),
-                hedge_data::undefined::NullReason::new("cases[*].iterations", "no fit was timed (give --fit)"),
-                hedge_data::undefined::NullReason::new("cases[*].inducing", "an exact GP has no pseudo-inputs"),
+                hedge_run::undefined::NullReason::new("cases[*].fit_seconds", "no fit was timed (give --fit)"),
+                hedge_run::undefined::NullReason::new("cases[*].iterations", "no fit was timed (give --fit)"),
+                hedge_run::undefined::NullReason::new("cases[*].inducing", "an exact GP has no pseudo-inputs"),
             ],
         );
         Ok(report)

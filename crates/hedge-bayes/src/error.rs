@@ -28,6 +28,9 @@ pub enum BayesError {
     /// A data file or run-directory error (the file named inside).
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// An error writing or resuming a run's files, or a memory estimate over the budget.
+    #[error(transparent)]
+    Run(#[from] hedge_run::RunError),
     /// A figure that could not be drawn.
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),

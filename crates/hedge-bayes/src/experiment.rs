@@ -8,7 +8,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use faer::Mat;
-use hedge_data::{RunDirectory, TableSpec, UciDataset};
+use hedge_data::{TableSpec, UciDataset};
+use hedge_run::RunDirectory;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ use crate::linalg::Cholesky;
 use crate::sparse::{SparseGpConfig, SparseMethod};
 use crate::spike_slab::SpikeSlabConfig;
 use crate::BayesError;
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Inputs standardised with the training split's mean and standard deviation.
 pub struct Standardised {
@@ -480,7 +481,7 @@ impl GibbsDemo {
         self.check_ref()?;
         if let Some(out) = out {
             // Refuse a folder with files before sampling, not after.
-            hedge_data::atomic::check_output_dir(out, overwrite)?;
+            hedge_run::atomic::check_output_dir(out, overwrite)?;
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.sampler.seed.wrapping_add(12345));
         let x: Vec<f64> =
@@ -536,7 +537,7 @@ impl ParamGuard for GibbsDemo {
         }
         // The data, and every chain's kept draws of μ and β (f64).
         let chains = self.sampler.chains as f64;
-        hedge_data::Footprint::new("gibbs: the data and every chain's kept draws", move |v| {
+        hedge_run::Footprint::new("gibbs: the data and every chain's kept draws", move |v| {
             (v[0] + chains * v[1] * 2.0) * 8.0
         })
         .knob("--n", self.n as f64, 1.0)
@@ -587,7 +588,7 @@ impl SpikeSlabDemo {
     pub fn run(&self, out: Option<&Path>, overwrite: bool) -> Result<SpikeSlabResult> {
         self.check_ref()?;
         if let Some(out) = out {
-            hedge_data::atomic::check_output_dir(out, overwrite)?;
+            hedge_run::atomic::check_output_dir(out, overwrite)?;
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
         let x = Mat::from_fn(self.n, self.d, |_, _| rng.sample::<f64, _>(StandardNormal));
@@ -659,7 +660,7 @@ impl ParamGuard for SpikeSlabDemo {
             ));
         }
         // The design (n x d) and EM's d x d matrices (XᵀX, the precision and its inverse), in f64.
-        hedge_data::Footprint::new("spike-slab: the design and EM's d x d matrices", |v| {
+        hedge_run::Footprint::new("spike-slab: the design and EM's d x d matrices", |v| {
             (v[0] * v[1] + 4.0 * v[1] * v[1] + 8.0 * v[1]) * 8.0
         })
         .knob("--n", self.n as f64, 2.0)

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{summarise, ChainSummary};
 use crate::error::{invalid, BayesError, Result};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Prior on the mean μ.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::kernel::{KernelKind, RbfKernel};
 use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Kernel hyper-parameters plus the noise variance σ².
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

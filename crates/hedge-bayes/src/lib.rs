@@ -23,7 +23,7 @@ pub mod standardise;
 pub use error::{BayesError, Result};
 pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};
 /// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
-pub use hedge_data::{Checked, ParamGuard};
+pub use hedge_run::{Checked, ParamGuard};
 pub use kernel::{KernelKind, RbfKernel};
 pub use sparse::{FittedSparseGp, SparseGpConfig, SparseMethod};
 pub use standardise::Standardiser;

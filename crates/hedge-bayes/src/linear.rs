@@ -11,7 +11,7 @@ use statrs::function::gamma::ln_gamma;
 
 use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

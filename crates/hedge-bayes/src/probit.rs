@@ -9,7 +9,7 @@ use statrs::function::erf::erfc;
 
 use crate::error::{invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Standard normal CDF Φ(z).
 pub fn normal_cdf(z: f64) -> f64 {

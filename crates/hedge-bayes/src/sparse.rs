@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{invalid, BayesError, Result};
 use crate::gp::{FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Packing, Prediction, TargetScaler};
 use crate::linalg::{self, Cholesky};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Which sparse objective to optimise (and which Λ to predict with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

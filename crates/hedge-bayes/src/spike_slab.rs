@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Priors and stopping rule.
 ///

@@ -247,7 +247,7 @@ fn gp(args: GpArgs) -> Result<()> {
     };
     if let Some(out) = &args.out {
         // Before the fit, so minutes of optimisation never end in a refused folder.
-        hedge_data::atomic::check_output_dir(out, args.overwrite)?;
+        hedge_run::atomic::check_output_dir(out, args.overwrite)?;
     }
     let data_dir = hedge_data::data_dir()?;
     let (data, split) = hedge_bayes::experiment::uci_split(&data_dir, &run.dataset, run.table.as_ref(), run.split)?;
@@ -266,7 +266,7 @@ fn gp(args: GpArgs) -> Result<()> {
     let fit = run.fit_split(&data, split, show_progress(&bar))?;
     bar.finish_and_clear();
     if let Some(out) = &args.out {
-        fit.write(&hedge_data::RunDirectory::create(out, args.overwrite)?, &crate::command_line())?;
+        fit.write(&hedge_run::RunDirectory::create(out, args.overwrite)?, &crate::command_line())?;
     }
     let r = &fit.report;
     if args.json {

@@ -240,7 +240,7 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
         storage,
     };
     if let Some(dir) = &args.export {
-        hedge_data::atomic::check_output_dir(dir, args.overwrite)?;
+        hedge_run::atomic::check_output_dir(dir, args.overwrite)?;
     }
     let report = bench.run(args.export.as_deref())?;
     if args.json {
@@ -289,7 +289,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     })?;
     let run = hedge_embed::RunDir::open(&args.out)?;
     run.write_json("bench.json", &report)?;
-    hedge_data::write_atomic(&run.file("bench.md"), report.markdown().as_bytes())?;
+    hedge_run::write_atomic(&run.file("bench.md"), report.markdown().as_bytes())?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -304,11 +304,11 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         anyhow::bail!("--seconds {} must be a positive number of seconds per target", args.seconds);
     }
     if let Some(out) = &args.out {
-        hedge_data::prepare_output_dir(out, false)?;
+        hedge_run::prepare_output_dir(out, false)?;
     }
     let data_dir = hedge_data::data_dir().ok();
     if let Some(folder) = &args.seeds {
-        hedge_data::prepare_output_dir(folder, false)?;
+        hedge_run::prepare_output_dir(folder, false)?;
         for name in &args.target {
             let seeds = if name == "toml" {
                 hedge_embed::config::config_fuzz_seeds()
@@ -321,7 +321,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
             let dir = folder.join(name);
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             for (i, seed) in seeds.iter().enumerate() {
-                hedge_data::write_atomic(&dir.join(format!("seed-{i}")), seed)?;
+                hedge_run::write_atomic(&dir.join(format!("seed-{i}")), seed)?;
             }
             println!("{name}: {} seed(s) in {}", seeds.len(), dir.display());
         }
@@ -347,13 +347,13 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         println!("{}", report.markdown_row());
         if let Some(out) = &args.out {
             for (i, input) in report.panics.iter().enumerate() {
-                hedge_data::write_atomic(&out.join(format!("{}-{i}.bin", report.target)), input)?;
+                hedge_run::write_atomic(&out.join(format!("{}-{i}.bin", report.target)), input)?;
             }
         }
         reports.push(report);
     }
     if let Some(out) = &args.out {
-        hedge_data::write_atomic(&out.join("report.json"), serde_json::to_string_pretty(&reports)?.as_bytes())?;
+        hedge_run::write_atomic(&out.join("report.json"), serde_json::to_string_pretty(&reports)?.as_bytes())?;
     }
     let panics: usize = reports.iter().map(|r| r.panic_count).sum();
     if panics > 0 {

@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_data::ParamGuard;
 use hedge_data::{NDigitProtocol, NDigitSplit};
 use hedge_embed::experiment::{load_role, prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
@@ -15,6 +14,7 @@ use hedge_embed::{
     parse_device, BatchComposition, ConvPrecision, EmbeddingKind, EvalReport, HibConfig, LossKind, LrSchedule,
     MatchEstimator, MatchInit, MetricSet, Norm, PairSet, RunDir,
 };
+use hedge_run::ParamGuard;
 
 #[derive(Subcommand)]
 pub enum HibCommand {
@@ -616,7 +616,7 @@ fn train(args: TrainArgs) -> Result<()> {
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             if let Some(data) = &args.data {
-                hedge_data::check_out_not_inside(out, data, "--data")?;
+                hedge_run::check_out_not_inside(out, data, "--data")?;
             }
             // The data loads before the run directory exists, so a load failure leaves none.
             let train_set = load_role(&config, NDigitSplit::Train)?;
@@ -669,7 +669,7 @@ fn embed(args: EmbedArgs) -> Result<()> {
 /// The folder of an output file must exist, and the file must not, unless `overwrite` (then it
 /// is replaced atomically).
 fn check_output_path(path: &Path, overwrite: bool, hedge_wrote: impl Fn(&Path) -> bool) -> Result<()> {
-    Ok(hedge_data::atomic::check_output_file(path, "--out", overwrite, hedge_wrote)?)
+    Ok(hedge_run::atomic::check_output_file(path, "--out", overwrite, hedge_wrote)?)
 }
 
 /// An embedding `.npz` as `hib embed` writes it: exactly these arrays.

@@ -85,7 +85,7 @@ fn main() {
 fn error_message(e: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in e.chain() {
-        let text = hedge_data::libtorch_message(&cause.to_string());
+        let text = hedge_run::libtorch_message(&cause.to_string());
         if message.contains(&text) {
             continue;
         }

@@ -134,9 +134,9 @@ pub fn index(args: IndexArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
     let ann = args.ann.config()?;
-    hedge_data::check_out_not_inside(&args.out, &args.gallery, "--gallery")?;
+    hedge_run::check_out_not_inside(&args.out, &args.gallery, "--gallery")?;
     if let Some(v) = &args.validation {
-        hedge_data::check_out_not_inside(&args.out, v, "--validation")?;
+        hedge_run::check_out_not_inside(&args.out, v, "--validation")?;
     }
     let run = hedge_embed::RunDir::open(&args.run)?;
     let dim = run.read_config()?.hib.dim;
@@ -179,9 +179,9 @@ pub fn index(args: IndexArgs) -> Result<()> {
 pub fn search(args: SearchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
-    hedge_data::atomic::check_output_dir(&args.out, args.overwrite)?;
-    hedge_data::check_out_not_inside(&args.out, &args.probe, "--probe")?;
-    hedge_data::check_out_not_inside(&args.out, &args.index, "--index")?;
+    hedge_run::atomic::check_output_dir(&args.out, args.overwrite)?;
+    hedge_run::check_out_not_inside(&args.out, &args.probe, "--probe")?;
+    hedge_run::check_out_not_inside(&args.out, &args.index, "--index")?;
     let mut files = IndexFiles::open(&args.index)?;
     let probes = ImageSet::read(&args.probe)?;
     let mut identifier = files.load(args.run.as_deref(), device)?;
@@ -189,15 +189,15 @@ pub fn search(args: SearchArgs) -> Result<()> {
         identifier.manifest.calibration.rechoose(risk)?;
     }
     let (results, summary) = identifier.identify(&probes)?;
-    hedge_data::prepare_output_dir(&args.out, args.overwrite)?;
+    hedge_run::prepare_output_dir(&args.out, args.overwrite)?;
     let mut jsonl = String::new();
     for r in &results {
         jsonl.push_str(&serde_json::to_string(r)?);
         jsonl.push('\n');
     }
-    hedge_data::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
-    hedge_data::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
-    hedge_data::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
+    hedge_run::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
+    hedge_run::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
+    hedge_run::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     let figure = args.out.join("risk_coverage.png");
     hedge_embed::search::risk_coverage_figure(&figure, &identifier.manifest.calibration, &results)?;
     print_summary(&summary);
@@ -257,7 +257,7 @@ fn print_summary(s: &SearchSummary) {
 
 pub fn bench(args: SearchBenchArgs) -> Result<()> {
     if let Some(out) = &args.out {
-        hedge_data::atomic::check_output_file(out, "--out", false, |_| false)?;
+        hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
     }
     let ann = args.ann.config()?;
     if args.dims.is_empty() || args.dims.contains(&0) {
@@ -286,7 +286,7 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
         rows.push(row);
     }
     if let Some(out) = &args.out {
-        hedge_data::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+        hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }
     Ok(())
 }

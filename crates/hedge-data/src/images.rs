@@ -136,8 +136,10 @@ impl ImageSet {
             let d = decode_file(&file)?;
             if i == 0 {
                 let (count, values) = (labels.len() as f64, (3 * d.height * d.width) as f64);
-                crate::Footprint::new(format!("the image folder '{}'", root.display()), move |_| count * values * 5.0)
-                    .check()?;
+                hedge_run::Footprint::new(format!("the image folder '{}'", root.display()), move |_| {
+                    count * values * 5.0
+                })
+                .check()?;
             }
             decoded.push((d, file));
         }
@@ -463,7 +465,7 @@ pub fn write_png(path: &Path, width: usize, height: usize, channels: usize, pixe
         DataError::Write { source, .. } => DataError::write(path, source),
         other => other,
     })?;
-    crate::write_atomic(path, &bytes)
+    Ok(hedge_run::write_atomic(path, &bytes)?)
 }
 
 /// [`write_png`]'s file contents.
@@ -513,7 +515,7 @@ pub fn export_folder(
     selection: &ExportSelection,
     out: &Path,
 ) -> Result<Vec<(String, usize)>> {
-    crate::atomic::check_output_dir(out, false)?;
+    hedge_run::atomic::check_output_dir(out, false)?;
     let classes = split.labels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
     if names.len() < classes {
         return Err(DataError::invalid("names", names.len(), format!("the split has {classes} classes; name each")));

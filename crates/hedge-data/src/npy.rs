@@ -4,9 +4,9 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::atomic::write_atomic;
 use crate::datadir::read_bytes;
 use crate::{DataError, FormatIssue, Result};
+use hedge_run::atomic::write_atomic;
 
 /// The element data of an array, in the type it was stored with.
 #[derive(Debug, Clone, PartialEq)]
@@ -304,7 +304,7 @@ impl NpyRowWriter {
         if cols == 0 {
             return Err(DataError::invalid("cols", 0, "a row needs at least one value"));
         }
-        let tmp = crate::atomic::temp_sibling(path);
+        let tmp = hedge_run::atomic::temp_sibling(path);
         let file = std::fs::File::create(&tmp).map_err(|e| DataError::write(path, e))?;
         let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
         let empty = NpyArray { shape: vec![rows, cols], data: NpyData::F64(Vec::new()) };
@@ -433,7 +433,7 @@ pub(crate) fn parse_npz_members(bytes: Vec<u8>, path: &Path, only: Option<&[&str
 /// Writes named arrays as an uncompressed `.npz` that `numpy.load` opens, atomically.
 pub fn write_npz(path: &Path, arrays: &[(&str, NpyArray)]) -> Result<()> {
     let bytes = npz_bytes(arrays).map_err(|e| DataError::write(path, e))?;
-    write_atomic(path, &bytes)
+    Ok(write_atomic(path, &bytes)?)
 }
 
 /// The bytes of an uncompressed `.npz` archive of `arrays`.

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use hedge_data::undefined::NullReason;
 use hedge_data::NDigitSplit;
+use hedge_run::undefined::NullReason;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
@@ -19,7 +19,7 @@ use crate::optim::Adam;
 use crate::train::build_model;
 use crate::train::TrainEvent;
 use crate::{EmbedError, Result};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Steady-state training throughput in images/s: forward of the batch's images, the VIB
 /// loss with K samples, backward and an Adam step, timed over `steps` steps after `warmup`
@@ -210,13 +210,13 @@ pub struct RecipeBenchReport {
     pub trained_minutes: f64,
     /// Every field left `null`, and why (absent when none is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 impl RecipeBenchReport {
     fn with_nulls_explained(mut self) -> Self {
         let why = "the paper's value was not reached within the run";
-        self.undefined = hedge_data::undefined::explain_nulls(
+        self.undefined = hedge_run::undefined::explain_nulls(
             &self,
             &[NullReason::new("metrics[*].*.minutes_to_paper", why), NullReason::new("metrics[*].*.step", why)],
         );

@@ -1,9 +1,10 @@
-//! Hyper-parameters of a HIB model and its training, validated once through [`hedge_data::ParamGuard`] (`check_ref`, or `check` returning [`hedge_data::Checked`]).
+//! Hyper-parameters of a HIB model and its training, validated once through [`hedge_run::ParamGuard`] (`check_ref`, or `check` returning [`hedge_run::Checked`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::{EmbedError, Result};
-use hedge_data::{NDigitProtocol, ParamGuard};
+use hedge_data::NDigitProtocol;
+use hedge_run::ParamGuard;
 
 /// What an input is embedded as, by name (reports and config files; [`EmbeddingKind`] holds
 /// what each choice needs).
@@ -577,7 +578,7 @@ impl HibConfig {
     /// 1.0 MB, a margin for other shapes and precisions), the
     /// parameters with their gradients and Adam moments (x 4, x 5 with a weight average) and the
     /// Monte-Carlo tensors ([`Self::mc_bytes_per_step`]).
-    pub fn step_footprint(&self) -> hedge_data::Footprint<'_> {
+    pub fn step_footprint(&self) -> hedge_run::Footprint<'_> {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
         let (hw, features) = (h * w, (h / 4.0).floor() * (w / 4.0).floor());
         let stochastic = self.model != EmbeddingKind::Point;
@@ -604,7 +605,7 @@ impl HibConfig {
             BatchComposition::Independent { pairs } => (pairs, 1, "--batch (pairs)"),
             BatchComposition::Grouped { classes, per_class } => (classes, per_class, "--group CLASSES"),
         };
-        let mut footprint = hedge_data::Footprint::new("hib train: one training step", move |v| bytes(self, v)).knob(
+        let mut footprint = hedge_run::Footprint::new("hib train: one training step", move |v| bytes(self, v)).knob(
             flag_a,
             batch_a as f64,
             2.0,
@@ -955,7 +956,7 @@ mod tests {
         assert_eq!((fp.bytes)(&values), expected);
         // A batch of 100,000 pairs (20 GB of convolution): refused naming the largest batch that fits.
         let huge = gaussian().with_batch(BatchComposition::Independent { pairs: 100_000 });
-        let e = hedge_data::MemoryBudget { bytes: 4e9, source: "test".into() }.check(&huge.step_footprint());
+        let e = hedge_run::MemoryBudget { bytes: 4e9, source: "test".into() }.check(&huge.step_footprint());
         let e = e.unwrap_err().to_string();
         assert!(e.contains("--batch (pairs) 1,9") && e.contains("hib train") && !e.contains("(unused)"), "{e}");
         // The paper's MoG-2 (8 samples, D = 3) and the widest grouped all-pairs batch hedge uses.

@@ -43,9 +43,9 @@ impl Default for EmbedOptions {
 /// What Monte-Carlo match probabilities of `rows` pairs of `samples` samples each (K² sample
 /// pairs per row, each D differences, their squares and a few scalars, in f32, doubled for
 /// intermediates) take, with `--samples` as the knob.
-pub fn mc_footprint(what: &str, rows: f64, samples: f64, dim: usize) -> hedge_data::Footprint<'static> {
+pub fn mc_footprint(what: &str, rows: f64, samples: f64, dim: usize) -> hedge_run::Footprint<'static> {
     let per = (2 * dim + 8) as f64 * 4.0 * 2.0;
-    hedge_data::Footprint::new(what, move |v| rows * v[0] * v[0] * per).knob("--samples", samples, 1.0)
+    hedge_run::Footprint::new(what, move |v| rows * v[0] * v[0] * per).knob("--samples", samples, 1.0)
 }
 
 /// Embeds every image of `dataset` under `corruption`.

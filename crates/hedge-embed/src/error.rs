@@ -9,6 +9,9 @@ pub enum EmbedError {
 
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    /// An error writing or resuming a run's files, or a memory estimate over the budget.
+    #[error(transparent)]
+    Files(#[from] hedge_run::RunError),
 
     #[error(transparent)]
     Eval(#[from] hedge_eval::EvalError),
@@ -16,7 +19,7 @@ pub enum EmbedError {
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
 
-    #[error("libtorch: {}", hedge_data::libtorch_message(&.0.to_string()))]
+    #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 
     #[error("cannot access '{path}': {source}")]

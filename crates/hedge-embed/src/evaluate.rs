@@ -863,7 +863,7 @@ mod tests {
     /// Averaging 20,000 independent K = 8 estimates leaves a standard error below 1e-3.
     #[test]
     fn quadrature_equals_the_expectation_of_k8_monte_carlo() {
-        let _turn = hedge_data::lock_generator();
+        let _turn = hedge_run::lock_generator();
         let _generator = crate::seeded_generator(11);
         let (_vs, h) = head(1.7, 0.9);
         let repeats = 20_000;
@@ -892,7 +892,7 @@ mod tests {
 
     #[test]
     fn candidate_prefilter_finds_the_exhaustive_neighbours() {
-        let _turn = hedge_data::lock_generator();
+        let _turn = hedge_run::lock_generator();
         let _generator = crate::seeded_generator(5);
         let (_vs, h) = head(1.5, 1.0);
         let set = random_set(300, 2, 2, 0.3);
@@ -963,7 +963,7 @@ mod tests {
     /// still draws its samples), and left-out metrics are absent.
     #[test]
     fn a_metric_does_not_depend_on_which_others_are_selected() {
-        let _turn = hedge_data::lock_generator();
+        let _turn = hedge_run::lock_generator();
         let _generator = crate::seeded_generator(3);
         let (_vs, h) = head(1.5, 1.0);
         let (clean, corrupt) = labelled_twins(12, 10);

@@ -400,7 +400,7 @@ pub fn time_to_quality_report(
         return Err(crate::EmbedError::invalid("runs", "none", "name at least one run directory"));
     };
     let text = time_to_quality_markdown(&curves, set, digits, dim);
-    hedge_data::write_atomic(out, text.as_bytes())?;
+    hedge_run::write_atomic(out, text.as_bytes())?;
     let stem = out.with_extension("");
     for metric in QuickMetric::ALL {
         let series: Vec<(&str, Vec<(f64, f64)>)> = curves

@@ -58,7 +58,8 @@ pub use evaluate::{
 };
 pub use experiment::{load_role, load_split, train_run, TrainPlan};
 /// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
-pub use hedge_data::{Checked, NDigitProtocol, NDigitSplit, ParamGuard};
+pub use hedge_data::{NDigitProtocol, NDigitSplit};
+pub use hedge_run::{Checked, ParamGuard};
 pub use loss::MatchHead;
 pub use model::HibNet;
 pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
@@ -106,11 +107,11 @@ pub fn device_name(d: tch::Device) -> String {
     }
 }
 
-/// Takes the process's tensor generator ([`hedge_data::lock_generator`], shared with the other
+/// Takes the process's tensor generator ([`hedge_run::lock_generator`], shared with the other
 /// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
 /// other threads do.
-pub(crate) fn seeded_generator(seed: i64) -> hedge_data::GeneratorGuard {
-    let guard = hedge_data::lock_generator();
+pub(crate) fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
+    let guard = hedge_run::lock_generator();
     tch::manual_seed(seed);
     guard
 }

@@ -13,9 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
 use crate::ModelKind;
-use hedge_data::undefined::{explain_nulls, NullReason, Undefined};
 use hedge_data::NDigitProtocol;
 use hedge_eval::MeanStd;
+use hedge_run::undefined::{explain_nulls, NullReason, Undefined};
 
 /// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
 /// is undefined (the uncertainty correlations of a point embedding). What the spread is depends

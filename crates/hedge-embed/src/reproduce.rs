@@ -29,7 +29,7 @@ use crate::{
     embed_dataset, load_model, EmbedError, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,
     Result,
 };
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// Margins of the Appendix B comparison.
 pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
@@ -370,10 +370,10 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
     // with files is the user's and is refused, whatever is in it.
     let earlier_reproduction = c.out.join("runs").is_dir() && c.out.join("summary.json").is_file();
     if !earlier_reproduction {
-        hedge_data::atomic::check_output_dir(&c.out, true)?;
+        hedge_run::atomic::check_output_dir(&c.out, true)?;
     }
     std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
-    hedge_data::atomic::mark_as_hedges(&c.out)?;
+    hedge_run::atomic::mark_as_hedges(&c.out)?;
     let settings = EvalSettings {
         split: c.split,
         repeats: c.repeats,
@@ -439,7 +439,7 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
             Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: split.name().to_string() });
     }
     let summary = summary.with_nulls_explained();
-    if let Some(line) = hedge_data::undefined::summary_line(&summary.undefined) {
+    if let Some(line) = hedge_run::undefined::summary_line(&summary.undefined) {
         info!("{}: {line}", summary_path.display());
     }
     write_json(&summary_path, &summary)?;
@@ -470,7 +470,7 @@ fn previous_seconds(path: &Path) -> Option<f64> {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    hedge_data::write_atomic(path, text.as_bytes())?;
+    hedge_run::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 

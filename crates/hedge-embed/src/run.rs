@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hedge_data::RunDirectory;
+use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 
 use crate::config::HibConfig;
@@ -37,7 +37,7 @@ const RUN_FILES: [&str; 14] = [
     MONITOR_FILE,
     BEST_MODEL_FILE,
     BEST_FILE,
-    hedge_data::rundir::MANIFEST_FILE,
+    hedge_run::rundir::MANIFEST_FILE,
     "verification.json",
     "curve.json",
     "curve.png",
@@ -87,7 +87,7 @@ pub struct BestModel {
     pub validation: crate::QuickEval,
 }
 
-/// A run directory on disk, written through [`hedge_data::RunDirectory`]: every file
+/// A run directory on disk, written through [`hedge_run::RunDirectory`]: every file
 /// atomically, and model, optimiser, weight average and `state.json` committed together by
 /// `checkpoint.json`.
 #[derive(Debug, Clone)]
@@ -106,7 +106,7 @@ impl RunDir {
     /// [`RunDir::create`], or with `overwrite` a folder that holds files (the run's files
     /// replace theirs; others are left alone).
     pub fn create_with(path: &Path, overwrite: bool) -> Result<Self> {
-        if !overwrite && !hedge_data::atomic::entries_besides_marker(path).is_empty() {
+        if !overwrite && !hedge_run::atomic::entries_besides_marker(path).is_empty() {
             return Err(EmbedError::run(
                 path,
                 "already exists and is not empty; continue it with --resume, replace it with --overwrite, \
@@ -169,7 +169,7 @@ impl RunDir {
         if !path.join(CONFIG_FILE).is_file() {
             // A folder hedge made but stopped before its definition can be started again in
             // place; any other folder is not a run, and overwriting it is not the fix.
-            let what = if hedge_data::atomic::is_hedge_folder(path) {
+            let what = if hedge_run::atomic::is_hedge_folder(path) {
                 format!(
                     "has no {CONFIG_FILE}: the run stopped before it wrote its definition; start it again with \
                      --out {} --overwrite",
@@ -206,7 +206,7 @@ impl RunDir {
 
     /// Whether the run has committed a checkpoint (or, written before manifests, a `state.json`).
     pub fn has_checkpoint(&self) -> bool {
-        self.dir.has(hedge_data::rundir::MANIFEST_FILE) || self.dir.has(STATE_FILE)
+        self.dir.has(hedge_run::rundir::MANIFEST_FILE) || self.dir.has(STATE_FILE)
     }
 
     pub fn file(&self, name: &str) -> PathBuf {

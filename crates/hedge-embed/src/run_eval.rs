@@ -20,7 +20,7 @@ use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerifi
 use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
 use crate::train::{load_model, TrainEvent, Trainer};
 use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
-use hedge_data::ParamGuard;
+use hedge_run::ParamGuard;
 
 /// `steps` of a budgeted run until its first steps have been timed.
 pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;

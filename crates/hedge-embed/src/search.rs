@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hedge_data::rundir::{sha256_file, ManifestEntry};
-use hedge_data::undefined::{explain_nulls, NullReason};
 use hedge_data::{Corruption, ImageDataset, ImageSet, NDigitSplit};
+use hedge_run::rundir::{sha256_file, ManifestEntry};
+use hedge_run::undefined::{explain_nulls, NullReason};
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::{DistL2, Hnsw};
@@ -96,7 +96,7 @@ impl AnnConfig {
         }
         // Each of up to 64 threads keeps its candidate lists (a distance and an id, with the
         // heaps' and visited sets' overhead: about 64 bytes per candidate).
-        hedge_data::Footprint::new("the HNSW graph's candidate lists", |v| (v[0] + v[1]) * 64.0 * 64.0)
+        hedge_run::Footprint::new("the HNSW graph's candidate lists", |v| (v[0] + v[1]) * 64.0 * 64.0)
             .knob("--ef-construction", self.ef_construction as f64, self.max_connections as f64)
             .knob("--ef-search", self.ef_search as f64, 1.0)
             .check()?;
@@ -415,7 +415,7 @@ impl SearchOptions {
         }
         // Per probe of a chunk of 250: its candidates' ids, means and match probabilities (about
         // 1 KB each with the re-rank's intermediates) and its top-k identities.
-        hedge_data::Footprint::new("search: the candidates of 250 probes", |v| 250.0 * (v[0] * 1024.0 + v[1] * 64.0))
+        hedge_run::Footprint::new("search: the candidates of 250 probes", |v| 250.0 * (v[0] * 1024.0 + v[1] * 64.0))
             .knob("--candidates", self.candidates as f64, self.top_k as f64)
             .knob("--top-k", self.top_k as f64, 1.0)
             .check()?;
@@ -473,7 +473,7 @@ impl IndexManifest {
         let mut blank = self.clone();
         blank.sha256.clear();
         let text = serde_json::to_string_pretty(&blank).expect("an index description serialises");
-        let hash = hedge_data::rundir::sha256_hex(text.as_bytes());
+        let hash = hedge_run::rundir::sha256_hex(text.as_bytes());
         (text, hash)
     }
 
@@ -615,7 +615,7 @@ pub struct SearchSummary {
     pub ann_recall_at_10: Option<f64>,
     pub probes_per_second: f64,
     /// Why a field above is `null`.
-    pub undefined: Vec<hedge_data::undefined::Undefined>,
+    pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
 fn check_shape(images: &ImageSet, shape: [usize; 3], role: &str) -> Result<()> {
@@ -1020,8 +1020,8 @@ fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
     if !overwrite {
         return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
     }
-    hedge_data::atomic::check_output_dir(out, true)?;
-    let foreign = hedge_data::atomic::entries_besides_marker(out)
+    hedge_run::atomic::check_output_dir(out, true)?;
+    let foreign = hedge_run::atomic::entries_besides_marker(out)
         .into_iter()
         .find(|name| !INDEX_FOLDER_FILES.contains(&name.as_str()));
     if let Some(name) = foreign {
@@ -1041,11 +1041,11 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
     if !parent.is_dir() {
         return Err(EmbedError::input(out, "its parent folder does not exist; create it first"));
     }
-    let tmp = hedge_data::atomic::temp_sibling(out);
+    let tmp = hedge_run::atomic::temp_sibling(out);
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
     let result = (|| -> Result<()> {
-        hedge_data::atomic::mark_as_hedges(&tmp)?;
+        hedge_run::atomic::mark_as_hedges(&tmp)?;
         let e = &set.embedding;
         let variance = e.variance.as_ref().map_or_else(|| e.mean.zeros_like(), Tensor::shallow_clone);
         let labels = Tensor::from_slice(&set.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
@@ -1054,14 +1054,14 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
             tmp.join(GALLERY_FILE),
         )?;
         identifier.ann.dump(&tmp)?;
-        hedge_data::write_atomic(&tmp.join(VALIDATION_CSV), identifier.manifest.calibration.csv().as_bytes())?;
+        hedge_run::write_atomic(&tmp.join(VALIDATION_CSV), identifier.manifest.calibration.csv().as_bytes())?;
         let mut manifest = identifier.manifest.clone();
         for name in [GALLERY_FILE, "ann.hnsw.graph", "ann.hnsw.data", VALIDATION_CSV] {
             let path = tmp.join(name);
             let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
             manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
         }
-        hedge_data::write_atomic(&tmp.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
+        hedge_run::write_atomic(&tmp.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
         Ok(())
     })();
     if let Err(e) = result {

@@ -20,7 +20,7 @@ use crate::run::{
     MONITOR_FILE, OPTIMIZER_FILE, STATE_FILE,
 };
 use crate::{EmbedError, Result};
-use hedge_data::{Checked, ParamGuard};
+use hedge_run::{Checked, ParamGuard};
 
 /// Images per validation class at most (the size of a `test_unseen` class).
 pub const VALIDATION_PER_CLASS: usize = 333;
@@ -70,7 +70,7 @@ pub fn load_weights(vs: &mut nn::VarStore, path: &Path, described_by: &str) -> R
             format!(
                 "cannot be loaded as the weights of the model {described_by} describes ({}); use the \
                  model.safetensors of the same run, and do not edit config.json after training",
-                hedge_data::libtorch_message(&e.to_string())
+                hedge_run::libtorch_message(&e.to_string())
             ),
         )
     })?;

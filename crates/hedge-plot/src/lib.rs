@@ -25,7 +25,7 @@ pub enum PlotError {
     Input { field: &'static str, what: String },
 
     #[error(transparent)]
-    Data(#[from] hedge_data::DataError),
+    Run(#[from] hedge_run::RunError),
 
     #[error("cannot write '{path}': {source}")]
     Io {
@@ -50,7 +50,7 @@ pub fn render<E: From<PlotError>>(
     size: (u32, u32),
     draw: impl FnOnce(DrawingArea<BitMapBackend<'_>, Shift>) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
-    let tmp = hedge_data::atomic::temp_sibling(path);
+    let tmp = hedge_run::atomic::temp_sibling(path);
     let failed = |e: &dyn std::fmt::Display| PlotError::Draw { path: path.to_path_buf(), what: e.to_string() };
     {
         let root = BitMapBackend::new(&tmp, size).into_drawing_area();

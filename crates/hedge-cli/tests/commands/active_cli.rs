@@ -165,6 +165,6 @@ fn acs_fw_bench_streams_the_pool_and_reports_memory() {
     }
     // The in-memory case compares with nothing: its null says so.
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(hedge_data::undefined::unexplained_nulls(&json).is_empty(), "{json}");
+    assert!(hedge_run::undefined::unexplained_nulls(&json).is_empty(), "{json}");
     assert!(report.undefined.iter().any(|u| u.fields == ["cases[0].same_picks_as_in_memory"]), "{report:?}");
 }

@@ -187,7 +187,7 @@ fn eval_writes_every_documented_key() {
     assert!((0.0..=1.0).contains(&v["aurc"].as_f64().expect("aurc for a point model")));
     assert_eq!(v["gallery_probe"].as_array().unwrap().len(), 4);
     // ... and the report says why they are null.
-    let why: Vec<hedge_data::undefined::Undefined> = serde_json::from_value(v["undefined"].clone()).unwrap();
+    let why: Vec<hedge_run::undefined::Undefined> = serde_json::from_value(v["undefined"].clone()).unwrap();
     assert!(why.iter().any(|u| u.fields.contains(&"tau_ap.clean".to_string()) && u.why.contains("point embedding")));
     let report = dir.path().join("report");
     std::fs::create_dir(&report).unwrap();

@@ -47,7 +47,7 @@ pub fn assert_nulls_explained(dir: &Path) {
             vec![serde_json::from_str(&text).unwrap()]
         };
         for v in values {
-            let missing = hedge_data::undefined::unexplained_nulls(&v);
+            let missing = hedge_run::undefined::unexplained_nulls(&v);
             assert!(missing.is_empty(), "{}: null without a reason at {missing:?}", entry.display());
         }
         checked += 1;

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use hedge_data::ParamGuard;
 use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::{
     load_model, BatchComposition, EmbeddingKind, HibConfig, LrSchedule, MatchInit, Norm, PairSet, RunDir, Trainer,
 };
+use hedge_run::ParamGuard;
 use tch::{Device, Kind, Tensor};
 
 fn train_set() -> ImageDataset {
@@ -73,7 +73,7 @@ fn resumed_grouped_training_equals_uninterrupted_training() {
 fn resume_is_exact(config: fn(usize) -> HibConfig) {
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
     // library takes the same lock inside).
-    let _turn = hedge_data::lock_generator();
+    let _turn = hedge_run::lock_generator();
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
 
@@ -123,7 +123,7 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
 fn a_saved_model_loads_back_with_identical_outputs() {
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
     // library takes the same lock inside).
-    let _turn = hedge_data::lock_generator();
+    let _turn = hedge_run::lock_generator();
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(&dir.path().join("run")).unwrap();
@@ -152,7 +152,7 @@ fn a_saved_model_loads_back_with_identical_outputs() {
 /// and the file, and the last good checkpoint is what a resume finds.
 #[test]
 fn non_finite_weights_stop_the_run_before_a_checkpoint_holds_them() {
-    let _turn = hedge_data::lock_generator();
+    let _turn = hedge_run::lock_generator();
     let data = train_set();
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(&dir.path().join("run")).unwrap();
@@ -213,7 +213,7 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
 
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
     // library takes the same lock inside).
-    let _turn = hedge_data::lock_generator();
+    let _turn = hedge_run::lock_generator();
     let data = train_set();
     let root = tempfile::tempdir().unwrap();
     let cfg = recipe(4);
@@ -263,7 +263,7 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
         let stray: Vec<String> = std::fs::read_dir(&path)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with('.') && n != hedge_data::atomic::OWNER_FILE)
+            .filter(|n| n.starts_with('.') && n != hedge_run::atomic::OWNER_FILE)
             .collect();
         assert!(stray.is_empty(), "stop {stop}: {stray:?} left behind");
     }

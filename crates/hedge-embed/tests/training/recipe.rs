@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use hedge_data::ParamGuard;
 use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
 use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
 use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
+use hedge_run::ParamGuard;
 use tch::Device;
 
 fn train_set() -> ImageDataset {
@@ -64,7 +64,7 @@ fn a_budget_stops_training_unless_it_only_plans_the_steps() {
 fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
     // library takes the same lock inside).
-    let _turn = hedge_data::lock_generator();
+    let _turn = hedge_run::lock_generator();
     let config = HibConfig::default()
         .with_model(EmbeddingKind::Gaussian)
         .with_batch(BatchComposition::Grouped { classes: 8, per_class: 4 })

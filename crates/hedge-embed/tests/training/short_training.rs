@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use hedge_data::ParamGuard;
 use hedge_data::{data_dir, verification_pairs, Corruption, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::monitor::{CORRUPT_SEED, PAIR_SEED};
 use hedge_embed::{
     embed_dataset, verification_ap, BatchComposition, EmbedOptions, EmbeddingKind, HibConfig, LrSchedule, MatchInit,
     PairSet, Trainer,
 };
+use hedge_run::ParamGuard;
 use tch::Device;
 
 /// Steps of the CI run, with the fast levers of the recipe study (grouped batches of 16 classes

@@ -8,7 +8,7 @@
 //! [`UNEXPLAINED`], and the writer logs a warning).
 //!
 //! ```
-//! use hedge_data::undefined::{explain_nulls, NullReason};
+//! use hedge_run::undefined::{explain_nulls, NullReason};
 //! let report = serde_json::json!({"tau": null, "ap": 0.9, "ap_std": null});
 //! let reasons = [
 //!     NullReason::new("tau", "a point embedding has no uncertainty"),

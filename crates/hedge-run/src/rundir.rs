@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{DataError, Result};
+use crate::{Result, RunError};
 
 /// The manifest that commits a checkpoint.
 pub const MANIFEST_FILE: &str = "checkpoint.json";
@@ -81,7 +81,7 @@ impl RunDirectory {
     /// may be writing it).
     pub fn open(path: &Path) -> Result<Self> {
         if !path.is_dir() {
-            return Err(DataError::MissingFile { path: path.to_path_buf(), hint: "no run directory there".into() });
+            return Err(RunError::MissingFile { path: path.to_path_buf(), hint: "no run directory there".into() });
         }
         Ok(Self::at(path))
     }
@@ -90,7 +90,7 @@ impl RunDirectory {
     /// ([`Self::recover`]).
     pub fn open_to_resume(path: &Path) -> Result<Self> {
         if !path.is_dir() {
-            return Err(DataError::MissingFile {
+            return Err(RunError::MissingFile {
                 path: path.to_path_buf(),
                 hint: "no run directory there; start the run without --resume (or check the path)".into(),
             });
@@ -120,7 +120,7 @@ impl RunDirectory {
     }
 
     /// Fault injection for tests: every write after the `n`-th fails with
-    /// [`DataError::WriterStopped`] and changes nothing, as if the process had been killed right
+    /// [`RunError::WriterStopped`] and changes nothing, as if the process had been killed right
     /// after the `n`-th write. Writes made through clones of this directory count too.
     #[doc(hidden)]
     pub fn stop_after_writes(self, n: usize) -> Self {
@@ -137,7 +137,7 @@ impl RunDirectory {
     fn before_write(&self, path: &Path) -> Result<()> {
         let stop = self.writes.stop_after.load(Ordering::SeqCst);
         if stop > 0 && self.writes.done.load(Ordering::SeqCst) >= stop {
-            return Err(DataError::WriterStopped { path: path.to_path_buf(), after: stop });
+            return Err(RunError::WriterStopped { path: path.to_path_buf(), after: stop });
         }
         Ok(())
     }
@@ -159,7 +159,7 @@ impl RunDirectory {
     /// Writes the file `name` with `save`, which writes whatever it writes to the temporary
     /// path it is given (keeping `name`'s extension, which libtorch's savers read); the result
     /// is renamed onto `name` (one write).
-    pub fn write_with<E: From<DataError>>(
+    pub fn write_with<E: From<RunError>>(
         &self,
         name: &str,
         save: impl FnOnce(&Path) -> std::result::Result<(), E>,
@@ -172,7 +172,7 @@ impl RunDirectory {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        std::fs::rename(&tmp, &path).map_err(|e| DataError::write(&path, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| RunError::write(&path, e))?;
         self.after_write();
         Ok(())
     }
@@ -185,8 +185,8 @@ impl RunDirectory {
     /// Reads the JSON file `name`.
     pub fn read_json<T: DeserializeOwned>(&self, name: &str) -> Result<T> {
         let path = self.file(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
-        serde_json::from_str(&text).map_err(|e| DataError::format(&path, "JSON", e.to_string()))
+        let text = std::fs::read_to_string(&path).map_err(|e| RunError::io(&path, e))?;
+        serde_json::from_str(&text).map_err(|e| RunError::format(&path, "JSON", e.to_string()))
     }
 
     /// The JSON file `name`, or `None` when the run has none.
@@ -203,12 +203,9 @@ impl RunDirectory {
         self.before_write(&path)?;
         let mut line = serde_json::to_vec(value).expect("a report serialises");
         line.push(b'\n');
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| DataError::write(&path, e))?;
-        f.write_all(&line).map_err(|e| DataError::write(&path, e))?;
+        let mut f =
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| RunError::write(&path, e))?;
+        f.write_all(&line).map_err(|e| RunError::write(&path, e))?;
         self.after_write();
         Ok(())
     }
@@ -217,7 +214,7 @@ impl RunDirectory {
     /// line without its newline is a write a crash cut short and is skipped.
     ///
     /// A log the last checkpoint recorded must still begin with what it recorded
-    /// ([`DataError::Integrity`] otherwise): a result is never rebuilt from a damaged log.
+    /// ([`RunError::Integrity`] otherwise): a result is never rebuilt from a damaged log.
     pub fn read_json_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
         let path = self.file(name);
         if let Some(m) = self.manifest()? {
@@ -228,7 +225,7 @@ impl RunDirectory {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(DataError::io(&path, e)),
+            Err(e) => return Err(RunError::io(&path, e)),
         };
         let complete = if text.ends_with('\n') { &text[..] } else { &text[..text.rfind('\n').map_or(0, |i| i + 1)] };
         complete
@@ -237,7 +234,7 @@ impl RunDirectory {
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| {
                 serde_json::from_str(l)
-                    .map_err(|e| DataError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))
+                    .map_err(|e| RunError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))
             })
             .collect()
     }
@@ -250,7 +247,7 @@ impl RunDirectory {
             return Ok(());
         }
         let path = self.file(name);
-        let text = std::fs::read_to_string(&path).map_err(|e| DataError::io(&path, e))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| RunError::io(&path, e))?;
         let mut kept = String::with_capacity(text.len());
         for (i, line) in text.split_inclusive('\n').enumerate() {
             // A last line without its newline is a write a crash cut short.
@@ -258,7 +255,7 @@ impl RunDirectory {
                 continue;
             }
             let value: T = serde_json::from_str(line)
-                .map_err(|e| DataError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))?;
+                .map_err(|e| RunError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))?;
             if keep(&value) {
                 kept.push_str(line);
             }
@@ -276,7 +273,7 @@ impl RunDirectory {
         if held >= logged {
             return Ok(());
         }
-        Err(DataError::Integrity {
+        Err(RunError::Integrity {
             path: self.file(name),
             what: format!(
                 "holds {held} lines but {counted_in} says {logged} were logged: the log was cut short, and results \
@@ -307,7 +304,7 @@ impl RunDirectory {
         for name in names {
             let path = self.file(name);
             if path.is_file() {
-                std::fs::remove_file(&path).map_err(|e| DataError::write(&path, e))?;
+                std::fs::remove_file(&path).map_err(|e| RunError::write(&path, e))?;
             }
         }
         Ok(())
@@ -316,11 +313,11 @@ impl RunDirectory {
     /// Every `*.jsonl` log in the folder, with its size and hash now.
     fn logs(&self) -> Result<Vec<ManifestEntry>> {
         let mut logs = Vec::new();
-        let entries = std::fs::read_dir(&self.path).map_err(|e| DataError::io(&self.path, e))?;
+        let entries = std::fs::read_dir(&self.path).map_err(|e| RunError::io(&self.path, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.ends_with(".jsonl") && !name.starts_with('.') && entry.path().is_file() {
-                let bytes = std::fs::read(entry.path()).map_err(|e| DataError::io(entry.path(), e))?;
+                let bytes = std::fs::read(entry.path()).map_err(|e| RunError::io(entry.path(), e))?;
                 logs.push(ManifestEntry { sha256: sha256_hex(&bytes), bytes: bytes.len() as u64, name });
             }
         }
@@ -352,10 +349,10 @@ impl RunDirectory {
                 }
                 let pending = sibling(&path, PENDING_PREFIX);
                 if pending.is_file() && sha256_file(&pending)? == entry.sha256 {
-                    std::fs::rename(&pending, &path).map_err(|e| DataError::write(&path, e))?;
+                    std::fs::rename(&pending, &path).map_err(|e| RunError::write(&path, e))?;
                     continue;
                 }
-                return Err(DataError::Integrity {
+                return Err(RunError::Integrity {
                     path,
                     what: format!(
                         "does not match {MANIFEST_FILE} (step {}, sha256 {}); the checkpoint was damaged after it \
@@ -367,8 +364,8 @@ impl RunDirectory {
             for log in &m.logs {
                 let path = self.check_log(m, log)?;
                 // Lines after the commit belong to work the checkpoint does not hold.
-                let f = std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| DataError::write(&path, e))?;
-                f.set_len(log.bytes).map_err(|e| DataError::write(&path, e))?;
+                let f = std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| RunError::write(&path, e))?;
+                f.set_len(log.bytes).map_err(|e| RunError::write(&path, e))?;
             }
         }
         self.remove_stray_files(&self.path)?;
@@ -382,7 +379,7 @@ impl RunDirectory {
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(DataError::io(&path, e)),
+            Err(e) => return Err(RunError::io(&path, e)),
         };
         let held = bytes.len() as u64;
         let damage = if held < log.bytes {
@@ -394,7 +391,7 @@ impl RunDirectory {
         };
         match damage {
             None => Ok(path),
-            Some(damage) => Err(DataError::Integrity {
+            Some(damage) => Err(RunError::Integrity {
                 path,
                 what: format!(
                     "is damaged or cut short: {damage} when {MANIFEST_FILE} committed step {} (sha256 {}), so \
@@ -407,14 +404,14 @@ impl RunDirectory {
     }
 
     fn remove_stray_files(&self, dir: &Path) -> Result<()> {
-        let entries = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
+        let entries = std::fs::read_dir(dir).map_err(|e| RunError::io(dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
             if path.is_dir() {
                 self.remove_stray_files(&path)?;
             } else if name.starts_with(PENDING_PREFIX) || name.starts_with(TEMP_PREFIX) {
-                std::fs::remove_file(&path).map_err(|e| DataError::write(&path, e))?;
+                std::fs::remove_file(&path).map_err(|e| RunError::write(&path, e))?;
             }
         }
         Ok(())
@@ -434,8 +431,8 @@ impl Checkpoint<'_> {
     /// Stages `bytes` as the checkpoint's file `name` (one write).
     pub fn stage_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
         self.stage_with(name, |p| {
-            std::fs::write(p, bytes).map_err(|e| DataError::write(p, e))?;
-            Ok::<(), DataError>(())
+            std::fs::write(p, bytes).map_err(|e| RunError::write(p, e))?;
+            Ok::<(), RunError>(())
         })
     }
 
@@ -446,7 +443,7 @@ impl Checkpoint<'_> {
 
     /// Stages the checkpoint's file `name`, written by `save` to the path it is given (one
     /// write).
-    pub fn stage_with<E: From<DataError>>(
+    pub fn stage_with<E: From<RunError>>(
         &mut self,
         name: &str,
         save: impl FnOnce(&Path) -> std::result::Result<(), E>,
@@ -456,7 +453,7 @@ impl Checkpoint<'_> {
         ensure_parent(&path)?;
         let pending = sibling(&path, PENDING_PREFIX);
         save(&pending)?;
-        let bytes = std::fs::metadata(&pending).map_err(|e| DataError::write(&pending, e))?.len();
+        let bytes = std::fs::metadata(&pending).map_err(|e| RunError::write(&pending, e))?.len();
         let sha256 = sha256_file(&pending)?;
         self.files.retain(|f| f.name != name);
         self.files.push(ManifestEntry { name: name.to_string(), sha256, bytes });
@@ -474,7 +471,7 @@ impl Checkpoint<'_> {
         for entry in &manifest.files {
             let path = self.dir.file(&entry.name);
             self.dir.before_write(&path)?;
-            std::fs::rename(sibling(&path, PENDING_PREFIX), &path).map_err(|e| DataError::write(&path, e))?;
+            std::fs::rename(sibling(&path, PENDING_PREFIX), &path).map_err(|e| RunError::write(&path, e))?;
             self.dir.after_write();
         }
         Ok(manifest)
@@ -496,14 +493,14 @@ fn sibling(path: &Path, prefix: &str) -> PathBuf {
 
 fn ensure_parent(path: &Path) -> Result<()> {
     match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => std::fs::create_dir_all(p).map_err(|e| DataError::write(p, e)),
+        Some(p) if !p.as_os_str().is_empty() => std::fs::create_dir_all(p).map_err(|e| RunError::write(p, e)),
         _ => Ok(()),
     }
 }
 
 /// Lower-case hex SHA-256 of a file.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| RunError::io(path, e))?;
     Ok(sha256_hex(&bytes))
 }
 
@@ -570,7 +567,7 @@ mod tests {
             let path = root.path().join(format!("stopped-{stop}"));
             let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
             let err = job(&dir, 5).unwrap_err();
-            assert!(matches!(err, DataError::WriterStopped { .. }), "{err}");
+            assert!(matches!(err, RunError::WriterStopped { .. }), "{err}");
             let resumed = RunDirectory::open_to_resume(&path).unwrap();
             job(&resumed, 5).unwrap();
             assert_eq!(files(&path), expected, "stopped after write {stop}");

@@ -11,7 +11,7 @@
 //! The budget is `HEDGE_MEMORY_BUDGET` (bytes with an optional unit, `8GiB`, `500MB`, or a share
 //! of the machine's memory, `60%`), else [`DEFAULT_SHARE`] of the machine's memory.
 
-use crate::{DataError, Result};
+use crate::{Result, RunError};
 
 /// The environment variable that sets the budget.
 pub const BUDGET_ENV: &str = "HEDGE_MEMORY_BUDGET";
@@ -33,7 +33,7 @@ impl MemoryBudget {
     /// The budget `HEDGE_MEMORY_BUDGET` sets, else [`DEFAULT_SHARE`] of the machine's memory.
     ///
     /// # Errors
-    /// [`DataError::InvalidConfig`] when the variable is set but not a size or a share.
+    /// [`RunError::InvalidConfig`] when the variable is set but not a size or a share.
     pub fn from_env() -> Result<Self> {
         match std::env::var(BUDGET_ENV) {
             Ok(text) if !text.trim().is_empty() => Self::parse(&text, machine_bytes()),
@@ -56,7 +56,7 @@ impl MemoryBudget {
     /// Reads a budget written as bytes with an optional unit (`123`, `500MB`, `8GiB`, `1.5TB`)
     /// or as a share of `machine` (`60%`).
     pub fn parse(text: &str, machine: u64) -> Result<Self> {
-        let bad = || DataError::InvalidConfig {
+        let bad = || RunError::InvalidConfig {
             field: "HEDGE_MEMORY_BUDGET",
             value: text.to_string(),
             reason: "expected a size such as 16GiB, 500MB or 2000000000, or a share of this machine's memory \
@@ -98,7 +98,7 @@ impl MemoryBudget {
     /// Refuses `footprint` when its estimate exceeds the budget.
     ///
     /// # Errors
-    /// [`DataError::OverBudget`]: the estimate, the budget, and for each of the footprint's
+    /// [`RunError::OverBudget`]: the estimate, the budget, and for each of the footprint's
     /// numbers the largest value that fits with the others unchanged.
     pub fn check(&self, footprint: &Footprint) -> Result<()> {
         let values: Vec<f64> = footprint.knobs.iter().map(|k| k.value).collect();
@@ -126,7 +126,7 @@ impl MemoryBudget {
         } else {
             format!("Largest values that fit, the others unchanged: {}", fixes.join("; "))
         };
-        Err(DataError::OverBudget(format!(
+        Err(RunError::OverBudget(format!(
             "{} would take about {} ({}), over the memory budget of {} ({}). {fixes}",
             footprint.what,
             human_bytes(need),

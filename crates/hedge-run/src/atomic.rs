@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::{DataError, Result};
+use crate::{Result, RunError};
 
 /// A sibling path to write to before renaming onto `path`; it keeps `path`'s extension
 /// because some writers (libtorch's safetensors) choose the format by extension.
@@ -23,7 +23,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        DataError::write(path, e)
+        RunError::write(path, e)
     })
 }
 
@@ -79,7 +79,7 @@ pub fn hedge_wrote(dir: &Path, name: &str) -> bool {
 /// after every check and data load, so a bad argument never leaves an empty folder behind.
 pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
     check_output_dir(out, overwrite)?;
-    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))?;
+    std::fs::create_dir_all(out).map_err(|e| RunError::write(out, e))?;
     mark_as_hedges(out)
 }
 
@@ -99,20 +99,20 @@ pub fn mark_as_hedges(dir: &Path) -> Result<()> {
 /// unless `overwrite` and hedge wrote it; records `names` as hedge's.
 pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Result<()> {
     if std::fs::symlink_metadata(out).is_ok() && !out.is_dir() {
-        return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
+        return Err(RunError::OutputNotFolder { path: out.to_path_buf() });
     }
     for name in names {
         if out.join(name).exists() {
             if !overwrite {
-                return Err(DataError::OutputNotEmpty { path: out.to_path_buf(), entries: 1, example: (*name).into() });
+                return Err(RunError::OutputNotEmpty { path: out.to_path_buf(), entries: 1, example: (*name).into() });
             }
             if !hedge_wrote(out, name) {
-                return Err(DataError::OutputNotHedges { path: out.to_path_buf(), example: (*name).into() });
+                return Err(RunError::OutputNotHedges { path: out.to_path_buf(), example: (*name).into() });
             }
         }
     }
     let fresh = !out.exists();
-    std::fs::create_dir_all(out).map_err(|e| DataError::write(out, e))?;
+    std::fs::create_dir_all(out).map_err(|e| RunError::write(out, e))?;
     let mut o = ownership(out).unwrap_or_default();
     o.hedge = env!("CARGO_PKG_VERSION").into();
     o.folder |= fresh;
@@ -129,21 +129,21 @@ pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Resu
 pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
     // `symlink_metadata`: a link to nothing "does not exist" for `exists`, yet blocks the folder.
     if std::fs::symlink_metadata(out).is_ok() && !out.is_dir() {
-        return Err(DataError::OutputNotFolder { path: out.to_path_buf() });
+        return Err(RunError::OutputNotFolder { path: out.to_path_buf() });
     }
     let names = entries_besides_marker(out);
     if names.is_empty() {
         return Ok(());
     }
     if !overwrite {
-        return Err(DataError::OutputNotEmpty {
+        return Err(RunError::OutputNotEmpty {
             path: out.to_path_buf(),
             entries: names.len(),
             example: names[0].clone(),
         });
     }
     if !is_hedge_folder(out) {
-        return Err(DataError::OutputNotHedges { path: out.to_path_buf(), example: names[0].clone() });
+        return Err(RunError::OutputNotHedges { path: out.to_path_buf(), example: names[0].clone() });
     }
     Ok(())
 }
@@ -153,7 +153,7 @@ pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
 /// `hedge_wrote` recognises it as a file of the kind this command writes.
 pub fn check_output_file(path: &Path, flag: &str, overwrite: bool, hedge_wrote: impl Fn(&Path) -> bool) -> Result<()> {
     let bad =
-        |reason: String| DataError::InvalidConfig { field: "out", value: format!("{flag} {}", path.display()), reason };
+        |reason: String| RunError::InvalidConfig { field: "out", value: format!("{flag} {}", path.display()), reason };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
             return Err(bad("its folder does not exist; create it first".into()));
@@ -198,7 +198,7 @@ pub fn check_out_not_inside(out: &Path, input: &Path, flag: &str) -> Result<()> 
         out_full.push(name);
     }
     if out_full.starts_with(&input_full) {
-        return Err(DataError::OutputInsideInput {
+        return Err(RunError::OutputInsideInput {
             path: out.to_path_buf(),
             input: input.to_path_buf(),
             flag: flag.to_string(),

@@ -1,0 +1,171 @@
+//! The one engine every resumable experiment of hedge runs on: a sequence of runs (a seed and
+//! a method, an α and a repeat, a model of a table) in a [`RunDirectory`], every finished step
+//! logged to a JSON-lines file and checkpointed with the state of the run under way, so an
+//! interrupted experiment continues at its last finished step — in a later process, from
+//! `--resume`.
+//!
+//! [`run_resumable`] is the loop; [`Experiment`] writes starting, resuming and reporting once
+//! for any definition (`config.json`), data and runs.
+
+use std::path::Path;
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::rundir::{RunDirectory, MANIFEST_FILE};
+use crate::RunError;
+
+/// The experiment's definition, written first: `--resume` reads it back.
+pub const CONFIG_FILE: &str = "config.json";
+/// One JSON line per finished step.
+pub const ROUNDS_FILE: &str = "rounds.jsonl";
+/// Where the experiment stands (checkpointed after every step).
+pub const PROGRESS_FILE: &str = "progress.json";
+
+/// `progress.json`: the runs finished, the lines of the log that belong to the checkpoint, and
+/// the state `S` of the run under way (`None` between runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentProgress<S> {
+    pub finished_runs: usize,
+    pub rounds_logged: usize,
+    pub current: Option<S>,
+}
+
+impl<S> Default for ExperimentProgress<S> {
+    fn default() -> Self {
+        Self { finished_runs: 0, rounds_logged: 0, current: None }
+    }
+}
+
+/// Runs `runs` runs in order through `dir`, appending every step `R` to `log` and
+/// checkpointing `progress.json` after it, and continuing from the directory's last checkpoint
+/// when it has one. `run_one(index, resume, on_step)` runs run `index` (from the state
+/// `resume` when given) and calls `on_step(step, state)` after every step, `state` being where
+/// the run stands (`None` once it has finished); `on_run_finished(index)` follows each run.
+/// Returns every step in the log.
+pub fn run_resumable<R, S, E>(
+    dir: &RunDirectory,
+    log: &str,
+    runs: usize,
+    mut run_one: impl FnMut(usize, Option<S>, &mut dyn FnMut(&R, Option<&S>) -> Result<(), E>) -> Result<(), E>,
+    mut on_run_finished: impl FnMut(usize),
+) -> Result<Vec<R>, E>
+where
+    R: Serialize + DeserializeOwned,
+    S: Serialize + DeserializeOwned + Clone,
+    E: From<RunError>,
+{
+    let progress: ExperimentProgress<S> =
+        if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { ExperimentProgress::default() };
+    // Steps logged after the checkpoint belong to work it does not hold (a checkpoint that
+    // records its logs has already cut them; older ones count lines).
+    let mut line = 0;
+    dir.retain_json_lines::<R>(log, |_| {
+        line += 1;
+        line <= progress.rounds_logged
+    })?;
+    dir.require_lines(log, line, progress.rounds_logged, PROGRESS_FILE)?;
+    let mut logged = progress.rounds_logged;
+    let mut current = progress.current;
+    for run in progress.finished_runs..runs {
+        run_one(run, current.take(), &mut |step, state| {
+            dir.append_json_line(log, step)?;
+            logged += 1;
+            let progress = ExperimentProgress {
+                finished_runs: if state.is_none() { run + 1 } else { run },
+                rounds_logged: logged,
+                current: state.cloned(),
+            };
+            let mut checkpoint = dir.checkpoint(logged as u64);
+            checkpoint.stage_json(PROGRESS_FILE, &progress)?;
+            checkpoint.commit()?;
+            Ok(())
+        })?;
+        on_run_finished(run);
+    }
+    Ok(dir.read_json_lines(log)?)
+}
+
+/// An experiment run through [`run_resumable`] in a run directory: the definition (`Self`,
+/// written to `config.json`), its data and its runs differ from one experiment to the next,
+/// while starting, resuming and reporting are written once here ([`Experiment::run`],
+/// [`Experiment::resume`], [`Experiment::report`]).
+pub trait Experiment: Serialize + DeserializeOwned + Sized {
+    /// What the definition names, loaded once and passed down.
+    type Data;
+    /// What the report returns (and writes as `summary.json`).
+    type Summary;
+    /// What progress callbacks are told after each finished run.
+    type Finished;
+    type Error: From<RunError>;
+
+    /// Every file the experiment writes besides [`CONFIG_FILE`], [`PROGRESS_FILE`] and the
+    /// manifest (removed when a new experiment starts over it with `--overwrite`).
+    const FILES: &'static [&'static str];
+
+    /// The data the definition names, from `data_dir`.
+    fn load(&self, data_dir: &Path) -> Result<Self::Data, Self::Error>;
+
+    /// Refuses settings the data cannot satisfy, before anything is written.
+    fn check(&self, data: &Self::Data) -> Result<(), Self::Error>;
+
+    /// Runs every run not yet finished in `dir` (continuing from its checkpoint), then reports.
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &Self::Data,
+        progress: &mut dyn FnMut(Self::Finished),
+    ) -> Result<Self::Summary, Self::Error>;
+
+    /// Writes the report (`summary.json`, tables, figures) from what `dir` logged.
+    fn report_in(&self, dir: &RunDirectory) -> Result<Self::Summary, Self::Error>;
+
+    /// Runs the experiment into a new directory `out` (refused when it holds files, unless
+    /// `overwrite`, and then only files hedge wrote).
+    fn run(
+        &self,
+        data: &Self::Data,
+        out: &Path,
+        overwrite: bool,
+        mut progress: impl FnMut(Self::Finished),
+    ) -> Result<Self::Summary, Self::Error> {
+        self.check(data)?;
+        let made_here = !out.exists();
+        let dir = RunDirectory::create(out, overwrite)?;
+        let files = written_files::<Self>();
+        dir.remove_files(&files)?;
+        dir.write_json(CONFIG_FILE, self)?;
+        let result = self.continue_in(&dir, data, &mut progress);
+        if result.is_err() {
+            dir.abandon_if_unstarted(&files, made_here);
+        }
+        result
+    }
+
+    /// Continues the experiment whose directory is `out` from its last finished step.
+    fn resume(
+        out: &Path,
+        data_dir: &Path,
+        mut progress: impl FnMut(Self::Finished),
+    ) -> Result<(Self, Self::Summary), Self::Error> {
+        let dir = RunDirectory::open_to_resume(out)?;
+        let experiment: Self = dir.read_json(CONFIG_FILE)?;
+        let data = experiment.load(data_dir)?;
+        experiment.check(&data)?;
+        let summary = experiment.continue_in(&dir, &data, &mut progress)?;
+        Ok((experiment, summary))
+    }
+
+    /// Rebuilds the report of the experiment in `out` from what it logged.
+    fn report(out: &Path) -> Result<Self::Summary, Self::Error> {
+        let dir = RunDirectory::open(out)?;
+        let experiment: Self = dir.read_json(CONFIG_FILE)?;
+        experiment.report_in(&dir)
+    }
+}
+
+/// Every file an experiment of type `X` writes.
+fn written_files<X: Experiment>() -> Vec<&'static str> {
+    let mut files = vec![CONFIG_FILE, PROGRESS_FILE, MANIFEST_FILE];
+    files.extend(X::FILES);
+    files
+}
