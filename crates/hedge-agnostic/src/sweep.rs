@@ -20,21 +20,17 @@ use crate::error::{invalid, Result};
 use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
 use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
 use crate::{Adversary, AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
-use hedge_run::ParamGuard;
+use hedge_run::{run_resumable, Experiment, ParamGuard};
 
-pub const CONFIG_FILE: &str = "config.json";
+pub use hedge_run::experiment::{CONFIG_FILE, PROGRESS_FILE};
 /// One audit per finished network.
 pub const METRICS_FILE: &str = "metrics.jsonl";
-/// How many networks are finished (checkpointed after each).
-pub const PROGRESS_FILE: &str = "progress.json";
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const TABLE_FILE: &str = "table.md";
 /// `images` `[k, 3, 28, 28]` u8, `alphas` `[a]`, `maps` `[a, k, 28, 28]` f32.
 pub const MAPS_FILE: &str = "activation_maps.npz";
 /// Folder of repeat 0's networks and activation maps, one per α.
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
-const SWEEP_FILES: [&str; 6] =
-    [CONFIG_FILE, METRICS_FILE, PROGRESS_FILE, SUMMARY_FILE, TABLE_FILE, hedge_run::rundir::MANIFEST_FILE];
 
 /// The dataset a sweep runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -452,114 +448,90 @@ pub struct NetworkFinished {
     pub repeat: u64,
 }
 
-/// `progress.json`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SweepProgress {
-    pub finished_networks: usize,
-}
-
 impl SweepConfig {
-    /// Starts the sweep in a new directory `out` (refusing one with files unless `overwrite`,
-    /// then removing what an earlier sweep there wrote) and runs it.
-    pub fn run(
-        &self,
-        data: &PreparedData,
-        out: &Path,
-        overwrite: bool,
-        progress: impl FnMut(NetworkFinished),
-    ) -> Result<SweepSummary> {
-        self.check_ref()?;
-        let made_here = !out.exists();
-        let dir = RunDirectory::create(out, overwrite)?;
-        let result = self.run_in(&dir, data, progress);
-        if result.is_err() {
-            dir.abandon_if_unstarted(&SWEEP_FILES, made_here);
-        }
-        result
-    }
-
-    /// Runs the sweep in `dir` from its first network (what an earlier sweep there wrote is
-    /// removed first).
-    pub fn run_in(
-        &self,
-        dir: &RunDirectory,
-        data: &PreparedData,
-        progress: impl FnMut(NetworkFinished),
-    ) -> Result<SweepSummary> {
-        self.check_ref()?;
-        dir.remove_files(&SWEEP_FILES)?;
-        dir.write_json(CONFIG_FILE, self)?;
-        self.continue_in(dir, data, progress)
-    }
-
-    /// Continues the sweep in `out` from its last finished network.
-    pub fn resume(out: &Path, data_dir: &Path, progress: impl FnMut(NetworkFinished)) -> Result<(Self, SweepSummary)> {
-        let dir = RunDirectory::open_to_resume(out)?;
-        let config: SweepConfig = dir.read_json(CONFIG_FILE)?;
-        config.check_ref()?;
-        let data = PreparedData::rebuild(&config, data_dir)?;
-        let summary = config.continue_in(&dir, &data, progress)?;
-        Ok((config, summary))
-    }
-
     /// Networks in the order they train: repeats outer, α inner.
     fn networks(&self) -> Vec<(u64, f64)> {
         (0..self.repeats).flat_map(|r| self.alphas.iter().map(move |&a| (r, a))).collect()
+    }
+}
+
+/// A sweep on the one experiment engine ([`hedge_run::Experiment`]): each network is a run of
+/// one step, its audit the line of `metrics.jsonl`; `run`, `run_in`, `resume` and `report`
+/// come from the engine.
+impl Experiment for SweepConfig {
+    type Data = PreparedData;
+    type Summary = SweepSummary;
+    type Finished = NetworkFinished;
+    type Error = AgnosticError;
+    const FILES: &'static [&'static str] = &[METRICS_FILE, SUMMARY_FILE, TABLE_FILE];
+
+    fn load(&self, data_dir: &Path) -> Result<PreparedData> {
+        PreparedData::rebuild(self, data_dir)
+    }
+
+    fn check(&self, _data: &PreparedData) -> Result<()> {
+        self.check_ref()
     }
 
     fn continue_in(
         &self,
         dir: &RunDirectory,
         data: &PreparedData,
-        mut progress: impl FnMut(NetworkFinished),
+        progress: &mut dyn FnMut(NetworkFinished),
     ) -> Result<SweepSummary> {
-        let done: SweepProgress =
-            if dir.manifest()?.is_some() { dir.read_json(PROGRESS_FILE)? } else { SweepProgress::default() };
-        // Audits logged after the checkpoint belong to a network it does not count.
-        let mut line = 0;
-        dir.retain_json_lines::<serde_json::Value>(METRICS_FILE, |_| {
-            line += 1;
-            line <= done.finished_networks
-        })?;
-        dir.require_lines(METRICS_FILE, line, done.finished_networks, PROGRESS_FILE)?;
         let shown = data.shown_images();
         let networks = self.networks();
-        for (index, &(repeat, alpha)) in networks.iter().enumerate().skip(done.finished_networks) {
-            let config = self.train.with_alpha(alpha).with_seed(repeat);
-            let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
-            let bad = audit.non_finite_fields();
-            if !bad.is_empty() {
-                return Err(AgnosticError::NonFinite {
-                    what: format!("the audit of the network α = {alpha}, repeat {repeat} ({})", bad.join(", ")),
-                    file: dir.file(METRICS_FILE).display().to_string(),
-                    fix: "the training or a probe diverged; lower the learning rate and resume with --resume".into(),
-                });
-            }
-            if repeat == 0 {
-                // Repeat 0's network and its activation maps are kept; written before the
-                // checkpoint that counts the network, so a resumed sweep never lacks them.
-                let checkpoints = dir.file(CHECKPOINTS_DIR);
-                std::fs::create_dir_all(&checkpoints).map_err(|e| AgnosticError::Write {
-                    path: checkpoints.display().to_string(),
-                    what: e.to_string(),
-                })?;
-                net.save(&checkpoints, &format!("alpha-{}", alpha_key(alpha)))?;
-                if let Some(maps) = shown.as_ref().and_then(|x| activation_maps(&net, x)) {
-                    let name = format!("{CHECKPOINTS_DIR}/maps-alpha-{}.npz", alpha_key(alpha));
-                    let array = NpyArray::new(vec![maps.size()[0] as usize, 28, 28], NpyData::F32(floats(&maps)));
-                    dir.write_with(&name, |p| hedge_data::write_npz(p, &[("maps", array)]))?;
+        let audits: Vec<SweepAudit> = run_resumable(
+            dir,
+            METRICS_FILE,
+            networks.len(),
+            |index, _: Option<()>, on_step| {
+                let (repeat, alpha) = networks[index];
+                let config = self.train.with_alpha(alpha).with_seed(repeat);
+                let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
+                let bad = audit.non_finite_fields();
+                if !bad.is_empty() {
+                    return Err(AgnosticError::NonFinite {
+                        what: format!("the audit of the network α = {alpha}, repeat {repeat} ({})", bad.join(", ")),
+                        file: dir.file(METRICS_FILE).display().to_string(),
+                        fix: "the training or a probe diverged; lower the learning rate and resume with --resume"
+                            .into(),
+                    });
                 }
-            }
-            dir.append_json_line(METRICS_FILE, &audit)?;
-            let mut checkpoint = dir.checkpoint(index as u64 + 1);
-            checkpoint.stage_json(PROGRESS_FILE, &SweepProgress { finished_networks: index + 1 })?;
-            checkpoint.commit()?;
-            progress(NetworkFinished { index, networks: networks.len(), alpha, repeat });
-        }
+                if repeat == 0 {
+                    // Repeat 0's network and its activation maps are kept; written before the
+                    // checkpoint that counts the network, so a resumed sweep never lacks them.
+                    let checkpoints = dir.file(CHECKPOINTS_DIR);
+                    std::fs::create_dir_all(&checkpoints).map_err(|e| AgnosticError::Write {
+                        path: checkpoints.display().to_string(),
+                        what: e.to_string(),
+                    })?;
+                    net.save(&checkpoints, &format!("alpha-{}", alpha_key(alpha)))?;
+                    if let Some(maps) = shown.as_ref().and_then(|x| activation_maps(&net, x)) {
+                        let name = format!("{CHECKPOINTS_DIR}/maps-alpha-{}.npz", alpha_key(alpha));
+                        let array = NpyArray::new(vec![maps.size()[0] as usize, 28, 28], NpyData::F32(floats(&maps)));
+                        dir.write_with(&name, |p| hedge_data::write_npz(p, &[("maps", array)]))?;
+                    }
+                }
+                on_step(&audit, None)
+            },
+            |index| {
+                let (repeat, alpha) = networks[index];
+                progress(NetworkFinished { index, networks: networks.len(), alpha, repeat })
+            },
+        )?;
         if let Some(images) = &shown {
             write_activation_maps(dir, images, &self.alphas)?;
         }
+        write_report(dir, self, &audits)
+    }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<SweepSummary> {
         let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
+        if audits.is_empty() {
+            return Err(invalid("metrics.jsonl", dir.path().display(), "no finished network to report"));
+        }
+        redraw_activation_maps(dir.path())?;
         write_report(dir, self, &audits)
     }
 }
@@ -973,14 +945,7 @@ pub struct SweepSummary {
 /// Rebuilds `summary.json`, `table.md` and the figures of the sweep in `out` from its
 /// `metrics.jsonl` (for example after an interrupted sweep).
 pub fn report(out: &Path) -> Result<SweepSummary> {
-    let dir = RunDirectory::open(out)?;
-    let config: SweepConfig = dir.read_json(CONFIG_FILE)?;
-    let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
-    if audits.is_empty() {
-        return Err(invalid("metrics.jsonl", out.display(), "no finished network to report"));
-    }
-    redraw_activation_maps(out)?;
-    write_report(&dir, &config, &audits)
+    <SweepConfig as Experiment>::report(out)
 }
 
 fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit]) -> Result<SweepSummary> {

@@ -3,7 +3,7 @@
 
 use hedge_agnostic::sweep::{DataOptions, PreparedData, SweepAudit, SweepConfig, SweepDataset, METRICS_FILE};
 use hedge_agnostic::{ModelConfig, TrainConfig};
-use hedge_run::RunDirectory;
+use hedge_run::{Experiment, RunDirectory};
 
 /// Audits without the wall-clock seconds, which no rerun repeats.
 fn audits(dir: &std::path::Path) -> Vec<String> {

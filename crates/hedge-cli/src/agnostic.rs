@@ -13,6 +13,7 @@ use hedge_agnostic::sweep::{
 use hedge_agnostic::train::DecisionPenaltyForm;
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
+use hedge_run::Experiment;
 use hedge_run::ParamGuard;
 
 #[derive(Subcommand)]

@@ -24,10 +24,37 @@ pub const PROGRESS_FILE: &str = "progress.json";
 /// `progress.json`: the runs finished, the lines of the log that belong to the checkpoint, and
 /// the state `S` of the run under way (`None` between runs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "WrittenProgress<S>", bound(deserialize = "S: Deserialize<'de>"))]
 pub struct ExperimentProgress<S> {
     pub finished_runs: usize,
     pub rounds_logged: usize,
     pub current: Option<S>,
+}
+
+/// `progress.json` as every version wrote it: agnostic sweeps written before this engine
+/// counted `finished_networks` and logged one line per network, without `rounds_logged`.
+#[derive(Deserialize)]
+struct WrittenProgress<S> {
+    #[serde(alias = "finished_networks")]
+    finished_runs: usize,
+    #[serde(default)]
+    rounds_logged: Option<usize>,
+    #[serde(default = "none")]
+    current: Option<S>,
+}
+
+fn none<S>() -> Option<S> {
+    None
+}
+
+impl<S> From<WrittenProgress<S>> for ExperimentProgress<S> {
+    fn from(p: WrittenProgress<S>) -> Self {
+        Self {
+            finished_runs: p.finished_runs,
+            rounds_logged: p.rounds_logged.unwrap_or(p.finished_runs),
+            current: p.current,
+        }
+    }
 }
 
 impl<S> Default for ExperimentProgress<S> {
@@ -131,14 +158,25 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
         self.check(data)?;
         let made_here = !out.exists();
         let dir = RunDirectory::create(out, overwrite)?;
-        let files = written_files::<Self>();
-        dir.remove_files(&files)?;
-        dir.write_json(CONFIG_FILE, self)?;
-        let result = self.continue_in(&dir, data, &mut progress);
+        let result = self.run_in(&dir, data, &mut progress);
         if result.is_err() {
-            dir.abandon_if_unstarted(&files, made_here);
+            dir.abandon_if_unstarted(&written_files::<Self>(), made_here);
         }
         result
+    }
+
+    /// Runs the experiment from its first run in `dir`, an opened run directory (what an
+    /// earlier experiment there wrote is removed first). Tests inject faults through `dir`.
+    fn run_in(
+        &self,
+        dir: &RunDirectory,
+        data: &Self::Data,
+        mut progress: impl FnMut(Self::Finished),
+    ) -> Result<Self::Summary, Self::Error> {
+        self.check(data)?;
+        dir.remove_files(&written_files::<Self>())?;
+        dir.write_json(CONFIG_FILE, self)?;
+        self.continue_in(dir, data, &mut progress)
     }
 
     /// Continues the experiment whose directory is `out` from its last finished step.
@@ -168,4 +206,20 @@ fn written_files<X: Experiment>() -> Vec<&'static str> {
     let mut files = vec![CONFIG_FILE, PROGRESS_FILE, MANIFEST_FILE];
     files.extend(X::FILES);
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `progress.json` hedge has written reads back: the engine's own, an active-learning
+    /// one with its loop state, and an agnostic sweep's from before the engine.
+    #[test]
+    fn progress_files_of_every_version_read_back() {
+        let own = ExperimentProgress { finished_runs: 3, rounds_logged: 41, current: Some(vec![1u32, 2]) };
+        let text = serde_json::to_string(&own).unwrap();
+        assert_eq!(serde_json::from_str::<ExperimentProgress<Vec<u32>>>(&text).unwrap(), own);
+        let sweep: ExperimentProgress<()> = serde_json::from_str(r#"{"finished_networks": 7}"#).unwrap();
+        assert_eq!((sweep.finished_runs, sweep.rounds_logged, sweep.current), (7, 7, None));
+    }
 }
