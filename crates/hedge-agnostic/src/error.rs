@@ -27,9 +27,6 @@ pub enum AgnosticError {
     /// An error from libtorch.
     #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
-    /// A figure that could not be drawn.
-    #[error(transparent)]
-    Plot(#[from] hedge_plot::PlotError),
 }
 
 /// Result alias for this crate.

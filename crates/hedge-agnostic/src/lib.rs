@@ -6,16 +6,12 @@ pub mod audit;
 pub mod domain;
 pub mod erasure;
 mod error;
-pub mod exp1;
 pub mod experiment;
 pub mod fairness;
 pub mod gaussian;
-pub mod gradcam;
 pub mod grl;
 pub mod independence;
 pub mod model;
-pub mod pareto;
-pub mod sweep;
 pub mod train;
 
 pub use error::{AgnosticError, Result};
@@ -28,7 +24,7 @@ pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, Train
 /// Takes the process's tensor generator ([`hedge_run::lock_generator`], shared with the other
 /// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
 /// other threads do.
-pub(crate) fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
+pub fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
     let guard = hedge_run::lock_generator();
     tch::manual_seed(seed);
     guard

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_agnostic::erasure::Removal;
-use hedge_agnostic::exp1::Exp1Config;
-use hedge_agnostic::sweep::{
-    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset,
-    TrainingProtocol, UserTable, TABLE_FILE,
-};
 use hedge_agnostic::train::DecisionPenaltyForm;
 use hedge_agnostic::{Adversary, ModelConfig, Objective, TrainConfig};
 use hedge_data::ContextMnistConfig;
+use hedge_lab::agnostic::exp1::Exp1Config;
+use hedge_lab::agnostic::sweep::{
+    check_method, parse_alphas, DataOptions, NetworkFinished, PreparedData, SweepConfig, SweepDataset,
+    TrainingProtocol, UserTable, TABLE_FILE,
+};
 use hedge_run::Experiment;
 use hedge_run::ParamGuard;
 
@@ -277,7 +277,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
         AgnosticCommand::Report(args) => report(args),
         AgnosticCommand::Exp1(args) => exp1(args),
         AgnosticCommand::Pareto(args) => {
-            let summary = hedge_agnostic::pareto::pareto(&args.sweeps, &args.out, args.overwrite)?;
+            let summary = hedge_lab::agnostic::pareto::pareto(&args.sweeps, &args.out, args.overwrite)?;
             print!("{}", std::fs::read_to_string(args.out.join("pareto.md"))?);
             println!(
                 "\n{} points, {} on the front; wrote {}",
@@ -289,7 +289,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
         }
         AgnosticCommand::Maps(args) => {
             let data_dir = hedge_data::data_dir()?;
-            hedge_agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out, args.overwrite)?;
+            hedge_lab::agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out, args.overwrite)?;
             print!("{}", std::fs::read_to_string(args.out.join("maps.md"))?);
             Ok(())
         }
@@ -418,7 +418,7 @@ fn print_table(out: &std::path::Path) -> Result<()> {
 }
 
 fn report(args: ReportArgs) -> Result<()> {
-    hedge_agnostic::sweep::report(&args.out)?;
+    hedge_lab::agnostic::sweep::report(&args.out)?;
     print_table(&args.out)
 }
 

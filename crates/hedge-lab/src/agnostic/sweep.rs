@@ -13,13 +13,14 @@ use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::activation_maps;
-use crate::domain::{run_domain, DomainAudit, DomainTensors};
-use crate::erasure::Removal;
 use crate::error::{invalid, Result};
-use crate::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
-use crate::fairness::{run_tabular, FairnessAudit, TabularTensors};
-use crate::{Adversary, AgnosticError, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
+use crate::LabError;
+use hedge_agnostic::audit::activation_maps;
+use hedge_agnostic::domain::{run_domain, DomainAudit, DomainTensors};
+use hedge_agnostic::erasure::Removal;
+use hedge_agnostic::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
+use hedge_agnostic::fairness::{run_tabular, FairnessAudit, TabularTensors};
+use hedge_agnostic::{Adversary, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
 use hedge_run::{run_resumable, Experiment, ParamGuard};
 
 pub use hedge_run::experiment::{CONFIG_FILE, PROGRESS_FILE};
@@ -230,7 +231,7 @@ impl SweepAudit {
         serde_json::to_value(self).map(|v| hedge_run::undefined::null_paths(&v)).unwrap_or_default()
     }
 
-    fn probes(&self) -> (&crate::audit::ProbeResult, &crate::audit::ProbeResult) {
+    fn probes(&self) -> (&hedge_agnostic::audit::ProbeResult, &hedge_agnostic::audit::ProbeResult) {
         match self {
             SweepAudit::Context(a) => (&a.probe_linear, &a.probe_mlp),
             SweepAudit::Domain(a) => (&a.probe_linear, &a.probe_mlp),
@@ -462,7 +463,7 @@ impl Experiment for SweepConfig {
     type Data = PreparedData;
     type Summary = SweepSummary;
     type Finished = NetworkFinished;
-    type Error = AgnosticError;
+    type Error = LabError;
     const FILES: &'static [&'static str] = &[METRICS_FILE, SUMMARY_FILE, TABLE_FILE];
 
     fn load(&self, data_dir: &Path) -> Result<PreparedData> {
@@ -491,7 +492,7 @@ impl Experiment for SweepConfig {
                 let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
                 let bad = audit.non_finite_fields();
                 if !bad.is_empty() {
-                    return Err(AgnosticError::NonFinite {
+                    return Err(LabError::NonFinite {
                         what: format!("the audit of the network α = {alpha}, repeat {repeat} ({})", bad.join(", ")),
                         file: dir.file(METRICS_FILE).display().to_string(),
                         fix: "the training or a probe diverged; lower the learning rate and resume with --resume"
@@ -502,7 +503,7 @@ impl Experiment for SweepConfig {
                     // Repeat 0's network and its activation maps are kept; written before the
                     // checkpoint that counts the network, so a resumed sweep never lacks them.
                     let checkpoints = dir.file(CHECKPOINTS_DIR);
-                    std::fs::create_dir_all(&checkpoints).map_err(|e| AgnosticError::Write {
+                    std::fs::create_dir_all(&checkpoints).map_err(|e| LabError::Write {
                         path: checkpoints.display().to_string(),
                         what: e.to_string(),
                     })?;
@@ -557,7 +558,7 @@ pub fn check_method(removal: Removal, adversary: Adversary, dataset: SweepDatase
 }
 
 impl ParamGuard for SweepConfig {
-    type Error = AgnosticError;
+    type Error = LabError;
 
     /// Refuses impossible settings before anything is written.
     fn check_ref(&self) -> Result<()> {
@@ -584,7 +585,7 @@ impl ParamGuard for SweepConfig {
                 ));
             }
         }
-        self.model.check_ref()
+        Ok(self.model.check_ref()?)
     }
 }
 
@@ -1019,7 +1020,7 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", ")
     ));
     if config.dataset == SweepDataset::ContextMnist {
-        use crate::experiment::criterion;
+        use hedge_agnostic::experiment::criterion;
         let agnostic =
             |alpha: f64| of_alpha(alpha).filter(|a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())).count();
         md.push_str(&format!(

@@ -9,10 +9,10 @@ use hedge_eval::MeanStd;
 use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 
-use crate::erasure::Removal;
+use crate::agnostic::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
 use crate::error::{invalid, Result};
-use crate::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
-use crate::train::{Adversary, DecisionPenaltyForm};
+use hedge_agnostic::erasure::Removal;
+use hedge_agnostic::train::{Adversary, DecisionPenaltyForm};
 use hedge_data::context::ContextMnistConfig;
 
 /// A mean and sample standard deviation over repeats.
@@ -160,7 +160,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
         let method = method_label(&config);
         let mut by_alpha: BTreeMap<String, (f64, Vec<&SweepAudit>)> = BTreeMap::new();
         for a in &audits {
-            by_alpha.entry(crate::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
+            by_alpha.entry(crate::agnostic::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
         }
         for (alpha, runs) in by_alpha.into_values() {
             let mut p = point(&method, alpha, &runs, sweep, &mut chance)?;
@@ -346,13 +346,13 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
     *chance = mlp(runs[0]).chance;
     // A Context-MNIST number over the runs: None unless every run is a Context-MNIST audit that
     // has it (older audits lack the numbers added later).
-    let context_if = |f: &dyn Fn(&crate::experiment::ContextAudit) -> Option<f64>| {
+    let context_if = |f: &dyn Fn(&hedge_agnostic::experiment::ContextAudit) -> Option<f64>| {
         let v: Option<Vec<f64>> =
             runs.iter().map(|a| if let SweepAudit::Context(c) = a { f(c) } else { None }).collect();
         v.map(|v| Spread::of(&v))
     };
-    let context = |f: &dyn Fn(&crate::experiment::ContextAudit) -> f64| context_if(&|c| Some(f(c)));
-    let tabular = |f: &dyn Fn(&crate::fairness::FairnessAudit) -> f64| {
+    let context = |f: &dyn Fn(&hedge_agnostic::experiment::ContextAudit) -> f64| context_if(&|c| Some(f(c)));
+    let tabular = |f: &dyn Fn(&hedge_agnostic::fairness::FairnessAudit) -> f64| {
         let v: Option<Vec<f64>> =
             runs.iter().map(|a| if let SweepAudit::Tabular(t) = a { Some(f(t)) } else { None }).collect();
         v.map(|v| Spread::of(&v))

@@ -1,8 +1,8 @@
 //! Fault injection on a real sweep (Adult, two α): a sweep whose writer stops after any single
 //! write resumes at its last finished network and ends with the audits of an uninterrupted one.
 
-use hedge_agnostic::sweep::{DataOptions, PreparedData, SweepAudit, SweepConfig, SweepDataset, METRICS_FILE};
 use hedge_agnostic::{ModelConfig, TrainConfig};
+use hedge_lab::agnostic::sweep::{DataOptions, PreparedData, SweepAudit, SweepConfig, SweepDataset, METRICS_FILE};
 use hedge_run::{Experiment, RunDirectory};
 
 /// Audits without the wall-clock seconds, which no rerun repeats.
@@ -65,7 +65,7 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
         std::fs::write(&log, damaged).unwrap();
         let e = SweepConfig::resume(&root.path().join("straight"), &data_dir, |_| {}).unwrap_err().to_string();
         assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");
-        let e = hedge_agnostic::sweep::report(&root.path().join("straight")).unwrap_err().to_string();
+        let e = hedge_lab::agnostic::sweep::report(&root.path().join("straight")).unwrap_err().to_string();
         assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");
     }
 }

@@ -15,12 +15,12 @@ use hedge_run::{write_atomic, RunDirectory};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{activation_maps, mask_share_of};
-use crate::erasure::Removal;
-use crate::error::{invalid, AgnosticError, Result};
-use crate::model::AgnosticNet;
-use crate::pareto::method_label;
-use crate::sweep::{alpha_key, PreparedData, SweepConfig, SweepDataset, CHECKPOINTS_DIR, CONFIG_FILE};
+use crate::agnostic::pareto::method_label;
+use crate::agnostic::sweep::{alpha_key, PreparedData, SweepConfig, SweepDataset, CHECKPOINTS_DIR, CONFIG_FILE};
+use crate::error::{invalid, LabError, Result};
+use hedge_agnostic::audit::{activation_maps, mask_share_of};
+use hedge_agnostic::erasure::Removal;
+use hedge_agnostic::model::AgnosticNet;
 
 /// Grad-CAM of G_y's predicted class: per image, ReLU(Σ_c w_c·A_c) with A the last convolution's
 /// rectified maps and w_c the mean over positions of ∂s/∂A_c, s = the predicted class's logit
@@ -146,7 +146,7 @@ pub fn class_activation_report(
         let tmp = out.join(format!(".gradcam-{name}.partial.npz"));
         hedge_data::write_npz(&tmp, &arrays)?;
         std::fs::rename(&tmp, &npz)
-            .map_err(|e| AgnosticError::Write { path: npz.display().to_string(), what: e.to_string() })?;
+            .map_err(|e| LabError::Write { path: npz.display().to_string(), what: e.to_string() })?;
         hedge_plot::activation_grid(
             &out.join(format!("gradcam-{name}.png")),
             "Grad-CAM of G_y's predicted class",
@@ -190,7 +190,7 @@ fn markdown(summary: &MapsSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ModelConfig;
+    use hedge_agnostic::model::ModelConfig;
     use tch::Device;
 
     /// Grad-CAM's channel weight w_c is the mean over the 8 × 8 positions of ∂s/∂A_c, so 64·w_c
@@ -198,7 +198,7 @@ mod tests {
     /// a central finite difference (the score's class held at the one predicted unshifted).
     #[test]
     fn channel_weights_are_the_score_derivative_of_a_channel_shift() {
-        let _generator = crate::seeded_generator(5);
+        let _generator = hedge_agnostic::seeded_generator(5);
         let net = AgnosticNet::new(ModelConfig::default().with_bottleneck(Some(16))).unwrap();
         let x = Tensor::rand([1, 3, 28, 28], (Kind::Float, Device::Cpu)) * 2.0 - 1.0;
         let maps = net.feature_maps(&x).unwrap().detach().to_kind(Kind::Double);
@@ -237,7 +237,7 @@ mod tests {
     /// refused with its path.
     #[test]
     fn a_saved_network_loads_back_identically() {
-        let _generator = crate::seeded_generator(2);
+        let _generator = hedge_agnostic::seeded_generator(2);
         let config = ModelConfig::default().with_bottleneck(Some(8));
         let net = AgnosticNet::new(config).unwrap();
         let dir = std::env::temp_dir().join(format!("hedge-gradcam-load-{}", std::process::id()));

@@ -11,9 +11,9 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, Result};
-use crate::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
-use crate::AgnosticError;
-use crate::{ModelConfig, TrainConfig};
+use crate::LabError;
+use hedge_agnostic::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
+use hedge_agnostic::{ModelConfig, TrainConfig};
 use hedge_run::ParamGuard;
 
 /// Experiment 1's `config.json` (fields in the file's order).
@@ -85,14 +85,14 @@ impl Exp1Config {
 }
 
 impl ParamGuard for Exp1Config {
-    type Error = AgnosticError;
+    type Error = LabError;
 
     fn check_ref(&self) -> Result<()> {
         if self.every == 0 || self.train.steps == 0 {
             return Err(invalid("steps/every", format!("{}/{}", self.train.steps, self.every), "both must be ≥ 1"));
         }
         self.train.check_ref()?;
-        self.model.check_ref()
+        Ok(self.model.check_ref()?)
     }
 }
 
