@@ -21,9 +21,6 @@ pub enum ActiveError {
     /// An error writing or resuming a run's files, or a memory estimate over the budget.
     #[error(transparent)]
     Run(#[from] hedge_run::RunError),
-    /// A figure that could not be drawn.
-    #[error(transparent)]
-    Plot(#[from] hedge_plot::PlotError),
     /// An error from libtorch.
     #[cfg(feature = "torch")]
     #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]

@@ -3,15 +3,12 @@
 //! acquisitions. Builds on `hedge-bayes`.
 
 pub mod acquisition;
-pub mod bench;
 pub mod bivariate;
 #[cfg(feature = "torch")]
 pub mod classification;
 #[cfg(feature = "torch")]
 pub mod classification_loop;
 mod error;
-#[cfg(feature = "torch")]
-pub mod experiment;
 pub mod fisher;
 pub mod frank_wolfe;
 #[cfg(feature = "torch")]

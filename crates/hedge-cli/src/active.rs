@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
-use hedge_active::experiment::{ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE};
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
 use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Method, Surrogate};
+use hedge_lab::active::experiment::{
+    ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE,
+};
 
 #[derive(Subcommand)]
 pub enum ActiveCommand {
@@ -366,7 +368,7 @@ fn print_table(out: &std::path::Path) -> Result<()> {
 }
 
 fn report(args: ReportArgs) -> Result<()> {
-    let config = args.out.join(hedge_active::experiment::CONFIG_FILE);
+    let config = args.out.join(hedge_lab::active::experiment::CONFIG_FILE);
     let text = std::fs::read_to_string(&config)
         .with_context(|| format!("cannot read {} (is this an `hedge active` run directory?)", config.display()))?;
     // A classification experiment's config.json names its pool; a regression one does not.

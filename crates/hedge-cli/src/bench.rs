@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_active::bench::{AcsFwBench, PoolStorage};
 use hedge_bayes::bench::GpBench;
 use hedge_embed::bench::{throughput, RecipeBench};
 use hedge_embed::{parse_device, HibConfig};
+use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {

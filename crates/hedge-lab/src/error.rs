@@ -16,6 +16,10 @@ pub enum LabError {
     #[error(transparent)]
     Agnostic(#[from] hedge_agnostic::AgnosticError),
     #[error(transparent)]
+    Active(#[from] hedge_active::ActiveError),
+    #[error(transparent)]
+    Bayes(#[from] hedge_bayes::BayesError),
+    #[error(transparent)]
     Data(#[from] hedge_data::DataError),
     /// An error writing or resuming a run's files, or a memory estimate over the budget.
     #[error(transparent)]

@@ -4,6 +4,7 @@
 //! crates (`hedge-embed`, `hedge-bayes`, `hedge-active`, `hedge-agnostic`) hold what a user
 //! composes and nothing of this.
 
+pub mod active;
 pub mod agnostic;
 mod error;
 

@@ -155,9 +155,9 @@ fn acs_fw_bench_streams_the_pool_and_reports_memory() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report: hedge_active::bench::AcsFwReport = serde_json::from_slice(&o.stdout).unwrap();
+    let report: hedge_lab::active::bench::AcsFwReport = serde_json::from_slice(&o.stdout).unwrap();
     let [held, streamed] = &report.cases[..] else { panic!("two cases expected: {report:?}") };
-    assert_eq!(streamed.storage, hedge_active::bench::PoolStorage::Streamed);
+    assert_eq!(streamed.storage, hedge_lab::active::bench::PoolStorage::Streamed);
     assert_eq!(streamed.same_picks_as_in_memory, Some(true));
     assert_eq!((held.batch_points, held.pool_bytes), (streamed.batch_points, 3000 * 4 * 8));
     if cfg!(target_os = "linux") {

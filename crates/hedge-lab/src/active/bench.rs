@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{invalid, Result};
-use crate::frank_wolfe::{frank_wolfe, frank_wolfe_streamed, stream_block_rows, FwBatch, Projections};
-use crate::ActiveError;
+use crate::LabError;
+use hedge_active::frank_wolfe::{frank_wolfe, frank_wolfe_streamed, stream_block_rows, FwBatch, Projections};
 use hedge_run::ParamGuard;
 
 /// Which pools, projection dimensions and batch sizes to time.
@@ -216,7 +216,7 @@ impl AcsFwBench {
         }
         let mut cases = Vec::new();
         for &b in &self.batch {
-            let (warm, seconds, memory) = self.time(|| frank_wolfe(&pool, b, false))?;
+            let (warm, seconds, memory) = self.time(|| Ok(frank_wolfe(&pool, b, false)?))?;
             cases.push(case(n, j, b, &warm, seconds, PoolStorage::InMemory, memory, None));
             let picks = warm.picks.iter().map(|&f| f as i64).collect();
             arrays.push((format!("picks_{b}"), NpyArray::new(vec![warm.picks.len()], NpyData::I64(picks))));
@@ -238,7 +238,7 @@ impl AcsFwBench {
             let mut reader = hedge_data::NpyRowReader::open(&path)?;
             let mut timed = Vec::new();
             for &b in &self.batch {
-                timed.push((b, self.time(|| frank_wolfe_streamed(&mut reader, b, false))?));
+                timed.push((b, self.time(|| Ok(frank_wolfe_streamed(&mut reader, b, false)?))?));
             }
             // The in-memory pool is built once, after every streamed batch is timed, so that it
             // never counts in their memory.
@@ -293,7 +293,7 @@ fn case(
 }
 
 impl ParamGuard for AcsFwBench {
-    type Error = ActiveError;
+    type Error = LabError;
 
     fn check_ref(&self) -> Result<()> {
         if [&self.pool, &self.projections, &self.batch].iter().any(|v| v.is_empty() || v.contains(&0)) {

@@ -16,12 +16,12 @@ use rand::SeedableRng;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tch::Tensor;
 
-use crate::classification_loop::{
+use crate::error::{invalid, LabError, Result};
+use hedge_active::classification_loop::{
     images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassMethod, ClassRoundMetrics, ImageSet,
 };
-use crate::error::{invalid, ActiveError, Result};
-use crate::pool::LoopState;
-use crate::regression_loop::{LoopConfig, Method, RoundMetrics};
+use hedge_active::pool::LoopState;
+use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
 pub use hedge_run::Experiment;
 
 pub use hedge_run::experiment::{CONFIG_FILE, PROGRESS_FILE, ROUNDS_FILE};
@@ -39,9 +39,13 @@ pub type ExperimentProgress = hedge_run::ExperimentProgress<LoopState>;
 pub fn run_resumable<R: Serialize + DeserializeOwned>(
     dir: &RunDirectory,
     runs: usize,
-    run_one: impl FnMut(usize, Option<LoopState>, &mut dyn FnMut(&R, Option<&LoopState>) -> Result<()>) -> Result<()>,
+    run_one: impl FnMut(
+        usize,
+        Option<LoopState>,
+        &mut dyn FnMut(&R, Option<&LoopState>) -> hedge_active::Result<()>,
+    ) -> hedge_active::Result<()>,
     on_run_finished: impl FnMut(usize),
-) -> Result<Vec<R>> {
+) -> hedge_active::Result<Vec<R>> {
     hedge_run::run_resumable(dir, ROUNDS_FILE, runs, run_one, on_run_finished)
 }
 
@@ -65,7 +69,7 @@ pub struct RegressionExperiment {
     /// Whose settings `loop_config` follows: the authors' (`paper`: 120 labels, their minibatch
     /// rule) or hedge's earlier ones (`hedge`: 100 labels; what files without it were).
     #[serde(default, rename = "labels_protocol")]
-    pub active_protocol: crate::regression_loop::ActiveProtocol,
+    pub active_protocol: hedge_active::regression_loop::ActiveProtocol,
     /// Seeds 0..seeds, each its own pool/test split and initial labels.
     pub seeds: u64,
 }
@@ -91,8 +95,8 @@ impl RegressionExperiment {
     pub fn protocol_for(loop_config: &LoopConfig) -> String {
         let test = (loop_config.test_fraction * 100.0).round();
         let targets = match loop_config.target_scaling {
-            crate::regression_loop::TargetScaling::InitialLabels => "the initial labels",
-            crate::regression_loop::TargetScaling::Labelled => "all labels so far",
+            hedge_active::regression_loop::TargetScaling::InitialLabels => "the initial labels",
+            hedge_active::regression_loop::TargetScaling::Labelled => "all labels so far",
         };
         format!(
             "per seed: {}/{test} pool/test split, inputs standardised on the pool, targets on {targets}, RMSE on the original scale",
@@ -105,7 +109,7 @@ impl Experiment for RegressionExperiment {
     type Data = UciDataset;
     type Summary = RegressionSummary;
     type Finished = RunFinished;
-    type Error = ActiveError;
+    type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
     /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`, or the user's CSV file.
@@ -120,7 +124,8 @@ impl Experiment for RegressionExperiment {
         for &method in &self.methods {
             self.loop_config.check_method(method)?;
         }
-        self.loop_config.check_split(data.rows()).map(|_| ())
+        self.loop_config.check_split(data.rows())?;
+        Ok(())
     }
 
     fn continue_in(
@@ -173,7 +178,7 @@ pub struct RegressionSummary {
     pub gp_paired_differences: Vec<PairedDifference>,
     /// `paper` (the authors' settings) or `hedge` (summaries written before it was recorded).
     #[serde(default)]
-    pub protocol: crate::regression_loop::ActiveProtocol,
+    pub protocol: hedge_active::regression_loop::ActiveProtocol,
     pub seeds: u64,
     /// The fields left `null` and why (a standard error over one seed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -247,7 +252,7 @@ fn regression_report(
 ) -> Result<RegressionSummary> {
     let l = &experiment.loop_config;
     let model = match l.surrogate {
-        crate::regression_loop::Surrogate::NeuralLinear => format!(
+        hedge_active::regression_loop::Surrogate::NeuralLinear => format!(
             "NeuralLinear ({} × {} ReLU + NIG last layer, {} recipe{}{})",
             l.model.layers,
             l.model.hidden,
@@ -255,7 +260,7 @@ fn regression_report(
             if l.ensemble > 1 { format!(", an ensemble of {} fits per round", l.ensemble) } else { String::new() },
             l.projections.map_or(String::new(), |j| format!("; ACS-FW on J = {j} random projections")),
         ),
-        crate::regression_loop::Surrogate::Gp => {
+        hedge_active::regression_loop::Surrogate::Gp => {
             "an exact GP (ARD RBF kernel, maximum marginal likelihood; the paper's numbers are NeuralLinear's)"
                 .to_string()
         }
@@ -505,7 +510,7 @@ impl Experiment for ClassificationExperiment {
     type Data = Mnist;
     type Summary = ClassificationSummary;
     type Finished = RunFinished;
-    type Error = ActiveError;
+    type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
     fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
@@ -526,7 +531,7 @@ impl Experiment for ClassificationExperiment {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
-        self.loop_config.check(self.pool)
+        Ok(self.loop_config.check(self.pool)?)
     }
 
     fn continue_in(
@@ -699,8 +704,10 @@ mod tests {
         assert_eq!(RegressionExperiment::protocol_for(&LoopConfig::default()), RegressionExperiment::PROTOCOL);
         let tenth = LoopConfig { test_fraction: 0.1, ..LoopConfig::default() };
         assert!(RegressionExperiment::protocol_for(&tenth).starts_with("per seed: 90/10 pool/test split"));
-        let all =
-            LoopConfig { target_scaling: crate::regression_loop::TargetScaling::Labelled, ..LoopConfig::default() };
+        let all = LoopConfig {
+            target_scaling: hedge_active::regression_loop::TargetScaling::Labelled,
+            ..LoopConfig::default()
+        };
         assert!(RegressionExperiment::protocol_for(&all).contains("targets on all labels so far"));
     }
 

@@ -2,10 +2,10 @@
 //! whose writer stops after any single write resumes at its last finished round and ends with
 //! the rounds and summary of an uninterrupted one.
 
-use hedge_active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_active::neural_linear::NeuralLinearConfig;
 use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
 use hedge_data::UciDataset;
+use hedge_lab::active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_run::RunDirectory;
 
 fn experiment() -> RegressionExperiment {
@@ -46,7 +46,7 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
     let expected: Vec<_> = dir.read_json_lines::<RoundMetrics>(ROUNDS_FILE).unwrap().iter().map(key).collect();
     // 2 seeds x 3 methods x 3 rounds (20, 30, 40 labels; ACS-FW may take more, smaller batches).
     assert!(expected.len() >= 18, "{}", expected.len());
-    let rmse = |s: &hedge_active::experiment::RegressionSummary| -> Vec<(String, u64)> {
+    let rmse = |s: &hedge_lab::active::experiment::RegressionSummary| -> Vec<(String, u64)> {
         s.methods.iter().map(|(k, v)| (k.clone(), v.final_rmse.mean.to_bits())).collect()
     };
 
@@ -149,7 +149,7 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
         let e = RegressionExperiment::resume(&out, &data_dir, |_| {}).unwrap_err().to_string();
         assert!(e.contains("rounds.jsonl") && e.contains("cut short"), "{e}");
         // The refusal changed nothing: the summary still holds both methods.
-        let summary: hedge_active::experiment::RegressionSummary =
+        let summary: hedge_lab::active::experiment::RegressionSummary =
             RunDirectory::open(&out).unwrap().read_json("summary.json").unwrap();
         assert_eq!(summary.methods.len(), 2);
     }

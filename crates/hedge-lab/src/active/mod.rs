@@ -1,0 +1,5 @@
+//! Active learning (Pinsler et al.): experiments of seeds × methods on the one engine, their
+//! reports and curves, and the ACS-FW selection benchmark.
+
+pub mod bench;
+pub mod experiment;
