@@ -31,9 +31,6 @@ pub enum BayesError {
     /// An error writing or resuming a run's files, or a memory estimate over the budget.
     #[error(transparent)]
     Run(#[from] hedge_run::RunError),
-    /// A figure that could not be drawn.
-    #[error(transparent)]
-    Plot(#[from] hedge_plot::PlotError),
 }
 
 /// Result alias for this crate.

@@ -5,10 +5,8 @@
 //! functions. The `hedge bayes` experiments (UCI GP fits, the lengthscale study, the Gibbs and
 //! spike-and-slab demos) are in [`experiment`].
 
-pub mod bench;
 pub mod diagnostics;
 mod error;
-pub mod experiment;
 pub mod gibbs;
 pub mod gp;
 pub mod kernel;

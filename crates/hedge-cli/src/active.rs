@@ -302,10 +302,10 @@ fn progress(bar: &indicatif::ProgressBar) -> impl FnMut(RunFinished) + '_ {
 fn run_experiment(args: RunArgs) -> Result<()> {
     // The networks see at most a few hundred rows: one thread beats libtorch's pool overhead.
     tch::set_num_threads(1);
-    let data_dir = hedge_data::data_dir()?;
+    let root = hedge_data::DataRoot::from_env();
     let bar = crate::runlog::runs_bar(0, "runs");
     let out = if let Some(dir) = &args.resume {
-        RegressionExperiment::resume(dir, &data_dir, progress(&bar))?;
+        RegressionExperiment::resume(dir, &root, progress(&bar))?;
         dir.clone()
     } else {
         let active_protocol: ActiveProtocol = args.protocol.into();
@@ -352,7 +352,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             active_protocol,
             seeds: args.seeds,
         };
-        let data = experiment.load(&data_dir)?;
+        let data = experiment.load(&root)?;
         let out = args.out.clone().expect("clap requires --out without --resume");
         experiment.run(&data, &out, args.overwrite, progress(&bar))?;
         out
@@ -382,10 +382,10 @@ fn report(args: ReportArgs) -> Result<()> {
 
 fn classify(args: ClassifyArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let data_dir = hedge_data::data_dir()?;
+    let root = hedge_data::DataRoot::from_env();
     let bar = crate::runlog::runs_bar(0, "runs");
     let out = if let Some(dir) = &args.resume {
-        ClassificationExperiment::resume(dir, &data_dir, progress(&bar))?;
+        ClassificationExperiment::resume(dir, &root, progress(&bar))?;
         dir.clone()
     } else {
         let mut loop_config = ClassLoopConfig {
@@ -409,7 +409,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
             test: args.test,
             threads: tch::get_num_threads(),
         };
-        let data = experiment.load(&data_dir).with_context(|| {
+        let data = experiment.load(&root).with_context(|| {
             format!("--dataset {}: expected the four IDX files under $HEDGE_DATA_DIR/{0}", args.dataset)
         })?;
         let out = args.out.clone().expect("clap requires --out without --resume");

@@ -288,8 +288,8 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
             Ok(())
         }
         AgnosticCommand::Maps(args) => {
-            let data_dir = hedge_data::data_dir()?;
-            hedge_lab::agnostic::gradcam::class_activation_report(&args.sweeps, &data_dir, &args.out, args.overwrite)?;
+            let root = hedge_data::DataRoot::from_env();
+            hedge_lab::agnostic::gradcam::class_activation_report(&args.sweeps, &root, &args.out, args.overwrite)?;
             print!("{}", std::fs::read_to_string(args.out.join("maps.md"))?);
             Ok(())
         }
@@ -298,7 +298,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
 
 fn sweep(args: SweepArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let data_dir = hedge_data::data_dir()?;
+    let root = hedge_data::DataRoot::from_env();
     let bar = crate::runlog::runs_bar(0, "networks");
     let progress = |done: NetworkFinished| {
         bar.set_length(done.networks as u64);
@@ -306,7 +306,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         bar.set_message(format!("α = {}, repeat {} done", done.alpha, done.repeat));
     };
     let out = if let Some(dir) = &args.resume {
-        SweepConfig::resume(dir, &data_dir, progress)?;
+        SweepConfig::resume(dir, &root, progress)?;
         dir.clone()
     } else {
         let dataset = if args.table.data.is_some() { SweepDataset::Table } else { args.dataset.into() };
@@ -388,7 +388,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
         check_method(removal, adversary, dataset)?;
         let model = ModelConfig::default().with_negative_slope(args.negative_slope).with_bottleneck(args.bottleneck);
         model.check_ref()?;
-        let (data, description, model) = PreparedData::build(dataset, &options, model, &data_dir)?;
+        let (data, description, model) = PreparedData::build(dataset, &options, model, &root)?;
         let config = SweepConfig {
             alphas,
             command: crate::command_line(),

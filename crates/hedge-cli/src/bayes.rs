@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_bayes::experiment::{gp_suite, GibbsDemo, GpRun, LengthscaleStudy, SpikeSlabDemo};
 use hedge_bayes::gibbs::{GibbsConfig, MeanPrior};
 use hedge_bayes::spike_slab::SpikeSlabConfig;
 use hedge_bayes::{KernelKind, SparseMethod};
+use hedge_lab::bayes::experiment::{gp_suite, GibbsDemo, GpRun, LengthscaleStudy, SpikeSlabDemo};
 
 #[derive(Subcommand)]
 pub enum BayesCommand {
@@ -249,8 +249,9 @@ fn gp(args: GpArgs) -> Result<()> {
         // Before the fit, so minutes of optimisation never end in a refused folder.
         hedge_run::atomic::check_output_dir(out, args.overwrite)?;
     }
-    let data_dir = hedge_data::data_dir()?;
-    let (data, split) = hedge_bayes::experiment::uci_split(&data_dir, &run.dataset, run.table.as_ref(), run.split)?;
+    // Read only for the papers' UCI sets: a fit on your own CSV file needs no HEDGE_DATA_DIR.
+    let root = hedge_data::DataRoot::from_env();
+    let (data, split) = hedge_lab::bayes::experiment::uci_split(&root, &run.dataset, run.table.as_ref(), run.split)?;
     if !args.json {
         eprintln!(
             "{}: {} training and {} test rows, {} inputs, split {}; fitting {} …",
@@ -306,7 +307,7 @@ fn gp_suite_command(args: GpSuiteArgs) -> Result<()> {
     let (_, table) = gp_suite(
         &template,
         &args.datasets,
-        &hedge_data::data_dir()?,
+        &hedge_data::DataRoot::from_env(),
         &args.out,
         &crate::command_line(),
         |name, reused| {

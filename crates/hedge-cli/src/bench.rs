@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_bayes::bench::GpBench;
 use hedge_embed::bench::{throughput, RecipeBench};
 use hedge_embed::{parse_device, HibConfig};
 use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
+use hedge_lab::bayes::bench::GpBench;
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -200,7 +200,7 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
         fit: args.fit,
         max_iters: args.max_iters,
     };
-    let report = bench.run(&hedge_data::data_dir()?)?;
+    let report = bench.run(&hedge_data::DataRoot::from_env())?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());

@@ -7,17 +7,48 @@ use crate::{DataError, Result};
 /// Name of the environment variable that points at the data directory.
 pub const DATA_DIR_ENV: &str = "HEDGE_DATA_DIR";
 
+/// Where the papers' datasets live, checked only when a loader needs them: a command on a
+/// user's own files never asks, so it runs without `HEDGE_DATA_DIR`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataRoot {
+    path: PathBuf,
+}
+
+impl DataRoot {
+    /// The datasets under `path`.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// `$HEDGE_DATA_DIR` if set, else `./data` (read now, checked when used).
+    pub fn from_env() -> Self {
+        Self::at(std::env::var_os(DATA_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")))
+    }
+
+    /// The folder as given, not checked (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The folder, once it is known to exist.
+    ///
+    /// # Errors
+    /// [`DataError::MissingDataDir`] when the folder does not exist.
+    pub fn dir(&self) -> Result<&Path> {
+        if self.path.is_dir() {
+            Ok(&self.path)
+        } else {
+            Err(DataError::MissingDataDir { path: self.path.clone() })
+        }
+    }
+}
+
 /// The data directory: `$HEDGE_DATA_DIR` if set, else `./data`. It must exist.
 ///
 /// # Errors
 /// [`DataError::MissingDataDir`] when the folder does not exist.
 pub fn data_dir() -> Result<PathBuf> {
-    let path = std::env::var_os(DATA_DIR_ENV).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data"));
-    if path.is_dir() {
-        Ok(path)
-    } else {
-        Err(DataError::MissingDataDir { path })
-    }
+    DataRoot::from_env().dir().map(Path::to_path_buf)
 }
 
 /// `path` if it is a file, else an error that says which dataset it belongs to.

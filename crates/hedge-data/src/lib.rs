@@ -28,7 +28,7 @@ pub mod uci;
 
 pub use adult::{Adult, AdultSplit};
 pub use context::{Backgrounds, ContextMnist, ContextMnistConfig, ContextSet};
-pub use datadir::{data_dir, DATA_DIR_ENV};
+pub use datadir::{data_dir, DataRoot, DATA_DIR_ENV};
 pub use error::{DataError, FormatIssue, Result};
 pub use images::ImageSet;
 pub use mnist::{Mnist, MnistSplit};

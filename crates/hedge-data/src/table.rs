@@ -476,19 +476,19 @@ pub const USER_SPLITS: usize = 20;
 pub const USER_TEST_FRACTION: f64 = 0.1;
 
 /// A regression set named the way the commands take it: `uci/<name>` (a standard UCI set under
-/// `data_dir`), or the path of a CSV file when `table` says which column is the target (its
+/// `root`, which only these need), or the path of a CSV file when `table` says which column is the target (its
 /// splits are [`USER_SPLITS`] seeded 90/10 splits).
-pub fn regression_set(data_dir: &Path, dataset: &str, table: Option<&TableSpec>) -> Result<UciDataset> {
+pub fn regression_set(root: &crate::DataRoot, dataset: &str, table: Option<&TableSpec>) -> Result<UciDataset> {
     match (table, dataset.strip_prefix("uci/")) {
         (Some(spec), _) => Table::read_csv(Path::new(dataset), spec)?.regression(USER_SPLITS, USER_TEST_FRACTION),
-        (None, Some(name)) => UciDataset::load(data_dir, name),
+        (None, Some(name)) => UciDataset::load(root.dir()?, name),
         (None, None) => Err(DataError::invalid(
             "dataset",
             dataset,
             format!(
                 "expected uci/<name> (e.g. uci/yacht, a folder under {}/uci) or, for your own table, the path of a \
                  CSV file given with --data FILE --target COLUMN",
-                data_dir.display()
+                root.path().display()
             ),
         )),
     }

@@ -6,6 +6,7 @@
 
 pub mod active;
 pub mod agnostic;
+pub mod bayes;
 mod error;
 
 pub use error::{LabError, Result};

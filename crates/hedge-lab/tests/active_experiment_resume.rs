@@ -82,7 +82,7 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
         if let Err(e) = run_rounds(&stopped) {
             assert!(e.to_string().contains("fault injection"), "stop {stop}: {e}");
         }
-        let (_, summary) = RegressionExperiment::resume(&path, &data_dir, |_| {}).unwrap();
+        let (_, summary) = RegressionExperiment::resume(&path, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap();
         let dir = RunDirectory::open(&path).unwrap();
         let got: Vec<_> = dir.read_json_lines::<RoundMetrics>(ROUNDS_FILE).unwrap().iter().map(key).collect();
         assert_eq!(got, expected, "stop {stop}: rounds.jsonl");
@@ -146,7 +146,8 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
         std::fs::write(&log, damaged).unwrap();
         let e = RegressionExperiment::report(&out).unwrap_err().to_string();
         assert!(e.contains("rounds.jsonl") && e.contains("cut short") && e.contains("--overwrite"), "{e}");
-        let e = RegressionExperiment::resume(&out, &data_dir, |_| {}).unwrap_err().to_string();
+        let e =
+            RegressionExperiment::resume(&out, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap_err().to_string();
         assert!(e.contains("rounds.jsonl") && e.contains("cut short"), "{e}");
         // The refusal changed nothing: the summary still holds both methods.
         let summary: hedge_lab::active::experiment::RegressionSummary =

@@ -25,8 +25,13 @@ fn audits(dir: &std::path::Path) -> Vec<String> {
 fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
     tch::set_num_threads(1);
     let data_dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
-    let (data, description, model) =
-        PreparedData::build(SweepDataset::Adult, &DataOptions::default(), ModelConfig::default(), &data_dir).unwrap();
+    let (data, description, model) = PreparedData::build(
+        SweepDataset::Adult,
+        &DataOptions::default(),
+        ModelConfig::default(),
+        &hedge_data::DataRoot::at(&data_dir),
+    )
+    .unwrap();
     let config = SweepConfig {
         alphas: vec![0.0, 1.0],
         command: "test".into(),
@@ -53,7 +58,7 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
         let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
         let e = config.run_in(&dir, &data, |_| {}).unwrap_err().to_string();
         assert!(e.contains("fault injection"), "stop {stop}: {e}");
-        let (_, summary) = SweepConfig::resume(&path, &data_dir, |_| {}).unwrap();
+        let (_, summary) = SweepConfig::resume(&path, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap();
         assert_eq!(audits(&path), expected, "stop {stop}");
         assert_eq!(summary, straight, "stop {stop}: summary.json");
     }
@@ -63,7 +68,9 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
     let full = std::fs::read_to_string(&log).unwrap();
     for damaged in [format!("{}\n", full.lines().next().unwrap()), String::new()] {
         std::fs::write(&log, damaged).unwrap();
-        let e = SweepConfig::resume(&root.path().join("straight"), &data_dir, |_| {}).unwrap_err().to_string();
+        let e = SweepConfig::resume(&root.path().join("straight"), &hedge_data::DataRoot::at(&data_dir), |_| {})
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");
         let e = hedge_lab::agnostic::sweep::report(&root.path().join("straight")).unwrap_err().to_string();
         assert!(e.contains(METRICS_FILE) && e.contains("cut short"), "{e}");

@@ -119,6 +119,9 @@ where
 pub trait Experiment: Serialize + DeserializeOwned + Sized {
     /// What the definition names, loaded once and passed down.
     type Data;
+    /// Where [`Experiment::load`] finds the data (the papers' data root, say; a user's own
+    /// files are named in the definition).
+    type Root: ?Sized;
     /// What the report returns (and writes as `summary.json`).
     type Summary;
     /// What progress callbacks are told after each finished run.
@@ -129,8 +132,8 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     /// manifest (removed when a new experiment starts over it with `--overwrite`).
     const FILES: &'static [&'static str];
 
-    /// The data the definition names, from `data_dir`.
-    fn load(&self, data_dir: &Path) -> Result<Self::Data, Self::Error>;
+    /// The data the definition names, from `root`.
+    fn load(&self, root: &Self::Root) -> Result<Self::Data, Self::Error>;
 
     /// Refuses settings the data cannot satisfy, before anything is written.
     fn check(&self, data: &Self::Data) -> Result<(), Self::Error>;
@@ -182,12 +185,12 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     /// Continues the experiment whose directory is `out` from its last finished step.
     fn resume(
         out: &Path,
-        data_dir: &Path,
+        root: &Self::Root,
         mut progress: impl FnMut(Self::Finished),
     ) -> Result<(Self, Self::Summary), Self::Error> {
         let dir = RunDirectory::open_to_resume(out)?;
         let experiment: Self = dir.read_json(CONFIG_FILE)?;
-        let data = experiment.load(data_dir)?;
+        let data = experiment.load(root)?;
         experiment.check(&data)?;
         let summary = experiment.continue_in(&dir, &data, &mut progress)?;
         Ok((experiment, summary))

@@ -44,6 +44,18 @@ fn a_gp_fits_a_user_table_and_bad_tables_are_named() {
     assert!(out.join("predictions.csv").is_file());
     common::assert_nulls_explained(&out);
 
+    // Your own table needs no data directory: with HEDGE_DATA_DIR unset, in a folder without
+    // ./data, the same fit gives the same numbers.
+    let alone = std::process::Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["bayes", "gp", "--data", s(&csv), "--target", "resistance", "--json"])
+        .env_remove(hedge_data::DATA_DIR_ENV)
+        .env("OMP_WAIT_POLICY", "passive")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let r_alone: serde_json::Value = serde_json::from_str(ok(&alone).trim()).unwrap();
+    assert_eq!(r_alone["rmse"], r["rmse"]);
+
     let holed = dir.path().join("holed.csv");
     let text = std::fs::read_to_string(&csv).unwrap().replacen(",0.175,", ",,", 1);
     std::fs::write(&holed, text).unwrap();

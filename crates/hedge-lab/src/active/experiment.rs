@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use faer::Mat;
-use hedge_data::{Mnist, MnistSplit, TableSpec, UciDataset};
+use hedge_data::{DataRoot, Mnist, MnistSplit, TableSpec, UciDataset};
 use hedge_eval::{Mean, MeanSe};
 use hedge_run::RunDirectory;
 use rand::SeedableRng;
@@ -107,14 +107,16 @@ impl RegressionExperiment {
 
 impl Experiment for RegressionExperiment {
     type Data = UciDataset;
+    type Root = DataRoot;
     type Summary = RegressionSummary;
     type Finished = RunFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
-    /// The UCI set `dataset` names (`uci/<name>`), from `data_dir`, or the user's CSV file.
-    fn load(&self, data_dir: &std::path::Path) -> Result<UciDataset> {
-        Ok(hedge_data::regression_set(data_dir, &self.dataset, self.table.as_ref())?)
+    /// The UCI set `dataset` names (`uci/<name>`), from `root`, or the user's CSV file (which
+    /// needs no data root).
+    fn load(&self, root: &DataRoot) -> Result<UciDataset> {
+        Ok(hedge_data::regression_set(root, &self.dataset, self.table.as_ref())?)
     }
 
     fn check(&self, data: &UciDataset) -> Result<()> {
@@ -508,13 +510,14 @@ impl ClassificationExperiment {
 
 impl Experiment for ClassificationExperiment {
     type Data = Mnist;
+    type Root = DataRoot;
     type Summary = ClassificationSummary;
     type Finished = RunFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
 
-    fn load(&self, data_dir: &std::path::Path) -> Result<Mnist> {
-        Ok(Mnist::load(&data_dir.join(&self.dataset))?)
+    fn load(&self, root: &DataRoot) -> Result<Mnist> {
+        Ok(Mnist::load(&root.dir()?.join(&self.dataset))?)
     }
 
     fn check(&self, data: &Mnist) -> Result<()> {

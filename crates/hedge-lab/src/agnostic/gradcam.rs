@@ -76,7 +76,7 @@ pub struct MapsSummary {
 /// features, and the eraser is not saved with the network.
 pub fn class_activation_report(
     sweeps: &[PathBuf],
-    data_dir: &Path,
+    root: &hedge_data::DataRoot,
     out: &Path,
     overwrite: bool,
 ) -> Result<MapsSummary> {
@@ -98,7 +98,7 @@ pub fn class_activation_report(
                 .push((name, format!("{}: G_y reads erased features; the eraser is not saved", config.removal.name())));
             continue;
         }
-        let prepared = PreparedData::rebuild(&config, data_dir)?;
+        let prepared = PreparedData::rebuild(&config, root)?;
         let (PreparedData::Context(data), Some(shown)) = (&prepared, prepared.shown_images()) else {
             unreachable!("a Context-MNIST sweep rebuilds Context-MNIST data")
         };

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hedge_data::{Adult, Backgrounds, ContextMnistConfig, Mnist, NpyArray, NpyData};
+use hedge_data::{Adult, Backgrounds, ContextMnistConfig, DataRoot, Mnist, NpyArray, NpyData};
 use hedge_eval::MeanStd;
 use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
@@ -254,7 +254,7 @@ impl PreparedData {
         dataset: SweepDataset,
         options: &DataOptions,
         model: ModelConfig,
-        data_dir: &Path,
+        root: &DataRoot,
     ) -> Result<(Self, DataDescription, ModelConfig)> {
         Ok(match dataset {
             SweepDataset::ContextMnist => {
@@ -265,16 +265,16 @@ impl PreparedData {
                     test: options.test.unwrap_or(4000),
                     ..Default::default()
                 };
-                let (data, description) = Self::context(&config, data_dir)?;
+                let (data, description) = Self::context(&config, root.dir()?)?;
                 (data, description, model)
             }
             SweepDataset::MnistM => {
                 let (train, test) = (options.target_train.unwrap_or(60_000), options.test.unwrap_or(10_000));
-                let (data, description) = Self::domain(train, test, data_dir)?;
+                let (data, description) = Self::domain(train, test, root.dir()?)?;
                 (data, description, model.with_target_classes(10))
             }
             SweepDataset::Adult => {
-                let (data, description, inputs) = Self::tabular(data_dir)?;
+                let (data, description, inputs) = Self::tabular(root.dir()?)?;
                 (data, description, model.with_extractor(ExtractorKind::Mlp { inputs, hidden: 100 }))
             }
             SweepDataset::Table => {
@@ -287,8 +287,13 @@ impl PreparedData {
         })
     }
 
-    /// Builds again the data a sweep's `config.json` describes (to resume it).
-    pub fn rebuild(config: &SweepConfig, data_dir: &Path) -> Result<Self> {
+    /// Builds again the data a sweep's `config.json` describes (to resume it); `root` is read
+    /// for the papers' datasets only.
+    pub fn rebuild(config: &SweepConfig, root: &DataRoot) -> Result<Self> {
+        if let (SweepDataset::Table, DataDescription::UserTable { table, .. }) = (&config.dataset, &config.data) {
+            return Ok(Self::user_table(table)?.0);
+        }
+        let data_dir = root.dir()?;
         let data = match (&config.dataset, &config.data) {
             (SweepDataset::ContextMnist, DataDescription::Context { config: c, .. })
             | (SweepDataset::ContextMnist, DataDescription::ContextSettings(c)) => Self::context(c, data_dir)?.0,
@@ -461,13 +466,14 @@ impl SweepConfig {
 /// come from the engine.
 impl Experiment for SweepConfig {
     type Data = PreparedData;
+    type Root = DataRoot;
     type Summary = SweepSummary;
     type Finished = NetworkFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &[METRICS_FILE, SUMMARY_FILE, TABLE_FILE];
 
-    fn load(&self, data_dir: &Path) -> Result<PreparedData> {
-        PreparedData::rebuild(self, data_dir)
+    fn load(&self, root: &DataRoot) -> Result<PreparedData> {
+        PreparedData::rebuild(self, root)
     }
 
     fn check(&self, _data: &PreparedData) -> Result<()> {

@@ -1,15 +1,14 @@
 //! `hedge bench bayes`: seconds per GP objective-and-gradient evaluation (and per complete fit):
 //! the exact GP on kin8nm rows, FITC and VFE on protein (45,730 rows).
 
-use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bayes::experiment::uci_split;
 use crate::error::Result;
-use crate::experiment::uci_split;
-use crate::gp::{log_marginal_likelihood, GpConfig};
-use crate::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
+use hedge_bayes::gp::{log_marginal_likelihood, GpConfig};
+use hedge_bayes::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
 
 /// What to time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +50,8 @@ pub struct GpBenchReport {
 }
 
 impl GpBench {
-    /// Times every case on the UCI sets under `data_dir`.
-    pub fn run(&self, data_dir: &Path) -> Result<GpBenchReport> {
+    /// Times every case on the UCI sets under `root`.
+    pub fn run(&self, root: &hedge_data::DataRoot) -> Result<GpBenchReport> {
         let evals = self.evals.max(1);
         let time_evals = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
             f()?; // warm-up (allocations, thread pool)
@@ -64,14 +63,14 @@ impl GpBench {
         };
         let mut cases = Vec::new();
         if !self.exact_rows.is_empty() {
-            let (_, s) = uci_split(data_dir, "uci/kin8nm", None, 0)?;
+            let (_, s) = uci_split(root, "uci/kin8nm", None, 0)?;
             for &n in &self.exact_rows {
                 let n = n.min(s.train_y.len());
                 let x = s.train_x.as_ref().subrows(0, n);
                 let y = &s.train_y[..n];
                 let config = GpConfig::default().with_restarts(0).with_max_iters(self.max_iters);
                 let h = config.initial(x.ncols());
-                let seconds_per_evaluation = time_evals(&mut || log_marginal_likelihood(x, y, &h).map(|_| ()))?;
+                let seconds_per_evaluation = time_evals(&mut || Ok(log_marginal_likelihood(x, y, &h).map(|_| ())?))?;
                 let (fit_seconds, iterations) = if self.fit {
                     let start = Instant::now();
                     let fitted = config.fit(x, y)?;
@@ -91,7 +90,7 @@ impl GpBench {
             }
         }
         if !self.inducing.is_empty() {
-            let (_, s) = uci_split(data_dir, "uci/protein-tertiary-structure", None, 0)?;
+            let (_, s) = uci_split(root, "uci/protein-tertiary-structure", None, 0)?;
             for &m in &self.inducing {
                 for method in [SparseMethod::Fitc, SparseMethod::Vfe] {
                     let config = SparseGpConfig::default()
@@ -101,8 +100,8 @@ impl GpBench {
                     let h = config.gp.initial(s.train_x.ncols());
                     let z = s.train_x.as_ref().subrows(0, m.min(s.train_y.len())).to_owned();
                     let seconds_per_evaluation = time_evals(&mut || {
-                        sparse_objective(s.train_x.as_ref(), &s.train_y, z.as_ref(), &h, method, config.jitter)
-                            .map(|_| ())
+                        Ok(sparse_objective(s.train_x.as_ref(), &s.train_y, z.as_ref(), &h, method, config.jitter)
+                            .map(|_| ())?)
                     })?;
                     let (fit_seconds, iterations) = if self.fit {
                         let start = Instant::now();
@@ -145,9 +144,9 @@ mod tests {
     /// the report reads back.
     #[test]
     fn small_exact_and_sparse_cases_are_timed() {
-        let dir = hedge_data::data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+        let root = hedge_data::DataRoot::from_env();
         let bench = GpBench { exact_rows: vec![100], inducing: vec![8], evals: 1, fit: true, max_iters: 3 };
-        let report = bench.run(&dir).unwrap();
+        let report = bench.run(&root).unwrap();
         let models: Vec<&str> = report.cases.iter().map(|c| c.model.as_str()).collect();
         assert_eq!(models, vec!["exact", "fitc", "vfe"]);
         assert_eq!((report.cases[0].rows, report.cases[1].inducing), (100, Some(8)));

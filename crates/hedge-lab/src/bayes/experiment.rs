@@ -8,21 +8,21 @@ use std::path::Path;
 use std::time::Instant;
 
 use faer::Mat;
-use hedge_data::{TableSpec, UciDataset};
+use hedge_data::{DataRoot, TableSpec, UciDataset};
 use hedge_run::RunDirectory;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostics::ChainSummary;
 use crate::error::{invalid, Result};
-use crate::gibbs::{normal_gamma_posterior, GibbsConfig, MeanPrior};
-use crate::gp::{fit_with, FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Prediction};
-use crate::kernel::{KernelKind, RbfKernel};
-use crate::linalg::Cholesky;
-use crate::sparse::{SparseGpConfig, SparseMethod};
-use crate::spike_slab::SpikeSlabConfig;
-use crate::BayesError;
+use crate::LabError;
+use hedge_bayes::diagnostics::ChainSummary;
+use hedge_bayes::gibbs::{normal_gamma_posterior, GibbsConfig, MeanPrior};
+use hedge_bayes::gp::{fit_with, FitProgress, GpConfig, GpHyperParameters, OptimisationRun, Prediction};
+use hedge_bayes::kernel::{KernelKind, RbfKernel};
+use hedge_bayes::linalg::Cholesky;
+use hedge_bayes::sparse::{SparseGpConfig, SparseMethod};
+use hedge_bayes::spike_slab::SpikeSlabConfig;
 use hedge_run::ParamGuard;
 
 /// Inputs standardised with the training split's mean and standard deviation.
@@ -35,19 +35,19 @@ pub struct Standardised {
     pub x_scale: Vec<f64>,
 }
 
-/// Loads `uci/<name>` split `k` from `data_dir` (or split `k` of a user's CSV file when `table`
+/// Loads `uci/<name>` split `k` from `root` (or split `k` of a user's CSV file when `table`
 /// names its target; see [`hedge_data::regression_set`]) and standardises its inputs on the
 /// training rows.
 pub fn uci_split(
-    data_dir: &Path,
+    root: &DataRoot,
     dataset: &str,
     table: Option<&TableSpec>,
     k: usize,
 ) -> Result<(UciDataset, Standardised)> {
-    let data = hedge_data::regression_set(data_dir, dataset, table)?;
+    let data = hedge_data::regression_set(root, dataset, table)?;
     let split = data.split(k)?;
     let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
-    let standardiser = crate::Standardiser::fit(x.as_ref(), &split.train);
+    let standardiser = hedge_bayes::Standardiser::fit(x.as_ref(), &split.train);
     let take = |rows: &[usize]| standardiser.transform(x.as_ref(), rows);
     let s = Standardised {
         train_x: take(&split.train),
@@ -125,9 +125,10 @@ pub struct GpFit {
 }
 
 impl GpRun {
-    /// Loads the split from `data_dir` and fits, telling `observer` about each L-BFGS iteration.
-    pub fn fit(&self, data_dir: &Path, mut observer: impl FnMut(FitProgress)) -> Result<GpFit> {
-        let (data, s) = uci_split(data_dir, &self.dataset, self.table.as_ref(), self.split)?;
+    /// Loads the split from `root` (a user's CSV file needs none) and fits, telling `observer`
+    /// about each L-BFGS iteration.
+    pub fn fit(&self, root: &DataRoot, mut observer: impl FnMut(FitProgress)) -> Result<GpFit> {
+        let (data, s) = uci_split(root, &self.dataset, self.table.as_ref(), self.split)?;
         self.fit_split(&data, s, &mut observer)
     }
 
@@ -219,11 +220,12 @@ impl GpRun {
         let lengthscales = report.lengthscales.iter().map(|&l| ("a lengthscale", l));
         if let Some((name, value)) = numbers.into_iter().chain(lengthscales).find(|(_, v)| !v.is_finite()) {
             let largest = s.train_y.iter().chain(&s.test_y).fold(0.0f64, |m, y| m.max(y.abs()));
-            return Err(BayesError::Unfit(format!(
+            return Err(hedge_bayes::BayesError::Unfit(format!(
                 "the GP fit on {} gave {name} = {value}: the targets reach |y| = {largest:e}, past what f64 \
                  arithmetic on their squares holds; rescale the target column (e.g. to thousands) and fit again",
                 self.dataset
-            )));
+            ))
+            .into());
         }
         Ok(GpFit { report, model, prediction, test_y: s.test_y })
     }
@@ -255,7 +257,7 @@ impl GpFit {
 pub fn gp_suite(
     template: &GpRun,
     datasets: &[String],
-    data_dir: &Path,
+    root: &DataRoot,
     out: &Path,
     command: &str,
     mut on_dataset: impl FnMut(&str, bool),
@@ -271,7 +273,7 @@ pub fn gp_suite(
             RunDirectory::open(&folder)?.read_json("result.json")?
         } else {
             let run = GpRun { dataset: format!("uci/{name}"), ..template.clone() };
-            let fit = run.fit(data_dir, &mut observer)?;
+            let fit = run.fit(root, &mut observer)?;
             // The suite owns its datasets' folders (one without result.json is a failed fit).
             fit.write(&RunDirectory::create(&folder, true)?, command)?;
             fit.report
@@ -422,7 +424,7 @@ impl LengthscaleStudy {
 }
 
 impl ParamGuard for LengthscaleStudy {
-    type Error = BayesError;
+    type Error = LabError;
 
     fn check_ref(&self) -> Result<()> {
         if self.points == 0 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
@@ -529,7 +531,7 @@ impl GibbsDemo {
 }
 
 impl ParamGuard for GibbsDemo {
-    type Error = BayesError;
+    type Error = LabError;
 
     fn check_ref(&self) -> Result<()> {
         if self.n == 0 || self.true_sd.is_nan() || self.true_sd <= 0.0 {
@@ -649,7 +651,7 @@ impl SpikeSlabDemo {
 }
 
 impl ParamGuard for SpikeSlabDemo {
-    type Error = BayesError;
+    type Error = LabError;
 
     fn check_ref(&self) -> Result<()> {
         if self.nonzero > self.d || self.n < 2 || self.noise_sd.is_nan() || self.noise_sd <= 0.0 {
