@@ -10,12 +10,9 @@ use tch::{Device, Kind, Tensor};
 use crate::error::{invalid, Result};
 use crate::model::AgnosticNet;
 
-/// Features of `x` in batches of 1,000, without gradients.
+/// Features of `x` in batches of 1,000, without gradients ([`AgnosticNet::frozen_features`]).
 pub fn features(net: &AgnosticNet, x: &Tensor) -> Tensor {
-    tch::no_grad(|| {
-        let parts: Vec<Tensor> = x.split(1000, 0).iter().map(|b| net.features(b)).collect();
-        Tensor::cat(&parts, 0)
-    })
+    net.frozen_features(x)
 }
 
 /// Fraction of rows whose argmax equals the label.

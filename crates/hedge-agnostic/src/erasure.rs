@@ -474,7 +474,7 @@ impl<'a> FeatureView<'a> {
     /// # Shapes
     /// `x`: the network's input `[n, …]`, `concept`: `[n]` i64 → `[n, d]`.
     pub fn features(&self, x: &Tensor, concept: &Tensor) -> Tensor {
-        let f = crate::audit::features(self.net, x);
+        let f = self.net.frozen_features(x);
         match self.erased {
             Some(e) => e.erase(&f, concept),
             None => f,
@@ -510,7 +510,7 @@ pub fn fit_with_removal(
     }
     let start = std::time::Instant::now();
     let (net, _) = fit(model, data, &config.with_alpha(0.0))?;
-    let target_f = crate::audit::features(&net, data.target_x);
+    let target_f = net.frozen_features(data.target_x);
     let weights = group_balancing_weights(data.target_y, data.target_p)?;
     let erased = ErasedFeatures::fit(
         removal,

@@ -198,6 +198,18 @@ impl AgnosticNet {
         }
     }
 
+    /// The features of `x` in batches of 1,000, without gradients (for audits and erasers on
+    /// a frozen network).
+    ///
+    /// # Shapes
+    /// `x`: the network's input `[n, …]` → `[n, d]`.
+    pub fn frozen_features(&self, x: &Tensor) -> Tensor {
+        tch::no_grad(|| {
+            let parts: Vec<Tensor> = x.split(1000, 0).iter().map(|b| self.features(b)).collect();
+            Tensor::cat(&parts, 0)
+        })
+    }
+
     /// G_f.
     ///
     /// # Shapes

@@ -2,8 +2,8 @@
 //! normal–inverse-gamma), Bayesian probit regression (Laplace), exact and sparse (FITC, VFE)
 //! Gaussian-process regression, a Gibbs sampler for a normal model, and EM for spike-and-slab
 //! linear regression. Pure Rust: faer for linear algebra, rand for sampling, statrs for special
-//! functions. The `hedge bayes` experiments (UCI GP fits, the lengthscale study, the Gibbs and
-//! spike-and-slab demos) are in [`experiment`].
+//! functions. The `hedge bayes` studies built on it (UCI GP fits, the lengthscale study, the
+//! Gibbs and spike-and-slab demos) are in `hedge-lab`.
 
 pub mod diagnostics;
 mod error;

@@ -60,7 +60,7 @@ pub struct RecipeBenchArgs {
     /// Which tables: instance (the paper's; reports `test`) or open-set (reports `test_unseen`)
     /// [default: the recipe's].
     #[arg(long, value_enum)]
-    protocol: Option<crate::hib::ProtocolArg>,
+    protocol: Option<crate::hib_args::ProtocolArg>,
     /// Give up after this many minutes of training.
     #[arg(long, default_value_t = 45.0)]
     budget_minutes: f64,
@@ -153,7 +153,7 @@ pub struct BenchArgs {
     threads: usize,
     /// Number format of the convolutions.
     #[arg(long, value_enum, default_value = "auto")]
-    precision: crate::hib::PrecisionArg,
+    precision: crate::hib_args::PrecisionArg,
     /// Pairs scored per pair of embedded images (1: the paper's independent pairs).
     #[arg(long, default_value_t = 1)]
     reuse: usize,

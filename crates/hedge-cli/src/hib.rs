@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::hib_args::{PrecisionArg, ProtocolArg, ScheduleArg, SplitArg};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{NDigitProtocol, NDigitSplit};
@@ -11,8 +12,8 @@ use hedge_embed::run_eval::{
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
-    parse_device, BatchComposition, ConvPrecision, EmbeddingKind, EvalReport, HibConfig, LossKind, LrSchedule,
-    MatchEstimator, MatchInit, MetricSet, Norm, PairSet, RunDir,
+    parse_device, BatchComposition, EmbeddingKind, EvalReport, HibConfig, LossKind, MatchEstimator, MatchInit,
+    MetricSet, Norm, PairSet, RunDir,
 };
 use hedge_run::ParamGuard;
 
@@ -154,83 +155,12 @@ enum NormArg {
     Batch,
 }
 
-/// A test split on the command line.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SplitArg {
-    Test,
-    TestSeen,
-    TestUnseen,
-}
-
-impl From<SplitArg> for NDigitSplit {
-    fn from(s: SplitArg) -> Self {
-        match s {
-            SplitArg::Test => NDigitSplit::Test,
-            SplitArg::TestSeen => NDigitSplit::TestSeen,
-            SplitArg::TestUnseen => NDigitSplit::TestUnseen,
-        }
-    }
-}
-
-/// Which N-digit MNIST tables on the command line.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ProtocolArg {
-    /// The paper's tables: every class in training and in test, disjoint images.
-    Instance,
-    /// Test classes never seen in training (test_seen, test_unseen): hedge's extension.
-    OpenSet,
-}
-
-impl From<ProtocolArg> for NDigitProtocol {
-    fn from(p: ProtocolArg) -> Self {
-        match p {
-            ProtocolArg::Instance => NDigitProtocol::Instance,
-            ProtocolArg::OpenSet => NDigitProtocol::OpenSet,
-        }
-    }
-}
-
 /// The split a command names, or the protocol's main test split of the run's config.
 pub fn split_or_main(split: Option<&str>, run: &RunDir) -> Result<NDigitSplit> {
     Ok(match split {
         Some(s) => NDigitSplit::parse(s)?,
         None => run.read_config()?.hib.protocol.main_test_split(),
     })
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ScheduleArg {
-    Constant,
-    Cosine,
-    /// Divided by 10 at half and at three quarters of the steps.
-    Step,
-}
-
-impl From<ScheduleArg> for LrSchedule {
-    fn from(s: ScheduleArg) -> Self {
-        match s {
-            ScheduleArg::Constant => LrSchedule::Constant,
-            ScheduleArg::Cosine => LrSchedule::Cosine,
-            ScheduleArg::Step => LrSchedule::Step,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum PrecisionArg {
-    Auto,
-    F32,
-    Bf16,
-}
-
-impl From<PrecisionArg> for ConvPrecision {
-    fn from(p: PrecisionArg) -> Self {
-        match p {
-            PrecisionArg::Auto => ConvPrecision::Auto,
-            PrecisionArg::F32 => ConvPrecision::F32,
-            PrecisionArg::Bf16 => ConvPrecision::Bf16,
-        }
-    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -6,6 +6,7 @@ mod bayes;
 mod bench;
 mod data;
 mod hib;
+mod hib_args;
 mod own_data;
 mod reproduce;
 mod runlog;

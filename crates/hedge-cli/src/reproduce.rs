@@ -8,7 +8,7 @@ use clap::Args;
 use hedge_embed::reproduce::{reproduce, table1, table2, ReproduceConfig};
 use hedge_embed::{parse_device, HibConfig, NDigitProtocol};
 
-use crate::hib::{ProtocolArg, SplitArg};
+use crate::hib_args::{ProtocolArg, ScheduleArg, SplitArg};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -67,7 +67,7 @@ pub struct ReproduceArgs {
     lr: Option<f64>,
     /// Learning-rate schedule (default: the recipe's, else constant).
     #[arg(long, value_enum)]
-    lr_schedule: Option<crate::hib::ScheduleArg>,
+    lr_schedule: Option<ScheduleArg>,
     /// Grouped batches CLASSESxIMAGES (e.g. 32x8) instead of the paper's 128 independent pairs.
     #[arg(long, value_name = "CLASSESxIMAGES")]
     group: Option<String>,

@@ -9,7 +9,6 @@ use tch::{Device, Kind, Tensor};
 
 use crate::distribution::Embedding;
 use crate::model::HibNet;
-use crate::train::images_to_tensor;
 use crate::Result;
 
 /// Every image of a dataset embedded, with its label and self-mismatch uncertainty.
@@ -125,7 +124,7 @@ impl EmbeddedSet {
             Some(("eta", &self.eta)),
         ];
         for (name, t) in tensors.into_iter().flatten() {
-            let bad = crate::train::non_finite_count(t);
+            let bad = non_finite_count(t);
             if bad > 0 {
                 return Err(crate::EmbedError::input(
                     path,
@@ -157,6 +156,20 @@ impl EmbeddedSet {
         )?;
         Ok(())
     }
+}
+
+/// How many values of `t` are NaN or infinite.
+pub(crate) fn non_finite_count(t: &Tensor) -> i64 {
+    t.isfinite().logical_not().sum(Kind::Int64).int64_value(&[])
+}
+
+/// Turns rendered images into a network input.
+///
+/// # Shapes
+/// `pixels`: `[n * C * H * W]` for `shape = [C, H, W]`; returns `[n, C, H, W]` on `device`.
+pub fn images_to_tensor(pixels: &[f32], n: usize, shape: [usize; 3], device: Device) -> Tensor {
+    let [c, h, w] = shape.map(|v| v as i64);
+    Tensor::from_slice(pixels).reshape([n as i64, c, h, w]).to_device(device)
 }
 
 #[cfg(test)]

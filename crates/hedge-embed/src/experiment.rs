@@ -114,8 +114,7 @@ pub fn own_split(config: &HibConfig) -> Result<Option<OwnSplit>> {
     }))
 }
 
-/// Where a run keeps its [`TrainPlan`], so that `--resume` watches and stops as the run began.
-pub const PLAN_FILE: &str = "plan.json";
+pub use crate::run::PLAN_FILE;
 
 /// The plan a run was started with (the default for runs written before plans existed).
 pub fn read_plan(run: &RunDir) -> Result<TrainPlan> {

@@ -24,11 +24,13 @@ pub const BEST_MODEL_FILE: &str = "model_best.safetensors";
 pub const BEST_FILE: &str = "best.json";
 /// Folder of the models kept along the way (`--keep-every`).
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
+/// Where a run keeps its `TrainPlan` (`crate::experiment`), so that `--resume` watches and stops as the run began.
+pub const PLAN_FILE: &str = "plan.json";
 
 /// Every file name a training run writes at its top level (evaluations `eval*.json` aside).
 const RUN_FILES: [&str; 14] = [
     CONFIG_FILE,
-    crate::experiment::PLAN_FILE,
+    PLAN_FILE,
     METRICS_FILE,
     MODEL_FILE,
     OPTIMIZER_FILE,

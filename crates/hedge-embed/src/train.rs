@@ -11,6 +11,7 @@ use tch::{nn, Device, Kind, Tensor};
 use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, PairSet};
 use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
+use crate::embed::{images_to_tensor, non_finite_count};
 use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
 use crate::model::HibNet;
 use crate::monitor::{split_off_classes, split_off_images, validation_classes, MonitorRecord, QualityTarget, WatchSet};
@@ -77,11 +78,6 @@ pub fn load_weights(vs: &mut nn::VarStore, path: &Path, described_by: &str) -> R
     check_finite_weights(vs, path)
 }
 
-/// How many values of `t` are NaN or infinite.
-pub(crate) fn non_finite_count(t: &Tensor) -> i64 {
-    t.isfinite().logical_not().sum(Kind::Int64).int64_value(&[])
-}
-
 /// Refuses weights holding NaN or infinity, naming the first such tensor.
 pub fn check_finite_weights(vs: &nn::VarStore, path: &Path) -> Result<()> {
     match first_non_finite(vs) {
@@ -111,15 +107,6 @@ fn require_finite_before_write(vs: &nn::VarStore, step: usize, file: &str) -> Re
         Some((tensor, count)) => Err(EmbedError::NonFiniteWeights { step, tensor, count, file: file.to_string() }),
         None => Ok(()),
     }
-}
-
-/// Turns rendered images into a network input.
-///
-/// # Shapes
-/// `pixels`: `[n * C * H * W]` for `shape = [C, H, W]`; returns `[n, C, H, W]` on `device`.
-pub fn images_to_tensor(pixels: &[f32], n: usize, shape: [usize; 3], device: Device) -> Tensor {
-    let [c, h, w] = shape.map(|v| v as i64);
-    Tensor::from_slice(pixels).reshape([n as i64, c, h, w]).to_device(device)
 }
 
 /// Everything one optimiser step needs, drawn from the step's own random stream.
