@@ -24,6 +24,15 @@ header with a decimal number) in README.md or a results/**/README.md that sits o
 generated block, unless the line before it is `<!-- hand: WHY -->` saying why no result file
 holds it (a table of settings, paths or commands; a printout the project did not keep). Standard library only; `scripts/test.sh` runs `--check`, so a
 number that its result file no longer supports fails the tests.
+
+Prose: a decimal number outside generated blocks and code, in README.md or a results/**/README.md,
+that no generated block of the same file holds and that is no setting or published reference of
+a result folder (a numeric value of a `config.json` or a `reference/*.json` under results/) is a
+number by hand. `scripts/prose-baseline.json` counts them per file; `--check` fails when a file
+has more than its count (a new number by hand: generate it, or say it without the number) or
+fewer (run `python3 scripts/docs.py`, which lowers the counts and never raises them).
+`--prose F.md` lists a file's numbers by hand with their lines. A copy outside the repository is
+held to the count of the file named by `--as REL`, or to none.
 """
 import os
 import re
@@ -90,6 +99,52 @@ def unchecked_tables(text):
     return found
 
 
+BASELINE = os.path.join(ROOT, "scripts", "prose-baseline.json")
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def published_settings():
+    """Every number of a result folder's config.json or reference/*.json (settings, the papers' values)."""
+    import json
+    found = set()
+
+    def walk(v):
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            found.add(float(v))
+    for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
+        for n in names:
+            if n == "config.json" or (n.endswith(".json") and os.path.basename(base) == "reference"):
+                try:
+                    with open(os.path.join(base, n)) as f:
+                        walk(json.load(f))
+                except (OSError, ValueError):
+                    pass
+    return found
+
+
+def hand_numbers(text, settings):
+    """(line, number) of each decimal number by hand in `text` (see the module's docs)."""
+    generated = set()
+    for m in MARKER.finditer(text):
+        generated |= set(DECIMAL.findall(m.group(0)))
+    outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    outside = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), outside, flags=re.S)
+    found = []
+    for i, line in enumerate(outside.split("\n"), 1):
+        line = re.sub(r"`[^`]*`", "", line)
+        line = re.sub(r"<!--.*?-->", "", line)
+        for n in DECIMAL.findall(line):
+            if n not in generated and float(n) not in settings:
+                found.append((i, n))
+    return found
+
+
 def markdown_files():
     files = ["README.md"]
     for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
@@ -98,9 +153,19 @@ def markdown_files():
     return files
 
 
-def main(check, listing, files):
+def main(check, listing, files, prose=None, alias=None):
     cache = {}
-    stale, unchecked = [], []
+    stale, unchecked, miscounted = [], [], []
+    settings = published_settings()
+    import json
+    with open(BASELINE) as f:
+        baseline = json.load(f)
+    counts = {}
+    if prose:
+        with open(prose) as f:
+            for line, n in hand_numbers(f.read(), settings):
+                print(f"{prose}:{line}: {n}")
+        return 0
     for rel in files:
         path = os.path.join(ROOT, rel)
         with open(path) as f:
@@ -110,9 +175,17 @@ def main(check, listing, files):
                 print(f"{rel}: {m.group(1)}:{m.group(2)}")
             continue
         new = regenerate(text, cache, os.path.dirname(path))
-        if check and os.path.basename(rel) == "README.md":
-            for head in unchecked_tables(text):
-                unchecked.append(f"{rel}: {head}")
+        if os.path.basename(rel) == "README.md":
+            if check:
+                for head in unchecked_tables(text):
+                    unchecked.append(f"{rel}: {head}")
+            key = os.path.relpath(path, ROOT)
+            if key.startswith(".."):
+                key = alias
+            if key is not None:
+                counts[key] = len(hand_numbers(new, settings))
+                if check and counts[key] != baseline.get(key, 0):
+                    miscounted.append((rel, key, counts[key], baseline.get(key, 0)))
         if new != text:
             stale.append(rel)
             if not check:
@@ -122,6 +195,22 @@ def main(check, listing, files):
                 os.replace(tmp, path)
     if listing:
         return 0
+    if not check:
+        lowered = {k: min(v, counts.get(k, v)) for k, v in baseline.items()}
+        lowered = {k: v for k, v in lowered.items() if v > 0}
+        if lowered != baseline:
+            with open(BASELINE + ".tmp", "w") as f:
+                json.dump(lowered, f, indent=1, sort_keys=True)
+                f.write("\n")
+            os.replace(BASELINE + ".tmp", BASELINE)
+    for rel, key, now, allowed in miscounted:
+        if now > allowed:
+            print(f"docs: {rel} states {now} numbers by hand in its prose, {now - allowed} more than "
+                  f"scripts/prose-baseline.json allows for {key}: generate them from their result files or say "
+                  f"it without them (python3 scripts/docs.py --prose {rel} lists them)", file=sys.stderr)
+        else:
+            print(f"docs: {rel} states {now} numbers by hand, fewer than the {allowed} scripts/prose-baseline.json "
+                  f"counts for {key}: run python3 scripts/docs.py to lower the count", file=sys.stderr)
     if check and unchecked:
         print("docs: tables of numbers outside generated blocks (generate them from their result files, or mark "
               "a table no result file can hold with `<!-- hand: WHY -->` on the line before it):\n  "
@@ -129,7 +218,7 @@ def main(check, listing, files):
     if check and stale:
         print("docs: these files state numbers their result files no longer give: "
               f"{', '.join(stale)}; run python3 scripts/docs.py", file=sys.stderr)
-    if check and (stale or unchecked):
+    if check and (stale or unchecked or miscounted):
         return 1
     print("docs: " + ("up to date" if check else f"rewrote {', '.join(stale) or 'nothing'}")
           + f" ({len(cache)} blocks)")
@@ -137,11 +226,19 @@ def main(check, listing, files):
 
 
 def parse(argv):
-    check, listing, files = False, False, []
+    check, listing, files, prose, alias = False, False, [], None, None
     args = iter(argv)
     for arg in args:
         if arg == "--check":
             check = True
+        elif arg == "--prose":
+            prose = next(args, None)
+            if prose is None or not os.path.isfile(prose):
+                raise SystemExit("docs: --prose needs a Markdown file's path")
+        elif arg == "--as":
+            alias = next(args, None)
+            if alias is None:
+                raise SystemExit("docs: --as needs the repository-relative name the copy stands for")
         elif arg == "--list":
             listing = True
         elif arg == "--file":
@@ -152,8 +249,9 @@ def parse(argv):
                 raise SystemExit(f"docs: --file {path}: no such file")
             files.append(os.path.abspath(path))
         else:
-            raise SystemExit(f"docs: unknown argument '{arg}' (usage: [--check] [--list] [--file F.md ...])")
-    return check, listing, files or markdown_files()
+            raise SystemExit(f"docs: unknown argument '{arg}' (usage: [--check] [--list] [--file F.md ...] "
+                             "[--as REL] [--prose F.md])")
+    return check, listing, files or markdown_files(), prose, alias
 
 
 if __name__ == "__main__":

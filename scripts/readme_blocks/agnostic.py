@@ -147,6 +147,7 @@ def decision_floor_block():
 
 
 BLOCKS = {
+    "levers": lambda: levers_block(),
     "aif360": aif360_block,
     "adult": adult_block,
     "pareto-adult": pareto_adult_block,
@@ -217,3 +218,73 @@ def trials_adult_block():
 
 
 BLOCKS.update({"trials-context": trials_context_block, "trials-adult": trials_adult_block})
+
+
+# Issue 34's untried levers on the best method at α = 0.8 (and the ceiling at α = 0.5): folder
+# under results/ (a sweep with metrics.jsonl, or a .log of a run that diverged), lever, setting, α.
+LEVERS = (
+    ("decision-floor/ctx-rw-hsic-b64", "none (the best method: reweighing + HSIC + 64-unit bottleneck)", "HSIC σ² = median", 0.8),
+    ("methods-trial/ctx-rw-hsic-bw0.1-b64", "HSIC bandwidth", "σ² = 0.1 × median", 0.8),
+    ("methods-trial/ctx-rw-hsic-bw0.3-b64", "HSIC bandwidth", "σ² = 0.3 × median", 0.8),
+    ("methods-trial/ctx-rw-hsic-bw3-b64", "HSIC bandwidth", "σ² = 3 × median", 0.8),
+    ("methods-trial/ctx-rw-hsic-bw10-b64", "HSIC bandwidth", "σ² = 10 × median", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec1", "decision penalty, normalised HSIC", "β = 1", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-un16", "decision penalty, unnormalised HSIC", "β = 16", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std4", "decision penalty, batch-standardised logits", "β = 4", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.7),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.9),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std32", "decision penalty, batch-standardised logits", "β = 32", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std64", "decision penalty, batch-standardised logits", "β = 64", 0.8),
+    ("decision-floor/ctx-twin-labelled-b64", "none (the ceiling: twin labelled + 64-unit bottleneck)", "", 0.5),
+    ("methods-trial/ctx-twin-labelled-b64-dec-std16", "ceiling + decision penalty, batch-standardised", "β = 16", 0.5),
+    ("methods-trial/ctx-rw-qleace-b64", "quadratic LEACE (oracle labels), post hoc", "strength 1", 1.0),
+)
+
+
+def lever_row(folder, lever, setting, a):
+    from .common import exists, load_lines, path
+    if not exists(*AGNOSTIC, *folder.split("/"), "metrics.jsonl"):
+        with open(path(*AGNOSTIC, *(folder + ".log").split("/"))) as f:
+            text = f.read()
+        import re
+        step = re.search(r"training diverged at step (\d+)", text)
+        if not step:
+            raise SystemExit(f"docs: results/agnostic/{folder}.log records no divergence and no metrics")
+        return [lever, setting, f"{a:g}", "0", f"diverged (NaN loss at step {step.group(1)})", "", "", "", "", "", f"`{folder}.log`"]
+    runs = [r for r in load_lines(*AGNOSTIC, *folder.split("/"), "metrics.jsonl") if abs(r["alpha"] - a) < 1e-9]
+    if not runs:
+        raise SystemExit(f"docs: results/agnostic/{folder}/metrics.jsonl has no network at α = {a}")
+
+    def stat(f):
+        values = [f(r) for r in runs]
+        mu = sum(values) / len(values)
+        if len(values) < 2:
+            return num(mu)
+        sd = (sum((v - mu) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+        return f"{num(mu)} ± {sd:.3f}"
+
+    balanced = [r["target_accuracy"]["balanced"] for r in runs]
+    collapsed = max(balanced) < 0.55
+    decision = [r.get("probe_decision") for r in runs]
+    has_decision = all(d is not None for d in decision)
+    agnostic = sum(1 for r in runs if r.get("probe_decision") is not None
+                   and r["probe_mlp"]["accuracy"] - r["probe_decision"]["accuracy"] <= 0.01
+                   and abs(r["target_accuracy"]["balanced"] - r["target_accuracy"]["reversed"]) <= 0.02
+                   and r["target_accuracy"]["balanced"] >= 0.90)
+    return [lever, setting, f"{a:g}", str(len(runs)),
+            "collapsed (a constant classifier)" if collapsed else stat(lambda r: r["target_accuracy"]["balanced"]),
+            stat(lambda r: r["target_accuracy"]["reversed"]),
+            stat(lambda r: r["probe_mlp"]["accuracy"]), stat(lambda r: r["probe_linear"]["accuracy"]),
+            stat(lambda r: r["probe_decision"]["accuracy"]) if has_decision else "",
+            stat(lambda r: r["probe_mlp"]["accuracy"] - r["probe_decision"]["accuracy"]) if has_decision else "",
+            f"`{folder}/` ({agnostic} agnostic)"]
+
+
+def levers_block():
+    rows = [lever_row(*lever) for lever in LEVERS]
+    return ("Mean ± sd over the networks at that α (one network: its value); 'agnostic' counts the networks "
+            "that pass the audit's criterion (features − logits ≤ 0.01, |balanced − reversed| ≤ 0.02, "
+            "balanced ≥ 0.90):\n\n"
+            + table(["lever", "setting", "α", "networks", "balanced", "reversed", "tuned MLP probe, features",
+                     "linear probe", "tuned MLP probe, G_y's logits", "features − logits", "folder"], rows))

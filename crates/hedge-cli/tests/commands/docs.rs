@@ -1,7 +1,8 @@
 //! The generated tables of the READMEs are written from their result files by `scripts/docs.py`
 //! (blocks between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->`);
 //! `scripts/test.sh` runs its `--check`. These tests check that the check can fail: a number
-//! edited by hand in a generated table is caught, and the committed files pass.
+//! edited by hand in a generated table is caught, a number added by hand to the prose is caught,
+//! and the committed files pass.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -82,4 +83,29 @@ fn a_table_of_numbers_outside_every_generated_block_fails_the_check_unless_marke
     std::fs::write(&copy, format!("# Results\n\n<!-- hand: settings -->\n{table}")).unwrap();
     let o = check(Some(&copy));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A number added by hand to the prose of README.md (outside every generated block, no setting
+/// of a result folder) fails the check: the file then states one more number by hand than
+/// `scripts/prose-baseline.json` allows. The unedited copy, held to the same count, passes.
+#[test]
+fn a_number_added_by_hand_to_the_prose_fails_the_check() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("README.md");
+    let run = |body: &str| {
+        std::fs::write(&copy, body).unwrap();
+        Command::new("python3")
+            .arg(root().join("scripts/docs.py"))
+            .args(["--check", "--as", "README.md", "--file"])
+            .arg(&copy)
+            .output()
+            .expect("python3 runs scripts/docs.py")
+    };
+    assert!(run(&text).status.success(), "the committed README.md holds its count");
+    let edited = text.replacen("## Layout", "The quickstart reaches AP 0.937 on a laptop.\n\n## Layout", 1);
+    assert_ne!(edited, text);
+    let o = run(&edited);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("numbers by hand") && e.contains("1 more"), "{e}");
 }
