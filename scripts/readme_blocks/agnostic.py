@@ -233,7 +233,6 @@ LEVERS = (
     ("methods-trial/ctx-rw-hsic-b64-dec-std4", "decision penalty, batch-standardised logits", "β = 4", 0.8),
     ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.7),
     ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.8),
-    ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.9),
     ("methods-trial/ctx-rw-hsic-b64-dec-std32", "decision penalty, batch-standardised logits", "β = 32", 0.8),
     ("methods-trial/ctx-rw-hsic-b64-dec-std64", "decision penalty, batch-standardised logits", "β = 64", 0.8),
     ("decision-floor/ctx-twin-labelled-b64", "none (the ceiling: twin labelled + 64-unit bottleneck)", "", 0.5),
