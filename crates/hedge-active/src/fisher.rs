@@ -133,4 +133,24 @@ mod tests {
             * (0..3).map(|a| phi[(2, a)] * phi[(5, a)]).sum::<f64>();
         assert!((k[(2, 5)] - direct).abs() < 1e-12 && (k[(5, 2)] - direct).abs() < 1e-12);
     }
+
+    /// Known noise: the Gram matrix is symmetric positive semi-definite and each entry is
+    /// (xₙᵀxₘ/σ₀⁴)·xₙᵀΣxₘ, written out element by element.
+    #[test]
+    fn known_noise_gram_is_the_closed_form_and_positive_semidefinite() {
+        let x = Mat::from_fn(20, 3, |i, j| ((i * 3 + j) as f64 * 0.7).sin());
+        let y: Vec<f64> = (0..20).map(|i| (i as f64 * 0.3).cos()).collect();
+        let post = hedge_bayes::linear::BayesLinearConfig::default().fit(x.as_ref(), &y).unwrap();
+        let k = linear_known_noise(x.as_ref(), &post).unwrap().0;
+        let v: Vec<f64> = (0..20).map(|i| (i as f64).cos()).collect();
+        let q: f64 = (0..20).map(|i| (0..20).map(|j| v[i] * k[(i, j)] * v[j]).sum::<f64>()).sum();
+        assert!(q >= -1e-12);
+        let (n, m) = (2, 5);
+        let xsx: f64 =
+            (0..3).map(|a| (0..3).map(|b| x[(n, a)] * post.covariance[(a, b)] * x[(m, b)]).sum::<f64>()).sum();
+        let xx: f64 = (0..3).map(|a| x[(n, a)] * x[(m, a)]).sum();
+        let direct = xx / post.noise_variance.powi(2) * xsx;
+        assert!((k[(n, m)] - direct).abs() < 1e-12 * direct.abs().max(1.0) && (k[(m, n)] - k[(n, m)]).abs() < 1e-15);
+        assert!(linear_known_noise(Mat::<f64>::zeros(2, 4).as_ref(), &post).is_err(), "columns must match");
+    }
 }

@@ -91,11 +91,6 @@ pub fn to_vec(m: MatRef<'_, f64>) -> Vec<f64> {
     (0..m.nrows()).map(|i| m[(i, 0)]).collect()
 }
 
-/// A row-major `n × d` slice as a faer matrix.
-pub fn from_rows(rows: &[f64], n: usize, d: usize) -> Mat<f64> {
-    Mat::from_fn(n, d, |i, j| rows[i * d + j])
-}
-
 /// Fails on the first NaN or infinity, naming `what` and the row/column.
 pub fn check_finite_matrix(m: MatRef<'_, f64>, what: &str) -> Result<()> {
     for j in 0..m.ncols() {

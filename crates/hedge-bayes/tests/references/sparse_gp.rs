@@ -165,3 +165,36 @@ fn more_pseudo_inputs_than_rows_is_refused() {
     let fitted = SparseGpConfig::default().with_inducing(40).fit(x.as_ref(), &y).unwrap();
     assert!(fitted.predict(x.as_ref()).unwrap().mean.iter().all(|m| m.is_finite()));
 }
+
+/// Fitting from given pseudo-inputs (`fit_from`) with the hyper-parameters held at their initial
+/// values (`with_optimise(false)`, `with_initial`) is the fixed-hyper-parameter fit on the same
+/// pseudo-inputs; with the hyper-parameters optimised but the pseudo-inputs held
+/// (`with_optimise_inducing(false)`), the pseudo-inputs come back unchanged; a noise floor
+/// (`with_noise_floor`) bounds the fitted noise from below where the data would take it lower.
+#[test]
+fn fitting_from_given_pseudo_inputs_holds_what_it_is_told_to_hold() {
+    let (x, y) = data(40);
+    let z = Mat::from_fn(6, 2, |i, d| -1.0 + 0.4 * i as f64 + 0.3 * d as f64);
+    let held = GpConfig::default().with_normalise_y(false).with_optimise(false).with_initial(1.5, 0.7, 0.05);
+    let config = SparseGpConfig::default().with_jitter(0.0).with_gp(held);
+    let from = config.fit_from(x.as_ref(), &y, z.clone()).unwrap();
+    let h = GpHyperParameters { kernel: RbfKernel::new(1.5, vec![0.7, 0.7]), noise_variance: 0.05 };
+    let fixed = hedge_bayes::sparse::fit_with(&config, x.as_ref(), &y, h, z.clone()).unwrap();
+    let t = Mat::from_fn(9, 2, |i, d| -2.0 + 0.5 * i as f64 - 0.2 * d as f64);
+    let (a, b) = (from.predict(t.as_ref()).unwrap(), fixed.predict(t.as_ref()).unwrap());
+    for i in 0..9 {
+        assert!((a.mean[i] - b.mean[i]).abs() < 1e-10 && (a.latent_variance[i] - b.latent_variance[i]).abs() < 1e-10);
+    }
+
+    let gp = GpConfig::default().with_normalise_y(false).with_restarts(0);
+    let kept = SparseGpConfig::default().with_gp(gp.clone()).with_optimise_inducing(false);
+    let fitted = kept.fit_from(x.as_ref(), &y, z.clone()).unwrap();
+    assert_eq!(fitted.inducing, z, "pseudo-inputs held");
+    assert!(fitted.hyper.noise_variance < 0.3, "this data takes the noise below 0.3: {:?}", fitted.hyper);
+    let floored = SparseGpConfig::default()
+        .with_gp(gp.with_noise_floor(0.3).with_initial(1.0, 1.0, 0.5))
+        .with_optimise_inducing(false)
+        .fit_from(x.as_ref(), &y, z)
+        .unwrap();
+    assert!(floored.hyper.noise_variance >= 0.3, "{:?}", floored.hyper);
+}
