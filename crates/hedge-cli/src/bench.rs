@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_embed::bench::{throughput, RecipeBench};
 use hedge_embed::{parse_device, HibConfig};
 use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
 use hedge_lab::bayes::bench::GpBench;
+use hedge_lab::hib::bench::{throughput, RecipeBench};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {

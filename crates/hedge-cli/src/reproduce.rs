@@ -1,12 +1,12 @@
-//! `hedge hib reproduce`: the arguments of `hedge_embed::reproduce` (which trains point, MoG-1
+//! `hedge hib reproduce`: the arguments of `hedge_lab::hib::reproduce` (which trains point, MoG-1
 //! and MoG-2, evaluates them and writes the paper's tables, summary.json and figures).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use hedge_embed::reproduce::{reproduce, table1, table2, ReproduceConfig};
 use hedge_embed::{parse_device, HibConfig, NDigitProtocol};
+use hedge_lab::hib::reproduce::{reproduce, table1, table2, ReproduceConfig};
 
 use crate::hib_args::{ProtocolArg, ScheduleArg, SplitArg};
 

@@ -48,19 +48,23 @@ pub enum EmbedError {
 }
 
 impl EmbedError {
-    pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
+    /// A setting outside its valid range.
+    pub fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
         EmbedError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// A file that could not be read.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         EmbedError::Io { path: path.into(), source }
     }
 
-    pub(crate) fn input(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+    /// Input the run cannot take, named by its path.
+    pub fn input(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
         EmbedError::Input { path: path.into(), what: what.into() }
     }
 
-    pub(crate) fn run(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+    /// A run directory that cannot be used as it is.
+    pub fn run(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
         EmbedError::Run { path: path.into(), what: what.into() }
     }
 }

@@ -25,7 +25,6 @@
 //! # Ok::<(), hedge_embed::EmbedError>(())
 //! ```
 
-pub mod bench;
 pub mod config;
 pub mod distribution;
 pub mod ema;
@@ -33,14 +32,12 @@ pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod experiment;
-pub mod figures;
 pub mod loss;
 pub mod model;
 pub mod monitor;
 pub mod optim;
 pub mod paper;
 pub mod report;
-pub mod reproduce;
 pub mod run;
 pub mod run_eval;
 pub mod search;
@@ -65,7 +62,6 @@ pub use model::HibNet;
 pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
 pub use optim::Adam;
 pub use report::{EvalReport, ReproduceSummary};
-pub use reproduce::{reproduce, ReproduceConfig};
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
 pub use run_eval::{evaluate_run, new_run, train_with_progress, EvalSettings};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};

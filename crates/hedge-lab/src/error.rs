@@ -14,6 +14,8 @@ pub enum LabError {
     #[error("cannot write '{path}': {what}")]
     Write { path: String, what: String },
     #[error(transparent)]
+    Embed(#[from] hedge_embed::EmbedError),
+    #[error(transparent)]
     Agnostic(#[from] hedge_agnostic::AgnosticError),
     #[error(transparent)]
     Active(#[from] hedge_active::ActiveError),

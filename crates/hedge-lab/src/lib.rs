@@ -8,5 +8,6 @@ pub mod active;
 pub mod agnostic;
 pub mod bayes;
 mod error;
+pub mod hib;
 
 pub use error::{LabError, Result};

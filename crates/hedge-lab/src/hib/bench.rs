@@ -10,15 +10,16 @@ use hedge_run::undefined::NullReason;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::config::{ConvPrecision, HibConfig};
-use crate::distribution::Embedding;
-use crate::experiment::{paper_column, train_run, TrainPlan};
-use crate::loss::vib_loss;
-use crate::monitor::{first_reaching, MonitorRecord, QualityTarget, QuickMetric};
-use crate::optim::Adam;
-use crate::train::build_model;
-use crate::train::TrainEvent;
-use crate::{EmbedError, Result};
+use hedge_embed::config::{ConvPrecision, HibConfig};
+use hedge_embed::distribution::Embedding;
+use hedge_embed::experiment::{paper_column, train_run, TrainPlan};
+use hedge_embed::loss::vib_loss;
+use hedge_embed::monitor::{first_reaching, MonitorRecord, QualityTarget, QuickMetric};
+use hedge_embed::optim::Adam;
+use hedge_embed::train::build_model;
+use hedge_embed::train::TrainEvent;
+
+use crate::Result;
 use hedge_run::ParamGuard;
 
 /// Steady-state training throughput in images/s: forward of the batch's images, the VIB
@@ -128,7 +129,7 @@ pub fn throughput(
     let infer_ips = infer_images_per_s(config, device, infer_batch, warmup.min(3), infer_batches)?;
     Ok(ThroughputReport {
         conv_precision: config.conv_precision,
-        device: crate::device_name(device),
+        device: hedge_embed::device_name(device),
         infer_batch_images: infer_batch,
         infer_batches_timed: infer_batches,
         infer_images_per_s: infer_ips,
@@ -170,7 +171,7 @@ pub struct ReachedReport {
 }
 
 impl ReachedReport {
-    fn of(r: &crate::monitor::Reached) -> Self {
+    fn of(r: &hedge_embed::monitor::Reached) -> Self {
         ReachedReport {
             minutes_to_paper: r.reached_at_seconds.map(|s| s / 60.0),
             step: r.reached_at_step,
@@ -280,11 +281,11 @@ impl RecipeBench {
     ) -> Result<RecipeBenchReport> {
         let device = Device::Cpu;
         let mut config =
-            self.recipe.clone().with_digits(2).with_dim(2).with_steps(crate::run_eval::PLANNED_STEPS_PLACEHOLDER);
+            self.recipe.clone().with_digits(2).with_dim(2).with_steps(hedge_embed::run_eval::PLANNED_STEPS_PLACEHOLDER);
         config.conv_precision = config.conv_precision.resolve(device);
         config.check_ref()?;
         if config.validation_fraction == 0.0 && config.validation_classes == 0 {
-            return Err(EmbedError::invalid(
+            return Err(crate::error::invalid(
                 "validation_fraction",
                 0,
                 "the benchmark stops on validation, never on test: hold images out (validation_fraction = 0.05, \
@@ -292,11 +293,15 @@ impl RecipeBench {
             ));
         }
         let column = paper_column(&config).ok_or_else(|| {
-            EmbedError::invalid("model", format!("{:?}", config.model), "the paper reports point, MoG-1 and MoG-2 only")
+            crate::error::invalid(
+                "model",
+                format!("{:?}", config.model),
+                "the paper reports point, MoG-1 and MoG-2 only",
+            )
         })?;
-        let paper = crate::paper::table1(2, 2)
+        let paper = hedge_embed::paper::table1(2, 2)
             .and_then(|t| t.model(column).copied())
-            .ok_or_else(|| EmbedError::invalid("model", column, "the paper has no such column"))?;
+            .ok_or_else(|| crate::error::invalid("model", column, "the paper has no such column"))?;
         let split: NDigitSplit = config.protocol.main_test_split();
         let plan = TrainPlan {
             budget_minutes: Some(self.budget_minutes),
@@ -308,11 +313,11 @@ impl RecipeBench {
                 .collect(),
             ..Default::default()
         };
-        let run = crate::run_eval::new_run(out, false, &config, &plan, device, command)?;
+        let run = hedge_embed::run_eval::new_run(out, false, &config, &plan, device, command)?;
         let trainer = train_run(&run, &config, device, false, &plan, on_event)?;
-        let records: Vec<MonitorRecord> = run.read_json_lines(crate::run::MONITOR_FILE)?;
+        let records: Vec<MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
         let no_watch =
-            || EmbedError::invalid("watch_every", self.watch_every, "no evaluation ran; lower --watch-every");
+            || crate::error::invalid("watch_every", self.watch_every, "no evaluation ran; lower --watch-every");
         let mut metrics = Vec::new();
         for metric in QuickMetric::ALL {
             let target = metric.paper_value(&paper);

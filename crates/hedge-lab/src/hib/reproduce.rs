@@ -13,21 +13,21 @@ use serde::{Deserialize, Serialize};
 use tch::Device;
 use tracing::info;
 
-use crate::experiment::{load_split, TrainPlan};
-use crate::figures::{cloud, embedding_ellipses};
-use crate::paper::{self, PaperModel};
-use crate::report::{
+use crate::hib::figures::{cloud, embedding_ellipses};
+use crate::Result;
+use hedge_embed::experiment::{load_split, TrainPlan};
+use hedge_embed::paper::{self, PaperModel};
+use hedge_embed::report::{
     mean, CurvePoint, EvalReport, Metric, ModelSummary, OtherSplit, ReproduceSummary, TwinStats, ValidationChoice,
     Variant, VerificationStats,
 };
-use crate::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
-use crate::run_eval::{
+use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
+use hedge_embed::run_eval::{
     curve, embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, train_with_progress, with_group,
     EvalSettings, PLANNED_STEPS_PLACEHOLDER,
 };
-use crate::{
-    embed_dataset, load_model, EmbedError, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,
-    Result,
+use hedge_embed::{
+    embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,
 };
 use hedge_run::ParamGuard;
 
@@ -148,13 +148,13 @@ impl ReproduceConfig {
 }
 
 impl ParamGuard for ReproduceConfig {
-    type Error = EmbedError;
+    type Error = crate::LabError;
 
     /// Checks what a user can give wrong before anything is trained or written.
     fn check_ref(&self) -> Result<()> {
         EvalSettings { images_per_class: self.eval_images_per_class, ..Default::default() }.check_ref()?;
         if self.seeds == 0 || self.extra_seeds == 0 {
-            return Err(EmbedError::invalid(
+            return Err(crate::error::invalid(
                 "seeds",
                 format!("{} and {} extra", self.seeds, self.extra_seeds),
                 "seeds and extra seeds must be at least 1",
@@ -162,17 +162,17 @@ impl ParamGuard for ReproduceConfig {
         }
         if let Some(m) = self.budget_minutes {
             if !(m.is_finite() && m > 0.0) {
-                return Err(EmbedError::invalid("budget_minutes", m, "give a positive number of minutes"));
+                return Err(crate::error::invalid("budget_minutes", m, "give a positive number of minutes"));
             }
         } else if self.finish_planned_steps {
-            return Err(EmbedError::invalid("finish_planned_steps", true, "needs a budget (budget_minutes)"));
+            return Err(crate::error::invalid("finish_planned_steps", true, "needs a budget (budget_minutes)"));
         }
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::invalid("split", "train", "tables are computed on a test split"));
+            return Err(crate::error::invalid("split", "train", "tables are computed on a test split"));
         }
         self.protocol.check_split(self.split)?;
         if self.repeats == 0 {
-            return Err(EmbedError::invalid("repeats", 0, "give at least 1"));
+            return Err(crate::error::invalid("repeats", 0, "give at least 1"));
         }
         models(self)?;
         Ok(())
@@ -299,7 +299,7 @@ fn train_and_eval(
     command: &str,
 ) -> Result<RunEvals> {
     let budgeted = plan.budget_minutes.is_some();
-    let (run, resuming) = if dir.join(crate::run::CONFIG_FILE).is_file() {
+    let (run, resuming) = if dir.join(hedge_embed::run::CONFIG_FILE).is_file() {
         let run = RunDir::open_to_resume(dir)?;
         let stored = run.read_config()?.hib;
         let mut want = config.clone();
@@ -309,10 +309,11 @@ fn train_and_eval(
             want.steps = stored.steps;
         }
         if stored != want {
-            return Err(EmbedError::run(
+            return Err(hedge_embed::EmbedError::run(
                 dir,
                 "holds a run with another configuration; remove it or choose another --out",
-            ));
+            )
+            .into());
         }
         (run, true)
     } else {
@@ -324,7 +325,7 @@ fn train_and_eval(
     let state = run.read_state()?;
     let done = plan.finished(state.step, stored.steps, state.seconds);
     if !done {
-        let train_set = crate::experiment::load_split(stored.digits, stored.protocol, NDigitSplit::Train)?;
+        let train_set = hedge_embed::experiment::load_split(stored.digits, stored.protocol, NDigitSplit::Train)?;
         train_with_progress(&run, &stored, train_set, device, resuming, plan)?;
     }
     let other_split = stored.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
@@ -338,7 +339,7 @@ fn train_and_eval(
                 // Reports written before `undefined` existed gain it (nothing else changes).
                 let explained = report.clone().with_nulls_explained();
                 if explained != report {
-                    crate::run_eval::save_eval(&run, &explained)?;
+                    hedge_embed::run_eval::save_eval(&run, &explained)?;
                 }
                 evals.push(explained);
                 continue;
@@ -350,7 +351,7 @@ fn train_and_eval(
         let (_, mut report) = evaluate_run(&run, weights, &EvalSettings { split, ..*settings }, device, command)?;
         // The run's own report, whichever weights it scored.
         report.run = run.path.display().to_string();
-        crate::run_eval::save_eval(&run, &report)?;
+        hedge_embed::run_eval::save_eval(&run, &report)?;
         evals.push(report);
     }
     let other = other_split.map(|_| evals.pop().expect("an evaluation of the other split"));
@@ -372,7 +373,7 @@ pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary
     if !earlier_reproduction {
         hedge_run::atomic::check_output_dir(&c.out, true)?;
     }
-    std::fs::create_dir_all(&c.out).map_err(|e| EmbedError::io(&c.out, e))?;
+    std::fs::create_dir_all(&c.out).map_err(|e| hedge_embed::EmbedError::io(&c.out, e))?;
     hedge_run::atomic::mark_as_hedges(&c.out)?;
     let settings = EvalSettings {
         split: c.split,
@@ -884,7 +885,7 @@ fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> R
                 .map(|&split| {
                     embed_dataset(&net, &load_split(c.digits, c.protocol, split)?, &Corruption::Clean, device, options)
                 })
-                .collect::<Result<Vec<_>>>()?;
+                .collect::<hedge_embed::Result<Vec<_>>>()?;
             let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
             let order =
                 hedge_plot::centroid_line(&c.out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;

@@ -5,7 +5,8 @@ use std::path::Path;
 use hedge_plot::EmbeddingCloud;
 use tch::Kind;
 
-use crate::{EmbeddedSet, Result};
+use crate::Result;
+use hedge_embed::EmbeddedSet;
 
 /// The means, variances (zeros for point embeddings) and labels of an embedded set.
 pub fn cloud(set: &EmbeddedSet) -> EmbeddingCloud {
