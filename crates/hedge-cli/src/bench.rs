@@ -28,7 +28,7 @@ pub enum BenchCommand {
     Fuzz(FuzzBenchArgs),
     /// Identification's ANN stage: HNSW build and query throughput, recall@10 against exact
     /// search and memory for a gallery of 10⁶ embedding means (D = 2, 3, 16) on this machine.
-    Search(crate::search::SearchBenchArgs),
+    Search(crate::identification::SearchBenchArgs),
 }
 
 #[derive(Args)]
@@ -170,7 +170,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::AcsFw(a) => return bench_acs_fw(a),
         BenchCommand::Recipe(a) => return bench_recipe(a),
         BenchCommand::Fuzz(a) => return bench_fuzz(a),
-        BenchCommand::Search(a) => return crate::search::bench(a),
+        BenchCommand::Search(a) => return crate::identification::bench(a),
     };
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;

@@ -8,13 +8,14 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{NDigitProtocol, NDigitSplit};
 use hedge_embed::experiment::{load_role, prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
-    curve, embed_run, evaluate_run, new_run, quick_verification, save_eval, train_with_progress, with_group,
-    EvalSettings, PLANNED_STEPS_PLACEHOLDER,
+    embed_run, evaluate_run, new_run, quick_verification, save_eval, with_group, EvalSettings,
+    PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
     parse_device, BatchComposition, EmbeddingKind, EvalReport, HibConfig, LossKind, MatchEstimator, MatchInit,
     MetricSet, Norm, PairSet, RunDir,
 };
+use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
 
 #[derive(Subcommand)]
@@ -34,10 +35,10 @@ pub enum HibCommand {
     TimeToQuality(TimeToQualityArgs),
     /// Embed a gallery of identities with a trained model and build an ANN index over the means,
     /// with the eta threshold for a target risk chosen on validation probes.
-    Index(Box<crate::search::IndexArgs>),
+    Index(Box<crate::identification::IndexArgs>),
     /// Identify probe images against an index: top-k identities with match probabilities and eta,
     /// abstaining above the index's threshold (JSON lines, CSV, summary.json).
-    Search(crate::search::SearchArgs),
+    Search(crate::identification::SearchArgs),
 }
 
 #[derive(Args)]
@@ -352,8 +353,8 @@ pub fn run(command: HibCommand) -> Result<()> {
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
         HibCommand::TimeToQuality(args) => time_to_quality(args),
-        HibCommand::Index(args) => crate::search::index(*args),
-        HibCommand::Search(args) => crate::search::search(args),
+        HibCommand::Index(args) => crate::identification::index(*args),
+        HibCommand::Search(args) => crate::identification::search(args),
     }
 }
 
@@ -367,7 +368,7 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
             (label.to_string(), PathBuf::from(dir))
         })
         .collect();
-    let text = hedge_embed::experiment::time_to_quality_report(&runs, &args.set, &args.out)?;
+    let text = hedge_lab::hib::time_to_quality::time_to_quality_report(&runs, &args.set, &args.out)?;
     println!("{text}");
     Ok(())
 }

@@ -7,10 +7,10 @@ mod bench;
 mod data;
 mod hib;
 mod hib_args;
+mod identification;
 mod own_data;
 mod reproduce;
 mod runlog;
-mod search;
 
 use clap::{Parser, Subcommand};
 

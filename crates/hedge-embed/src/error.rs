@@ -16,9 +16,6 @@ pub enum EmbedError {
     #[error(transparent)]
     Eval(#[from] hedge_eval::EvalError),
 
-    #[error(transparent)]
-    Plot(#[from] hedge_plot::PlotError),
-
     #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 

@@ -290,27 +290,6 @@ pub fn train_run_on(
     Ok(trainer)
 }
 
-/// A run's quality-against-wall-clock record, labelled for a report.
-#[derive(Debug, Clone)]
-pub struct RunCurve {
-    pub label: String,
-    /// The paper's column this run compares with (`point`, `mog1`, `mog2`), if any.
-    pub paper_column: Option<String>,
-    pub records: Vec<crate::monitor::MonitorRecord>,
-}
-
-impl RunCurve {
-    /// Reads `monitor.jsonl` and `config.json` of a run directory.
-    pub fn read(run: &RunDir, label: &str) -> Result<Self> {
-        let config = run.read_config()?.hib;
-        Ok(RunCurve {
-            label: label.to_string(),
-            paper_column: paper_column(&config).map(str::to_string),
-            records: run.read_json_lines(crate::run::MONITOR_FILE)?,
-        })
-    }
-}
-
 /// The paper's Table 1 column of a configuration: point, MoG-1 (one Gaussian) or MoG-2.
 pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
     use crate::EmbeddingKind;
@@ -320,109 +299,6 @@ pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
         EmbeddingKind::Mixture { components: 2 } => Some("mog2"),
         EmbeddingKind::Mixture { .. } => None,
     }
-}
-
-/// `time-to-quality.md`: for every run and each of the four Table 1 numbers on watched set
-/// `set`, the training minutes at which the run first reached the paper's value, or the best
-/// value it reached and when.
-pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, dim: usize) -> String {
-    use crate::monitor::{first_reaching, QuickMetric};
-    use std::fmt::Write as _;
-    let paper = crate::paper::table1(digits, dim);
-    let mut t = format!(
-        "Time to quality, N = {digits}, D = {dim}, `{set}`: training wall-clock (minutes, evaluation excluded) at which each \
-         run's watched evaluation (one Monte-Carlo repeat, every few hundred steps) first reached the paper's Table 1 value; \
-         otherwise the best value it reached, and when.\n\n\
-         | run | metric | paper | reached at | best (at) |\n|---|---|---|---|---|\n"
-    );
-    for c in curves {
-        let column = c.paper_column.as_deref().and_then(|k| paper.as_ref().and_then(|p| p.model(k)));
-        for metric in QuickMetric::ALL {
-            let target = column.map(|m| metric.paper_value(m));
-            let Some(r) = first_reaching(&c.records, set, metric, target.unwrap_or(f64::INFINITY)) else { continue };
-            let _ = writeln!(
-                t,
-                "| {} | {} | {} | {} | {:.3} ({:.1} min, step {}) |",
-                c.label,
-                metric.label(),
-                target.map_or("n/a".into(), |v| format!("{v:.3}")),
-                match r.reached_at_seconds {
-                    Some(s) => format!("{:.1} min (step {})", s / 60.0, r.reached_at_step.unwrap_or(0)),
-                    None => "not reached".into(),
-                },
-                r.best,
-                r.best_at_seconds / 60.0,
-                r.best_at_step
-            );
-        }
-    }
-    t
-}
-
-/// `time-to-quality.md` at `out` for the runs `(label, run directory)` on watched set `set`
-/// ([`time_to_quality_markdown`]), and beside it one plot per Table 1 metric against training
-/// minutes (`<stem>_<metric>.png`). The runs must share (N, D) and have watched `set`.
-pub fn time_to_quality_report(
-    runs: &[(String, std::path::PathBuf)],
-    set: &str,
-    out: &std::path::Path,
-) -> Result<String> {
-    use crate::monitor::QuickMetric;
-    let mut curves = Vec::new();
-    let mut shape = None;
-    for (label, dir) in runs {
-        let run = RunDir::open(dir)?;
-        let config = run.read_config()?.hib;
-        match shape {
-            None => shape = Some((config.digits, config.dim)),
-            Some(s) if s != (config.digits, config.dim) => {
-                return Err(crate::EmbedError::run(
-                    dir,
-                    format!(
-                        "is N = {}, D = {}; the other runs are N = {}, D = {}",
-                        config.digits, config.dim, s.0, s.1
-                    ),
-                ))
-            }
-            _ => {}
-        }
-        let curve = RunCurve::read(&run, label)?;
-        if !curve.records.iter().any(|r| r.sets.contains_key(set)) {
-            return Err(crate::EmbedError::run(
-                dir,
-                format!("has no '{set}' in its monitor.jsonl; train with --watch-every N --watch {set}"),
-            ));
-        }
-        curves.push(curve);
-    }
-    let Some((digits, dim)) = shape else {
-        return Err(crate::EmbedError::invalid("runs", "none", "name at least one run directory"));
-    };
-    let text = time_to_quality_markdown(&curves, set, digits, dim);
-    hedge_run::write_atomic(out, text.as_bytes())?;
-    let stem = out.with_extension("");
-    for metric in QuickMetric::ALL {
-        let series: Vec<(&str, Vec<(f64, f64)>)> = curves
-            .iter()
-            .map(|c| {
-                let points = c
-                    .records
-                    .iter()
-                    .filter_map(|r| Some((r.train_seconds / 60.0, metric.of(r.sets.get(set)?))))
-                    .collect();
-                (c.label.as_str(), points)
-            })
-            .collect();
-        let name = format!("{metric:?}").to_lowercase();
-        hedge_plot::line_chart(
-            std::path::Path::new(&format!("{}_{name}.png", stem.display())),
-            &series,
-            "training minutes (2 CPU threads)",
-            &format!("{}, {set}", metric.label()),
-            &format!("N = {digits}, D = {dim}: {} against wall-clock", metric.label()),
-        )?;
-    }
-    Ok(text)
 }
 
 #[cfg(test)]
@@ -486,25 +362,5 @@ mod tests {
         assert_eq!((config.hib.steps, resumed.keep_every, resumed.budget_minutes), (3000, 250, None));
         assert_eq!(run.read_config().unwrap().hib.steps, 3000);
         assert_eq!(read_plan(&run).unwrap().keep_every, 250);
-    }
-
-    #[test]
-    fn time_to_quality_reports_the_minute_a_paper_value_is_first_reached() {
-        let dir = tempfile::tempdir().unwrap();
-        watched_run(&dir.path().join("a"), 2);
-        let out = dir.path().join("ttq.md");
-        let text = time_to_quality_report(&[("MoG-1".into(), dir.path().join("a"))], "test_unseen", &out).unwrap();
-        // Paper Table 1, N = 2, D = 2, MoG-1: AP clean 0.989, reached at the 2-minute watch.
-        assert!(text.contains("| MoG-1 | verification AP, clean | 0.989 | 2.0 min (step 1000) |"), "{text}");
-        assert!(text.contains("| MoG-1 | KNN accuracy, clean | 0.879 | not reached | 0.500"), "{text}");
-        assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
-        assert!(dir.path().join("ttq_apclean.png").is_file());
-        // Runs of different (N, D) and unwatched sets are refused with the run named.
-        watched_run(&dir.path().join("b"), 3);
-        let runs = [("a".into(), dir.path().join("a")), ("b".into(), dir.path().join("b"))];
-        let e = time_to_quality_report(&runs, "test_unseen", &out).unwrap_err().to_string();
-        assert!(e.contains("N = 3") && e.contains("'"), "{e}");
-        let e = time_to_quality_report(&runs[..1], "validation", &out).unwrap_err().to_string();
-        assert!(e.contains("no 'validation'"), "{e}");
     }
 }

@@ -32,6 +32,7 @@ pub mod embed;
 mod error;
 pub mod evaluate;
 pub mod experiment;
+pub mod identification;
 pub mod loss;
 pub mod model;
 pub mod monitor;
@@ -40,7 +41,6 @@ pub mod paper;
 pub mod report;
 pub mod run;
 pub mod run_eval;
-pub mod search;
 pub mod train;
 
 pub use config::{
@@ -63,7 +63,7 @@ pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
 pub use optim::Adam;
 pub use report::{EvalReport, ReproduceSummary};
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
-pub use run_eval::{evaluate_run, new_run, train_with_progress, EvalSettings};
+pub use run_eval::{evaluate_run, new_run, EvalSettings};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
 /// Parses `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when available, else CPU).

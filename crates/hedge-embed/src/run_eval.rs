@@ -1,12 +1,11 @@
-//! Runs as a user works with them after training: start one with its resolved config, train it
-//! with a progress bar, evaluate it on a test split (`eval.json`), check it quickly
-//! (`verification.json`) and follow its kept checkpoints (`curve.json`).
+//! Runs as a user works with them after training: start one with its resolved config,
+//! evaluate it on a test split (`eval.json`), check it quickly (`verification.json`) and follow
+//! its kept checkpoints (`curve.json`). Progress bars and figures of runs are `hedge-lab`'s.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hedge_data::{verification_pairs, Corruption, ImageDataset, NDigitSplit};
-use indicatif::{ProgressBar, ProgressStyle};
 use tch::Device;
 use tracing::info;
 
@@ -14,11 +13,11 @@ use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
     Twin,
 };
-use crate::experiment::{load_role, train_run_on, TrainPlan};
+use crate::experiment::{load_role, TrainPlan};
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
-use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR, MODEL_FILE};
-use crate::train::{load_model, TrainEvent, Trainer};
+use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR};
+use crate::train::{load_model, Trainer};
 use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
 use hedge_run::ParamGuard;
 
@@ -71,80 +70,6 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
         return Err(EmbedError::invalid("group", format!("'{spec}'"), "expected CLASSESxIMAGES, e.g. 32x8"));
     };
     Ok(config.with_batch(BatchComposition::Grouped { classes, per_class }))
-}
-
-/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`crate::experiment::train_run_on`]) with a
-/// progress bar on a terminal, a log line every tenth of the run otherwise, and the watched
-/// sets and planning decisions logged.
-pub fn train_with_progress(
-    run: &RunDir,
-    config: &HibConfig,
-    train_set: ImageDataset,
-    device: Device,
-    resuming: bool,
-    plan: &TrainPlan,
-) -> Result<Trainer> {
-    let batch = match config.batch {
-        BatchComposition::Independent { pairs } => format!("{pairs} independent pairs"),
-        BatchComposition::Grouped { classes, per_class } => format!("{classes} classes x {per_class} images"),
-    };
-    let length = match plan.budget_minutes {
-        Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
-        _ => format!("{} steps", config.steps),
-    };
-    let data = match &config.data {
-        None => format!("{}-digit MNIST", config.digits),
-        Some(own) => format!("{} ({:?} images)", own.path.display(), own.shape),
-    };
-    info!(
-        "training {:?} HIB, D = {}, {data}, {length} of {batch} on {} ({} threads) into {}",
-        config.model.kind(),
-        config.dim,
-        device_name(device),
-        tch::get_num_threads(),
-        run.path.display()
-    );
-    let bar = ProgressBar::new(config.steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
-    );
-    // Without a terminal the bar is hidden; log a line every tenth of the run instead.
-    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut log_every = (config.steps / 10).max(1);
-    let trainer = train_run_on(run, config, train_set, device, resuming, plan, |event| match event {
-        TrainEvent::Step { metrics: m, planned_steps } => {
-            if bar.length() != Some(planned_steps as u64) {
-                bar.set_length(planned_steps as u64);
-                log_every = (planned_steps / 10).max(1);
-            }
-            bar.set_position(m.step as u64);
-            if !tty && (m.step % log_every == 0 || m.step == planned_steps) {
-                info!(
-                    "step {}/{}: loss {:.4} kl {:.2} a {:.3} b {:.3} {:.0} pairs/s",
-                    m.step, planned_steps, m.loss, m.kl, m.a, m.b, m.pairs_per_s
-                );
-            }
-            if m.step % 10 == 0 || m.step == planned_steps {
-                bar.set_message(format!(
-                    "loss {:.4} kl {:.2} a {:.2} b {:.2} {:.0} pairs/s",
-                    m.loss, m.kl, m.a, m.b, m.pairs_per_s
-                ));
-            }
-        }
-        TrainEvent::Planned { steps, seconds_per_step } => {
-            info!("budget: {steps} steps planned at {:.1} ms a step", seconds_per_step * 1e3)
-        }
-        TrainEvent::Monitor(r) => {
-            bar.suspend(|| info!("step {} ({:.0} s): {}", r.step, r.train_seconds, r.sets_line()));
-        }
-        TrainEvent::BudgetReached { step } => info!("budget reached at step {step}"),
-        TrainEvent::TargetReached { step, train_seconds } => {
-            info!("target reached at step {step} after {:.1} minutes of training", train_seconds / 60.0)
-        }
-    })?;
-    bar.finish();
-    info!("wrote {}", run.file(MODEL_FILE).display());
-    Ok(trainer)
 }
 
 /// Verification AP on the protocol's main test split (`test` or `test_unseen`; 5,000 + 5,000
@@ -332,7 +257,7 @@ pub fn read_eval(run: &RunDir, split: NDigitSplit) -> Result<Option<EvalReport>>
 
 /// The files of a curve on `split`: `curve.json` / `curve.png` for the protocol's main test
 /// split (test or test_unseen), else `curve_<split>.json` / `.png`.
-fn curve_files(split: NDigitSplit) -> (String, String) {
+pub fn curve_files(split: NDigitSplit) -> (String, String) {
     match split {
         NDigitSplit::TestUnseen | NDigitSplit::Test => ("curve.json".to_string(), "curve.png".to_string()),
         other => (format!("curve_{}.json", other.name()), format!("curve_{}.png", other.name())),
@@ -340,16 +265,17 @@ fn curve_files(split: NDigitSplit) -> (String, String) {
 }
 
 /// Evaluates every kept checkpoint of a run on a test split and writes the curve (step,
-/// training seconds, AP and KNN, clean and corrupt) as JSON and a PNG. A curve over exactly
-/// the same checkpoints and repeats is reused (evaluating again costs minutes).
-pub fn curve(
+/// training seconds, AP and KNN, clean and corrupt) as JSON ([`curve_files`]'s first name). A
+/// curve over exactly the same checkpoints and repeats is reused (evaluating again costs
+/// minutes).
+pub fn curve_points(
     run: &RunDir,
     repeats: usize,
     split: NDigitSplit,
     device: Device,
     command: &str,
 ) -> Result<Vec<CurvePoint>> {
-    let (json_name, png_name) = curve_files(split);
+    let (json_name, _) = curve_files(split);
     let dir = run.file(CHECKPOINTS_DIR);
     let entries = std::fs::read_dir(&dir)
         .map_err(|_| EmbedError::run(&run.path, "has no checkpoints/; train with --keep-every N"))?;
@@ -389,21 +315,6 @@ pub fn curve(
         });
     }
     run.write_json(&json_name, &rows)?;
-    let series = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
-        rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
-    };
-    hedge_plot::line_chart(
-        &run.file(&png_name),
-        &[
-            ("verification AP, clean", series(&|r| r.verification_ap.clean)),
-            ("verification AP, corrupt", series(&|r| r.verification_ap.corrupt)),
-            ("KNN accuracy, clean", series(&|r| r.knn_accuracy.clean)),
-            ("KNN accuracy, corrupt gallery", series(&|r| r.knn_accuracy.corrupt)),
-        ],
-        "training steps",
-        split.name(),
-        &format!("{}: quality vs training steps", run.path.display()),
-    )?;
     Ok(rows)
 }
 

@@ -23,6 +23,8 @@ pub enum LabError {
     Bayes(#[from] hedge_bayes::BayesError),
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
+    #[error(transparent)]
+    Eval(#[from] hedge_eval::EvalError),
     /// An error writing or resuming a run's files, or a memory estimate over the budget.
     #[error(transparent)]
     Run(#[from] hedge_run::RunError),

@@ -1,6 +1,9 @@
 //! Hedged instance embeddings (Oh et al.): `hedge hib reproduce` with the paper's tables and
-//! figures, the embedding figures, and the training and recipe benchmarks.
+//! figures, the embedding figures, time to quality, and the training and recipe benchmarks.
 
 pub mod bench;
 pub mod figures;
+pub mod identification;
 pub mod reproduce;
+pub mod run;
+pub mod time_to_quality;

@@ -14,6 +14,7 @@ use tch::Device;
 use tracing::info;
 
 use crate::hib::figures::{cloud, embedding_ellipses};
+use crate::hib::run::{curve, train_with_progress};
 use crate::Result;
 use hedge_embed::experiment::{load_split, TrainPlan};
 use hedge_embed::paper::{self, PaperModel};
@@ -23,8 +24,8 @@ use hedge_embed::report::{
 };
 use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
 use hedge_embed::run_eval::{
-    curve, embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, train_with_progress, with_group,
-    EvalSettings, PLANNED_STEPS_PLACEHOLDER,
+    embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, with_group, EvalSettings,
+    PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
     embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,

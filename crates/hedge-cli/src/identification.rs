@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use hedge_data::ImageSet;
-use hedge_embed::parse_device;
-use hedge_embed::search::{
+use hedge_embed::identification::{
     build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
     UncertaintyScore,
 };
+use hedge_embed::parse_device;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ScoreArg {
@@ -199,7 +199,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
     hedge_run::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
     hedge_run::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     let figure = args.out.join("risk_coverage.png");
-    hedge_embed::search::risk_coverage_figure(&figure, &identifier.manifest.calibration, &results)?;
+    hedge_lab::hib::identification::risk_coverage_figure(&figure, &identifier.manifest.calibration, &results)?;
     print_summary(&summary);
     println!("results: {}", args.out.display());
     Ok(())
