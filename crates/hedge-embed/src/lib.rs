@@ -4,9 +4,10 @@
 //!
 //! Pieces, each usable on its own: [`HibConfig`] (validated hyper-parameters), [`HibNet`]
 //! (the network), [`Embedding`] (a batch of distributions), [`MatchHead`] and the losses in
-//! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], and dataset-level [`embed`] tools; whole
-//! experiments in [`run_eval`] (train, evaluate, curves) and [`mod@reproduce`] (the paper's tables),
-//! with typed reports in [`report`].
+//! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], dataset-level [`embed`] tools, runs evaluated
+//! in [`run_eval`] with typed reports in [`report`], and the identification service (an index of
+//! a gallery with the abstention rule) in [`identification`]. The paper's reproduction, progress
+//! bars and figures are built on these in `hedge-lab`.
 //!
 //! ```no_run
 //! use hedge_data::{NDigitProtocol, NDigitSplit};
