@@ -1,0 +1,6 @@
+//! Fault injection on the one experiment engine, in one test binary (one build and link): an
+//! active-learning experiment and an agnostic sweep whose writer stops after any single write
+//! resume to the results of an uninterrupted run, and damaged logs are refused.
+
+mod active_experiment;
+mod agnostic_sweep;
