@@ -10,9 +10,10 @@
 # results/hib/open-set/SETTING). BUDGET (minutes of training per model; default 45 for N = 2,
 # D = 2 and 20 elsewhere under the instance protocol, 20 everywhere under open-set) and HEDGE (the
 # binary, default ./target/release/hedge) may be set in the environment.
-# `hedge hib reproduce` reuses finished runs and resumes unfinished ones, so the script can be
-# stopped and started again at any time, from any checkout (the runs' model and optimizer files
-# are committed). Seed 0 of each Table 1 model trains the steps its budget planned from its first
+# `hedge hib reproduce --overwrite` over an earlier reproduction reads its finished runs back and
+# continues its unfinished one (each run folder resumes from its own checkpoint), so the script
+# can be stopped and started again at any time, from any checkout (the runs' model and optimizer
+# files are committed). Seed 0 of each Table 1 model trains the steps its budget planned from its first
 # steps' speed; the other seeds, and Table 5's and Appendix B's variants of that model, train
 # exactly seed 0's step count. Work beside a run slows the table down without changing its
 # numbers, except while a seed 0 plans (its first steps).
@@ -70,8 +71,7 @@ for setting in "${settings[@]}"; do
         esac
     fi
     out=$root/$setting
-    mkdir -p "$out"
-    "$hedge" "${common[@]}" --budget-minutes "$budget" "${extra[@]}" --out "$out" 2>&1 | tee -a "$out/reproduce.log"
+    "$hedge" "${common[@]}" --budget-minutes "$budget" "${extra[@]}" --overwrite --out "$out" 2>&1 | tee -a "$out.log"
 done
 exit
 }

@@ -282,7 +282,8 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
         recipe.protocol = protocol.into();
     }
     let bench = RecipeBench { recipe, budget_minutes: args.budget_minutes, watch_every: args.watch_every };
-    let report = bench.run(&args.out, &args.config.display().to_string(), &crate::command_line(), |e| {
+    let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());
+    let report = bench.run(&data, &args.out, &args.config.display().to_string(), &crate::command_line(), |e| {
         if let hedge_embed::TrainEvent::Monitor(r) = e {
             tracing::info!("{:.1} min, step {}: {}", r.train_seconds / 60.0, r.step, r.sets_line());
         }

@@ -6,13 +6,13 @@ use crate::hib_args::{PrecisionArg, ProtocolArg, ScheduleArg, SplitArg};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::{NDigitProtocol, NDigitSplit};
-use hedge_embed::experiment::{load_role, prepare_resume, TrainPlan};
+use hedge_embed::experiment::{prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     embed_run, evaluate_run, new_run, quick_verification, save_eval, with_group, EvalSettings,
     PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
-    parse_device, BatchComposition, EmbeddingKind, EvalReport, HibConfig, LossKind, MatchEstimator, MatchInit,
+    parse_device, BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit,
     MetricSet, Norm, PairSet, RunDir,
 };
 use hedge_lab::hib::run::{curve, train_with_progress};
@@ -348,7 +348,8 @@ pub fn run(command: HibCommand) -> Result<()> {
                 Some(s) => s.into(),
                 None => run.read_config()?.hib.protocol.main_test_split(),
             };
-            curve(&run, args.repeats, split, parse_device(&args.device)?, &crate::command_line())?;
+            let data = HibData::new(hedge_data::DataRoot::from_env());
+            curve(&run, &data, args.repeats, split, parse_device(&args.device)?, &crate::command_line())?;
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
@@ -373,7 +374,9 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
     Ok(())
 }
 
-fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
+/// The config of `hib train`'s flags over its `--config` over the defaults, checked; a user's
+/// `--data` is decoded here, through `data`, which keeps it for the rest of the command.
+fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     let mut c = match &args.config {
         Some(path) => {
             let text =
@@ -390,11 +393,13 @@ fn resolve_config(args: &TrainArgs) -> Result<HibConfig> {
         c.protocol = v.into();
     }
     if let Some(path) = &args.data {
-        let set = hedge_data::ImageSet::read(path)?;
+        // Absolute, so that --resume and `hib eval` find the images from any folder.
+        let path =
+            std::fs::canonicalize(path).with_context(|| format!("cannot resolve --data '{}'", path.display()))?;
+        let set = data.own_images(&path)?;
         let classes = set.class_names.len();
         c.data = Some(hedge_embed::OwnImages {
-            // Absolute, so that --resume and `hib eval` find the images from any folder.
-            path: std::fs::canonicalize(path).with_context(|| format!("cannot resolve '{}'", path.display()))?,
+            path,
             shape: [set.channels, set.height, set.width],
             unseen_classes: args.unseen_classes.unwrap_or((classes / 5).max(2)),
             seen_test_fraction: args.seen_test_fraction,
@@ -534,27 +539,28 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
 fn train(args: TrainArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = parse_device(&args.device)?;
-    let (run, config, resuming, plan, train_set) = match &args.resume {
+    // Every image this command reads comes through here, read once.
+    let data = HibData::new(hedge_data::DataRoot::from_env());
+    let (run, config, resuming, plan) = match &args.resume {
         Some(path) => {
             let run = RunDir::open_to_resume(path)?;
             let (rc, plan) = prepare_resume(&run, args.steps, args.keep_every)?;
-            let train_set = load_role(&rc.hib, NDigitSplit::Train)?;
-            (run, rc.hib, true, plan, train_set)
+            (run, rc.hib, true, plan)
         }
         None => {
-            let mut config = resolve_config(&args)?;
+            let mut config = resolve_config(&args, &data)?;
             config.conv_precision = config.conv_precision.resolve(device);
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             if let Some(data) = &args.data {
                 hedge_run::check_out_not_inside(out, data, "--data")?;
             }
-            // The data loads before the run directory exists, so a load failure leaves none.
-            let train_set = load_role(&config, NDigitSplit::Train)?;
-            // The trainer checks the data against the settings (a grouped batch needs as many
-            // classes as it draws; a user's set may have few): before the run folder exists.
-            drop(hedge_embed::Trainer::new(ParamGuard::check(config.clone())?, train_set.clone(), device)?);
-            let own_split = hedge_embed::experiment::own_split(&config)?;
+            // The data loads and is checked against the settings (a grouped batch needs as many
+            // classes as it draws; a user's set may have few) before the run folder exists, so
+            // a failure leaves none.
+            let train_set = data.role(&config, NDigitSplit::Train)?;
+            hedge_embed::Trainer::check_data(&ParamGuard::check(config.clone())?, train_set)?;
+            let own_split = data.own_split(&config)?;
             let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
             if let Some(split) = own_split {
                 tracing::info!(
@@ -563,14 +569,14 @@ fn train(args: TrainArgs) -> Result<()> {
                     split.seen_classes.join(", "),
                     split.unseen_classes.join(", ")
                 );
-                run.write_json(hedge_embed::experiment::OWN_SPLIT_FILE, &split)?;
+                run.write_json(hedge_embed::data::OWN_SPLIT_FILE, &split)?;
             }
-            (run, config, false, plan, train_set)
+            (run, config, false, plan)
         }
     };
-    let trainer = train_with_progress(&run, &config, train_set, device, resuming, &plan)?;
+    let trainer = train_with_progress(&run, &data, &config, device, resuming, &plan)?;
     if !args.no_eval {
-        let report = quick_verification(&run, &trainer)?;
+        let report = quick_verification(&run, &data, &trainer)?;
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
     println!("run directory: {}", run.path.display());
@@ -584,7 +590,8 @@ fn embed(args: EmbedArgs) -> Result<()> {
     let split = split_or_main(args.split.as_deref(), &run)?;
     check_output_path(&args.out, args.overwrite, is_embedding_npz)?;
     let corrupt = matches!(args.variant, Variant::Corrupt);
-    let set = embed_run(&run, split, corrupt, args.samples, device)?;
+    let data = HibData::new(hedge_data::DataRoot::from_env());
+    let set = embed_run(&run, &data, split, corrupt, args.samples, device)?;
     set.write_npz(&args.out)?;
     println!(
         "wrote {} ({} images of {}, {}; mean eta {:.4})",
@@ -634,7 +641,8 @@ fn eval(args: EvalArgs) -> Result<()> {
         metrics,
         images_per_class: args.per_class,
     };
-    let (eval, report) = evaluate_run(&run, args.weights.as_deref(), &settings, device, &crate::command_line())?;
+    let data = HibData::new(hedge_data::DataRoot::from_env());
+    let (eval, report) = evaluate_run(&run, &data, args.weights.as_deref(), &settings, device, &crate::command_line())?;
     // A report on other weights, of some metrics or of a subset of images only, goes to stdout
     // only: the run's eval.json holds the whole evaluation of its own model.
     if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use hedge_embed::{parse_device, HibConfig, NDigitProtocol};
-use hedge_lab::hib::reproduce::{reproduce, table1, table2, ReproduceConfig};
+use hedge_lab::hib::reproduce::{reproduce, table1, table2, FinishedRun, ReproduceConfig, ReproduceEnv};
+use hedge_run::Experiment;
 
 use crate::hib_args::{ProtocolArg, ScheduleArg, SplitArg};
 
@@ -83,13 +84,25 @@ pub struct ReproduceArgs {
     /// Also evaluate every kept checkpoint (each 1,000 steps) and plot quality against steps.
     #[arg(long)]
     curves: bool,
+    /// Leave the figures out (a numbers-only look; the figures take seconds each).
+    #[arg(long)]
+    no_figures: bool,
     #[arg(long, default_value = "cpu")]
     device: String,
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Output folder, e.g. results/hib/n2-d2.
-    #[arg(long)]
-    out: PathBuf,
+    /// Output folder, e.g. results/hib/n2-d2 (must not exist or be empty, unless --overwrite).
+    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    out: Option<PathBuf>,
+    /// Start a new reproduction in a --out that holds an earlier one: its tables, summary and
+    /// log are replaced; each run folder in runs/ that holds a run of the same configuration is
+    /// continued or read back, not trained again (remove runs/ to retrain).
+    #[arg(long, requires = "out")]
+    overwrite: bool,
+    /// Continue the reproduction in this folder from its last finished run (a run under way
+    /// continues from its own last checkpoint).
+    #[arg(long, conflicts_with_all = ["config", "steps", "budget_minutes", "finish_planned_steps", "protocol", "split", "lr", "lr_schedule", "group", "beta_sweep", "appendix_g", "appendix_b", "curves", "no_figures", "eval_per_class"])]
+    resume: Option<PathBuf>,
 }
 
 impl ReproduceArgs {
@@ -132,7 +145,7 @@ impl ReproduceArgs {
             appendix_g: self.appendix_g,
             appendix_b: self.appendix_b,
             curves: self.curves,
-            out: self.out.clone(),
+            figures: !self.no_figures,
             command: crate::command_line(),
         })
     }
@@ -140,11 +153,17 @@ impl ReproduceArgs {
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
-    let config = args.config()?;
-    let summary = reproduce(&config, device)?;
+    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: parse_device(&args.device)? };
+    let finished = |r: FinishedRun| tracing::info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps);
+    let (summary, out) = match &args.resume {
+        Some(dir) => (ReproduceConfig::resume(dir, &env, finished)?.1, dir.clone()),
+        None => {
+            let out = args.out.clone().expect("clap requires --out without --resume");
+            (reproduce(&args.config()?, &env, &out, args.overwrite)?, out)
+        }
+    };
     println!("{}", table1(&summary));
     println!("{}", table2(&summary));
-    println!("results in {}", config.out.display());
+    println!("results in {}", out.display());
     Ok(())
 }

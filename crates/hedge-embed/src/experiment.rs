@@ -1,118 +1,15 @@
-//! Training runs as a user starts them: data from `$HEDGE_DATA_DIR`, a run directory, held-out
+//! Training runs as a user starts them: images from a [`HibData`], a run directory, held-out
 //! sets watched against wall-clock, a budget, and resumption.
 
-use std::sync::Arc;
-
-use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
+use hedge_data::NDigitSplit;
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
+use crate::data::HibData;
 use crate::monitor::WatchSet;
 use crate::run::RunDir;
 use crate::train::{RunOptions, TrainEvent, Trainer};
 use crate::{HibConfig, Result};
-
-/// MNIST and one N-digit split of `protocol` from `$HEDGE_DATA_DIR`.
-pub fn load_split(digits: usize, protocol: NDigitProtocol, split: NDigitSplit) -> Result<ImageDataset> {
-    protocol.check_split(split)?;
-    let dir = data_dir()?;
-    let mnist = Arc::new(Mnist::load(&dir.join("mnist"))?);
-    Ok(ImageDataset::load(&dir, digits, protocol, split, &mnist)?)
-}
-
-/// The images of `split`'s role for `config`: N-digit MNIST's split of `config.protocol`, or the
-/// matching part of the user's image set (`train`: the seen classes less their held-out images;
-/// `test_seen`: those images; `test_unseen`: the held-out classes), split as `config.data` says.
-///
-/// # Errors
-/// A split the protocol has no table for (`test` is the instance protocol's, `test_seen` and
-/// `test_unseen` the open-set's and a user's set's), the user's images no longer having the shape
-/// the run was made with (the model would not fit them), and every error of
-/// [`hedge_data::ImageSet::read`].
-pub fn load_role(config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset> {
-    let Some(own) = &config.data else {
-        return load_split(config.digits, config.protocol, split);
-    };
-    if split == NDigitSplit::Test {
-        return Err(crate::EmbedError::invalid(
-            "split",
-            "test",
-            "a run on your own images has the parts train, test_seen and test_unseen",
-        ));
-    }
-    let [train, seen, unseen] = own_parts(own, read_own(own)?)?;
-    let part = match split {
-        NDigitSplit::Train => train,
-        NDigitSplit::TestSeen => seen,
-        NDigitSplit::TestUnseen | NDigitSplit::Test => unseen,
-    };
-    Ok(ImageDataset::from_images(part, split))
-}
-
-/// The user's images, checked to have the shape the run was made with.
-fn read_own(own: &crate::OwnImages) -> Result<hedge_data::ImageSet> {
-    let set = hedge_data::ImageSet::read(&own.path)?;
-    let shape = [set.channels, set.height, set.width];
-    if shape != own.shape {
-        return Err(crate::EmbedError::invalid(
-            "data",
-            own.path.display(),
-            format!(
-                "its images are now {shape:?} (channels, height, width) but the run was made for {:?}; restore the \
-                 images or train a new run",
-                own.shape
-            ),
-        ));
-    }
-    Ok(set)
-}
-
-/// `[train, test_seen, test_unseen]` of a user's set, split as `own` says.
-fn own_parts(own: &crate::OwnImages, set: hedge_data::ImageSet) -> Result<[hedge_data::ImageSet; 3]> {
-    let (seen, unseen) = set.split_classes(own.unseen_classes, own.split_seed)?;
-    let (train, test_seen) = seen.split_images(own.seen_test_fraction, own.split_seed)?;
-    Ok([train, test_seen, unseen])
-}
-
-/// Which of a user's classes a run trains on and which it holds out (`data_split.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OwnSplit {
-    /// The image folder or `.npz`.
-    pub path: std::path::PathBuf,
-    /// Class names of `train` and `test_seen`.
-    pub seen_classes: Vec<String>,
-    /// Class names of `test_unseen`.
-    pub unseen_classes: Vec<String>,
-    /// Images in each part.
-    pub train_images: usize,
-    pub test_seen_images: usize,
-    pub test_unseen_images: usize,
-}
-
-/// Where a run on a user's images lists its split.
-pub const OWN_SPLIT_FILE: &str = "data_split.json";
-
-/// The split of a user's images that `config.data` describes (`None` for N-digit MNIST).
-pub fn own_split(config: &HibConfig) -> Result<Option<OwnSplit>> {
-    let Some(own) = &config.data else { return Ok(None) };
-    let set = read_own(own)?;
-    let class_names = set.class_names.clone();
-    let names = |part: &hedge_data::ImageSet| -> Vec<String> {
-        let mut classes: Vec<u32> = part.labels.clone();
-        classes.sort_unstable();
-        classes.dedup();
-        classes.into_iter().map(|c| class_names[c as usize].clone()).collect()
-    };
-    let [train, seen, unseen] = own_parts(own, set)?;
-    Ok(Some(OwnSplit {
-        path: own.path.clone(),
-        seen_classes: names(&train),
-        unseen_classes: names(&unseen),
-        train_images: train.len(),
-        test_seen_images: seen.len(),
-        test_unseen_images: unseen.len(),
-    }))
-}
 
 pub use crate::run::PLAN_FILE;
 
@@ -222,7 +119,7 @@ impl Default for TrainPlan {
 /// The sets a run watches: `validation` (the held-out training classes or images, when the
 /// config holds some out) and each split of `plan.watch_splits` under its own name (`test_seen`
 /// without the held-out classes, which the model never trained on).
-pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> {
+pub fn watch_sets(data: &HibData, trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> {
     let mut sets = Vec::new();
     if plan.watch_every == 0 {
         return Ok(sets);
@@ -231,50 +128,38 @@ pub fn watch_sets(trainer: &Trainer, plan: &TrainPlan) -> Result<Vec<WatchSet>> 
         sets.push(WatchSet::new("validation", val.clone(), plan.watch_pairs)?);
     }
     for &split in &plan.watch_splits {
-        let mut data = load_role(&trainer.config, split)?;
+        let mut images = data.role(&trainer.config, split)?;
         let held_out = trainer.held_out_classes();
         if split == NDigitSplit::TestSeen && !held_out.is_empty() {
             // Seen means trained on: the validation classes' test images are not.
             let keep: Vec<usize> =
-                (0..data.len()).filter(|&i| held_out.binary_search(&data.labels[i]).is_err()).collect();
-            data = data.subset(&keep);
+                (0..images.len()).filter(|&i| held_out.binary_search(&images.labels[i]).is_err()).collect();
+            images = images.subset(&keep);
         }
-        sets.push(WatchSet::new(split.name(), data, plan.watch_pairs)?);
+        sets.push(WatchSet::new(split.name(), images, plan.watch_pairs)?);
     }
     Ok(sets)
 }
 
-/// Trains (or resumes) the run in `run` to `config.steps` or to the plan's budget, watching
-/// the plan's sets; `on_event` sees every step, evaluation and planning decision.
+/// Trains (or resumes) the run in `run` to `config.steps` or to the plan's budget on the
+/// training images `data` holds for `config`, watching the plan's sets; `on_event` sees every
+/// step, evaluation and planning decision.
 ///
 /// A fresh run writes a step-0 checkpoint first, so a run stopped before its first regular
-/// checkpoint can still be resumed. A resumed budgeted run keeps the planned step count of its
-/// `config.json` and stops when the total training wall-clock reaches the budget (unless
-/// `plan.finish_planned_steps`).
+/// checkpoint can still be resumed. With `resuming`, a run that has committed a checkpoint
+/// continues from it and one that has not (stopped before its step-0 checkpoint) starts from
+/// step 0; a resumed budgeted run keeps the planned step count of its `config.json` and stops
+/// when the total training wall-clock reaches the budget (unless `plan.finish_planned_steps`).
 pub fn train_run(
     run: &RunDir,
+    data: &HibData,
     config: &HibConfig,
     device: Device,
     resuming: bool,
     plan: &TrainPlan,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trainer> {
-    let train_set = load_role(config, NDigitSplit::Train)?;
-    train_run_on(run, config, train_set, device, resuming, plan, on_event)
-}
-
-/// [`train_run`] on a training set already loaded. With `resuming`, a run that has committed a
-/// checkpoint continues from it and one that has not (stopped before its step-0 checkpoint)
-/// starts from step 0.
-pub fn train_run_on(
-    run: &RunDir,
-    config: &HibConfig,
-    train_set: ImageDataset,
-    device: Device,
-    resuming: bool,
-    plan: &TrainPlan,
-    on_event: impl FnMut(TrainEvent),
-) -> Result<Trainer> {
+    let train_set = data.role(config, NDigitSplit::Train)?;
     let mut trainer = Trainer::new(crate::ParamGuard::check(config.clone())?, train_set, device)?;
     trainer.keep_checkpoints_every(plan.keep_every);
     let resuming = resuming && run.has_checkpoint();
@@ -285,7 +170,7 @@ pub fn train_run_on(
     }
     // Lines logged after the checkpoint belong to work it does not hold.
     run.truncate_metrics(trainer.step())?;
-    let watch = watch_sets(&trainer, plan)?;
+    let watch = watch_sets(data, &trainer, plan)?;
     trainer.run_with(Some(run), &plan.run_options(&watch, resuming), on_event)?;
     Ok(trainer)
 }

@@ -10,8 +10,8 @@
 //! bars and figures are built on these in `hedge-lab`.
 //!
 //! ```no_run
-//! use hedge_data::{NDigitProtocol, NDigitSplit};
-//! use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, ParamGuard, Trainer};
+//! use hedge_data::{DataRoot, NDigitProtocol, NDigitSplit};
+//! use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, HibData, ParamGuard, Trainer};
 //!
 //! // Exclusive choices are sum types; `check` is the only way to the `Checked` settings
 //! // `Trainer::new` takes (config files stay flat: `model = "mog"`, `components = 2`).
@@ -20,13 +20,17 @@
 //!     .with_batch(BatchComposition::Grouped { classes: 32, per_class: 8 })
 //!     .with_steps(4000)
 //!     .check()?;
-//! let train = hedge_embed::load_split(2, NDigitProtocol::Instance, NDigitSplit::Train)?;
+//! // The papers' datasets under a data root (N-digit MNIST here); a user's own images come
+//! // from the path in `HibConfig::data`. Each is read once, whatever asks for it.
+//! let data = HibData::new(DataRoot::at("data"));
+//! let train = data.split(2, NDigitProtocol::Instance, NDigitSplit::Train)?;
 //! let mut trainer = Trainer::new(config, train, tch::Device::Cpu)?;
 //! trainer.run(None, |m| println!("step {}: loss {:.3}", m.step, m.loss))?;
 //! # Ok::<(), hedge_embed::EmbedError>(())
 //! ```
 
 pub mod config;
+pub mod data;
 pub mod distribution;
 pub mod ema;
 pub mod embed;
@@ -48,13 +52,14 @@ pub use config::{
     BatchComposition, ConvPrecision, EmbeddingKind, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm,
     OwnImages, PairSet,
 };
+pub use data::{HibData, OwnSplit};
 pub use distribution::Embedding;
 pub use embed::{embed_dataset, EmbedOptions, EmbeddedSet};
 pub use error::{EmbedError, Result};
 pub use evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
 };
-pub use experiment::{load_role, load_split, train_run, TrainPlan};
+pub use experiment::{train_run, TrainPlan};
 /// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
 pub use hedge_data::{NDigitProtocol, NDigitSplit};
 pub use hedge_run::{Checked, ParamGuard};

@@ -348,7 +348,8 @@ mod tests {
     /// disjoint from what the model trains on, the same images for the same seed.
     #[test]
     fn validation_images_are_a_seeded_share_of_every_class() {
-        let data = crate::load_split(2, hedge_data::NDigitProtocol::Instance, hedge_data::NDigitSplit::Train)
+        let data = crate::HibData::new(hedge_data::DataRoot::from_env())
+            .split(2, hedge_data::NDigitProtocol::Instance, hedge_data::NDigitSplit::Train)
             .expect("set HEDGE_DATA_DIR to the shared data folder");
         let (train, val) = split_off_images(&data, 0.05, 0).unwrap();
         assert_eq!((train.len(), val.len()), (95_000, 5_000));

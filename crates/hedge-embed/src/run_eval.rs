@@ -9,11 +9,12 @@ use hedge_data::{verification_pairs, Corruption, ImageDataset, NDigitSplit};
 use tch::Device;
 use tracing::info;
 
+use crate::data::HibData;
 use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
     Twin,
 };
-use crate::experiment::{load_role, TrainPlan};
+use crate::experiment::TrainPlan;
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR};
@@ -75,9 +76,9 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
 /// Verification AP on the protocol's main test split (`test` or `test_unseen`; 5,000 + 5,000
 /// pairs), clean and corrupt, written to `verification.json`: the quick check a training command
 /// ends with. The full evaluation (KNN, uncertainty correlations) is [`evaluate_run`].
-pub fn quick_verification(run: &RunDir, trainer: &Trainer) -> Result<VerificationReport> {
+pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Result<VerificationReport> {
     let split = trainer.config.protocol.main_test_split();
-    let test = load_role(&trainer.config, split)?;
+    let test = data.role(&trainer.config, split)?;
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let net = trainer.inference_net();
     let score = |corruption: Corruption| -> Result<QuickVerification> {
@@ -186,6 +187,7 @@ pub fn eval_file_name(split: NDigitSplit) -> String {
 /// them. `command` is recorded in the report; [`save_eval`] writes it into the run.
 pub fn evaluate_run(
     run: &RunDir,
+    data: &HibData,
     weights: Option<&Path>,
     settings: &EvalSettings,
     device: Device,
@@ -203,7 +205,7 @@ pub fn evaluate_run(
     if let Some(w) = weights {
         crate::train::load_weights(&mut vs, w, "the run's config.json (--weights replaces its weights)")?;
     }
-    let mut test = load_role(&config, settings.split)?;
+    let mut test = data.role(&config, settings.split)?;
     if let Some(n) = settings.images_per_class {
         test = test.subset(&test.first_per_class(n));
         info!("eval: the first {n} images of every class of {}: {} images", settings.split.name(), test.len());
@@ -270,6 +272,7 @@ pub fn curve_files(split: NDigitSplit) -> (String, String) {
 /// minutes).
 pub fn curve_points(
     run: &RunDir,
+    data: &HibData,
     repeats: usize,
     split: NDigitSplit,
     device: Device,
@@ -305,7 +308,7 @@ pub fn curve_points(
     let mut rows = Vec::new();
     for (step, path) in &files {
         info!("curve: step {step}");
-        let (_, report) = evaluate_run(run, Some(path), &settings, device, command)?;
+        let (_, report) = evaluate_run(run, data, Some(path), &settings, device, command)?;
         rows.push(CurvePoint {
             knn_accuracy: report.knn_accuracy,
             repeats: Some(repeats),
@@ -333,6 +336,7 @@ pub fn embed_run_twins(
 /// occlusions, `samples` Monte-Carlo samples per input for η.
 pub fn embed_run(
     run: &RunDir,
+    data: &HibData,
     split: NDigitSplit,
     corrupt: bool,
     samples: i64,
@@ -343,7 +347,7 @@ pub fn embed_run(
     }
     let config = run.read_config()?.hib;
     let (_vs, net) = load_model(run, &config, device)?;
-    let dataset = load_role(&config, split)?;
+    let dataset = data.role(&config, split)?;
     let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
     embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })
 }

@@ -207,6 +207,53 @@ pub struct Trainer {
     all_pairs: Option<(Tensor, Tensor, Tensor)>,
 }
 
+/// The training images split for a run: what it trains on, its validation images and the
+/// classes they came from, and the batch sampler over the training images.
+struct SplitData {
+    train: ImageDataset,
+    validation: Option<ImageDataset>,
+    held_out: Vec<u32>,
+    sampler: Sampler,
+}
+
+/// Checks `dataset` against `config` and splits it as [`Trainer::new`] trains on it.
+fn split_data(config: &HibConfig, dataset: ImageDataset) -> Result<SplitData> {
+    if dataset.shape() != config.input_shape() {
+        return Err(EmbedError::invalid(
+            "digits",
+            format!("{:?}", config.input_shape()),
+            format!(
+                "the dataset's images are {:?} (channels, height, width); train on a matching dataset or set digits \
+                 / data to match",
+                dataset.shape()
+            ),
+        ));
+    }
+    let held_out = if config.validation_classes > 0 {
+        validation_classes(&dataset, config.validation_classes, config.validation_seed)?
+    } else {
+        Vec::new()
+    };
+    let (train, validation) = if !held_out.is_empty() {
+        let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
+        (train, Some(val))
+    } else if config.validation_fraction > 0.0 {
+        let (train, val) = split_off_images(&dataset, config.validation_fraction, config.validation_seed)?;
+        (train, Some(val))
+    } else {
+        (dataset, None)
+    };
+    let sampler = match config.batch {
+        BatchComposition::Independent { pairs } => {
+            Sampler::Independent(BalancedPairSampler::new(&train.labels)?, pairs)
+        }
+        BatchComposition::Grouped { classes, per_class } => {
+            Sampler::Grouped(GroupedPairSampler::new(&train.labels, classes, per_class)?)
+        }
+    };
+    Ok(SplitData { train, validation, held_out, sampler })
+}
+
 impl Trainer {
     /// `dataset` is the whole training split; with `validation_classes > 0` those classes, with
     /// `validation_fraction > 0` that share of every class's images, are taken out of it first
@@ -218,31 +265,7 @@ impl Trainer {
     pub fn new(config: Checked<HibConfig>, dataset: ImageDataset, device: Device) -> Result<Self> {
         let mut config = config.into_inner();
         config.conv_precision = config.conv_precision.resolve(device);
-        if dataset.shape() != config.input_shape() {
-            return Err(EmbedError::invalid(
-                "digits",
-                format!("{:?}", config.input_shape()),
-                format!(
-                    "the dataset's images are {:?} (channels, height, width); train on a matching dataset or set \
-                     digits / data to match",
-                    dataset.shape()
-                ),
-            ));
-        }
-        let held_out = if config.validation_classes > 0 {
-            validation_classes(&dataset, config.validation_classes, config.validation_seed)?
-        } else {
-            Vec::new()
-        };
-        let (dataset, validation) = if !held_out.is_empty() {
-            let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
-            (train, Some(val))
-        } else if config.validation_fraction > 0.0 {
-            let (train, val) = split_off_images(&dataset, config.validation_fraction, config.validation_seed)?;
-            (train, Some(val))
-        } else {
-            (dataset, None)
-        };
+        let SplitData { train: dataset, validation, held_out, sampler } = split_data(&config, dataset)?;
         let (vs, net) = build_model(&config, device)?;
         let mut adam = Adam::new(&vs, config.learning_rate);
         adam.scale_learning_rate("match.", config.head_lr_scale);
@@ -253,14 +276,11 @@ impl Trainer {
         } else {
             None
         };
-        let (sampler, all_pairs) = match config.batch {
-            BatchComposition::Independent { pairs } => {
-                (Sampler::Independent(BalancedPairSampler::new(&dataset.labels)?, pairs), None)
+        let all_pairs = match config.batch {
+            BatchComposition::Grouped { classes, per_class } if config.pair_set == PairSet::All => {
+                Some(all_pairs(classes, per_class, device))
             }
-            BatchComposition::Grouped { classes, per_class } => (
-                Sampler::Grouped(GroupedPairSampler::new(&dataset.labels, classes, per_class)?),
-                (config.pair_set == PairSet::All).then(|| all_pairs(classes, per_class, device)),
-            ),
+            _ => None,
         };
         Ok(Trainer {
             config,
@@ -278,6 +298,13 @@ impl Trainer {
             held_out,
             all_pairs,
         })
+    }
+
+    /// Refuses training images `config` cannot train on (another image shape; fewer classes or
+    /// images than its batches or validation split need) without building a network: the check
+    /// a command makes before it creates a run folder.
+    pub fn check_data(config: &Checked<HibConfig>, dataset: ImageDataset) -> Result<()> {
+        split_data(config, dataset).map(|_| ())
     }
 
     /// The held-out validation images: the classes of `validation_classes > 0` (at most

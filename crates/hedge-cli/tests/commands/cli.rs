@@ -266,16 +266,29 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     for f in ["table2.md", "table6.md", "table7.md", "README.md", "embeddings_mog2.png", "uncertainty_bins_mog1.png"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
-    // A second invocation reuses the finished runs instead of training again.
+    // The same command again is refused: the folder holds a reproduction.
     let o = hedge(&args);
+    assert!(!o.status.success() && stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+    // --resume of a finished reproduction trains nothing and rebuilds the same summary from
+    // its log (the wall-clock is the runs' own training and evaluation time, not this call's).
+    let o = hedge(&["hib", "reproduce", "--resume", s(&out)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("reusing"), "{}", stderr(&o));
-    // ... and keeps the wall-clock of the invocation that did the work, not its own milliseconds.
     let again: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(again, summary);
+    // A new reproduction over it (--overwrite) reads the finished runs back instead of
+    // training again: the same numbers.
+    let mut overwrite = args.to_vec();
+    overwrite.push("--overwrite");
+    let o = hedge(&overwrite);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("reusing") && !stderr(&o).contains("training "), "{}", stderr(&o));
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(again["models"], summary["models"]);
     assert_eq!(again["seconds"], summary["seconds"]);
     // Another subset is evaluated again, not read back.
-    let mut more = args.to_vec();
+    let mut more = overwrite.clone();
     more[10] = "12";
     let o = hedge(&more);
     assert!(o.status.success(), "{}", stderr(&o));

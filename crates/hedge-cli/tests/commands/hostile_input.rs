@@ -276,7 +276,7 @@ fn no_command_replaces_a_folder_hedge_did_not_make() {
     let commands: Vec<Vec<&str>> = vec![
         vec!["hib", "train", "--steps", "1", "--overwrite", "--out", m],
         vec!["hib", "search", "--index", s(&run), "--probe", s(&run), "--overwrite", "--out", m],
-        vec!["hib", "reproduce", "--out", m],
+        vec!["hib", "reproduce", "--overwrite", "--out", m],
         vec!["agnostic", "sweep", "--dataset", "adult", "--overwrite", "--out", m],
         vec!["agnostic", "exp1", "--overwrite", "--out", m],
         vec!["agnostic", "pareto", "--sweeps", s(&sweep), "--overwrite", "--out", m],

@@ -27,8 +27,11 @@ fn export(out: &Path, split: &str, per_class: usize, skip: usize, classes: &str)
     ]));
 }
 
+/// Trains on a user's image folder, watching both held-out parts: the folder is decoded once
+/// (it gives the config its image shape, the training and validation images, and both watched
+/// parts).
 fn train(folder: &Path, run: &Path, model: &str) {
-    ok(&hedge(&[
+    let o = hedge(&[
         "hib",
         "train",
         "--data",
@@ -45,10 +48,19 @@ fn train(folder: &Path, run: &Path, model: &str) {
         "32",
         "--threads",
         "1",
+        "--watch-every",
+        "20",
+        "--watch",
+        "test_seen,test_unseen",
         "--no-eval",
         "--out",
         s(run),
-    ]));
+    ]);
+    ok(&o);
+    let log = String::from_utf8_lossy(&o.stderr);
+    let decoded: Vec<&str> = log.lines().filter(|l| l.contains("decoded ")).collect();
+    assert_eq!(decoded.len(), 1, "{log}");
+    assert!(decoded[0].contains(&format!("from {}", std::fs::canonicalize(folder).unwrap().display())), "{log}");
 }
 
 /// `hedge hib search --index INDEX --probe PROBE --threads 1 --out OUT` and `extra` flags.

@@ -207,20 +207,20 @@ fn deterministic_files(run: &RunDir) -> Vec<(String, Vec<u8>)> {
 /// when it never got its config.json) and ends with the bytes of an uninterrupted run.
 #[test]
 fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
-    use hedge_embed::experiment::{read_plan, train_run_on};
+    use hedge_embed::experiment::{read_plan, train_run};
     use hedge_embed::run_eval::write_run_definition;
     use hedge_embed::TrainPlan;
 
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the
     // library takes the same lock inside).
     let _turn = hedge_run::lock_generator();
-    let data = train_set();
+    let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());
     let root = tempfile::tempdir().unwrap();
     let cfg = recipe(4);
     let plan = TrainPlan { keep_every: 2, ..Default::default() };
     let start = |run: &RunDir| -> hedge_embed::Result<()> {
         write_run_definition(run, &cfg, &plan, Device::Cpu, "test")?;
-        train_run_on(run, &cfg, data.clone(), Device::Cpu, false, &plan, |_| {}).map(|_| ())
+        train_run(run, &data, &cfg, Device::Cpu, false, &plan, |_| {}).map(|_| ())
     };
 
     let straight = RunDir::create(&root.path().join("straight")).unwrap();
@@ -243,7 +243,7 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
             Ok(run) => {
                 let rc = run.read_config().unwrap();
                 let plan = read_plan(&run).unwrap();
-                train_run_on(&run, &rc.hib, data.clone(), Device::Cpu, true, &plan, |_| {}).unwrap();
+                train_run(&run, &data, &rc.hib, Device::Cpu, true, &plan, |_| {}).unwrap();
             }
             Err(e) => {
                 // Stopped before config.json: nothing to resume; start over in place.

@@ -266,7 +266,8 @@ impl RecipeBenchReport {
 }
 
 impl RecipeBench {
-    /// Runs the benchmark into a new run directory `out` (its `monitor.jsonl` is the curve);
+    /// Runs the benchmark on `data`'s N = 2 MNIST into a new run directory `out` (its
+    /// `monitor.jsonl` is the curve);
     /// `source` names the recipe in the report, `on_event` sees the training.
     ///
     /// # Errors
@@ -274,6 +275,7 @@ impl RecipeBench {
     /// the errors of training.
     pub fn run(
         &self,
+        data: &hedge_embed::HibData,
         out: &Path,
         source: &str,
         command: &str,
@@ -314,7 +316,7 @@ impl RecipeBench {
             ..Default::default()
         };
         let run = hedge_embed::run_eval::new_run(out, false, &config, &plan, device, command)?;
-        let trainer = train_run(&run, &config, device, false, &plan, on_event)?;
+        let trainer = train_run(&run, data, &config, device, false, &plan, on_event)?;
         let records: Vec<MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
         let no_watch =
             || crate::error::invalid("watch_every", self.watch_every, "no evaluation ran; lower --watch-every");
@@ -358,7 +360,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
         let bench = RecipeBench { recipe: HibConfig::default(), budget_minutes: 1.0, watch_every: 100 };
-        let e = bench.run(&out, "test", "test", |_| {}).unwrap_err().to_string();
+        let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());
+        let e = bench.run(&data, &out, "test", "test", |_| {}).unwrap_err().to_string();
         assert!(e.contains("stops on validation, never on test") && e.contains("validation_fraction"), "{e}");
         assert!(!out.exists());
     }

@@ -1,12 +1,13 @@
 //! The paper's experiment as one call: [`reproduce`] trains point, MoG-1 and MoG-2 embeddings
 //! (and optionally Table 5's β = 0 and Appendix B's contrastive margins), evaluates them on both
 //! test splits, and writes the paper's Tables 1 and 2 (and 5–7, Appendix B) with the paper's
-//! numbers beside ours, `summary.json` ([`ReproduceSummary`]) and the figures. Finished runs are
-//! reused and unfinished ones resumed, so an interrupted reproduction continues where it stopped.
+//! numbers beside ours, `summary.json` ([`ReproduceSummary`]) and the figures. It runs on hedge's
+//! one engine ([`hedge_run::Experiment`]): every finished run is logged and checkpointed, so an
+//! interrupted reproduction continues where it stopped (`--resume`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hedge_data::{Corruption, NDigitProtocol, NDigitSplit};
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,7 @@ use tracing::info;
 use crate::hib::figures::{cloud, embedding_ellipses};
 use crate::hib::run::{curve, train_with_progress};
 use crate::Result;
-use hedge_embed::experiment::{load_split, TrainPlan};
+use hedge_embed::experiment::TrainPlan;
 use hedge_embed::paper::{self, PaperModel};
 use hedge_embed::report::{
     mean, CurvePoint, EvalReport, Metric, ModelSummary, OtherSplit, ReproduceSummary, TwinStats, ValidationChoice,
@@ -28,9 +29,14 @@ use hedge_embed::run_eval::{
     PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
-    embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule,
+    embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule,
 };
-use hedge_run::ParamGuard;
+use hedge_run::undefined::Undefined;
+use hedge_run::{run_resumable, Experiment, ParamGuard, RunDirectory};
+
+fn yes() -> bool {
+    true
+}
 
 /// Margins of the Appendix B comparison.
 pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
@@ -84,8 +90,10 @@ pub struct ReproduceConfig {
     pub appendix_b: bool,
     /// Also evaluate every kept checkpoint and plot quality against steps.
     pub curves: bool,
-    /// Output folder (e.g. results/hib/n2-d2).
-    pub out: PathBuf,
+    /// Draw the paper's figures of the seed-0 runs (embeddings, Figs 3, 4 and 7; the number line
+    /// of Fig. 10 for D = 1; performance against uncertainty, Fig. 5).
+    #[serde(default = "yes")]
+    pub figures: bool,
     /// How the reproduction was started, recorded in its files.
     pub command: String,
 }
@@ -113,7 +121,7 @@ impl Default for ReproduceConfig {
             appendix_g: false,
             appendix_b: false,
             curves: false,
-            out: PathBuf::from("results/hib/reproduce"),
+            figures: true,
             command: String::new(),
         }
     }
@@ -134,10 +142,6 @@ impl ReproduceConfig {
     }
     pub fn with_seeds(mut self, seeds: u64) -> Self {
         self.seeds = seeds;
-        self
-    }
-    pub fn with_out(mut self, out: impl Into<PathBuf>) -> Self {
-        self.out = out.into();
         self
     }
 
@@ -279,12 +283,245 @@ fn paper_value(model: &PaperModel, metric: Metric, variant: Variant) -> Option<f
     })
 }
 
+/// The evaluations of one model's seeds.
+type ModelRuns = (ReproduceModel, Vec<EvalReport>);
+
+/// The line `runs.jsonl` logs for every finished run (a model's seed): its evaluations and the
+/// step count it trained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinishedRun {
+    /// The model's key (`point`, `mog1`, …).
+    pub model: String,
+    pub seed: u64,
+    /// Training steps of the run (with a budget: planned by seed 0 of the model, or of the
+    /// model a variant varies, and trained by every other seed).
+    pub steps: usize,
+    /// On the tables' split.
+    pub main: EvalReport,
+    /// On the protocol's other test split, if it has one.
+    pub other: Option<EvalReport>,
+    /// Every field this line leaves `null`, and why: the evaluations' own lists under `main.`
+    /// and `other.` (absent when none is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undefined: Vec<Undefined>,
+}
+
+impl FinishedRun {
+    /// The line of a finished run, its `null`s explained.
+    fn new(model: String, seed: u64, steps: usize, main: EvalReport, other: Option<EvalReport>) -> Self {
+        let mut undefined: Vec<Undefined> = [("main", Some(&main)), ("other", other.as_ref())]
+            .into_iter()
+            .flat_map(|(prefix, report)| {
+                report.into_iter().flat_map(move |r| {
+                    r.undefined.iter().map(move |u| Undefined {
+                        fields: u.fields.iter().map(|f| format!("{prefix}.{f}")).collect(),
+                        why: u.why.clone(),
+                    })
+                })
+            })
+            .collect();
+        if other.is_none() {
+            undefined.push(Undefined {
+                fields: vec!["other".into()],
+                why: "the instance protocol has one test split: there is no other to evaluate".into(),
+            });
+        }
+        FinishedRun { model, seed, steps, main, other, undefined }
+    }
+}
+
+/// The log of finished runs.
+pub const RUNS_LOG: &str = "runs.jsonl";
+
+/// Where a reproduction reads its images and trains: the papers' data root and the device.
+#[derive(Debug, Clone)]
+pub struct ReproduceEnv {
+    pub data: hedge_data::DataRoot,
+    pub device: Device,
+}
+
+/// What a reproduction trains on, loaded once: the images ([`HibData`] reads each split once)
+/// and the device.
+#[derive(Debug)]
+pub struct ReproduceData {
+    pub images: HibData,
+    pub device: Device,
+}
+
+impl ReproduceData {
+    /// The images under `env.data`, on `env.device`.
+    pub fn new(env: &ReproduceEnv) -> Self {
+        ReproduceData { images: HibData::new(env.data.clone()), device: env.device }
+    }
+}
+
+/// Every run of a reproduction in order: each model's seeds.
+fn runs_of(c: &ReproduceConfig) -> Result<Vec<(ReproduceModel, u64)>> {
+    Ok(models(c)?.into_iter().flat_map(|m| (0..m.seeds).map(move |seed| (m.clone(), seed))).collect())
+}
+
+/// The training plan every run of `c` shares.
+fn train_plan(c: &ReproduceConfig) -> TrainPlan {
+    TrainPlan {
+        budget_minutes: c.budget_minutes,
+        watch_every: c.watch_every,
+        // The tables' split beside the validation classes: a third set would add ~1/3 to each
+        // watch, and the other split is evaluated at the end anyway.
+        watch_splits: if c.watch_every > 0 { vec![c.split] } else { vec![] },
+        keep_every: 1000,
+        finish_planned_steps: c.finish_planned_steps,
+        ..Default::default()
+    }
+}
+
+/// Each reproduction runs on the one engine of hedge ([`hedge_run::Experiment`]): a run (a
+/// model's seed) trains and is evaluated in `runs/<model>-seed<seed>/` (a training resumes from
+/// its own last checkpoint there), then `runs.jsonl` logs it and `progress.json` is
+/// checkpointed. A new reproduction over a folder with `--overwrite` starts its log anew but
+/// continues or reads back every run folder that holds the same configuration (remove `runs/` to
+/// train again).
+impl Experiment for ReproduceConfig {
+    type Data = ReproduceData;
+    type Root = ReproduceEnv;
+    type Summary = ReproduceSummary;
+    type Finished = FinishedRun;
+    type Error = crate::LabError;
+
+    const FILES: &'static [&'static str] = &[
+        RUNS_LOG,
+        "summary.json",
+        "table1.md",
+        "table2.md",
+        "table5.md",
+        "table6.md",
+        "table7.md",
+        "appendix_b.md",
+        "curves.json",
+        "time_to_quality.md",
+        "README.md",
+    ];
+
+    fn load(&self, root: &ReproduceEnv) -> Result<ReproduceData> {
+        let data = ReproduceData::new(root);
+        // The tables the runs train and are scored on exist and are intact before anything runs.
+        data.images.split(self.digits, self.protocol, NDigitSplit::Train)?;
+        data.images.split(self.digits, self.protocol, self.split)?;
+        Ok(data)
+    }
+
+    fn check(&self, _data: &ReproduceData) -> Result<()> {
+        self.check_ref()
+    }
+
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &ReproduceData,
+        progress: &mut dyn FnMut(FinishedRun),
+    ) -> Result<ReproduceSummary> {
+        let runs = runs_of(self)?;
+        let settings = EvalSettings {
+            split: self.split,
+            repeats: self.repeats,
+            images_per_class: self.eval_images_per_class,
+            ..Default::default()
+        };
+        let plan = train_plan(self);
+        run_resumable::<FinishedRun, (), crate::LabError>(
+            dir,
+            RUNS_LOG,
+            runs.len(),
+            |index, _, on_step| {
+                let (m, seed) = &runs[index];
+                let run_dir = dir.path().join("runs").join(format!("{}-seed{seed}", m.key));
+                info!("{}: seed {seed} in {}", m.label, run_dir.display());
+                let mut config = m.config.clone().with_seed(*seed);
+                // A budget plans seed 0's step count from the machine's speed; the other seeds
+                // (and the variants of this model) train exactly that many steps: the same
+                // recipe for every seed, whatever else the machine was doing when they started.
+                let planner = m.steps_from.as_deref().unwrap_or(&m.key);
+                let finished: Vec<FinishedRun> = dir.read_json_lines(RUNS_LOG)?;
+                let planned = finished.iter().find(|r| r.model == planner && r.seed == 0).map(|r| r.steps);
+                let run_plan = match planned {
+                    Some(steps) if plan.budget_minutes.is_some() => {
+                        config.steps = steps;
+                        info!("{}: seed {seed} trains {planner} seed 0's {steps} planned steps", m.label);
+                        TrainPlan { budget_minutes: None, ..plan.clone() }
+                    }
+                    _ => plan.clone(),
+                };
+                let e = train_and_eval(&run_dir, data, &config, &settings, &run_plan, &self.command)?;
+                let steps = RunDir::open(&run_dir)?.read_config()?.hib.steps;
+                let record = FinishedRun::new(m.key.clone(), *seed, steps, e.main, e.other);
+                on_step(&record, None)?;
+                progress(record);
+                Ok(())
+            },
+            |_| {},
+        )?;
+        let summary = self.report_in(dir)?;
+        let results = self.model_runs(&dir.read_json_lines(RUNS_LOG)?)?.0;
+        if self.figures {
+            draw_figures(self, dir.path(), &results, data)?;
+        }
+        if self.curves {
+            draw_curves(self, dir.path(), &results, data)?;
+        }
+        Ok(summary)
+    }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<ReproduceSummary> {
+        let finished: Vec<FinishedRun> = dir.read_json_lines(RUNS_LOG)?;
+        let (results, other) = self.model_runs(&finished)?;
+        let mut summary = summarise(self, &results)?;
+        if let Some(split) = self.other_split() {
+            summary.seconds += other.iter().flat_map(|(_, e)| e).map(|e| e.eval_seconds).sum::<f64>();
+            summary.other_split =
+                Some(OtherSplit { models: summarise(self, &other)?.models, split: split.name().to_string() });
+        }
+        let summary = summary.with_nulls_explained();
+        if let Some(line) = hedge_run::undefined::summary_line(&summary.undefined) {
+            info!("{}: {line}", dir.file("summary.json").display());
+        }
+        dir.write_json("summary.json", &summary)?;
+        dir.write_bytes("table1.md", table1(&summary).as_bytes())?;
+        dir.write_bytes("table2.md", table2(&summary).as_bytes())?;
+        if self.beta_sweep {
+            dir.write_bytes("table5.md", table5(&summary).as_bytes())?;
+        }
+        if self.appendix_g {
+            dir.write_bytes("table6.md", table67(self, &results, false).as_bytes())?;
+            dir.write_bytes("table7.md", table67(self, &results, true).as_bytes())?;
+        }
+        if self.appendix_b {
+            dir.write_bytes("appendix_b.md", appendix_b(&summary).as_bytes())?;
+        }
+        dir.write_bytes("README.md", readme(self, &summary).as_bytes())?;
+        Ok(summary)
+    }
+}
+
+impl ReproduceConfig {
+    /// The logged runs grouped by model in the reproduction's order: each model's evaluations
+    /// on the tables' split, then on the other split.
+    fn model_runs(&self, finished: &[FinishedRun]) -> Result<(Vec<ModelRuns>, Vec<ModelRuns>)> {
+        let (mut results, mut other) = (Vec::new(), Vec::new());
+        for m in models(self)? {
+            let runs: Vec<&FinishedRun> = finished.iter().filter(|r| r.model == m.key).collect();
+            if runs.is_empty() {
+                continue;
+            }
+            other.push((m.clone(), runs.iter().filter_map(|r| r.other.clone()).collect()));
+            results.push((m, runs.iter().map(|r| r.main.clone()).collect()));
+        }
+        Ok((results, other))
+    }
+}
+
 /// The evaluations of one run: on the tables' split and on the other one, if the protocol has one.
 struct RunEvals {
     main: EvalReport,
     other: Option<EvalReport>,
-    /// Whether this call trained or evaluated (false: everything was read back).
-    worked: bool,
 }
 
 /// Trains (or resumes, or reuses) one run and returns its evaluation on the tables' split and the
@@ -293,12 +530,13 @@ struct RunEvals {
 /// same model.
 fn train_and_eval(
     dir: &Path,
+    data: &ReproduceData,
     config: &HibConfig,
-    device: Device,
     settings: &EvalSettings,
     plan: &TrainPlan,
     command: &str,
 ) -> Result<RunEvals> {
+    let device = data.device;
     let budgeted = plan.budget_minutes.is_some();
     let (run, resuming) = if dir.join(hedge_embed::run::CONFIG_FILE).is_file() {
         let run = RunDir::open_to_resume(dir)?;
@@ -326,12 +564,10 @@ fn train_and_eval(
     let state = run.read_state()?;
     let done = plan.finished(state.step, stored.steps, state.seconds);
     if !done {
-        let train_set = hedge_embed::experiment::load_split(stored.digits, stored.protocol, NDigitSplit::Train)?;
-        train_with_progress(&run, &stored, train_set, device, resuming, plan)?;
+        train_with_progress(&run, &data.images, &stored, device, resuming, plan)?;
     }
     let other_split = stored.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
     let mut evals = Vec::new();
-    let mut worked = !done;
     for split in std::iter::once(settings.split).chain(other_split) {
         if done {
             // A report of another evaluation subset is evaluated again.
@@ -346,10 +582,10 @@ fn train_and_eval(
                 continue;
             }
         }
-        worked = true;
         let best = run.file(BEST_MODEL_FILE);
         let weights = best.is_file().then_some(best.as_path());
-        let (_, mut report) = evaluate_run(&run, weights, &EvalSettings { split, ..*settings }, device, command)?;
+        let (_, mut report) =
+            evaluate_run(&run, &data.images, weights, &EvalSettings { split, ..*settings }, device, command)?;
         // The run's own report, whichever weights it scored.
         report.run = run.path.display().to_string();
         hedge_embed::run_eval::save_eval(&run, &report)?;
@@ -357,118 +593,16 @@ fn train_and_eval(
     }
     let other = other_split.map(|_| evals.pop().expect("an evaluation of the other split"));
     let main = evals.pop().expect("an evaluation of the tables' split");
-    Ok(RunEvals { main, other, worked })
+    Ok(RunEvals { main, other })
 }
 
-/// The evaluations of one model's seeds.
-type ModelRuns = (ReproduceModel, Vec<EvalReport>);
-
-/// Trains, evaluates and writes the whole reproduction into `c.out`; returns its summary.
-pub fn reproduce(c: &ReproduceConfig, device: Device) -> Result<ReproduceSummary> {
+/// Trains, evaluates and writes the whole reproduction into a new folder `out` (refused when
+/// it holds files, unless `overwrite` and hedge made it); returns its summary. The same as
+/// [`Experiment::run`] after [`Experiment::load`], for callers that hold no data yet.
+pub fn reproduce(c: &ReproduceConfig, env: &ReproduceEnv, out: &Path, overwrite: bool) -> Result<ReproduceSummary> {
     c.check_ref()?;
-    let models = models(c)?;
-    // A reproduction resumes in its own folder: an empty one, one hedge made, or one holding an
-    // earlier reproduction (`runs/`, from before hedge marked its folders); any other folder
-    // with files is the user's and is refused, whatever is in it.
-    let earlier_reproduction = c.out.join("runs").is_dir() && c.out.join("summary.json").is_file();
-    if !earlier_reproduction {
-        hedge_run::atomic::check_output_dir(&c.out, true)?;
-    }
-    std::fs::create_dir_all(&c.out).map_err(|e| hedge_embed::EmbedError::io(&c.out, e))?;
-    hedge_run::atomic::mark_as_hedges(&c.out)?;
-    let settings = EvalSettings {
-        split: c.split,
-        repeats: c.repeats,
-        images_per_class: c.eval_images_per_class,
-        ..Default::default()
-    };
-    let plan = TrainPlan {
-        budget_minutes: c.budget_minutes,
-        watch_every: c.watch_every,
-        // The tables' split beside the validation classes: a third set would add ~1/3 to each
-        // watch, and the other split is evaluated at the end anyway.
-        watch_splits: if c.watch_every > 0 { vec![c.split] } else { vec![] },
-        keep_every: 1000,
-        finish_planned_steps: c.finish_planned_steps,
-        ..Default::default()
-    };
-    let started = std::time::Instant::now();
-    let mut results: Vec<ModelRuns> = Vec::new();
-    let mut other: Vec<ModelRuns> = Vec::new();
-    let mut worked = false;
-    let mut planned: BTreeMap<String, usize> = BTreeMap::new();
-    for m in models {
-        let (mut evals, mut others) = (Vec::new(), Vec::new());
-        // A budget plans seed 0's step count from the machine's speed; the other seeds (and the
-        // variants of this model) train exactly that many steps: the same recipe for every
-        // seed, whatever else the machine was doing when they started.
-        let mut seed0_steps = m.steps_from.as_ref().and_then(|k| planned.get(k).copied());
-        for seed in 0..m.seeds {
-            let dir = c.out.join("runs").join(format!("{}-seed{seed}", m.key));
-            info!("{}: seed {seed} in {}", m.label, dir.display());
-            let mut config = m.config.clone().with_seed(seed);
-            let seed_plan = match seed0_steps {
-                Some(steps) if plan.budget_minutes.is_some() => {
-                    config.steps = steps;
-                    info!("{}: seed {seed} trains seed 0's {steps} planned steps", m.label);
-                    TrainPlan { budget_minutes: None, ..plan.clone() }
-                }
-                _ => plan.clone(),
-            };
-            let e = train_and_eval(&dir, &config, device, &settings, &seed_plan, &c.command)?;
-            if seed == 0 && seed0_steps.is_none() {
-                let steps = RunDir::open(&dir)?.read_config()?.hib.steps;
-                seed0_steps = Some(steps);
-                planned.insert(m.key.clone(), steps);
-            }
-            worked |= e.worked;
-            evals.push(e.main);
-            others.extend(e.other);
-        }
-        other.push((m.clone(), others));
-        results.push((m, evals));
-    }
-    let summary_path = c.out.join("summary.json");
-    let seconds = match previous_seconds(&summary_path) {
-        // Everything was read back: the folder's numbers still come from the invocation that
-        // trained or evaluated, so its wall-clock stays (not this call's few milliseconds).
-        Some(s) if !worked => s,
-        _ => started.elapsed().as_secs_f64(),
-    };
-    let mut summary = summarise(c, &results, seconds)?;
-    if let Some(split) = c.other_split() {
-        summary.other_split =
-            Some(OtherSplit { models: summarise(c, &other, 0.0)?.models, split: split.name().to_string() });
-    }
-    let summary = summary.with_nulls_explained();
-    if let Some(line) = hedge_run::undefined::summary_line(&summary.undefined) {
-        info!("{}: {line}", summary_path.display());
-    }
-    write_json(&summary_path, &summary)?;
-    write(&c.out.join("table1.md"), &table1(&summary))?;
-    write(&c.out.join("table2.md"), &table2(&summary))?;
-    if c.beta_sweep {
-        write(&c.out.join("table5.md"), &table5(&summary))?;
-    }
-    if c.appendix_g {
-        write(&c.out.join("table6.md"), &table67(c, &results, false))?;
-        write(&c.out.join("table7.md"), &table67(c, &results, true))?;
-    }
-    if c.appendix_b {
-        write(&c.out.join("appendix_b.md"), &appendix_b(&summary))?;
-    }
-    draw_figures(c, &results, device)?;
-    if c.curves {
-        draw_curves(c, &results, device)?;
-    }
-    write(&c.out.join("README.md"), &readme(c, &summary))?;
-    Ok(summary)
-}
-
-/// The wall-clock recorded by an earlier summary in the folder, if one is there and readable.
-fn previous_seconds(path: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str::<ReproduceSummary>(&text).ok().map(|s| s.seconds)
+    let data = c.load(env)?;
+    c.run(&data, out, overwrite, |r| info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
@@ -504,8 +638,9 @@ fn validation_choice(evals: &[EvalReport]) -> Result<Option<ValidationChoice>> {
 }
 
 /// Means and sample sds over each model's seeds.
-fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result<ReproduceSummary> {
+fn summarise(c: &ReproduceConfig, results: &[ModelRuns]) -> Result<ReproduceSummary> {
     let mut models = BTreeMap::new();
+    let mut seconds = 0.0;
     for (m, evals) in results {
         let over = |f: fn(&EvalReport) -> TwinStats| TwinStats::over(&evals.iter().map(f).collect::<Vec<_>>());
         let train_seconds: Vec<f64> = evals
@@ -513,6 +648,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns], seconds: f64) -> Result
             .filter_map(|e| RunDir::open(Path::new(&e.run)).ok()?.read_state().ok())
             .map(|s| s.seconds)
             .collect();
+        seconds += train_seconds.iter().sum::<f64>() + evals.iter().map(|e| e.eval_seconds).sum::<f64>();
         let verification: Vec<VerificationStats> = evals.iter().map(|e| e.verification_ap).collect();
         models.insert(
             m.key.clone(),
@@ -861,8 +997,9 @@ pub struct NumberLine {
 
 /// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7; the number
 /// line of Fig. 10 for D = 1) and performance against uncertainty bins (Fig. 5).
-fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
-    let mut test = load_split(c.digits, c.protocol, c.split)?;
+fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
+    let device = data.device;
+    let mut test = data.images.split(c.digits, c.protocol, c.split)?;
     if let Some(n) = c.eval_images_per_class {
         test = test.subset(&test.first_per_class(n));
     }
@@ -872,7 +1009,7 @@ fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> R
         let title = format!("{} embeddings, N = {}, D = {}", m.label, c.digits, c.dim);
         if c.dim >= 2 {
             let (clean, corrupt) = embed_run_twins(&run, &test, device)?;
-            embedding_ellipses(&c.out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
+            embedding_ellipses(&out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
         } else {
             // Appendix D orders the centroids of all classes: the instance test set holds all of
             // them; the open-set protocol's are split between its seen and unseen test classes.
@@ -884,14 +1021,20 @@ fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> R
                 .test_splits()
                 .iter()
                 .map(|&split| {
-                    embed_dataset(&net, &load_split(c.digits, c.protocol, split)?, &Corruption::Clean, device, options)
+                    embed_dataset(
+                        &net,
+                        &data.images.split(c.digits, c.protocol, split)?,
+                        &Corruption::Clean,
+                        device,
+                        options,
+                    )
                 })
                 .collect::<hedge_embed::Result<Vec<_>>>()?;
             let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
             let order =
-                hedge_plot::centroid_line(&c.out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;
+                hedge_plot::centroid_line(&out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;
             write_json(
-                &c.out.join(format!("number_line_{}.json", m.key)),
+                &out.join(format!("number_line_{}.json", m.key)),
                 &NumberLine {
                     adjacent_sharing_a_digit: order.adjacent_sharing_a_digit,
                     mean_run_length: order.mean_run_length,
@@ -903,7 +1046,7 @@ fn draw_figures(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> R
         if m.key != "point" {
             let b = &first.bins;
             hedge_plot::uncertainty_bins(
-                &c.out.join(format!("uncertainty_bins_{}.png", m.key)),
+                &out.join(format!("uncertainty_bins_{}.png", m.key)),
                 &[
                     ("AP, clean", b.clean.ap.as_slice()),
                     ("AP, corrupt", b.corrupt.ap.as_slice()),
@@ -1058,13 +1201,13 @@ fn time_to_quality(c: &ReproduceConfig, curves: &BTreeMap<String, Vec<CurvePoint
 
 /// AP and KNN against training steps for the seed-0 runs of point, MoG-1 and MoG-2:
 /// `curves.json`, `time_to_quality.md` and `quality_vs_steps.png`.
-fn draw_curves(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Result<()> {
+fn draw_curves(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
     let mut all = BTreeMap::new();
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
-        let rows = curve(&run, 1, c.split, device, &c.command)?;
+        let rows = curve(&run, &data.images, 1, c.split, data.device, &c.command)?;
         let points = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
             rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
         };
@@ -1073,11 +1216,11 @@ fn draw_curves(c: &ReproduceConfig, results: &[ModelRuns], device: Device) -> Re
         series.push((format!("{} KNN corrupt", m.label), points(&|r| r.knn_accuracy.corrupt)));
         all.insert(m.key.clone(), rows);
     }
-    write_json(&c.out.join("curves.json"), &all)?;
-    write(&c.out.join("time_to_quality.md"), &time_to_quality(c, &all, results))?;
+    write_json(&out.join("curves.json"), &all)?;
+    write(&out.join("time_to_quality.md"), &time_to_quality(c, &all, results))?;
     let named: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
     hedge_plot::line_chart(
-        &c.out.join("quality_vs_steps.png"),
+        &out.join("quality_vs_steps.png"),
         &named,
         "training steps",
         c.split.name(),

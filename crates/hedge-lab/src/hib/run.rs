@@ -1,25 +1,25 @@
 //! HIB runs with a progress bar and a figure: training that shows where it is, and the quality
 //! curve of a run's kept checkpoints drawn beside its `curve.json`.
 
-use hedge_data::{ImageDataset, NDigitSplit};
-use hedge_embed::experiment::{train_run_on, TrainPlan};
+use hedge_data::NDigitSplit;
+use hedge_embed::experiment::{train_run, TrainPlan};
 use hedge_embed::report::CurvePoint;
 use hedge_embed::run::MODEL_FILE;
 use hedge_embed::run_eval::{curve_files, curve_points, PLANNED_STEPS_PLACEHOLDER};
-use hedge_embed::{device_name, BatchComposition, HibConfig, RunDir, TrainEvent, Trainer};
+use hedge_embed::{device_name, BatchComposition, HibConfig, HibData, RunDir, TrainEvent, Trainer};
 use indicatif::{ProgressBar, ProgressStyle};
 use tch::Device;
 use tracing::info;
 
 use crate::Result;
 
-/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`hedge_embed::experiment::train_run_on`]) with a
+/// Trains (or resumes) the run to `config.steps` or the plan's budget ([`train_run`]) with a
 /// progress bar on a terminal, a log line every tenth of the run otherwise, and the watched
 /// sets and planning decisions logged.
 pub fn train_with_progress(
     run: &RunDir,
+    data: &HibData,
     config: &HibConfig,
-    train_set: ImageDataset,
     device: Device,
     resuming: bool,
     plan: &TrainPlan,
@@ -32,12 +32,12 @@ pub fn train_with_progress(
         Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
         _ => format!("{} steps", config.steps),
     };
-    let data = match &config.data {
+    let images = match &config.data {
         None => format!("{}-digit MNIST", config.digits),
         Some(own) => format!("{} ({:?} images)", own.path.display(), own.shape),
     };
     info!(
-        "training {:?} HIB, D = {}, {data}, {length} of {batch} on {} ({} threads) into {}",
+        "training {:?} HIB, D = {}, {images}, {length} of {batch} on {} ({} threads) into {}",
         config.model.kind(),
         config.dim,
         device_name(device),
@@ -51,7 +51,7 @@ pub fn train_with_progress(
     // Without a terminal the bar is hidden; log a line every tenth of the run instead.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut log_every = (config.steps / 10).max(1);
-    let trainer = train_run_on(run, config, train_set, device, resuming, plan, |event| match event {
+    let trainer = train_run(run, data, config, device, resuming, plan, |event| match event {
         TrainEvent::Step { metrics: m, planned_steps } => {
             if bar.length() != Some(planned_steps as u64) {
                 bar.set_length(planned_steps as u64);
@@ -91,12 +91,13 @@ pub fn train_with_progress(
 /// corrupt, against training steps.
 pub fn curve(
     run: &RunDir,
+    data: &HibData,
     repeats: usize,
     split: NDigitSplit,
     device: Device,
     command: &str,
 ) -> Result<Vec<CurvePoint>> {
-    let rows = curve_points(run, repeats, split, device, command)?;
+    let rows = curve_points(run, data, repeats, split, device, command)?;
     let (_, png_name) = curve_files(split);
     let series = |f: &dyn Fn(&CurvePoint) -> Option<f64>| -> Vec<(f64, f64)> {
         rows.iter().filter_map(|r| Some((r.step as f64, f(r)?))).collect()
