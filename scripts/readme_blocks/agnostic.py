@@ -233,6 +233,7 @@ LEVERS = (
     ("methods-trial/ctx-rw-hsic-b64-dec-std4", "decision penalty, batch-standardised logits", "β = 4", 0.8),
     ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.7),
     ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.8),
+    ("methods-trial/ctx-rw-hsic-b64-dec-std16-r3", "decision penalty, batch-standardised logits", "β = 16", 0.9),
     ("methods-trial/ctx-rw-hsic-b64-dec-std32", "decision penalty, batch-standardised logits", "β = 32", 0.8),
     ("methods-trial/ctx-rw-hsic-b64-dec-std64", "decision penalty, batch-standardised logits", "β = 64", 0.8),
     ("decision-floor/ctx-twin-labelled-b64", "none (the ceiling: twin labelled + 64-unit bottleneck)", "", 0.5),
@@ -241,19 +242,25 @@ LEVERS = (
 )
 
 
+def diverged_row(folder, lever, setting, a):
+    """The row of a setting whose first network at α diverged: the step its log records."""
+    from .common import path
+    import re
+    with open(path(*AGNOSTIC, *(folder + ".log").split("/"))) as f:
+        step = re.search(r"training diverged at step (\d+)", f.read())
+    if not step:
+        raise SystemExit(f"docs: results/agnostic/{folder}.log records no divergence and no network at α = {a}")
+    return [lever, setting, f"{a:g}", "0", f"diverged (NaN loss at step {step.group(1)})", "", "", "", "", "", f"`{folder}.log`"]
+
+
 def lever_row(folder, lever, setting, a):
-    from .common import exists, load_lines, path
+    from .common import exists, load_lines
     if not exists(*AGNOSTIC, *folder.split("/"), "metrics.jsonl"):
-        with open(path(*AGNOSTIC, *(folder + ".log").split("/"))) as f:
-            text = f.read()
-        import re
-        step = re.search(r"training diverged at step (\d+)", text)
-        if not step:
-            raise SystemExit(f"docs: results/agnostic/{folder}.log records no divergence and no metrics")
-        return [lever, setting, f"{a:g}", "0", f"diverged (NaN loss at step {step.group(1)})", "", "", "", "", "", f"`{folder}.log`"]
+        return diverged_row(folder, lever, setting, a)
     runs = [r for r in load_lines(*AGNOSTIC, *folder.split("/"), "metrics.jsonl") if abs(r["alpha"] - a) < 1e-9]
     if not runs:
-        raise SystemExit(f"docs: results/agnostic/{folder}/metrics.jsonl has no network at α = {a}")
+        # A sweep stops at the network that diverged (its log says where); later α are not run.
+        return diverged_row(folder, lever, setting, a)
 
     def stat(f):
         values = [f(r) for r in runs]
