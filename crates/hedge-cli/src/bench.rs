@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_embed::{parse_device, HibConfig};
+use hedge_embed::HibConfig;
 use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
 use hedge_lab::bayes::bench::GpBench;
 use hedge_lab::hib::bench::{throughput, RecipeBench};
@@ -146,8 +146,8 @@ pub struct BenchArgs {
     /// Untimed warm-up steps.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -173,7 +173,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Search(a) => return crate::identification::bench(a),
     };
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     let precision = hedge_embed::ConvPrecision::from(args.precision).resolve(device);
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     // Both numbers are always measured, so one JSON object carries both keys.

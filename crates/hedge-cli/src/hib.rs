@@ -12,8 +12,8 @@ use hedge_embed::run_eval::{
     PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
-    parse_device, BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit,
-    MetricSet, Norm, PairSet, RunDir,
+    BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
+    Norm, PairSet, RunDir,
 };
 use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
@@ -75,8 +75,8 @@ pub struct CurveArgs {
     /// curve.json; test_seen writes curve_test_seen.json].
     #[arg(long, value_enum)]
     split: Option<SplitArg>,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -125,8 +125,8 @@ pub struct EvalArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -296,8 +296,8 @@ pub struct TrainArgs {
     #[arg(long, value_enum)]
     precision: Option<PrecisionArg>,
     /// cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -330,8 +330,8 @@ pub struct EmbedArgs {
     /// Monte-Carlo samples per input for eta.
     #[arg(long, default_value_t = 8)]
     samples: i64,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -349,7 +349,7 @@ pub fn run(command: HibCommand) -> Result<()> {
                 None => run.read_config()?.hib.protocol.main_test_split(),
             };
             let data = HibData::new(hedge_data::DataRoot::from_env());
-            curve(&run, &data, args.repeats, split, parse_device(&args.device)?, &crate::command_line())?;
+            curve(&run, &data, args.repeats, split, args.device, &crate::command_line())?;
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
@@ -538,7 +538,7 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
 
 fn train(args: TrainArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     // Every image this command reads comes through here, read once.
     let data = HibData::new(hedge_data::DataRoot::from_env());
     let (run, config, resuming, plan) = match &args.resume {
@@ -585,7 +585,7 @@ fn train(args: TrainArgs) -> Result<()> {
 
 fn embed(args: EmbedArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     let run = RunDir::open(&args.run)?;
     let split = split_or_main(args.split.as_deref(), &run)?;
     check_output_path(&args.out, args.overwrite, is_embedding_npz)?;
@@ -625,7 +625,7 @@ fn is_time_to_quality_report(path: &Path) -> bool {
 
 fn eval(args: EvalArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     let run = RunDir::open(&args.run)?;
     let estimator = match args.match_estimator {
         EstimatorArg::Mc => MatchEstimator::MonteCarlo { samples: args.samples },

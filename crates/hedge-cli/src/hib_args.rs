@@ -75,3 +75,9 @@ impl From<PrecisionArg> for ConvPrecision {
         }
     }
 }
+
+/// `--device`: cpu, cuda, cuda:N or auto, parsed once by clap into the device every command
+/// passes down (an unknown name or an absent GPU is refused with the usage line).
+pub fn device(s: &str) -> Result<tch::Device, String> {
+    hedge_embed::parse_device(s).map_err(|e| e.to_string())
+}

@@ -10,7 +10,6 @@ use hedge_embed::identification::{
     build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
     UncertaintyScore,
 };
-use hedge_embed::parse_device;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ScoreArg {
@@ -52,8 +51,8 @@ pub struct IndexArgs {
     top_k: usize,
     #[command(flatten)]
     ann: AnnArgs,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -79,8 +78,8 @@ pub struct SearchArgs {
     /// The run, when it moved since the index was built (its weights must be the same).
     #[arg(long)]
     run: Option<PathBuf>,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
@@ -132,7 +131,7 @@ impl AnnArgs {
 
 pub fn index(args: IndexArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     let ann = args.ann.config()?;
     hedge_run::check_out_not_inside(&args.out, &args.gallery, "--gallery")?;
     if let Some(v) = &args.validation {
@@ -178,7 +177,7 @@ pub fn index(args: IndexArgs) -> Result<()> {
 
 pub fn search(args: SearchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device;
     hedge_run::atomic::check_output_dir(&args.out, args.overwrite)?;
     hedge_run::check_out_not_inside(&args.out, &args.probe, "--probe")?;
     hedge_run::check_out_not_inside(&args.out, &args.index, "--index")?;

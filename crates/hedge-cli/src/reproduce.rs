@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use hedge_embed::{parse_device, HibConfig, NDigitProtocol};
+use hedge_embed::{HibConfig, NDigitProtocol};
 use hedge_lab::hib::reproduce::{reproduce, table1, table2, FinishedRun, ReproduceConfig, ReproduceEnv};
 use hedge_run::Experiment;
 
@@ -87,8 +87,8 @@ pub struct ReproduceArgs {
     /// Leave the figures out (a numbers-only look; the figures take seconds each).
     #[arg(long)]
     no_figures: bool,
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Output folder, e.g. results/hib/n2-d2 (must not exist or be empty, unless --overwrite).
@@ -153,7 +153,7 @@ impl ReproduceArgs {
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: parse_device(&args.device)? };
+    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.device };
     let finished = |r: FinishedRun| tracing::info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps);
     let (summary, out) = match &args.resume {
         Some(dir) => (ReproduceConfig::resume(dir, &env, finished)?.1, dir.clone()),

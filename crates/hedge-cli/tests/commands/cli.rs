@@ -19,6 +19,28 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `--device` is parsed once, by the argument parser: an unknown device is refused with the
+/// names it takes before anything is read, in every command that has the flag.
+#[test]
+fn an_unknown_device_is_refused_with_the_names_it_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = s(dir.path());
+    for args in [
+        vec!["hib", "train", "--steps", "1", "--out", out],
+        vec!["hib", "eval", "--run", out],
+        vec!["hib", "reproduce", "--out", out],
+        vec!["hib", "index", "--run", out, "--gallery", out, "--out", out],
+        vec!["bench", "train"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--device", "tpu"]);
+        let o = hedge(&args);
+        let e = stderr(&o);
+        assert!(!o.status.success() && !e.contains("panicked"), "{args:?}: {e}");
+        assert!(e.contains("--device") && e.contains("use cpu, cuda, cuda:N or auto"), "{args:?}: {e}");
+    }
+}
+
 #[test]
 fn impossible_hyper_parameters_are_named() {
     let dir = tempfile::tempdir().unwrap();
