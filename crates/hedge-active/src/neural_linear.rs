@@ -199,7 +199,7 @@ impl NeuralLinearConfig {
     /// The paper's recipe with its settings for yacht, Boston housing and energy (for power
     /// plant: learning rate 1e-3, weight decay 3.0, b₀ = 3; [`NeuralLinearConfig::paper_for`]).
     pub fn paper() -> Self {
-        Self { recipe: NeuralLinearRecipe::Paper, weight_decay: 1.0, ..Self::default() }
+        Self { weight_decay: 1.0, ..Self::default() }.with_recipe(NeuralLinearRecipe::Paper)
     }
 
     /// The paper's recipe with its per-dataset settings (`dataset` as named under

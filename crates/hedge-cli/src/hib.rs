@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::hib_args::{PrecisionArg, ProtocolArg, ScheduleArg, SplitArg};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use hedge_data::{NDigitProtocol, NDigitSplit};
+use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     embed_run, evaluate_run, new_run, quick_verification, save_eval, with_group, EvalSettings,
@@ -398,14 +398,13 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
             std::fs::canonicalize(path).with_context(|| format!("cannot resolve --data '{}'", path.display()))?;
         let set = data.own_images(&path)?;
         let classes = set.class_names.len();
-        c.data = Some(hedge_embed::OwnImages {
+        c = c.with_data(hedge_embed::OwnImages {
             path,
             shape: [set.channels, set.height, set.width],
             unseen_classes: args.unseen_classes.unwrap_or((classes / 5).max(2)),
             seen_test_fraction: args.seen_test_fraction,
             split_seed: args.split_seed,
         });
-        c.protocol = NDigitProtocol::OpenSet;
     }
     if let Some(v) = args.dim {
         c.dim = v;
