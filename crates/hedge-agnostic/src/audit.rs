@@ -3,6 +3,7 @@
 //! mutual-information lower bound), counterfactual flip rate, activation-map mass inside the
 //! digit, and the fairness gaps used for Adult.
 
+use hedge_eval::grouped::{self, MetricFrame};
 use serde::{Deserialize, Serialize};
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
@@ -20,20 +21,24 @@ pub fn accuracy(logits: &Tensor, labels: &Tensor) -> f64 {
     logits.argmax(1, false).eq_tensor(labels).to_kind(Kind::Double).mean(Kind::Double).double_value(&[])
 }
 
-/// Lowest accuracy over the (target, protected) groups present, from predictions.
+/// Lowest accuracy over the (target, protected) groups present, from predictions (the
+/// minimum of hedge-eval's [`MetricFrame`] of accuracy over those groups).
+///
+/// # Shapes
+/// `predicted`, `target`, `protected`: `[n]` class indices.
 pub fn worst_group_accuracy(predicted: &Tensor, target: &Tensor, protected: &Tensor) -> f64 {
-    let mut worst = f64::INFINITY;
-    for y in 0..2 {
-        for a in 0..2 {
-            let in_group = target.eq(y).logical_and(&protected.eq(a));
-            let count = in_group.sum(Kind::Int64).int64_value(&[]);
-            if count > 0 {
-                let right = predicted.eq_tensor(target).logical_and(&in_group).sum(Kind::Int64).int64_value(&[]);
-                worst = worst.min(right as f64 / count as f64);
-            }
-        }
-    }
-    worst
+    let (p, t, a) = (labels(predicted), labels(target), labels(protected));
+    let cells: Vec<(u32, u32)> = t.iter().copied().zip(a).collect();
+    MetricFrame::new(&cells, |rows| grouped::accuracy(&p, &t, rows)).map_or(f64::NAN, |f| f.group_min())
+}
+
+/// A tensor of class indices as plain labels.
+fn labels(t: &Tensor) -> Vec<u32> {
+    Vec::<i64>::try_from(t.to_kind(Kind::Int64).flatten(0, -1))
+        .expect("an integer tensor")
+        .into_iter()
+        .map(|v| v as u32)
+        .collect()
 }
 
 /// Fraction of predictions that change when only the background changes, given the
@@ -283,24 +288,26 @@ pub fn probe_pair(
 }
 
 /// P(ŷ = 1 | A = 1) − P(ŷ = 1 | A = 0) (AIF360's statistical parity difference with A = 1 the
-/// unprivileged group).
+/// unprivileged group): the signed gap of hedge-eval's [`MetricFrame`] of the selection rate
+/// (NaN when a group has no row).
+///
+/// # Shapes
+/// `predicted`, `protected`: `[n]` class indices.
 pub fn demographic_parity_difference(predicted: &Tensor, protected: &Tensor) -> f64 {
-    let rate = |a: i64| {
-        let g = protected.eq(a);
-        let count = g.sum(Kind::Int64).int64_value(&[]).max(1) as f64;
-        predicted.eq(1).logical_and(&g).sum(Kind::Int64).int64_value(&[]) as f64 / count
-    };
-    rate(1) - rate(0)
+    let (p, a) = (labels(predicted), labels(protected));
+    MetricFrame::new(&a, |rows| grouped::selection_rate(&p, rows))
+        .ok()
+        .and_then(|f| f.difference_between(&1, &0))
+        .unwrap_or(f64::NAN)
 }
 
-/// max(|TPR₁ − TPR₀|, |FPR₁ − FPR₀|) between the protected groups.
+/// max(|TPR₁ − TPR₀|, |FPR₁ − FPR₀|) between the protected groups
+/// ([`grouped::equalised_odds_difference`], fairlearn's `equalized_odds_difference`).
+///
+/// # Shapes
+/// `predicted`, `target`, `protected`: `[n]` class indices.
 pub fn equalised_odds_difference(predicted: &Tensor, target: &Tensor, protected: &Tensor) -> f64 {
-    let rate = |a: i64, y: i64| {
-        let g = protected.eq(a).logical_and(&target.eq(y));
-        let count = g.sum(Kind::Int64).int64_value(&[]).max(1) as f64;
-        predicted.eq(1).logical_and(&g).sum(Kind::Int64).int64_value(&[]) as f64 / count
-    };
-    (rate(1, 1) - rate(0, 1)).abs().max((rate(1, 0) - rate(0, 0)).abs())
+    grouped::equalised_odds_difference(&labels(predicted), &labels(target), &labels(protected)).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

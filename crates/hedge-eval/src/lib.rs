@@ -4,6 +4,7 @@
 pub mod calibration;
 pub mod correlation;
 mod error;
+pub mod grouped;
 pub mod knn;
 pub mod quadrature;
 pub mod ranking;
@@ -12,6 +13,7 @@ pub mod spread;
 pub use calibration::{equal_count_bins, expected_calibration_error, risk_coverage, RiskCoverage};
 pub use correlation::kendall_tau_b;
 pub use error::{EvalError, Result};
+pub use grouped::MetricFrame;
 pub use knn::{knn_accuracy, knn_correct, plurality_label, top_k, KnnRule};
 pub use quadrature::gauss_hermite;
 pub use ranking::average_precision;
