@@ -95,20 +95,20 @@ pub fn nig_projections(
         return Err(invalid("projections", 0, "need at least one posterior draw"));
     }
     let pred = posterior.predict(phi)?;
-    if pred.dof <= 2.0 {
+    if pred.dof() <= 2.0 {
         return Err(invalid("a", posterior.a, "the predictive variance needs 2ã > 2 (more labels or a larger a₀)"));
     }
     let draws = posterior.sample(j, rng)?;
     let n = phi.nrows();
-    let var: Vec<f64> = pred.scale_squared.iter().map(|s| s * pred.dof / (pred.dof - 2.0)).collect();
-    let entropy: Vec<f64> = pred.scale_squared.iter().map(|&s| student_t_entropy(s, pred.dof)).collect();
+    let var = pred.variance();
+    let entropy: Vec<f64> = pred.observed_variance().iter().map(|&s| student_t_entropy(s, pred.dof())).collect();
     let norm = 1.0 / (j as f64).sqrt();
     let mut out = Mat::zeros(n, j);
     for (k, (w, sigma2)) in draws.iter().enumerate() {
         for i in 0..n {
             let f: f64 = (0..phi.ncols()).map(|c| phi[(i, c)] * w[c]).sum();
             let expected = -0.5 * (2.0 * std::f64::consts::PI * sigma2).ln()
-                - (var[i] + (pred.location[i] - f).powi(2)) / (2.0 * sigma2);
+                - (var[i] + (pred.mean[i] - f).powi(2)) / (2.0 * sigma2);
             out[(i, k)] = norm * (expected + entropy[i]);
         }
     }

@@ -12,7 +12,8 @@
 //!   the NIG posterior.
 
 use faer::{Mat, MatRef};
-use hedge_bayes::linear::{FittedNigLinear, NigLinearConfig, StudentTPrediction};
+use hedge_bayes::linear::{FittedNigLinear, NigLinearConfig};
+use hedge_bayes::Prediction;
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 use tch::nn::{self, Module, ModuleT, OptimizerConfig};
@@ -468,7 +469,7 @@ impl FittedNeuralLinear {
     }
 
     /// Student-t predictive at `x`.
-    pub fn predict(&self, x: MatRef<'_, f64>) -> Result<StudentTPrediction> {
+    pub fn predict(&self, x: MatRef<'_, f64>) -> Result<Prediction> {
         Ok(self.posterior.predict(self.features(x).as_ref())?)
     }
 }
@@ -670,11 +671,10 @@ mod tests {
         let config = NeuralLinearConfig { epochs: 500, ..NeuralLinearConfig::paper() };
         let fitted = config.fit(x.as_ref(), &y).unwrap();
         let p = fitted.predict(Mat::from_fn(test.len(), 1, |i, _| test[i]).as_ref()).unwrap();
-        let rmse =
-            (test.iter().zip(&p.location).map(|(t, m)| (f(*t) - m).powi(2)).sum::<f64>() / test.len() as f64).sqrt();
+        let rmse = (test.iter().zip(&p.mean).map(|(t, m)| (f(*t) - m).powi(2)).sum::<f64>() / test.len() as f64).sqrt();
         // sd of sin(2x) on [-2, 2] is ~0.7.
         assert!(rmse < 0.15, "held-out RMSE {rmse}");
-        let scale = (p.scale_squared.iter().sum::<f64>() / p.scale_squared.len() as f64).sqrt();
+        let scale = (p.observed_variance().iter().sum::<f64>() / p.mean.len() as f64).sqrt();
         assert!(scale < 0.5, "predictive scale {scale}");
     }
 }

@@ -7,7 +7,6 @@ use faer::Mat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
-use statrs::function::gamma::ln_gamma;
 
 use crate::acquisition::{lcmd, nig_projections, random_batch, student_t_entropy, top_b};
 use crate::error::{invalid, ActiveError, Result};
@@ -15,7 +14,7 @@ use crate::fisher::linear_nig;
 use crate::frank_wolfe::{frank_wolfe, GramMatrix, Projections};
 use crate::neural_linear::NeuralLinearConfig;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
-use hedge_bayes::linear::StudentTPrediction;
+use hedge_bayes::model::{student_t_log_density, Prediction};
 use hedge_run::ParamGuard;
 use rand_chacha::ChaCha8Rng;
 
@@ -373,19 +372,11 @@ enum FittedSurrogate {
 
 impl FittedSurrogate {
     /// The predictive at `x` on the standardised target scale, one Student-t per ensemble
-    /// member (an equal-weight mixture); the GP's Gaussian is the Student-t with infinite
-    /// degrees of freedom.
-    fn predict(&self, x: faer::MatRef<'_, f64>) -> Result<Vec<StudentTPrediction>> {
+    /// member (an equal-weight mixture), or the GP's Gaussian.
+    fn predict(&self, x: faer::MatRef<'_, f64>) -> Result<Vec<Prediction>> {
         match self {
             FittedSurrogate::NeuralLinear(members) => members.iter().map(|m| m.predict(x)).collect(),
-            FittedSurrogate::Gp(gp) => {
-                let p = gp.predict(x)?;
-                Ok(vec![StudentTPrediction {
-                    scale_squared: p.observed_variance(),
-                    location: p.mean,
-                    dof: f64::INFINITY,
-                }])
-            }
+            FittedSurrogate::Gp(gp) => Ok(vec![gp.predict(x)?]),
         }
     }
 
@@ -399,21 +390,10 @@ impl FittedSurrogate {
 
 /// Mean and variance of an equal-weight mixture of Student-t predictives at point `i` (a
 /// member with ν ≤ 2 has no variance, its scale² stands in; ν = ∞ is the Gaussian).
-fn mixture_moments(members: &[StudentTPrediction], i: usize) -> (f64, f64) {
+fn mixture_moments(members: &[Prediction], i: usize) -> (f64, f64) {
     let k = members.len() as f64;
-    let mean = members.iter().map(|p| p.location[i]).sum::<f64>() / k;
-    let second = members
-        .iter()
-        .map(|p| {
-            let var = if p.dof.is_finite() && p.dof > 2.0 {
-                p.scale_squared[i] * p.dof / (p.dof - 2.0)
-            } else {
-                p.scale_squared[i]
-            };
-            var + p.location[i].powi(2)
-        })
-        .sum::<f64>()
-        / k;
+    let mean = members.iter().map(|p| p.mean[i]).sum::<f64>() / k;
+    let second = members.iter().map(|p| p.variance_at(i) + p.mean[i].powi(2)).sum::<f64>() / k;
     (mean, (second - mean * mean).max(0.0))
 }
 
@@ -460,12 +440,12 @@ impl FittedRegression {
             let logs: Vec<f64> = members
                 .iter()
                 .map(|p| {
-                    let m = self.y_mean + self.y_scale * p.location[i];
-                    student_t_log_density(*t, m, p.scale_squared[i] * self.y_scale * self.y_scale, p.dof)
+                    let m = self.y_mean + self.y_scale * p.mean[i];
+                    student_t_log_density(*t, m, p.observed_variance_at(i) * self.y_scale * self.y_scale, p.dof())
                 })
                 .collect();
             let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let m = self.y_mean + self.y_scale * members.iter().map(|p| p.location[i]).sum::<f64>() / k;
+            let m = self.y_mean + self.y_scale * members.iter().map(|p| p.mean[i]).sum::<f64>() / k;
             sq += (t - m).powi(2);
             ll += top + (logs.iter().map(|l| (l - top).exp()).sum::<f64>() / k).ln();
         }
@@ -584,7 +564,7 @@ impl ActiveModel for RegressionPool<'_> {
             Method::Maxent => {
                 let members = fitted.model.predict(ux.as_ref())?;
                 let h: Vec<f64> = match members.as_slice() {
-                    [p] => p.scale_squared.iter().map(|&s| student_t_entropy(s, p.dof)).collect(),
+                    [p] => p.observed_variance().iter().map(|&s| student_t_entropy(s, p.dof())).collect(),
                     // The mixture's entropy has no closed form; its variance ranks alike for
                     // unimodal members and is what the members disagree on.
                     _ => (0..ux.nrows()).map(|i| mixture_moments(&members, i).1).collect(),
@@ -640,17 +620,6 @@ impl ActiveModel for RegressionPool<'_> {
     }
 }
 
-/// log St(y; m, s², ν); the normal log density N(y; m, s²) for ν = ∞.
-pub fn student_t_log_density(y: f64, m: f64, scale_squared: f64, dof: f64) -> f64 {
-    if dof.is_infinite() {
-        return -0.5 * (2.0 * std::f64::consts::PI * scale_squared).ln() - 0.5 * (y - m).powi(2) / scale_squared;
-    }
-    ln_gamma(0.5 * (dof + 1.0))
-        - ln_gamma(0.5 * dof)
-        - 0.5 * (dof * std::f64::consts::PI * scale_squared).ln()
-        - 0.5 * (dof + 1.0) * (1.0 + (y - m).powi(2) / (dof * scale_squared)).ln()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,22 +642,6 @@ mod tests {
         json.as_object_mut().unwrap().remove("test_fraction");
         assert_eq!(serde_json::from_value::<LoopConfig>(json).unwrap().test_fraction, 0.2);
         assert_eq!(serde_json::to_value(tenth).unwrap()["test_fraction"], 0.1);
-    }
-
-    #[test]
-    fn student_t_density_matches_scipy() {
-        // scipy.stats.t(df=4.5, loc=1.0, scale=2.0).logpdf(2.3)
-        let v = student_t_log_density(2.3, 1.0, 4.0, 4.5);
-        assert!((v - -1.9139904904261327).abs() < 1e-10, "{v}");
-    }
-
-    #[test]
-    fn infinite_dof_is_the_normal_density() {
-        // Closed form: log N(2.3; 1, 4) = −½ log(2π·4) − ½ · 1.3² / 4 (scipy.stats.norm(1, 2).logpdf(2.3)).
-        let v = student_t_log_density(2.3, 1.0, 4.0, f64::INFINITY);
-        assert!((v - -1.823335713764618).abs() < 1e-12, "{v}");
-        // And the Student-t approaches it as ν grows.
-        assert!((student_t_log_density(2.3, 1.0, 4.0, 1e7) - v).abs() < 1e-6);
     }
 
     /// The GP reference sees exactly the labels NeuralLinear's Random loop acquires (the random
@@ -771,7 +724,12 @@ mod tests {
     /// 1 + 1 (the spread of the means); a Student-t with ν = 4 and scale² 1 has variance 2.
     #[test]
     fn mixture_moments_match_the_closed_form() {
-        let t = |loc: f64, s2: f64, dof: f64| StudentTPrediction { location: vec![loc], scale_squared: vec![s2], dof };
+        let t = |loc: f64, s2: f64, dof: f64| Prediction {
+            mean: vec![loc],
+            latent_variance: vec![0.0],
+            noise_variance: s2,
+            degrees_of_freedom: Some(dof),
+        };
         let (m, v) = mixture_moments(&[t(0.0, 1.0, f64::INFINITY), t(2.0, 1.0, f64::INFINITY)], 0);
         assert!((m - 1.0).abs() < 1e-15 && (v - 2.0).abs() < 1e-12, "{m} {v}");
         let (m, v) = mixture_moments(&[t(3.0, 1.0, 4.0)], 0);
@@ -813,7 +771,7 @@ mod tests {
         let mean_rmse = (test_y
             .iter()
             .enumerate()
-            .map(|(i, t)| (t - preds.iter().map(|p| p.location[i]).sum::<f64>() / 3.0).powi(2))
+            .map(|(i, t)| (t - preds.iter().map(|p| p.mean[i]).sum::<f64>() / 3.0).powi(2))
             .sum::<f64>()
             / test_y.len() as f64)
             .sqrt();

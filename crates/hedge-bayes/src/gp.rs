@@ -10,6 +10,7 @@ use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::kernel::{KernelKind, RbfKernel};
 use crate::lbfgs::Lbfgs;
 use crate::linalg::{self, Cholesky};
+pub use crate::model::Prediction;
 use hedge_run::ParamGuard;
 
 /// Kernel hyper-parameters plus the noise variance σ².
@@ -339,6 +340,7 @@ impl TargetScaler {
             mean: mean.into_iter().map(|m| self.mean + self.scale * m).collect(),
             latent_variance: latent_variance.into_iter().map(|v| self.variance(v)).collect(),
             noise_variance: self.variance(noise_variance),
+            degrees_of_freedom: None,
         }
     }
 }
@@ -400,41 +402,6 @@ pub fn log_marginal_likelihood(x: MatRef<'_, f64>, y: &[f64], h: &GpHyperParamet
             noise_variance: trace,
         },
     ))
-}
-
-/// Predictive distribution at test inputs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Prediction {
-    /// `E[f(x*)] = E[y*]`.
-    pub mean: Vec<f64>,
-    /// Var[f(x*)], the latent (noise-free) variance.
-    pub latent_variance: Vec<f64>,
-    /// σ² on the scale of the predictions; `Var[y*] = latent_variance + noise_variance`.
-    pub noise_variance: f64,
-}
-
-impl Prediction {
-    /// `Var[y*] = Var[f*] + σ²`.
-    pub fn observed_variance(&self) -> Vec<f64> {
-        self.latent_variance.iter().map(|v| v + self.noise_variance).collect()
-    }
-
-    /// Root mean squared error of the mean against `y`.
-    pub fn rmse(&self, y: &[f64]) -> f64 {
-        (self.mean.iter().zip(y).map(|(m, t)| (m - t).powi(2)).sum::<f64>() / y.len() as f64).sqrt()
-    }
-
-    /// Mean negative log density of `y` under `N(mean, Var[y*])`.
-    pub fn mean_nll(&self, y: &[f64]) -> f64 {
-        let var = self.observed_variance();
-        self.mean
-            .iter()
-            .zip(&var)
-            .zip(y)
-            .map(|((m, v), t)| 0.5 * (2.0 * std::f64::consts::PI * v).ln() + (t - m).powi(2) / (2.0 * v))
-            .sum::<f64>()
-            / y.len() as f64
-    }
 }
 
 /// A GP conditioned on its training data.

@@ -13,15 +13,17 @@ pub mod kernel;
 pub mod lbfgs;
 pub mod linalg;
 pub mod linear;
+pub mod model;
 pub mod probit;
 pub mod sparse;
 pub mod spike_slab;
 pub mod standardise;
 
 pub use error::{BayesError, Result};
-pub use gp::{FittedGp, GpConfig, GpHyperParameters, Prediction};
+pub use gp::{FittedGp, GpConfig, GpHyperParameters};
 /// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
 pub use hedge_run::{Checked, ParamGuard};
 pub use kernel::{KernelKind, RbfKernel};
+pub use model::{Fit, Predict, Prediction};
 pub use sparse::{FittedSparseGp, SparseGpConfig, SparseMethod};
 pub use standardise::Standardiser;

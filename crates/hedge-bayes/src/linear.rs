@@ -11,6 +11,7 @@ use statrs::function::gamma::ln_gamma;
 
 use crate::error::{check_positive, invalid, BayesError, Result};
 use crate::linalg::{self, Cholesky};
+use crate::model::Prediction;
 use hedge_run::ParamGuard;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -124,9 +125,10 @@ pub struct FittedBayesLinear {
 }
 
 impl FittedBayesLinear {
-    /// Predictive mean φᵀm and latent variance φᵀSφ (add `noise_variance` for y).
-    pub fn predict(&self, phi: MatRef<'_, f64>) -> Result<(Vec<f64>, Vec<f64>)> {
-        predict_linear(phi, &self.mean, &self.covariance, 1.0)
+    /// Gaussian predictive: mean φᵀm, latent variance φᵀSφ, and the known noise variance.
+    pub fn predict(&self, phi: MatRef<'_, f64>) -> Result<Prediction> {
+        let (mean, latent_variance) = predict_linear(phi, &self.mean, &self.covariance, 1.0)?;
+        Ok(Prediction { mean, latent_variance, noise_variance: self.noise_variance, degrees_of_freedom: None })
     }
 }
 
@@ -220,23 +222,17 @@ pub struct FittedNigLinear {
     pub log_evidence: f64,
 }
 
-/// Student-t predictive: location, squared scale and degrees of freedom.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StudentTPrediction {
-    pub location: Vec<f64>,
-    pub scale_squared: Vec<f64>,
-    pub dof: f64,
-}
-
 impl FittedNigLinear {
-    /// p(y* | φ*) = St(y*; φ*ᵀμ, (b̃/ã)(1 + φ*ᵀΣ̃φ*), 2ã).
-    pub fn predict(&self, phi: MatRef<'_, f64>) -> Result<StudentTPrediction> {
-        let (loc, var) = predict_linear(phi, &self.mean, &self.covariance, 1.0)?;
+    /// p(y* | φ*) = St(y*; φ*ᵀμ, (b̃/ã)(1 + φ*ᵀΣ̃φ*), 2ã): a Student-t [`Prediction`] whose latent
+    /// part of the squared scale is (b̃/ã) φ*ᵀΣ̃φ* and whose noise part is b̃/ã.
+    pub fn predict(&self, phi: MatRef<'_, f64>) -> Result<Prediction> {
+        let (mean, leverage) = predict_linear(phi, &self.mean, &self.covariance, 1.0)?;
         let ratio = self.b / self.a;
-        Ok(StudentTPrediction {
-            location: loc,
-            scale_squared: var.iter().map(|v| ratio * (1.0 + v)).collect(),
-            dof: 2.0 * self.a,
+        Ok(Prediction {
+            mean,
+            latent_variance: leverage.iter().map(|v| ratio * v).collect(),
+            noise_variance: ratio,
+            degrees_of_freedom: Some(2.0 * self.a),
         })
     }
 
@@ -308,7 +304,8 @@ mod tests {
             }
         }
         assert!((fit.log_evidence - -15.118696510447139).abs() < 1e-10, "{}", fit.log_evidence);
-        let (m, v) = fit.predict(Mat::from_fn(1, 3, |_, j| [1.0, 0.5, 2.0][j]).as_ref()).unwrap();
+        let p = fit.predict(Mat::from_fn(1, 3, |_, j| [1.0, 0.5, 2.0][j]).as_ref()).unwrap();
+        let (m, v) = (p.mean, p.latent_variance);
         assert!((m[0] - 1.2396595058316506).abs() < 1e-12 && (v[0] - 0.1009888845415382).abs() < 1e-12);
     }
 
