@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 /// Which images to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ClassMethod {
     Random,
     /// Top-b entropy of the MC predictive.

@@ -25,6 +25,7 @@ use hedge_run::ParamGuard;
 /// How the network under the Bayesian last layer is trained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum NeuralLinearRecipe {
     /// Pinsler et al.: the NIG posterior-predictive objective, batch norm, minibatches, cosine
     /// learning rate, weight decay on weights only.
@@ -54,6 +55,7 @@ impl NeuralLinearRecipe {
 /// those features), so the start changes what the paper recipe converges to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LayerInit {
     /// tch's defaults (config files written before this choice existed read as this).
     #[default]

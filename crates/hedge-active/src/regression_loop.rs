@@ -21,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 /// Which points to label next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     Random,
     /// Top-b predictive entropy.
@@ -29,6 +30,10 @@ pub enum Method {
     AcsFw,
     /// Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023;
     /// [`crate::acquisition::lcmd`]).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023)")
+    )]
     Lcmd,
 }
 
@@ -47,9 +52,11 @@ impl Method {
 /// always reported on the original scale).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TargetScaling {
     /// The `init` initial labels, fixed for the whole loop (hedge's protocol so far).
     #[default]
+    #[cfg_attr(feature = "clap", value(name = "initial"))]
     InitialLabels,
     /// Every label acquired so far, re-estimated before each fit.
     Labelled,
@@ -62,14 +69,22 @@ fn is_default_scaling(s: &TargetScaling) -> bool {
 /// The model the loop fits every round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Surrogate {
     /// NeuralLinear ([`LoopConfig::model`]).
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "NeuralLinear: a network with a Bayesian last layer"))]
     NeuralLinear,
     /// An exact Gaussian process with an ARD RBF kernel, its hyper-parameters by maximum
     /// marginal likelihood (hedge-bayes' [`hedge_bayes::GpConfig`] defaults: L-BFGS with two
     /// random restarts): a reference for what the same labels allow a well-specified smooth
     /// model. Random and MaxEnt only (ACS-FW and LCMD read NeuralLinear's last-layer features).
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "An exact GP (ARD RBF kernel, marginal likelihood): what the same labels allow a smooth model; Random and MaxEnt only"
+        )
+    )]
     Gp,
 }
 
@@ -135,9 +150,16 @@ pub const PAPER_ACQUIRED: usize = 100;
 /// Whose experiment settings a regression run follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ActiveProtocol {
     /// The authors' (Pinsler et al.) experiment scripts: `init + 100` labels (120 with 20
     /// initial ones), their per-dataset minibatch rule ([`NeuralLinearConfig::authors_for`]).
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "The authors' experiment scripts: init + 100 labels (120 with 20 initial ones), their per-dataset minibatch rule"
+        )
+    )]
     Paper,
     /// hedge's runs before the authors' settings were known: 100 labels in total, minibatches
     /// of 64 (files written before protocols existed read as this).

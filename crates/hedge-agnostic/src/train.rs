@@ -19,6 +19,7 @@ use hedge_run::ParamGuard;
 /// How G_f is kept from encoding the protected concept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Adversary {
     /// Eq. 1 through the gradient reversal layer (the paper): G_f ascends G_p's loss.
     Reversal,
@@ -26,12 +27,24 @@ pub enum Adversary {
     /// al. 2015; Alvi et al. 2018) while G_p learns its own loss on detached features. Its
     /// gradient is bounded and vanishes when G_p is at chance, where reversal keeps pushing G_p
     /// to be confidently wrong — which still encodes the concept.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "G_f pushes G_p toward the uniform prediction (a confusion loss) while G_p learns on detached features"
+        )
+    )]
     Confusion,
     /// No adversary in G_f's loss: G_f minimises α × the normalised HSIC between its features
     /// and the protected concept ([`crate::independence::normalised_hsic`], a Gaussian kernel
     /// with the median bandwidth) — within each target class on the target-labelled batch
     /// (weighted by the class's share), on the whole context-labelled batch — a dependence every
     /// probe would exploit, not only G_p; G_p learns on detached features.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "No adversary: G_f minimises α × the within-class normalised HSIC between its features and the concept"
+        )
+    )]
     Hsic,
     /// The counterfactual-twin ceiling (Context-MNIST only: every target-labelled image has a
     /// twin with the other background): G_f minimises α × the mean squared distance between the
@@ -40,10 +53,20 @@ pub enum Adversary {
     /// NaN at step 310 on Context-MNIST).
     /// It uses data real users rarely have, so it bounds what removal can reach; G_p learns on
     /// detached features.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "The counterfactual-twin ceiling (context-mnist): an image's and its background-flipped twin's features pulled together"
+        )
+    )]
     Twin,
     /// [`Adversary::Twin`] with the twin labelled too: G_y learns on the image and on its twin
     /// (same target, other background: the pair is a group-balanced batch), so the target loss no
     /// longer rewards a background shortcut while G_f pulls the pair's features together.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "The twin ceiling with the twin labelled too: G_y learns on both images of each pair")
+    )]
     TwinLabelled,
 }
 
@@ -71,17 +94,27 @@ pub enum Objective {
 /// target class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum DecisionPenaltyForm {
     /// The normalised HSIC (centred kernel alignment), median σ² floored at 1: in [0, 1], but
     /// its denominator vanishes as one class's logits crowd together (β = 4 diverged).
     #[default]
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Normalised HSIC (centred kernel alignment), median bandwidth floored at 1")
+    )]
     Aligned,
     /// The plain biased HSIC, median σ² floored at 1: no denominator, bounded by 1, so it cannot
     /// blow up; its size depends on the batch and the logits' spread, so β is larger.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Plain biased HSIC, median bandwidth floored at 1 (no denominator to vanish)")
+    )]
     Unnormalised,
     /// The plain biased HSIC of the logits standardised over the whole batch
     /// ([`crate::independence::batch_standardised`]), σ² = 1 in those units: no denominator, and
     /// shrinking or inflating the logits does not change it.
+    #[cfg_attr(feature = "clap", value(help = "Plain biased HSIC of the logits standardised over the batch, σ² = 1"))]
     Standardised,
 }
 

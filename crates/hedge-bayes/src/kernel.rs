@@ -10,6 +10,7 @@ use crate::linalg;
 /// Isotropic RBF (one shared lengthscale) or ARD-RBF (one per input dimension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum KernelKind {
     /// k(x, z) = s² exp(−|x − z|² / 2ℓ²).
     Rbf,

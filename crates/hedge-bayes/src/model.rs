@@ -84,7 +84,7 @@ impl Prediction {
         self.degrees_of_freedom.unwrap_or(f64::INFINITY)
     }
 
-    /// Var[y*]: [`Self::observed_variance`] for a Gaussian, scale² · ν / (ν − 2) for a
+    /// Var(y*): [`Self::observed_variance`] for a Gaussian, scale² · ν / (ν − 2) for a
     /// Student-t (its scale² where ν ≤ 2 leaves the variance infinite).
     pub fn variance(&self) -> Vec<f64> {
         (0..self.mean.len()).map(|i| self.variance_at(i)).collect()

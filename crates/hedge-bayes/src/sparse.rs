@@ -18,6 +18,7 @@ use hedge_run::ParamGuard;
 /// Which sparse objective to optimise (and which Λ to predict with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SparseMethod {
     /// Fully independent training conditional (SPGP): heteroscedastic Λ = diag(K_ff − Q) + σ².
     #[default]

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
 use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Method, Surrogate};
@@ -24,32 +24,13 @@ pub enum ActiveCommand {
     Classify(ClassifyArgs),
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ClassMethodArg {
-    Random,
-    Maxent,
-    Bald,
-    AcsFw,
-}
-
-impl From<ClassMethodArg> for ClassMethod {
-    fn from(m: ClassMethodArg) -> Self {
-        match m {
-            ClassMethodArg::Random => ClassMethod::Random,
-            ClassMethodArg::Maxent => ClassMethod::Maxent,
-            ClassMethodArg::Bald => ClassMethod::Bald,
-            ClassMethodArg::AcsFw => ClassMethod::AcsFw,
-        }
-    }
-}
-
 #[derive(Args)]
 pub struct ClassifyArgs {
     /// Folder under $HEDGE_DATA_DIR with the four IDX files: fashion-mnist or mnist.
     #[arg(long, default_value = "fashion-mnist")]
     dataset: String,
     #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,bald,acs-fw")]
-    method: Vec<ClassMethodArg>,
+    method: Vec<ClassMethod>,
     /// Seeds 0..S (each its own pool, test subset, initial labels and networks).
     #[arg(long, default_value_t = 3)]
     seeds: u64,
@@ -98,97 +79,6 @@ pub struct ReportArgs {
     out: PathBuf,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum MethodArg {
-    Random,
-    Maxent,
-    AcsFw,
-    /// Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023).
-    Lcmd,
-}
-
-impl From<MethodArg> for Method {
-    fn from(m: MethodArg) -> Self {
-        match m {
-            MethodArg::Random => Method::Random,
-            MethodArg::Maxent => Method::Maxent,
-            MethodArg::AcsFw => Method::AcsFw,
-            MethodArg::Lcmd => Method::Lcmd,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum TargetScalingArg {
-    /// The initial labels, fixed for the loop.
-    Initial,
-    /// Every label so far, re-estimated before each fit.
-    Labelled,
-}
-
-impl From<TargetScalingArg> for hedge_active::regression_loop::TargetScaling {
-    fn from(a: TargetScalingArg) -> Self {
-        match a {
-            TargetScalingArg::Initial => Self::InitialLabels,
-            TargetScalingArg::Labelled => Self::Labelled,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum SurrogateArg {
-    NeuralLinear,
-    Gp,
-}
-
-impl From<SurrogateArg> for Surrogate {
-    fn from(s: SurrogateArg) -> Self {
-        match s {
-            SurrogateArg::NeuralLinear => Surrogate::NeuralLinear,
-            SurrogateArg::Gp => Surrogate::Gp,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum ActiveProtocolArg {
-    /// The authors' experiment settings: init + 100 labels (120), their minibatch rule for the
-    /// four UCI sets of the paper.
-    Paper,
-    /// hedge's earlier settings: 100 labels in total, minibatches of 64.
-    Hedge,
-}
-
-impl From<ActiveProtocolArg> for ActiveProtocol {
-    fn from(p: ActiveProtocolArg) -> Self {
-        match p {
-            ActiveProtocolArg::Paper => ActiveProtocol::Paper,
-            ActiveProtocolArg::Hedge => ActiveProtocol::Hedge,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum RecipeArg {
-    Paper,
-    Mse,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum InitArg {
-    Tch,
-    Pytorch,
-}
-
-impl From<InitArg> for LayerInit {
-    fn from(init: InitArg) -> Self {
-        match init {
-            InitArg::Tch => LayerInit::Tch,
-            InitArg::Pytorch => LayerInit::Pytorch,
-        }
-    }
-}
-
 #[derive(Args)]
 pub struct RunArgs {
     /// `uci/<name>` under $HEDGE_DATA_DIR.
@@ -198,7 +88,7 @@ pub struct RunArgs {
     table: crate::own_data::TableArgs,
     /// Acquisition methods to compare.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,acs-fw")]
-    method: Vec<MethodArg>,
+    method: Vec<Method>,
     /// Seeds 0..S (each its own pool/test split and initial labels).
     #[arg(long, default_value_t = 10)]
     seeds: u64,
@@ -213,7 +103,7 @@ pub struct RunArgs {
     /// minibatch rule for yacht, bostonHousing, energy and power-plant) or `hedge` (100 labels,
     /// minibatches of 64: the committed results/active/ tables until they are re-run).
     #[arg(long, value_enum, default_value = "hedge")]
-    protocol: ActiveProtocolArg,
+    protocol: ActiveProtocol,
     /// ACS-FW: force `batch` distinct points per round (the paper allows re-picks).
     #[arg(long)]
     distinct: bool,
@@ -222,7 +112,7 @@ pub struct RunArgs {
     test_fraction: f64,
     /// The labels targets are standardised on before each fit.
     #[arg(long, value_enum, default_value = "initial")]
-    target_scaling: TargetScalingArg,
+    target_scaling: hedge_active::regression_loop::TargetScaling,
     /// ACS-FW on J random projections of the posterior (O(pool·J) per step; for large pools)
     /// instead of the closed-form pool × pool inner products.
     #[arg(long)]
@@ -232,12 +122,12 @@ pub struct RunArgs {
     /// --epochs; the default: at or near the paper's RMSE, 2–3x faster than mse) or `mse`
     /// (hedge's first recipe: least squares with a separate head, full batch, --steps).
     #[arg(long, value_enum, default_value = "paper")]
-    recipe: RecipeArg,
+    recipe: hedge_active::neural_linear::NeuralLinearRecipe,
     /// The model fitted every round: `neural-linear` (the paper's) or `gp` (an exact GP with an
     /// ARD RBF kernel fitted by marginal likelihood: a reference for what the same labels allow;
     /// random and maxent only).
     #[arg(long, value_enum, default_value = "neural-linear")]
-    surrogate: SurrogateArg,
+    surrogate: Surrogate,
     /// Also fit that GP on every round's labels and report its RMSE beside the acquiring model's
     /// (`gp_test_rmse` in rounds.jsonl; a column in the table): what each acquisition's labels
     /// allow a smooth model, seed by seed. Adds a GP fit per round (≈ 0.1–1 s at ≤ 100 labels).
@@ -270,7 +160,7 @@ pub struct RunArgs {
     /// scale U(0, 1)) or `pytorch` (PyTorch's: weights U(±1/√fan_in), batch-norm scale 1)
     /// [default: the recipe's].
     #[arg(long, value_enum)]
-    layer_init: Option<InitArg>,
+    layer_init: Option<LayerInit>,
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
     /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
@@ -308,7 +198,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         RegressionExperiment::resume(dir, &root, progress(&bar))?;
         dir.clone()
     } else {
-        let active_protocol: ActiveProtocol = args.protocol.into();
+        let active_protocol: ActiveProtocol = args.protocol;
         let mut loop_config = LoopConfig {
             init: args.init,
             batch: args.batch,
@@ -316,8 +206,8 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             distinct: args.distinct,
             projections: args.projections,
             test_fraction: args.test_fraction,
-            target_scaling: args.target_scaling.into(),
-            surrogate: args.surrogate.into(),
+            target_scaling: args.target_scaling,
+            surrogate: args.surrogate,
             score_with_gp: args.score_with_gp,
             ensemble: args.ensemble,
             ..Default::default()
@@ -327,10 +217,14 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             None => (args.dataset.clone().expect("clap requires --dataset without --resume or --data"), None),
         };
         let model = match args.recipe {
-            RecipeArg::Paper => active_protocol.paper_recipe(&dataset).with_context(|| {
-                format!("--protocol paper with --dataset {dataset}: the authors' settings cover their four UCI sets")
-            })?,
-            RecipeArg::Mse => NeuralLinearConfig::default(),
+            hedge_active::neural_linear::NeuralLinearRecipe::Paper => {
+                active_protocol.paper_recipe(&dataset).with_context(|| {
+                    format!(
+                        "--protocol paper with --dataset {dataset}: the authors' settings cover their four UCI sets"
+                    )
+                })?
+            }
+            hedge_active::neural_linear::NeuralLinearRecipe::Mse => NeuralLinearConfig::default(),
         };
         loop_config.model = NeuralLinearConfig {
             steps: args.steps,
@@ -346,7 +240,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             command: crate::command_line(),
             dataset,
             table,
-            methods: args.method.iter().map(|&m| m.into()).collect(),
+            methods: args.method.clone(),
             loop_config,
             protocol,
             active_protocol,
@@ -402,7 +296,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
             command: crate::command_line(),
             dataset: args.dataset.clone(),
             loop_config,
-            methods: args.method.iter().map(|&m| m.into()).collect(),
+            methods: args.method.clone(),
             pool: args.pool,
             protocol: ClassificationExperiment::PROTOCOL.into(),
             seeds: args.seeds,

@@ -79,19 +79,6 @@ impl From<DatasetArg> for SweepDataset {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum AdversaryArg {
-    Reversal,
-    Confusion,
-    /// Not an adversary: G_f minimises α × the normalised HSIC between features and concept.
-    Hsic,
-    /// The counterfactual-twin ceiling (context-mnist): features of an image and its
-    /// background-flipped twin pulled together.
-    Twin,
-    /// The twin ceiling with the twin labelled too: G_y learns on both images of each pair.
-    TwinLabelled,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum RemovalArg {
     Adversary,
     Leace,
@@ -99,36 +86,6 @@ pub enum RemovalArg {
     /// Quadratic LEACE: each background's feature mean and covariance moved onto one Gaussian
     /// (reads every image's background label when erasing: an oracle).
     QuadraticLeace,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum DecisionPenaltyFormArg {
-    /// Normalised HSIC (centred kernel alignment), median bandwidth floored at 1.
-    Aligned,
-    /// Plain biased HSIC, median bandwidth floored at 1 (no denominator to vanish).
-    Unnormalised,
-    /// Plain biased HSIC of the logits standardised over the batch, σ² = 1.
-    Standardised,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum TrainingProtocolArg {
-    /// Jia et al.'s settings (context-mnist only): 10 epochs of batches of 32, SGD divided by 10
-    /// every 3 epochs (sweep: from 0.001, the GRL of their Experiment 2; exp1: from 0.01),
-    /// momentum 0.5, weight decay 5e-4, α held; 10 repeats.
-    Paper,
-    /// hedge's Ganin-style schedule: SGD 0.01, momentum 0.9, Ganin's annealing, α ramped,
-    /// batches of 64, --steps steps.
-    Hedge,
-}
-
-impl From<TrainingProtocolArg> for TrainingProtocol {
-    fn from(p: TrainingProtocolArg) -> Self {
-        match p {
-            TrainingProtocolArg::Paper => TrainingProtocol::Paper,
-            TrainingProtocolArg::Hedge => TrainingProtocol::Hedge,
-        }
-    }
 }
 
 #[derive(Args)]
@@ -154,7 +111,7 @@ pub struct SweepArgs {
     /// ramped, batches of 64) or `paper` (Jia et al.'s, context-mnist only: 10 epochs of 32, SGD
     /// from 0.001 divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held).
     #[arg(long, value_enum, default_value = "hedge", conflicts_with_all = ["steps", "batch", "no_ramp"])]
-    protocol: TrainingProtocolArg,
+    protocol: TrainingProtocol,
     /// context-mnist: background–target agreement in the target-labelled training set and the IID test.
     #[arg(long, default_value_t = 0.95)]
     rho: f64,
@@ -177,7 +134,7 @@ pub struct SweepArgs {
     /// How G_f hides the concept: the paper's gradient reversal, a confusion loss, or a kernel
     /// independence penalty (HSIC) instead of an adversary.
     #[arg(long, value_enum, default_value = "reversal")]
-    adversary: AdversaryArg,
+    adversary: Adversary,
     /// How the concept is removed: the adversary during training (--adversary), or post hoc on
     /// the frozen features of a network trained without one, with G_y retrained on top: LEACE
     /// (closed-form linear erasure) or INLP (iterated null-space projection). Post hoc, α is the
@@ -206,7 +163,7 @@ pub struct SweepArgs {
     decision_penalty: f64,
     /// How --decision-penalty measures that dependence.
     #[arg(long, value_enum, default_value = "aligned")]
-    decision_penalty_form: DecisionPenaltyFormArg,
+    decision_penalty_form: DecisionPenaltyForm,
     /// With --adversary hsic: the kernel's σ² as a multiple of the median heuristic's (below 1: a
     /// local kernel that sees fine structure; above 1: a smooth one).
     #[arg(long, default_value_t = 1.0)]
@@ -256,7 +213,7 @@ pub struct Exp1Args {
     /// 64, --steps) or `paper` (Jia et al.'s Experiment 1: 10 epochs of 32, SGD from 0.01 divided
     /// by 10 every 3 epochs, momentum 0.5, weight decay 5e-4).
     #[arg(long, value_enum, default_value = "hedge", conflicts_with = "steps")]
-    protocol: TrainingProtocolArg,
+    protocol: TrainingProtocol,
     /// Evaluate both models every this many steps.
     #[arg(long, default_value_t = 100)]
     every: usize,
@@ -310,14 +267,8 @@ fn sweep(args: SweepArgs) -> Result<()> {
         dir.clone()
     } else {
         let dataset = if args.table.data.is_some() { SweepDataset::Table } else { args.dataset.into() };
-        let adversary = match args.adversary {
-            AdversaryArg::Reversal => Adversary::Reversal,
-            AdversaryArg::Confusion => Adversary::Confusion,
-            AdversaryArg::Hsic => Adversary::Hsic,
-            AdversaryArg::Twin => Adversary::Twin,
-            AdversaryArg::TwinLabelled => Adversary::TwinLabelled,
-        };
-        let protocol: TrainingProtocol = args.protocol.into();
+        let adversary = args.adversary;
+        let protocol: TrainingProtocol = args.protocol;
         let schedule = match protocol {
             TrainingProtocol::Paper => {
                 if dataset != SweepDataset::ContextMnist {
@@ -344,11 +295,7 @@ fn sweep(args: SweepArgs) -> Result<()> {
             reset_steps: args.adversary_reset_steps,
             reweigh: args.reweigh,
             decision_penalty: args.decision_penalty,
-            decision_penalty_form: match args.decision_penalty_form {
-                DecisionPenaltyFormArg::Aligned => DecisionPenaltyForm::Aligned,
-                DecisionPenaltyFormArg::Unnormalised => DecisionPenaltyForm::Unnormalised,
-                DecisionPenaltyFormArg::Standardised => DecisionPenaltyForm::Standardised,
-            },
+            decision_penalty_form: args.decision_penalty_form,
             hsic_bandwidth: args.hsic_bandwidth,
             ..schedule
         };
@@ -439,8 +386,8 @@ fn exp1(args: Exp1Args) -> Result<()> {
         model: ModelConfig::default(),
         threads: tch::get_num_threads(),
         train: match args.protocol {
-            TrainingProtocolArg::Paper => TrainConfig { seed: args.seed, ..TrainConfig::jia(args.target_train, 1e-2) },
-            TrainingProtocolArg::Hedge => TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() },
+            TrainingProtocol::Paper => TrainConfig { seed: args.seed, ..TrainConfig::jia(args.target_train, 1e-2) },
+            TrainingProtocol::Hedge => TrainConfig { steps: args.steps, seed: args.seed, ..Default::default() },
         },
     };
     let spinner = crate::runlog::runs_bar(2, "networks");

@@ -36,7 +36,7 @@ pub struct GpSuiteArgs {
     #[arg(long)]
     sparse: Option<usize>,
     #[arg(long, value_enum, default_value = "fitc")]
-    method: SparseMethodArg,
+    method: SparseMethod,
     #[arg(long)]
     restarts: Option<usize>,
     #[arg(long, default_value_t = 200)]
@@ -138,20 +138,6 @@ pub struct SpikeSlabArgs {
     overwrite: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum KernelArg {
-    /// One lengthscale per input (automatic relevance determination).
-    Ard,
-    /// One shared lengthscale.
-    Rbf,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SparseMethodArg {
-    Fitc,
-    Vfe,
-}
-
 #[derive(Args, Clone)]
 pub struct GpArgs {
     /// `uci/<name>`, a folder under $HEDGE_DATA_DIR (e.g. uci/yacht).
@@ -168,9 +154,9 @@ pub struct GpArgs {
     sparse: Option<usize>,
     /// Sparse objective.
     #[arg(long, value_enum, default_value = "fitc")]
-    method: SparseMethodArg,
+    method: SparseMethod,
     #[arg(long, value_enum, default_value = "ard")]
-    kernel: KernelArg,
+    kernel: KernelKind,
     /// Extra L-BFGS runs from random starts (default: 2 for the exact GP, 0 for sparse).
     #[arg(long)]
     restarts: Option<usize>,
@@ -197,15 +183,6 @@ pub fn run(command: BayesCommand) -> Result<()> {
         BayesCommand::Lengthscales(args) => lengthscales(args),
         BayesCommand::Gibbs(args) => gibbs(args),
         BayesCommand::SpikeSlab(args) => spike_slab(args),
-    }
-}
-
-impl From<SparseMethodArg> for SparseMethod {
-    fn from(m: SparseMethodArg) -> Self {
-        match m {
-            SparseMethodArg::Fitc => SparseMethod::Fitc,
-            SparseMethodArg::Vfe => SparseMethod::Vfe,
-        }
     }
 }
 
@@ -236,11 +213,8 @@ fn gp(args: GpArgs) -> Result<()> {
         table,
         split: args.split,
         sparse: args.sparse,
-        method: args.method.into(),
-        kernel: match args.kernel {
-            KernelArg::Ard => KernelKind::Ard,
-            KernelArg::Rbf => KernelKind::Rbf,
-        },
+        method: args.method,
+        kernel: args.kernel,
         restarts: args.restarts,
         max_iters: args.max_iters,
         seed: args.seed,
@@ -296,7 +270,7 @@ fn gp_suite_command(args: GpSuiteArgs) -> Result<()> {
         dataset: String::new(),
         split: args.split,
         sparse: args.sparse,
-        method: args.method.into(),
+        method: args.method,
         kernel: KernelKind::Ard,
         restarts: args.restarts,
         max_iters: args.max_iters,

@@ -60,7 +60,7 @@ pub struct RecipeBenchArgs {
     /// Which tables: instance (the paper's; reports `test`) or open-set (reports `test_unseen`)
     /// [default: the recipe's].
     #[arg(long, value_enum)]
-    protocol: Option<crate::hib_args::ProtocolArg>,
+    protocol: Option<hedge_data::NDigitProtocol>,
     /// Give up after this many minutes of training.
     #[arg(long, default_value_t = 45.0)]
     budget_minutes: f64,
@@ -153,7 +153,7 @@ pub struct BenchArgs {
     threads: usize,
     /// Number format of the convolutions.
     #[arg(long, value_enum, default_value = "auto")]
-    precision: crate::hib_args::PrecisionArg,
+    precision: hedge_embed::ConvPrecision,
     /// Pairs scored per pair of embedded images (1: the paper's independent pairs).
     #[arg(long, default_value_t = 1)]
     reuse: usize,
@@ -174,7 +174,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     };
     crate::set_threads(args.threads)?;
     let device = args.device;
-    let precision = hedge_embed::ConvPrecision::from(args.precision).resolve(device);
+    let precision = args.precision.resolve(device);
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     // Both numbers are always measured, so one JSON object carries both keys.
     let (train_steps, infer_batches) =
@@ -279,7 +279,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     let mut recipe = HibConfig::from_toml(&text)
         .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
     if let Some(protocol) = args.protocol {
-        recipe.protocol = protocol.into();
+        recipe.protocol = protocol;
     }
     let bench = RecipeBench { recipe, budget_minutes: args.budget_minutes, watch_every: args.watch_every };
     let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());

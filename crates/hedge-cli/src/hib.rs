@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::hib_args::{PrecisionArg, ProtocolArg, ScheduleArg, SplitArg};
+use crate::hib_args::SplitArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
@@ -15,6 +15,7 @@ use hedge_embed::{
     BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
     Norm, PairSet, RunDir,
 };
+use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol};
 use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
 
@@ -138,24 +139,6 @@ enum ModelArg {
     Mog,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum LossArg {
-    Soft,
-    Contrastive,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum MatchInitArg {
-    Fixed,
-    FirstBatch,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum NormArg {
-    None,
-    Batch,
-}
-
 /// The split a command names, or the protocol's main test split of the run's config.
 pub fn split_or_main(split: Option<&str>, run: &RunDir) -> Result<NDigitSplit> {
     Ok(match split {
@@ -192,7 +175,7 @@ pub struct TrainArgs {
     /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
     /// [default: the config's, else instance].
     #[arg(long, value_enum, conflicts_with = "data")]
-    protocol: Option<ProtocolArg>,
+    protocol: Option<NDigitProtocol>,
     /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
     /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
     /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
@@ -217,7 +200,7 @@ pub struct TrainArgs {
     #[arg(long)]
     components: Option<usize>,
     #[arg(long, value_enum)]
-    loss: Option<LossArg>,
+    loss: Option<LossKind>,
     /// Margin of the contrastive loss.
     #[arg(long)]
     margin: Option<f64>,
@@ -243,7 +226,7 @@ pub struct TrainArgs {
     lr: Option<f64>,
     /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4).
     #[arg(long, value_enum)]
-    lr_schedule: Option<ScheduleArg>,
+    lr_schedule: Option<LrSchedule>,
     /// Linear learning-rate warm-up over this many steps before the schedule.
     #[arg(long)]
     warmup: Option<usize>,
@@ -252,10 +235,10 @@ pub struct TrainArgs {
     head_lr_scale: Option<f64>,
     /// How b starts: fixed (init_b) or first-batch (a times the first batch's median distance).
     #[arg(long, value_enum)]
-    match_init: Option<MatchInitArg>,
+    match_init: Option<MatchInit>,
     /// Normalisation after each convolution.
     #[arg(long, value_enum)]
-    norm: Option<NormArg>,
+    norm: Option<Norm>,
     /// Widths of the two convolutions, A,B (the paper's network: 32,64).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     channels: Option<Vec<usize>>,
@@ -294,7 +277,7 @@ pub struct TrainArgs {
     seed: Option<u64>,
     /// Number format of the convolutions (auto: bf16 where the hardware has it).
     #[arg(long, value_enum)]
-    precision: Option<PrecisionArg>,
+    precision: Option<ConvPrecision>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
     device: tch::Device,
@@ -390,7 +373,7 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
         c.digits = v;
     }
     if let Some(v) = args.protocol {
-        c.protocol = v.into();
+        c.protocol = v;
     }
     if let Some(path) = &args.data {
         // Absolute, so that --resume and `hib eval` find the images from any folder.
@@ -428,10 +411,7 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
         }
     }
     if let Some(v) = args.loss {
-        c.loss = match v {
-            LossArg::Soft => LossKind::Soft,
-            LossArg::Contrastive => LossKind::Contrastive,
-        };
+        c.loss = v;
     }
     if let Some(v) = args.margin {
         c.margin = v;
@@ -458,10 +438,10 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
         c.seed = v;
     }
     if let Some(v) = args.lr_schedule {
-        c.lr_schedule = v.into();
+        c.lr_schedule = v;
     }
     if let Some(v) = args.precision {
-        c.conv_precision = v.into();
+        c.conv_precision = v;
     }
     if let Some(v) = args.warmup {
         c.warmup_steps = v;
@@ -470,16 +450,10 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
         c.head_lr_scale = v;
     }
     if let Some(v) = args.match_init {
-        c.match_init = match v {
-            MatchInitArg::Fixed => MatchInit::Fixed,
-            MatchInitArg::FirstBatch => MatchInit::FirstBatch,
-        };
+        c.match_init = v;
     }
     if let Some(v) = args.norm {
-        c.norm = match v {
-            NormArg::None => Norm::None,
-            NormArg::Batch => Norm::Batch,
-        };
+        c.norm = v;
     }
     if let Some(v) = args.ema {
         c.ema_decay = v;

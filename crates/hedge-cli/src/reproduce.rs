@@ -9,7 +9,8 @@ use hedge_embed::{HibConfig, NDigitProtocol};
 use hedge_lab::hib::reproduce::{reproduce, table1, table2, FinishedRun, ReproduceConfig, ReproduceEnv};
 use hedge_run::Experiment;
 
-use crate::hib_args::{ProtocolArg, ScheduleArg, SplitArg};
+use crate::hib_args::SplitArg;
+use hedge_embed::LrSchedule;
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -39,7 +40,7 @@ pub struct ReproduceArgs {
     /// in test) or open-set (test_unseen's classes never trained on; hedge's extension)
     /// [default: the recipe's, else instance].
     #[arg(long, value_enum)]
-    protocol: Option<ProtocolArg>,
+    protocol: Option<NDigitProtocol>,
     /// The test split Tables 1 and 2 are computed on [default: test (instance) or test_unseen
     /// (open-set), test_seen then beside it].
     #[arg(long, value_enum)]
@@ -68,7 +69,7 @@ pub struct ReproduceArgs {
     lr: Option<f64>,
     /// Learning-rate schedule (default: the recipe's, else constant).
     #[arg(long, value_enum)]
-    lr_schedule: Option<ScheduleArg>,
+    lr_schedule: Option<LrSchedule>,
     /// Grouped batches CLASSESxIMAGES (e.g. 32x8) instead of the paper's 128 independent pairs.
     #[arg(long, value_name = "CLASSESxIMAGES")]
     group: Option<String>,
@@ -120,7 +121,7 @@ impl ReproduceArgs {
             None => None,
         };
         let protocol: NDigitProtocol = match (self.protocol, &recipe) {
-            (Some(p), _) => p.into(),
+            (Some(p), _) => p,
             (None, Some(r)) => r.protocol,
             (None, None) => NDigitProtocol::Instance,
         };
@@ -139,7 +140,7 @@ impl ReproduceArgs {
             repeats: self.repeats,
             eval_images_per_class: self.eval_per_class,
             learning_rate: self.lr,
-            lr_schedule: self.lr_schedule.map(Into::into),
+            lr_schedule: self.lr_schedule,
             group: self.group.clone(),
             beta_sweep: self.beta_sweep,
             appendix_g: self.appendix_g,

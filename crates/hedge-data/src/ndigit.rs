@@ -24,6 +24,7 @@ use crate::{DataError, Result};
 /// Which standard tables a run trains and tests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum NDigitProtocol {
     /// The `instance` tables: all 100 (N = 2) or 1,000 (N = 3) classes in training and in test,
     /// disjoint images; splits `train` and `test`. The protocol of the paper's tables (its
@@ -155,6 +156,12 @@ impl NDigitSplit {
                 "not a split; use train or test (instance protocol), or train, test_seen or test_unseen (open-set)",
             )),
         }
+    }
+}
+
+impl std::fmt::Display for NDigitSplit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -60,6 +60,7 @@ impl EmbeddingKind {
 /// The pair loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LossKind {
     /// Soft contrastive loss, −log p(m = m̂ | ·) with p = σ(−a‖z1 − z2‖ + b) (Eqs. 2–3, 5).
     Soft,
@@ -70,6 +71,7 @@ pub enum LossKind {
 /// How the learning rate moves over training.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LrSchedule {
     /// `learning_rate` throughout (the paper states no schedule).
     Constant,
@@ -138,6 +140,7 @@ pub enum PairSet {
 /// Normalisation after each convolution of the trunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Norm {
     /// None (the paper's network).
     None,
@@ -148,6 +151,7 @@ pub enum Norm {
 /// How the match head's offset b starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum MatchInit {
     /// `init_a`, `init_b`.
     Fixed,
@@ -161,6 +165,7 @@ pub enum MatchInit {
 /// weights as PyTorch's autocast would, which doubles training speed on CPUs with AVX512-BF16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ConvPrecision {
     /// bf16 on CUDA and on CPUs with native bf16 dot products, f32 elsewhere.
     Auto,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
 use crate::ModelKind;
-use hedge_data::NDigitProtocol;
+use hedge_data::{NDigitProtocol, NDigitSplit};
 use hedge_eval::MeanStd;
 use hedge_run::undefined::{explain_nulls, NullReason, Undefined};
 
@@ -227,7 +227,7 @@ pub struct EvalReport {
     pub risk_at_coverage: Vec<f64>,
     /// The run directory the report belongs to.
     pub run: String,
-    pub split: String,
+    pub split: NDigitSplit,
     pub steps: usize,
     pub tau_ap: TwinStats,
     pub tau_knn: TwinStats,
@@ -294,7 +294,7 @@ pub struct EvalContext {
     pub run: String,
     pub weights: Option<String>,
     pub data_protocol: NDigitProtocol,
-    pub split: String,
+    pub split: NDigitSplit,
     pub model: ModelKind,
     pub components: usize,
     pub digits: usize,
@@ -475,7 +475,7 @@ pub struct VerificationReport {
     /// Which N-digit tables (absent before protocols existed: open-set).
     #[serde(default = "NDigitProtocol::before_protocols")]
     pub data_protocol: NDigitProtocol,
-    pub split: String,
+    pub split: NDigitSplit,
     pub step: usize,
     pub variants: Twin<QuickVerification>,
 }
@@ -559,7 +559,7 @@ pub struct ValidationChoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OtherSplit {
     pub models: BTreeMap<String, ModelSummary>,
-    pub split: String,
+    pub split: NDigitSplit,
 }
 
 /// `summary.json` of `hedge hib reproduce`.
@@ -590,7 +590,7 @@ pub struct ReproduceSummary {
     /// reads finished runs back keeps the earlier value).
     pub seconds: f64,
     pub seeds: u64,
-    pub split: String,
+    pub split: NDigitSplit,
     pub std_convention: String,
     pub steps: Option<usize>,
     /// Every field this summary leaves `null`, and why (absent when none is).

@@ -89,7 +89,7 @@ pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Re
     let report = VerificationReport {
         pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
         data_protocol: trainer.config.protocol,
-        split: split.name().to_string(),
+        split,
         step: trainer.step(),
         variants: Twin {
             clean: score(Corruption::Clean)?,
@@ -228,7 +228,7 @@ pub fn evaluate_run(
             run: run.path.display().to_string(),
             weights: weights.map(|w| w.display().to_string()),
             data_protocol: config.protocol,
-            split: settings.split.name().to_string(),
+            split: settings.split,
             model: config.model.kind(),
             components: config.effective_components(),
             digits: config.digits,
@@ -246,7 +246,7 @@ pub fn evaluate_run(
 /// Writes `report` into `run` as [`eval_file_name`] of its split, so evaluating `test_seen`
 /// never replaces the `test_unseen` report.
 pub fn save_eval(run: &RunDir, report: &EvalReport) -> Result<PathBuf> {
-    let name = eval_file_name(NDigitSplit::parse(&report.split)?);
+    let name = eval_file_name(report.split);
     run.write_json(&name, report)?;
     info!("wrote {}", run.file(&name).display());
     Ok(run.file(&name))

@@ -176,9 +176,16 @@ pub struct SweepConfig {
 /// Whose training settings a sweep follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TrainingProtocol {
     /// Jia et al.'s (Sections 4.3–4.4; [`TrainConfig::jia`]): 10 epochs of 32, SGD 0.001 for
     /// the GRL divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held, 10 repeats.
+    #[cfg_attr(
+        feature = "clap",
+        value(
+            help = "Jia et al.'s settings (context-mnist only): 10 epochs of batches of 32, SGD divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held; 10 repeats"
+        )
+    )]
     Paper,
     /// hedge's Ganin-style schedule: SGD 0.01 with momentum 0.9, Ganin's annealing, α ramped,
     /// batches of 64, a fixed step count per dataset.

@@ -204,7 +204,7 @@ pub struct RecipeBenchReport {
     pub model: String,
     pub protocol: hedge_data::NDigitProtocol,
     /// The test split reported.
-    pub split: String,
+    pub split: NDigitSplit,
     /// Whether the validation set reached all four paper values (training stopped there).
     pub stopped_on_validation: bool,
     pub threads: i32,
@@ -338,7 +338,7 @@ impl RecipeBench {
             metrics,
             model: column.to_string(),
             protocol: config.protocol,
-            split: split.name().to_string(),
+            split,
             stopped_on_validation: plan.targets.iter().all(|t| t.reached(last)),
             threads: tch::get_num_threads(),
             trained_minutes: trainer.seconds() / 60.0,
@@ -385,7 +385,7 @@ mod tests {
             }],
             model: "mog1".into(),
             protocol: hedge_data::NDigitProtocol::Instance,
-            split: "test".into(),
+            split: NDigitSplit::Test,
             stopped_on_validation: false,
             threads: 2,
             trained_minutes: 45.0,

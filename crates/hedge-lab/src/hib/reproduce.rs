@@ -476,8 +476,7 @@ impl Experiment for ReproduceConfig {
         let mut summary = summarise(self, &results)?;
         if let Some(split) = self.other_split() {
             summary.seconds += other.iter().flat_map(|(_, e)| e).map(|e| e.eval_seconds).sum::<f64>();
-            summary.other_split =
-                Some(OtherSplit { models: summarise(self, &other)?.models, split: split.name().to_string() });
+            summary.other_split = Some(OtherSplit { models: summarise(self, &other)?.models, split });
         }
         let summary = summary.with_nulls_explained();
         if let Some(line) = hedge_run::undefined::summary_line(&summary.undefined) {
@@ -683,12 +682,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns]) -> Result<ReproduceSumm
         eval_images_per_class: c.eval_images_per_class,
         seconds,
         seeds: c.seeds,
-        split: results
-            .iter()
-            .flat_map(|(_, e)| e.first())
-            .map(|e| e.split.clone())
-            .next()
-            .unwrap_or_else(|| c.split.name().to_string()),
+        split: results.iter().flat_map(|(_, e)| e.first()).map(|e| e.split).next().unwrap_or(c.split),
         std_convention: STD_CONVENTION.to_string(),
         steps: c.steps,
         undefined: Vec::new(),
@@ -740,7 +734,7 @@ fn subset_note(s: &ReproduceSummary) -> String {
 }
 
 pub fn table1(s: &ReproduceSummary) -> String {
-    let other = s.other_split.as_ref().map(|o| o.split.as_str());
+    let other = s.other_split.as_ref().map(|o| o.split);
     let mut t = format!(
         "Table 1, N = {}, D = {}, {}{}, ours (paper){}. KNN: K = 5, majority; corrupt = clean probes against the corrupt gallery.\n\n",
         s.digits,
@@ -821,7 +815,7 @@ pub fn table1(s: &ReproduceSummary) -> String {
 
 /// Table 2 (Kendall's τ between uncertainty bin and performance, sign inverted).
 pub fn table2(s: &ReproduceSummary) -> String {
-    let other = s.other_split.as_ref().map(|o| o.split.as_str());
+    let other = s.other_split.as_ref().map(|o| o.split);
     let mut t = format!(
         "Table 2, N = {}, D = {}, {}: Kendall's tau between uncertainty bin and performance (sign inverted), ours (paper).\n\n",
         s.digits, s.dim, s.split
@@ -1272,7 +1266,7 @@ mod tests {
             eval_images_per_class: None,
             seconds: 0.0,
             seeds: 1,
-            split: "test_unseen".into(),
+            split: NDigitSplit::TestUnseen,
             std_convention: STD_CONVENTION.into(),
             steps: None,
             undefined: Vec::new(),
@@ -1315,11 +1309,11 @@ mod tests {
     #[test]
     fn table1_cells_carry_the_sd_over_seeds_the_other_split_and_the_validation_choice() {
         let mut s = summary(&["point", "mog1", "mog2"]);
-        s.split = "test_seen".into();
+        s.split = NDigitSplit::TestSeen;
         s.models.get_mut("mog1").unwrap().verification_ap.clean_std = Some(0.004);
         let mut other = summary(&["point"]);
         other.models.get_mut("point").unwrap().verification_ap.clean = Some(0.9);
-        s.other_split = Some(OtherSplit { models: other.models, split: "test_unseen".into() });
+        s.other_split = Some(OtherSplit { models: other.models, split: NDigitSplit::TestUnseen });
         let t = table1(&s);
         assert!(t.contains("test_seen"), "{t}");
         assert!(t.contains("| point, test_unseen |"), "{t}");
