@@ -274,10 +274,7 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
 
 fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read --config '{}'", args.config.display()))?;
-    let mut recipe = HibConfig::from_toml(&text)
-        .with_context(|| format!("--config '{}' is not a valid HIB recipe", args.config.display()))?;
+    let mut recipe = HibConfig::from_toml_file(&args.config).context("--config")?;
     if let Some(protocol) = args.protocol {
         recipe.protocol = protocol;
     }

@@ -361,12 +361,7 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
 /// `--data` is decoded here, through `data`, which keeps it for the rest of the command.
 fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     let mut c = match &args.config {
-        Some(path) => {
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("cannot read config '{}'", path.display()))?;
-            HibConfig::from_toml(&text)
-                .with_context(|| format!("config '{}' is not a valid HIB config", path.display()))?
-        }
+        Some(path) => HibConfig::from_toml_file(path).context("--config")?,
         None => HibConfig::default(),
     };
     if let Some(v) = args.digits {

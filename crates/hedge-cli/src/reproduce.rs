@@ -110,14 +110,7 @@ impl ReproduceArgs {
     /// The library's configuration of these arguments (the recipe file read and parsed).
     fn config(&self) -> Result<ReproduceConfig> {
         let recipe = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read --config '{}'", path.display()))?;
-                Some(
-                    HibConfig::from_toml(&text)
-                        .with_context(|| format!("--config '{}' is not a valid HIB recipe", path.display()))?,
-                )
-            }
+            Some(path) => Some(HibConfig::from_toml_file(path).context("--config")?),
             None => None,
         };
         let protocol: NDigitProtocol = match (self.protocol, &recipe) {

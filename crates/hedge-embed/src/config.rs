@@ -540,6 +540,23 @@ impl HibConfig {
         Ok(config)
     }
 
+    /// A recipe file: [`HibConfig::from_toml`] of the file at `path`, every command's one way to
+    /// read `--config`.
+    ///
+    /// # Errors
+    /// [`EmbedError::Io`] naming the file when it cannot be read; [`EmbedError::InvalidConfig`]
+    /// naming it, with the parser's line, column and field, when it is not a HIB recipe.
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| EmbedError::io(path, e))?;
+        Self::from_toml(&text).map_err(|e| {
+            let why = match e {
+                EmbedError::InvalidConfig { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            EmbedError::invalid("config", path.display(), format!("not a HIB recipe (TOML of HibConfig fields): {why}"))
+        })
+    }
+
     /// `[channels, height, width]` of the network's input: N-digit MNIST's `[1, 28, 28N]`, or
     /// the user's images'.
     pub fn input_shape(&self) -> [usize; 3] {
@@ -1066,6 +1083,21 @@ mod tests {
     /// A config file without `protocol` is the paper's instance protocol; a run's config.json
     /// without one was written before protocols existed, when every run was open-set, and must
     /// keep evaluating on the tables it was trained on.
+    /// Every command reads `--config` through one function: a missing file and a bad field are
+    /// both named with the file.
+    #[test]
+    fn a_recipe_file_is_read_with_its_name_in_every_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("recipe.toml");
+        let e = HibConfig::from_toml_file(&path).unwrap_err().to_string();
+        assert!(e.contains("recipe.toml"), "{e}");
+        std::fs::write(&path, "dim = \"x\"\n").unwrap();
+        let e = HibConfig::from_toml_file(&path).unwrap_err().to_string();
+        assert!(e.contains("recipe.toml") && e.contains("line 1") && e.contains("not a HIB recipe"), "{e}");
+        std::fs::write(&path, "dim = 3\n").unwrap();
+        assert_eq!(HibConfig::from_toml_file(&path).unwrap().dim, 3);
+    }
+
     #[test]
     fn an_absent_protocol_is_instance_in_a_config_file_and_open_set_in_an_old_run() {
         assert_eq!(HibConfig::from_toml("dim = 3\n").unwrap().protocol, NDigitProtocol::Instance);
