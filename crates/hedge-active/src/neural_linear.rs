@@ -14,6 +14,7 @@
 use faer::{Mat, MatRef};
 use hedge_bayes::linear::{FittedNigLinear, NigLinearConfig};
 use hedge_bayes::Prediction;
+use hedge_data::RegressionSource;
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 use tch::nn::{self, Module, ModuleT, OptimizerConfig};
@@ -205,11 +206,11 @@ impl NeuralLinearConfig {
         Self { weight_decay: 1.0, ..Self::default() }.with_recipe(NeuralLinearRecipe::Paper)
     }
 
-    /// The paper's recipe with its per-dataset settings (`dataset` as named under
-    /// `$HEDGE_DATA_DIR/uci`, with or without the `uci/` prefix).
-    pub fn paper_for(dataset: &str) -> Self {
+    /// The paper's recipe with its per-dataset settings (power plant's; the others' and a
+    /// user's table take [`NeuralLinearConfig::paper`]).
+    pub fn paper_for(source: &RegressionSource) -> Self {
         let paper = Self::paper();
-        if dataset.strip_prefix("uci/").unwrap_or(dataset) == "power-plant" {
+        if source.uci_name() == Some("power-plant") {
             Self { learning_rate: 1e-3, weight_decay: 3.0, nig: paper.nig.with_prior(paper.nig.a0, 3.0), ..paper }
         } else {
             paper
@@ -223,14 +224,14 @@ impl NeuralLinearConfig {
     ///
     /// # Errors
     /// A dataset the authors' scripts do not cover.
-    pub fn authors_for(dataset: &str) -> Result<Self> {
-        let paper = Self::paper_for(dataset);
-        match dataset.strip_prefix("uci/").unwrap_or(dataset) {
-            "yacht" | "power-plant" => Ok(Self { batch_size: 32, minibatch: Minibatch::Fixed, ..paper }),
-            "bostonHousing" | "energy" => Ok(Self { minibatch: Minibatch::HalfPowerOfTwo, ..paper }),
-            other => Err(invalid(
+    pub fn authors_for(source: &RegressionSource) -> Result<Self> {
+        let paper = Self::paper_for(source);
+        match source.uci_name() {
+            Some("yacht" | "power-plant") => Ok(Self { batch_size: 32, minibatch: Minibatch::Fixed, ..paper }),
+            Some("bostonHousing" | "energy") => Ok(Self { minibatch: Minibatch::HalfPowerOfTwo, ..paper }),
+            _ => Err(invalid(
                 "dataset",
-                other,
+                source.label(),
                 "the authors' minibatch rule is known for yacht, bostonHousing, energy and power-plant only; use \
                  hedge's protocol (--protocol hedge) for other data",
             )),
@@ -499,14 +500,17 @@ mod tests {
     /// the largest power of two not above half the labelled count for Boston and energy.
     #[test]
     fn the_authors_minibatch_rules_give_their_sizes() {
-        let half = NeuralLinearConfig::authors_for("uci/energy").unwrap();
+        let half = NeuralLinearConfig::authors_for(&RegressionSource::Uci("energy".into())).unwrap();
         let sizes: Vec<usize> = [20, 30, 40, 64, 100, 120].iter().map(|&n| half.minibatch_size(n)).collect();
         assert_eq!(sizes, [8, 8, 16, 32, 32, 32]);
-        assert_eq!(NeuralLinearConfig::authors_for("bostonHousing").unwrap().minibatch, Minibatch::HalfPowerOfTwo);
-        let up_to_32 = NeuralLinearConfig::authors_for("yacht").unwrap();
+        assert_eq!(
+            NeuralLinearConfig::authors_for(&RegressionSource::Uci("bostonHousing".into())).unwrap().minibatch,
+            Minibatch::HalfPowerOfTwo
+        );
+        let up_to_32 = NeuralLinearConfig::authors_for(&RegressionSource::Uci("yacht".into())).unwrap();
         assert_eq!([20, 32, 120].map(|n| up_to_32.minibatch_size(n)), [20, 32, 32]);
         // Power plant keeps its own learning rate, weight decay and prior.
-        let power = NeuralLinearConfig::authors_for("power-plant").unwrap();
+        let power = NeuralLinearConfig::authors_for(&RegressionSource::Uci("power-plant".into())).unwrap();
         assert_eq!((power.batch_size, power.learning_rate, power.weight_decay), (32, 1e-3, 3.0));
         // hedge's fixed 64 on a config written before the rule existed, and a set the scripts lack.
         let old: NeuralLinearConfig = serde_json::from_str(
@@ -516,7 +520,7 @@ mod tests {
         .unwrap();
         assert_eq!((old.minibatch, old.minibatch_size(120), old.minibatch_size(20)), (Minibatch::Fixed, 64, 20));
         assert!(!serde_json::to_string(&old).unwrap().contains("minibatch"), "an old config writes back as it was");
-        let e = NeuralLinearConfig::authors_for("uci/concrete").unwrap_err().to_string();
+        let e = NeuralLinearConfig::authors_for(&RegressionSource::Uci("concrete".into())).unwrap_err().to_string();
         assert!(e.contains("concrete") && e.contains("--protocol hedge"), "{e}");
     }
 
@@ -605,13 +609,13 @@ mod tests {
 
     #[test]
     fn paper_settings_follow_the_dataset() {
-        let yacht = NeuralLinearConfig::paper_for("yacht");
+        let yacht = NeuralLinearConfig::paper_for(&RegressionSource::Uci("yacht".into()));
         assert_eq!(
             (yacht.recipe, yacht.learning_rate, yacht.weight_decay, yacht.nig.b0),
             (NeuralLinearRecipe::Paper, 1e-2, 1.0, 1.0)
         );
-        let power = NeuralLinearConfig::paper_for("uci/power-plant");
-        assert_eq!(power, NeuralLinearConfig::paper_for("power-plant"));
+        let power = NeuralLinearConfig::paper_for(&RegressionSource::Uci("power-plant".into()));
+        assert_eq!(power, NeuralLinearConfig::paper_for(&RegressionSource::Uci("power-plant".into())));
         assert_eq!((power.learning_rate, power.weight_decay, power.nig.a0, power.nig.b0), (1e-3, 3.0, 1.0, 3.0));
         let bad = NeuralLinearConfig { final_learning_rate: 0.1, ..NeuralLinearConfig::paper() };
         assert!(matches!(bad.check_ref(), Err(ActiveError::InvalidConfig { field: "final_learning_rate", .. })));

@@ -187,10 +187,10 @@ impl ActiveProtocol {
     ///
     /// # Errors
     /// The paper protocol on a dataset the authors' scripts do not cover.
-    pub fn paper_recipe(self, dataset: &str) -> Result<NeuralLinearConfig> {
+    pub fn paper_recipe(self, source: &hedge_data::RegressionSource) -> Result<NeuralLinearConfig> {
         match self {
-            ActiveProtocol::Paper => NeuralLinearConfig::authors_for(dataset),
-            ActiveProtocol::Hedge => Ok(NeuralLinearConfig::paper_for(dataset)),
+            ActiveProtocol::Paper => NeuralLinearConfig::authors_for(source),
+            ActiveProtocol::Hedge => Ok(NeuralLinearConfig::paper_for(source)),
         }
     }
 }

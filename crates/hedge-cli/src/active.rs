@@ -216,9 +216,10 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             Some((path, spec)) => (path, Some(spec)),
             None => (args.dataset.clone().expect("clap requires --dataset without --resume or --data"), None),
         };
+        let source = hedge_data::RegressionSource::parse(&dataset, table.as_ref())?;
         let model = match args.recipe {
             hedge_active::neural_linear::NeuralLinearRecipe::Paper => {
-                active_protocol.paper_recipe(&dataset).with_context(|| {
+                active_protocol.paper_recipe(&source).with_context(|| {
                     format!(
                         "--protocol paper with --dataset {dataset}: the authors' settings cover their four UCI sets"
                     )

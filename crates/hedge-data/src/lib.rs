@@ -36,5 +36,5 @@ pub use ndigit::{ImageDataset, NDigitProtocol, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData, NpyRowReader, NpyRowWriter};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};
-pub use table::{regression_set, Table, TableSpec};
+pub use table::{regression_set, RegressionSource, Table, TableSpec};
 pub use uci::{UciDataset, UciSplit};

@@ -475,23 +475,66 @@ pub const USER_SPLITS: usize = 20;
 /// Test share of each split of a user's table.
 pub const USER_TEST_FRACTION: f64 = 0.1;
 
-/// A regression set named the way the commands take it: `uci/<name>` (a standard UCI set under
-/// `root`, which only these need), or the path of a CSV file when `table` says which column is the target (its
-/// splits are [`USER_SPLITS`] seeded 90/10 splits).
-pub fn regression_set(root: &crate::DataRoot, dataset: &str, table: Option<&TableSpec>) -> Result<UciDataset> {
-    match (table, dataset.strip_prefix("uci/")) {
-        (Some(spec), _) => Table::read_csv(Path::new(dataset), spec)?.regression(USER_SPLITS, USER_TEST_FRACTION),
-        (None, Some(name)) => UciDataset::load(root.dir()?, name),
-        (None, None) => Err(DataError::invalid(
-            "dataset",
-            dataset,
-            format!(
-                "expected uci/<name> (e.g. uci/yacht, a folder under {}/uci) or, for your own table, the path of a \
-                 CSV file given with --data FILE --target COLUMN",
-                root.path().display()
-            ),
-        )),
+/// Where a regression set comes from: a standard UCI set under the papers' data root, or a
+/// user's CSV table with its target column (split into [`USER_SPLITS`] seeded 90/10 splits).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RegressionSource {
+    /// `uci/<name>`: the folder `<root>/uci/<name>/` (only these need the data root).
+    Uci(String),
+    /// A CSV file and which column is the target.
+    Csv { path: PathBuf, spec: TableSpec },
+}
+
+impl RegressionSource {
+    /// The source as the commands name it: `uci/<name>`, or the path of a CSV file when `table`
+    /// says which column is the target.
+    ///
+    /// # Errors
+    /// A name that is neither (with the two forms it takes).
+    pub fn parse(dataset: &str, table: Option<&TableSpec>) -> Result<Self> {
+        match (table, dataset.strip_prefix("uci/")) {
+            (Some(spec), _) => Ok(RegressionSource::Csv { path: PathBuf::from(dataset), spec: spec.clone() }),
+            (None, Some(name)) if !name.is_empty() => Ok(RegressionSource::Uci(name.to_string())),
+            _ => Err(DataError::invalid(
+                "dataset",
+                dataset,
+                "expected uci/<name> (e.g. uci/yacht, a folder under the data root's uci/) or, for your own table, \
+                 the path of a CSV file given with --data FILE --target COLUMN",
+            )),
+        }
     }
+
+    /// The UCI set's name (`yacht`); `None` for a user's table.
+    pub fn uci_name(&self) -> Option<&str> {
+        match self {
+            RegressionSource::Uci(name) => Some(name),
+            RegressionSource::Csv { .. } => None,
+        }
+    }
+
+    /// How reports name it: the UCI set's name, or the CSV file's path.
+    pub fn label(&self) -> String {
+        match self {
+            RegressionSource::Uci(name) => name.clone(),
+            RegressionSource::Csv { path, .. } => path.display().to_string(),
+        }
+    }
+
+    /// The set with its splits (a UCI set's standard splits under `root`).
+    pub fn load(&self, root: &crate::DataRoot) -> Result<UciDataset> {
+        match self {
+            RegressionSource::Uci(name) => UciDataset::load(root.dir()?, name),
+            RegressionSource::Csv { path, spec } => {
+                Table::read_csv(path, spec)?.regression(USER_SPLITS, USER_TEST_FRACTION)
+            }
+        }
+    }
+}
+
+/// [`RegressionSource::parse`] then [`RegressionSource::load`]: a regression set named the way
+/// the commands take it.
+pub fn regression_set(root: &crate::DataRoot, dataset: &str, table: Option<&TableSpec>) -> Result<UciDataset> {
+    RegressionSource::parse(dataset, table)?.load(root)
 }
 
 /// A column is numeric when every cell parses as a finite number, text otherwise; a column

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use faer::Mat;
-use hedge_data::{DataRoot, Mnist, MnistSplit, TableSpec, UciDataset};
+use hedge_data::{DataRoot, Mnist, MnistSplit, RegressionSource, TableSpec, UciDataset};
 use hedge_eval::{Mean, MeanSe};
 use hedge_run::RunDirectory;
 use rand::SeedableRng;
@@ -88,6 +88,14 @@ pub struct RunFinished {
 }
 
 impl RegressionExperiment {
+    /// Where the data comes from: `dataset` and `table` as `config.json` stores them, typed.
+    ///
+    /// # Errors
+    /// A `dataset` that names neither a UCI set (`uci/<name>`) nor, with `table`, a CSV file.
+    pub fn source(&self) -> Result<RegressionSource> {
+        Ok(RegressionSource::parse(&self.dataset, self.table.as_ref())?)
+    }
+
     /// The protocol with the paper's split ([`Self::protocol_for`] the default loop).
     pub const PROTOCOL: &'static str = "per seed: 80/20 pool/test split, inputs standardised on the pool, targets on the initial labels, RMSE on the original scale";
 
@@ -116,7 +124,7 @@ impl Experiment for RegressionExperiment {
     /// The UCI set `dataset` names (`uci/<name>`), from `root`, or the user's CSV file (which
     /// needs no data root).
     fn load(&self, root: &DataRoot) -> Result<UciDataset> {
-        Ok(hedge_data::regression_set(root, &self.dataset, self.table.as_ref())?)
+        Ok(self.source()?.load(root)?)
     }
 
     fn check(&self, data: &UciDataset) -> Result<()> {
@@ -225,8 +233,8 @@ pub struct PairedDifference {
 
 /// Pinsler et al. 2019, Table 1 (final test RMSE after 100 acquired labels, 120 in all with the
 /// 20 initial ones, NeuralLinear, mean over 40 seeds) for the datasets and methods it reports.
-pub fn paper_final_rmse(dataset: &str, method: Method) -> Option<f64> {
-    let [random, maxent, acs_fw] = match dataset.strip_prefix("uci/").unwrap_or(dataset) {
+pub fn paper_final_rmse(source: &RegressionSource, method: Method) -> Option<f64> {
+    let [random, maxent, acs_fw] = match source.uci_name()? {
         "yacht" => [1.272, 0.923, 1.031],
         "bostonHousing" => [4.068, 3.640, 3.799],
         "energy" => [0.959, 1.443, 0.855],
@@ -252,6 +260,7 @@ fn regression_report(
     experiment: &RegressionExperiment,
     all: &[RoundMetrics],
 ) -> Result<RegressionSummary> {
+    let source = experiment.source()?;
     let l = &experiment.loop_config;
     let model = match l.surrogate {
         hedge_active::regression_loop::Surrogate::NeuralLinear => format!(
@@ -308,7 +317,7 @@ fn regression_report(
         let m = RegressionMethodSummary {
             final_log_likelihood: MeanSe::of(&last(|r| r.test_log_likelihood)),
             final_rmse: MeanSe::of(&last(|r| r.test_rmse)),
-            paper_final_rmse: paper_final_rmse(&experiment.dataset, method),
+            paper_final_rmse: paper_final_rmse(&source, method),
             gp_final_rmse,
             rmse_minus_gp,
             rounds: Mean::of(&rounds),
@@ -355,7 +364,7 @@ fn regression_report(
         );
     }
     let summary = RegressionSummary {
-        dataset: experiment.dataset.strip_prefix("uci/").unwrap_or(&experiment.dataset).to_string(),
+        dataset: source.uci_name().unwrap_or(&experiment.dataset).to_string(),
         labels: Some(experiment.loop_config.budget),
         methods: summary,
         paired_differences: paired,
