@@ -9,13 +9,12 @@ use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, TrainPlan};
 use hedge_embed::run_eval::{
     embed_run, evaluate_run, new_run, quick_verification, save_eval, with_group, EvalSettings,
-    PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
     BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
     Norm, PairSet, RunDir,
 };
-use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol};
+use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol, Steps};
 use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
 
@@ -411,8 +410,11 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     if let Some(v) = args.margin {
         c.margin = v;
     }
-    if let Some(v) = args.steps {
-        c.steps = v;
+    if args.steps.is_some() || args.budget_minutes.is_some() {
+        // Without --steps a budget plans the count from the first steps' speed; beside
+        // --steps it only caps the wall-clock.
+        let steps = Steps::from_flags(args.steps, args.budget_minutes, c.steps);
+        c = c.with_training(steps);
     }
     if let Some(pairs) = args.batch {
         c.batch = BatchComposition::Independent { pairs };
@@ -465,10 +467,6 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     }
     if let Some(v) = args.validation_fraction {
         c.validation_fraction = v;
-    }
-    if args.budget_minutes.is_some() && args.steps.is_none() {
-        // Planned from the measured speed after the first steps; until then effectively open.
-        c.steps = PLANNED_STEPS_PLACEHOLDER;
     }
     c.check_ref()?;
     Ok(c)

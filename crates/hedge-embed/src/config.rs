@@ -291,6 +291,33 @@ pub struct OwnImages {
     pub split_seed: u64,
 }
 
+/// How long a run trains.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Steps {
+    /// Exactly this many optimiser steps (a plan's budget, if it has one, may stop them sooner).
+    Fixed(usize),
+    /// This many minutes of training wall-clock (evaluation excluded): the step count is
+    /// planned from the speed of the first steps, so that schedules end on time.
+    Budget { minutes: f64 },
+}
+
+impl Steps {
+    /// The length `--steps` and `--budget-minutes` ask for: the steps when given (a budget
+    /// beside them only caps the wall-clock), else the budget, else `default` steps.
+    pub fn from_flags(steps: Option<usize>, budget_minutes: Option<f64>, default: usize) -> Steps {
+        match (steps, budget_minutes) {
+            (Some(n), _) => Steps::Fixed(n),
+            (None, Some(minutes)) => Steps::Budget { minutes },
+            (None, None) => Steps::Fixed(default),
+        }
+    }
+}
+
+/// `steps` of a budgeted run until its first steps have been timed: large enough that the
+/// schedule's position is its start (the trainer replaces it by the planned count). Only
+/// [`HibConfig::with_training`] writes it and only [`HibConfig::steps_planned`] reads it.
+const UNPLANNED_STEPS: usize = 100_000_000;
+
 impl Default for HibConfig {
     fn default() -> Self {
         HibConfig {
@@ -517,6 +544,23 @@ impl HibConfig {
         self.data = Some(data);
         self.protocol = NDigitProtocol::OpenSet;
         self
+    }
+
+    /// Sets how long the run trains: `Fixed(n)` steps, or a `Budget` whose step count the
+    /// trainer plans from the speed of the first steps (the plan's `budget_minutes` says how
+    /// many minutes; [`HibConfig::steps_planned`] is false until then).
+    pub fn with_training(mut self, steps: Steps) -> Self {
+        self.steps = match steps {
+            Steps::Fixed(n) => n,
+            Steps::Budget { .. } => UNPLANNED_STEPS,
+        };
+        self
+    }
+
+    /// Whether `steps` is a step count (given, or planned from a budget's first steps), not a
+    /// budget still to be planned.
+    pub fn steps_planned(&self) -> bool {
+        self.steps != UNPLANNED_STEPS
     }
 
     /// A config file's text (TOML, any [`HibConfig`] fields; the others keep their defaults).
@@ -1083,6 +1127,20 @@ mod tests {
     /// A config file without `protocol` is the paper's instance protocol; a run's config.json
     /// without one was written before protocols existed, when every run was open-set, and must
     /// keep evaluating on the tables it was trained on.
+    /// `--steps` wins over a budget (which then only caps the wall-clock); a budget alone is
+    /// planned; neither gives the default. A budgeted config is unplanned until the trainer
+    /// sets its count.
+    #[test]
+    fn steps_are_fixed_or_a_budget_to_plan() {
+        assert_eq!(Steps::from_flags(Some(5), Some(2.0), 9), Steps::Fixed(5));
+        assert_eq!(Steps::from_flags(None, Some(2.0), 9), Steps::Budget { minutes: 2.0 });
+        assert_eq!(Steps::from_flags(None, None, 9), Steps::Fixed(9));
+        let budget = HibConfig::default().with_training(Steps::Budget { minutes: 2.0 });
+        assert!(!budget.steps_planned() && budget.check_ref().is_ok());
+        let fixed = budget.with_training(Steps::Fixed(300));
+        assert!(fixed.steps_planned() && fixed.steps == 300);
+    }
+
     /// Every command reads `--config` through one function: a missing file and a bad field are
     /// both named with the file.
     #[test]

@@ -50,7 +50,7 @@ pub mod train;
 
 pub use config::{
     BatchComposition, ConvPrecision, EmbeddingKind, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm,
-    OwnImages, PairSet,
+    OwnImages, PairSet, Steps,
 };
 pub use data::{HibData, OwnSplit};
 pub use distribution::Embedding;

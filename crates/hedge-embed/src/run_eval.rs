@@ -22,9 +22,6 @@ use crate::train::{load_model, Trainer};
 use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
 use hedge_run::ParamGuard;
 
-/// `steps` of a budgeted run until its first steps have been timed.
-pub const PLANNED_STEPS_PLACEHOLDER: usize = 100_000_000;
-
 /// The libtorch the engine is built against (recorded in every run's `config.json`).
 pub const LIBTORCH_VERSION: &str = "2.13.0";
 

@@ -282,8 +282,8 @@ impl RecipeBench {
         on_event: impl FnMut(TrainEvent),
     ) -> Result<RecipeBenchReport> {
         let device = Device::Cpu;
-        let mut config =
-            self.recipe.clone().with_digits(2).with_dim(2).with_steps(hedge_embed::run_eval::PLANNED_STEPS_PLACEHOLDER);
+        let steps = hedge_embed::Steps::Budget { minutes: self.budget_minutes };
+        let mut config = self.recipe.clone().with_digits(2).with_dim(2).with_training(steps);
         config.conv_precision = config.conv_precision.resolve(device);
         config.check_ref()?;
         if config.validation_fraction == 0.0 && config.validation_classes == 0 {

@@ -26,10 +26,10 @@ use hedge_embed::report::{
 use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
 use hedge_embed::run_eval::{
     embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, with_group, EvalSettings,
-    PLANNED_STEPS_PLACEHOLDER,
 };
 use hedge_embed::{
     embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule,
+    Steps,
 };
 use hedge_run::undefined::Undefined;
 use hedge_run::{run_resumable, Experiment, ParamGuard, RunDirectory};
@@ -201,13 +201,9 @@ pub struct ReproduceModel {
 /// The models a reproduction trains, in order: point, MoG-1, MoG-2, then the extras.
 pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
     let recipe = c.recipe.clone().unwrap_or_default();
-    let steps = match (c.steps, c.budget_minutes) {
-        (Some(s), _) => s,
-        (None, Some(_)) => PLANNED_STEPS_PLACEHOLDER,
-        (None, None) if c.recipe.is_some() => recipe.steps,
-        (None, None) => 20_000,
-    };
-    let mut base = recipe.with_protocol(c.protocol).with_digits(c.digits).with_dim(c.dim).with_steps(steps);
+    let default_steps = if c.recipe.is_some() { recipe.steps } else { 20_000 };
+    let steps = Steps::from_flags(c.steps, c.budget_minutes, default_steps);
+    let mut base = recipe.with_protocol(c.protocol).with_digits(c.digits).with_dim(c.dim).with_training(steps);
     if let Some(spec) = &c.group {
         base = with_group(base, spec)?;
     }

@@ -5,7 +5,7 @@ use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{train_run, TrainPlan};
 use hedge_embed::report::CurvePoint;
 use hedge_embed::run::MODEL_FILE;
-use hedge_embed::run_eval::{curve_files, curve_points, PLANNED_STEPS_PLACEHOLDER};
+use hedge_embed::run_eval::{curve_files, curve_points};
 use hedge_embed::{device_name, BatchComposition, HibConfig, HibData, RunDir, TrainEvent, Trainer};
 use indicatif::{ProgressBar, ProgressStyle};
 use tch::Device;
@@ -29,7 +29,7 @@ pub fn train_with_progress(
         BatchComposition::Grouped { classes, per_class } => format!("{classes} classes x {per_class} images"),
     };
     let length = match plan.budget_minutes {
-        Some(m) if config.steps == PLANNED_STEPS_PLACEHOLDER => format!("{m} minutes"),
+        Some(m) if !config.steps_planned() => format!("{m} minutes"),
         _ => format!("{} steps", config.steps),
     };
     let images = match &config.data {
