@@ -471,3 +471,4 @@ impl FittedGp {
         ))
     }
 }
+crate::model::fit_through!(GpConfig, [f64], FittedGp, predict);

@@ -264,6 +264,9 @@ impl FittedNigLinear {
     }
 }
 
+crate::model::fit_through!(BayesLinearConfig, [f64], FittedBayesLinear, predict);
+crate::model::fit_through!(NigLinearConfig, [f64], FittedNigLinear, predict);
+
 #[cfg(test)]
 mod tests {
     use super::*;

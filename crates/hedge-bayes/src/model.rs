@@ -127,40 +127,30 @@ pub fn student_t_log_density(y: f64, m: f64, scale_squared: f64, dof: f64) -> f6
         - 0.5 * (dof + 1.0) * (1.0 + (y - m).powi(2) / (dof * scale_squared)).ln()
 }
 
-/// [`Fit`] and [`Predict`] through each model's own methods of the same names (which a caller
-/// holding the concrete type reaches without importing the traits).
+/// [`Fit`] (and [`Predict`]) through a model's own methods of the same names, which a caller
+/// holding the concrete type reaches without importing the traits: each model's file invokes
+/// it for its own types, so this module imports none of them.
 macro_rules! fit_through {
     ($config:ty, $y:ty, $fitted:ty) => {
-        impl Fit<$y> for $config {
+        impl $crate::model::Fit<$y> for $config {
             type Fitted = $fitted;
 
-            fn fit(&self, x: MatRef<'_, f64>, y: &$y) -> Result<$fitted> {
+            fn fit(&self, x: faer::MatRef<'_, f64>, y: &$y) -> $crate::Result<$fitted> {
                 <$config>::fit(self, x, y)
             }
         }
     };
-}
+    ($config:ty, $y:ty, $fitted:ty, predict) => {
+        $crate::model::fit_through!($config, $y, $fitted);
 
-macro_rules! predict_through {
-    ($fitted:ty) => {
-        impl Predict for $fitted {
-            fn predict(&self, x: MatRef<'_, f64>) -> Result<Prediction> {
+        impl $crate::model::Predict for $fitted {
+            fn predict(&self, x: faer::MatRef<'_, f64>) -> $crate::Result<$crate::model::Prediction> {
                 <$fitted>::predict(self, x)
             }
         }
     };
 }
-
-fit_through!(crate::gp::GpConfig, [f64], crate::gp::FittedGp);
-fit_through!(crate::sparse::SparseGpConfig, [f64], crate::sparse::FittedSparseGp);
-fit_through!(crate::linear::BayesLinearConfig, [f64], crate::linear::FittedBayesLinear);
-fit_through!(crate::linear::NigLinearConfig, [f64], crate::linear::FittedNigLinear);
-fit_through!(crate::probit::ProbitConfig, [u8], crate::probit::FittedProbit);
-fit_through!(crate::spike_slab::SpikeSlabConfig, [f64], crate::spike_slab::FittedSpikeSlab);
-predict_through!(crate::gp::FittedGp);
-predict_through!(crate::sparse::FittedSparseGp);
-predict_through!(crate::linear::FittedBayesLinear);
-predict_through!(crate::linear::FittedNigLinear);
+pub(crate) use fit_through;
 
 #[cfg(test)]
 mod tests {

@@ -193,6 +193,8 @@ impl FittedProbit {
     }
 }
 
+crate::model::fit_through!(ProbitConfig, [u8], FittedProbit);
+
 #[cfg(test)]
 mod tests {
     use super::*;

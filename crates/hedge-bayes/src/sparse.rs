@@ -517,3 +517,4 @@ impl FittedSparseGp {
         ))
     }
 }
+crate::model::fit_through!(SparseGpConfig, [f64], FittedSparseGp, predict);

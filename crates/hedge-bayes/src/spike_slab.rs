@@ -228,6 +228,8 @@ impl ParamGuard for SpikeSlabConfig {
     }
 }
 
+crate::model::fit_through!(SpikeSlabConfig, [f64], FittedSpikeSlab);
+
 #[cfg(test)]
 mod tests {
     use super::*;
