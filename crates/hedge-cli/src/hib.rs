@@ -6,10 +6,8 @@ use crate::hib_args::SplitArg;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
-use hedge_embed::experiment::{prepare_resume, TrainPlan};
-use hedge_embed::run_eval::{
-    embed_run, evaluate_run, new_run, quick_verification, save_eval, with_group, EvalSettings,
-};
+use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
+use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, with_group, EvalSettings};
 use hedge_embed::{
     BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
     Norm, PairSet, RunDir,
@@ -514,29 +512,10 @@ fn train(args: TrainArgs) -> Result<()> {
             (run, rc.hib, true, plan)
         }
         None => {
-            let mut config = resolve_config(&args, &data)?;
-            config.conv_precision = config.conv_precision.resolve(device);
+            let config = resolve_config(&args, &data)?;
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
-            if let Some(data) = &args.data {
-                hedge_run::check_out_not_inside(out, data, "--data")?;
-            }
-            // The data loads and is checked against the settings (a grouped batch needs as many
-            // classes as it draws; a user's set may have few) before the run folder exists, so
-            // a failure leaves none.
-            let train_set = data.role(&config, NDigitSplit::Train)?;
-            hedge_embed::Trainer::check_data(&ParamGuard::check(config.clone())?, train_set)?;
-            let own_split = data.own_split(&config)?;
-            let run = new_run(out, args.overwrite, &config, &plan, device, &crate::command_line())?;
-            if let Some(split) = own_split {
-                tracing::info!(
-                    "training on {} images of {}; unseen (test_unseen): {}",
-                    split.train_images,
-                    split.seen_classes.join(", "),
-                    split.unseen_classes.join(", ")
-                );
-                run.write_json(hedge_embed::data::OWN_SPLIT_FILE, &split)?;
-            }
+            let (run, config) = start_run(&data, config, &plan, device, out, args.overwrite, &crate::command_line())?;
             (run, config, false, plan)
         }
     };

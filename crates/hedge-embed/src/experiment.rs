@@ -175,6 +175,45 @@ pub fn train_run(
     Ok(trainer)
 }
 
+/// Starts a new training run of `config` in `out` (refused when it holds files, unless
+/// `overwrite` and hedge made it): the config's precision resolved for `device`, the training
+/// images loaded and checked against the settings (a grouped batch needs as many classes as it
+/// draws; a user's set may have few) and, on a user's images, the split listed in
+/// `data_split.json` — all before the folder exists, so a failure leaves none. Returns the run
+/// directory and the config it holds; [`train_run`] then trains it.
+///
+/// # Errors
+/// An `out` inside the user's image folder, images the config cannot train on, and the run
+/// directory's refusals.
+pub fn start_run(
+    data: &HibData,
+    mut config: HibConfig,
+    plan: &TrainPlan,
+    device: Device,
+    out: &std::path::Path,
+    overwrite: bool,
+    command: &str,
+) -> Result<(RunDir, HibConfig)> {
+    config.conv_precision = config.conv_precision.resolve(device);
+    if let Some(own) = &config.data {
+        hedge_run::check_out_not_inside(out, &own.path, "--data")?;
+    }
+    let train_set = data.role(&config, NDigitSplit::Train)?;
+    Trainer::check_data(&crate::ParamGuard::check(config.clone())?, train_set)?;
+    let own_split = data.own_split(&config)?;
+    let run = crate::run_eval::new_run(out, overwrite, &config, plan, device, command)?;
+    if let Some(split) = own_split {
+        tracing::info!(
+            "training on {} images of {}; unseen (test_unseen): {}",
+            split.train_images,
+            split.seen_classes.join(", "),
+            split.unseen_classes.join(", ")
+        );
+        run.write_json(crate::data::OWN_SPLIT_FILE, &split)?;
+    }
+    Ok((run, config))
+}
+
 /// The paper's Table 1 column of a configuration: point, MoG-1 (one Gaussian) or MoG-2.
 pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
     use crate::EmbeddingKind;
