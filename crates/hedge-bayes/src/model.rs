@@ -6,7 +6,7 @@
 //! ```
 //! use faer::Mat;
 //! use hedge_bayes::linear::{BayesLinearConfig, NigLinearConfig};
-//! use hedge_bayes::{Fit, Predict};
+//! use hedge_bayes::{Fit, ParamGuard, Predict};
 //!
 //! /// Any model's held-out RMSE and mean negative log density, through the traits alone.
 //! fn score<M: Fit<[f64]>>(model: &M, x: &Mat<f64>, y: &[f64]) -> (f64, f64)
@@ -19,9 +19,12 @@
 //! let x = Mat::from_fn(20, 2, |i, j| if j == 0 { 1.0 } else { i as f64 / 10.0 });
 //! let y: Vec<f64> = (0..20).map(|i| 0.5 + 2.0 * i as f64 / 10.0).collect();
 //! // A vague prior on the weights: the line is recovered whether the noise is known or not.
-//! let known = BayesLinearConfig::default().with_prior_precision(1e-4).with_noise_variance(0.01);
-//! let integrated = NigLinearConfig::default().with_prior_precision(1e-4);
+//! // The traits take checked settings only: `check` refuses bad ones before any data is read.
+//! let known = BayesLinearConfig::default().with_prior_precision(1e-4).with_noise_variance(0.01).check()?;
+//! let integrated = NigLinearConfig::default().with_prior_precision(1e-4).check()?;
 //! assert!(score(&known, &x, &y).0 < 1e-3 && score(&integrated, &x, &y).0 < 1e-3);
+//! assert!(NigLinearConfig::default().with_prior_precision(-1.0).check().is_err());
+//! # Ok::<(), hedge_bayes::BayesError>(())
 //! ```
 
 use faer::MatRef;
@@ -31,7 +34,8 @@ use statrs::function::gamma::ln_gamma;
 use crate::Result;
 
 /// Settings that fit a model to inputs `x` (`[n, d]`) and targets `Y` (`[f64]` for a
-/// regression, `[u8]` labels for a classifier).
+/// regression, `[u8]` labels for a classifier). Implemented for the checked settings
+/// (`hedge_run::Checked<Config>`, from `ParamGuard::check`), never for unchecked ones.
 pub trait Fit<Y: ?Sized> {
     /// The fitted model (a posterior).
     type Fitted;
@@ -127,12 +131,14 @@ pub fn student_t_log_density(y: f64, m: f64, scale_squared: f64, dof: f64) -> f6
         - 0.5 * (dof + 1.0) * (1.0 + (y - m).powi(2) / (dof * scale_squared)).ln()
 }
 
-/// [`Fit`] (and [`Predict`]) through a model's own methods of the same names, which a caller
-/// holding the concrete type reaches without importing the traits: each model's file invokes
-/// it for its own types, so this module imports none of them.
+/// [`Fit`] for the checked settings (`ParamGuard::check` is the only way to them, so a model
+/// fitted through the trait was checked once, before any data is touched) and [`Predict`],
+/// through a model's own methods of the same names (which a caller holding the concrete type
+/// reaches without the traits): each model's file invokes it for its own types, so this module
+/// imports none of them.
 macro_rules! fit_through {
     ($config:ty, $y:ty, $fitted:ty) => {
-        impl $crate::model::Fit<$y> for $config {
+        impl $crate::model::Fit<$y> for hedge_run::Checked<$config> {
             type Fitted = $fitted;
 
             fn fit(&self, x: faer::MatRef<'_, f64>, y: &$y) -> $crate::Result<$fitted> {
