@@ -340,6 +340,37 @@ def split_curves_block():
 BLOCKS["split-curves"] = split_curves_block
 
 
+def split_stats_block():
+    """results/hib/open-set/n2-d2-split/: what the split-curves table says about the two splits,
+    computed from the same curve files: the largest AP gap between the splits at a shared
+    checkpoint, the range of the KNN gap (test_unseen − test_seen), and the KNN corrupt/clean
+    ratio at each model's last checkpoint beside the paper's."""
+    base = os.path.join(HIB, "open-set", "n2-d2-split", "runs")
+    paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
+    rows = []
+    for model, label in (("point", "point"), ("mog1", "MoG-1")):
+        with open(os.path.join(base, model, "curve_test_seen.json")) as f:
+            seen = {r["step"]: r for r in json.load(f)}
+        with open(os.path.join(base, model, "curve.json")) as f:
+            unseen = {r["step"]: r for r in json.load(f)}
+        steps = sorted(set(seen) & set(unseen))
+        ap_gap = max(abs(seen[s]["verification_ap"][v] - unseen[s]["verification_ap"][v])
+                     for s in steps for v in ("clean", "corrupt"))
+        knn_gap = [unseen[s]["knn_accuracy"][v] - seen[s]["knn_accuracy"][v] for s in steps for v in ("clean", "corrupt")]
+        last = steps[-1]
+        ratio = lambda r: r["knn_accuracy"]["corrupt"] / r["knn_accuracy"]["clean"]
+        p = paper[model]["knn_accuracy"]
+        rows.append(f"| {label} | {ap_gap:.3f} | {min(knn_gap):.3f} – {max(knn_gap):.3f} | "
+                    f"{ratio(seen[last]):.2f} | {ratio(unseen[last]):.2f} | {p['corrupt'] / p['clean']:.2f} |")
+    return "\n".join(["| model | largest AP gap between the splits (any checkpoint, clean or corrupt) | "
+                      "KNN gap, test_unseen − test_seen (range) | KNN corrupt / clean, test_seen (last checkpoint) | "
+                      "KNN corrupt / clean, test_unseen (last checkpoint) | KNN corrupt / clean, paper |",
+                      "|---|---|---|---|---|---|"] + rows)
+
+
+BLOCKS["split-stats"] = split_stats_block
+
+
 def own_data_block(runs=("fashion-mnist-d2", "fashion-mnist-d8", "fashion-mnist-d8-split1")):
     """results/own-data/<run>/: HIB on a user's own image folders, unseen and seen classes."""
     def pair(x):
