@@ -168,10 +168,12 @@ def recipe_45min_block(steps=(2000, 4000, 5000, 7000, 9000)):
     best = load(os.path.join(folder, "best.json"))["step"]
     rows = []
     for r in records:
-        if r["step"] not in steps and r["step"] != best:
+        end = r is records[-1]
+        if r["step"] not in steps and r["step"] != best and not end:
             continue
         v, t = r["sets"]["validation"], r["sets"]["test_unseen"]
-        label = f"{r['train_seconds'] / 60:.1f}" + (" (best on validation)" if r["step"] == best else "")
+        label = f"{r['train_seconds'] / 60:.1f}" + (" (best on validation)" if r["step"] == best else "") + (
+            " (end of the budget)" if end else "")
         rows.append(f"| {label} | {r['step']:,} | {sum(v[k] for k in WATCH_KEYS) / 4:.3f} | "
                     f"{t['ap_clean']:.3f} / {t['ap_corrupt']:.3f} | {t['knn_clean']:.3f} / {t['knn_corrupt']:.3f} |")
     p = paper_mog1_n2d2()
