@@ -228,7 +228,8 @@ def open_set_ladder_block():
 def open_set_seeds_block():
     runs = sorted(d for d in os.listdir(LEVERS)
                   if os.path.isdir(os.path.join(LEVERS, d)) and not re.search(r"-seed[0-9]+$", d))
-    out = ["| run | seed | steps | min | validation | val. score | test_unseen | test_seen |", "|---|---|---|---|---|---|---|---|"]
+    out = ["| run | seed | steps | min | validation | val. score | score − seed 0's | test_unseen | test_seen |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for run in runs:
         rows = []
         for seed in range(10):
@@ -236,11 +237,13 @@ def open_set_seeds_block():
             if r is None:
                 continue
             rows.append(r)
+            score = sum(r['validation']) / 4
+            gap = f"{score - sum(rows[0]['validation']) / 4:+.3f}".replace("-", "−") if seed > 0 else ""
             out.append(f"| {run} | {seed} | {r['step']} | {r['minutes']:.1f} | {slash(r['validation'])} | "
-                       f"{sum(r['validation']) / 4:.3f} | {slash(r['test_unseen'])} | {slash(r['test_seen'])} |")
+                       f"{score:.3f} | {gap} | {slash(r['test_unseen'])} | {slash(r['test_seen'])} |")
         if len(rows) > 1:
             mean = {k: [sum(r[k][i] for r in rows) / len(rows) for i in range(4)] for k in ("validation", "test_unseen", "test_seen")}
-            out.append(f"| **{run}** | mean of {len(rows)} | | | {slash(mean['validation'])} | **{sum(mean['validation']) / 4:.3f}** | "
+            out.append(f"| **{run}** | mean of {len(rows)} | | | {slash(mean['validation'])} | **{sum(mean['validation']) / 4:.3f}** | | "
                        f"{slash(mean['test_unseen'])} | {slash(mean['test_seen'])} |")
     return "\n".join(out)
 
