@@ -387,6 +387,20 @@ def gp_same_labels_block():
                        "the GP predicts better from them):")
 
 
+def gp_same_labels_paired_block():
+    """Which labels serve each model better: final RMSE differences between methods, paired by
+    seed, of the GP and of NeuralLinear on each method's labels."""
+    rows = []
+    for label, run in (("energy", "gp-same-labels/energy"), ("bostonHousing", "gp-same-labels/bostonHousing"),
+                       ("power-plant (300 epochs)", "gp-same-labels/power-plant-300-epochs")):
+        rows.append([label, D((run, "random", "gp_test_rmse"), (run, "acs-fw", "gp_test_rmse")),
+                     D((run, "acs-fw", "gp_test_rmse"), (run, "lcmd", "gp_test_rmse")),
+                     D((run, "random"), (run, "acs-fw")), D((run, "acs-fw"), (run, "lcmd"))])
+    return lever_table(["dataset", "GP: Random − ACS-FW", "GP: ACS-FW − LCMD", "NeuralLinear: Random − ACS-FW",
+                        "NeuralLinear: ACS-FW − LCMD"], rows,
+                       "Final RMSE differences between methods, paired by seed (seeds where the first is lower):")
+
+
 def layer_init_block(suffix, seeds_note):
     rows = []
     for d in ("energy", "bostonHousing"):
@@ -448,6 +462,7 @@ BLOCKS.update({
     "boston-uncensored": boston_uncensored_block,
     "boston-uncensored-paired": boston_uncensored_paired_block,
     "gp-same-labels": gp_same_labels_block,
+    "gp-same-labels-paired": gp_same_labels_paired_block,
     "layer-init-24": lambda: layer_init_block("", ", seeds 0–23"),
     "layer-init-40": lambda: layer_init_block("-40", ", 40 seeds"),
     "gp-reference": gp_reference_block,
