@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace. Installs libtorch first if needed (scripts/setup-libtorch.sh).
+# Runs every test of the workspace, Rust and Python. Installs libtorch first if needed (scripts/setup-libtorch.sh).
 # Data: $HEDGE_DATA_DIR (default ./data) must hold mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +34,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # Passing tests' output is printed too (the short training prints its AP).
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --release --workspace --no-fail-fast --success-output final --failure-output final
-  exec cargo test --release --workspace --doc
+  cargo test --release --workspace --doc
+else
+  cargo test --release --workspace -- --show-output
 fi
-exec cargo test --release --workspace -- --show-output
+# The Python package (python/): a virtual environment with torch 2.13 (.venv, created once), the
+# extension built from the same compiled crates, then its tests.
+bash scripts/setup-python.sh
+exec .venv/bin/python -m pytest python/tests -q

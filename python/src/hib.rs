@@ -1,0 +1,257 @@
+//! HIB's pieces on the user's torch tensors (autograd intact): the match probability (Monte
+//! Carlo and Gauss–Hermite quadrature), self-mismatch η, the soft contrastive loss and the VIB
+//! objective of Oh et al. (2019), Sections 2.1–2.4, exactly as hedge trains with them.
+
+use hedge_embed::distribution::Embedding;
+use hedge_embed::evaluate::match_probability_quadrature;
+use hedge_embed::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tch::{Kind, Tensor};
+
+use crate::tensor::{check_float, optional_tensor, tensor, to_python};
+
+/// Largest quadrature grid (points^D nodes): beyond it the product rule's memory (B·C1·C2·G·D
+/// floats) is what a user notices first, and Monte Carlo is the estimator to use.
+const MAX_QUADRATURE_NODES: i64 = 1 << 20;
+
+/// An embedding from a mean `[B, D]` or `[B, C, D]` and a variance of the same shape (or None
+/// for points).
+fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side: &str) -> PyResult<Embedding> {
+    let mean_name = format!("mean{side}");
+    let var_name = format!("variance{side}");
+    let mean_t = tensor(mean, &mean_name)?;
+    let size = check_float(&mean_t, &mean_name, &[2, 3])?;
+    let variance_t = optional_tensor(variance, &var_name)?;
+    if let Some(v) = &variance_t {
+        let vsize = check_float(v, &var_name, &[2, 3])?;
+        if vsize != size {
+            return Err(PyValueError::new_err(format!(
+                "`{var_name}` has shape {vsize:?} but `{mean_name}` has {size:?}; they must agree"
+            )));
+        }
+        same_device(&mean_t, v, &mean_name, &var_name)?;
+    }
+    if size.contains(&0) {
+        return Err(PyValueError::new_err(format!("`{mean_name}` is empty (shape {size:?})")));
+    }
+    let lift = |t: Tensor| if size.len() == 2 { t.unsqueeze(1) } else { t };
+    Ok(Embedding { mean: lift(mean_t), variance: variance_t.map(lift) })
+}
+
+fn same_device(a: &Tensor, b: &Tensor, a_name: &str, b_name: &str) -> PyResult<()> {
+    if a.device() != b.device() {
+        return Err(PyValueError::new_err(format!(
+            "`{a_name}` is on {:?} and `{b_name}` on {:?}; move them to one device",
+            a.device(),
+            b.device()
+        )));
+    }
+    Ok(())
+}
+
+/// The match head σ(−softplus(a_raw)·‖z1 − z2‖ + b) from the user's two scalar parameters.
+fn head(a_raw: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, like: &Tensor) -> PyResult<MatchHead> {
+    let a_raw = tensor(a_raw, "a_raw")?;
+    let b = tensor(b, "b")?;
+    for (t, name) in [(&a_raw, "a_raw"), (&b, "b")] {
+        check_float(t, name, &[0, 1])?;
+        if t.numel() != 1 {
+            return Err(PyValueError::new_err(format!("`{name}` must hold one value, not {:?}", t.size())));
+        }
+        same_device(like, t, "the embeddings", name)?;
+    }
+    Ok(MatchHead { a_raw: a_raw.reshape([] as [i64; 0]), b: b.reshape([] as [i64; 0]) })
+}
+
+fn check_pair(left: &Embedding, right: &Embedding) -> PyResult<()> {
+    if left.batch() != right.batch() || left.dim() != right.dim() {
+        return Err(PyValueError::new_err(format!(
+            "the two embeddings must pair row by row in one dimension: {:?} and {:?} (batch, components, dim)",
+            left.mean.size(),
+            right.mean.size()
+        )));
+    }
+    same_device(&left.mean, &right.mean, "mean1", "mean2")
+}
+
+fn check_samples(samples: i64, e: &Embedding, side: &str) -> PyResult<()> {
+    if samples < 1 || samples % e.components() != 0 {
+        return Err(PyValueError::new_err(format!(
+            "`samples` = {samples} must be a positive multiple of {side}'s {} mixture components \
+             (samples are stratified over the components)",
+            e.components()
+        )));
+    }
+    Ok(())
+}
+
+fn check_is_match(is_match: &Tensor, batch: i64) -> PyResult<()> {
+    if is_match.kind() != Kind::Bool || is_match.size() != [batch] {
+        return Err(PyValueError::new_err(format!(
+            "`is_match` must be a bool tensor of shape [{batch}] (one per pair), not {:?} {:?}",
+            is_match.kind(),
+            is_match.size()
+        )));
+    }
+    Ok(())
+}
+
+/// Monte-Carlo log p(m | z1, z2) and log(1 − p) from samples `[B, K1, D]`, `[B, K2, D]` (Eq. 5).
+#[pyfunction]
+pub fn hib_log_match(
+    py: Python<'_>,
+    z1: &Bound<'_, PyAny>,
+    z2: &Bound<'_, PyAny>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let (z1, z2) = (tensor(z1, "z1")?, tensor(z2, "z2")?);
+    let s1 = check_float(&z1, "z1", &[3])?;
+    let s2 = check_float(&z2, "z2", &[3])?;
+    if s1[0] != s2[0] || s1[2] != s2[2] {
+        return Err(PyValueError::new_err(format!("`z1` {s1:?} and `z2` {s2:?} must agree in batch and dimension")));
+    }
+    same_device(&z1, &z2, "z1", "z2")?;
+    let (log_p, log_not_p) = head(a_raw, b, &z1)?.log_match(&z1, &z2);
+    Ok((to_python(py, &log_p)?, to_python(py, &log_not_p)?))
+}
+
+/// p(m | x1, x2) by Monte Carlo with `samples` draws from each embedding (torch's generator).
+#[pyfunction]
+#[pyo3(signature = (mean1, variance1, mean2, variance2, a_raw, b, samples = 8))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_match_probability(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    samples: i64,
+) -> PyResult<Py<PyAny>> {
+    let left = embedding(mean1, variance1, "1")?;
+    let right = embedding(mean2, variance2, "2")?;
+    check_pair(&left, &right)?;
+    check_samples(samples, &left, "the first embedding")?;
+    check_samples(samples, &right, "the second embedding")?;
+    let head = head(a_raw, b, &left.mean)?;
+    to_python(py, &head.match_probability(&left, &right, samples))
+}
+
+/// p(m | x1, x2) by a Gauss–Hermite product rule with `points` nodes per dimension.
+#[pyfunction]
+#[pyo3(signature = (mean1, variance1, mean2, variance2, a_raw, b, points = 16))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_match_probability_quadrature(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    points: usize,
+) -> PyResult<Py<PyAny>> {
+    let left = embedding(mean1, variance1, "1")?;
+    let right = embedding(mean2, variance2, "2")?;
+    check_pair(&left, &right)?;
+    let nodes = (points as i64).checked_pow(left.dim() as u32).filter(|&g| g <= MAX_QUADRATURE_NODES);
+    if points == 0 || nodes.is_none() {
+        return Err(PyValueError::new_err(format!(
+            "`points` = {points} per dimension in D = {} gives more than {MAX_QUADRATURE_NODES} quadrature nodes; \
+             use fewer points or the Monte-Carlo estimator (match_probability)",
+            left.dim()
+        )));
+    }
+    let head = head(a_raw, b, &left.mean)?;
+    let p = match_probability_quadrature(&head, &left, &right, points).map_err(crate::value_error)?;
+    to_python(py, &p)
+}
+
+/// Self-mismatch η(x) = 1 − p(m | x, x) (Eq. 9) by Monte Carlo.
+#[pyfunction]
+#[pyo3(signature = (mean, variance, a_raw, b, samples = 8))]
+pub fn hib_self_mismatch(
+    py: Python<'_>,
+    mean: &Bound<'_, PyAny>,
+    variance: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    samples: i64,
+) -> PyResult<Py<PyAny>> {
+    let e = embedding(mean, variance, "")?;
+    check_samples(samples, &e, "the embedding")?;
+    let head = head(a_raw, b, &e.mean)?;
+    to_python(py, &head.self_mismatch(&e, samples))
+}
+
+/// The soft contrastive loss per pair (Eq. 3) from log p and log(1 − p).
+#[pyfunction]
+pub fn hib_soft_contrastive(
+    py: Python<'_>,
+    log_p: &Bound<'_, PyAny>,
+    log_not_p: &Bound<'_, PyAny>,
+    is_match: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let (log_p, log_not_p, is_match) =
+        (tensor(log_p, "log_p")?, tensor(log_not_p, "log_not_p")?, tensor(is_match, "is_match")?);
+    let size = check_float(&log_p, "log_p", &[1])?;
+    if log_not_p.size() != size {
+        return Err(PyValueError::new_err(format!("`log_not_p` must have the shape of `log_p`, {size:?}")));
+    }
+    check_is_match(&is_match, size[0])?;
+    to_python(py, &soft_contrastive(&log_p, &log_not_p, &is_match))
+}
+
+/// The contrastive loss of point embeddings (Eq. 1) per pair.
+#[pyfunction]
+#[pyo3(signature = (z1, z2, is_match, margin = 1.0))]
+pub fn hib_contrastive(
+    py: Python<'_>,
+    z1: &Bound<'_, PyAny>,
+    z2: &Bound<'_, PyAny>,
+    is_match: &Bound<'_, PyAny>,
+    margin: f64,
+) -> PyResult<Py<PyAny>> {
+    let (z1, z2, is_match) = (tensor(z1, "z1")?, tensor(z2, "z2")?, tensor(is_match, "is_match")?);
+    let size = check_float(&z1, "z1", &[2])?;
+    if z2.size() != size {
+        return Err(PyValueError::new_err(format!("`z2` must have the shape of `z1`, {size:?}")));
+    }
+    check_is_match(&is_match, size[0])?;
+    to_python(py, &contrastive(&z1, &z2, &is_match, margin))
+}
+
+/// The VIB embedding loss (Eq. 8) of a batch of pairs: (total, pair, kl), each a scalar tensor.
+#[pyfunction]
+#[pyo3(signature = (mean1, variance1, mean2, variance2, is_match, a_raw, b, samples = 8, beta = 1e-4))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_vib_loss(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    is_match: &Bound<'_, PyAny>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+    samples: i64,
+    beta: f64,
+) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
+    let left = embedding(mean1, variance1, "1")?;
+    let right = embedding(mean2, variance2, "2")?;
+    check_pair(&left, &right)?;
+    check_samples(samples, &left, "the first embedding")?;
+    check_samples(samples, &right, "the second embedding")?;
+    if !(beta >= 0.0 && beta.is_finite()) {
+        return Err(PyValueError::new_err(format!("`beta` = {beta} must be finite and ≥ 0")));
+    }
+    let is_match = tensor(is_match, "is_match")?;
+    check_is_match(&is_match, left.batch())?;
+    same_device(&left.mean, &is_match, "mean1", "is_match")?;
+    let head = head(a_raw, b, &left.mean)?;
+    let loss = vib_loss(&head, &left, &right, &is_match, samples, beta);
+    Ok((to_python(py, &loss.total)?, to_python(py, &loss.pair)?, to_python(py, &loss.kl)?))
+}

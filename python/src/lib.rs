@@ -1,0 +1,35 @@
+//! hedge for Python: the CPython extension `hedge._hedge`, which the pure-Python package
+//! `hedge` (python/hedge/) wraps with documented, typed functions and classes. Tensors arrive
+//! from and return to the user's torch without a copy ([`tensor`]); arrays arrive as NumPy
+//! float64 arrays. Every error a user can cause is a Python `ValueError` or `TypeError` naming
+//! the argument.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+mod hib;
+mod tensor;
+
+/// A library error as the Python `ValueError` a user can act on.
+pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// The torch version whose libtorch this module was compiled against.
+#[pyfunction]
+fn libtorch_version() -> &'static str {
+    env!("HEDGE_LIBTORCH_VERSION")
+}
+
+#[pymodule]
+fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(libtorch_version, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_log_match, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_match_probability, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_match_probability_quadrature, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_self_mismatch, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_soft_contrastive, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_contrastive, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_vib_loss, m)?)?;
+    Ok(())
+}

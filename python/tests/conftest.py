@@ -1,0 +1,45 @@
+"""Shared fixtures: the data root (HEDGE_DATA_DIR, as for the Rust tests) and real data readers."""
+
+import gzip
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> pathlib.Path:
+    root = pathlib.Path(os.environ.get("HEDGE_DATA_DIR", "data"))
+    if not root.is_dir():
+        pytest.fail(
+            f"data directory '{root}' does not exist: set HEDGE_DATA_DIR to the folder holding mnist/ and uci/"
+        )
+    return root
+
+
+def read_idx(path: pathlib.Path) -> np.ndarray:
+    """An IDX file (MNIST's format), gzipped: big-endian dims after a magic number."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = np.frombuffer(raw, dtype=">u4", count=ndim, offset=4)
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+@pytest.fixture(scope="session")
+def mnist_test(data_dir):
+    """MNIST's 10,000 test images as float32 [N, 1, 28, 28] in [0, 1] and their labels."""
+    images = read_idx(data_dir / "mnist" / "t10k-images-idx3-ubyte.gz").astype(np.float32) / 255.0
+    labels = read_idx(data_dir / "mnist" / "t10k-labels-idx1-ubyte.gz").astype(np.int64)
+    return images[:, None, :, :], labels
+
+
+def read_uci(data_dir: pathlib.Path, name: str):
+    """A UCI regression set as hedge reads it: data.txt, the features and target columns from
+    index_features.txt / index_target.txt (Gal & Ghahramani's layout)."""
+    folder = data_dir / "uci" / name / "data"
+    data = np.loadtxt(folder / "data.txt")
+    features = np.loadtxt(folder / "index_features.txt", dtype=int).ravel()
+    target = int(np.loadtxt(folder / "index_target.txt", dtype=int).ravel()[0])
+    return data[:, features], data[:, target]

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds hedge's Python package and installs it into a virtual environment (default .venv) that
+# holds torch 2.13 (the release the extension is compiled against), NumPy and the test tools.
+#
+#   bash scripts/setup-python.sh            then   .venv/bin/python -c "import hedge"
+#
+# The extension (python/, crate hedge-py) is built by the workspace's cargo, so it reuses the
+# libraries the Rust tests compiled, and is installed in development mode: python/ goes on the
+# environment's path and the built module beside python/hedge/__init__.py. A wheel for another
+# environment: `pip install ./python` (maturin; python/README.md).
+# HEDGE_VENV picks another environment folder; PYTHON the interpreter that creates it.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="${HEDGE_VENV:-$root/.venv}"
+python="${PYTHON:-python3}"
+want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest matplotlib maturin>=1.7,<2"
+stamp="$venv/.hedge-installed"
+if [ ! -x "$venv/bin/python" ]; then
+  if ! "$python" -m venv "$venv"; then
+    echo "setup-python: '$python -m venv $venv' failed; install Python 3 with venv (or set PYTHON)" >&2
+    exit 1
+  fi
+fi
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  # torch's Linux wheels are CUDA builds: `import torch` needs their nvidia libraries (a few GB,
+  # downloaded once; pip's cache keeps them).
+  echo "setup-python: installing $want into $venv" >&2
+  # shellcheck disable=SC2086  # the list is word-split on purpose
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want
+  echo "$want" > "$stamp"
+fi
+bash scripts/setup-libtorch.sh
+PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py
+suffix="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")"
+target="python/hedge/_hedge$suffix"
+# Replace by rename: a Python process that has the old module loaded keeps its mapping.
+cp target/release/lib_hedge.so "$target.tmp"
+mv "$target.tmp" "$target"
+site="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")"
+echo "$root/python" > "$site/hedge-develop.pth"
+"$venv/bin/python" -c "import hedge; print('setup-python: hedge', hedge.__file__, 'on torch', hedge._torch.__version__)"
