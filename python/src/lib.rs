@@ -7,6 +7,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+mod bayes;
 mod hib;
 mod tensor;
 
@@ -31,5 +32,13 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hib::hib_soft_contrastive, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_contrastive, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_vib_loss, m)?)?;
+    m.add_class::<bayes::GpPosterior>()?;
+    m.add_class::<bayes::SparseGpPosterior>()?;
+    m.add_class::<bayes::LinearPosterior>()?;
+    m.add_class::<bayes::ProbitPosterior>()?;
+    m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::probit_fit, m)?)?;
     Ok(())
 }

@@ -1,0 +1,67 @@
+"""Argument checks shared by the array-taking modules: the scikit-learn conventions (anything
+array-like in, float64 out), each error naming the argument, its shape and the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def matrix(x, name: str = "X", n_features: int | None = None) -> np.ndarray:
+    """``x`` as a C-contiguous float64 ``[n, d]`` array with finite values."""
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1 and n_features is not None and n_features == 1:
+        a = a[:, None]
+    if a.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be 2-D, [n_samples, n_features]; got shape {a.shape}"
+            + (" (one feature: reshape(-1, 1))" if a.ndim == 1 else "")
+        )
+    if a.shape[0] == 0:
+        raise ValueError(f"`{name}` has no rows")
+    if not np.isfinite(a).all():
+        bad = np.argwhere(~np.isfinite(a))[0]
+        raise ValueError(f"`{name}` holds a non-finite value at row {bad[0]}, column {bad[1]}")
+    if n_features is not None and a.shape[1] != n_features:
+        raise ValueError(f"`{name}` has {a.shape[1]} features but the model was fitted on {n_features}")
+    return np.ascontiguousarray(a)
+
+
+def vector(y, rows: int, name: str = "y", dtype=np.float64) -> np.ndarray:
+    """``y`` as a C-contiguous 1-D array of ``rows`` finite values."""
+    a = np.asarray(y)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1 or a.shape[0] != rows:
+        raise ValueError(f"`{name}` must be 1-D with {rows} values (one per row of X); got shape {a.shape}")
+    a = a.astype(dtype)
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        raise ValueError(f"`{name}` holds a non-finite value at position {int(np.argwhere(~np.isfinite(a))[0][0])}")
+    return np.ascontiguousarray(a)
+
+
+class Estimator:
+    """scikit-learn's estimator conventions without depending on it: the constructor's keyword
+    arguments are the parameters (``get_params``/``set_params``, so ``sklearn.base.clone`` and
+    grid searches work), fitted state ends with ``_``."""
+
+    def get_params(self, deep: bool = True) -> dict:
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {n: getattr(self, n) for n in names}
+
+    def set_params(self, **params):
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise ValueError(f"{type(self).__name__} has no parameter `{k}`; it has {sorted(valid)}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _check_fitted(self, attribute: str) -> None:
+        if not hasattr(self, attribute):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
