@@ -146,8 +146,8 @@ pub fn sparse_gp_fit(
 /// normal–inverse-gamma (Student-t predictive).
 #[pyclass(module = "hedge._hedge")]
 pub struct LinearPosterior {
-    known_noise: Option<FittedBayesLinear>,
-    nig: Option<FittedNigLinear>,
+    pub(crate) known_noise: Option<FittedBayesLinear>,
+    pub(crate) nig: Option<FittedNigLinear>,
 }
 
 impl LinearPosterior {
@@ -207,7 +207,7 @@ pub fn linear_fit(
 
 /// The Laplace posterior of a Bayesian probit regression.
 #[pyclass(module = "hedge._hedge")]
-pub struct ProbitPosterior(FittedProbit);
+pub struct ProbitPosterior(pub(crate) FittedProbit);
 
 #[pymethods]
 impl ProbitPosterior {

@@ -7,6 +7,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+mod active;
 mod bayes;
 mod hib;
 mod tensor;
@@ -40,5 +41,18 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::probit_fit, m)?)?;
+    for f in [
+        wrap_pyfunction!(active::acs_fw_projections, m)?,
+        wrap_pyfunction!(active::acs_fw_gram, m)?,
+        wrap_pyfunction!(active::linear_gram, m)?,
+        wrap_pyfunction!(active::probit_gram, m)?,
+        wrap_pyfunction!(active::linear_projections, m)?,
+        wrap_pyfunction!(active::bald_scores, m)?,
+        wrap_pyfunction!(active::entropy_scores, m)?,
+        wrap_pyfunction!(active::top_b_indices, m)?,
+        wrap_pyfunction!(active::lcmd_batch, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     Ok(())
 }

@@ -1,0 +1,146 @@
+"""Bayesian batch active learning as pure functions of arrays (acquisitions the baal way).
+
+* :func:`acs_fw` -- Frank--Wolfe sparse subset approximation (Pinsler et al., NeurIPS 2019,
+  Algorithm 1) over a Gram matrix ``K[n, m] = <L_n, L_m>`` or explicit vectors (random
+  projections) ``[N, J]``; :func:`linear_gram`, :func:`probit_gram` and :func:`nig_projections`
+  build them from a fitted :mod:`hedge.bayes` model, and :func:`acs_fw_select` does both.
+* :func:`bald`, :func:`max_entropy` -- scores for classification; with :func:`top_b`, the
+  batch. For a Gaussian regression predictive, MaxEnt is ``top_b(std, b)``.
+* :func:`lcmd` -- LCMD (Holzmueller et al., JMLR 2023): clusters around the labelled points,
+  farthest point of the heaviest cluster.
+
+Pool indices are rows of the pool arrays you pass.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _hedge
+from ._arrays import matrix
+from .bayes import BayesianLinearRegression, BayesianProbitRegression
+
+__all__ = [
+    "Batch",
+    "acs_fw",
+    "acs_fw_select",
+    "bald",
+    "lcmd",
+    "linear_gram",
+    "max_entropy",
+    "nig_projections",
+    "probit_gram",
+    "top_b",
+]
+
+
+class Batch(NamedTuple):
+    """A Frank--Wolfe batch."""
+
+    indices: np.ndarray
+    """selected pool rows (the support of ``weights``), ascending."""
+    weights: np.ndarray
+    """``[N]`` the sparse weights w (the batch's L(w) approximates the whole pool's L)."""
+    objective: np.ndarray
+    """``||L - L(w)||^2`` before the first and after each iteration."""
+    picks: np.ndarray
+    """the vertex chosen at each iteration (re-picks show as repeats when not ``distinct``)."""
+
+
+def _batch_size(batch_size: int) -> int:
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"`batch_size` = {batch_size} must be a positive integer")
+    return int(batch_size)
+
+
+def acs_fw(projections=None, *, gram=None, batch_size: int, distinct: bool = True) -> Batch:
+    """ACS-FW with ``batch_size`` Frank--Wolfe iterations over exactly one of ``projections``
+    ``[N, J]`` (each row a vector L_n) or ``gram`` ``[N, N]`` (symmetric, K = <L_n, L_m>).
+
+    ``distinct=True`` never re-picks a point, so the batch has ``min(batch_size, N)`` points;
+    ``False`` is the paper's algorithm (re-picks allowed, batches can come out smaller).
+    Ties go to the lowest pool index.
+    """
+    if (projections is None) == (gram is None):
+        raise ValueError("pass exactly one of `projections` ([N, J]) and `gram` ([N, N])")
+    b = _batch_size(batch_size)
+    if gram is not None:
+        raw = _hedge.acs_fw_gram(matrix(gram, "gram"), b, distinct)
+    else:
+        raw = _hedge.acs_fw_projections(matrix(projections, "projections"), b, distinct)
+    indices, weights, objective, picks = raw
+    return Batch(np.asarray(indices, dtype=np.int64), weights, objective, np.asarray(picks, dtype=np.int64))
+
+
+def _fitted(model, kind):
+    if not isinstance(model, kind):
+        raise TypeError(f"`model` must be a fitted hedge.bayes.{kind.__name__}, not {type(model).__name__}")
+    model._check_fitted("posterior_")
+    return model.posterior_
+
+
+def linear_gram(model: BayesianLinearRegression, X_pool) -> np.ndarray:
+    """``[N, N]`` closed-form weighted Fisher inner products of a fitted Bayesian linear
+    regression over the pool rows ``X_pool`` ``[N, d]`` (known noise: (x_n.x_m / s^4) x_n S x_m;
+    noise integrated out: (a/b) (x_n S x_m)(x_n.x_m))."""
+    posterior = _fitted(model, BayesianLinearRegression)
+    return _hedge.linear_gram(posterior, matrix(X_pool, "X_pool", n_features=model.n_features_in_))
+
+
+def probit_gram(model: BayesianProbitRegression, X_pool) -> np.ndarray:
+    """``[N, N]`` closed-form inner products of a fitted Bayesian probit regression
+    (x_n.x_m Cov[Phi(x_n.w), Phi(x_m.w)] under the Laplace posterior)."""
+    posterior = _fitted(model, BayesianProbitRegression)
+    return _hedge.probit_gram(posterior, matrix(X_pool, "X_pool", n_features=model.n_features_in_))
+
+
+def nig_projections(model: BayesianLinearRegression, X_pool, projections: int = 10, seed: int = 0) -> np.ndarray:
+    """``[N, J]`` random projections of the log-posterior vectors of a normal--inverse-gamma
+    regression (``noise_variance=None``), from J posterior draws (seeded)."""
+    posterior = _fitted(model, BayesianLinearRegression)
+    return _hedge.linear_projections(
+        posterior, matrix(X_pool, "X_pool", n_features=model.n_features_in_), int(projections), int(seed)
+    )
+
+
+def acs_fw_select(model, X_pool, batch_size: int, projections: int | None = None, seed: int = 0, distinct: bool = True) -> Batch:
+    """ACS-FW for a fitted :mod:`hedge.bayes` linear or probit model: the closed-form Gram
+    matrix, or ``projections`` random projections (normal--inverse-gamma regression only)."""
+    if projections is not None:
+        return acs_fw(nig_projections(model, X_pool, projections, seed), batch_size=batch_size, distinct=distinct)
+    if isinstance(model, BayesianProbitRegression):
+        return acs_fw(gram=probit_gram(model, X_pool), batch_size=batch_size, distinct=distinct)
+    return acs_fw(gram=linear_gram(model, X_pool), batch_size=batch_size, distinct=distinct)
+
+
+def bald(probabilities) -> np.ndarray:
+    """BALD scores ``[N]``, I[y; theta | x] = H[E p] - E H[p], from class probabilities
+    ``[S, N, C]`` under S posterior draws (MC dropout passes, Laplace samples, ...)."""
+    p = np.ascontiguousarray(np.asarray(probabilities, dtype=np.float64))
+    if p.ndim != 3 or 0 in p.shape:
+        raise ValueError(f"`probabilities` must be [samples, pool, classes]; got shape {p.shape}")
+    return _hedge.bald_scores(p)
+
+
+def max_entropy(probabilities) -> np.ndarray:
+    """Predictive entropies ``[N]`` of categorical predictions ``[N, C]`` (MaxEnt)."""
+    p = matrix(probabilities, "probabilities")
+    return _hedge.entropy_scores(p)
+
+
+def top_b(scores, b: int) -> np.ndarray:
+    """Indices of the ``b`` largest scores, ascending (ties to the lower index)."""
+    s = np.ascontiguousarray(np.asarray(scores, dtype=np.float64))
+    if s.ndim != 1:
+        raise ValueError(f"`scores` must be 1-D; got shape {s.shape}")
+    return np.asarray(_hedge.top_b_indices(s, _batch_size(b)), dtype=np.int64)
+
+
+def lcmd(labelled_features, pool_features, batch_size: int) -> np.ndarray:
+    """LCMD's picks (in pick order) from ``pool_features`` ``[M, k]`` given the labelled points'
+    features ``[N, k]`` (e.g. a network's last hidden layer)."""
+    labelled = matrix(labelled_features, "labelled_features")
+    pool = matrix(pool_features, "pool_features", n_features=labelled.shape[1])
+    return np.asarray(_hedge.lcmd_batch(labelled, pool, _batch_size(batch_size)), dtype=np.int64)

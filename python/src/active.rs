@@ -1,0 +1,145 @@
+//! Batch acquisition as pure functions of arrays (the baal way): ACS-FW over a Gram matrix, over
+//! random projections or over a fitted Bayesian linear/probit model's closed-form inner
+//! products; BALD and entropy scores; LCMD; the top-b rule.
+
+use hedge_active::acquisition::{bald, categorical_entropy, lcmd, nig_projections, top_b};
+use hedge_active::{fisher, frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rand::SeedableRng;
+
+use crate::bayes::{matrix, matrix_to_numpy, LinearPosterior, ProbitPosterior};
+use crate::value_error;
+
+/// (indices, weights, objective, picks) of a Frank–Wolfe batch.
+type BatchArrays<'py> = (Vec<usize>, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<f64>>, Vec<usize>);
+
+fn batch_arrays(py: Python<'_>, b: FwBatch) -> BatchArrays<'_> {
+    (b.indices, b.weights.into_pyarray(py), b.objective.into_pyarray(py), b.picks)
+}
+
+fn run<'py>(
+    py: Python<'py>,
+    pool: &(dyn PoolVectors + Sync),
+    batch_size: usize,
+    distinct: bool,
+) -> PyResult<BatchArrays<'py>> {
+    let batch = py.detach(|| frank_wolfe(pool, batch_size, distinct)).map_err(value_error)?;
+    Ok(batch_arrays(py, batch))
+}
+
+/// ACS-FW over explicit vectors (random projections), `[N, J]`.
+#[pyfunction]
+pub fn acs_fw_projections<'py>(
+    py: Python<'py>,
+    projections: PyReadonlyArray2<'_, f64>,
+    batch_size: usize,
+    distinct: bool,
+) -> PyResult<BatchArrays<'py>> {
+    run(py, &Projections(matrix(&projections)), batch_size, distinct)
+}
+
+/// ACS-FW over a symmetric Gram matrix K_nm = <L_n, L_m>, `[N, N]`.
+#[pyfunction]
+pub fn acs_fw_gram<'py>(
+    py: Python<'py>,
+    gram: PyReadonlyArray2<'_, f64>,
+    batch_size: usize,
+    distinct: bool,
+) -> PyResult<BatchArrays<'py>> {
+    let k = matrix(&gram);
+    if k.nrows() != k.ncols() {
+        return Err(PyValueError::new_err(format!("`gram` must be square, not {} x {}", k.nrows(), k.ncols())));
+    }
+    run(py, &GramMatrix(k), batch_size, distinct)
+}
+
+/// The closed-form Gram matrix of a fitted Bayesian linear regression (known noise or
+/// normal–inverse-gamma) over pool inputs `[N, d]`.
+#[pyfunction]
+pub fn linear_gram<'py>(
+    py: Python<'py>,
+    posterior: PyRef<'_, LinearPosterior>,
+    x_pool: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let x = matrix(&x_pool);
+    let gram = match (&posterior.known_noise, &posterior.nig) {
+        (Some(m), _) => fisher::linear_known_noise(x.as_ref(), m),
+        (None, Some(m)) => fisher::linear_nig(x.as_ref(), m),
+        (None, None) => unreachable!("a LinearPosterior holds one model"),
+    }
+    .map_err(value_error)?;
+    Ok(matrix_to_numpy(py, &gram.0))
+}
+
+/// The closed-form Gram matrix of a fitted Bayesian probit regression over pool inputs `[N, d]`.
+#[pyfunction]
+pub fn probit_gram<'py>(
+    py: Python<'py>,
+    posterior: PyRef<'_, ProbitPosterior>,
+    x_pool: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let x = matrix(&x_pool);
+    let gram = fisher::probit(x.as_ref(), &posterior.0).map_err(value_error)?;
+    Ok(matrix_to_numpy(py, &gram.0))
+}
+
+/// Random projections `[N, J]` of the normal–inverse-gamma model's log-posterior vectors.
+#[pyfunction]
+pub fn linear_projections<'py>(
+    py: Python<'py>,
+    posterior: PyRef<'_, LinearPosterior>,
+    x_pool: PyReadonlyArray2<'_, f64>,
+    projections: usize,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let Some(nig) = &posterior.nig else {
+        return Err(PyValueError::new_err(
+            "random projections need the noise integrated out: fit BayesianLinearRegression(noise_variance=None)",
+        ));
+    };
+    let x = matrix(&x_pool);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let p = nig_projections(x.as_ref(), nig, projections, &mut rng).map_err(value_error)?;
+    Ok(matrix_to_numpy(py, &p.0))
+}
+
+/// BALD scores `[N]` from class probabilities `[S, N, C]` under S posterior draws.
+#[pyfunction]
+pub fn bald_scores<'py>(
+    py: Python<'py>,
+    probabilities: PyReadonlyArray3<'_, f64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let shape = probabilities.as_array().shape().to_vec();
+    let values = probabilities.as_slice()?.to_vec();
+    Ok(bald(&values, shape[0], shape[1], shape[2]).map_err(value_error)?.into_pyarray(py))
+}
+
+/// Predictive entropies `[N]` of categorical predictions `[N, C]`.
+#[pyfunction]
+pub fn entropy_scores<'py>(
+    py: Python<'py>,
+    probabilities: PyReadonlyArray2<'_, f64>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let classes = probabilities.as_array().shape()[1];
+    Ok(categorical_entropy(probabilities.as_slice()?, classes).into_pyarray(py))
+}
+
+/// Indices of the `b` largest scores (ties to the lower index), ascending.
+#[pyfunction]
+pub fn top_b_indices(scores: PyReadonlyArray1<'_, f64>, b: usize) -> PyResult<Vec<usize>> {
+    Ok(top_b(scores.as_slice()?, b))
+}
+
+/// LCMD's `b` picks from pool features `[M, k]` given labelled features `[N, k]`, in pick order.
+#[pyfunction]
+pub fn lcmd_batch(
+    py: Python<'_>,
+    labelled: PyReadonlyArray2<'_, f64>,
+    pool: PyReadonlyArray2<'_, f64>,
+    b: usize,
+) -> PyResult<Vec<usize>> {
+    let (labelled, pool) = (matrix(&labelled), matrix(&pool));
+    py.detach(|| lcmd(labelled.as_ref(), pool.as_ref(), b)).map_err(value_error)
+}
