@@ -31,9 +31,9 @@ if _release(_torch.__version__) != _release(BUILT_FOR_TORCH):
     )
 
 from . import _hedge  # noqa: E402  (only after the torch check: a mismatched libtorch crashes)
-from . import active, bayes, hib  # noqa: E402
+from . import active, agnostic, bayes, hib  # noqa: E402
 
-__all__ = ["BUILT_FOR_TORCH", "active", "bayes", "hib", "libtorch_version"]
+__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "bayes", "hib", "libtorch_version"]
 
 
 def libtorch_version() -> str:

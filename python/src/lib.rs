@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 mod active;
+mod agnostic;
 mod bayes;
 mod hib;
 mod tensor;
@@ -37,6 +38,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bayes::SparseGpPosterior>()?;
     m.add_class::<bayes::LinearPosterior>()?;
     m.add_class::<bayes::ProbitPosterior>()?;
+    m.add_class::<agnostic::LeaceEraser>()?;
     m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
@@ -51,6 +53,9 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::entropy_scores, m)?,
         wrap_pyfunction!(active::top_b_indices, m)?,
         wrap_pyfunction!(active::lcmd_batch, m)?,
+        wrap_pyfunction!(agnostic::leace_fit, m)?,
+        wrap_pyfunction!(agnostic::probe_one, m)?,
+        wrap_pyfunction!(agnostic::probe_linear_and_mlp, m)?,
     ] {
         m.add_function(f)?;
     }

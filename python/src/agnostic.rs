@@ -1,0 +1,124 @@
+//! Concept erasure and the fresh-probe audit on feature arrays a user brings: LEACE (fit,
+//! transform) and the audit's probes — linear and tuned MLP, with the chance interval and the
+//! mutual-information lower bound — on features or on a classifier's decisions (the floor).
+
+use hedge_agnostic::audit::{probe, probe_pair, ProbeConfig, ProbeKind};
+use hedge_agnostic::erasure::Leace;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tch::{Kind, Tensor};
+
+use crate::bayes::matrix_to_numpy;
+use crate::value_error;
+
+/// A fitted LEACE eraser r(x) = x − strength · P(x − μ).
+#[pyclass(module = "hedge._hedge")]
+pub struct LeaceEraser(Leace);
+
+#[pymethods]
+impl LeaceEraser {
+    /// `x` `[n, d]` with the concept erased at `strength` ∈ [0, 1].
+    fn erase<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'_, f64>,
+        strength: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let (n, d) = (x.as_array().nrows(), x.as_array().ncols());
+        if d != self.0.mean.len() {
+            return Err(PyValueError::new_err(format!(
+                "`X` has {d} features but the eraser was fitted on {}",
+                self.0.mean.len()
+            )));
+        }
+        let erased = self.0.erase(x.as_slice()?, strength).map_err(value_error)?;
+        Ok(numpy::ndarray::Array2::from_shape_vec((n, d), erased).expect("n·d values").into_pyarray(py))
+    }
+    /// μ, `[d]`.
+    #[getter]
+    fn mean<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.0.mean.clone().into_pyarray(py)
+    }
+    /// P, `[d, d]` (acts on column vectors).
+    #[getter]
+    fn projection<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        matrix_to_numpy(py, &self.0.projection)
+    }
+    /// The number of dimensions erased.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.0.rank
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, concept, weights = None))]
+pub fn leace_fit(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    concept: PyReadonlyArray1<'_, i64>,
+    weights: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<LeaceEraser> {
+    let d = x.as_array().ncols();
+    let (x, z) = (x.as_slice()?.to_vec(), concept.as_slice()?.to_vec());
+    let w = weights.map(|w| w.as_slice().map(<[f64]>::to_vec)).transpose()?;
+    py.detach(|| Leace::fit_weighted(&x, d, &z, w.as_deref())).map(LeaceEraser).map_err(value_error)
+}
+
+/// Rows `[n, d]` as a float32 CPU tensor (the probes train in float32).
+fn features(x: &PyReadonlyArray2<'_, f64>) -> PyResult<Tensor> {
+    let shape = x.as_array().shape().to_vec();
+    Ok(Tensor::from_slice(x.as_slice()?).reshape([shape[0] as i64, shape[1] as i64]).to_kind(Kind::Float))
+}
+
+fn labels(a: &PyReadonlyArray1<'_, i64>) -> PyResult<Tensor> {
+    Ok(Tensor::from_slice(a.as_slice()?))
+}
+
+fn json(r: &impl serde::Serialize) -> String {
+    serde_json::to_string(r).expect("a probe result serialises")
+}
+
+/// One probe (`"linear"` or `"mlp"`, untuned) trained on (train features → concept) and scored
+/// on the test rows: the result as JSON (hedge.agnostic.ProbeResult reads it).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn probe_one(
+    py: Python<'_>,
+    train_features: PyReadonlyArray2<'_, f64>,
+    train_concept: PyReadonlyArray1<'_, i64>,
+    test_features: PyReadonlyArray2<'_, f64>,
+    test_concept: PyReadonlyArray1<'_, i64>,
+    kind: &str,
+    steps: usize,
+    seed: u64,
+) -> PyResult<String> {
+    let kind = match kind {
+        "linear" => ProbeKind::Linear,
+        "mlp" => ProbeKind::Mlp,
+        other => return Err(PyValueError::new_err(format!("probe kind {other:?}: use 'linear' or 'mlp'"))),
+    };
+    let (tf, ta, sf, sa) =
+        (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
+    let config = ProbeConfig { steps, seed, ..ProbeConfig::new(kind) };
+    let r = py.detach(move || probe(&tf, &ta, &sf, &sa, &config)).map_err(value_error)?;
+    Ok(json(&r))
+}
+
+/// The audit's probe pair: a linear probe and the MLP probe tuned on a validation split, as JSON.
+#[pyfunction]
+pub fn probe_linear_and_mlp(
+    py: Python<'_>,
+    train_features: PyReadonlyArray2<'_, f64>,
+    train_concept: PyReadonlyArray1<'_, i64>,
+    test_features: PyReadonlyArray2<'_, f64>,
+    test_concept: PyReadonlyArray1<'_, i64>,
+    steps: usize,
+    seed: u64,
+) -> PyResult<(String, String)> {
+    let (tf, ta, sf, sa) =
+        (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
+    let (linear, mlp) = py.detach(move || probe_pair(&tf, &ta, &sf, &sa, steps, seed)).map_err(value_error)?;
+    Ok((json(&linear), json(&mlp)))
+}

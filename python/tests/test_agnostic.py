@@ -1,0 +1,84 @@
+"""Concept erasure and the probe audit on real features (MNIST digits pooled to 7 x 7; the
+concept is the digit's parity): LEACE's guarantees, probes against scikit-learn's logistic
+regression, the decision floor."""
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from hedge import agnostic
+
+
+@pytest.fixture(scope="module")
+def pooled(mnist_test):
+    images, labels = mnist_test
+    x = images[:, 0].reshape(-1, 7, 4, 7, 4).mean((2, 4)).reshape(-1, 49).astype(np.float64)
+    parity = (labels % 2).astype(np.int64)
+    high = (labels >= 5).astype(np.int64)
+    return x[:3000], parity[:3000], high[:3000], x[3000:5000], parity[3000:5000], high[3000:5000]
+
+
+def test_leace_equalises_the_concepts_class_means_and_leaves_linear_probes_at_chance(pooled):
+    xtr, ztr, _, xte, zte, _ = pooled
+    eraser = agnostic.Leace().fit(xtr, ztr)
+    erased = eraser.transform(xtr)
+    assert eraser.rank_ == 1
+    gap = erased[ztr == 1].mean(0) - erased[ztr == 0].mean(0)
+    assert np.abs(gap).max() < 1e-9 * np.abs(xtr).max()
+    p = eraser.projection_
+    np.testing.assert_allclose(p @ p, p, atol=1e-8)  # an (oblique) projection
+    np.testing.assert_allclose(agnostic.Leace(strength=0.0).fit(xtr, ztr).transform(xte), xte)
+    raw = LogisticRegression(max_iter=2000).fit(xtr, ztr).score(xte, zte)
+    after = LogisticRegression(max_iter=2000).fit(erased, ztr).score(eraser.transform(xte), zte)
+    chance = max(zte.mean(), 1 - zte.mean())
+    assert raw > 0.8, raw
+    assert after < chance + 0.04, (after, chance)
+
+
+def test_group_balancing_weights_make_each_group_count_equally():
+    t = np.array([0, 0, 0, 1, 1, 0])
+    c = np.array([0, 0, 1, 1, 1, 0])
+    w = agnostic.group_balancing_weights(t, c)
+    np.testing.assert_allclose(w, [1 / 3, 1 / 3, 1.0, 0.5, 0.5, 1 / 3])
+    for group in [(0, 0), (0, 1), (1, 1)]:
+        rows = (t == group[0]) & (c == group[1])
+        assert w[rows].sum() == pytest.approx(1.0)
+
+
+def test_linear_probe_reads_what_scikit_learns_logistic_regression_reads(pooled):
+    xtr, ztr, _, xte, zte, _ = pooled
+    ours = agnostic.probe(xtr, ztr, xte, zte, kind="linear", steps=500)
+    theirs = LogisticRegression(max_iter=2000).fit(xtr, ztr).score(xte, zte)
+    assert ours.accuracy == pytest.approx(theirs, abs=0.03), (ours.accuracy, theirs)
+    assert not ours.at_chance and ours.mutual_information_bits > 0.3
+    assert ours.test_points == len(zte) and 0.49 < ours.chance < 0.52
+    assert ours.entropy_bits == pytest.approx(-sum(q * np.log2(q) for q in (zte.mean(), 1 - zte.mean())), rel=1e-6)
+
+
+def test_the_audit_scores_features_beyond_the_decision(pooled):
+    xtr, ztr, ytr, xte, zte, yte = pooled
+    # The task: digit >= 5. Its classifier's logits are the decisions.
+    task = LogisticRegression(max_iter=2000).fit(xtr, ytr)
+    d_train, d_test = task.predict_log_proba(xtr), task.predict_log_proba(xte)
+    result = agnostic.audit(xtr, ztr, xte, zte, train_decisions=d_train, test_decisions=d_test, steps=300)
+    assert result.mlp.chosen is not None and result.mlp.chosen.hidden in (64, 256)
+    # The raw pixels show parity far better than the "digit >= 5" decision does: they fail.
+    assert result.mlp.accuracy > 0.8 and result.decision.accuracy < result.mlp.accuracy - 0.1
+    assert result.excess_over_decision == pytest.approx(result.mlp.accuracy - result.decision.accuracy)
+    assert not result.passes()
+    # LEACE's guarantee is linear: the linear probe falls to chance on erased features.
+    eraser = agnostic.Leace().fit(xtr, ztr)
+    erased = agnostic.audit(eraser.transform(xtr), ztr, eraser.transform(xte), zte, steps=300)
+    assert erased.linear.accuracy < erased.linear.chance_interval[1] + 0.02, erased.linear
+
+
+def test_bad_arguments_are_refused():
+    x = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="class indices >= 0"):
+        agnostic.Leace().fit(x, [0, 1, -1, 0])
+    with pytest.raises(ValueError, match="`test_features` has 3 features but the model was fitted on 2"):
+        agnostic.probe(x, [0, 1, 0, 1], np.zeros((2, 3)), [0, 1])
+    with pytest.raises(ValueError, match='probe kind "svm"'):
+        agnostic.probe(x, [0, 1, 0, 1], x, [0, 1, 0, 1], kind="svm")
+    with pytest.raises(ValueError, match="both `train_decisions` and `test_decisions`"):
+        agnostic.audit(x, [0, 1, 0, 1], x, [0, 1, 0, 1], train_decisions=x)
