@@ -32,6 +32,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 bash scripts/setup-libtorch.sh
 PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py
+# The command line too: the Python tests check that both give the same numbers on one run.
+cargo build --release -p hedge-cli
 suffix="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")"
 target="python/hedge/_hedge$suffix"
 # Replace by rename: a Python process that has the old module loaded keeps its mapping.

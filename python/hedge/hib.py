@@ -22,10 +22,16 @@ A training step::
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
-from typing import NamedTuple, Optional
+import os
+import pathlib
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple, Optional, Union
 
+import numpy as np
 import torch
 
 from . import _hedge
@@ -41,6 +47,13 @@ __all__ = [
     "self_mismatch",
     "soft_contrastive",
     "vib_loss",
+    # End to end: runs, embeddings, identification.
+    "IdentityMatch",
+    "Index",
+    "ProbeResult",
+    "Run",
+    "SearchSummary",
+    "train",
 ]
 
 
@@ -168,3 +181,243 @@ def vib_loss(
         e1.mean, e1.variance, e2.mean, e2.variance, is_match, head.a_raw, head.b, samples, beta
     )
     return VibLoss(total, pair, kl)
+
+
+# --- End to end: train a run, embed with it, identify against a gallery. ----------------------
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _print_progress(step: int, planned: int, loss: float) -> None:
+    """The default progress report: one line on stderr, redrawn in place."""
+    width = 30
+    done = int(width * step / max(planned, 1))
+    end = "\n" if step >= planned else ""
+    print(f"\r[{'#' * done}{'.' * (width - done)}] {step}/{planned} steps  loss {loss:.4f}", end=end, file=sys.stderr, flush=True)
+
+
+def _images_npz(images, labels, path: pathlib.Path) -> pathlib.Path:
+    """Arrays as the image .npz hedge reads (``images`` [N, H, W] or [N, C, H, W], uint8 or float
+    in [0, 1]; ``labels`` integers), written to ``path`` (refused if it exists)."""
+    if path.exists():
+        raise FileExistsError(f"{path} exists; hedge writes the arrays there and never replaces a file it did not write")
+    images = images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else np.asarray(images)
+    labels = labels.detach().cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    if images.dtype not in (np.uint8, np.float32, np.float64):
+        raise ValueError(f"`images` are {images.dtype}; give uint8 (0-255) or float (0-1) pixels")
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"`labels` are {labels.dtype}; give integer identities (np.unique(names, return_inverse=True))")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, images=images, labels=labels.astype(np.int64))
+    os.replace(tmp, path)
+    return path
+
+
+def train(
+    out: PathLike,
+    *,
+    data: Union[PathLike, tuple, None] = None,
+    config: Union[dict, PathLike, None] = None,
+    unseen_classes: Optional[int] = None,
+    seen_test_fraction: float = 0.2,
+    split_seed: int = 0,
+    device: str = "cpu",
+    overwrite: bool = False,
+    progress: Union[bool, Callable[[int, int, float], None]] = True,
+    progress_every: int = 10,
+) -> "Run":
+    """Trains a HIB model into the new run directory ``out`` -- what ``hedge hib train`` does.
+
+    Args:
+        data: an image folder (``ROOT/<identity>/<image>.png``), an image ``.npz`` (``images``,
+            ``labels``), or a tuple ``(images, labels)`` of arrays (saved beside the run as
+            ``<out>.images.npz`` first, so the run can be evaluated and resumed); ``None``:
+            N-digit MNIST from ``HEDGE_DATA_DIR``.
+        config: HibConfig settings as a dict (``{"model": "mog", "components": 2, "dim": 2,
+            "steps": 2000, ...}``; unnamed ones keep hedge's defaults) or a TOML recipe file.
+        unseen_classes, seen_test_fraction, split_seed: how a user's images are split (whole
+            identities held out as ``test_unseen``; a share of each other one as ``test_seen``).
+        progress: ``True`` draws a bar on stderr, ``False`` nothing, or a callable
+            ``progress(step, planned_steps, loss)`` called every ``progress_every`` steps.
+    """
+    out = pathlib.Path(out)
+    if isinstance(data, tuple):
+        if len(data) != 2:
+            raise ValueError("`data` as arrays is a tuple (images, labels)")
+        data = _images_npz(data[0], data[1], out.with_name(out.name + ".images.npz"))
+    settings = config_file = None
+    if isinstance(config, dict):
+        settings = json.dumps(config)
+    elif config is not None:
+        config_file = str(config)
+    callback = _print_progress if progress is True else (progress or None)
+    path = _hedge.hib_train(
+        str(out),
+        settings,
+        config_file,
+        None if data is None else str(data),
+        unseen_classes,
+        float(seen_test_fraction),
+        int(split_seed),
+        device,
+        bool(overwrite),
+        callback,
+        int(progress_every),
+    )
+    return Run(path)
+
+
+class Run:
+    """A trained run directory (``hedge hib train`` or :func:`train`) opened for embedding."""
+
+    def __init__(self, path: PathLike):
+        self._run = _hedge.hib_open_run(str(path))
+        self.path = pathlib.Path(self._run.path)
+        #: The run's HibConfig settings (as its config files write them).
+        self.config: dict = json.loads(self._run.config_json)
+        #: ``[channels, height, width]`` of the images the network takes.
+        self.input_shape: tuple = tuple(self._run.input_shape)
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r}, model={self.config.get('model')!r}, dim={self.config.get('dim')})"
+
+    def match_head(self) -> MatchHead:
+        """The trained match head (a, b) as a :class:`MatchHead` (for :func:`match_probability`)."""
+        a_raw, b = self._run.match_head()
+        head = MatchHead()
+        with torch.no_grad():
+            head.a_raw.fill_(a_raw)
+            head.b.fill_(b)
+        return head
+
+    def embed(self, images, samples: int = 8, seed: int = 0, batch: int = 1000, device: str = "cpu") -> Embedding:
+        """Embeds images ``[N, C, H, W]`` (or ``[N, H, W]``; float in [0, 1] or uint8) with the
+        run's network: means and variances ``[N, C', D]`` and eta ``[N]`` from ``samples`` draws
+        seeded by ``seed`` -- the numbers ``hedge hib embed`` gives for the same images."""
+        x = images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else np.asarray(images)
+        if x.dtype == np.uint8:
+            x = x.astype(np.float32) / 255.0
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        if x.ndim == 3:
+            x = x[:, None]
+        if x.ndim != 4:
+            raise ValueError(f"`images` must be [N, C, H, W] or [N, H, W]; got shape {x.shape}")
+        if x.size and (x.min() < 0 or x.max() > 1):
+            raise ValueError(f"`images` pixels lie in [{x.min()}, {x.max()}]; float images must lie in [0, 1]")
+        mean, variance, eta = self._run.embed(x, samples, seed, batch, device)
+        return Embedding(mean, variance, eta)
+
+    def embed_split(self, split: str, samples: int = 8, device: str = "cpu") -> tuple:
+        """A split of the run's own data (``train``, ``test``, ``test_seen``, ``test_unseen``)
+        embedded as ``hedge hib embed --split`` does: ``(Embedding, labels)``."""
+        mean, variance, eta, labels = self._run.embed_split(split, samples, device)
+        return Embedding(mean, variance, eta), np.asarray(labels, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class IdentityMatch:
+    identity: str
+    probability: float
+    """p(m | probe, the identity's best gallery image)."""
+    gallery_item: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The answer for one probe (a row of ``hib search``'s search.jsonl)."""
+
+    probe: str
+    eta: float
+    margin: float
+    abstained: bool
+    matches: list
+    label: Optional[str] = None
+    prediction: Optional[str] = None
+    """the top identity; None when the probe abstained."""
+
+    @classmethod
+    def from_json(cls, text: str) -> "ProbeResult":
+        d = json.loads(text)
+        d["matches"] = [IdentityMatch(**m) for m in d["matches"]]
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    """Numbers over a labelled probe set (``hib search``'s summary.json)."""
+
+    probes: int
+    known_identity: int
+    accuracy: float
+    top_k_accuracy: float
+    top_k: int
+    rule: dict
+    target_risk: float
+    coverage: float
+    accuracy_answered: Optional[float]
+    ann_recall_at_10: Optional[float]
+    probes_per_second: float
+    undefined: list = field(default_factory=list)
+
+
+def _image_source(images, labels, folder: pathlib.Path, name: str) -> str:
+    """A path hedge reads images from: the given folder/.npz, or arrays saved to one."""
+    if labels is None:
+        return str(images)
+    return str(_images_npz(images, labels, folder / f"{name}.npz"))
+
+
+class Index:
+    """An identification index (``hedge hib index``): a gallery embedded with a run's model,
+    an ANN graph over the means, and the abstention rule for a target risk."""
+
+    def __init__(self, path: PathLike):
+        self.path = pathlib.Path(path)
+        #: The index's manifest (identities, calibration, settings).
+        self.manifest: dict = json.loads((self.path / "index.json").read_text()) if (self.path / "index.json").exists() else {}
+
+    @classmethod
+    def build(
+        cls,
+        run: Union[Run, PathLike],
+        gallery,
+        out: PathLike,
+        *,
+        gallery_labels=None,
+        validation=None,
+        validation_labels=None,
+        target_risk: float = 0.05,
+        abstain_by: str = "eta",
+        candidates: int = 100,
+        top_k: int = 5,
+        max_connections: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 200,
+        overwrite: bool = False,
+        device: str = "cpu",
+    ) -> "Index":
+        """Indexes ``gallery`` (a folder or image ``.npz``; or image arrays with
+        ``gallery_labels``) into the new folder ``out``; the eta threshold for ``target_risk``
+        is chosen on ``validation`` probes (or leave-one-out on the gallery without them)."""
+        run_path = run.path if isinstance(run, Run) else pathlib.Path(run)
+        with tempfile.TemporaryDirectory(prefix="hedge-index-") as tmp:
+            g = _image_source(gallery, gallery_labels, pathlib.Path(tmp), "gallery")
+            v = None if validation is None else _image_source(validation, validation_labels, pathlib.Path(tmp), "validation")
+            manifest = _hedge.hib_build_index(
+                str(run_path), g, str(out), v, float(target_risk), abstain_by, int(candidates), int(top_k),
+                int(max_connections), int(ef_construction), int(ef_search), bool(overwrite), device,
+            )
+        index = cls(out)
+        index.manifest = json.loads(manifest)
+        return index
+
+    def search(self, probes, labels=None, *, target_risk: Optional[float] = None, run: Optional[PathLike] = None, device: str = "cpu"):
+        """Identifies ``probes`` (a folder or image ``.npz``; or image arrays with ``labels``):
+        ``(list of ProbeResult, SearchSummary)``, the same as ``hedge hib search``."""
+        with tempfile.TemporaryDirectory(prefix="hedge-search-") as tmp:
+            p = _image_source(probes, labels, pathlib.Path(tmp), "probes")
+            rows, summary = _hedge.hib_search(
+                str(self.path), p, target_risk, None if run is None else str(run), device
+            )
+        return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))

@@ -11,6 +11,7 @@ mod active;
 mod agnostic;
 mod bayes;
 mod hib;
+mod hib_run;
 mod tensor;
 
 /// A library error as the Python `ValueError` a user can act on.
@@ -39,6 +40,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bayes::LinearPosterior>()?;
     m.add_class::<bayes::ProbitPosterior>()?;
     m.add_class::<agnostic::LeaceEraser>()?;
+    m.add_class::<hib_run::HibRun>()?;
     m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
@@ -54,6 +56,10 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::top_b_indices, m)?,
         wrap_pyfunction!(active::lcmd_batch, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,
+        wrap_pyfunction!(hib_run::hib_train, m)?,
+        wrap_pyfunction!(hib_run::hib_open_run, m)?,
+        wrap_pyfunction!(hib_run::hib_build_index, m)?,
+        wrap_pyfunction!(hib_run::hib_search, m)?,
         wrap_pyfunction!(agnostic::probe_one, m)?,
         wrap_pyfunction!(agnostic::probe_linear_and_mlp, m)?,
     ] {

@@ -1,0 +1,293 @@
+//! HIB end to end from Python: train a run (N-digit MNIST, or a user's image folder or `.npz`)
+//! with progress reported to a Python callable, open a run, embed images with it, build an
+//! identification index and search it — the library calls the command line makes, so the same
+//! run gives the same numbers either way.
+
+use std::path::PathBuf;
+
+use hedge_data::{DataRoot, ImageDataset, ImageSet, NDigitSplit};
+use hedge_embed::embed::{embed_dataset, EmbedOptions};
+use hedge_embed::experiment::{start_run, train_run, TrainPlan};
+use hedge_embed::identification::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
+use hedge_embed::run_eval::embed_run;
+use hedge_embed::train::{load_model, TrainEvent};
+use hedge_embed::{HibConfig, HibData, OwnImages, RunDir};
+use numpy::PyReadonlyArray4;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use tch::Device;
+
+use crate::tensor::to_python;
+use crate::value_error;
+
+/// `"cpu"`, `"cuda"` or `"cuda:N"` as a libtorch device, refused when it is not there.
+pub(crate) fn device(name: &str) -> PyResult<Device> {
+    let cuda = |n: usize| {
+        if !tch::Cuda::is_available() || n >= tch::Cuda::device_count() as usize {
+            return Err(PyValueError::new_err(format!(
+                "device {name:?}: this machine's libtorch sees {} CUDA device(s); use \"cpu\"",
+                tch::Cuda::device_count()
+            )));
+        }
+        Ok(Device::Cuda(n))
+    };
+    match name {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => cuda(0),
+        other => match other.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
+            Some(n) => cuda(n),
+            None => Err(PyValueError::new_err(format!("device {other:?}: use \"cpu\", \"cuda\" or \"cuda:N\""))),
+        },
+    }
+}
+
+/// A HIB config from JSON settings over the defaults (a `HibConfig` as config files write it:
+/// flat, e.g. `{"model": "mog", "components": 2, "dim": 2, "steps": 500}`), or a TOML recipe.
+fn hib_config(settings: Option<&str>, toml_file: Option<PathBuf>) -> PyResult<HibConfig> {
+    match (settings, toml_file) {
+        (Some(_), Some(_)) => Err(PyValueError::new_err("give settings or a TOML config file, not both")),
+        (None, Some(path)) => HibConfig::from_toml_file(&path).map_err(value_error),
+        (Some(json), None) => serde_json::from_str(json)
+            .map_err(|e| value_error(format!("HIB settings: {e} (the names are HibConfig's)"))),
+        (None, None) => Ok(HibConfig::default()),
+    }
+}
+
+/// Trains a new run in `out`; `progress(step, planned_steps, loss)` is called every
+/// `progress_every` steps. Returns the run directory.
+#[pyfunction]
+#[pyo3(signature = (out, settings=None, config_file=None, data=None, unseen_classes=None, seen_test_fraction=0.2, split_seed=0, device_name="cpu", overwrite=false, progress=None, progress_every=10))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_train(
+    py: Python<'_>,
+    out: PathBuf,
+    settings: Option<&str>,
+    config_file: Option<PathBuf>,
+    data: Option<PathBuf>,
+    unseen_classes: Option<usize>,
+    seen_test_fraction: f64,
+    split_seed: u64,
+    device_name: &str,
+    overwrite: bool,
+    progress: Option<Py<PyAny>>,
+    progress_every: usize,
+) -> PyResult<String> {
+    let device = device(device_name)?;
+    let mut config = hib_config(settings, config_file)?;
+    let hib_data = HibData::new(DataRoot::from_env());
+    if let Some(path) = data {
+        // Absolute, so that the run finds its images from any folder (as `hib train --data`).
+        let path = std::fs::canonicalize(&path)
+            .map_err(|e| value_error(format!("cannot resolve data '{}': {e}", path.display())))?;
+        let set = hib_data.own_images(&path).map_err(value_error)?;
+        let classes = set.class_names.len();
+        config = config.with_data(OwnImages {
+            path,
+            shape: [set.channels, set.height, set.width],
+            unseen_classes: unseen_classes.unwrap_or((classes / 5).max(2)),
+            seen_test_fraction,
+            split_seed,
+        });
+    }
+    let plan = TrainPlan::default();
+    let command = format!("python: hedge.hib.train({})", out.display());
+    let (run, config) = start_run(&hib_data, config, &plan, device, &out, overwrite, &command).map_err(value_error)?;
+    let every = progress_every.max(1);
+    // Training runs without the GIL: torch's Python autograd engine refuses a backward pass
+    // from a thread that holds it (and other Python threads keep running). The callback takes
+    // the GIL back for each report.
+    let path = run.path.display().to_string();
+    let callback_error = py.detach(move || -> PyResult<Option<PyErr>> {
+        let mut callback_error: Option<PyErr> = None;
+        train_run(&run, &hib_data, &config, device, false, &plan, |event| {
+            if let (TrainEvent::Step { metrics, planned_steps }, Some(cb)) = (event, &progress) {
+                if callback_error.is_none() && (metrics.step % every == 0 || metrics.step == planned_steps) {
+                    Python::attach(|py| {
+                        if let Err(e) = cb.call1(py, (metrics.step, planned_steps, metrics.loss)) {
+                            callback_error = Some(e);
+                        }
+                    });
+                }
+            }
+        })
+        .map_err(value_error)?;
+        Ok(callback_error)
+    })?;
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    Ok(path)
+}
+
+/// A trained run opened for embedding.
+#[pyclass(module = "hedge._hedge")]
+pub struct HibRun {
+    run: RunDir,
+    config: HibConfig,
+}
+
+#[pyfunction]
+pub fn hib_open_run(path: PathBuf) -> PyResult<HibRun> {
+    let run = RunDir::open(&path).map_err(value_error)?;
+    let config = run.read_config().map_err(value_error)?.hib;
+    Ok(HibRun { run, config })
+}
+
+type EmbeddingTensors = (Py<PyAny>, Option<Py<PyAny>>, Py<PyAny>);
+
+fn embedding_tensors(py: Python<'_>, set: &hedge_embed::EmbeddedSet) -> PyResult<EmbeddingTensors> {
+    let variance = set.embedding.variance.as_ref().map(|v| to_python(py, v)).transpose()?;
+    Ok((to_python(py, &set.embedding.mean)?, variance, to_python(py, &set.eta)?))
+}
+
+#[pymethods]
+impl HibRun {
+    #[getter]
+    fn path(&self) -> String {
+        self.run.path.display().to_string()
+    }
+    /// The run's HIB settings as JSON (HibConfig as config files write it).
+    #[getter]
+    fn config_json(&self) -> String {
+        serde_json::to_string(&self.config).expect("a config serialises")
+    }
+    /// `[channels, height, width]` of the images the network takes.
+    #[getter]
+    fn input_shape(&self) -> [usize; 3] {
+        self.config.input_shape()
+    }
+    /// (a_raw, b) of the trained match head.
+    fn match_head(&self) -> PyResult<(f64, f64)> {
+        let (_vs, net) = load_model(&self.run, &self.config, Device::Cpu).map_err(value_error)?;
+        Ok((net.matcher.a_raw.double_value(&[]), net.matcher.b.double_value(&[])))
+    }
+    /// Images `[N, C, H, W]` in [0, 1] embedded: (mean, variance or None, eta) as CPU tensors,
+    /// η from `samples` draws seeded by `seed`, `batch` images per forward pass (as `hib embed`).
+    #[pyo3(signature = (images, samples=8, seed=0, batch=1000, device_name="cpu"))]
+    fn embed(
+        &self,
+        py: Python<'_>,
+        images: PyReadonlyArray4<'_, f32>,
+        samples: i64,
+        seed: i64,
+        batch: usize,
+        device_name: &str,
+    ) -> PyResult<EmbeddingTensors> {
+        let device = device(device_name)?;
+        let shape = images.as_array().shape().to_vec();
+        let want = self.config.input_shape();
+        if shape[1..] != want[..] {
+            return Err(PyValueError::new_err(format!(
+                "`images` are {:?} per image but the run's network takes {want:?} ([channels, height, width])",
+                &shape[1..]
+            )));
+        }
+        if samples < 1 || batch == 0 {
+            return Err(PyValueError::new_err("`samples` and `batch` must be at least 1"));
+        }
+        let n = shape[0];
+        let set = ImageSet {
+            source: PathBuf::from("<arrays>"),
+            channels: shape[1],
+            height: shape[2],
+            width: shape[3],
+            pixels: images.as_slice()?.to_vec(),
+            labels: vec![0; n],
+            class_names: vec!["?".into()],
+            names: (0..n).map(|i| format!("#{i}")).collect(),
+        };
+        let (_vs, net) = load_model(&self.run, &self.config, device).map_err(value_error)?;
+        let dataset = ImageDataset::from_images(set, NDigitSplit::TestUnseen);
+        let options = EmbedOptions { batch, samples, seed };
+        let embedded =
+            embed_dataset(&net, &dataset, &hedge_data::Corruption::Clean, device, options).map_err(value_error)?;
+        embedding_tensors(py, &embedded)
+    }
+    /// A split of the run's own data embedded exactly as `hedge hib embed --split` does:
+    /// (mean, variance or None, eta, labels).
+    #[pyo3(signature = (split, samples=8, device_name="cpu"))]
+    fn embed_split(
+        &self,
+        py: Python<'_>,
+        split: &str,
+        samples: i64,
+        device_name: &str,
+    ) -> PyResult<(Py<PyAny>, Option<Py<PyAny>>, Py<PyAny>, Vec<u32>)> {
+        let device = device(device_name)?;
+        let split = NDigitSplit::parse(split).map_err(value_error)?;
+        let data = HibData::new(DataRoot::from_env());
+        let set = embed_run(&self.run, &data, split, false, samples, device).map_err(value_error)?;
+        let (mean, variance, eta) = embedding_tensors(py, &set)?;
+        Ok((mean, variance, eta, set.labels))
+    }
+}
+
+/// Builds an identification index of the gallery (folder or `.npz`) with the run's model: the
+/// ANN graph over the means and the abstention threshold for `target_risk` chosen on the
+/// validation probes (or leave-one-out). Returns the manifest as JSON.
+#[pyfunction]
+#[pyo3(signature = (run, gallery, out, validation=None, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200, overwrite=false, device_name="cpu"))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_build_index(
+    run: PathBuf,
+    gallery: PathBuf,
+    out: PathBuf,
+    validation: Option<PathBuf>,
+    target_risk: f64,
+    abstain_by: &str,
+    candidates: usize,
+    top_k: usize,
+    max_connections: usize,
+    ef_construction: usize,
+    ef_search: usize,
+    overwrite: bool,
+    device_name: &str,
+) -> PyResult<String> {
+    let device = device(device_name)?;
+    let ann = AnnConfig::default()
+        .with_max_connections(max_connections)
+        .with_ef_construction(ef_construction)
+        .with_ef_search(ef_search);
+    ann.check().map_err(value_error)?;
+    for (input, flag) in [(Some(&gallery), "gallery"), (validation.as_ref(), "validation")] {
+        if let Some(input) = input {
+            hedge_run::check_out_not_inside(&out, input, flag).map_err(value_error)?;
+        }
+    }
+    let dim = RunDir::open(&run).and_then(|r| r.read_config()).map_err(value_error)?.hib.dim;
+    let search = SearchOptions::for_dim(dim).with_candidates(candidates).with_top_k(top_k);
+    search.check().map_err(value_error)?;
+    let score = match abstain_by {
+        "eta" => UncertaintyScore::Eta,
+        "margin" => UncertaintyScore::Margin,
+        other => return Err(PyValueError::new_err(format!("abstain_by {other:?}: use \"eta\" or \"margin\""))),
+    };
+    let gallery = ImageSet::read(&gallery).map_err(value_error)?;
+    let validation = validation.as_deref().map(ImageSet::read).transpose().map_err(value_error)?;
+    let request = IndexRequest { ann, search, validation, target_risk, score };
+    let manifest = build_index(&run, &gallery, &request, &out, overwrite, device).map_err(value_error)?;
+    Ok(serde_json::to_string(&manifest).expect("a manifest serialises"))
+}
+
+/// Identifies the probes (folder or `.npz`) against the index: (one JSON line per probe as
+/// `hib search` writes search.jsonl, the summary as JSON).
+#[pyfunction]
+#[pyo3(signature = (index, probes, target_risk=None, run=None, device_name="cpu"))]
+pub fn hib_search(
+    index: PathBuf,
+    probes: PathBuf,
+    target_risk: Option<f64>,
+    run: Option<PathBuf>,
+    device_name: &str,
+) -> PyResult<(Vec<String>, String)> {
+    let device = device(device_name)?;
+    let mut files = IndexFiles::open(&index).map_err(value_error)?;
+    let probes = ImageSet::read(&probes).map_err(value_error)?;
+    let mut identifier = files.load(run.as_deref(), device).map_err(value_error)?;
+    if let Some(risk) = target_risk {
+        identifier.manifest.calibration.rechoose(risk).map_err(value_error)?;
+    }
+    let (results, summary) = identifier.identify(&probes).map_err(value_error)?;
+    let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();
+    Ok((rows, serde_json::to_string(&summary).expect("a summary serialises")))
+}

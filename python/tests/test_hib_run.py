@@ -1,0 +1,115 @@
+"""HIB end to end from Python -- train on arrays, embed, index, search -- against the command
+line on the same run: the same embeddings and the same identification answers."""
+
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from hedge import hib
+
+HEDGE = pathlib.Path(__file__).resolve().parents[2] / "target" / "release" / "hedge"
+
+
+def cli(*args):
+    if not HEDGE.is_file():
+        pytest.fail(f"{HEDGE} is missing: build the command line (bash scripts/setup-python.sh does)")
+    out = subprocess.run([str(HEDGE), *map(str, args)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def digits(images, labels, classes, per_class, skip=0):
+    rows = np.concatenate([np.flatnonzero(labels == c)[skip : skip + per_class] for c in classes])
+    return (images[rows, 0] * 255).round().astype(np.uint8), labels[rows]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, mnist_test):
+    images, labels = mnist_test
+    x, y = digits(images, labels, range(6), 20)
+    tmp = tmp_path_factory.mktemp("hib")
+    calls = []
+    run = hib.train(
+        tmp / "run",
+        data=(x, y),
+        config={"model": "mog", "components": 2, "dim": 2, "steps": 40, "batch": "independent", "batch_pairs": 32},
+        unseen_classes=2,
+        progress=lambda step, planned, loss: calls.append((step, planned, loss)),
+        progress_every=10,
+    )
+    return run, tmp, calls, (x, y)
+
+
+def test_training_reports_progress_and_writes_a_run(trained):
+    run, tmp, calls, _ = trained
+    assert [c[0] for c in calls] == [10, 20, 30, 40] and all(c[1] == 40 for c in calls)
+    assert all(np.isfinite(c[2]) for c in calls)
+    assert (tmp / "run.images.npz").is_file()
+    assert run.config["model"] == "mog" and run.config["components"] == 2 and run.input_shape == (1, 28, 28)
+    head = run.match_head()
+    assert head.a.item() > 0
+
+
+def test_embedding_equals_the_command_lines(trained):
+    run, tmp, _, (x, y) = trained
+    cli("hib", "embed", "--run", run.path, "--split", "test_unseen", "--out", tmp / "unseen.npz")
+    want = np.load(tmp / "unseen.npz")
+    emb, labels = run.embed_split("test_unseen")
+    np.testing.assert_array_equal(emb.mean.numpy(), want["mean"])
+    np.testing.assert_array_equal(emb.variance.numpy(), want["variance"])
+    np.testing.assert_array_equal(emb.eta.numpy(), want["eta"])
+    np.testing.assert_allclose(emb.weights.numpy(), want["weights"])
+    # The same images given as arrays: the unseen identities' images in the order of the data.
+    split = json.loads((run.path / "data_split.json").read_text())
+    unseen = np.isin(y, [int(c) for c in split["unseen_classes"]])
+    from_arrays = run.embed(torch.from_numpy(x[unseen]))
+    np.testing.assert_array_equal(from_arrays.mean.numpy(), want["mean"])
+    np.testing.assert_array_equal(from_arrays.eta.numpy(), want["eta"])
+    assert from_arrays.mean.shape == (unseen.sum(), 2, 2) and from_arrays.eta.shape == (unseen.sum(),)
+
+
+def test_index_and_search_answer_as_the_command_line_does(trained, mnist_test):
+    run, tmp, _, _ = trained
+    images, labels = mnist_test
+    # Identities the model never trained on (digits 6-9); probes add images of them it never saw.
+    gallery = digits(images, labels, range(6, 10), 25)
+    validation = digits(images, labels, range(6, 10), 10, skip=25)
+    probes = digits(images, labels, range(6, 10), 8, skip=35)
+    for name, (x, y) in [("gallery", gallery), ("validation", validation), ("probes", probes)]:
+        np.savez(tmp / f"{name}.npz", images=x, labels=y)
+
+    index = hib.Index.build(run, gallery[0], tmp / "py-index", gallery_labels=gallery[1], validation=validation[0],
+                            validation_labels=validation[1], target_risk=0.3, candidates=20, top_k=3)
+    results, summary = index.search(*probes)
+    cli("hib", "index", "--run", run.path, "--gallery", tmp / "gallery.npz", "--validation", tmp / "validation.npz",
+        "--target-risk", "0.3", "--candidates", "20", "--top-k", "3", "--out", tmp / "cli-index")
+    cli("hib", "search", "--index", tmp / "cli-index", "--probe", tmp / "probes.npz", "--out", tmp / "cli-search")
+    want_rows = [hib.ProbeResult.from_json(line) for line in (tmp / "cli-search" / "search.jsonl").read_text().splitlines()]
+    want_summary = json.loads((tmp / "cli-search" / "summary.json").read_text())
+    assert results == want_rows
+    got = summary.__dict__.copy()
+    for d in (got, want_summary):
+        d.pop("probes_per_second")
+    assert got == want_summary
+    assert summary.probes == 32 and len(results) == 32 and results[0].matches
+    assert index.manifest["calibration"]["target_risk"] == 0.3
+
+
+def test_bad_input_is_refused_with_the_fix(trained, tmp_path):
+    run, _, _, (x, y) = trained
+    with pytest.raises(ValueError, match=r"the run's network takes \[1, 28, 28\]"):
+        run.embed(np.zeros((2, 1, 14, 14), np.float32))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
+        run.embed(np.full((2, 1, 28, 28), 3.0, np.float32))
+    with pytest.raises(ValueError, match='device "tpu"'):
+        run.embed(x[:2], device="tpu")
+    with pytest.raises(ValueError, match="unknown field `dimension`"):
+        hib.train(tmp_path / "r", data=(x, y), config={"dimension": 2}, progress=False)
+    with pytest.raises(FileExistsError, match="never replaces a file it did not write"):
+        (tmp_path / "mine.images.npz").write_bytes(b"user data")
+        hib.train(tmp_path / "mine", data=(x, y), progress=False)
+    assert (tmp_path / "mine.images.npz").read_bytes() == b"user data"
