@@ -133,7 +133,10 @@ pub fn hib_open_run(path: PathBuf) -> PyResult<HibRun> {
     Ok(HibRun { run, config })
 }
 
+/// (mean, variance or None, eta) as Python tensors.
 type EmbeddingTensors = (Py<PyAny>, Option<Py<PyAny>>, Py<PyAny>);
+/// (mean, variance or None, eta, labels).
+type LabelledEmbeddingTensors = (Py<PyAny>, Option<Py<PyAny>>, Py<PyAny>, Vec<u32>);
 
 fn embedding_tensors(py: Python<'_>, set: &hedge_embed::EmbeddedSet) -> PyResult<EmbeddingTensors> {
     let variance = set.embedding.variance.as_ref().map(|v| to_python(py, v)).transpose()?;
@@ -212,7 +215,7 @@ impl HibRun {
         split: &str,
         samples: i64,
         device_name: &str,
-    ) -> PyResult<(Py<PyAny>, Option<Py<PyAny>>, Py<PyAny>, Vec<u32>)> {
+    ) -> PyResult<LabelledEmbeddingTensors> {
         let device = device(device_name)?;
         let split = NDigitSplit::parse(split).map_err(value_error)?;
         let data = HibData::new(DataRoot::from_env());
