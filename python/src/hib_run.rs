@@ -124,13 +124,53 @@ pub fn hib_train(
 pub struct HibRun {
     run: RunDir,
     config: HibConfig,
+    /// The network, loaded on first use and kept for the device it was loaded on (a notebook
+    /// embeds batch after batch; reading the weights each time would dominate small batches).
+    /// (A Mutex: a Python class must be shareable between threads; tensors are only Send.)
+    model: std::sync::Mutex<Option<(Device, tch::nn::VarStore, hedge_embed::HibNet)>>,
+}
+
+impl HibRun {
+    /// `f` of the run's network on `device` (loaded there once).
+    pub(crate) fn with_network<R>(&self, device: Device, f: impl FnOnce(&hedge_embed::HibNet) -> R) -> PyResult<R> {
+        let mut model = self.model.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if model.as_ref().is_none_or(|(d, _, _)| *d != device) {
+            let (vs, net) = load_model(&self.run, &self.config, device).map_err(value_error)?;
+            *model = Some((device, vs, net));
+        }
+        Ok(f(&model.as_ref().expect("loaded above").2))
+    }
+
+    /// `images` `[N, C, H, W]` as the image set `embed_dataset` reads, after checking the shape.
+    pub(crate) fn image_dataset(&self, images: &PyReadonlyArray4<'_, f32>) -> PyResult<ImageDataset> {
+        let shape = images.as_array().shape().to_vec();
+        let want = self.config.input_shape();
+        if shape[1..] != want[..] {
+            return Err(PyValueError::new_err(format!(
+                "`images` are {:?} per image but the run's network takes {want:?} ([channels, height, width])",
+                &shape[1..]
+            )));
+        }
+        let n = shape[0];
+        let set = ImageSet {
+            source: PathBuf::from("<arrays>"),
+            channels: shape[1],
+            height: shape[2],
+            width: shape[3],
+            pixels: images.as_slice()?.to_vec(),
+            labels: vec![0; n],
+            class_names: vec!["?".into()],
+            names: (0..n).map(|i| format!("#{i}")).collect(),
+        };
+        Ok(ImageDataset::from_images(set, NDigitSplit::TestUnseen))
+    }
 }
 
 #[pyfunction]
 pub fn hib_open_run(path: PathBuf) -> PyResult<HibRun> {
     let run = RunDir::open(&path).map_err(value_error)?;
     let config = run.read_config().map_err(value_error)?.hib;
-    Ok(HibRun { run, config })
+    Ok(HibRun { run, config, model: std::sync::Mutex::new(None) })
 }
 
 /// (mean, variance or None, eta) as Python tensors.
@@ -177,33 +217,14 @@ impl HibRun {
         device_name: &str,
     ) -> PyResult<EmbeddingTensors> {
         let device = device(device_name)?;
-        let shape = images.as_array().shape().to_vec();
-        let want = self.config.input_shape();
-        if shape[1..] != want[..] {
-            return Err(PyValueError::new_err(format!(
-                "`images` are {:?} per image but the run's network takes {want:?} ([channels, height, width])",
-                &shape[1..]
-            )));
-        }
         if samples < 1 || batch == 0 {
             return Err(PyValueError::new_err("`samples` and `batch` must be at least 1"));
         }
-        let n = shape[0];
-        let set = ImageSet {
-            source: PathBuf::from("<arrays>"),
-            channels: shape[1],
-            height: shape[2],
-            width: shape[3],
-            pixels: images.as_slice()?.to_vec(),
-            labels: vec![0; n],
-            class_names: vec!["?".into()],
-            names: (0..n).map(|i| format!("#{i}")).collect(),
-        };
-        let (_vs, net) = load_model(&self.run, &self.config, device).map_err(value_error)?;
-        let dataset = ImageDataset::from_images(set, NDigitSplit::TestUnseen);
+        let dataset = self.image_dataset(&images)?;
         let options = EmbedOptions { batch, samples, seed };
-        let embedded =
-            embed_dataset(&net, &dataset, &hedge_data::Corruption::Clean, device, options).map_err(value_error)?;
+        let embedded = self
+            .with_network(device, |net| embed_dataset(net, &dataset, &hedge_data::Corruption::Clean, device, options))?
+            .map_err(value_error)?;
         embedding_tensors(py, &embedded)
     }
     /// A split of the run's own data embedded exactly as `hedge hib embed --split` does:

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod active;
 mod agnostic;
 mod bayes;
+mod bench;
 mod hib;
 mod hib_run;
 mod tensor;
@@ -60,6 +61,9 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(hib_run::hib_open_run, m)?,
         wrap_pyfunction!(hib_run::hib_build_index, m)?,
         wrap_pyfunction!(hib_run::hib_search, m)?,
+        wrap_pyfunction!(bench::bench_match_probability, m)?,
+        wrap_pyfunction!(bench::bench_embed, m)?,
+        wrap_pyfunction!(bench::bench_soft_contrastive, m)?,
         wrap_pyfunction!(agnostic::probe_one, m)?,
         wrap_pyfunction!(agnostic::probe_linear_and_mlp, m)?,
     ] {
