@@ -18,7 +18,7 @@ Markdown file; everything outside the markers is left as it is. The families:
   copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
   folder of the file that holds the block (what `hib reproduce` writes into its README).
 
-Every Markdown file of the repository (README.md and everything under results/) is scanned, so a
+Every Markdown file of the repository (README.md, python/README.md and everything under results/) is scanned, so a
 block added anywhere is checked. `--check` also fails on a table of numbers (a cell below the
 header with a decimal number) in README.md or a results/**/README.md that sits outside every
 generated block, unless the line before it is `<!-- hand: WHY -->` saying why no result file
@@ -146,7 +146,7 @@ def hand_numbers(text, settings):
 
 
 def markdown_files():
-    files = ["README.md"]
+    files = ["README.md", "python/README.md"]
     for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
         dirs.sort()
         files += [os.path.relpath(os.path.join(base, n), ROOT) for n in sorted(names) if n.endswith(".md")]
