@@ -1,6 +1,6 @@
 //! hedge for Python: the CPython extension `hedge._hedge`, which the pure-Python package
 //! `hedge` (python/hedge/) wraps with documented, typed functions and classes. Tensors arrive
-//! from and return to the user's torch without a copy ([`tensor`]); arrays arrive as NumPy
+//! from and return to the user's torch without a copy (`tensor.rs`); arrays arrive as NumPy
 //! float64 arrays. Every error a user can cause is a Python `ValueError` or `TypeError` naming
 //! the argument.
 
