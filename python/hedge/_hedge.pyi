@@ -41,17 +41,9 @@ class GpPosterior:
     signal_variance: float
     noise_variance: float
     lengthscales: list[float]
-    log_marginal_likelihood: float
-    target_scaler: tuple[float, float]
-    optimisation_runs: list[tuple[int, float]]
-    def predict(self, x: F64) -> Predictive: ...
-
-class SparseGpPosterior:
-    signal_variance: float
-    noise_variance: float
-    lengthscales: list[float]
     objective: float
-    inducing_points: F64
+    target_scaler: tuple[float, float]
+    inducing_points: Optional[F64]
     def predict(self, x: F64) -> Predictive: ...
 
 class LinearPosterior:
@@ -66,7 +58,7 @@ class ProbitPosterior:
     def predict_proba(self, x: F64) -> F64: ...
 
 def gp_fit(x: F64, y: F64, settings: str) -> GpPosterior: ...
-def sparse_gp_fit(x: F64, y: F64, settings: str) -> SparseGpPosterior: ...
+def sparse_gp_fit(x: F64, y: F64, settings: str) -> GpPosterior: ...
 def linear_fit(x: F64, y: F64, settings: str, known_noise: bool) -> LinearPosterior: ...
 def probit_fit(x: F64, labels: npt.NDArray[np.uint8], settings: str) -> ProbitPosterior: ...
 

@@ -114,7 +114,7 @@ class GaussianProcessRegressor(Estimator):
     @property
     def log_marginal_likelihood_(self) -> float:
         self._check_fitted("posterior_")
-        return self.posterior_.log_marginal_likelihood
+        return self.posterior_.objective
 
     def predict(self, X, return_std: bool = False, include_noise: bool = True):
         """The predictive mean ``[m]``; with ``return_std`` also its standard deviation ``[m]``:

@@ -45,43 +45,76 @@ fn predict_with<'py>(
     Ok(prediction_arrays(py, p))
 }
 
-/// An exact GP conditioned on its training data.
+/// An exact or a sparse GP.
+enum GpModel {
+    Exact(FittedGp),
+    Sparse(FittedSparseGp),
+}
+
+/// A GP — exact, or sparse (FITC or VFE) — conditioned on its training data.
 #[pyclass(module = "hedge._hedge")]
-pub struct GpPosterior(FittedGp);
+pub struct GpPosterior(GpModel);
+
+impl GpPosterior {
+    fn hyper(&self) -> &hedge_bayes::GpHyperParameters {
+        match &self.0 {
+            GpModel::Exact(m) => &m.hyper,
+            GpModel::Sparse(m) => &m.hyper,
+        }
+    }
+    fn scaler(&self) -> &hedge_bayes::gp::TargetScaler {
+        match &self.0 {
+            GpModel::Exact(m) => &m.scaler,
+            GpModel::Sparse(m) => &m.scaler,
+        }
+    }
+}
 
 #[pymethods]
 impl GpPosterior {
     /// (mean, latent variance, noise variance, None) on the original target scale.
     fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'_, f64>) -> PyResult<PredictionArrays<'py>> {
-        predict_with(py, &self.0, x)
+        match &self.0 {
+            GpModel::Exact(m) => predict_with(py, m, x),
+            GpModel::Sparse(m) => predict_with(py, m, x),
+        }
     }
+    /// s² on the original target scale.
     #[getter]
     fn signal_variance(&self) -> f64 {
-        self.0.signal_variance()
+        self.scaler().variance(self.hyper().kernel.signal_variance)
     }
+    /// σ² on the original target scale.
     #[getter]
     fn noise_variance(&self) -> f64 {
-        self.0.noise_variance()
+        self.scaler().variance(self.hyper().noise_variance)
     }
     /// ℓ per input (one value for the isotropic kernel), in the inputs' units.
     #[getter]
     fn lengthscales(&self) -> Vec<f64> {
-        self.0.hyper.kernel.lengthscales.clone()
+        self.hyper().kernel.lengthscales.clone()
     }
-    /// log p(y | X, θ) of the training targets on their original scale.
+    /// The fitted objective on the original target scale: the exact GP's log marginal
+    /// likelihood log p(y | X, θ), FITC's likelihood, or VFE's lower bound.
     #[getter]
-    fn log_marginal_likelihood(&self) -> f64 {
-        self.0.log_marginal_likelihood()
+    fn objective(&self) -> f64 {
+        match &self.0 {
+            GpModel::Exact(m) => m.log_marginal_likelihood(),
+            GpModel::Sparse(m) => m.objective(),
+        }
     }
     /// The targets' mean and scale the GP was fitted with (0 and 1 without normalise_y).
     #[getter]
     fn target_scaler(&self) -> (f64, f64) {
-        (self.0.scaler.mean, self.0.scaler.scale)
+        (self.scaler().mean, self.scaler().scale)
     }
-    /// L-BFGS runs: (iterations, log marginal likelihood of the standardised targets) each.
+    /// The pseudo-inputs Z, `[m, d]` (None for the exact GP).
     #[getter]
-    fn optimisation_runs(&self) -> Vec<(usize, f64)> {
-        self.0.runs.iter().map(|r| (r.iterations, r.log_marginal_likelihood)).collect()
+    fn inducing_points<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
+        match &self.0 {
+            GpModel::Exact(_) => None,
+            GpModel::Sparse(m) => Some(matrix_to_numpy(py, &m.inducing)),
+        }
     }
 }
 
@@ -94,40 +127,8 @@ pub fn gp_fit(
 ) -> PyResult<GpPosterior> {
     let checked = config::<GpConfig>(settings, "GP")?.check().map_err(value_error)?;
     let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
-    py.detach(|| checked.fit(x.as_ref(), &y)).map(GpPosterior).map_err(value_error)
-}
-
-/// A sparse GP (FITC or VFE) conditioned on its training data.
-#[pyclass(module = "hedge._hedge")]
-pub struct SparseGpPosterior(FittedSparseGp);
-
-#[pymethods]
-impl SparseGpPosterior {
-    fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'_, f64>) -> PyResult<PredictionArrays<'py>> {
-        predict_with(py, &self.0, x)
-    }
-    #[getter]
-    fn signal_variance(&self) -> f64 {
-        self.0.signal_variance()
-    }
-    #[getter]
-    fn noise_variance(&self) -> f64 {
-        self.0.noise_variance()
-    }
-    #[getter]
-    fn lengthscales(&self) -> Vec<f64> {
-        self.0.hyper.kernel.lengthscales.clone()
-    }
-    /// The fitted objective: FITC's log marginal likelihood or VFE's bound, original scale.
-    #[getter]
-    fn objective(&self) -> f64 {
-        self.0.objective()
-    }
-    /// The pseudo-inputs Z, `[m, d]`.
-    #[getter]
-    fn inducing_points<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
-        matrix_to_numpy(py, &self.0.inducing)
-    }
+    let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+    Ok(GpPosterior(GpModel::Exact(fitted)))
 }
 
 #[pyfunction]
@@ -136,10 +137,11 @@ pub fn sparse_gp_fit(
     x: PyReadonlyArray2<'_, f64>,
     y: PyReadonlyArray1<'_, f64>,
     settings: &str,
-) -> PyResult<SparseGpPosterior> {
+) -> PyResult<GpPosterior> {
     let checked = config::<SparseGpConfig>(settings, "sparse GP")?.check().map_err(value_error)?;
     let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
-    py.detach(|| checked.fit(x.as_ref(), &y)).map(SparseGpPosterior).map_err(value_error)
+    let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+    Ok(GpPosterior(GpModel::Sparse(fitted)))
 }
 
 /// The posterior of a Bayesian linear regression: Gaussian with known noise, or

@@ -75,6 +75,23 @@ fn check_pair(left: &Embedding, right: &Embedding) -> PyResult<()> {
     same_device(&left.mean, &right.mean, "mean1", "mean2")
 }
 
+/// The two sides of `B` pairs, checked to pair row by row and, with `samples`, to be sampled
+/// with that many draws each.
+fn pair_of_embeddings(
+    (mean1, variance1): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
+    (mean2, variance2): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
+    samples: Option<i64>,
+) -> PyResult<(Embedding, Embedding)> {
+    let left = embedding(mean1, variance1, "1")?;
+    let right = embedding(mean2, variance2, "2")?;
+    check_pair(&left, &right)?;
+    if let Some(samples) = samples {
+        check_samples(samples, &left, "the first embedding")?;
+        check_samples(samples, &right, "the second embedding")?;
+    }
+    Ok((left, right))
+}
+
 fn check_samples(samples: i64, e: &Embedding, side: &str) -> PyResult<()> {
     if samples < 1 || samples % e.components() != 0 {
         return Err(PyValueError::new_err(format!(
@@ -131,11 +148,7 @@ pub fn hib_match_probability(
     b: &Bound<'_, PyAny>,
     samples: i64,
 ) -> PyResult<Py<PyAny>> {
-    let left = embedding(mean1, variance1, "1")?;
-    let right = embedding(mean2, variance2, "2")?;
-    check_pair(&left, &right)?;
-    check_samples(samples, &left, "the first embedding")?;
-    check_samples(samples, &right, "the second embedding")?;
+    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
     let head = head(a_raw, b, &left.mean)?;
     to_python(py, &head.match_probability(&left, &right, samples))
 }
@@ -154,9 +167,7 @@ pub fn hib_match_probability_quadrature(
     b: &Bound<'_, PyAny>,
     points: usize,
 ) -> PyResult<Py<PyAny>> {
-    let left = embedding(mean1, variance1, "1")?;
-    let right = embedding(mean2, variance2, "2")?;
-    check_pair(&left, &right)?;
+    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
     let nodes = (points as i64).checked_pow(left.dim() as u32).filter(|&g| g <= MAX_QUADRATURE_NODES);
     if points == 0 || nodes.is_none() {
         return Err(PyValueError::new_err(format!(
@@ -240,11 +251,7 @@ pub fn hib_vib_loss(
     samples: i64,
     beta: f64,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
-    let left = embedding(mean1, variance1, "1")?;
-    let right = embedding(mean2, variance2, "2")?;
-    check_pair(&left, &right)?;
-    check_samples(samples, &left, "the first embedding")?;
-    check_samples(samples, &right, "the second embedding")?;
+    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
     if !(beta >= 0.0 && beta.is_finite()) {
         return Err(PyValueError::new_err(format!("`beta` = {beta} must be finite and ≥ 0")));
     }

@@ -37,7 +37,6 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hib::hib_contrastive, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_vib_loss, m)?)?;
     m.add_class::<bayes::GpPosterior>()?;
-    m.add_class::<bayes::SparseGpPosterior>()?;
     m.add_class::<bayes::LinearPosterior>()?;
     m.add_class::<bayes::ProbitPosterior>()?;
     m.add_class::<agnostic::LeaceEraser>()?;
