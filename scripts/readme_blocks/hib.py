@@ -476,3 +476,19 @@ def bench_search_block():
 
 BLOCKS.update({"identification": identification_block, "identification-aurc": identification_aurc_block,
                "bench-search": bench_search_block})
+
+
+def bench_search_sentence_block():
+    """The search benchmark at 10⁶ means in one sentence (the range over D = 2, 3, 16)."""
+    rows = [b for dim in (2, 3, 16) for b in load(os.path.join(IDENT, f"bench-search-d{dim}.json"))
+            if b["points"] == 10**6]
+    dims = sorted(b["dim"] for b in rows)
+    minutes = [b["build_seconds"] / 60 for b in rows]
+    queries = [round(b["queries_per_second"], -2) for b in rows]
+    rss = [b["build_rss_bytes"] / 2**30 for b in rows]
+    return (f"builds in {min(minutes):.0f}–{max(minutes):.0f} minutes (D = {dims[0]} to {dims[-1]}), answers\n"
+            f"{min(queries):,.0f}–{max(queries):,.0f} ten-neighbour queries a second at recall@10 ≥ "
+            f"{min(b['recall_at_10'] for b in rows):.4f}, and takes {min(rss):.1f}–{max(rss):.1f} GiB while building — so a")
+
+
+BLOCKS["bench-search-sentence"] = bench_search_sentence_block
