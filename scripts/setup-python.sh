@@ -9,7 +9,19 @@
 # environment's path and the built module beside python/hedge/__init__.py. A wheel for another
 # environment: `pip install ./python` (maturin; python/README.md).
 # HEDGE_VENV picks another environment folder; PYTHON the interpreter that creates it.
+#
+#   --env-only   the environment only (scripts/test.sh makes it first, so that every cargo
+#                command of the tests builds pyo3 for the same interpreter)
+#   --no-build   install the extension cargo already built (target/release/lib_hedge.so):
+#                scripts/test.sh builds it with the tests' own cargo invocation, because a
+#                separate `cargo build -p hedge-py` resolves features without the tests'
+#                dev-dependencies and recompiles a third of the workspace (6.5 minutes in CI)
 set -euo pipefail
+mode="${1:-all}"
+case "$mode" in
+  all | --env-only | --no-build) ;;
+  *) echo "setup-python: unknown option '$mode' (use --env-only or --no-build)" >&2; exit 2 ;;
+esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
@@ -30,10 +42,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want
   echo "$want" > "$stamp"
 fi
-bash scripts/setup-libtorch.sh
-PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py
-# The command line too: the Python tests check that both give the same numbers on one run.
-cargo build --release -p hedge-cli
+[ "$mode" = --env-only ] && exit 0
+if [ "$mode" = all ]; then
+  bash scripts/setup-libtorch.sh
+  PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py
+  # The command line too: the Python tests check that both give the same numbers on one run.
+  cargo build --release -p hedge-cli
+elif [ ! -f target/release/lib_hedge.so ]; then
+  echo "setup-python: --no-build, but target/release/lib_hedge.so is missing; run without --no-build" >&2
+  exit 1
+fi
 suffix="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")"
 target="python/hedge/_hedge$suffix"
 # Replace by rename: a Python process that has the old module loaded keeps its mapping.

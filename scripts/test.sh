@@ -5,6 +5,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup-libtorch.sh
+# The Python environment first (.venv with torch 2.13, made once): every cargo command below then
+# builds pyo3 for its interpreter, so no command rebuilds what another built.
+bash scripts/setup-python.sh --env-only
+export PYO3_PYTHON="$root/.venv/bin/python"
 data="${HEDGE_DATA_DIR:-./data}"
 if [ ! -d "$data" ]; then
   echo "test: data directory '$data' does not exist; set HEDGE_DATA_DIR to the folder holding mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/" >&2
@@ -38,7 +42,9 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --release --workspace -- --show-output
 fi
-# The Python package (python/): a virtual environment with torch 2.13 (.venv, created once), the
-# extension built from the same compiled crates, then its tests.
-bash scripts/setup-python.sh
+# The Python package (python/): its extension and the command line, built by one invocation over
+# every target (the tests' feature set: only the extension is new), installed into .venv, then
+# its tests.
+cargo build --release --workspace --all-targets
+bash scripts/setup-python.sh --no-build
 exec .venv/bin/python -m pytest python/tests -q
