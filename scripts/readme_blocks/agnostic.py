@@ -294,3 +294,16 @@ def levers_block():
             "balanced ≥ 0.90):\n\n"
             + table(["lever", "setting", "α", "networks", "balanced", "reversed", "tuned MLP probe, features",
                      "linear probe", "tuned MLP probe, G_y's logits", "features − logits", "folder"], rows))
+
+
+def mnist_m_block():
+    """MNIST → MNIST-M: source only (α = 0) and DANN (α = 1) beside Ganin et al.'s Table 2."""
+    alphas = load(*AGNOSTIC, "mnist-m", "summary.json")["alphas"]
+    ref = load(*AGNOSTIC, "reference", "ganin-2016-mnist-m.json")
+    plain, dann = alphas[alpha_key(alphas, 0.0)], alphas[alpha_key(alphas, 1.0)]
+    return (f"- MNIST → MNIST-M ({plain['runs']} repeats): source only {ms(plain['target_accuracy']['mnist_m'])} "
+            f"(Ganin et al. {ref['source_only']}), DANN\n  {ms(dann['target_accuracy']['mnist_m'])} "
+            f"(Ganin et al. {ref['dann']}; `results/agnostic/reference/ganin-2016-mnist-m.json`).")
+
+
+BLOCKS["mnist-m"] = mnist_m_block
