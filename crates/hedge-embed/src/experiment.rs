@@ -1,15 +1,17 @@
 //! Training runs as a user starts them: images from a [`HibData`], a run directory, held-out
 //! sets watched against wall-clock, a budget, and resumption.
 
+use std::path::Path;
+
 use hedge_data::NDigitSplit;
 use serde::{Deserialize, Serialize};
 use tch::Device;
 
 use crate::data::HibData;
 use crate::monitor::WatchSet;
-use crate::run::RunDir;
+use crate::run::{RunConfig, RunDir};
 use crate::train::{RunOptions, TrainEvent, Trainer};
-use crate::{HibConfig, Result};
+use crate::{device_name, HibConfig, Result};
 
 pub use crate::run::PLAN_FILE;
 
@@ -175,6 +177,45 @@ pub fn train_run(
     Ok(trainer)
 }
 
+/// The libtorch the engine is built against (recorded in every run's `config.json`).
+pub const LIBTORCH_VERSION: &str = "2.13.0";
+
+/// Creates a run directory (refusing one that holds files unless `overwrite`) and writes its
+/// definition ([`write_run_definition`]); `command` is how the run was started (recorded for
+/// reproduction).
+pub fn new_run(
+    out: &Path,
+    overwrite: bool,
+    config: &HibConfig,
+    plan: &TrainPlan,
+    device: Device,
+    command: &str,
+) -> Result<RunDir> {
+    let run = RunDir::create_with(out, overwrite)?;
+    write_run_definition(&run, config, plan, device, command)?;
+    Ok(run)
+}
+
+/// Writes a new run's plan and then its resolved `config.json`, the file that makes the
+/// folder a run that `--resume` can continue.
+pub fn write_run_definition(
+    run: &RunDir,
+    config: &HibConfig,
+    plan: &TrainPlan,
+    device: Device,
+    command: &str,
+) -> Result<()> {
+    run.write_json(PLAN_FILE, plan)?;
+    run.write_config(&RunConfig {
+        hib: config.clone(),
+        device: device_name(device),
+        threads: tch::get_num_threads() as i64,
+        command: command.to_string(),
+        hedge_version: env!("CARGO_PKG_VERSION").into(),
+        libtorch: LIBTORCH_VERSION.into(),
+    })
+}
+
 /// Starts a new training run of `config` in `out` (refused when it holds files, unless
 /// `overwrite` and hedge made it): the config's precision resolved for `device`, the training
 /// images loaded and checked against the settings (a grouped batch needs as many classes as it
@@ -201,7 +242,7 @@ pub fn start_run(
     let train_set = data.role(&config, NDigitSplit::Train)?;
     Trainer::check_data(&crate::ParamGuard::check(config.clone())?, train_set)?;
     let own_split = data.own_split(&config)?;
-    let run = crate::run_eval::new_run(out, overwrite, &config, plan, device, command)?;
+    let run = new_run(out, overwrite, &config, plan, device, command)?;
     if let Some(split) = own_split {
         tracing::info!(
             "training on {} images of {}; unseen (test_unseen): {}",

@@ -59,6 +59,7 @@ pub use error::{EmbedError, Result};
 pub use evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
 };
+pub use experiment::new_run;
 pub use experiment::{train_run, TrainPlan};
 /// Validated settings ([`HibConfig`] implements [`ParamGuard`]; [`Trainer::new`] takes [`Checked`]).
 pub use hedge_data::{NDigitProtocol, NDigitSplit};
@@ -69,7 +70,7 @@ pub use monitor::{MonitorRecord, QuickEval, WatchSet, CORRUPT_SEED, PAIR_SEED};
 pub use optim::Adam;
 pub use report::{EvalReport, ReproduceSummary};
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
-pub use run_eval::{evaluate_run, new_run, EvalSettings};
+pub use run_eval::{evaluate_run, EvalSettings};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
 /// Parses `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when available, else CPU).

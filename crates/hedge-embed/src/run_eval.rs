@@ -14,52 +14,12 @@ use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
     Twin,
 };
-use crate::experiment::TrainPlan;
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
-use crate::run::{RunConfig, RunDir, CHECKPOINTS_DIR};
+use crate::run::{RunDir, CHECKPOINTS_DIR};
 use crate::train::{load_model, Trainer};
-use crate::{device_name, embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
+use crate::{embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
 use hedge_run::ParamGuard;
-
-/// The libtorch the engine is built against (recorded in every run's `config.json`).
-pub const LIBTORCH_VERSION: &str = "2.13.0";
-
-/// Creates a run directory (refusing one that holds files unless `overwrite`) and writes its
-/// definition ([`write_run_definition`]); `command` is how the run was started (recorded for
-/// reproduction).
-pub fn new_run(
-    out: &Path,
-    overwrite: bool,
-    config: &HibConfig,
-    plan: &TrainPlan,
-    device: Device,
-    command: &str,
-) -> Result<RunDir> {
-    let run = RunDir::create_with(out, overwrite)?;
-    write_run_definition(&run, config, plan, device, command)?;
-    Ok(run)
-}
-
-/// Writes a new run's plan and then its resolved `config.json`, the file that makes the
-/// folder a run that `--resume` can continue.
-pub fn write_run_definition(
-    run: &RunDir,
-    config: &HibConfig,
-    plan: &TrainPlan,
-    device: Device,
-    command: &str,
-) -> Result<()> {
-    run.write_json(crate::experiment::PLAN_FILE, plan)?;
-    run.write_config(&RunConfig {
-        hib: config.clone(),
-        device: device_name(device),
-        threads: tch::get_num_threads() as i64,
-        command: command.to_string(),
-        hedge_version: env!("CARGO_PKG_VERSION").into(),
-        libtorch: LIBTORCH_VERSION.into(),
-    })
-}
 
 /// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
 pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {

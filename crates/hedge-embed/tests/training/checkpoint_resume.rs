@@ -207,8 +207,8 @@ fn deterministic_files(run: &RunDir) -> Vec<(String, Vec<u8>)> {
 /// when it never got its config.json) and ends with the bytes of an uninterrupted run.
 #[test]
 fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
+    use hedge_embed::experiment::write_run_definition;
     use hedge_embed::experiment::{read_plan, train_run};
-    use hedge_embed::run_eval::write_run_definition;
     use hedge_embed::TrainPlan;
 
     // Tests that train take turns with libtorch's process-wide generator (re-entrant: the

@@ -315,7 +315,7 @@ impl RecipeBench {
                 .collect(),
             ..Default::default()
         };
-        let run = hedge_embed::run_eval::new_run(out, false, &config, &plan, device, command)?;
+        let run = hedge_embed::experiment::new_run(out, false, &config, &plan, device, command)?;
         let trainer = train_run(&run, data, &config, device, false, &plan, on_event)?;
         let records: Vec<MonitorRecord> = run.read_json_lines(hedge_embed::run::MONITOR_FILE)?;
         let no_watch =

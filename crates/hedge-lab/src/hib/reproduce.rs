@@ -17,16 +17,14 @@ use tracing::info;
 use crate::hib::figures::{cloud, embedding_ellipses};
 use crate::hib::run::{curve, train_with_progress};
 use crate::Result;
-use hedge_embed::experiment::TrainPlan;
+use hedge_embed::experiment::{new_run, TrainPlan};
 use hedge_embed::paper::{self, PaperModel};
 use hedge_embed::report::{
     mean, CurvePoint, EvalReport, Metric, ModelSummary, OtherSplit, ReproduceSummary, TwinStats, ValidationChoice,
     Variant, VerificationStats,
 };
 use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
-use hedge_embed::run_eval::{
-    embed_run_twins, eval_file_name, evaluate_run, new_run, read_eval, with_group, EvalSettings,
-};
+use hedge_embed::run_eval::{embed_run_twins, eval_file_name, evaluate_run, read_eval, with_group, EvalSettings};
 use hedge_embed::{
     embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule,
     Steps,
