@@ -5,7 +5,7 @@
 #   scripts/fuzz-campaign.sh [SECONDS] [TARGET...]
 #
 # SECONDS per target (default 600); TARGETs (default all): idx npy npz uci adult jpeg csv png
-# image-npz index-json toml. Two targets run at a time (one core each). For each target the
+# image-npz index-json toml ann-graph. Two targets run at a time (one core each). For each target the
 # corpus in fuzz/corpus/<target>/ (seeded from `hedge bench fuzz --seeds` the first time) is
 # fuzzed, then minimised (`cargo fuzz cmin`) so that what is committed stays small; libFuzzer's
 # final statistics go to results/fuzz/<target>.json and its log to results/fuzz/logs/. A crash
@@ -22,7 +22,7 @@ export LD_LIBRARY_PATH="$PWD/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIB
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(idx npy npz uci adult jpeg csv png image-npz index-json toml)
+[ ${#targets[@]} -gt 0 ] || targets=(idx npy npz uci adult jpeg csv png image-npz index-json toml ann-graph)
 out=results/fuzz
 mkdir -p "$out/logs" fuzz/corpus
 hedge=${HEDGE:-./target/release/hedge}
@@ -30,9 +30,9 @@ hedge=${HEDGE:-./target/release/hedge}
 seed_corpus() {
     local t=$1
     [ -d "fuzz/corpus/$t" ] && [ -n "$(ls -A "fuzz/corpus/$t")" ] && return
-    if [ "$t" = index-json ]; then
-        mkdir -p fuzz/corpus/index-json
-        cp fuzz/seeds/index-json/* fuzz/corpus/index-json/
+    if [ -d "fuzz/seeds/$t" ]; then
+        mkdir -p "fuzz/corpus/$t"
+        cp "fuzz/seeds/$t"/* "fuzz/corpus/$t/"
         return
     fi
     local tmp

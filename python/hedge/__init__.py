@@ -7,6 +7,7 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 * :mod:`hedge.bayes` -- Gaussian-process and Bayesian linear/probit models, scikit-learn style.
 * :mod:`hedge.active` -- batch acquisition (ACS-FW, MaxEnt/BALD, LCMD) as functions of arrays.
 * :mod:`hedge.agnostic` -- concept erasure (LEACE) and the fresh-probe audit on feature arrays.
+* :mod:`hedge.ann` -- the HNSW graph behind identification, on NumPy arrays.
 
 ``torch`` is imported first: the extension shares its libtorch (tensors pass without a copy),
 so the two must be the same torch release.
@@ -31,9 +32,9 @@ if _release(_torch.__version__) != _release(BUILT_FOR_TORCH):
     )
 
 from . import _hedge  # noqa: E402  (only after the torch check: a mismatched libtorch crashes)
-from . import active, agnostic, bayes, hib  # noqa: E402
+from . import active, agnostic, ann, bayes, hib  # noqa: E402
 
-__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "bayes", "hib", "libtorch_version"]
+__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version"]
 
 
 def libtorch_version() -> str:

@@ -305,7 +305,7 @@ pub fn hib_search(
     device_name: &str,
 ) -> PyResult<(Vec<String>, String)> {
     let device = device(device_name)?;
-    let mut files = IndexFiles::open(&index).map_err(value_error)?;
+    let files = IndexFiles::open(&index).map_err(value_error)?;
     let probes = ImageSet::read(&probes).map_err(value_error)?;
     let mut identifier = files.load(run.as_deref(), device).map_err(value_error)?;
     if let Some(risk) = target_risk {

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod active;
 mod agnostic;
+mod ann;
 mod bayes;
 mod bench;
 mod hib;
@@ -41,6 +42,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bayes::ProbitPosterior>()?;
     m.add_class::<agnostic::LeaceEraser>()?;
     m.add_class::<hib_run::HibRun>()?;
+    m.add_class::<ann::AnnGraph>()?;
     m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
@@ -56,6 +58,9 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::top_b_indices, m)?,
         wrap_pyfunction!(active::lcmd_batch, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,
+        wrap_pyfunction!(ann::ann_build, m)?,
+        wrap_pyfunction!(ann::ann_load, m)?,
+        wrap_pyfunction!(ann::ann_from_bytes, m)?,
         wrap_pyfunction!(hib_run::hib_train, m)?,
         wrap_pyfunction!(hib_run::hib_open_run, m)?,
         wrap_pyfunction!(hib_run::hib_build_index, m)?,

@@ -181,7 +181,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
     hedge_run::atomic::check_output_dir(&args.out, args.overwrite)?;
     hedge_run::check_out_not_inside(&args.out, &args.probe, "--probe")?;
     hedge_run::check_out_not_inside(&args.out, &args.index, "--index")?;
-    let mut files = IndexFiles::open(&args.index)?;
+    let files = IndexFiles::open(&args.index)?;
     let probes = ImageSet::read(&args.probe)?;
     let mut identifier = files.load(args.run.as_deref(), device)?;
     if let Some(risk) = args.target_risk {

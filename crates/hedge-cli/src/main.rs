@@ -60,7 +60,7 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
             // The HNSW crate logs every construction parameter at info level.
-            "info,hnsw_rs=warn,anndists=warn".into()
+            "info".into()
         }))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -16,6 +16,10 @@ pub enum EmbedError {
     #[error(transparent)]
     Eval(#[from] hedge_eval::EvalError),
 
+    /// The approximate-nearest-neighbour stage: its settings, or a damaged graph file.
+    #[error(transparent)]
+    Ann(#[from] hedge_ann::AnnError),
+
     #[error("libtorch: {}", hedge_run::libtorch_message(&.0.to_string()))]
     Torch(#[from] tch::TchError),
 

@@ -1,24 +1,22 @@
 //! Identification against a gallery that knows when it is unsure: an approximate-nearest-
-//! neighbour index (HNSW, `hnsw_rs`) over the embedding means proposes candidates, the exact
+//! neighbour index (HNSW, [`hedge_ann::Hnsw`]) over the embedding means proposes candidates, the exact
 //! match probability p(m | probe, candidate) re-ranks them (as `hib eval` does), and a probe
 //! abstains when its self-mismatch η lies above a threshold chosen, on labelled validation
 //! probes, for a target risk (the risk–coverage curve of `hib eval`).
 //!
 //! An index is a folder: `index.json` (what was indexed, with which run, the validation curve
 //! and the SHA-256 of every other file), `gallery.safetensors` (`mean`, `variance`, `eta`,
-//! `label`), `ann.hnsw.graph` and `ann.hnsw.data` (the HNSW graph), and
+//! `label`), `ann.safetensors` (the HNSW graph with its points), and
 //! `validation_risk_coverage.csv`. It is written to a temporary sibling folder and renamed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use hedge_ann::{recall_at, AnnConfig, Hnsw};
 use hedge_data::{Corruption, ImageDataset, ImageSet, NDigitSplit};
 use hedge_run::rundir::{sha256_file, ManifestEntry};
 use hedge_run::undefined::{explain_nulls, NullReason};
-use hnsw_rs::api::AnnT;
-use hnsw_rs::hnswio::HnswIo;
-use hnsw_rs::prelude::{DistL2, Hnsw};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
@@ -37,152 +35,14 @@ pub const INDEX_FILE: &str = "index.json";
 pub const GALLERY_FILE: &str = "gallery.safetensors";
 /// The validation probes' η and correctness in η order, with the curve's coverage and risk.
 pub const VALIDATION_CSV: &str = "validation_risk_coverage.csv";
-/// hnsw_rs writes `<basename>.hnsw.graph` and `<basename>.hnsw.data`.
-const ANN_BASENAME: &str = "ann";
-/// 2: `index.json` carries its own SHA-256 and must list every other file of the index.
-const INDEX_FORMAT: u32 = 2;
-
-/// Settings of the HNSW graph (Malkov & Yashunin 2018).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnnConfig {
-    /// Links per point and layer (HNSW's M).
-    pub max_connections: usize,
-    /// Candidates kept while inserting a point (efConstruction).
-    pub ef_construction: usize,
-    /// Candidates kept while searching (ef); raised to the number asked for when smaller.
-    pub ef_search: usize,
-}
-
-impl Default for AnnConfig {
-    fn default() -> Self {
-        AnnConfig { max_connections: 16, ef_construction: 200, ef_search: 200 }
-    }
-}
-
-impl AnnConfig {
-    pub fn with_ef_search(mut self, ef_search: usize) -> Self {
-        self.ef_search = ef_search;
-        self
-    }
-
-    pub fn with_max_connections(mut self, m: usize) -> Self {
-        self.max_connections = m;
-        self
-    }
-
-    pub fn with_ef_construction(mut self, ef: usize) -> Self {
-        self.ef_construction = ef;
-        self
-    }
-
-    /// Refuses settings the graph cannot be built with.
-    pub fn check(&self) -> Result<()> {
-        if !(2..=256).contains(&self.max_connections) {
-            return Err(EmbedError::invalid(
-                "max_connections",
-                self.max_connections,
-                "HNSW links per point must lie in 2..=256 (16 is usual)",
-            ));
-        }
-        if self.ef_construction < self.max_connections {
-            return Err(EmbedError::invalid(
-                "ef_construction",
-                self.ef_construction,
-                format!("must be at least max_connections ({})", self.max_connections),
-            ));
-        }
-        if self.ef_search == 0 {
-            return Err(EmbedError::invalid("ef_search", 0, "must be at least 1"));
-        }
-        // Each of up to 64 threads keeps its candidate lists (a distance and an id, with the
-        // heaps' and visited sets' overhead: about 64 bytes per candidate).
-        hedge_run::Footprint::new("the HNSW graph's candidate lists", |v| (v[0] + v[1]) * 64.0 * 64.0)
-            .knob("--ef-construction", self.ef_construction as f64, self.max_connections as f64)
-            .knob("--ef-search", self.ef_search as f64, 1.0)
-            .check()?;
-        Ok(())
-    }
-}
-
-/// Approximate nearest neighbours (Euclidean) among fixed `D`-dimensional points.
-pub struct MeanIndex<'b> {
-    hnsw: Hnsw<'b, f32, DistL2>,
-    dim: usize,
-    ef_search: usize,
-}
-
-impl MeanIndex<'static> {
-    /// Inserts every point (rows of `points`, `[n * dim]`), in parallel on rayon's threads.
-    pub fn build(points: &[f32], dim: usize, config: &AnnConfig) -> Result<Self> {
-        config.check()?;
-        if dim == 0 || points.is_empty() || !points.len().is_multiple_of(dim) {
-            return Err(EmbedError::invalid(
-                "points",
-                points.len(),
-                format!("need a non-empty [n, {dim}] array (its length a multiple of {dim})"),
-            ));
-        }
-        if let Some(i) = points.iter().position(|v| !v.is_finite()) {
-            return Err(EmbedError::invalid(
-                "points",
-                format!("row {} = {}", i / dim, points[i]),
-                "an embedding mean is not finite; the model diverged or the input is broken",
-            ));
-        }
-        let n = points.len() / dim;
-        // hnsw_rs dumps only graphs allowed its maximum of 16 layers (few are ever used).
-        let layers = 16;
-        let hnsw = Hnsw::<f32, DistL2>::new(config.max_connections, n, layers, config.ef_construction, DistL2 {});
-        let rows: Vec<(&[f32], usize)> = points.chunks(dim).enumerate().map(|(i, row)| (row, i)).collect();
-        hnsw.parallel_insert_slice(&rows);
-        let mut hnsw = hnsw;
-        hnsw.set_searching_mode(true);
-        Ok(MeanIndex { hnsw, dim, ef_search: config.ef_search })
-    }
-}
-
-impl MeanIndex<'_> {
-    pub fn len(&self) -> usize {
-        self.hnsw.get_nb_point()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The `k` nearest points of every query (`[q * dim]`), nearest first, with their distances.
-    pub fn nearest(&self, queries: &[f32], k: usize) -> Vec<Vec<(usize, f32)>> {
-        let rows: Vec<Vec<f32>> = queries.chunks(self.dim).map(<[f32]>::to_vec).collect();
-        let ef = self.ef_search.max(k);
-        self.hnsw
-            .parallel_search(&rows, k, ef)
-            .into_iter()
-            .map(|found| {
-                let mut found: Vec<(usize, f32)> = found.into_iter().map(|n| (n.d_id, n.distance)).collect();
-                found.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
-                found
-            })
-            .collect()
-    }
-
-    /// Writes `ann.hnsw.graph` and `ann.hnsw.data` into `dir` (a fresh folder).
-    fn dump(&self, dir: &Path) -> Result<()> {
-        let written = self
-            .hnsw
-            .file_dump(dir, ANN_BASENAME)
-            .map_err(|e| EmbedError::input(dir, format!("writing the HNSW graph failed: {e}")))?;
-        if written != ANN_BASENAME {
-            return Err(EmbedError::input(
-                dir,
-                format!("the HNSW graph was written as '{written}', not '{ANN_BASENAME}'"),
-            ));
-        }
-        Ok(())
-    }
-}
+/// The HNSW graph over the gallery's component means.
+pub const ANN_FILE: &str = "ann.safetensors";
+/// 3: the graph is hedge's own (`ann.safetensors`); format 2 held `hnsw_rs` dumps.
+const INDEX_FORMAT: u32 = 3;
 
 /// The exact `k` nearest points of every query, nearest first (ties by index): the reference the
-/// ANN stage's recall is measured against.
+/// ANN stage's recall is measured against, on libtorch (a matrix product per chunk of queries,
+/// fast enough for millions of points; [`hedge_ann::exact_nearest`] is the plain loop).
 pub fn exact_nearest(points: &[f32], dim: usize, queries: &[f32], k: usize) -> Result<Vec<Vec<usize>>> {
     let n = (points.len() / dim) as i64;
     let q = (queries.len() / dim) as i64;
@@ -205,20 +65,6 @@ pub fn exact_nearest(points: &[f32], dim: usize, queries: &[f32], k: usize) -> R
         start += len;
     }
     Ok(out)
-}
-
-/// Mean over queries of |approx top-k ∩ exact top-k| / k.
-pub fn recall_at(approx: &[Vec<usize>], exact: &[Vec<usize>], k: usize) -> f64 {
-    let per: Vec<f64> = approx
-        .iter()
-        .zip(exact)
-        .map(|(a, e)| {
-            let truth: std::collections::HashSet<usize> = e.iter().take(k).copied().collect();
-            let k = truth.len().max(1);
-            a.iter().take(k).filter(|i| truth.contains(i)).count() as f64 / k as f64
-        })
-        .collect();
-    per.iter().sum::<f64>() / per.len().max(1) as f64
 }
 
 /// What ranks probes from sure to unsure for abstention.
@@ -543,9 +389,9 @@ pub struct IndexRequest {
 }
 
 /// A gallery loaded with its graph and the model that embeds probes.
-pub struct Identifier<'b> {
+pub struct Identifier {
     pub manifest: IndexManifest,
-    ann: MeanIndex<'b>,
+    ann: Hnsw,
     gallery: Embedding,
     gallery_labels: Vec<u32>,
     matcher: MatchHead,
@@ -654,7 +500,7 @@ fn embed_images(
     )
 }
 
-impl Identifier<'_> {
+impl Identifier {
     /// Gallery items proposed for every probe: ANN neighbours of each probe component among all
     /// gallery components, merged by distance, one entry per item, at most `candidates`. With
     /// `skip_self`, probe i never proposes gallery item i (leave one out).
@@ -906,7 +752,7 @@ pub fn build_index(
     let set = embed_images(&net, gallery, device, &request.search)?;
     let embed_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let ann = MeanIndex::build(&component_rows(&set.embedding.mean)?, config.dim, &request.ann)?;
+    let ann = Hnsw::build(&component_rows(&set.embedding.mean)?, config.dim, &request.ann)?;
     let build_seconds = start.elapsed().as_secs_f64();
     let manifest = IndexManifest {
         format: INDEX_FORMAT,
@@ -968,7 +814,7 @@ pub fn build_index(
 }
 
 /// The files of an index folder (besides hedge's folder marker).
-const INDEX_FOLDER_FILES: [&str; 5] = [INDEX_FILE, GALLERY_FILE, "ann.hnsw.graph", "ann.hnsw.data", VALIDATION_CSV];
+const INDEX_FOLDER_FILES: [&str; 4] = [INDEX_FILE, GALLERY_FILE, ANN_FILE, VALIDATION_CSV];
 
 /// An index replaces its folder whole, so `--overwrite` is accepted only for a folder hedge made
 /// that holds nothing but an index's files: a user's folder (a gallery, say) is never emptied.
@@ -1012,10 +858,10 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
             &[("mean", &e.mean), ("variance", &variance), ("eta", &set.eta), ("label", &labels)],
             tmp.join(GALLERY_FILE),
         )?;
-        identifier.ann.dump(&tmp)?;
+        identifier.ann.save(&tmp.join(ANN_FILE))?;
         hedge_run::write_atomic(&tmp.join(VALIDATION_CSV), identifier.manifest.calibration.csv().as_bytes())?;
         let mut manifest = identifier.manifest.clone();
-        for name in [GALLERY_FILE, "ann.hnsw.graph", "ann.hnsw.data", VALIDATION_CSV] {
+        for name in [GALLERY_FILE, ANN_FILE, VALIDATION_CSV] {
             let path = tmp.join(name);
             let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
             manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
@@ -1051,7 +897,6 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
 pub struct IndexFiles {
     dir: PathBuf,
     manifest: IndexManifest,
-    io: HnswIo,
 }
 
 impl IndexFiles {
@@ -1075,7 +920,7 @@ impl IndexFiles {
                 ));
             }
         }
-        Ok(IndexFiles { dir: dir.to_path_buf(), manifest, io: HnswIo::new(dir, ANN_BASENAME) })
+        Ok(IndexFiles { dir: dir.to_path_buf(), manifest })
     }
 
     pub fn manifest(&self) -> &IndexManifest {
@@ -1084,7 +929,7 @@ impl IndexFiles {
 
     /// Loads the graph, the gallery and the model. `run` replaces the run recorded in the index
     /// (e.g. after moving it); its weights must be the ones the gallery was embedded with.
-    pub fn load(&mut self, run: Option<&Path>, device: Device) -> Result<Identifier<'_>> {
+    pub fn load(&self, run: Option<&Path>, device: Device) -> Result<Identifier> {
         let run_path = run.map_or_else(|| self.manifest.run.clone(), Path::to_path_buf);
         let run = RunDir::open(&run_path)?;
         let config = run.read_config()?.hib;
@@ -1149,13 +994,15 @@ impl IndexFiles {
                 manifest.class_names.len()
             ));
         }
-        let ann = MeanIndex {
-            hnsw: self.io.load_hnsw::<f32, DistL2>().map_err(|e| {
-                EmbedError::input(&self.dir, format!("the HNSW graph does not load ({e}); rebuild the index"))
-            })?,
-            dim: manifest.dim,
-            ef_search: manifest.ann.ef_search,
-        };
+        let mut ann = Hnsw::load(&self.dir.join(ANN_FILE))?;
+        if ann.dim() != manifest.dim {
+            return disagree(format!(
+                "describes dim {} but {ANN_FILE} holds points of dim {}",
+                manifest.dim,
+                ann.dim()
+            ));
+        }
+        ann.set_ef_search(manifest.ann.ef_search)?;
         if ann.len() != gallery_labels.len() * manifest.components {
             return Err(EmbedError::input(
                 &self.dir,
@@ -1194,7 +1041,11 @@ pub struct SearchBenchRow {
     pub recall_at_10: f64,
     /// Growth of the process's resident memory while building (Linux; `None` elsewhere).
     pub build_rss_bytes: Option<u64>,
-    /// Size of the graph and data files when written.
+    /// What the graph holds once built: points, levels and link lists
+    /// ([`Hnsw::memory_bytes`]).
+    #[serde(default)]
+    pub memory_bytes: u64,
+    /// Size of the graph file when written.
     pub dump_bytes: u64,
     pub exact_seconds: f64,
 }
@@ -1228,7 +1079,7 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
     let probe = draw(queries, &mut rng);
     let rss_before = resident_bytes();
     let start = Instant::now();
-    let index = MeanIndex::build(&gallery, dim, ann)?;
+    let index = Hnsw::build(&gallery, dim, ann)?;
     let build_seconds = start.elapsed().as_secs_f64();
     let build_rss_bytes = resident_bytes().zip(rss_before).map(|(a, b)| a.saturating_sub(b));
     let start = Instant::now();
@@ -1239,12 +1090,10 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
     let exact_seconds = start.elapsed().as_secs_f64();
     let approx: Vec<Vec<usize>> = found.iter().map(|r| r.iter().map(|&(i, _)| i).collect()).collect();
     let dir = tempfile_dir()?;
-    index.dump(&dir)?;
-    let dump_bytes = ["ann.hnsw.graph", "ann.hnsw.data"]
-        .iter()
-        .map(|f| std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0))
-        .sum();
+    index.save(&dir.join(ANN_FILE))?;
+    let dump_bytes = std::fs::metadata(dir.join(ANN_FILE)).map(|m| m.len()).unwrap_or(0);
     let _ = std::fs::remove_dir_all(&dir);
+    let memory_bytes = index.memory_bytes() as u64;
     Ok(SearchBenchRow {
         dim,
         points,
@@ -1255,6 +1104,7 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
         queries_per_second: queries as f64 / query_seconds.max(1e-9),
         recall_at_10: recall_at(&approx, &exact, 10),
         build_rss_bytes,
+        memory_bytes,
         dump_bytes,
         exact_seconds,
     })
@@ -1317,34 +1167,5 @@ mod tests {
             .unwrap();
         assert_eq!((c.rule, c.coverage), (Abstention::AcceptAll, 1.0));
         assert_eq!(c.csv().lines().nth(2).unwrap(), "0.2,0,0.6666666666666666,0.5");
-    }
-
-    #[test]
-    fn hnsw_finds_the_exact_neighbours_of_clustered_points() {
-        use rand::SeedableRng;
-        use rand_distr::{Distribution, StandardNormal};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-        for dim in [2usize, 16] {
-            let points: Vec<f32> = (0..5000 * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
-            let queries: Vec<f32> = (0..200 * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
-            let index = MeanIndex::build(&points, dim, &AnnConfig::default()).unwrap();
-            assert_eq!(index.len(), 5000);
-            let approx: Vec<Vec<usize>> =
-                index.nearest(&queries, 10).iter().map(|r| r.iter().map(|&(i, _)| i).collect()).collect();
-            let exact = exact_nearest(&points, dim, &queries, 10).unwrap();
-            // The brute-force reference by hand for the first query.
-            let q = &queries[..dim];
-            let mut by_hand: Vec<(f32, usize)> = points
-                .chunks(dim)
-                .enumerate()
-                .map(|(i, p)| (p.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum(), i))
-                .collect();
-            by_hand.sort_by(|a, b| a.0.total_cmp(&b.0));
-            assert_eq!(exact[0], by_hand[..10].iter().map(|&(_, i)| i).collect::<Vec<_>>());
-            let recall = recall_at(&approx, &exact, 10);
-            assert!(recall >= 0.99, "D = {dim}: recall@10 {recall}");
-        }
-        assert!(MeanIndex::build(&[f32::NAN, 0.0], 2, &AnnConfig::default()).is_err());
-        assert!(AnnConfig::default().with_max_connections(1).check().is_err());
     }
 }

@@ -205,12 +205,12 @@ fn a_mixture_gallery_is_searched_with_abstention_and_its_numbers_agree() {
     let err = refused(&search(&index, &probe, &dir.path().join("r2"), &["--target-risk", "2"]));
     assert!(err.contains("target_risk"), "{err}");
     // A damaged graph file is refused by its checksum, naming it, before the graph reader runs.
-    let graph = index.join("ann.hnsw.graph");
+    let graph = index.join("ann.safetensors");
     let mut bytes = std::fs::read(&graph).unwrap();
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&graph, bytes).unwrap();
     let err = refused(&search(&index, &probe, &dir.path().join("r3"), &[]));
-    assert!(err.contains("ann.hnsw.graph") && err.contains("rebuild"), "{err}");
+    assert!(err.contains("ann.safetensors") && err.contains("rebuild"), "{err}");
 }
 
 #[test]

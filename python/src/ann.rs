@@ -1,0 +1,124 @@
+//! The HNSW graph of `hedge-ann` on NumPy float32 arrays: what a gallery shard of `hedge.scale`
+//! holds, and the index `python/benchmarks/ann.py` measures beside hnswlib.
+
+use std::path::PathBuf;
+
+use hedge_ann::{AnnConfig, Hnsw};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::value_error;
+
+/// Neighbours of every query: (ids `[q, k]`, Euclidean distances `[q, k]`).
+type Neighbours<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>);
+
+/// An HNSW graph over fixed points (Euclidean).
+#[pyclass(module = "hedge._hedge", frozen)]
+pub struct AnnGraph(Hnsw);
+
+/// Rows of a C-contiguous float32 array, as one slice.
+fn rows<'a>(x: &'a PyReadonlyArray2<'_, f32>, name: &str) -> PyResult<&'a [f32]> {
+    x.as_slice().map_err(|_| value_error(format!("`{name}` must be a C-contiguous float32 array")))
+}
+
+#[pymethods]
+impl AnnGraph {
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+
+    /// (max_connections, ef_construction, ef_search).
+    #[getter]
+    fn settings(&self) -> (usize, usize, usize) {
+        let c = self.0.config();
+        (c.max_connections, c.ef_construction, c.ef_search)
+    }
+
+    #[getter]
+    fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+
+    /// (ids int64 `[q, k]`, Euclidean distances float32 `[q, k]`), nearest first; -1 and inf
+    /// where the graph holds fewer than `k` points. `ef` replaces the graph's ef_search.
+    #[pyo3(signature = (queries, k, ef=None))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        queries: PyReadonlyArray2<'py, f32>,
+        k: usize,
+        ef: Option<usize>,
+    ) -> PyResult<Neighbours<'py>> {
+        let q = queries.shape()[0];
+        if queries.shape()[1] != self.0.dim() {
+            return Err(value_error(format!(
+                "`queries` has {} columns but the index holds points of dimension {}",
+                queries.shape()[1],
+                self.0.dim()
+            )));
+        }
+        let flat = rows(&queries, "queries")?.to_vec();
+        let ef = ef.unwrap_or(self.0.config().ef_search);
+        if ef == 0 {
+            return Err(value_error("`ef` must be at least 1"));
+        }
+        let found = py.detach(|| self.0.nearest_with_ef(&flat, k, ef));
+        let mut ids = vec![-1i64; q * k];
+        let mut dists = vec![f32::INFINITY; q * k];
+        for (row, hits) in found.iter().enumerate() {
+            for (j, &(id, d)) in hits.iter().enumerate() {
+                ids[row * k + j] = id as i64;
+                dists[row * k + j] = d;
+            }
+        }
+        let shape = [q, k];
+        let ids = numpy::ndarray::Array2::from_shape_vec(shape, ids).map_err(value_error)?;
+        let dists = numpy::ndarray::Array2::from_shape_vec(shape, dists).map_err(value_error)?;
+        Ok((ids.into_pyarray(py), dists.into_pyarray(py)))
+    }
+
+    /// Writes the graph (safetensors; a temporary sibling, then renamed).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.0.save(&path)).map_err(value_error)
+    }
+
+    /// The file's bytes (what `save` writes), for pickling and object stores.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = py.detach(|| self.0.to_bytes()).map_err(value_error)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+}
+
+/// Builds the graph over the rows of `points` (`[n, d]` float32) on rayon's threads.
+#[pyfunction]
+pub fn ann_build(
+    py: Python<'_>,
+    points: PyReadonlyArray2<'_, f32>,
+    max_connections: usize,
+    ef_construction: usize,
+    ef_search: usize,
+) -> PyResult<AnnGraph> {
+    let dim = points.shape()[1];
+    let flat = rows(&points, "points")?;
+    let config = AnnConfig { max_connections, ef_construction, ef_search };
+    py.detach(|| Hnsw::build(flat, dim, &config)).map(AnnGraph).map_err(value_error)
+}
+
+/// Reads a graph `AnnGraph.save` wrote; every field is checked.
+#[pyfunction]
+pub fn ann_load(py: Python<'_>, path: PathBuf) -> PyResult<AnnGraph> {
+    py.detach(|| Hnsw::load(&path)).map(AnnGraph).map_err(value_error)
+}
+
+/// A graph from the bytes `AnnGraph.to_bytes` gave.
+#[pyfunction]
+pub fn ann_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<AnnGraph> {
+    let data = data.to_vec();
+    py.detach(|| Hnsw::from_bytes(&data, "<bytes>".as_ref())).map(AnnGraph).map_err(value_error)
+}
