@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
-use crate::graph::{Hnsw, MAX_LEVEL};
+use crate::graph::{lines, Hnsw, MAX_LEVEL};
 use crate::{AnnConfig, AnnError, Result};
 
 /// The `format` entry of the file's metadata.
@@ -24,7 +24,7 @@ fn view(dtype: Dtype, shape: Vec<usize>, data: &[u8]) -> Result<TensorView<'_>> 
 impl Hnsw {
     /// The file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let points: Vec<u8> = self.points.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let points: Vec<u8> = self.values().iter().flat_map(|v| v.to_le_bytes()).collect();
         let links0 = atomics_bytes(&self.links0);
         let upper = atomics_bytes(&self.upper);
         let n = self.len();
@@ -128,7 +128,7 @@ impl Hnsw {
         if upper_shape.len() != 1 || upper_shape[0] as u64 != upper_len {
             return Err(bad(format!("'upper' has shape {upper_shape:?}, but the levels ask for [{upper_len}]")));
         }
-        let mut graph = Hnsw::empty(points, dim, config, levels)?;
+        let mut graph = Hnsw::empty(lines(&points), dim, config, levels)?;
         graph.entry = entry as u32;
         graph.max_level = graph.levels[entry];
         if graph.levels.iter().any(|&l| l > graph.max_level) {
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!((loaded.len(), loaded.dim(), loaded.config()), (index.len(), index.dim(), index.config()));
         let queries: Vec<f32> = (0..300).map(|i| (i as f32 * 0.37).sin()).collect();
         assert_eq!(loaded.nearest(&queries, 7), index.nearest(&queries, 7));
-        assert!(loaded.levels == index.levels && loaded.entry == index.entry && loaded.points == index.points);
+        assert!(loaded.levels == index.levels && loaded.entry == index.entry && loaded.values() == index.values());
         let links = |g: &Hnsw| atomics_bytes(&g.links0).into_iter().chain(atomics_bytes(&g.upper)).collect::<Vec<_>>();
         assert!(links(&loaded) == links(&index), "the lists differ after a round trip");
     }

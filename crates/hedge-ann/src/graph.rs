@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use crate::distance::squared_l2;
+use crate::distance::{for_dim, DistanceFn};
 use crate::visited::{Visited, VisitedPool};
 use crate::{AnnConfig, AnnError, Result};
 
@@ -39,6 +39,29 @@ impl PartialOrd for Scored {
     }
 }
 
+/// Sixteen floats on one cache line: the points are stored in these, so that a row of D = 16
+/// (the usual embedding size) is one line, not two.
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C, align(64))]
+pub(crate) struct Line([f32; 16]);
+
+/// `values` copied into cache lines (the tail of the last line zero).
+pub(crate) fn lines(values: &[f32]) -> Vec<Line> {
+    let mut out = vec![Line::default(); values.len().div_ceil(16)];
+    bytemuck::cast_slice_mut::<Line, f32>(&mut out)[..values.len()].copy_from_slice(values);
+    out
+}
+
+/// The buffers of one search, reused from query to query (a worker keeps one).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    candidates: BinaryHeap<Reverse<Scored>>,
+    nearest: BinaryHeap<Scored>,
+    links: Vec<u32>,
+    scores: Vec<f32>,
+    found: Vec<Scored>,
+}
+
 /// A hierarchical navigable small-world graph over fixed `dim`-dimensional points (Euclidean).
 ///
 /// Every link list is a count followed by its links, stored as relaxed atomics: while the graph
@@ -46,9 +69,10 @@ impl PartialOrd for Scored {
 /// lists without locks (the atomics compile to plain loads).
 pub struct Hnsw {
     pub(crate) dim: usize,
+    distance: DistanceFn,
     pub(crate) config: AnnConfig,
-    /// `[n * dim]`, row by row.
-    pub(crate) points: Vec<f32>,
+    /// `[n * dim]`, row by row, from a cache line's start (the last line's tail unused).
+    pub(crate) points: Vec<Line>,
     /// The top layer of every point.
     pub(crate) levels: Vec<u8>,
     /// Layer 0: `n` lists of `2M + 1` slots.
@@ -111,7 +135,7 @@ impl Hnsw {
             .knob("points", n as f64, 1.0)
             .check()?;
         let levels = draw_levels(n, m);
-        let mut graph = Self::empty(points.to_vec(), dim, *config, levels)?;
+        let mut graph = Self::empty(lines(points), dim, *config, levels)?;
         let building = Building {
             locks: (0..n).map(|_| Mutex::new(())).collect(),
             top: Mutex::new((graph.entry, graph.max_level)),
@@ -121,14 +145,17 @@ impl Hnsw {
         let next = AtomicUsize::new(1);
         rayon::scope(|scope| {
             for _ in 0..rayon::current_num_threads() {
-                scope.spawn(|_| loop {
-                    let q = next.fetch_add(1, Relaxed);
-                    if q >= n {
-                        break;
-                    }
-                    graph.insert(q as u32, &building);
-                    if q.is_multiple_of(PROGRESS_EVERY) {
-                        progress(q);
+                scope.spawn(|_| {
+                    let mut scratch = Scratch::default();
+                    loop {
+                        let q = next.fetch_add(1, Relaxed);
+                        if q >= n {
+                            break;
+                        }
+                        graph.insert(q as u32, &building, &mut scratch);
+                        if q.is_multiple_of(PROGRESS_EVERY) {
+                            progress(q);
+                        }
                     }
                 });
             }
@@ -148,7 +175,7 @@ impl Hnsw {
     }
 
     /// A graph with its levels drawn and every list empty; the first point is the entry.
-    pub(crate) fn empty(points: Vec<f32>, dim: usize, config: AnnConfig, levels: Vec<u8>) -> Result<Self> {
+    pub(crate) fn empty(points: Vec<Line>, dim: usize, config: AnnConfig, levels: Vec<u8>) -> Result<Self> {
         let n = levels.len();
         let m = config.max_connections;
         let mut upper_start = Vec::with_capacity(n);
@@ -169,6 +196,7 @@ impl Hnsw {
         let max_level = levels.first().copied().unwrap_or(0);
         Ok(Hnsw {
             dim,
+            distance: for_dim(dim),
             config,
             points,
             levels,
@@ -207,12 +235,17 @@ impl Hnsw {
 
     /// Row `id` of the points.
     pub fn point(&self, id: usize) -> &[f32] {
-        &self.points[id * self.dim..(id + 1) * self.dim]
+        &self.values()[id * self.dim..(id + 1) * self.dim]
+    }
+
+    /// Every point's values, row by row (`[n * dim]`).
+    pub fn values(&self) -> &[f32] {
+        &bytemuck::cast_slice::<Line, f32>(&self.points)[..self.len() * self.dim]
     }
 
     /// The graph's memory in bytes: points, levels, lists, offsets and the searches' mark arrays.
     pub fn memory_bytes(&self) -> usize {
-        self.points.len() * 4
+        self.points.len() * std::mem::size_of::<Line>()
             + self.levels.len()
             + (self.links0.len() + self.upper.len() + self.upper_start.len()) * 4
             + self.visited.bytes()
@@ -231,23 +264,26 @@ impl Hnsw {
     /// graph's `ef_search`.
     pub fn nearest_with_ef(&self, queries: &[f32], k: usize, ef: usize) -> Vec<Vec<(usize, f32)>> {
         assert!(queries.len().is_multiple_of(self.dim), "queries must be rows of {} values", self.dim);
-        queries.par_chunks(self.dim).map(|q| self.nearest_one(q, k, ef)).collect()
+        queries.par_chunks(self.dim).map_init(Scratch::default, |scratch, q| self.search(q, k, ef, scratch)).collect()
     }
 
     /// The `k` nearest points of one query, nearest first, with their Euclidean distances.
     pub fn nearest_one(&self, query: &[f32], k: usize, ef: usize) -> Vec<(usize, f32)> {
+        self.search(query, k, ef, &mut Scratch::default())
+    }
+
+    fn search(&self, query: &[f32], k: usize, ef: usize, scratch: &mut Scratch) -> Vec<(usize, f32)> {
         if k == 0 || self.is_empty() {
             return Vec::new();
         }
-        let mut buf = Vec::with_capacity(2 * self.config.max_connections);
-        let mut here = Scored { dist: squared_l2(query, self.point(self.entry as usize)), id: self.entry };
+        let mut here = Scored { dist: (self.distance)(query, self.point(self.entry as usize)), id: self.entry };
         for level in (1..=self.max_level).rev() {
-            here = self.greedy(query, here, level, None, &mut buf);
+            here = self.greedy(query, here, level, None, &mut scratch.links);
         }
         let mut visited = self.visited.take();
-        let found = self.search_layer(query, here, ef.max(k), 0, None, &mut visited, &mut buf);
+        self.search_layer(query, here, ef.max(k), 0, None, &mut visited, scratch);
         self.visited.give_back(visited);
-        found.into_iter().take(k).map(|s| (s.id as usize, s.dist.sqrt())).collect()
+        scratch.found.iter().take(k).map(|s| (s.id as usize, s.dist.sqrt())).collect()
     }
 
     /// The slots of point `id`'s list on `level` (count first).
@@ -295,7 +331,7 @@ impl Hnsw {
             let mut moved = false;
             self.read_links(here.id, level, locks, buf);
             for &next in buf.iter() {
-                let dist = squared_l2(query, self.point(next as usize));
+                let dist = (self.distance)(query, self.point(next as usize));
                 if dist < here.dist {
                     here = Scored { dist, id: next };
                     moved = true;
@@ -308,7 +344,7 @@ impl Hnsw {
     }
 
     /// Algorithm 2 of Malkov & Yashunin: the `ef` nearest points to `query` on `level` reached
-    /// from `entry`, nearest first.
+    /// from `entry`, nearest first, into `scratch.found`.
     #[allow(clippy::too_many_arguments)]
     fn search_layer(
         &self,
@@ -318,26 +354,26 @@ impl Hnsw {
         level: u8,
         locks: Option<&[Mutex<()>]>,
         visited: &mut Visited,
-        buf: &mut Vec<u32>,
-    ) -> Vec<Scored> {
-        let mut candidates = BinaryHeap::with_capacity(ef * 2);
-        let mut nearest = BinaryHeap::with_capacity(ef + 1);
+        scratch: &mut Scratch,
+    ) {
+        let Scratch { candidates, nearest, links, scores, found } = scratch;
+        candidates.clear();
+        nearest.clear();
         visited.insert(entry.id);
         candidates.push(Reverse(entry));
         nearest.push(entry);
         let mut bound = entry.dist;
-        let mut scores = Vec::with_capacity(buf.capacity());
         while let Some(Reverse(closest)) = candidates.pop() {
             if closest.dist > bound && nearest.len() >= ef {
                 break;
             }
-            self.read_links(closest.id, level, locks, buf);
+            self.read_links(closest.id, level, locks, links);
             // Marks first, then distances: the points' loads are independent of each other, so
             // the processor fetches them together instead of one branch at a time.
-            buf.retain(|&next| visited.insert(next));
+            links.retain(|&next| visited.insert(next));
             scores.clear();
-            scores.extend(buf.iter().map(|&next| squared_l2(query, self.point(next as usize))));
-            for (&next, &dist) in buf.iter().zip(scores.iter()) {
+            scores.extend(links.iter().map(|&next| (self.distance)(query, self.point(next as usize))));
+            for (&next, &dist) in links.iter().zip(scores.iter()) {
                 if nearest.len() < ef || dist < bound {
                     let scored = Scored { dist, id: next };
                     candidates.push(Reverse(scored));
@@ -349,7 +385,9 @@ impl Hnsw {
                 }
             }
         }
-        nearest.into_sorted_vec()
+        found.clear();
+        found.extend(nearest.drain());
+        found.sort_unstable();
     }
 
     /// Algorithm 4 of Malkov & Yashunin (without extending or keeping pruned candidates): walks
@@ -362,7 +400,7 @@ impl Hnsw {
                 break;
             }
             let p = self.point(cand.id as usize);
-            if kept.iter().all(|&r| squared_l2(p, self.point(r as usize)) >= cand.dist) {
+            if kept.iter().all(|&r| (self.distance)(p, self.point(r as usize)) >= cand.dist) {
                 kept.push(cand.id);
             }
         }
@@ -370,7 +408,7 @@ impl Hnsw {
     }
 
     /// Algorithm 1 of Malkov & Yashunin for point `q`.
-    fn insert(&self, q: u32, building: &Building) {
+    fn insert(&self, q: u32, building: &Building, scratch: &mut Scratch) {
         let locks = Some(building.locks.as_slice());
         let level = self.levels[q as usize];
         let top = building.top.lock().unwrap_or_else(|p| p.into_inner());
@@ -378,21 +416,20 @@ impl Hnsw {
         // A point above the top layer becomes the entry: inserts wait until it is linked.
         let mut top = (level > max_level).then_some(top);
         let query = self.point(q as usize);
-        let mut buf = Vec::with_capacity(2 * self.config.max_connections + 1);
-        let mut here = Scored { dist: squared_l2(query, self.point(entry as usize)), id: entry };
+        let mut here = Scored { dist: (self.distance)(query, self.point(entry as usize)), id: entry };
         for l in (level + 1..=max_level).rev() {
-            here = self.greedy(query, here, l, locks, &mut buf);
+            here = self.greedy(query, here, l, locks, &mut scratch.links);
         }
         for l in (0..=level.min(max_level)).rev() {
             let mut visited = self.visited.take();
-            let found = self.search_layer(query, here, self.config.ef_construction, l, locks, &mut visited, &mut buf);
+            self.search_layer(query, here, self.config.ef_construction, l, locks, &mut visited, scratch);
             self.visited.give_back(visited);
-            let chosen = self.select(&found, self.config.max_connections);
-            self.set_links(q, l, &chosen, &building.locks, &mut buf);
+            let chosen = self.select(&scratch.found, self.config.max_connections);
+            self.set_links(q, l, &chosen, &building.locks, &mut scratch.links);
             for &neighbour in &chosen {
-                self.link(neighbour, q, l, &building.locks, &mut buf);
+                self.link(neighbour, q, l, &building.locks, &mut scratch.links);
             }
-            here = found[0];
+            here = scratch.found[0];
         }
         if let Some(top) = top.as_mut() {
             **top = (q, level);
@@ -456,7 +493,7 @@ impl Hnsw {
         }
         let p = self.point(base as usize);
         let mut scored: Vec<Scored> =
-            ids.iter().map(|&id| Scored { dist: squared_l2(p, self.point(id as usize)), id }).collect();
+            ids.iter().map(|&id| Scored { dist: (self.distance)(p, self.point(id as usize)), id }).collect();
         scored.sort_unstable();
         let kept = self.select(&scored, cap);
         Self::write_links(slots, &kept);
