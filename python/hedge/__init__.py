@@ -8,6 +8,8 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 * :mod:`hedge.active` -- batch acquisition (ACS-FW, MaxEnt/BALD, LCMD) as functions of arrays.
 * :mod:`hedge.agnostic` -- concept erasure (LEACE) and the fresh-probe audit on feature arrays.
 * :mod:`hedge.ann` -- the HNSW graph behind identification, on NumPy arrays.
+* :mod:`hedge.scale` -- past one machine on Ray: an index split into shards held by actors
+  (``import hedge.scale``; needs ``pip install ray``).
 
 ``torch`` is imported first: the extension shares its libtorch (tensors pass without a copy),
 so the two must be the same torch release.

@@ -1,0 +1,297 @@
+"""Past one machine on Ray: an HNSW index split into shards held by Ray actors.
+
+A gallery (or any set of float32 points) is written as shards -- one HNSW graph file per shard
+and a ``shards.json`` that lists every file with its SHA-256 -- and searched by fanning each
+query batch out to one actor per shard and merging the answers: the ``k`` nearest over all
+shards, by distance, then id. An actor checks its shard's SHA-256 before loading it, so a
+damaged file is refused by name; an actor that dies is restarted from its file by Ray and the
+search retried; when it cannot come back the search fails with :class:`ShardUnavailable` --
+never a silently partial answer::
+
+    import ray, hedge.scale
+    ray.init()                                          # or ray.init(address="auto")
+    hedge.scale.write_shards(points, "gallery-shards", shards=4)
+    index = hedge.scale.ShardedIndex("gallery-shards")  # one actor per shard
+    ids, distances = index.search(queries, k=10)        # global row ids, nearest first
+
+Ray is imported only when a :class:`ShardedIndex` starts (``pip install ray``); writing and
+checking shards needs nothing but hedge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Optional, Union
+
+import numpy as np
+
+from .ann import HnswIndex, _points
+
+__all__ = ["ShardInfo", "ShardManifest", "ShardUnavailable", "ShardedIndex", "load_shard", "merge", "read_manifest", "write_shards"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+MANIFEST = "shards.json"
+FORMAT = "hedge-ann-shards"
+VERSION = 1
+
+
+class ShardUnavailable(RuntimeError):
+    """A shard's actor died and could not be restarted: the search has no complete answer."""
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    file: str
+    sha256: str
+    bytes: int
+    #: Global id of the shard's first row; its rows are ``first_id .. first_id + points - 1``.
+    first_id: int
+    points: int
+
+
+@dataclass(frozen=True)
+class ShardManifest:
+    format: str
+    version: int
+    dim: int
+    points: int
+    settings: dict
+    shards: list
+
+    @property
+    def shard_infos(self) -> list[ShardInfo]:
+        return [ShardInfo(**s) for s in self.shards]
+
+
+def _sha256(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_shards(
+    points,
+    out: PathLike,
+    shards: int,
+    max_connections: int = 16,
+    ef_construction: int = 200,
+    ef_search: int = 200,
+    overwrite: bool = False,
+) -> ShardManifest:
+    """Splits the rows of ``points`` (``[n, d]``) into ``shards`` contiguous parts, builds an HNSW
+    graph over each and writes them with ``shards.json`` into the folder ``out`` (written beside
+    it, then renamed; an existing folder is replaced only with ``overwrite`` and only when it
+    holds a shard set and nothing else)."""
+    points = _points(points, "points")
+    n = len(points)
+    if not isinstance(shards, (int, np.integer)) or isinstance(shards, bool) or not 1 <= shards <= n:
+        raise ValueError(f"`shards` must be a whole number from 1 to the number of points ({n}); got {shards!r}")
+    out = pathlib.Path(out)
+    if out.exists():
+        if not overwrite:
+            raise ValueError(f"'{out}' already exists; choose another folder, or pass overwrite=True to replace it")
+        _check_replaceable(out)
+    tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir(parents=False)
+    try:
+        infos = []
+        bounds = np.linspace(0, n, shards + 1).round().astype(int)
+        for s in range(shards):
+            lo, hi = int(bounds[s]), int(bounds[s + 1])
+            name = f"shard-{s:05d}.ann.safetensors"
+            HnswIndex.build(points[lo:hi], max_connections, ef_construction, ef_search).save(tmp / name)
+            infos.append(ShardInfo(name, _sha256(tmp / name), (tmp / name).stat().st_size, lo, hi - lo))
+        manifest = ShardManifest(
+            FORMAT,
+            VERSION,
+            int(points.shape[1]),
+            n,
+            {"max_connections": max_connections, "ef_construction": ef_construction, "ef_search": ef_search},
+            [asdict(i) for i in infos],
+        )
+        (tmp / MANIFEST).write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _check_replaceable(out: pathlib.Path) -> None:
+    if not (out / MANIFEST).is_file():
+        raise ValueError(f"'{out}' is not a shard set (no {MANIFEST}); overwrite replaces only a folder hedge wrote")
+    manifest = read_manifest(out)
+    ours = {MANIFEST, *(s.file for s in manifest.shard_infos)}
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
+    if foreign:
+        raise ValueError(f"'{out}' holds '{foreign[0]}', which is not part of the shard set; move it out first")
+
+
+def read_manifest(folder: PathLike) -> ShardManifest:
+    """``shards.json`` of a shard set, checked (the shard files themselves are checked by the
+    actors that load them)."""
+    path = pathlib.Path(folder) / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"'{folder}' has no {MANIFEST}; write a shard set with hedge.scale.write_shards")
+    try:
+        raw = json.loads(path.read_text())
+        manifest = ShardManifest(**raw)
+        infos = manifest.shard_infos
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"'{path}' is not a shard manifest ({e}); rewrite the shard set") from None
+    if manifest.format != FORMAT or manifest.version != VERSION:
+        raise ValueError(f"'{path}' is {manifest.format} version {manifest.version}; this hedge reads {FORMAT} {VERSION}")
+    expected = 0
+    for info in infos:
+        if info.first_id != expected or info.points < 1 or "/" in info.file or info.file.startswith("."):
+            raise ValueError(f"'{path}': shard '{info.file}' does not continue the rows at {expected}; rewrite the shard set")
+        expected += info.points
+    if expected != manifest.points:
+        raise ValueError(f"'{path}': the shards hold {expected} rows, the manifest says {manifest.points}")
+    return manifest
+
+
+def load_shard(folder: PathLike, info: ShardInfo) -> HnswIndex:
+    """One shard's graph, refused unless its SHA-256 is the manifest's."""
+    path = pathlib.Path(folder) / info.file
+    if not path.is_file():
+        raise ValueError(f"shard file '{path}' is missing; rewrite the shard set")
+    digest = _sha256(path)
+    if digest != info.sha256:
+        raise ValueError(
+            f"shard file '{path}' differs from the SHA-256 in {MANIFEST} ({digest[:12]}… instead of "
+            f"{info.sha256[:12]}…): it was damaged or replaced; rewrite the shard set"
+        )
+    index = HnswIndex.load(path)
+    if len(index) != info.points:
+        raise ValueError(f"shard file '{path}' holds {len(index)} points, the manifest says {info.points}")
+    return index
+
+
+class _Shard:
+    """The body of a shard actor: loads (and on a restart reloads) its file, answers searches."""
+
+    def __init__(self, folder: str, info: dict):
+        self.info = ShardInfo(**info)
+        self.index = load_shard(folder, self.info)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def location(self) -> tuple[int, str]:
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def search(self, queries: np.ndarray, k: int, ef: Optional[int]) -> tuple[np.ndarray, np.ndarray]:
+        ids, dist = self.index.search(queries, k=min(k, len(self.index)), ef=ef)
+        return ids + self.info.first_id, dist
+
+
+def merge(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest per row over every shard's answer, by distance then id; -1 and inf pad
+    rows when all shards together hold fewer than ``k`` points."""
+    ids = np.concatenate([p[0] for p in parts], axis=1)
+    dist = np.concatenate([p[1] for p in parts], axis=1)
+    order = np.lexsort((ids, dist), axis=1)[:, :k]
+    ids, dist = np.take_along_axis(ids, order, 1), np.take_along_axis(dist, order, 1)
+    if ids.shape[1] < k:
+        pad = k - ids.shape[1]
+        ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
+        dist = np.pad(dist, ((0, 0), (0, pad)), constant_values=np.inf)
+    return ids, dist
+
+
+class ShardedIndex:
+    """One Ray actor per shard of a shard set; :meth:`search` fans out and merges.
+
+    ``max_restarts`` is how often Ray restarts a dead shard actor (reloading its file) and
+    retries the search it was running; past that a search raises :class:`ShardUnavailable`.
+    ``num_cpus`` is reserved per actor (a fraction lets several shards share a core).
+    """
+
+    def __init__(self, folder: PathLike, max_restarts: int = 3, num_cpus: float = 0.5):
+        import ray
+
+        self._ray = ray
+        self.folder = str(pathlib.Path(folder).resolve())
+        self.manifest = read_manifest(self.folder)
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
+        # SPREAD: shards on as many nodes as there are, so that one node's loss is one shard's.
+        actor = ray.remote(_Shard).options(
+            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
+        )
+        self._actors = [actor.remote(self.folder, asdict(info)) for info in self.manifest.shard_infos]
+        # Every shard loads (and checks its SHA-256) now: a damaged set fails here, by name.
+        self._call_all(lambda a: a.pid.remote())
+
+    @property
+    def dim(self) -> int:
+        return self.manifest.dim
+
+    def __len__(self) -> int:
+        return self.manifest.points
+
+    def _call_all(self, call) -> list:
+        ray = self._ray
+        futures = [call(a) for a in self._actors]
+        out = []
+        for info, future in zip(self.manifest.shard_infos, futures):
+            try:
+                out.append(ray.get(future))
+            except ray.exceptions.RayActorError as e:
+                if getattr(e, "actor_init_failed", False):
+                    # The shard refused to load (a damaged or missing file): the library's own
+                    # message, not Ray's traceback.
+                    refusal = [line.strip() for line in str(e).splitlines() if line.strip().startswith("ValueError:")]
+                    if refusal:
+                        raise ValueError(refusal[-1].removeprefix("ValueError:").strip()) from None
+                raise ShardUnavailable(
+                    f"shard '{info.file}' of {self.folder} died and could not be restarted ({type(e).__name__}); "
+                    f"no partial answer is returned: check the node's memory and the shard file, then retry"
+                ) from e
+            except ray.exceptions.RayTaskError as e:
+                cause = e.as_instanceof_cause()
+                if isinstance(cause, ValueError):
+                    raise ValueError(str(cause).splitlines()[-1]) from None
+                raise
+        return out
+
+    def locations(self) -> list[tuple[int, str]]:
+        """(process id, Ray node id) of each shard's actor."""
+        return self._call_all(lambda a: a.location.remote())
+
+    def pids(self) -> list[int]:
+        """The process id of each shard's actor (tests kill them)."""
+        return self._call_all(lambda a: a.pid.remote())
+
+    def search(self, queries, k: int = 10, ef: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest rows of the whole set for every row of ``queries``: (global ids
+        int64 ``[q, k]``, Euclidean distances float32 ``[q, k]``)."""
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"`k` must be a positive whole number; got {k!r}")
+        queries = _points(queries, "queries", self.dim)
+        ref = self._ray.put(queries)
+        parts = self._call_all(lambda a: a.search.remote(ref, int(k), ef))
+        return merge(parts, int(k))
+
+    def shutdown(self) -> None:
+        """Stops the shard actors."""
+        for a in self._actors:
+            self._ray.kill(a, no_restart=True)
+        self._actors = []

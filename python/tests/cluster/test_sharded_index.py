@@ -1,0 +1,113 @@
+"""hedge.scale.ShardedIndex on a local three-node Ray cluster: the same neighbours as one
+machine's index, an actor killed mid-search, a damaged shard file."""
+
+import os
+import shutil
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import hedge.scale
+from hedge.ann import HnswIndex
+
+
+def clustered(n: int, q: int, dim: int, seed: int):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((n // 10, dim))
+    points = centres[np.arange(n) % len(centres)] + 0.1 * rng.standard_normal((n, dim))
+    queries = centres[rng.integers(0, len(centres), q)] + 0.1 * rng.standard_normal((q, dim))
+    return points.astype(np.float32), queries.astype(np.float32)
+
+
+def exact(points, queries, k):
+    d2 = (queries.astype(np.float64) ** 2).sum(1)[:, None] - 2 * queries.astype(np.float64) @ points.T.astype(np.float64)
+    d2 += (points.astype(np.float64) ** 2).sum(1)[None, :]
+    return np.argsort(d2, axis=1, kind="stable")[:, :k]
+
+
+def recall(found, truth):
+    return np.mean([len(set(a) & set(b)) / len(b) for a, b in zip(found, truth)])
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    points, queries = clustered(20_000, 500, 8, 3)
+    folder = tmp_path_factory.mktemp("scale") / "shards"
+    manifest = hedge.scale.write_shards(points, folder, shards=4)
+    assert [s.points for s in manifest.shard_infos] == [5000] * 4
+    return points, queries, folder
+
+
+def test_the_sharded_index_finds_what_one_machine_finds(cluster, data):
+    import ray
+
+    points, queries, folder = data
+    index = hedge.scale.ShardedIndex(folder)
+    try:
+        # The shards live on more than one node.
+        assert len({node for _, node in index.locations()}) >= 2
+        ids, dist = index.search(queries, k=10)
+        single_ids, single_dist = HnswIndex.build(points).search(queries, k=10)
+        truth = exact(points, queries, 10)
+        assert recall(ids, truth) >= 0.999 and recall(single_ids, truth) >= 0.999
+        # Where both found the exact ten, they report the same ids and the same distances.
+        same = (np.sort(ids, 1) == np.sort(truth, 1)).all(1) & (np.sort(single_ids, 1) == np.sort(truth, 1)).all(1)
+        assert same.mean() > 0.99
+        np.testing.assert_array_equal(ids[same], single_ids[same])
+        np.testing.assert_allclose(dist[same], single_dist[same], rtol=1e-6)
+        by_numpy = np.linalg.norm(points[ids] - queries[:, None, :], axis=-1)
+        np.testing.assert_allclose(dist, by_numpy, rtol=1e-5, atol=1e-6)
+        with pytest.raises(ValueError, match="queries.*3 columns"):
+            index.search(np.zeros((2, 3), np.float32))
+    finally:
+        index.shutdown()
+    assert ray.is_initialized()
+
+
+def test_an_actor_killed_mid_search_is_restarted_and_the_search_retried(cluster, data):
+    points, queries, folder = data
+    many = np.repeat(queries, 200, axis=0)  # 100,000 queries: a search long enough to interrupt
+    index = hedge.scale.ShardedIndex(folder, max_restarts=2)
+    try:
+        expected = index.search(queries, k=10)
+        before = index.pids()
+        answer = {}
+        search = threading.Thread(target=lambda: answer.setdefault("r", index.search(many, k=10)))
+        search.start()
+        time.sleep(0.3)
+        os.kill(before[1], signal.SIGKILL)
+        search.join(timeout=300)
+        assert not search.is_alive()
+        ids, dist = answer["r"]
+        np.testing.assert_array_equal(ids[::200], expected[0])
+        np.testing.assert_array_equal(dist[::200], expected[1])
+        after = index.pids()
+        assert after[1] != before[1] and after[0] == before[0]
+    finally:
+        index.shutdown()
+
+
+def test_a_shard_that_cannot_come_back_fails_the_search_by_name(cluster, data):
+    _, queries, folder = data
+    index = hedge.scale.ShardedIndex(folder, max_restarts=0)
+    try:
+        os.kill(index.pids()[2], signal.SIGKILL)
+        with pytest.raises(hedge.scale.ShardUnavailable, match="shard-00002.*no partial answer"):
+            index.search(queries, k=10)
+    finally:
+        index.shutdown()
+
+
+def test_a_damaged_shard_file_is_refused_by_its_checksum(cluster, data, tmp_path):
+    _, _, folder = data
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    shard = copy / "shard-00001.ann.safetensors"
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="shard-00001.ann.safetensors.*SHA-256.*damaged"):
+        hedge.scale.ShardedIndex(copy)
