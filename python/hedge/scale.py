@@ -192,6 +192,12 @@ class _Shard:
     def pid(self) -> int:
         return os.getpid()
 
+    def memory(self) -> tuple[int, int]:
+        """(bytes the graph holds, the actor process's resident memory)."""
+        with open("/proc/self/statm") as f:
+            resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return self.index.memory_bytes, resident
+
     def location(self) -> tuple[int, str]:
         import ray
 
@@ -275,6 +281,10 @@ class ShardedIndex:
     def locations(self) -> list[tuple[int, str]]:
         """(process id, Ray node id) of each shard's actor."""
         return self._call_all(lambda a: a.location.remote())
+
+    def memory(self) -> list[tuple[int, int]]:
+        """(bytes its graph holds, its process's resident memory) of each shard's actor."""
+        return self._call_all(lambda a: a.memory.remote())
 
     def pids(self) -> list[int]:
         """The process id of each shard's actor (tests kill them)."""

@@ -3,7 +3,10 @@
 - `fuzz`: the parsers' fuzz campaign (results/fuzz/campaign-600s.json, `hedge bench fuzz`).
 - `libfuzzer`: the coverage-guided campaign (results/fuzz/<target>.json,
   `scripts/fuzz-campaign.sh`).
+- `scale-capacity`: what 10^9 embedding means would take, from the 10^6-point measurement of
+  hedge's HNSW graph (results/scale/ann-vs-hnswlib-1m.json, `python/benchmarks/ann.py`).
 """
+import math
 import glob
 import json
 import os
@@ -32,4 +35,34 @@ def libfuzzer_block():
                   "corpus kept", "crashes"], rows)
 
 
-BLOCKS = {"fuzz": fuzz_block, "libfuzzer": libfuzzer_block}
+def scale_capacity_block():
+    bench = load("results", "scale", "ann-vs-hnswlib-1m.json")
+    row = next(r for r in bench["medians"] if r["library"] == "hedge")
+    threads = bench["settings"]["threads"]
+    total = 10**9
+    per_point = row["build_rss_bytes_per_point"]
+    rows = []
+    for node_gib in (64, 128, 512):
+        # Three quarters of a node's memory for the graph: the rest for the process, the payload
+        # of the candidates a query fetches, and the operating system.
+        usable = 0.75 * node_gib * 2**30
+        shards = math.ceil(total * per_point / usable)
+        points = total / shards
+        build_hours = points / row["inserts_per_second"] / 3600
+        rows.append([
+            f"{node_gib} GiB",
+            f"{shards:,}",
+            f"{points / 1e6:,.0f} M",
+            f"{build_hours:,.1f} h",
+            f"{threads / row['queries_per_second'] * 1e3:.2f} ms",
+            f"{row['queries_per_second']:,.0f}",
+        ])
+    head = (f"10^9 means of D = {row['dim']} at the measured {per_point:,.0f} bytes per point "
+            f"({total * per_point / 2**30:,.0f} GiB of graph and points in all), M = "
+            f"{bench['settings']['max_connections']}, measured on {row['points']:,} points with {threads} threads:\n\n")
+    return head + table(["node memory", "shards", "points per shard", "build per shard (2 cores, rate at 10^6)",
+                         "latency per shard query (2 cores, at 10^6)", "cluster queries/s, one replica per shard"],
+                        rows)
+
+
+BLOCKS = {"fuzz": fuzz_block, "libfuzzer": libfuzzer_block, "scale-capacity": scale_capacity_block}
