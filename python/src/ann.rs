@@ -63,12 +63,12 @@ impl AnnGraph {
                 self.0.dim()
             )));
         }
-        let flat = rows(&queries, "queries")?.to_vec();
+        let flat = rows(&queries, "queries")?;
         let ef = ef.unwrap_or(self.0.config().ef_search);
         if ef == 0 {
             return Err(value_error("`ef` must be at least 1"));
         }
-        let found = py.detach(|| self.0.nearest_with_ef(&flat, k, ef));
+        let found = py.detach(|| self.0.nearest_with_ef(flat, k, ef));
         let mut ids = vec![-1i64; q * k];
         let mut dists = vec![f32::INFINITY; q * k];
         for (row, hits) in found.iter().enumerate() {
