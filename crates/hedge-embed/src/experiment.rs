@@ -91,13 +91,12 @@ impl TrainPlan {
     }
 
     /// The trainer's options for this plan, watching `watch`.
-    fn run_options<'a>(&self, watch: &'a [WatchSet], resuming: bool) -> RunOptions<'a> {
+    fn run_options<'a>(&self, watch: &'a [WatchSet], plan_steps: bool) -> RunOptions<'a> {
         RunOptions {
             watch,
             watch_every: self.watch_every,
             budget_seconds: self.budget_minutes.map(|m| m * 60.0),
-            // A resumed run already planned its steps (config.json holds them).
-            plan_steps: self.budget_minutes.is_some() && !resuming,
+            plan_steps: self.budget_minutes.is_some() && plan_steps,
             finish_planned_steps: self.finish_planned_steps,
             targets: self.targets.clone(),
         }
@@ -173,7 +172,10 @@ pub fn train_run(
     // Lines logged after the checkpoint belong to work it does not hold.
     run.truncate_metrics(trainer.step())?;
     let watch = watch_sets(data, &trainer, plan)?;
-    trainer.run_with(Some(run), &plan.run_options(&watch, resuming), on_event)?;
+    // A resumed run already planned its steps (config.json holds them), and a budget beside
+    // a given step count only caps the wall-clock.
+    let plan_steps = !resuming && !config.steps_planned();
+    trainer.run_with(Some(run), &plan.run_options(&watch, plan_steps), on_event)?;
     Ok(trainer)
 }
 

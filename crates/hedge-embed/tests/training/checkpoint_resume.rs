@@ -268,3 +268,31 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
         assert!(stray.is_empty(), "stop {stop}: {stray:?} left behind");
     }
 }
+
+/// `--steps N --budget-minutes M`: the budget only caps the wall-clock; the run trains exactly
+/// N steps and config.json keeps N (it once re-planned N from the first steps' speed).
+#[test]
+fn a_budget_beside_a_step_count_does_not_replan_it() {
+    use hedge_embed::experiment::{train_run, write_run_definition};
+    use hedge_embed::TrainPlan;
+
+    let _turn = hedge_run::lock_generator();
+    let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());
+    let root = tempfile::tempdir().unwrap();
+    // More than the planner's calibration steps, far inside the budget (a few seconds of a
+    // minute; a re-planning run would train a minute's worth of steps and fail below).
+    let cfg = recipe(40);
+    let plan = TrainPlan { budget_minutes: Some(1.0), ..Default::default() };
+    let run = RunDir::create(&root.path().join("run")).unwrap();
+    write_run_definition(&run, &cfg, &plan, Device::Cpu, "test").unwrap();
+    let mut planned = None;
+    train_run(&run, &data, &cfg, Device::Cpu, false, &plan, |e| {
+        if let hedge_embed::TrainEvent::Planned { steps, .. } = e {
+            planned = Some(steps);
+        }
+    })
+    .unwrap();
+    assert_eq!(planned, None, "a given step count is never re-planned");
+    assert_eq!(run.read_state().unwrap().step, 40);
+    assert_eq!(run.read_config().unwrap().hib.steps, 40);
+}

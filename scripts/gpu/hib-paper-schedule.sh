@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 33, item 6: the paper's schedule (independent batches of 128 pairs, Adam 1e-3 constant,
+# beta 1e-4, 500,000 steps, f32) for MoG-1 and point, N = 2, D = 2, instance protocol, on one
+# CUDA GPU, both runs at once. Runs on the GPU machine as .gpu/run.sh, with the hedge that
+# scripts/gpu/build-for-image-torch.sh built against the image's libtorch (libtorch 2.13's CUDA
+# libraries, about 1 GB, cannot travel there). Trains for SECONDS, stops both runs (they continue
+# from their last 1,000-step checkpoint) and packs them into $OUT/runs.tar.xz.
+#
+# To continue the committed runs (results/hib/paper-schedule-gpu/README.md says it step by step):
+#   tar -C results/hib/paper-schedule-gpu -cJf .gpu/runs.tar.xz gaussian-seed0 point-seed0
+# then run `bash .gpu/run.sh SECONDS` there and unpack what comes back over that folder.
+set -u
+seconds=${1:-500}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+out=${OUT:-/tmp/out}
+mkdir -p "$out" runs
+if [ -f runs.tar.xz ]; then tar -C runs -xJf runs.tar.xz; fi
+TL=$(python3 -c "import torch,os;print(os.path.dirname(torch.__file__))")/lib
+python3 -c "import torch;print('torch', torch.__version__, torch.cuda.get_device_name())"
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader
+export LD_LIBRARY_PATH=$TL:$here/lib HEDGE_DATA_DIR=$here/data OMP_WAIT_POLICY=passive
+export LD_PRELOAD=$TL/libtorch_cuda.so
+chmod +x ./hedge
+./hedge --version || { echo "hedge does not start"; ldd ./hedge; exit 3; }
+pids=()
+for model in gaussian point; do
+  run=runs/$model-seed0
+  if [ -f "$run/config.json" ]; then
+    ./hedge hib train --resume "$run" --device cuda --threads 4 >>"$run.log" 2>&1 &
+  else
+    ./hedge hib train --protocol instance --digits 2 --dim 2 --model "$model" --batch 128 \
+      --steps 500000 --seed 0 --device cuda --precision f32 --keep-every 10000 --no-eval \
+      --threads 4 --out "$run" >"$run.log" 2>&1 &
+  fi
+  pids+=($!)
+done
+sleep 45
+nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+for model in gaussian point; do tail -n 2 runs/$model-seed0.log; done
+sleep $((seconds - 45))
+kill -TERM "${pids[@]}" 2>/dev/null
+wait "${pids[@]}"
+for model in gaussian point; do
+  echo "== $model"; tail -n 3 runs/$model-seed0.log
+  cat runs/$model-seed0/state.json; echo
+done
+tar -C runs -cJf "$out/runs.tar.xz" . && ls -la "$out"
