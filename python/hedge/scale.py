@@ -33,7 +33,18 @@ import numpy as np
 
 from .ann import HnswIndex, _points
 
-__all__ = ["ShardInfo", "ShardManifest", "ShardUnavailable", "ShardedIndex", "load_shard", "merge", "read_manifest", "write_shards"]
+__all__ = [
+    "ShardInfo",
+    "ShardManifest",
+    "ShardUnavailable",
+    "ShardedIdentifier",
+    "ShardedIndex",
+    "load_shard",
+    "merge",
+    "read_manifest",
+    "shard_index",
+    "write_shards",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 MANIFEST = "shards.json"
@@ -222,6 +233,33 @@ def merge(parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarra
     return ids, dist
 
 
+def _call_actors(ray, actors: list, names: list[str], folder: str, call) -> list:
+    """``call`` on every actor, answers in order. A shard that refused to load surfaces the
+    library's ValueError; one whose actor is gone for good raises :class:`ShardUnavailable`."""
+    futures = [call(a) for a in actors]
+    out = []
+    for name, future in zip(names, futures):
+        try:
+            out.append(ray.get(future))
+        except ray.exceptions.RayActorError as e:
+            if getattr(e, "actor_init_failed", False):
+                # The shard refused to load (a damaged or missing file): the library's own
+                # message, not Ray's traceback.
+                refusal = [line.strip() for line in str(e).splitlines() if line.strip().startswith("ValueError:")]
+                if refusal:
+                    raise ValueError(refusal[-1].removeprefix("ValueError:").strip()) from None
+            raise ShardUnavailable(
+                f"shard '{name}' of {folder} died and could not be restarted ({type(e).__name__}); "
+                f"no partial answer is returned: check the node's memory and the shard file, then retry"
+            ) from e
+        except ray.exceptions.RayTaskError as e:
+            cause = e.as_instanceof_cause()
+            if isinstance(cause, ValueError):
+                raise ValueError(str(cause).splitlines()[-1]) from None
+            raise
+    return out
+
+
 class ShardedIndex:
     """One Ray actor per shard of a shard set; :meth:`search` fans out and merges.
 
@@ -254,29 +292,7 @@ class ShardedIndex:
         return self.manifest.points
 
     def _call_all(self, call) -> list:
-        ray = self._ray
-        futures = [call(a) for a in self._actors]
-        out = []
-        for info, future in zip(self.manifest.shard_infos, futures):
-            try:
-                out.append(ray.get(future))
-            except ray.exceptions.RayActorError as e:
-                if getattr(e, "actor_init_failed", False):
-                    # The shard refused to load (a damaged or missing file): the library's own
-                    # message, not Ray's traceback.
-                    refusal = [line.strip() for line in str(e).splitlines() if line.strip().startswith("ValueError:")]
-                    if refusal:
-                        raise ValueError(refusal[-1].removeprefix("ValueError:").strip()) from None
-                raise ShardUnavailable(
-                    f"shard '{info.file}' of {self.folder} died and could not be restarted ({type(e).__name__}); "
-                    f"no partial answer is returned: check the node's memory and the shard file, then retry"
-                ) from e
-            except ray.exceptions.RayTaskError as e:
-                cause = e.as_instanceof_cause()
-                if isinstance(cause, ValueError):
-                    raise ValueError(str(cause).splitlines()[-1]) from None
-                raise
-        return out
+        return _call_actors(self._ray, self._actors, [i.file for i in self.manifest.shard_infos], self.folder, call)
 
     def locations(self) -> list[tuple[int, str]]:
         """(process id, Ray node id) of each shard's actor."""
@@ -299,6 +315,119 @@ class ShardedIndex:
         ref = self._ray.put(queries)
         parts = self._call_all(lambda a: a.search.remote(ref, int(k), ef))
         return merge(parts, int(k))
+
+    def shutdown(self) -> None:
+        """Stops the shard actors."""
+        for a in self._actors:
+            self._ray.kill(a, no_restart=True)
+        self._actors = []
+
+
+# --- Sharded identification -------------------------------------------------------------------
+
+
+def shard_index(index: PathLike, out: PathLike, shards: int, overwrite: bool = False) -> dict:
+    """Splits an identification index (``hedge hib index``, :meth:`hedge.hib.Index.build`) into
+    ``shards`` contiguous shards under the new folder ``out``: each shard an index folder of its
+    own (its items' embeddings, a graph over their means, the same settings and abstention
+    rule), and ``shards.json`` with each shard's item range and the SHA-256 of its
+    ``index.json``. Returns ``shards.json`` as a dict."""
+    from . import _hedge
+
+    if not isinstance(shards, (int, np.integer)) or isinstance(shards, bool):
+        raise ValueError(f"`shards` must be a whole number; got {shards!r}")
+    return json.loads(_hedge.hib_shard_index(str(index), str(out), int(shards), bool(overwrite)))
+
+
+class _GalleryShard:
+    """The body of a gallery-shard actor: loads (and on a restart reloads) its shard, checked
+    against ``shards.json`` and its own ``index.json``, and answers with its nearest items."""
+
+    def __init__(self, folder: str, shard: int):
+        from . import _hedge
+
+        self.shard = _hedge.GalleryShard(folder, shard)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def location(self) -> tuple[int, str]:
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
+    def candidates(self, means):
+        return self.shard.candidates(means)
+
+
+class ShardedIdentifier:
+    """Identification against a gallery split by :func:`shard_index`: one Ray actor per shard
+    holds that shard's graph and embeddings; the driver (this object) embeds the probes with the
+    run's model, fans their means out, merges each probe's nearest candidates over all shards,
+    and applies the exact match-probability re-rank and the abstention rule once. Where every
+    shard's ANN search is exact, the answers are :meth:`hedge.hib.Index.search`'s on the whole
+    gallery. ``max_restarts`` and ``num_cpus`` are as for :class:`ShardedIndex`."""
+
+    def __init__(
+        self,
+        folder: PathLike,
+        run: Optional[PathLike] = None,
+        max_restarts: int = 3,
+        num_cpus: float = 0.5,
+        device: str = "cpu",
+    ):
+        import ray
+
+        from . import _hedge
+
+        self._ray = ray
+        self.folder = str(pathlib.Path(folder).resolve())
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
+        #: ``shards.json``.
+        self.manifest: dict = json.loads((pathlib.Path(self.folder) / MANIFEST).read_text()) if (
+            pathlib.Path(self.folder) / MANIFEST
+        ).is_file() else {}
+        self._rules = _hedge.ShardRules(self.folder, None if run is None else str(run), device)
+        self._names = [s["name"] for s in self.manifest["shards"]]
+        actor = ray.remote(_GalleryShard).options(
+            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
+        )
+        self._actors = [actor.remote(self.folder, i) for i in range(len(self._names))]
+        # Every shard loads (and checks its SHA-256s) now: a damaged set fails here, by name.
+        self._call_all(lambda a: a.pid.remote())
+
+    def __len__(self) -> int:
+        return int(self.manifest["items"])
+
+    def _call_all(self, call) -> list:
+        return _call_actors(self._ray, self._actors, self._names, self.folder, call)
+
+    def pids(self) -> list[int]:
+        """The process id of each shard's actor."""
+        return self._call_all(lambda a: a.pid.remote())
+
+    def locations(self) -> list[tuple[int, str]]:
+        """(process id, Ray node id) of each shard's actor."""
+        return self._call_all(lambda a: a.location.remote())
+
+    def search(self, probes, labels=None, *, target_risk: Optional[float] = None):
+        """Identifies ``probes`` (a folder or image ``.npz``; or image arrays with ``labels``):
+        ``(list of ProbeResult, SearchSummary)`` as :meth:`hedge.hib.Index.search` gives. The
+        summary's ``ann_recall_at_10`` is None: no machine holds the whole gallery."""
+        import tempfile
+        import time
+
+        from .hib import ProbeResult, SearchSummary, _image_source
+
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="hedge-search-") as tmp:
+            embedded = self._rules.embed(_image_source(probes, labels, pathlib.Path(tmp), "probes"))
+        ref = self._ray.put(embedded.means)
+        answers = self._call_all(lambda a: a.candidates.remote(ref))
+        risk = None if target_risk is None else float(target_risk)
+        rows, summary = self._rules.decide(embedded, answers, time.perf_counter() - start, risk)
+        return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))
 
     def shutdown(self) -> None:
         """Stops the shard actors."""

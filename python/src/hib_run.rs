@@ -309,7 +309,7 @@ pub fn hib_search(
     let probes = ImageSet::read(&probes).map_err(value_error)?;
     let mut identifier = files.load(run.as_deref(), device).map_err(value_error)?;
     if let Some(risk) = target_risk {
-        identifier.manifest.calibration.rechoose(risk).map_err(value_error)?;
+        identifier.rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
     }
     let (results, summary) = identifier.identify(&probes).map_err(value_error)?;
     let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();

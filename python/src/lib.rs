@@ -14,6 +14,7 @@ mod bayes;
 mod bench;
 mod hib;
 mod hib_run;
+mod shards;
 mod tensor;
 
 /// A library error as the Python `ValueError` a user can act on.
@@ -43,6 +44,10 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agnostic::LeaceEraser>()?;
     m.add_class::<hib_run::HibRun>()?;
     m.add_class::<ann::AnnGraph>()?;
+    m.add_class::<shards::GalleryShard>()?;
+    m.add_class::<shards::ShardRules>()?;
+    m.add_class::<shards::EmbeddedProbes>()?;
+    m.add_function(wrap_pyfunction!(shards::hib_shard_index, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;

@@ -2,6 +2,7 @@
 on a three-node Ray cluster inside a private network namespace that this test creates: only
 ``lo`` exists there, so every node is 127.0.0.1 and nothing leaves the machine."""
 
+import json
 import os
 import pathlib
 import subprocess
@@ -64,3 +65,39 @@ def test_the_cluster_suite_passes_on_a_private_three_node_cluster():
         assert " passed" in run.stdout and "skipped" not in run.stdout
     finally:
         subprocess.run(["ip", "netns", "delete", ns], check=False)
+
+
+def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test):
+    """The shard actors' bodies run in this process: each shard's candidates, merged, then the
+    re-rank and the abstention rule once -- the same answers as the single index."""
+    from conftest import gallery_index
+
+    from hedge import _hedge, hib
+
+    run, index_dir, probes = gallery_index(tmp_path, mnist_test)
+    want, want_summary = hib.Index(index_dir).search(*probes)
+    shards = hedge.scale.shard_index(index_dir, tmp_path / "shards", shards=3)
+    assert [(s["first_item"], s["items"]) for s in shards["shards"]] == [(0, 200), (200, 200), (400, 200)]
+    # A shard is an index folder of its own: searched alone, it answers from its own items.
+    shard1 = hib.Index(tmp_path / "shards" / "shard-00001")
+    alone, _ = shard1.search(*probes)
+    assert {m.gallery_item for r in alone for m in r.matches} <= set(shard1.manifest["item_names"][:200])
+    assert len(shard1.manifest["item_names"]) == 200
+
+    rules = _hedge.ShardRules(str(tmp_path / "shards"), None, "cpu")
+    np.savez(tmp_path / "probes.npz", images=probes[0], labels=probes[1])
+    embedded = rules.embed(str(tmp_path / "probes.npz"))
+    answers = [_hedge.GalleryShard(str(tmp_path / "shards"), i).candidates(embedded.means) for i in range(3)]
+    rows, summary = rules.decide(embedded, answers, 0.0)
+    got = [hib.ProbeResult.from_json(r) for r in rows]
+    assert got == want
+    assert sum(r.abstained for r in got) not in (0, len(got)), "the rule both answers and abstains here"
+    s = hib.SearchSummary(**json.loads(summary))
+    assert (s.accuracy, s.coverage, s.accuracy_answered) == (want_summary.accuracy, want_summary.coverage,
+                                                             want_summary.accuracy_answered)
+    assert s.ann_recall_at_10 is None and "shards" in str(s.undefined)
+    # A per-call target risk leaves the stored rule alone.
+    loose, _ = rules.decide(embedded, answers, 0.0, 0.9)
+    again, _ = rules.decide(embedded, answers, 0.0)
+    assert [hib.ProbeResult.from_json(r) for r in again] == want
+    assert sum(hib.ProbeResult.from_json(r).abstained for r in loose) <= sum(r.abstained for r in want)

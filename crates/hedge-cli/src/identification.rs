@@ -185,7 +185,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
     let probes = ImageSet::read(&args.probe)?;
     let mut identifier = files.load(args.run.as_deref(), device)?;
     if let Some(risk) = args.target_risk {
-        identifier.manifest.calibration.rechoose(risk)?;
+        identifier.rules.manifest.calibration.rechoose(risk)?;
     }
     let (results, summary) = identifier.identify(&probes)?;
     hedge_run::prepare_output_dir(&args.out, args.overwrite)?;
@@ -198,7 +198,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
     hedge_run::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
     hedge_run::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     let figure = args.out.join("risk_coverage.png");
-    hedge_lab::hib::identification::risk_coverage_figure(&figure, &identifier.manifest.calibration, &results)?;
+    hedge_lab::hib::identification::risk_coverage_figure(&figure, &identifier.rules.manifest.calibration, &results)?;
     print_summary(&summary);
     println!("results: {}", args.out.display());
     Ok(())

@@ -388,29 +388,47 @@ pub struct IndexRequest {
     pub score: UncertaintyScore,
 }
 
-/// A gallery loaded with its graph and the model that embeds probes.
-pub struct Identifier {
+/// The searchable part of an index: the graph over the component means, the embedded gallery and
+/// its labels. An index folder loads as one; so does each shard of a sharded gallery
+/// ([`crate::shards`]), on a machine that never loads the model.
+pub struct Gallery {
     pub manifest: IndexManifest,
     ann: Hnsw,
-    gallery: Embedding,
-    gallery_labels: Vec<u32>,
+    embedding: Embedding,
+    labels: Vec<u32>,
+}
+
+/// What decides: the index's settings and abstention rule, the model that embeds probes and
+/// its match head. Applied once per probe, whether the candidates come from one gallery or were
+/// gathered from the shards of one.
+pub struct Rules {
+    pub manifest: IndexManifest,
     matcher: MatchHead,
     net: crate::HibNet,
     _vars: tch::nn::VarStore,
     device: Device,
 }
 
+/// A gallery loaded with its graph and the model that embeds probes.
+pub struct Identifier {
+    pub rules: Rules,
+    pub gallery: Gallery,
+}
+
+/// Gallery rows a decision looks at (a whole gallery, or candidates gathered from shards) and,
+/// per probe, the rows its search proposed, nearest first.
+pub struct Candidates<'a> {
+    /// `[N, C, D]` means (and variances) of the rows.
+    pub embedding: &'a Embedding,
+    /// Identity of each row (an index into the manifest's `class_names`).
+    pub labels: &'a [u32],
+    /// Where each row's image came from.
+    pub item_names: &'a [String],
+    pub proposals: &'a [Vec<usize>],
+}
+
 /// A probe's identities best first: (gallery label, probability of its best image, that image).
 type RankedIdentities = Vec<(u32, f64, usize)>;
-
-/// What [`Identifier`] finds for a set of probes, row by row.
-struct Answers {
-    /// Gallery items the ANN stage proposed.
-    proposals: Vec<Vec<usize>>,
-    ranked: Vec<RankedIdentities>,
-    /// Each probe's self-mismatch.
-    eta: Vec<f64>,
-}
 
 /// One identity proposed for a probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -464,6 +482,15 @@ pub struct SearchSummary {
     pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
+/// Why a search reports no ANN recall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecallSkipped {
+    /// The exhaustive reference would take more than 10⁹ distances.
+    TooLarge,
+    /// The gallery is split across shards; no machine holds all of it.
+    Sharded,
+}
+
 fn check_shape(images: &ImageSet, shape: [usize; 3], role: &str) -> Result<()> {
     let got = [images.channels, images.height, images.width];
     if got != shape {
@@ -500,14 +527,71 @@ fn embed_images(
     )
 }
 
-impl Identifier {
-    /// Gallery items proposed for every probe: ANN neighbours of each probe component among all
-    /// gallery components, merged by distance, one entry per item, at most `candidates`. With
-    /// `skip_self`, probe i never proposes gallery item i (leave one out).
-    fn propose(&self, probes: &Embedding, skip_self: bool) -> Result<Vec<Vec<usize>>> {
+impl Gallery {
+    /// Gallery items.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// Resident bytes of the graph (its points included).
+    pub fn memory_bytes(&self) -> usize {
+        self.ann.memory_bytes()
+    }
+
+    /// Every item as a candidate row, with `proposals` over them.
+    pub fn view<'a>(&'a self, proposals: &'a [Vec<usize>]) -> Candidates<'a> {
+        Candidates {
+            embedding: &self.embedding,
+            labels: &self.labels,
+            item_names: &self.manifest.item_names,
+            proposals,
+        }
+    }
+
+    /// The `[n, C, D]` rows of `items` (means, and variances unless the model is a point).
+    pub fn rows(&self, items: &[usize]) -> Embedding {
+        self.embedding.select_rows(&index_tensor(items))
+    }
+
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// The items `items` as a gallery of their own: their rows, labels and names, and a graph
+    /// built over their component means with the same settings (a shard).
+    pub fn subset(&self, items: &[usize]) -> Result<Gallery> {
+        if let Some(&bad) = items.iter().find(|&&i| i >= self.len()) {
+            return Err(EmbedError::invalid("items", bad, format!("the gallery holds {} items", self.len())));
+        }
+        let embedding = self.rows(items);
+        let start = Instant::now();
+        let ann = Hnsw::build(&component_rows(&embedding.mean)?, self.manifest.dim, &self.manifest.ann)?;
+        let mut manifest = self.manifest.clone();
+        manifest.build_seconds = start.elapsed().as_secs_f64();
+        manifest.item_names = items.iter().map(|&i| self.manifest.item_names[i].clone()).collect();
+        manifest.files.clear();
+        manifest.sha256.clear();
+        Ok(Gallery { manifest, ann, embedding, labels: items.iter().map(|&i| self.labels[i]).collect() })
+    }
+
+    /// Gallery items proposed for every probe, nearest first, each with the distance between
+    /// its closest component mean and a probe component mean: ANN neighbours of each probe
+    /// component among all gallery components, merged by distance, one entry per item, at most
+    /// the manifest's `candidates`. With `skip_self`, probe i never proposes item i (leave one
+    /// out). The distances let proposals of several shards merge into the same list.
+    ///
+    /// # Shapes
+    /// `probes.mean`: `[P, C, D]`.
+    pub fn propose(&self, probes: &Embedding, skip_self: bool) -> Result<Vec<Vec<(usize, f32)>>> {
         let c = probes.components() as usize;
-        let want = self.manifest.search.candidates + usize::from(skip_self);
-        let k = (want * self.manifest.components).min(self.ann.len());
+        let components = self.manifest.components;
+        let candidates = self.manifest.search.candidates;
+        let want = candidates + usize::from(skip_self);
+        let k = (want * components).min(self.ann.len());
         let found = self.ann.nearest(&component_rows(&probes.mean)?, k);
         Ok(found
             .chunks(c)
@@ -515,14 +599,14 @@ impl Identifier {
             .map(|(i, per_component)| {
                 let mut merged: Vec<(usize, f32)> = per_component.iter().flatten().copied().collect();
                 merged.sort_by(|x, y| x.1.total_cmp(&y.1));
-                let mut items = Vec::with_capacity(self.manifest.search.candidates);
-                for (id, _) in merged {
-                    let item = id / self.manifest.components;
-                    if (skip_self && item == i) || items.contains(&item) {
+                let mut items: Vec<(usize, f32)> = Vec::with_capacity(candidates);
+                for (id, distance) in merged {
+                    let item = id / components;
+                    if (skip_self && item == i) || items.iter().any(|&(j, _)| j == item) {
                         continue;
                     }
-                    items.push(item);
-                    if items.len() == self.manifest.search.candidates {
+                    items.push((item, distance));
+                    if items.len() == candidates {
                         break;
                     }
                 }
@@ -531,8 +615,50 @@ impl Identifier {
             .collect())
     }
 
-    /// p(m | probe, item) for every proposed item, in the proposals' order.
-    fn score(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Vec<Vec<f64>>> {
+    /// [`Gallery::propose`] without the distances.
+    fn proposal_items(&self, probes: &Embedding, skip_self: bool) -> Result<Vec<Vec<usize>>> {
+        Ok(self.propose(probes, skip_self)?.into_iter().map(|p| p.into_iter().map(|(i, _)| i).collect()).collect())
+    }
+
+    /// Recall@10 of the proposals against exhaustive search by the closest pair of component
+    /// means; skipped (None) above 10⁹ component distances.
+    fn ann_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
+        let (p, n, c) = (probes.batch(), self.embedding.batch(), self.manifest.components as i64);
+        if (p * n * c * c) as f64 > 1e9 {
+            return Ok(None);
+        }
+        let d = probes.dim();
+        let k = 10.min(n);
+        let mut exact = Vec::with_capacity(p as usize);
+        tch::no_grad(|| -> Result<()> {
+            for start in (0..p).step_by(256) {
+                let len = 256.min(p - start);
+                let q = probes.mean.narrow(0, start, len);
+                let diff = q.view([len, 1, c, 1, d]) - self.embedding.mean.view([1, n, 1, c, d]);
+                let dist = diff
+                    .square()
+                    .sum_dim_intlist([4i64].as_slice(), false, Kind::Float)
+                    .amin([2i64, 3].as_slice(), false);
+                let (_, idx) = dist.topk(k, 1, false, true);
+                let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
+                exact.extend(idx.chunks(k as usize).map(|r| r.iter().map(|&i| i as usize).collect::<Vec<_>>()));
+            }
+            Ok(())
+        })?;
+        Ok(Some(recall_at(proposals, &exact, k as usize)))
+    }
+}
+
+impl Rules {
+    /// Embeds probe images with the model (η with the index's seeded samples).
+    pub fn embed(&self, probes: &ImageSet) -> Result<EmbeddedSet> {
+        check_shape(probes, self.manifest.input_shape, "probe")?;
+        embed_images(&self.net, probes, self.device, &self.manifest.search)
+    }
+
+    /// p(m | probe, row) for every proposed row, in the proposals' order.
+    fn score(&self, probes: &Embedding, candidates: &Candidates) -> Result<Vec<Vec<f64>>> {
+        let proposals = candidates.proposals;
         let (rows, items): (Vec<usize>, Vec<usize>) =
             proposals.iter().enumerate().flat_map(|(i, p)| p.iter().map(move |&j| (i, j))).unzip();
         let mut probabilities = Vec::with_capacity(rows.len());
@@ -540,7 +666,7 @@ impl Identifier {
         tch::no_grad(|| -> Result<()> {
             for (r, g) in rows.chunks(20_000).zip(items.chunks(20_000)) {
                 let left = probes.select_rows(&index_tensor(r));
-                let right = self.gallery.select_rows(&index_tensor(g));
+                let right = candidates.embedding.select_rows(&index_tensor(g));
                 let p = match self.manifest.search.estimator {
                     MatchEstimator::Quadrature { points } => {
                         match_probability_quadrature(&self.matcher, &left, &right, points)?
@@ -563,49 +689,66 @@ impl Identifier {
         Ok(out)
     }
 
-    /// Identities best first for every probe, each with its best item's probability.
-    fn rank(&self, proposals: &[Vec<usize>], scores: &[Vec<f64>], top_k: usize) -> Vec<RankedIdentities> {
-        proposals
+    /// Identities best first (at least two, for the margin) for every probe, each with its best
+    /// row's probability, and each probe's self-mismatch.
+    fn answer(
+        &self,
+        set: &EmbeddedSet,
+        candidates: &Candidates,
+        top_k: usize,
+    ) -> Result<(Vec<RankedIdentities>, Vec<f64>)> {
+        let scores = self.score(&set.embedding, candidates)?;
+        let ranked = candidates
+            .proposals
             .iter()
-            .zip(scores)
-            .map(|(items, probs)| {
+            .zip(&scores)
+            .map(|(rows, probs)| {
                 let mut best: HashMap<u32, (f64, usize)> = HashMap::new();
-                for (&item, &p) in items.iter().zip(probs) {
-                    let label = self.gallery_labels[item];
-                    let entry = best.entry(label).or_insert((f64::NEG_INFINITY, item));
+                for (&row, &p) in rows.iter().zip(probs) {
+                    let entry = best.entry(candidates.labels[row]).or_insert((f64::NEG_INFINITY, row));
                     if p > entry.0 {
-                        *entry = (p, item);
+                        *entry = (p, row);
                     }
                 }
                 let mut ranked: Vec<(u32, f64, usize)> = best.into_iter().map(|(l, (p, i))| (l, p, i)).collect();
                 ranked.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-                ranked.truncate(top_k);
+                ranked.truncate(top_k.max(2));
                 ranked
             })
-            .collect()
-    }
-
-    /// Proposals, and identities best first (at least two, for the margin), for every row of an
-    /// embedded set; with `skip_self`, row i never matches gallery item i.
-    fn answer(&self, set: &EmbeddedSet, skip_self: bool, top_k: usize) -> Result<Answers> {
-        let proposals = self.propose(&set.embedding, skip_self)?;
-        let scores = self.score(&set.embedding, &proposals)?;
-        let ranked = self.rank(&proposals, &scores, top_k.max(2));
+            .collect();
         let eta: Vec<f64> = Vec::<f64>::try_from(set.eta.to_kind(Kind::Double))?;
-        Ok(Answers { proposals, ranked, eta })
+        Ok((ranked, eta))
     }
 
-    /// Identifies every image of `probes` (labels, if any, are only reported and scored).
-    pub fn identify(&self, probes: &ImageSet) -> Result<(Vec<ProbeResult>, SearchSummary)> {
-        check_shape(probes, self.manifest.input_shape, "probe")?;
-        let start = Instant::now();
-        let set = embed_images(&self.net, probes, self.device, &self.manifest.search)?;
-        let top_k = self.manifest.search.top_k;
-        let Answers { proposals, ranked, eta } = self.answer(&set, false, top_k)?;
-        let seconds = start.elapsed().as_secs_f64();
-        let calibration = &self.manifest.calibration;
+    /// The answer for every probe of `probes` (embedded as `set`): the exact re-rank of its
+    /// proposed rows and the abstention rule, applied once.
+    pub fn decide(&self, probes: &ImageSet, set: &EmbeddedSet, candidates: &Candidates) -> Result<Vec<ProbeResult>> {
+        if candidates.proposals.len() != probes.len() || set.embedding.batch() as usize != probes.len() {
+            return Err(EmbedError::invalid(
+                "candidates",
+                candidates.proposals.len(),
+                format!("give one proposal list per probe ({} probes)", probes.len()),
+            ));
+        }
+        let rows = candidates.labels.len();
+        if candidates.item_names.len() != rows || candidates.embedding.batch() as usize != rows {
+            return Err(EmbedError::invalid(
+                "candidates",
+                rows,
+                "labels, item names and embedding rows must have the same length",
+            ));
+        }
+        if let Some(&bad) = candidates.proposals.iter().flatten().find(|&&r| r >= rows) {
+            return Err(EmbedError::invalid("candidates", bad, format!("rows run 0..{rows}")));
+        }
         let names = &self.manifest.class_names;
-        let results: Vec<ProbeResult> = ranked
+        if let Some(&bad) = candidates.labels.iter().find(|&&l| l as usize >= names.len()) {
+            return Err(EmbedError::invalid("candidates", bad, format!("labels run 0..{}", names.len())));
+        }
+        let top_k = self.manifest.search.top_k;
+        let (ranked, eta) = self.answer(set, candidates, top_k)?;
+        let calibration = &self.manifest.calibration;
+        Ok(ranked
             .iter()
             .enumerate()
             .map(|(i, r)| {
@@ -621,46 +764,15 @@ impl Identifier {
                     prediction: if abstained { None } else { r.first().map(|m| names[m.0 as usize].clone()) },
                     matches: r
                         .iter()
-                        .map(|&(l, p, item)| IdentityMatch {
+                        .map(|&(l, p, row)| IdentityMatch {
                             identity: names[l as usize].clone(),
                             probability: p,
-                            gallery_item: self.manifest.item_names[item].clone(),
+                            gallery_item: candidates.item_names[row].clone(),
                         })
                         .collect(),
                 }
             })
-            .collect();
-        let recall = self.ann_recall(&set.embedding, &proposals)?;
-        let summary = summarise(&results, &self.manifest, recall, probes.len() as f64 / seconds.max(1e-9));
-        Ok((results, summary))
-    }
-
-    /// Recall@10 of the proposals against exhaustive search by the closest pair of component
-    /// means; skipped (None) above 10⁹ component distances.
-    fn ann_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
-        let (p, n, c) = (probes.batch(), self.gallery.batch(), self.manifest.components as i64);
-        if (p * n * c * c) as f64 > 1e9 {
-            return Ok(None);
-        }
-        let d = probes.dim();
-        let k = 10.min(n);
-        let mut exact = Vec::with_capacity(p as usize);
-        tch::no_grad(|| -> Result<()> {
-            for start in (0..p).step_by(256) {
-                let len = 256.min(p - start);
-                let q = probes.mean.narrow(0, start, len);
-                let diff = q.view([len, 1, c, 1, d]) - self.gallery.mean.view([1, n, 1, c, d]);
-                let dist = diff
-                    .square()
-                    .sum_dim_intlist([4i64].as_slice(), false, Kind::Float)
-                    .amin([2i64, 3].as_slice(), false);
-                let (_, idx) = dist.topk(k, 1, false, true);
-                let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
-                exact.extend(idx.chunks(k as usize).map(|r| r.iter().map(|&i| i as usize).collect::<Vec<_>>()));
-            }
-            Ok(())
-        })?;
-        Ok(Some(recall_at(proposals, &exact, k as usize)))
+            .collect())
     }
 
     /// Whether each image's top identity is its label (by name, from `images`, whose embedding
@@ -669,10 +781,10 @@ impl Identifier {
         &self,
         images: &ImageSet,
         set: &EmbeddedSet,
-        skip_self: bool,
+        candidates: &Candidates,
         score: UncertaintyScore,
     ) -> Result<(Vec<f64>, Vec<bool>)> {
-        let Answers { ranked, eta, .. } = self.answer(set, skip_self, 2)?;
+        let (ranked, eta) = self.answer(set, candidates, 2)?;
         let uncertainty = ranked
             .iter()
             .enumerate()
@@ -690,7 +802,33 @@ impl Identifier {
     }
 }
 
-fn summarise(results: &[ProbeResult], manifest: &IndexManifest, recall: Option<f64>, rate: f64) -> SearchSummary {
+impl Identifier {
+    /// Identifies every image of `probes` (labels, if any, are only reported and scored).
+    pub fn identify(&self, probes: &ImageSet) -> Result<(Vec<ProbeResult>, SearchSummary)> {
+        let start = Instant::now();
+        let set = self.rules.embed(probes)?;
+        let proposals = self.gallery.proposal_items(&set.embedding, false)?;
+        let results = self.rules.decide(probes, &set, &self.gallery.view(&proposals))?;
+        let seconds = start.elapsed().as_secs_f64();
+        let recall = self.gallery.ann_recall(&set.embedding, &proposals)?;
+        let summary = summarise(
+            &results,
+            &self.rules.manifest,
+            recall.ok_or(RecallSkipped::TooLarge),
+            probes.len() as f64 / seconds.max(1e-9),
+        );
+        Ok((results, summary))
+    }
+}
+
+/// The numbers of a labelled probe set's results; `recall` is the ANN stage's recall@10, or
+/// why it was not measured.
+pub fn summarise(
+    results: &[ProbeResult],
+    manifest: &IndexManifest,
+    recall: std::result::Result<f64, RecallSkipped>,
+    rate: f64,
+) -> SearchSummary {
     let n = results.len().max(1) as f64;
     let known = results.iter().filter(|r| r.label.as_ref().is_some_and(|l| manifest.class_names.contains(l))).count();
     let top1 = |r: &ProbeResult| r.matches.first().is_some_and(|m| Some(&m.identity) == r.label.as_ref());
@@ -707,7 +845,7 @@ fn summarise(results: &[ProbeResult], manifest: &IndexManifest, recall: Option<f
         coverage: answered.len() as f64 / n,
         accuracy_answered: (!answered.is_empty())
             .then(|| answered.iter().filter(|r| top1(r)).count() as f64 / answered.len() as f64),
-        ann_recall_at_10: recall,
+        ann_recall_at_10: recall.ok(),
         probes_per_second: rate,
         undefined: Vec::new(),
     };
@@ -717,8 +855,16 @@ fn summarise(results: &[ProbeResult], manifest: &IndexManifest, recall: Option<f
             NullReason::new("accuracy_answered", "every probe abstained: no answer to score"),
             NullReason::new(
                 "ann_recall_at_10",
-                "exact search over probes x gallery components would exceed 10^9 distances; `hedge bench search` \
-                 measures the recall at that scale",
+                match recall {
+                    Err(RecallSkipped::Sharded) => {
+                        "the gallery is split across shards and no machine holds all of it for an exact search; \
+                         `hedge bench search` measures the ANN stage's recall"
+                    }
+                    _ => {
+                        "exact search over probes x gallery components would exceed 10^9 distances; \
+                         `hedge bench search` measures the recall at that scale"
+                    }
+                },
             ),
         ],
     );
@@ -773,18 +919,15 @@ pub fn build_index(
         files: Vec::new(),
         sha256: String::new(),
     };
-    let mut identifier = Identifier {
+    let rules = Rules { manifest: manifest.clone(), matcher: net.matcher.to_cpu(), net, _vars: vars, device };
+    let mut gallery_part = Gallery {
         manifest,
         ann,
-        gallery: Embedding {
+        embedding: Embedding {
             mean: set.embedding.mean.shallow_clone(),
             variance: set.embedding.variance.as_ref().map(Tensor::shallow_clone),
         },
-        gallery_labels: set.labels.clone(),
-        matcher: net.matcher.to_cpu(),
-        net,
-        _vars: vars,
-        device,
+        labels: set.labels.clone(),
     };
     if let Some(v) = &request.validation {
         let unknown = v.labels.iter().filter(|&&l| !gallery.class_names.contains(&v.class_names[l as usize])).count();
@@ -799,18 +942,22 @@ pub fn build_index(
     }
     let (source, (uncertainty, correct)) = match &request.validation {
         Some(v) => {
-            let probes = embed_images(&identifier.net, v, device, &request.search)?;
-            (format!("labelled probes {}", v.source.display()), identifier.validate(v, &probes, false, request.score)?)
+            let probes = rules.embed(v)?;
+            let proposals = gallery_part.proposal_items(&probes.embedding, false)?;
+            let curve = rules.validate(v, &probes, &gallery_part.view(&proposals), request.score)?;
+            (format!("labelled probes {}", v.source.display()), curve)
         }
         // The gallery is already embedded: every image a probe against the others.
         None => {
-            ("leave-one-out over the gallery".to_string(), identifier.validate(gallery, &set, true, request.score)?)
+            let proposals = gallery_part.proposal_items(&set.embedding, true)?;
+            let curve = rules.validate(gallery, &set, &gallery_part.view(&proposals), request.score)?;
+            ("leave-one-out over the gallery".to_string(), curve)
         }
     };
-    identifier.manifest.calibration =
+    gallery_part.manifest.calibration =
         Calibration::choose(source, request.score, &uncertainty, &correct, request.target_risk)?;
-    write_index(&identifier, &set, out, overwrite)?;
-    Ok(identifier.manifest)
+    write_index(&gallery_part, &set.eta, out, overwrite)?;
+    Ok(gallery_part.manifest)
 }
 
 /// The files of an index folder (besides hedge's folder marker).
@@ -841,7 +988,8 @@ fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
     Ok(())
 }
 
-fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite: bool) -> Result<()> {
+/// Writes `gallery` (with each item's η) as the index folder `out`, through a temporary sibling.
+pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite: bool) -> Result<()> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
         return Err(EmbedError::input(out, "its parent folder does not exist; create it first"));
@@ -851,16 +999,16 @@ fn write_index(identifier: &Identifier, set: &EmbeddedSet, out: &Path, overwrite
     std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
     let result = (|| -> Result<()> {
         hedge_run::atomic::mark_as_hedges(&tmp)?;
-        let e = &set.embedding;
+        let e = &gallery.embedding;
         let variance = e.variance.as_ref().map_or_else(|| e.mean.zeros_like(), Tensor::shallow_clone);
-        let labels = Tensor::from_slice(&set.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
+        let labels = Tensor::from_slice(&gallery.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());
         Tensor::write_safetensors(
-            &[("mean", &e.mean), ("variance", &variance), ("eta", &set.eta), ("label", &labels)],
+            &[("mean", &e.mean), ("variance", &variance), ("eta", eta), ("label", &labels)],
             tmp.join(GALLERY_FILE),
         )?;
-        identifier.ann.save(&tmp.join(ANN_FILE))?;
-        hedge_run::write_atomic(&tmp.join(VALIDATION_CSV), identifier.manifest.calibration.csv().as_bytes())?;
-        let mut manifest = identifier.manifest.clone();
+        gallery.ann.save(&tmp.join(ANN_FILE))?;
+        hedge_run::write_atomic(&tmp.join(VALIDATION_CSV), gallery.manifest.calibration.csv().as_bytes())?;
+        let mut manifest = gallery.manifest.clone();
         for name in [GALLERY_FILE, ANN_FILE, VALIDATION_CSV] {
             let path = tmp.join(name);
             let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
@@ -930,6 +1078,11 @@ impl IndexFiles {
     /// Loads the graph, the gallery and the model. `run` replaces the run recorded in the index
     /// (e.g. after moving it); its weights must be the ones the gallery was embedded with.
     pub fn load(&self, run: Option<&Path>, device: Device) -> Result<Identifier> {
+        Ok(Identifier { rules: self.load_rules(run, device)?, gallery: self.load_gallery()? })
+    }
+
+    /// The index's rules and the model that embeds probes (see [`IndexFiles::load`] for `run`).
+    pub fn load_rules(&self, run: Option<&Path>, device: Device) -> Result<Rules> {
         let run_path = run.map_or_else(|| self.manifest.run.clone(), Path::to_path_buf);
         let run = RunDir::open(&run_path)?;
         let config = run.read_config()?.hib;
@@ -940,7 +1093,31 @@ impl IndexFiles {
                 "are not the weights the gallery was embedded with (SHA-256 differs); rebuild the index with this run",
             ));
         }
+        let mut manifest = self.manifest.clone();
+        if (config.dim, config.model.kind(), config.model.components())
+            != (manifest.dim, manifest.model, manifest.components)
+        {
+            return Err(EmbedError::input(
+                self.dir.join(INDEX_FILE),
+                format!(
+                    "describes a {:?} model of dim {} x {} components, but the run's config.json has {:?}, dim {} x \
+                     {}; rebuild the index",
+                    manifest.model,
+                    manifest.dim,
+                    manifest.components,
+                    config.model.kind(),
+                    config.dim,
+                    config.model.components()
+                ),
+            ));
+        }
         let (vars, net) = load_model(&run, &config, device)?;
+        manifest.run = run_path;
+        Ok(Rules { manifest, matcher: net.matcher.to_cpu(), net, _vars: vars, device })
+    }
+
+    /// The graph and the embedded gallery, without the model (a shard's machine needs no run).
+    pub fn load_gallery(&self) -> Result<Gallery> {
         let gallery_path = self.dir.join(GALLERY_FILE);
         let stored: HashMap<String, Tensor> = Tensor::read_safetensors(&gallery_path)?.into_iter().collect();
         let get = |name: &str| {
@@ -952,43 +1129,36 @@ impl IndexFiles {
         let mean = get("mean")?;
         // Point galleries store zeros as their variance; the scorer must see none.
         let variance = if self.manifest.model == ModelKind::Point { None } else { Some(get("variance")?) };
-        let gallery_labels: Vec<u32> = Vec::<i64>::try_from(get("label")?)?.into_iter().map(|l| l as u32).collect();
-        let mut manifest = self.manifest.clone();
-        // The description, the gallery and the model must agree before a search indexes one
-        // by another (a mismatch here would otherwise be an index out of bounds mid-search).
+        let labels: Vec<u32> = Vec::<i64>::try_from(get("label")?)?.into_iter().map(|l| l as u32).collect();
+        let manifest = self.manifest.clone();
+        // The description and the gallery must agree before a search indexes one by another
+        // (a mismatch here would otherwise be an index out of bounds mid-search).
         let index_json = self.dir.join(INDEX_FILE);
         let disagree = |what: String| Err(EmbedError::input(&index_json, format!("{what}; rebuild the index")));
-        if (config.dim, config.model.kind(), config.model.components())
-            != (manifest.dim, manifest.model, manifest.components)
+        let mean_size = mean.size();
+        if mean_size.len() != 3
+            || mean_size[0] != labels.len() as i64
+            || mean_size[1] != manifest.components as i64
+            || mean_size[2] != manifest.dim as i64
         {
             return disagree(format!(
-                "describes a {:?} model of dim {} x {} components, but the run's config.json has {:?}, dim {} x {}",
-                manifest.model,
+                "describes dim {} x {} components but {GALLERY_FILE} holds means of shape {mean_size:?} for {} labels",
                 manifest.dim,
                 manifest.components,
-                config.model.kind(),
-                config.dim,
-                config.model.components()
+                labels.len()
             ));
         }
-        let mean_size = mean.size();
-        if mean_size.first().copied() != Some(gallery_labels.len() as i64)
-            || mean_size.last().copied() != Some(manifest.dim as i64)
-        {
-            return disagree(format!(
-                "describes dim {} but {GALLERY_FILE} holds means of shape {mean_size:?} for {} labels",
-                manifest.dim,
-                gallery_labels.len()
-            ));
+        if variance.as_ref().is_some_and(|v| v.size() != mean_size) {
+            return disagree(format!("{GALLERY_FILE} holds variances of another shape than its means {mean_size:?}"));
         }
-        if manifest.item_names.len() != gallery_labels.len() {
+        if manifest.item_names.len() != labels.len() {
             return disagree(format!(
                 "names {} gallery items but {GALLERY_FILE} holds {}",
                 manifest.item_names.len(),
-                gallery_labels.len()
+                labels.len()
             ));
         }
-        if let Some(&label) = gallery_labels.iter().find(|&&l| l as usize >= manifest.class_names.len()) {
+        if let Some(&label) = labels.iter().find(|&&l| l as usize >= manifest.class_names.len()) {
             return disagree(format!(
                 "names {} identities but the gallery has label {label}",
                 manifest.class_names.len()
@@ -1003,28 +1173,23 @@ impl IndexFiles {
             ));
         }
         ann.set_ef_search(manifest.ann.ef_search)?;
-        if ann.len() != gallery_labels.len() * manifest.components {
+        if ann.len() != labels.len() * manifest.components {
             return Err(EmbedError::input(
                 &self.dir,
                 format!(
                     "its graph holds {} points but the gallery {} x {} components; rebuild the index",
                     ann.len(),
-                    gallery_labels.len(),
+                    labels.len(),
                     manifest.components
                 ),
             ));
         }
-        manifest.run = run_path;
-        Ok(Identifier {
-            manifest,
-            ann,
-            gallery: Embedding { mean, variance },
-            gallery_labels,
-            matcher: net.matcher.to_cpu(),
-            net,
-            _vars: vars,
-            device,
-        })
+        Ok(Gallery { manifest, ann, embedding: Embedding { mean, variance }, labels })
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 

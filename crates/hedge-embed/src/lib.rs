@@ -46,6 +46,7 @@ pub mod paper;
 pub mod report;
 pub mod run;
 pub mod run_eval;
+pub mod shards;
 pub mod train;
 
 pub use config::{
