@@ -148,3 +148,52 @@ def test_a_damaged_shard_file_is_refused_by_its_checksum(cluster, data, tmp_path
     shard.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="shard-00001.ann.safetensors.*SHA-256.*damaged"):
         hedge.scale.ShardedIndex(copy)
+
+
+@pytest.fixture(scope="module")
+def identification(tmp_path_factory, mnist_test):
+    from conftest import gallery_index
+
+    tmp = tmp_path_factory.mktemp("identification")
+    run, index_dir, probes = gallery_index(tmp, mnist_test)
+    hedge.scale.shard_index(index_dir, tmp / "shards", shards=3)
+    return index_dir, tmp / "shards", probes
+
+
+def test_sharded_identification_answers_as_one_machine_and_survives_a_killed_shard(cluster, identification):
+    from hedge import hib
+
+    index_dir, folder, probes = identification
+    want, want_summary = hib.Index(index_dir).search(*probes)
+    sharded = hedge.scale.ShardedIdentifier(folder, max_restarts=2)
+    try:
+        assert len({node for _, node in sharded.locations()}) >= 2, "SPREAD puts the shards on several nodes"
+        got, summary = sharded.search(*probes)
+        assert got == want, "same identities, probabilities, gallery items and abstentions"
+        assert 0 < sum(r.abstained for r in got) < len(got)
+        assert (summary.accuracy, summary.coverage) == (want_summary.accuracy, want_summary.coverage)
+        # A shard's actor dies: Ray restarts it from its folder and the search is retried.
+        before = sharded.pids()
+        os.kill(before[1], signal.SIGKILL)
+        again, _ = sharded.search(*probes)
+        assert again == want
+        after = sharded.pids()
+        assert after[1] != before[1] and after[0] == before[0]
+        # A per-call target risk answers as the single index does for it.
+        loose_want, _ = hib.Index(index_dir).search(*probes, target_risk=0.9)
+        loose, _ = sharded.search(*probes, target_risk=0.9)
+        assert loose == loose_want and sharded.search(*probes)[0] == want
+    finally:
+        sharded.shutdown()
+
+
+def test_a_damaged_gallery_shard_is_refused_by_its_checksum(cluster, identification, tmp_path):
+    _, folder, _ = identification
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    shard = copy / "shard-00002" / "gallery.safetensors"
+    raw = bytearray(shard.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="shard-00002/gallery.safetensors.*SHA-256.*damaged"):
+        hedge.scale.ShardedIdentifier(copy)
