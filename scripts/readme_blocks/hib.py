@@ -492,3 +492,29 @@ def bench_search_sentence_block():
 
 
 BLOCKS["bench-search-sentence"] = bench_search_sentence_block
+
+
+def paper_schedule_gpu_block():
+    """results/hib/paper-schedule-gpu/: MoG-1 and point at N = 2, D = 2 on the instance protocol
+    with the paper's schedule (128 independent pairs, Adam 1e-3 constant) on a GPU, every kept
+    checkpoint on the test split (<run>/curve.json), the paper's Table 1 beside."""
+    base = os.path.join(HIB, "paper-schedule-gpu")
+    columns = []
+    for run in ("point-seed0", "gaussian-seed0"):
+        with open(os.path.join(base, run, "curve.json")) as f:
+            columns.append({r["step"]: r for r in json.load(f)})
+    steps = sorted(set().union(*columns))
+    rows = [f"| {s:,} | " + " | ".join(" / ".join(cells4(c[s], dot=True)) if s in c else "" for c in columns) + " |"
+            for s in steps]
+    paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
+    rows.append("| paper, 500,000 | " + " / ".join(cells4(paper["point"], dot=True)) + " | "
+                + " / ".join(cells4(paper["mog1"], dot=True)) + " |")
+    trained = []
+    for run, name in (("point-seed0", "point"), ("gaussian-seed0", "MoG-1")):
+        state = load(os.path.join(base, run, "state.json"))
+        trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training")
+    return "\n".join(["| step | point: AP clean / corrupt / KNN clean / corrupt | MoG-1: the same |", "|---|---|---|"]
+                     + rows + ["", "Trained so far (state.json): " + "; ".join(trained) + "."])
+
+
+BLOCKS["paper-schedule-gpu"] = paper_schedule_gpu_block
