@@ -525,6 +525,207 @@ fn frank_wolfe_streamed_in_blocks(
     Ok(iterate.into_batch(n, distinct))
 }
 
+/// Rows a pool shard starts at a multiple of (the blocks [`frank_wolfe_streamed`] sums L over),
+/// so that a sharded pool sums L as the streamed one does, to the bit.
+pub const SHARD_ROW_MULTIPLE: usize = ROWS_PER_TASK;
+
+/// One shard of a pool held apart from the others (on another machine): rows
+/// `first .. first + n` of the `N × J` projections. Driven by a [`ShardedFrankWolfe`]: its
+/// [`PoolShard::setup`] once, then [`PoolShard::best`] and [`PoolShard::mark_chosen`] per step.
+#[derive(Debug, Clone)]
+pub struct PoolShard {
+    first: usize,
+    cols: usize,
+    rows: Vec<f64>,
+    norms: Vec<f64>,
+    chosen: Vec<bool>,
+}
+
+/// What a shard sends once: per block of [`SHARD_ROW_MULTIPLE`] rows the column sums, and every
+/// row's norm σ_n.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardSetup {
+    pub first: usize,
+    pub block_sums: Vec<Vec<f64>>,
+    pub norms: Vec<f64>,
+}
+
+/// A shard's best vertex for the current residual.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vertex {
+    /// ⟨residual, L̂_f⟩ / σ_f.
+    pub score: f64,
+    /// Row in the whole pool.
+    pub index: usize,
+    /// L̂_f.
+    pub row: Vec<f64>,
+    /// σ_f.
+    pub sigma: f64,
+}
+
+impl PoolShard {
+    /// Rows `first ..` of the pool, `cols` values each (row-major). `first` must be a multiple
+    /// of [`SHARD_ROW_MULTIPLE`].
+    pub fn new(first: usize, cols: usize, rows: Vec<f64>) -> Result<Self> {
+        if cols == 0 || rows.is_empty() || rows.len() % cols != 0 {
+            return Err(invalid("pool", rows.len(), format!("give whole rows of {cols} values, at least one")));
+        }
+        if first % SHARD_ROW_MULTIPLE != 0 {
+            return Err(invalid(
+                "first",
+                first,
+                format!("a shard starts at a multiple of {SHARD_ROW_MULTIPLE} rows (the blocks L is summed over)"),
+            ));
+        }
+        if let Some(bad) = rows.iter().position(|v| !v.is_finite()) {
+            return Err(invalid("pool", rows[bad], format!("row {} holds a non-finite value", first + bad / cols)));
+        }
+        let norms: Vec<f64> = rows.chunks_exact(cols).map(row_norm).collect();
+        let chosen = vec![false; norms.len()];
+        Ok(PoolShard { first, cols, rows, norms, chosen })
+    }
+
+    pub fn len(&self) -> usize {
+        self.norms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.norms.is_empty()
+    }
+
+    /// Column sums per block of rows, and the norms: what [`ShardedFrankWolfe::new`] needs.
+    pub fn setup(&self) -> ShardSetup {
+        let j = self.cols;
+        let block_sums = self
+            .rows
+            .chunks(ROWS_PER_TASK * j)
+            .map(|block| {
+                let mut column = vec![0.0; block.len() / j];
+                (0..j)
+                    .map(|k| {
+                        for (c, row) in column.iter_mut().zip(block.chunks_exact(j)) {
+                            *c = row[k];
+                        }
+                        lane_sum(&column)
+                    })
+                    .collect()
+            })
+            .collect();
+        ShardSetup { first: self.first, block_sums, norms: self.norms.clone() }
+    }
+
+    /// The best vertex for `residual` among rows not yet chosen (with `distinct`) and of
+    /// non-zero norm, ties to the lowest index; `None` when none is left.
+    pub fn best(&self, residual: &[f64], distinct: bool) -> Option<Vertex> {
+        let j = self.cols;
+        let mut best: Option<(f64, usize)> = None;
+        for (i, row) in self.rows.chunks_exact(j).enumerate() {
+            let norm = self.norms[i];
+            if norm == 0.0 || (distinct && self.chosen[i]) {
+                continue;
+            }
+            let score = dot(residual, row) / norm;
+            if best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, i));
+            }
+        }
+        best.map(|(score, i)| Vertex {
+            score,
+            index: self.first + i,
+            row: self.rows[i * j..(i + 1) * j].to_vec(),
+            sigma: self.norms[i],
+        })
+    }
+
+    /// Marks pool row `index` chosen when it is one of this shard's.
+    pub fn mark_chosen(&mut self, index: usize) {
+        if let Some(c) = index.checked_sub(self.first).and_then(|i| self.chosen.get_mut(i)) {
+            *c = true;
+        }
+    }
+}
+
+/// The driver of ACS-FW over a pool split into [`PoolShard`]s: L and σ from their setups, then
+/// per step the global best of their vertices (ties to the lowest index) and the exact line
+/// search — the picks, weights and objective of [`frank_wolfe_streamed`] on the same rows.
+pub struct ShardedFrankWolfe {
+    iterate: FeatureSpaceIterate,
+    n: usize,
+    distinct: bool,
+    steps: usize,
+}
+
+impl ShardedFrankWolfe {
+    /// From every shard's setup, in any order (they are put in row order and must cover
+    /// `0..N` once, each but the last a whole number of blocks).
+    pub fn new(mut setups: Vec<ShardSetup>, distinct: bool) -> Result<Self> {
+        setups.sort_by_key(|s| s.first);
+        let j = setups.first().and_then(|s| s.block_sums.first()).map_or(0, Vec::len);
+        let mut total = vec![0.0; j];
+        let mut norms = Vec::new();
+        let last = setups.len().saturating_sub(1);
+        for (i, s) in setups.iter().enumerate() {
+            if s.first != norms.len() || (i < last && s.norms.len() % ROWS_PER_TASK != 0) || s.norms.is_empty() {
+                return Err(invalid(
+                    "shards",
+                    s.first,
+                    format!(
+                        "shards must cover the pool once in whole blocks of {ROWS_PER_TASK} rows (all but the last)"
+                    ),
+                ));
+            }
+            for sums in &s.block_sums {
+                if sums.len() != j {
+                    return Err(invalid("shards", sums.len(), format!("every shard's rows hold {j} values")));
+                }
+                for (t, v) in total.iter_mut().zip(sums) {
+                    *t += v;
+                }
+            }
+            norms.extend_from_slice(&s.norms);
+        }
+        if norms.is_empty() {
+            return Err(invalid("pool", 0, "the pool is empty"));
+        }
+        let n = norms.len();
+        Ok(ShardedFrankWolfe { iterate: FeatureSpaceIterate::new(total, norms.iter().sum()), n, distinct, steps: 0 })
+    }
+
+    /// The residual L − L(w) the shards score their rows against.
+    pub fn residual(&self) -> &[f64] {
+        &self.iterate.residual
+    }
+
+    /// Steps taken.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// Whether another step would change nothing: without `distinct`, L is reproduced.
+    pub fn finished(&self) -> bool {
+        !self.distinct && self.steps > 0 && self.iterate.reproduces_l()
+    }
+
+    /// Takes the step towards the best of the shards' vertices; returns the row picked, or
+    /// `None` when no shard has one left.
+    pub fn step(&mut self, vertices: impl IntoIterator<Item = Option<Vertex>>) -> Option<usize> {
+        let best = vertices.into_iter().flatten().reduce(|a, b| {
+            if b.score > a.score || (b.score == a.score && b.index < a.index) {
+                b
+            } else {
+                a
+            }
+        })?;
+        self.iterate.step(best.index, &best.row, best.sigma);
+        self.steps += 1;
+        Some(best.index)
+    }
+
+    pub fn into_batch(self) -> FwBatch {
+        self.iterate.into_batch(self.n, self.distinct)
+    }
+}
+
 /// ‖L̂_n‖, summed in the order the in-memory path sums it (column by column).
 fn row_norm(row: &[f64]) -> f64 {
     let mut sq = 0.0;
@@ -639,6 +840,55 @@ mod tests {
             }
         }
         let mut reader = NpyRowReader::open(&dir.path().join("pool.npy")).unwrap();
+        let msg = frank_wolfe_streamed(&mut reader, 0, false).unwrap_err().to_string();
+        assert!(msg.contains("'batch'") && msg.contains("at least one"), "{msg}");
+    }
+
+    /// A pool split into shards (three, the last partial, handed to the driver out of order)
+    /// gives the streamed batch to the bit: picks, weights, objective.
+    #[test]
+    fn sharded_pool_gives_the_streamed_batch() {
+        let p = random_vectors(3 * ROWS_PER_TASK - 1000, 4, 11);
+        let (n, j) = (p.nrows(), p.ncols());
+        let rows: Vec<f64> = (0..n).flat_map(|r| (0..j).map(move |k| (r, k))).map(|(r, k)| p[(r, k)]).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut reader = NpyRowReader::open(&write_pool(dir.path(), &p)).unwrap();
+        for distinct in [true, false] {
+            let streamed = frank_wolfe_streamed(&mut reader, 25, distinct).unwrap();
+            let bounds = [0, ROWS_PER_TASK, 2 * ROWS_PER_TASK, n];
+            let mut shards: Vec<PoolShard> = bounds
+                .windows(2)
+                .map(|w| PoolShard::new(w[0], j, rows[w[0] * j..w[1] * j].to_vec()).unwrap())
+                .collect();
+            let setups = shards.iter().rev().map(PoolShard::setup).collect();
+            let mut driver = ShardedFrankWolfe::new(setups, distinct).unwrap();
+            while driver.steps() < 25 && !driver.finished() {
+                let residual = driver.residual().to_vec();
+                let Some(f) = driver.step(shards.iter().map(|s| s.best(&residual, distinct))) else { break };
+                shards.iter_mut().for_each(|s| s.mark_chosen(f));
+            }
+            let sharded = driver.into_batch();
+            assert_eq!(sharded.picks, streamed.picks, "distinct = {distinct}");
+            assert_eq!(sharded.weights, streamed.weights);
+            assert_eq!(sharded.objective, streamed.objective);
+            assert_eq!(sharded.indices, streamed.indices);
+        }
+        let msg = PoolShard::new(100, j, rows[..4 * j].to_vec()).unwrap_err().to_string();
+        assert!(msg.contains("multiple of"), "{msg}");
+        let gap = vec![shards_setup(&rows, j, 0, 10), shards_setup(&rows, j, ROWS_PER_TASK, 10)];
+        let msg = ShardedFrankWolfe::new(gap, true).err().unwrap().to_string();
+        assert!(msg.contains("cover the pool once"), "{msg}");
+    }
+
+    fn shards_setup(rows: &[f64], j: usize, first: usize, n: usize) -> ShardSetup {
+        PoolShard::new(first, j, rows[first * j..(first + n) * j].to_vec()).unwrap().setup()
+    }
+
+    #[test]
+    fn streamed_errors_name_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = random_vectors(10, 2, 1);
+        let mut reader = NpyRowReader::open(&write_pool(dir.path(), &p)).unwrap();
         let msg = frank_wolfe_streamed(&mut reader, 0, false).unwrap_err().to_string();
         assert!(msg.contains("'batch'") && msg.contains("at least one"), "{msg}");
     }

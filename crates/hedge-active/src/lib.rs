@@ -20,6 +20,9 @@ pub mod regression_loop;
 pub mod torch_rng;
 
 pub use error::{ActiveError, Result};
-pub use frank_wolfe::{frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
+pub use frank_wolfe::{
+    frank_wolfe, FwBatch, GramMatrix, PoolShard, PoolVectors, Projections, ShardSetup, ShardedFrankWolfe, Vertex,
+    SHARD_ROW_MULTIPLE,
+};
 /// Settings validated once: every config here implements [`ParamGuard`] (`check_ref`, `check`).
 pub use hedge_run::{Checked, ParamGuard};
