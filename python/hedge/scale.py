@@ -39,10 +39,12 @@ __all__ = [
     "ShardUnavailable",
     "ShardedIdentifier",
     "ShardedIndex",
+    "ShardedPool",
     "load_shard",
     "merge",
     "read_manifest",
     "shard_index",
+    "write_pool_shards",
     "write_shards",
 ]
 
@@ -431,6 +433,156 @@ class ShardedIdentifier:
 
     def shutdown(self) -> None:
         """Stops the shard actors."""
+        for a in self._actors:
+            self._ray.kill(a, no_restart=True)
+        self._actors = []
+
+
+# --- Sharded ACS-FW ---------------------------------------------------------------------------
+
+POOL_MANIFEST = "pool.json"
+POOL_FORMAT = "hedge-acs-fw-pool"
+
+
+def write_pool_shards(projections, out: PathLike, shards: int, overwrite: bool = False) -> dict:
+    """Splits an ACS-FW pool (``[N, J]`` float64, each row a vector L_n, e.g. random
+    projections) into ``shards`` ``.npy`` files under the new folder ``out`` with
+    ``pool.json`` (each file's first row, rows and SHA-256). Shards start at multiples of the
+    block size L is summed over (4,096 rows), so a sharded batch is the in-memory one to the bit;
+    a pool of fewer blocks than ``shards`` gets fewer shards."""
+    from . import _hedge  # noqa: F401  (the block size below is the library's)
+
+    x = np.ascontiguousarray(np.asarray(projections, dtype=np.float64))
+    if x.ndim != 2 or len(x) == 0 or x.shape[1] == 0:
+        raise ValueError(f"`projections` must be a non-empty [N, J] array; got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError(f"`projections` row {int(np.flatnonzero(~np.isfinite(x).all(1))[0])} holds a non-finite value")
+    if not isinstance(shards, (int, np.integer)) or isinstance(shards, bool) or shards < 1:
+        raise ValueError(f"`shards` must be a positive whole number; got {shards!r}")
+    blocks = -(-len(x) // POOL_BLOCK)
+    per = -(-blocks // int(shards))
+    starts = list(range(0, len(x), per * POOL_BLOCK))
+    out = pathlib.Path(out)
+    if out.exists():
+        if not overwrite:
+            raise ValueError(f"'{out}' already exists; choose another folder, or pass overwrite=True to replace it")
+        ours = {POOL_MANIFEST} | {p.name for p in out.glob("pool-*.npy")}
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in ours)
+        if foreign or not (out / POOL_MANIFEST).is_file():
+            raise ValueError(f"'{out}' is not a pool shard set hedge wrote (it holds {foreign[:1] or 'no pool.json'})")
+    tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        entries = []
+        for s, lo in enumerate(starts):
+            hi = min(lo + per * POOL_BLOCK, len(x))
+            name = f"pool-{s:05d}.npy"
+            np.save(tmp / name, x[lo:hi])
+            entries.append({"file": name, "first": lo, "rows": hi - lo, "sha256": _sha256(tmp / name)})
+        manifest = {"format": POOL_FORMAT, "version": 1, "rows": len(x), "cols": int(x.shape[1]), "shards": entries}
+        (tmp / POOL_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+#: Rows per block of the sums L is built from (hedge_active::SHARD_ROW_MULTIPLE).
+POOL_BLOCK = 4096
+
+
+class _PoolShard:
+    """The body of a pool-shard actor: loads (and on a restart reloads) its rows, checked by
+    SHA-256, and reports its best vertex for a residual."""
+
+    def __init__(self, folder: str, entry: dict):
+        from . import _hedge
+
+        path = pathlib.Path(folder) / entry["file"]
+        if not path.is_file() or _sha256(path) != entry["sha256"]:
+            raise ValueError(
+                f"pool shard '{path}' is missing or differs from the SHA-256 in {POOL_MANIFEST}: it was damaged "
+                f"or replaced; write the pool shards again"
+            )
+        rows = np.load(path, allow_pickle=False)
+        if rows.shape[0] != entry["rows"]:
+            raise ValueError(f"pool shard '{path}' holds {rows.shape[0]} rows, {POOL_MANIFEST} says {entry['rows']}")
+        self.shard = _hedge.PoolShard(int(entry["first"]), np.ascontiguousarray(rows, dtype=np.float64))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def setup(self):
+        return self.shard.setup()
+
+    def best(self, residual, distinct: bool, picks: list):
+        # The batch's picks so far come with every call: a shard restarted from its file, or
+        # asked for another batch, holds exactly them.
+        self.shard.set_chosen([int(p) for p in picks])
+        return self.shard.best(residual, distinct)
+
+
+class ShardedPool:
+    """An ACS-FW pool split by :func:`write_pool_shards`, one Ray actor per shard. Per
+    Frank--Wolfe step every actor reports its best vertex for the current residual and the driver
+    (this object) takes the step: the batch of :func:`hedge.active.acs_fw` on the whole pool,
+    picks, weights and objective to the bit."""
+
+    def __init__(self, folder: PathLike, max_restarts: int = 3, num_cpus: float = 0.5):
+        import ray
+
+        self._ray = ray
+        self.folder = str(pathlib.Path(folder).resolve())
+        path = pathlib.Path(self.folder) / POOL_MANIFEST
+        if not path.is_file():
+            raise ValueError(f"'{folder}' has no {POOL_MANIFEST}; write pool shards with hedge.scale.write_pool_shards")
+        self.manifest = json.loads(path.read_text())
+        if self.manifest.get("format") != POOL_FORMAT:
+            raise ValueError(f"'{path}' is not a pool shard manifest")
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
+        actor = ray.remote(_PoolShard).options(
+            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
+        )
+        self._names = [e["file"] for e in self.manifest["shards"]]
+        self._actors = [actor.remote(self.folder, e) for e in self.manifest["shards"]]
+        self._call_all(lambda a: a.pid.remote())
+
+    def __len__(self) -> int:
+        return int(self.manifest["rows"])
+
+    def _call_all(self, call) -> list:
+        return _call_actors(self._ray, self._actors, self._names, self.folder, call)
+
+    def pids(self) -> list[int]:
+        return self._call_all(lambda a: a.pid.remote())
+
+    def acs_fw(self, batch_size: int, distinct: bool = True):
+        """ACS-FW with ``batch_size`` Frank--Wolfe iterations: a :class:`hedge.active.Batch`."""
+        from . import _hedge
+        from .active import Batch, _batch_size
+
+        b = _batch_size(batch_size)
+        driver = _hedge.ShardedFrankWolfe(self._call_all(lambda a: a.setup.remote()), bool(distinct))
+        picks: list[int] = []
+        while driver.steps < b and not driver.finished:
+            residual = self._ray.put(driver.residual)
+            vertices = self._call_all(lambda a: a.best.remote(residual, bool(distinct), list(picks)))
+            picked = driver.step(vertices)
+            if picked is None:
+                break
+            picks.append(int(picked))
+        indices, weights, objective, steps = driver.finish()
+        return Batch(np.asarray(indices, dtype=np.int64), weights, objective, np.asarray(steps, dtype=np.int64))
+
+    def shutdown(self) -> None:
         for a in self._actors:
             self._ray.kill(a, no_restart=True)
         self._actors = []

@@ -143,3 +143,127 @@ pub fn lcmd_batch(
     let (labelled, pool) = (matrix(&labelled), matrix(&pool));
     py.detach(|| lcmd(labelled.as_ref(), pool.as_ref(), b)).map_err(value_error)
 }
+
+/// One shard of an ACS-FW pool (rows `first ..` of the `[N, J]` projections), held by a Ray
+/// actor of `hedge.scale.ShardedPool`.
+#[pyclass(module = "hedge._hedge", frozen)]
+pub struct PoolShard(std::sync::Mutex<hedge_active::PoolShard>);
+
+/// (first row, per-block column sums `[B, J]`, row norms `[n]`).
+type SetupArrays<'py> = (usize, Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+/// (score, pool row, the row `[J]`, its norm).
+type VertexTuple<'py> = (f64, usize, Bound<'py, PyArray1<f64>>, f64);
+/// A [`VertexTuple`] as the driver reads it back.
+type VertexIn<'py> = (f64, usize, PyReadonlyArray1<'py, f64>, f64);
+
+#[pymethods]
+impl PoolShard {
+    #[new]
+    fn new(first: usize, rows: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
+        let cols = rows.as_array().ncols();
+        let values = rows.as_array().iter().copied().collect();
+        hedge_active::PoolShard::new(first, cols, values)
+            .map(|s| PoolShard(std::sync::Mutex::new(s)))
+            .map_err(value_error)
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.lock().expect("shard lock").len()
+    }
+
+    fn setup<'py>(&self, py: Python<'py>) -> PyResult<SetupArrays<'py>> {
+        let s = self.0.lock().expect("shard lock").setup();
+        let j = s.block_sums.first().map_or(0, Vec::len);
+        let sums = numpy::ndarray::Array2::from_shape_vec((s.block_sums.len(), j), s.block_sums.concat())
+            .map_err(value_error)?;
+        Ok((s.first, sums.into_pyarray(py), s.norms.into_pyarray(py)))
+    }
+
+    fn best<'py>(
+        &self,
+        py: Python<'py>,
+        residual: PyReadonlyArray1<'_, f64>,
+        distinct: bool,
+    ) -> PyResult<Option<VertexTuple<'py>>> {
+        let residual = residual.as_slice().map_err(|_| value_error("`residual` must be contiguous"))?;
+        let best = self.0.lock().expect("shard lock").best(residual, distinct);
+        Ok(best.map(|v| (v.score, v.index, v.row.into_pyarray(py), v.sigma)))
+    }
+
+    /// Exactly these pool rows are chosen (the batch's picks so far; rows of other shards are
+    /// ignored).
+    fn set_chosen(&self, picks: Vec<usize>) {
+        let mut shard = self.0.lock().expect("shard lock");
+        shard.clear_chosen();
+        for p in picks {
+            shard.mark_chosen(p);
+        }
+    }
+}
+
+/// The driver of ACS-FW over a sharded pool.
+#[pyclass(module = "hedge._hedge")]
+pub struct ShardedFrankWolfe(Option<hedge_active::ShardedFrankWolfe>);
+
+impl ShardedFrankWolfe {
+    fn driver(&mut self) -> PyResult<&mut hedge_active::ShardedFrankWolfe> {
+        self.0.as_mut().ok_or_else(|| value_error("this driver already returned its batch"))
+    }
+}
+
+#[pymethods]
+impl ShardedFrankWolfe {
+    #[new]
+    fn new(
+        setups: Vec<(usize, PyReadonlyArray2<'_, f64>, PyReadonlyArray1<'_, f64>)>,
+        distinct: bool,
+    ) -> PyResult<Self> {
+        let setups = setups
+            .into_iter()
+            .map(|(first, sums, norms)| hedge_active::ShardSetup {
+                first,
+                block_sums: sums.as_array().rows().into_iter().map(|r| r.to_vec()).collect(),
+                norms: norms.as_array().to_vec(),
+            })
+            .collect();
+        hedge_active::ShardedFrankWolfe::new(setups, distinct).map(|d| ShardedFrankWolfe(Some(d))).map_err(value_error)
+    }
+
+    #[getter]
+    fn residual<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.driver()?.residual().to_vec().into_pyarray(py))
+    }
+
+    #[getter]
+    fn steps(&mut self) -> PyResult<usize> {
+        Ok(self.driver()?.steps())
+    }
+
+    #[getter]
+    fn finished(&mut self) -> PyResult<bool> {
+        Ok(self.driver()?.finished())
+    }
+
+    /// Steps towards the best of the shards' vertices (`best`'s answers); the row picked, or
+    /// None when no shard has one left.
+    fn step(&mut self, vertices: Vec<Option<VertexIn<'_>>>) -> PyResult<Option<usize>> {
+        let vertices: Vec<Option<hedge_active::Vertex>> = vertices
+            .into_iter()
+            .map(|v| {
+                v.map(|(score, index, row, sigma)| hedge_active::Vertex {
+                    score,
+                    index,
+                    row: row.as_array().to_vec(),
+                    sigma,
+                })
+            })
+            .collect();
+        Ok(self.driver()?.step(vertices))
+    }
+
+    /// (indices, weights, objective, picks), as `acs_fw_projections` returns them.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<BatchArrays<'py>> {
+        let driver = self.0.take().ok_or_else(|| value_error("this driver already returned its batch"))?;
+        Ok(batch_arrays(py, driver.into_batch()))
+    }
+}

@@ -45,6 +45,8 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hib_run::HibRun>()?;
     m.add_class::<ann::AnnGraph>()?;
     m.add_class::<shards::GalleryShard>()?;
+    m.add_class::<active::PoolShard>()?;
+    m.add_class::<active::ShardedFrankWolfe>()?;
     m.add_class::<shards::ShardRules>()?;
     m.add_class::<shards::EmbeddedProbes>()?;
     m.add_function(wrap_pyfunction!(shards::hib_shard_index, m)?)?;

@@ -102,3 +102,32 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
     again, _ = rules.decide(embedded, answers, 0.0)
     assert [hib.ProbeResult.from_json(r) for r in again] == want
     assert sum(hib.ProbeResult.from_json(r).abstained for r in loose) <= sum(r.abstained for r in want)
+
+
+def test_pool_shards_run_acs_fw_as_the_whole_pool_does(tmp_path):
+    """The pool-shard actors' bodies in this process, driven as ShardedPool drives them: the
+    batch of hedge.active.acs_fw to the bit (three shards, the last partial)."""
+    from hedge import _hedge, active
+
+    rng = np.random.default_rng(4)
+    pool = 0.5 + rng.standard_normal((10_000, 6))
+    manifest = hedge.scale.write_pool_shards(pool, tmp_path / "pool", shards=3)
+    assert [(e["first"], e["rows"]) for e in manifest["shards"]] == [(0, 4096), (4096, 4096), (8192, 1808)]
+    for distinct in (True, False):
+        shards = [hedge.scale._PoolShard(str(tmp_path / "pool"), e) for e in manifest["shards"]]
+        driver = _hedge.ShardedFrankWolfe([s.setup() for s in shards], distinct)
+        picks = []
+        while driver.steps < 20 and not driver.finished:
+            picked = driver.step([s.best(driver.residual, distinct, picks) for s in shards])
+            picks.append(picked)
+        got = active.Batch(*driver.finish())
+        want = active.acs_fw(pool, batch_size=20, distinct=distinct)
+        np.testing.assert_array_equal(np.asarray(got.indices), want.indices)
+        np.testing.assert_array_equal(got.weights, want.weights)
+        np.testing.assert_array_equal(got.objective, want.objective)
+        np.testing.assert_array_equal(np.asarray(got.picks), want.picks)
+    raw = bytearray((tmp_path / "pool" / "pool-00001.npy").read_bytes())
+    raw[-8] ^= 0xFF
+    (tmp_path / "pool" / "pool-00001.npy").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="pool-00001.npy.*SHA-256"):
+        hedge.scale._PoolShard(str(tmp_path / "pool"), manifest["shards"][1])

@@ -637,6 +637,11 @@ impl PoolShard {
         })
     }
 
+    /// Forgets every pick (a new batch over the same pool).
+    pub fn clear_chosen(&mut self) {
+        self.chosen.fill(false);
+    }
+
     /// Marks pool row `index` chosen when it is one of this shard's.
     pub fn mark_chosen(&mut self, index: usize) {
         if let Some(c) = index.checked_sub(self.first).and_then(|i| self.chosen.get_mut(i)) {

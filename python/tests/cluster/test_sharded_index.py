@@ -197,3 +197,26 @@ def test_a_damaged_gallery_shard_is_refused_by_its_checksum(cluster, identificat
     shard.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="shard-00002/gallery.safetensors.*SHA-256.*damaged"):
         hedge.scale.ShardedIdentifier(copy)
+
+
+def test_sharded_acs_fw_picks_what_one_machine_picks_and_survives_a_killed_shard(cluster, tmp_path):
+    from hedge import active
+
+    rng = np.random.default_rng(5)
+    pool = 0.5 + rng.standard_normal((12_000, 10))
+    hedge.scale.write_pool_shards(pool, tmp_path / "pool", shards=3)
+    want = active.acs_fw(pool, batch_size=25)
+    sharded = hedge.scale.ShardedPool(tmp_path / "pool", max_restarts=2)
+    try:
+        got = sharded.acs_fw(25)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+        # A shard's actor dies between batches: restarted from its file, it answers the same.
+        before = sharded.pids()
+        os.kill(before[2], signal.SIGKILL)
+        again = sharded.acs_fw(25)
+        for a, b in zip(again, want):
+            np.testing.assert_array_equal(a, b)
+        assert sharded.pids()[2] != before[2]
+    finally:
+        sharded.shutdown()
