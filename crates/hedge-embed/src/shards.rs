@@ -11,8 +11,8 @@
 //! A search fans the probes' component means out to every shard ([`Gallery::propose`] then
 //! [`ShardCandidates::gather`]: each shard's nearest items with their distances and embedding
 //! rows), keeps each probe's `candidates` nearest over all shards ([`merge_candidates`]), and
-//! applies the exact match-probability re-rank and the abstention rule once ([`Rules::decide`]).
-//! Where every shard's ANN search finds its exact nearest items, the merged candidates are the
+//! applies the exact match-probability re-rank and the abstention rule once
+//! ([`crate::identification::Rules::decide`]). Where every shard's ANN search finds its exact nearest items, the merged candidates are the
 //! single index's and so are the answers.
 
 use std::path::{Path, PathBuf};
