@@ -131,17 +131,23 @@ def write_shards(
             [asdict(i) for i in infos],
         )
         (tmp / MANIFEST).write_text(json.dumps(asdict(manifest), indent=2) + "\n")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
+        _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest
+
+
+def _swap_into_place(tmp: pathlib.Path, out: pathlib.Path) -> None:
+    """Renames the finished folder ``tmp`` to ``out``; an ``out`` already there (checked
+    replaceable by the caller) is moved aside and deleted once the new one is in place."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(out)
 
 
 def _check_replaceable(out: pathlib.Path) -> None:
@@ -262,7 +268,43 @@ def _call_actors(ray, actors: list, names: list[str], folder: str, call) -> list
     return out
 
 
-class ShardedIndex:
+class _ShardActors:
+    """One Ray actor per shard, spread over the nodes, restarted by Ray when it dies."""
+
+    def _start(self, body, args: list[tuple], names: list[str], max_restarts: int, num_cpus: float) -> None:
+        import ray
+
+        self._ray = ray
+        if not ray.is_initialized():
+            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
+        # SPREAD: shards on as many nodes as there are, so that one node's loss is one shard's.
+        actor = ray.remote(body).options(
+            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
+        )
+        self._names = names
+        self._actors = [actor.remote(*a) for a in args]
+        # Every shard loads (and checks its SHA-256) now: a damaged set fails here, by name.
+        self._call_all(lambda a: a.pid.remote())
+
+    def _call_all(self, call) -> list:
+        return _call_actors(self._ray, self._actors, self._names, self.folder, call)
+
+    def pids(self) -> list[int]:
+        """The process id of each shard's actor (tests kill them)."""
+        return self._call_all(lambda a: a.pid.remote())
+
+    def locations(self) -> list[tuple[int, str]]:
+        """(process id, Ray node id) of each shard's actor."""
+        return self._call_all(lambda a: a.location.remote())
+
+    def shutdown(self) -> None:
+        """Stops the shard actors."""
+        for a in self._actors:
+            self._ray.kill(a, no_restart=True)
+        self._actors = []
+
+
+class ShardedIndex(_ShardActors):
     """One Ray actor per shard of a shard set; :meth:`search` fans out and merges.
 
     ``max_restarts`` is how often Ray restarts a dead shard actor (reloading its file) and
@@ -271,20 +313,10 @@ class ShardedIndex:
     """
 
     def __init__(self, folder: PathLike, max_restarts: int = 3, num_cpus: float = 0.5):
-        import ray
-
-        self._ray = ray
         self.folder = str(pathlib.Path(folder).resolve())
         self.manifest = read_manifest(self.folder)
-        if not ray.is_initialized():
-            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
-        # SPREAD: shards on as many nodes as there are, so that one node's loss is one shard's.
-        actor = ray.remote(_Shard).options(
-            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
-        )
-        self._actors = [actor.remote(self.folder, asdict(info)) for info in self.manifest.shard_infos]
-        # Every shard loads (and checks its SHA-256) now: a damaged set fails here, by name.
-        self._call_all(lambda a: a.pid.remote())
+        infos = self.manifest.shard_infos
+        self._start(_Shard, [(self.folder, asdict(i)) for i in infos], [i.file for i in infos], max_restarts, num_cpus)
 
     @property
     def dim(self) -> int:
@@ -293,20 +325,9 @@ class ShardedIndex:
     def __len__(self) -> int:
         return self.manifest.points
 
-    def _call_all(self, call) -> list:
-        return _call_actors(self._ray, self._actors, [i.file for i in self.manifest.shard_infos], self.folder, call)
-
-    def locations(self) -> list[tuple[int, str]]:
-        """(process id, Ray node id) of each shard's actor."""
-        return self._call_all(lambda a: a.location.remote())
-
     def memory(self) -> list[tuple[int, int]]:
         """(bytes its graph holds, its process's resident memory) of each shard's actor."""
         return self._call_all(lambda a: a.memory.remote())
-
-    def pids(self) -> list[int]:
-        """The process id of each shard's actor (tests kill them)."""
-        return self._call_all(lambda a: a.pid.remote())
 
     def search(self, queries, k: int = 10, ef: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest rows of the whole set for every row of ``queries``: (global ids
@@ -317,12 +338,6 @@ class ShardedIndex:
         ref = self._ray.put(queries)
         parts = self._call_all(lambda a: a.search.remote(ref, int(k), ef))
         return merge(parts, int(k))
-
-    def shutdown(self) -> None:
-        """Stops the shard actors."""
-        for a in self._actors:
-            self._ray.kill(a, no_restart=True)
-        self._actors = []
 
 
 # --- Sharded identification -------------------------------------------------------------------
@@ -362,7 +377,7 @@ class _GalleryShard:
         return self.shard.candidates(means)
 
 
-class ShardedIdentifier:
+class ShardedIdentifier(_ShardActors):
     """Identification against a gallery split by :func:`shard_index`: one Ray actor per shard
     holds that shard's graph and embeddings; the driver (this object) embeds the probes with the
     run's model, fans their means out, merges each probe's nearest candidates over all shards,
@@ -378,40 +393,19 @@ class ShardedIdentifier:
         num_cpus: float = 0.5,
         device: str = "cpu",
     ):
-        import ray
-
         from . import _hedge
 
-        self._ray = ray
         self.folder = str(pathlib.Path(folder).resolve())
-        if not ray.is_initialized():
-            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
         #: ``shards.json``.
         self.manifest: dict = json.loads((pathlib.Path(self.folder) / MANIFEST).read_text()) if (
             pathlib.Path(self.folder) / MANIFEST
         ).is_file() else {}
         self._rules = _hedge.ShardRules(self.folder, None if run is None else str(run), device)
-        self._names = [s["name"] for s in self.manifest["shards"]]
-        actor = ray.remote(_GalleryShard).options(
-            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
-        )
-        self._actors = [actor.remote(self.folder, i) for i in range(len(self._names))]
-        # Every shard loads (and checks its SHA-256s) now: a damaged set fails here, by name.
-        self._call_all(lambda a: a.pid.remote())
+        names = [s["name"] for s in self.manifest["shards"]]
+        self._start(_GalleryShard, [(self.folder, i) for i in range(len(names))], names, max_restarts, num_cpus)
 
     def __len__(self) -> int:
         return int(self.manifest["items"])
-
-    def _call_all(self, call) -> list:
-        return _call_actors(self._ray, self._actors, self._names, self.folder, call)
-
-    def pids(self) -> list[int]:
-        """The process id of each shard's actor."""
-        return self._call_all(lambda a: a.pid.remote())
-
-    def locations(self) -> list[tuple[int, str]]:
-        """(process id, Ray node id) of each shard's actor."""
-        return self._call_all(lambda a: a.location.remote())
 
     def search(self, probes, labels=None, *, target_risk: Optional[float] = None):
         """Identifies ``probes`` (a folder or image ``.npz``; or image arrays with ``labels``):
@@ -430,12 +424,6 @@ class ShardedIdentifier:
         risk = None if target_risk is None else float(target_risk)
         rows, summary = self._rules.decide(embedded, answers, time.perf_counter() - start, risk)
         return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))
-
-    def shutdown(self) -> None:
-        """Stops the shard actors."""
-        for a in self._actors:
-            self._ray.kill(a, no_restart=True)
-        self._actors = []
 
 
 # --- Sharded ACS-FW ---------------------------------------------------------------------------
@@ -481,13 +469,7 @@ def write_pool_shards(projections, out: PathLike, shards: int, overwrite: bool =
             entries.append({"file": name, "first": lo, "rows": hi - lo, "sha256": _sha256(tmp / name)})
         manifest = {"format": POOL_FORMAT, "version": 1, "rows": len(x), "cols": int(x.shape[1]), "shards": entries}
         (tmp / POOL_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
+        _swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -519,6 +501,11 @@ class _PoolShard:
     def pid(self) -> int:
         return os.getpid()
 
+    def location(self) -> tuple[int, str]:
+        import ray
+
+        return os.getpid(), ray.get_runtime_context().get_node_id()
+
     def setup(self):
         return self.shard.setup()
 
@@ -529,16 +516,13 @@ class _PoolShard:
         return self.shard.best(residual, distinct)
 
 
-class ShardedPool:
+class ShardedPool(_ShardActors):
     """An ACS-FW pool split by :func:`write_pool_shards`, one Ray actor per shard. Per
     Frank--Wolfe step every actor reports its best vertex for the current residual and the driver
     (this object) takes the step: the batch of :func:`hedge.active.acs_fw` on the whole pool,
     picks, weights and objective to the bit."""
 
     def __init__(self, folder: PathLike, max_restarts: int = 3, num_cpus: float = 0.5):
-        import ray
-
-        self._ray = ray
         self.folder = str(pathlib.Path(folder).resolve())
         path = pathlib.Path(self.folder) / POOL_MANIFEST
         if not path.is_file():
@@ -546,23 +530,11 @@ class ShardedPool:
         self.manifest = json.loads(path.read_text())
         if self.manifest.get("format") != POOL_FORMAT:
             raise ValueError(f"'{path}' is not a pool shard manifest")
-        if not ray.is_initialized():
-            raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
-        actor = ray.remote(_PoolShard).options(
-            max_restarts=max_restarts, max_task_retries=max_restarts, num_cpus=num_cpus, scheduling_strategy="SPREAD"
-        )
-        self._names = [e["file"] for e in self.manifest["shards"]]
-        self._actors = [actor.remote(self.folder, e) for e in self.manifest["shards"]]
-        self._call_all(lambda a: a.pid.remote())
+        entries = self.manifest["shards"]
+        self._start(_PoolShard, [(self.folder, e) for e in entries], [e["file"] for e in entries], max_restarts, num_cpus)
 
     def __len__(self) -> int:
         return int(self.manifest["rows"])
-
-    def _call_all(self, call) -> list:
-        return _call_actors(self._ray, self._actors, self._names, self.folder, call)
-
-    def pids(self) -> list[int]:
-        return self._call_all(lambda a: a.pid.remote())
 
     def acs_fw(self, batch_size: int, distinct: bool = True):
         """ACS-FW with ``batch_size`` Frank--Wolfe iterations: a :class:`hedge.active.Batch`."""
@@ -581,8 +553,3 @@ class ShardedPool:
             picks.append(int(picked))
         indices, weights, objective, steps = driver.finish()
         return Batch(np.asarray(indices, dtype=np.int64), weights, objective, np.asarray(steps, dtype=np.int64))
-
-    def shutdown(self) -> None:
-        for a in self._actors:
-            self._ray.kill(a, no_restart=True)
-        self._actors = []

@@ -1027,16 +1027,25 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
+    }
+    swap_into_place(&tmp, out, overwrite)
+}
+
+/// Renames the finished folder `tmp` to `out`; with `replace`, an `out` already there (checked
+/// replaceable by the caller) is moved aside first and deleted only once the new folder is in
+/// place (without it, a folder that appeared meanwhile makes the rename fail).
+pub(crate) fn swap_into_place(tmp: &Path, out: &Path, replace: bool) -> Result<()> {
+    if replace && out.exists() {
         let old = out.with_file_name(format!(
             ".old-{}-{}",
             std::process::id(),
             out.file_name().unwrap_or_default().to_string_lossy()
         ));
         std::fs::rename(out, &old).map_err(|e| EmbedError::io(out, e))?;
-        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
+        std::fs::rename(tmp, out).map_err(|e| EmbedError::io(out, e))?;
         let _ = std::fs::remove_dir_all(&old);
     } else {
-        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
+        std::fs::rename(tmp, out).map_err(|e| EmbedError::io(out, e))?;
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use crate::distribution::Embedding;
-use crate::identification::{write_index, Gallery, IndexFiles, GALLERY_FILE, INDEX_FILE};
+use crate::identification::{swap_into_place, write_index, Gallery, IndexFiles, GALLERY_FILE, INDEX_FILE};
 use crate::{EmbedError, Result};
 use hedge_run::rundir::sha256_file;
 
@@ -173,18 +173,7 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
             return Err(e);
         }
     };
-    if out.exists() {
-        let old = out.with_file_name(format!(
-            ".old-{}-{}",
-            std::process::id(),
-            out.file_name().unwrap_or_default().to_string_lossy()
-        ));
-        std::fs::rename(out, &old).map_err(|e| EmbedError::io(out, e))?;
-        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
-        let _ = std::fs::remove_dir_all(&old);
-    } else {
-        std::fs::rename(&tmp, out).map_err(|e| EmbedError::io(out, e))?;
-    }
+    swap_into_place(&tmp, out, overwrite)?;
     Ok(set)
 }
 
