@@ -41,7 +41,9 @@ __all__ = [
     "ShardedIndex",
     "ShardedPool",
     "load_shard",
+    "local_top_b",
     "merge",
+    "merge_top_b",
     "read_manifest",
     "shard_index",
     "write_pool_shards",
@@ -553,3 +555,32 @@ class ShardedPool(_ShardActors):
             picks.append(int(picked))
         indices, weights, objective, steps = driver.finish()
         return Batch(np.asarray(indices, dtype=np.int64), weights, objective, np.asarray(steps, dtype=np.int64))
+
+
+# --- Sharded top-b (BALD, MaxEnt, any per-point score) ----------------------------------------
+
+
+def local_top_b(scores, first: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """A shard's part of a global top-b: its ``b`` best points as (global indices, scores),
+    where ``scores`` are the shard's per-point scores (``hedge.active.bald`` or ``max_entropy``
+    of its rows, which depend on no other point) and ``first`` its first row in the pool."""
+    from .active import top_b
+
+    s = np.ascontiguousarray(np.asarray(scores, dtype=np.float64))
+    keep = top_b(s, min(int(b), len(s)))
+    return keep + int(first), s[keep]
+
+
+def merge_top_b(parts: list[tuple[np.ndarray, np.ndarray]], b: int) -> np.ndarray:
+    """The pool's ``b`` best points from every shard's :func:`local_top_b`, ascending, ties to
+    the lower index: ``hedge.active.top_b`` over the whole pool's scores."""
+    from .active import _batch_size
+
+    b = _batch_size(b)
+    index = np.concatenate([np.asarray(p[0], dtype=np.int64) for p in parts])
+    score = np.concatenate([np.asarray(p[1], dtype=np.float64) for p in parts])
+    # A NaN score has no place in an order of informativeness: refuse it rather than guess.
+    if np.isnan(score).any():
+        raise ValueError("a shard's scores hold NaN; score the pool again")
+    order = np.lexsort((index, -score))[:b]
+    return np.sort(index[order])

@@ -131,3 +131,26 @@ def test_pool_shards_run_acs_fw_as_the_whole_pool_does(tmp_path):
     (tmp_path / "pool" / "pool-00001.npy").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="pool-00001.npy.*SHA-256"):
         hedge.scale._PoolShard(str(tmp_path / "pool"), manifest["shards"][1])
+
+
+def test_sharded_bald_and_maxent_top_b_equal_the_whole_pools():
+    """Map (each shard scores its rows and keeps its b best), then the global top-b: the same
+    points as hedge.active.top_b over the whole pool, ties (repeated rows) to the lower index."""
+    from hedge import active
+
+    rng = np.random.default_rng(6)
+    logits = rng.standard_normal((8, 3000, 5))
+    logits[:, 1500] = logits[:, 20]  # an exact tie across shards
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    bounds = [0, 1000, 2000, 3000]
+    for score, b in ((lambda p: active.bald(p), 40), (lambda p: active.max_entropy(p.mean(0)), 25)):
+        want = active.top_b(score(probs), b)
+        parts = [hedge.scale.local_top_b(score(probs[:, lo:hi]), lo, b) for lo, hi in zip(bounds, bounds[1:])]
+        np.testing.assert_array_equal(hedge.scale.merge_top_b(parts, b), want)
+    # The tie: the lower index wins, as over the whole pool.
+    s = np.zeros(10)
+    s[[2, 7]] = 1.0
+    parts = [hedge.scale.local_top_b(s[:5], 0, 1), hedge.scale.local_top_b(s[5:], 5, 1)]
+    assert hedge.scale.merge_top_b(parts, 1).tolist() == [2] == active.top_b(s, 1).tolist()
+    with pytest.raises(ValueError, match="NaN"):
+        hedge.scale.merge_top_b([(np.array([0]), np.array([np.nan]))], 1)
