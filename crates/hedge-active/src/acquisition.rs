@@ -186,6 +186,119 @@ pub fn lcmd(labelled: MatRef<'_, f64>, pool: MatRef<'_, f64>, b: usize) -> Resul
     Ok(picked)
 }
 
+/// One shard of an LCMD pool (rows `first ..` of the pool's features), for a pool split across
+/// machines: it keeps each of its points' nearest centre, and per step reports what the driver
+/// ([`lcmd_sharded`]) needs: every cluster's mass over its unpicked points, then its farthest
+/// unpicked point in the cluster the driver chose.
+#[derive(Debug, Clone)]
+pub struct LcmdShard {
+    first: usize,
+    cols: usize,
+    points: Vec<f64>,
+    /// (squared distance, centre) of each point.
+    nearest: Vec<(f64, usize)>,
+    picked: Vec<bool>,
+}
+
+fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
+}
+
+impl LcmdShard {
+    /// Rows `first ..` of the pool (`cols` features each, row-major), with the labelled rows
+    /// (`labelled`, row-major) as the first centres.
+    pub fn new(first: usize, cols: usize, points: Vec<f64>, labelled: &[f64]) -> Result<Self> {
+        if cols == 0 || points.is_empty() || points.len() % cols != 0 || labelled.len() % cols != 0 {
+            return Err(invalid("pool", points.len(), format!("give whole rows of {cols} features")));
+        }
+        if labelled.is_empty() {
+            return Err(invalid("labelled", 0, "LCMD starts its clusters at the labelled points: label at least one"));
+        }
+        let m = points.len() / cols;
+        let mut shard = LcmdShard { first, cols, points, nearest: vec![(f64::INFINITY, 0); m], picked: vec![false; m] };
+        for (c, centre) in labelled.chunks_exact(cols).enumerate() {
+            shard.add_centre(c, centre);
+        }
+        Ok(shard)
+    }
+
+    /// Each cluster's mass (sum of squared distances) over this shard's unpicked points, `None`
+    /// where it has none; `clusters` centres exist so far.
+    pub fn masses(&self, clusters: usize) -> Vec<Option<f64>> {
+        let mut mass: Vec<Option<f64>> = vec![None; clusters];
+        for (i, &(d, c)) in self.nearest.iter().enumerate() {
+            if !self.picked[i] {
+                *mass[c].get_or_insert(0.0) += d;
+            }
+        }
+        mass
+    }
+
+    /// (squared distance, pool row, its features) of the unpicked point of `cluster` farthest
+    /// from its centre, ties to the lowest row.
+    pub fn farthest(&self, cluster: usize) -> Option<(f64, usize, Vec<f64>)> {
+        (0..self.nearest.len())
+            .filter(|&i| self.nearest[i].1 == cluster && !self.picked[i])
+            .max_by(|&i, &j| self.nearest[i].0.total_cmp(&self.nearest[j].0).then(j.cmp(&i)))
+            .map(|i| (self.nearest[i].0, self.first + i, self.points[i * self.cols..(i + 1) * self.cols].to_vec()))
+    }
+
+    /// A new centre `id` at `features` (a pick, of any shard); marks it picked here if it is ours.
+    pub fn add_centre(&mut self, id: usize, features: &[f64]) {
+        for (best, point) in self.nearest.iter_mut().zip(self.points.chunks_exact(self.cols)) {
+            let d = squared_distance(point, features);
+            if d < best.0 {
+                *best = (d, id);
+            }
+        }
+    }
+
+    /// Marks pool row `index` picked when it is one of this shard's.
+    pub fn mark_picked(&mut self, index: usize) {
+        if let Some(p) = index.checked_sub(self.first).and_then(|i| self.picked.get_mut(i)) {
+            *p = true;
+        }
+    }
+}
+
+/// LCMD over a pool split into [`LcmdShard`]s (`labelled` centres to start, as in every shard):
+/// per step the cluster whose mass summed over the shards is the highest, then its farthest
+/// unpicked point over the shards (ties to the lowest row). The same rule as [`lcmd`]; a
+/// cluster's mass is summed shard by shard, so on exact ties of mass the two may differ.
+pub fn lcmd_sharded(shards: &mut [LcmdShard], labelled: usize, b: usize) -> Vec<usize> {
+    let m: usize = shards.iter().map(|s| s.nearest.len()).sum();
+    let mut picked = Vec::with_capacity(b.min(m));
+    while picked.len() < b.min(m) {
+        let clusters = labelled + picked.len();
+        let mut mass: Vec<Option<f64>> = vec![None; clusters];
+        for part in shards.iter().map(|s| s.masses(clusters)) {
+            for (total, p) in mass.iter_mut().zip(part) {
+                if let Some(p) = p {
+                    *total.get_or_insert(0.0) += p;
+                }
+            }
+        }
+        let Some(heaviest) = (0..clusters)
+            .filter_map(|c| Some((c, mass[c]?)))
+            .max_by(|a, c| a.1.total_cmp(&c.1).then(c.0.cmp(&a.0)))
+            .map(|(c, _)| c)
+        else {
+            break;
+        };
+        let Some((_, pick, features)) =
+            shards.iter().filter_map(|s| s.farthest(heaviest)).max_by(|a, c| a.0.total_cmp(&c.0).then(c.1.cmp(&a.1)))
+        else {
+            break;
+        };
+        for s in shards.iter_mut() {
+            s.add_centre(clusters, &features);
+            s.mark_picked(pick);
+        }
+        picked.push(pick);
+    }
+    picked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +352,25 @@ mod tests {
     /// near one on the y axis. Step 1: one cluster, its farthest point (10.5, 0). Step 2: the
     /// origin's cluster keeps (0, 1) and (0, 1.2) (mass 1 + 1.44 = 2.44) against (10, 0) and
     /// (9.5, 0) around (10.5, 0) (0.25 + 1 = 1.25): its farthest point, (0, 1.2).
+    #[test]
+    fn sharded_lcmd_picks_what_lcmd_picks() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let (m, n, k) = (900, 5, 4);
+        let pool = Mat::from_fn(m, k, |_, _| rng.random::<f64>());
+        let labelled = Mat::from_fn(n, k, |_, _| rng.random::<f64>());
+        let rows = |x: &Mat<f64>| -> Vec<f64> {
+            (0..x.nrows()).flat_map(|i| (0..k).map(move |j| (i, j))).map(|(i, j)| x[(i, j)]).collect()
+        };
+        let (points, centres) = (rows(&pool), rows(&labelled));
+        let want = lcmd(labelled.as_ref(), pool.as_ref(), 40).unwrap();
+        let mut shards: Vec<LcmdShard> = [0, 300, 650, m]
+            .windows(2)
+            .map(|w| LcmdShard::new(w[0], k, points[w[0] * k..w[1] * k].to_vec(), &centres).unwrap())
+            .collect();
+        assert_eq!(lcmd_sharded(&mut shards, n, 40), want);
+    }
+
     #[test]
     fn lcmd_picks_the_farthest_point_of_the_heaviest_cluster() {
         let labelled = Mat::from_fn(1, 2, |_, _| 0.0);
