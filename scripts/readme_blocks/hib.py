@@ -323,18 +323,24 @@ BLOCKS.update({"experiments-4k": experiments_4k_block, "grouped-vs-paper": group
                "grouped-curves": grouped_curves_block})
 
 
+def curve_rows(files):
+    """`| step | a / b / c / d | ... |` rows, one column per curve file (`hib curve`'s JSON), over
+    the union of their steps (a column is empty where its run kept no copy)."""
+    columns = []
+    for path in files:
+        with open(path) as f:
+            columns.append({r["step"]: r for r in json.load(f)})
+    steps = sorted(set().union(*columns))
+    return [f"| {s:,} | " + " | ".join(" / ".join(cells4(c[s], dot=True)) if s in c else "" for c in columns) + " |"
+            for s in steps]
+
+
 def split_curves_block():
     """results/hib/open-set/n2-d2-split/: point and MoG-1 per kept checkpoint on both open-set test
     splits (runs/<model>/curve_test_seen.json, runs/<model>/curve.json = test_unseen)."""
     base = os.path.join(HIB, "open-set", "n2-d2-split", "runs")
-    columns = []
-    for model in ("point", "mog1"):
-        for name in ("curve_test_seen.json", "curve.json"):
-            with open(os.path.join(base, model, name)) as f:
-                columns.append({r["step"]: r for r in json.load(f)})
-    steps = sorted(set().union(*columns))
-    rows = [f"| {s:,} | " + " | ".join(" / ".join(cells4(c[s], dot=True)) if s in c else "" for c in columns) + " |"
-            for s in steps]
+    rows = curve_rows([os.path.join(base, model, name) for model in ("point", "mog1")
+                       for name in ("curve_test_seen.json", "curve.json")])
     paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
     rows.append("| paper | " + " / ".join(cells4(paper["point"], dot=True)) + " | | "
                 + " / ".join(cells4(paper["mog1"], dot=True)) + " | |")
@@ -499,20 +505,15 @@ def paper_schedule_gpu_block():
     with the paper's schedule (128 independent pairs, Adam 1e-3 constant) on a GPU, every kept
     checkpoint on the test split (<run>/curve.json), the paper's Table 1 beside."""
     base = os.path.join(HIB, "paper-schedule-gpu")
-    columns = []
-    for run in ("point-seed0", "gaussian-seed0"):
-        with open(os.path.join(base, run, "curve.json")) as f:
-            columns.append({r["step"]: r for r in json.load(f)})
-    steps = sorted(set().union(*columns))
-    rows = [f"| {s:,} | " + " | ".join(" / ".join(cells4(c[s], dot=True)) if s in c else "" for c in columns) + " |"
-            for s in steps]
+    rows = curve_rows([os.path.join(base, run, "curve.json") for run in ("point-seed0", "gaussian-seed0")])
     paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
     rows.append("| paper, 500,000 | " + " / ".join(cells4(paper["point"], dot=True)) + " | "
                 + " / ".join(cells4(paper["mog1"], dot=True)) + " |")
     trained = []
     for run, name in (("point-seed0", "point"), ("gaussian-seed0", "MoG-1")):
         state = load(os.path.join(base, run, "state.json"))
-        trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training")
+        trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training "
+                       f"({state['step'] / state['seconds']:.0f} steps/s)")
     return "\n".join(["| step | point: AP clean / corrupt / KNN clean / corrupt | MoG-1: the same |", "|---|---|---|"]
                      + rows + ["", "Trained so far (state.json): " + "; ".join(trained) + "."])
 
