@@ -26,7 +26,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
-want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest matplotlib safetensors ray==2.60.0 maturin>=1.7,<2"
+want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2"
 stamp="$venv/.hedge-installed"
 if [ ! -x "$venv/bin/python" ]; then
   if ! "$python" -m venv "$venv"; then
@@ -38,8 +38,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch's Linux wheels are CUDA builds: `import torch` needs their nvidia libraries (a few GB,
   # downloaded once; pip's cache keeps them).
   echo "setup-python: installing $want into $venv" >&2
-  # shellcheck disable=SC2086  # the list is word-split on purpose
+  # shellcheck disable=SC2086  # the list is word-split on purpose (and not globbed: ray[data])
+  set -f
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want
+  set +f
   echo "$want" > "$stamp"
 fi
 [ "$mode" = --env-only ] && exit 0

@@ -34,18 +34,21 @@ import numpy as np
 from .ann import HnswIndex, _points
 
 __all__ = [
+    "GalleryEmbedder",
     "ShardInfo",
     "ShardManifest",
     "ShardUnavailable",
     "ShardedIdentifier",
     "ShardedIndex",
     "ShardedPool",
+    "embed_to_shards",
     "load_shard",
     "local_top_b",
     "merge",
     "merge_top_b",
     "read_manifest",
     "shard_index",
+    "write_gallery_shard",
     "write_pool_shards",
     "write_shards",
 ]
@@ -409,6 +412,19 @@ class ShardedIdentifier(_ShardActors):
     def __len__(self) -> int:
         return int(self.manifest["items"])
 
+    def validation_curve(self, probes, labels=None) -> tuple[list, list]:
+        """For labelled ``probes`` (a folder or image ``.npz``; or image arrays with ``labels``):
+        each probe's uncertainty (the set's score, eta or margin) and whether its top identity
+        is its label -- the curve an abstention rule is chosen on."""
+        import tempfile
+
+        from .hib import _image_source
+
+        with tempfile.TemporaryDirectory(prefix="hedge-validation-") as tmp:
+            embedded = self._rules.embed(_image_source(probes, labels, pathlib.Path(tmp), "probes"))
+        ref = self._ray.put(embedded.means)
+        return self._rules.validate(embedded, self._call_all(lambda a: a.candidates.remote(ref)))
+
     def search(self, probes, labels=None, *, target_risk: Optional[float] = None):
         """Identifies ``probes`` (a folder or image ``.npz``; or image arrays with ``labels``):
         ``(list of ProbeResult, SearchSummary)`` as :meth:`hedge.hib.Index.search` gives. The
@@ -426,6 +442,227 @@ class ShardedIdentifier(_ShardActors):
         risk = None if target_risk is None else float(target_risk)
         rows, summary = self._rules.decide(embedded, answers, time.perf_counter() - start, risk)
         return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))
+
+
+# --- Embedding a large image set with Ray Data -----------------------------------------------
+
+
+def _images_chw(images, shape: tuple, column: str = "image") -> np.ndarray:
+    """A batch of images as ``[B, C, H, W]`` for a model that takes ``shape`` = (C, H, W): given
+    as ``[B, C, H, W]``, ``[B, H, W, C]`` (Ray's ``read_images``) or ``[B, H, W]`` (one channel)."""
+    x = np.stack(list(images)) if getattr(images, "dtype", None) == object or isinstance(images, list) else np.asarray(images)
+    c, h, w = shape
+    if x.shape[1:] == (c, h, w):
+        return x
+    if x.shape[1:] == (h, w, c):
+        return np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    if c == 1 and x.shape[1:] == (h, w):
+        return x[:, None]
+    raise ValueError(
+        f"column '{column}' holds images of shape {x.shape[1:]}; the run's model takes {c} x {h} x {w} "
+        f"(give [C, H, W], [H, W, C] or, for one channel, [H, W]; resize the images first)"
+    )
+
+
+class GalleryEmbedder:
+    """Ray Data's ``map_batches`` worker that embeds images with a trained run, loaded once per
+    worker: a batch with ``image`` and ``label`` (or ``path``, as ``ray.data.read_images(...,
+    include_paths=True)`` gives: the identity is the image's folder name) becomes ``mean``,
+    ``variance`` (not for a point model), ``eta``, ``label`` and ``name`` (given, or
+    ``<folder>/<file>`` for a path; rows without either are named by position when written).
+
+    A batch's eta draws its samples from ``seed`` (as :meth:`hedge.hib.Run.embed` does), so a
+    gallery item's stored eta depends on its batch; decisions use the probes' eta, never the
+    gallery's, so the answers do not."""
+
+    def __init__(self, run: PathLike, samples: int = 8, seed: int = 0, device: str = "cpu"):
+        from .hib import Run
+
+        self.run = Run(run)
+        self.samples, self.seed, self.device = int(samples), int(seed), device
+
+    def __call__(self, batch: dict) -> dict:
+        if "image" not in batch or not ({"label", "path"} & set(batch)):
+            raise ValueError(
+                f"a gallery batch has columns {sorted(batch)}; it needs 'image' and 'label' (or 'path', whose "
+                f"folder name is the identity)"
+            )
+        images = _images_chw(batch["image"], self.run.input_shape)
+        e = self.run.embed(images, samples=self.samples, seed=self.seed, batch=500, device=self.device)
+        out = {"mean": e.mean.numpy(), "eta": e.eta.numpy()}
+        if e.variance is not None:
+            out["variance"] = e.variance.numpy()
+        if "label" in batch:
+            out["label"] = np.asarray(batch["label"])
+            if "name" in batch:
+                out["name"] = np.asarray(batch["name"]).astype(str)
+        else:
+            paths = [pathlib.PurePath(str(p)) for p in batch["path"]]
+            out["label"] = np.array([p.parent.name for p in paths])
+            out["name"] = np.array([f"{p.parent.name}/{p.name}" for p in paths])
+        return out
+
+
+def _class_names(labels) -> list:
+    """The identities in hedge's order: integer labels numerically (an image .npz's), names
+    alphabetically (an image folder's)."""
+    values = list(labels)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values):
+        return [str(v) for v in sorted(int(v) for v in values)]
+    if all(isinstance(v, (str, np.str_)) for v in values):
+        return sorted(str(v) for v in values)
+    raise ValueError("the 'label' column mixes integers and names (or holds something else); give one kind")
+
+
+def write_gallery_shard(template: str, batches, first_item: int, out: PathLike) -> int:
+    """Writes the shard folder ``out`` from embedded batches (:class:`GalleryEmbedder`'s output,
+    in gallery order, the shard's first row being gallery item ``first_item``) under the set's
+    ``template`` (JSON from ``hedge._hedge.hib_index_template``); returns the items written.
+    Rows without a ``name`` are named ``#<gallery position>``, as an image ``.npz``'s are."""
+    import torch
+
+    from . import _hedge
+
+    columns: dict = {}
+    for b in batches:
+        for k, v in b.items():
+            columns.setdefault(k, []).append(np.asarray(v))
+    if "mean" not in columns:
+        raise ValueError(f"shard {out} received no embedded rows; give every shard at least one item")
+    cat = {k: np.concatenate(v) for k, v in columns.items()}
+    n = len(cat["mean"])
+    index = {name: i for i, name in enumerate(json.loads(template)["class_names"])}
+    unknown = sorted({str(v) for v in cat["label"]} - index.keys())
+    if unknown:
+        raise ValueError(f"shard {out}: identity '{unknown[0]}' is not among the set's {len(index)} identities")
+    labels = np.array([index[str(v)] for v in cat["label"]], dtype=np.int64)
+    names = [str(v) for v in cat["name"]] if "name" in cat else [f"#{first_item + i}" for i in range(n)]
+    variance = torch.from_numpy(np.ascontiguousarray(cat["variance"], np.float32)) if "variance" in cat else None
+    _hedge.hib_write_embedded_shard(
+        template,
+        torch.from_numpy(np.ascontiguousarray(cat["mean"], np.float32)),
+        variance,
+        torch.from_numpy(np.ascontiguousarray(cat["eta"], np.float32)),
+        labels,
+        names,
+        str(out),
+    )
+    return n
+
+
+def _write_part(template: str, part, first_item: int, out: str) -> int:
+    """A Ray task: one shard from its part of the embedded dataset."""
+    return write_gallery_shard(template, part.iter_batches(batch_size=4096, batch_format="numpy"), first_item, out)
+
+
+def embed_to_shards(
+    run: PathLike,
+    dataset,
+    out: PathLike,
+    *,
+    shards: int,
+    validation,
+    validation_labels=None,
+    target_risk: float = 0.05,
+    abstain_by: str = "eta",
+    candidates: int = 100,
+    top_k: int = 5,
+    max_connections: int = 16,
+    ef_construction: int = 200,
+    ef_search: int = 200,
+    batch_size: int = 500,
+    concurrency: int = 1,
+    num_cpus: float = 1.0,
+    source: str = "ray.data.Dataset",
+    overwrite: bool = False,
+) -> dict:
+    """Embeds the images of a Ray ``dataset`` with the run's model (``map_batches`` with
+    :class:`GalleryEmbedder`, ``concurrency`` workers of ``num_cpus`` each, the run loaded once
+    per worker) and writes them as the shard set ``out`` that :class:`ShardedIdentifier`
+    searches: ``shards`` contiguous shards in the dataset's order, each built by a Ray task (its
+    graph over its items' means), then the abstention rule for ``target_risk`` chosen once on the
+    labelled ``validation`` probes (a folder or image ``.npz``, or arrays with
+    ``validation_labels``) searched against all shards, and written into every shard. The
+    answers are those of :meth:`hedge.hib.Index.build` on the same images, split by
+    :func:`shard_index`. ``out`` must be a folder every node sees; it is written beside itself
+    and renamed. Returns ``shards.json``.
+
+    Every column but ``image`` and ``label`` / ``path`` / ``name`` is ignored. Validation probes
+    are required: leave-one-out over a gallery of this size is not what one wants."""
+    import tempfile
+
+    import ray
+
+    from . import _hedge
+    from .hib import _image_source
+
+    if not ray.is_initialized():
+        raise RuntimeError("Ray is not running in this process: call ray.init() (or ray.init(address=...)) first")
+    if not isinstance(shards, (int, np.integer)) or isinstance(shards, bool) or shards < 1:
+        raise ValueError(f"`shards` must be a whole number of at least 1; got {shards!r}")
+    names = set(dataset.schema().names)
+    if "image" not in names or not ({"label", "path"} & names):
+        raise ValueError(
+            f"the dataset has columns {sorted(names)}; it needs 'image' and 'label' (or 'path', as "
+            f"ray.data.read_images(..., include_paths=True) gives, whose folder names are the identities)"
+        )
+    out = pathlib.Path(out)
+    _hedge.hib_check_shard_set_out(str(out), bool(overwrite))
+    run = str(pathlib.Path(run).resolve())
+    # The settings are checked before any image is read.
+    probe_template = json.loads(_hedge.hib_index_template(
+        run, [], source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
+        int(ef_construction), int(ef_search)))
+    search = probe_template["search"]
+    context = ray.data.DataContext.get_current()
+    kept_order = context.execution_options.preserve_order
+    context.execution_options.preserve_order = True
+    try:
+        embedded = dataset.map_batches(
+            GalleryEmbedder,
+            fn_constructor_kwargs={"run": run, "samples": search["eta_samples"], "seed": search["seed"]},
+            batch_size=int(batch_size),
+            concurrency=int(concurrency),
+            num_cpus=float(num_cpus),
+            batch_format="numpy",
+        ).materialize()
+    finally:
+        context.execution_options.preserve_order = kept_order
+    n = embedded.count()
+    if not 1 <= shards <= n:
+        raise ValueError(f"`shards` must be from 1 to the number of images ({n}); got {shards}")
+    class_names = _class_names(embedded.unique("label"))
+    template = _hedge.hib_index_template(
+        run, class_names, source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
+        int(ef_construction), int(ef_search))
+    bounds = [s * n // shards for s in range(shards + 1)]
+    parts = embedded.split_at_indices(bounds[1:-1]) if shards > 1 else [embedded]
+    tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir(parents=False)
+    try:
+        write = ray.remote(num_cpus=1)(_write_part)
+        entries = [(f"shard-{s:05d}", bounds[s + 1] - bounds[s]) for s in range(shards)]
+        written = ray.get([write.remote(template, part, bounds[s], str(tmp / name))
+                           for s, (part, (name, _)) in enumerate(zip(parts, entries))])
+        if written != [items for _, items in entries]:
+            raise RuntimeError(f"the shards received {written} items, not {[i for _, i in entries]}")
+        _hedge.hib_seal_shard_set(str(tmp), source, entries, None)
+        identifier = ShardedIdentifier(tmp, run=run)
+        try:
+            with tempfile.TemporaryDirectory(prefix="hedge-validation-") as scratch:
+                probes = _image_source(validation, validation_labels, pathlib.Path(scratch), "validation")
+                uncertainty, correct = identifier.validation_curve(probes)
+        finally:
+            identifier.shutdown()
+        described = f"labelled probes {validation}" if validation_labels is None else "labelled probes (arrays)"
+        sealed = _hedge.hib_seal_shard_set(str(tmp), source, entries, (described, uncertainty, correct))
+        # Checked again: the folder may have changed while the set was built.
+        _hedge.hib_check_shard_set_out(str(out), bool(overwrite))
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return json.loads(sealed)
 
 
 # --- Sharded ACS-FW ---------------------------------------------------------------------------

@@ -246,6 +246,33 @@ impl HibRun {
     }
 }
 
+/// An index's graph and search settings and its uncertainty score, checked as
+/// `hedge hib index` checks its flags (`run` gives the embedding's dimension).
+pub(crate) fn index_settings(
+    run: &std::path::Path,
+    abstain_by: &str,
+    candidates: usize,
+    top_k: usize,
+    max_connections: usize,
+    ef_construction: usize,
+    ef_search: usize,
+) -> PyResult<(AnnConfig, SearchOptions, UncertaintyScore)> {
+    let ann = AnnConfig::default()
+        .with_max_connections(max_connections)
+        .with_ef_construction(ef_construction)
+        .with_ef_search(ef_search);
+    ann.check().map_err(value_error)?;
+    let dim = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib.dim;
+    let search = SearchOptions::for_dim(dim).with_candidates(candidates).with_top_k(top_k);
+    search.check().map_err(value_error)?;
+    let score = match abstain_by {
+        "eta" => UncertaintyScore::Eta,
+        "margin" => UncertaintyScore::Margin,
+        other => return Err(PyValueError::new_err(format!("abstain_by {other:?}: use \"eta\" or \"margin\""))),
+    };
+    Ok((ann, search, score))
+}
+
 /// Builds an identification index of the gallery (folder or `.npz`) with the run's model: the
 /// ANN graph over the means and the abstention threshold for `target_risk` chosen on the
 /// validation probes (or leave-one-out). Returns the manifest as JSON.
@@ -268,24 +295,13 @@ pub fn hib_build_index(
     device_name: &str,
 ) -> PyResult<String> {
     let device = device(device_name)?;
-    let ann = AnnConfig::default()
-        .with_max_connections(max_connections)
-        .with_ef_construction(ef_construction)
-        .with_ef_search(ef_search);
-    ann.check().map_err(value_error)?;
     for (input, flag) in [(Some(&gallery), "gallery"), (validation.as_ref(), "validation")] {
         if let Some(input) = input {
             hedge_run::check_out_not_inside(&out, input, flag).map_err(value_error)?;
         }
     }
-    let dim = RunDir::open(&run).and_then(|r| r.read_config()).map_err(value_error)?.hib.dim;
-    let search = SearchOptions::for_dim(dim).with_candidates(candidates).with_top_k(top_k);
-    search.check().map_err(value_error)?;
-    let score = match abstain_by {
-        "eta" => UncertaintyScore::Eta,
-        "margin" => UncertaintyScore::Margin,
-        other => return Err(PyValueError::new_err(format!("abstain_by {other:?}: use \"eta\" or \"margin\""))),
-    };
+    let (ann, search, score) =
+        index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
     let gallery = ImageSet::read(&gallery).map_err(value_error)?;
     let validation = validation.as_deref().map(ImageSet::read).transpose().map_err(value_error)?;
     let request = IndexRequest { ann, search, validation, target_risk, score };

@@ -50,6 +50,10 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shards::ShardRules>()?;
     m.add_class::<shards::EmbeddedProbes>()?;
     m.add_function(wrap_pyfunction!(shards::hib_shard_index, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::hib_index_template, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::hib_write_embedded_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::hib_seal_shard_set, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::hib_check_shard_set_out, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;

@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use hedge_data::ImageSet;
-use hedge_embed::identification::{summarise, Gallery, RecallSkipped, Rules};
-use hedge_embed::shards::{merge_candidates, shard_index, ShardCandidates, ShardSet};
+use hedge_embed::identification::{summarise, Gallery, IndexManifest, RecallSkipped, Rules};
+use hedge_embed::shards::{
+    check_shard_set_out, merge_candidates, seal_shard_set, shard_index, write_embedded_shard, ShardCandidates, ShardSet,
+};
 use hedge_embed::{EmbeddedSet, Embedding};
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use crate::hib_run::device;
+use crate::hib_run::{device, index_settings};
 use crate::tensor::{optional_tensor, tensor, to_python};
 use crate::value_error;
 
@@ -48,6 +50,88 @@ pub fn hib_shard_index(
     overwrite: bool,
 ) -> PyResult<String> {
     let set = py.detach(|| shard_index(&index, &out, shards, overwrite)).map_err(value_error)?;
+    Ok(serde_json::to_string(&set).expect("a shard set serialises"))
+}
+
+/// The description every shard of a set written from embeddings shares (`hedge_embed::shards`'s
+/// `write_embedded_shard`): the run, its weights' SHA-256, the gallery's identities and source,
+/// the graph and search settings, as JSON.
+#[pyfunction]
+#[pyo3(signature = (run, class_names, source, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200))]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_index_template(
+    run: PathBuf,
+    class_names: Vec<String>,
+    source: PathBuf,
+    target_risk: f64,
+    abstain_by: &str,
+    candidates: usize,
+    top_k: usize,
+    max_connections: usize,
+    ef_construction: usize,
+    ef_search: usize,
+) -> PyResult<String> {
+    let (ann, search, score) =
+        index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
+    let mut template = IndexManifest::for_run(&run, ann, search, score, target_risk).map_err(value_error)?;
+    template.class_names = class_names;
+    template.gallery_source = source;
+    Ok(serde_json::to_string(&template).expect("a manifest serialises"))
+}
+
+/// Writes one shard folder `out` from an embedded part of the gallery (`mean`, `variance`:
+/// float32 tensors `[N, C, D]`, variance None for a point model; `eta` `[N]`; `labels` int64
+/// indices into the template's identities; `names` N item names) under the template JSON of
+/// [`hib_index_template`].
+#[pyfunction]
+#[pyo3(signature = (template, mean, variance, eta, labels, names, out))]
+pub fn hib_write_embedded_shard(
+    template: &str,
+    mean: &Bound<'_, PyAny>,
+    variance: Option<&Bound<'_, PyAny>>,
+    eta: &Bound<'_, PyAny>,
+    labels: PyReadonlyArray1<'_, i64>,
+    names: Vec<String>,
+    out: PathBuf,
+) -> PyResult<()> {
+    let template: IndexManifest =
+        serde_json::from_str(template).map_err(|e| value_error(format!("`template` is not an index template: {e}")))?;
+    let labels = labels
+        .as_slice()
+        .map_err(|_| value_error("`labels` must be C-contiguous"))?
+        .iter()
+        .map(|&l| u32::try_from(l).map_err(|_| value_error(format!("`labels` holds {l}; labels index class_names"))))
+        .collect::<PyResult<Vec<u32>>>()?;
+    let embedding = Embedding { mean: tensor(mean, "mean")?, variance: optional_tensor(variance, "variance")? };
+    let eta = tensor(eta, "eta")?;
+    write_embedded_shard(&template, embedding, &eta, labels, names, &out).map_err(value_error)
+}
+
+/// Refuses `out` for a new shard set when it exists, unless `overwrite` and it is a folder hedge
+/// made that holds only a shard set.
+#[pyfunction]
+pub fn hib_check_shard_set_out(out: PathBuf, overwrite: bool) -> PyResult<()> {
+    check_shard_set_out(&out, overwrite).map_err(value_error)
+}
+
+/// Finishes the shard set in `folder` (`shards`: (folder name, items) in item order); with
+/// `validation` = (where the probes came from, uncertainties, correct flags), the abstention
+/// rule is chosen on that curve and written into every shard. Returns shards.json.
+#[pyfunction]
+#[pyo3(signature = (folder, source, shards, validation = None))]
+pub fn hib_seal_shard_set(
+    py: Python<'_>,
+    folder: PathBuf,
+    source: PathBuf,
+    shards: Vec<(String, usize)>,
+    validation: Option<(String, Vec<f64>, Vec<bool>)>,
+) -> PyResult<String> {
+    let set = py
+        .detach(|| {
+            let curve = validation.as_ref().map(|(s, u, c)| (s.clone(), u.as_slice(), c.as_slice()));
+            seal_shard_set(&folder, source, &shards, curve)
+        })
+        .map_err(value_error)?;
     Ok(serde_json::to_string(&set).expect("a shard set serialises"))
 }
 
@@ -133,6 +217,32 @@ impl EmbeddedProbes {
     }
 }
 
+/// The shards' answers (the tuples `GalleryShard.candidates` returns), checked.
+fn shard_parts(answers: &[Bound<'_, PyAny>]) -> PyResult<Vec<ShardCandidates>> {
+    let mut parts = Vec::with_capacity(answers.len());
+    for (s, answer) in answers.iter().enumerate() {
+        let (items, distances, labels, names, mean, variance): ShardAnswerIn<'_> = answer.extract()?;
+        let [p, k] = [items.shape()[0], items.shape()[1]];
+        let same = distances.shape() == [p, k] && labels.shape() == [p, k] && names.len() == p * k;
+        let flat = |name: &str| value_error(format!("shard answer {s}: `{name}` must be C-contiguous"));
+        let mean = tensor(&mean, "mean")?;
+        let variance = optional_tensor(variance.as_ref(), "variance")?;
+        if !same || mean.size().first() != Some(&((p * k) as i64)) {
+            return Err(value_error(format!("shard answer {s}: its arrays disagree in size (probes {p} x {k})")));
+        }
+        parts.push(ShardCandidates {
+            probes: p,
+            slots: k,
+            items: items.as_slice().map_err(|_| flat("items"))?.to_vec(),
+            distances: distances.as_slice().map_err(|_| flat("distances"))?.to_vec(),
+            labels: labels.as_slice().map_err(|_| flat("labels"))?.to_vec(),
+            names,
+            embedding: Embedding { mean, variance },
+        });
+    }
+    Ok(parts)
+}
+
 /// The rules of a shard set (its settings and abstention rule) with the model that embeds
 /// probes: the driver's half of a sharded search.
 #[pyclass(module = "hedge._hedge")]
@@ -171,6 +281,17 @@ impl ShardRules {
         Ok(EmbeddedProbes { images, set: Mutex::new(set) })
     }
 
+    /// The validation curve over the shards' answers for labelled `probes`: each probe's
+    /// uncertainty (the set's score: η or margin) and whether its top identity is its label.
+    fn validate(&self, probes: &EmbeddedProbes, answers: Vec<Bound<'_, PyAny>>) -> PyResult<(Vec<f64>, Vec<bool>)> {
+        let parts = shard_parts(&answers)?;
+        let rules = self.rules.lock().expect("rules lock");
+        let gathered = merge_candidates(&parts, rules.manifest.search.candidates).map_err(value_error)?;
+        let set = probes.set.lock().expect("probe lock");
+        let score = rules.manifest.calibration.score;
+        rules.validate(&probes.images, &set, &gathered.candidates(), score).map_err(value_error)
+    }
+
     /// Merges every shard's answer (the tuples `GalleryShard.candidates` returns) and decides
     /// once: (result rows as JSON, summary JSON). `seconds` is the search's wall-clock so far;
     /// `target_risk` re-chooses the abstention threshold for this call (from the stored curve).
@@ -182,27 +303,7 @@ impl ShardRules {
         seconds: f64,
         target_risk: Option<f64>,
     ) -> PyResult<(Vec<String>, String)> {
-        let mut parts = Vec::with_capacity(answers.len());
-        for (s, answer) in answers.iter().enumerate() {
-            let (items, distances, labels, names, mean, variance): ShardAnswerIn<'_> = answer.extract()?;
-            let [p, k] = [items.shape()[0], items.shape()[1]];
-            let same = distances.shape() == [p, k] && labels.shape() == [p, k] && names.len() == p * k;
-            let flat = |name: &str| value_error(format!("shard answer {s}: `{name}` must be C-contiguous"));
-            let mean = tensor(&mean, "mean")?;
-            let variance = optional_tensor(variance.as_ref(), "variance")?;
-            if !same || mean.size().first() != Some(&((p * k) as i64)) {
-                return Err(value_error(format!("shard answer {s}: its arrays disagree in size (probes {p} x {k})")));
-            }
-            parts.push(ShardCandidates {
-                probes: p,
-                slots: k,
-                items: items.as_slice().map_err(|_| flat("items"))?.to_vec(),
-                distances: distances.as_slice().map_err(|_| flat("distances"))?.to_vec(),
-                labels: labels.as_slice().map_err(|_| flat("labels"))?.to_vec(),
-                names,
-                embedding: Embedding { mean, variance },
-            });
-        }
+        let parts = shard_parts(&answers)?;
         let mut rules = self.rules.lock().expect("rules lock");
         let stored = rules.manifest.calibration.clone();
         if let Some(risk) = target_risk {

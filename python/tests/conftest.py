@@ -45,27 +45,35 @@ def read_uci(data_dir: pathlib.Path, name: str):
     return data[:, features], data[:, target]
 
 
-def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60):
-    """A small HIB run (MoG-2, D = 2, 40 steps on six digits) and an identification index over
-    ``per_class`` MNIST test images of each of the ten digits (validation and probe images are
-    others of the same digits): (run, index folder, probes as (images, labels))."""
-    from hedge import hib
-
+def gallery_images(mnist_test, per_class: int = 60):
+    """MNIST test images as uint8 ``(images [N, 28, 28], labels)``: a gallery of ``per_class``
+    images of each of the ten digits, then 10 validation and 8 probe images of each, all
+    distinct: ``(gallery, validation, probes)``."""
     images, labels = mnist_test
 
     def digits(classes, count, skip=0):
         rows = np.concatenate([np.flatnonzero(labels == c)[skip : skip + count] for c in classes])
         return (images[rows, 0] * 255).round().astype(np.uint8), labels[rows]
 
+    return digits(range(10), per_class), digits(range(10), 10, skip=per_class), digits(range(10), 8, skip=per_class + 10)
+
+
+def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60):
+    """A small HIB run (MoG-2, D = 2, 40 steps on six digits) and an identification index over
+    ``per_class`` MNIST test images of each of the ten digits (validation and probe images are
+    others of the same digits, :func:`gallery_images`): (run, index folder, probes as (images,
+    labels))."""
+    from hedge import hib
+
+    images, labels = mnist_test
+    rows = np.concatenate([np.flatnonzero(labels == c)[900:920] for c in range(6)])
     run = hib.train(
         tmp / "run",
-        data=digits(range(6), 20, skip=900),
+        data=((images[rows, 0] * 255).round().astype(np.uint8), labels[rows]),
         config={"model": "mog", "components": 2, "dim": 2, "steps": 40, "batch": "independent", "batch_pairs": 32},
         unseen_classes=2,
     )
-    gallery = digits(range(10), per_class)
-    validation = digits(range(10), 10, skip=per_class)
-    probes = digits(range(10), 8, skip=per_class + 10)
+    gallery, validation, probes = gallery_images(mnist_test, per_class)
     hib.Index.build(run, gallery[0], tmp / "index", gallery_labels=gallery[1], validation=validation[0],
                     validation_labels=validation[1], target_risk=0.5, candidates=20, top_k=3)
     return run, tmp / "index", probes

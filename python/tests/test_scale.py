@@ -104,6 +104,63 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
     assert sum(hib.ProbeResult.from_json(r).abstained for r in loose) <= sum(r.abstained for r in want)
 
 
+def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp_path, mnist_test):
+    """What embed_to_shards has Ray do, in this process: the embedding worker on uneven batches,
+    one shard written per part, the abstention rule chosen once on the validation probes over
+    all shards -- the same answers as hedge.hib.Index.build on the same images."""
+    from conftest import gallery_images, gallery_index
+
+    from hedge import _hedge, hib
+
+    run, index_dir, probes = gallery_index(tmp_path, mnist_test)
+    (gallery, labels), validation, _ = gallery_images(mnist_test)
+    want, want_summary = hib.Index(index_dir).search(*probes)
+    single = json.loads((index_dir / "index.json").read_text())
+
+    embedder = hedge.scale.GalleryEmbedder(run.path, samples=8, seed=0)
+    # Ray hands a worker batches of any size; the gallery's rows keep their order.
+    cuts = [0, 170, 333, 600]
+    batches = [embedder({"image": gallery[a:b], "label": labels[a:b]}) for a, b in zip(cuts, cuts[1:])]
+    want_mean = run.embed(gallery).mean.numpy()
+    np.testing.assert_allclose(np.concatenate([b["mean"] for b in batches]), want_mean, rtol=0, atol=1e-5)
+    template = _hedge.hib_index_template(str(run.path), hedge.scale._class_names(np.unique(labels)), "gallery",
+                                         0.5, "eta", 20, 3)
+    assert json.loads(template)["class_names"] == single["class_names"]
+    folder = tmp_path / "embedded"
+    folder.mkdir()
+    entries = []
+    for s, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        name = f"shard-{s:05d}"
+        assert hedge.scale.write_gallery_shard(template, [batches[s]], a, folder / name) == b - a
+        entries.append((name, b - a))
+    _hedge.hib_seal_shard_set(str(folder), "gallery", entries, None)
+    rules = _hedge.ShardRules(str(folder), None, "cpu")
+    np.savez(tmp_path / "validation.npz", images=validation[0], labels=validation[1])
+    embedded = rules.embed(str(tmp_path / "validation.npz"))
+    answers = [_hedge.GalleryShard(str(folder), i).candidates(embedded.means) for i in range(3)]
+    curve = rules.validate(embedded, answers)
+    sealed = json.loads(_hedge.hib_seal_shard_set(str(folder), "gallery", entries, ("validation", *curve)))
+    assert [(e["first_item"], e["items"]) for e in sealed["shards"]] == [(0, 170), (170, 163), (333, 267)]
+    shard = json.loads((folder / "shard-00001" / "index.json").read_text())
+    assert shard["calibration"]["rule"] == single["calibration"]["rule"]
+    assert shard["calibration"]["uncertainty"] == single["calibration"]["uncertainty"]
+    assert shard["item_names"][:2] == ["#170", "#171"]
+
+    rules = _hedge.ShardRules(str(folder), None, "cpu")
+    np.savez(tmp_path / "probes.npz", images=probes[0], labels=probes[1])
+    embedded = rules.embed(str(tmp_path / "probes.npz"))
+    answers = [_hedge.GalleryShard(str(folder), i).candidates(embedded.means) for i in range(3)]
+    rows, summary = rules.decide(embedded, answers, 0.0)
+    got = [hib.ProbeResult.from_json(r) for r in rows]
+    assert got == want, "same identities, probabilities, gallery items and abstentions"
+    assert 0 < sum(r.abstained for r in got) < len(got)
+    s = hib.SearchSummary(**json.loads(summary))
+    assert (s.accuracy, s.coverage) == (want_summary.accuracy, want_summary.coverage)
+    # A part that names an identity the template lacks is refused by name.
+    with pytest.raises(ValueError, match="identity '99' is not among the set's 10 identities"):
+        hedge.scale.write_gallery_shard(template, [{**batches[0], "label": np.full(170, 99)}], 0, tmp_path / "x")
+
+
 def test_pool_shards_run_acs_fw_as_the_whole_pool_does(tmp_path):
     """The pool-shard actors' bodies in this process, driven as ShardedPool drives them: the
     batch of hedge.active.acs_fw to the bit (three shards, the last partial)."""

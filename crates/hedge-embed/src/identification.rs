@@ -323,6 +323,41 @@ impl IndexManifest {
         (text, hash)
     }
 
+    /// What an index records about the run whose model embeds its gallery, with these settings:
+    /// the gallery's own fields (source, identities, items, timings) empty, and a provisional
+    /// abstention rule that the validation probes' curve replaces ([`Calibration::choose`]).
+    pub fn for_run(
+        run_path: &Path,
+        ann: AnnConfig,
+        search: SearchOptions,
+        score: UncertaintyScore,
+        target_risk: f64,
+    ) -> Result<Self> {
+        ann.check()?;
+        search.check()?;
+        let run = RunDir::open(run_path)?;
+        let config = run.read_config()?.hib;
+        Ok(IndexManifest {
+            format: INDEX_FORMAT,
+            run: std::fs::canonicalize(run_path).unwrap_or_else(|_| run_path.to_path_buf()),
+            weights_sha256: sha256_file(&weights_path(&run, &config))?,
+            model: config.model.kind(),
+            dim: config.dim,
+            components: config.model.components(),
+            input_shape: config.input_shape(),
+            gallery_source: PathBuf::new(),
+            class_names: Vec::new(),
+            item_names: Vec::new(),
+            ann,
+            search,
+            calibration: Calibration::choose(String::new(), score, &[0.0], &[true], target_risk)?,
+            embed_seconds: 0.0,
+            build_seconds: 0.0,
+            files: Vec::new(),
+            sha256: String::new(),
+        })
+    }
+
     /// Reads `index.json`'s text (`path` names it in errors) and checks it: the format, its own
     /// SHA-256, that it lists exactly the index's files, and its settings as if typed.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
@@ -528,6 +563,40 @@ fn embed_images(
 }
 
 impl Gallery {
+    /// The gallery of an embedding (`[N, C, D]` means, variances unless the model is a point)
+    /// with each item's identity (an index into `manifest.class_names`) and name
+    /// (`manifest.item_names`): the graph is built over its component means with the manifest's
+    /// settings, and its time recorded as `build_seconds`.
+    pub fn from_embedding(mut manifest: IndexManifest, embedding: Embedding, labels: Vec<u32>) -> Result<Gallery> {
+        let n = labels.len();
+        let want = [n as i64, manifest.components as i64, manifest.dim as i64];
+        if embedding.mean.size() != want || embedding.variance.as_ref().is_some_and(|v| v.size() != want) {
+            return Err(EmbedError::invalid(
+                "embedding",
+                format!("{:?}", embedding.mean.size()),
+                format!("means (and variances) of {n} items must be [{n}, {}, {}]", manifest.components, manifest.dim),
+            ));
+        }
+        if manifest.item_names.len() != n {
+            return Err(EmbedError::invalid(
+                "item_names",
+                manifest.item_names.len(),
+                format!("name each of the {n} items"),
+            ));
+        }
+        if let Some(&bad) = labels.iter().find(|&&l| l as usize >= manifest.class_names.len()) {
+            return Err(EmbedError::invalid(
+                "labels",
+                bad,
+                format!("labels index the {} identities of class_names", manifest.class_names.len()),
+            ));
+        }
+        let start = Instant::now();
+        let ann = Hnsw::build(&component_rows(&embedding.mean)?, manifest.dim, &manifest.ann)?;
+        manifest.build_seconds = start.elapsed().as_secs_f64();
+        Ok(Gallery { manifest, ann, embedding, labels })
+    }
+
     /// Gallery items.
     pub fn len(&self) -> usize {
         self.labels.len()
@@ -567,15 +636,11 @@ impl Gallery {
         if let Some(&bad) = items.iter().find(|&&i| i >= self.len()) {
             return Err(EmbedError::invalid("items", bad, format!("the gallery holds {} items", self.len())));
         }
-        let embedding = self.rows(items);
-        let start = Instant::now();
-        let ann = Hnsw::build(&component_rows(&embedding.mean)?, self.manifest.dim, &self.manifest.ann)?;
         let mut manifest = self.manifest.clone();
-        manifest.build_seconds = start.elapsed().as_secs_f64();
         manifest.item_names = items.iter().map(|&i| self.manifest.item_names[i].clone()).collect();
         manifest.files.clear();
         manifest.sha256.clear();
-        Ok(Gallery { manifest, ann, embedding, labels: items.iter().map(|&i| self.labels[i]).collect() })
+        Gallery::from_embedding(manifest, self.rows(items), items.iter().map(|&i| self.labels[i]).collect())
     }
 
     /// Gallery items proposed for every probe, nearest first, each with the distance between
@@ -777,7 +842,7 @@ impl Rules {
 
     /// Whether each image's top identity is its label (by name, from `images`, whose embedding
     /// `set` is), with its `score`: the validation curve.
-    fn validate(
+    pub fn validate(
         &self,
         images: &ImageSet,
         set: &EmbeddedSet,
@@ -882,53 +947,31 @@ pub fn build_index(
     overwrite: bool,
     device: Device,
 ) -> Result<IndexManifest> {
-    request.ann.check()?;
-    request.search.check()?;
     check_index_out(out, overwrite)?;
+    let mut manifest =
+        IndexManifest::for_run(run_path, request.ann, request.search, request.score, request.target_risk)?;
     let run = RunDir::open(run_path)?;
     let config = run.read_config()?.hib;
-    let shape = config.input_shape();
-    check_shape(gallery, shape, "gallery")?;
+    check_shape(gallery, manifest.input_shape, "gallery")?;
     if let Some(v) = &request.validation {
-        check_shape(v, shape, "validation")?;
+        check_shape(v, manifest.input_shape, "validation")?;
     }
-    let weights = weights_path(&run, &config);
     let (vars, net) = load_model(&run, &config, device)?;
     let start = Instant::now();
     let set = embed_images(&net, gallery, device, &request.search)?;
-    let embed_seconds = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let ann = Hnsw::build(&component_rows(&set.embedding.mean)?, config.dim, &request.ann)?;
-    let build_seconds = start.elapsed().as_secs_f64();
-    let manifest = IndexManifest {
-        format: INDEX_FORMAT,
-        run: std::fs::canonicalize(run_path).unwrap_or_else(|_| run_path.to_path_buf()),
-        weights_sha256: sha256_file(&weights)?,
-        model: config.model.kind(),
-        dim: config.dim,
-        components: config.model.components(),
-        input_shape: shape,
-        gallery_source: gallery.source.clone(),
-        class_names: gallery.class_names.clone(),
-        item_names: gallery.names.clone(),
-        ann: request.ann,
-        search: request.search,
-        calibration: Calibration::choose(String::new(), request.score, &[0.0], &[true], request.target_risk)?,
-        embed_seconds,
-        build_seconds,
-        files: Vec::new(),
-        sha256: String::new(),
-    };
+    manifest.embed_seconds = start.elapsed().as_secs_f64();
+    manifest.gallery_source = gallery.source.clone();
+    manifest.class_names = gallery.class_names.clone();
+    manifest.item_names = gallery.names.clone();
     let rules = Rules { manifest: manifest.clone(), matcher: net.matcher.to_cpu(), net, _vars: vars, device };
-    let mut gallery_part = Gallery {
+    let mut gallery_part = Gallery::from_embedding(
         manifest,
-        ann,
-        embedding: Embedding {
+        Embedding {
             mean: set.embedding.mean.shallow_clone(),
             variance: set.embedding.variance.as_ref().map(Tensor::shallow_clone),
         },
-        labels: set.labels.clone(),
-    };
+        set.labels.clone(),
+    )?;
     if let Some(v) = &request.validation {
         let unknown = v.labels.iter().filter(|&&l| !gallery.class_names.contains(&v.class_names[l as usize])).count();
         if unknown > 0 {
@@ -1029,6 +1072,24 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
         }
     }
     swap_into_place(&tmp, out, overwrite)
+}
+
+/// Replaces the abstention rule of the index folder `dir` (checked first) with `calibration`:
+/// its validation curve file and `index.json`, each written to a temporary file and renamed.
+/// For folders being assembled (a shard set's shards, whose rule is chosen once all of them
+/// exist), not for an index a search may be reading.
+pub(crate) fn rewrite_calibration(dir: &Path, calibration: &Calibration) -> Result<IndexManifest> {
+    let mut manifest = IndexFiles::open(dir)?.manifest;
+    manifest.calibration = calibration.clone();
+    let csv = dir.join(VALIDATION_CSV);
+    hedge_run::write_atomic(&csv, calibration.csv().as_bytes())?;
+    let bytes = std::fs::metadata(&csv).map_err(|e| EmbedError::io(&csv, e))?.len();
+    let sha256 = sha256_file(&csv)?;
+    for entry in manifest.files.iter_mut().filter(|f| f.name == VALIDATION_CSV) {
+        (entry.sha256, entry.bytes) = (sha256.clone(), bytes);
+    }
+    hedge_run::write_atomic(&dir.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
+    Ok(manifest)
 }
 
 /// Renames the finished folder `tmp` to `out`; with `replace`, an `out` already there (checked

@@ -21,7 +21,10 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 use crate::distribution::Embedding;
-use crate::identification::{swap_into_place, write_index, Gallery, IndexFiles, GALLERY_FILE, INDEX_FILE};
+use crate::identification::{
+    rewrite_calibration, swap_into_place, write_index, Calibration, Gallery, IndexFiles, IndexManifest, GALLERY_FILE,
+    INDEX_FILE,
+};
 use crate::{EmbedError, Result};
 use hedge_run::rundir::sha256_file;
 
@@ -45,7 +48,8 @@ pub struct ShardEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardSet {
     pub format: u32,
-    /// The index folder the shards were cut from, and its `index.json`'s SHA-256.
+    /// The index folder the shards were cut from, and its `index.json`'s SHA-256; for a set
+    /// written from embeddings ([`write_embedded_shard`]), what the gallery was, and no SHA-256.
     pub source: PathBuf,
     pub source_sha256: String,
     pub items: usize,
@@ -124,7 +128,7 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
             format!("give 1 to {items} (the index holds {items} items)"),
         ));
     }
-    check_shards_out(out, overwrite)?;
+    check_shard_set_out(out, overwrite)?;
     let gallery = files.load_gallery()?;
     let stored = Tensor::read_safetensors(index.join(GALLERY_FILE))?;
     let eta = stored
@@ -177,9 +181,113 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
     Ok(set)
 }
 
+/// Writes one shard of a set whose gallery was embedded elsewhere (by workers that each hold the
+/// run, e.g. Ray Data's): the index folder `out` (which must not exist) for `embedding`, its
+/// items' `eta`, identities and names, under `template` ([`IndexManifest::for_run`] with the
+/// whole gallery's `class_names` and `gallery_source`). Every shard of a set shares the template;
+/// [`seal_shard_set`] then chooses the abstention rule once and writes `shards.json`.
+///
+/// # Shapes
+/// `embedding.mean` (and `variance`): `[N, C, D]`; `eta`: `[N]`; `labels`, `item_names`: N.
+pub fn write_embedded_shard(
+    template: &IndexManifest,
+    embedding: Embedding,
+    eta: &Tensor,
+    labels: Vec<u32>,
+    item_names: Vec<String>,
+    out: &Path,
+) -> Result<()> {
+    if labels.is_empty() {
+        return Err(EmbedError::invalid("items", 0, "a shard holds at least one item"));
+    }
+    if eta.size() != [labels.len() as i64] {
+        return Err(EmbedError::invalid(
+            "eta",
+            format!("{:?}", eta.size()),
+            format!("one η per item ([{}])", labels.len()),
+        ));
+    }
+    if template.class_names.is_empty() {
+        return Err(EmbedError::invalid("class_names", 0, "the template names the gallery's identities"));
+    }
+    let mut manifest = template.clone();
+    manifest.item_names = item_names;
+    manifest.files.clear();
+    manifest.sha256.clear();
+    let variance = if manifest.model == crate::config::ModelKind::Point { None } else { embedding.variance };
+    if variance.is_none() && manifest.model != crate::config::ModelKind::Point {
+        return Err(EmbedError::invalid("variance", "none", "a stochastic model's shard needs the variances"));
+    }
+    let gallery = Gallery::from_embedding(manifest, Embedding { mean: embedding.mean, variance }, labels)?;
+    write_index(&gallery, eta, out, false)
+}
+
+/// Finishes a shard set whose shards [`write_embedded_shard`] wrote into `folder`, named and
+/// sized by `shards` in item order: with `validation` (where the probes came from, and each
+/// probe's uncertainty and whether its top identity was right, e.g. from
+/// [`Rules::validate`](crate::identification::Rules::validate) over candidates gathered from
+/// these shards), the abstention rule for the shards' target risk is chosen once and written
+/// into every shard; then `shards.json`. Every shard must share one template (run, weights,
+/// identities, settings).
+pub fn seal_shard_set(
+    folder: &Path,
+    source: PathBuf,
+    shards: &[(String, usize)],
+    validation: Option<(String, &[f64], &[bool])>,
+) -> Result<ShardSet> {
+    let first = shards.first().ok_or_else(|| EmbedError::invalid("shards", 0, "give at least one shard"))?;
+    let template = IndexFiles::open(&folder.join(&first.0))?.manifest().clone();
+    let calibration = validation
+        .map(|(source, uncertainty, correct)| {
+            Calibration::choose(
+                source,
+                template.calibration.score,
+                uncertainty,
+                correct,
+                template.calibration.target_risk,
+            )
+        })
+        .transpose()?;
+    let (mut entries, mut next) = (Vec::with_capacity(shards.len()), 0);
+    for (name, items) in shards {
+        let dir = folder.join(name);
+        let manifest = match &calibration {
+            Some(c) => rewrite_calibration(&dir, c)?,
+            None => IndexFiles::open(&dir)?.manifest().clone(),
+        };
+        let same = (&manifest.weights_sha256, &manifest.class_names, manifest.dim, manifest.components)
+            == (&template.weights_sha256, &template.class_names, template.dim, template.components)
+            && (manifest.ann, manifest.search) == (template.ann, template.search);
+        if !same || manifest.item_names.len() != *items {
+            return Err(EmbedError::input(
+                dir.join(INDEX_FILE),
+                format!(
+                    "holds {} items under another run, identities or settings than {} ({items} items expected); \
+                     write every shard of a set from one template",
+                    manifest.item_names.len(),
+                    first.0
+                ),
+            ));
+        }
+        entries.push(ShardEntry {
+            name: name.clone(),
+            first_item: next,
+            items: *items,
+            index_sha256: sha256_file(&dir.join(INDEX_FILE))?,
+        });
+        next += items;
+    }
+    let set = ShardSet { format: SHARDS_FORMAT, source, source_sha256: String::new(), items: next, shards: entries };
+    hedge_run::atomic::mark_as_hedges(folder)?;
+    let text = serde_json::to_string_pretty(&set).expect("a shard set serialises");
+    hedge_run::write_atomic(&folder.join(SHARDS_FILE), text.as_bytes())?;
+    // Read back through the checks a search applies.
+    ShardSet::read(folder)
+}
+
 /// A shard set replaces its folder whole: `overwrite` is accepted only for a folder hedge made
 /// that holds nothing but `shards.json` and `shard-*` folders.
-fn check_shards_out(out: &Path, overwrite: bool) -> Result<()> {
+pub fn check_shard_set_out(out: &Path, overwrite: bool) -> Result<()> {
     if !out.exists() {
         return Ok(());
     }

@@ -199,6 +199,39 @@ def test_a_damaged_gallery_shard_is_refused_by_its_checksum(cluster, identificat
         hedge.scale.ShardedIdentifier(copy)
 
 
+def test_ray_data_embeds_a_gallery_into_shards_that_answer_as_one_machine(cluster, identification, mnist_test,
+                                                                        tmp_path):
+    import ray
+    from conftest import gallery_images
+
+    from hedge import hib
+
+    index_dir, _, probes = identification
+    (gallery, labels), validation, _ = gallery_images(mnist_test)
+    # Five blocks and batches of 128: no boundary falls where a shard's does.
+    dataset = ray.data.from_items([{"image": g, "label": int(l)} for g, l in zip(gallery, labels)],
+                                  override_num_blocks=5)
+    out = tmp_path / "embedded"
+    settings = dict(shards=3, validation=validation[0], validation_labels=validation[1], target_risk=0.5,
+                    candidates=20, top_k=3, batch_size=128, concurrency=2, num_cpus=0.5)
+    sealed = hedge.scale.embed_to_shards(index_dir.parent / "run", dataset, out, **settings)
+    assert [(s["first_item"], s["items"]) for s in sealed["shards"]] == [(0, 200), (200, 200), (400, 200)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["embedded"], "no temporary folder left behind"
+    want, want_summary = hib.Index(index_dir).search(*probes)
+    sharded = hedge.scale.ShardedIdentifier(out, max_restarts=1)
+    try:
+        got, summary = sharded.search(*probes)
+    finally:
+        sharded.shutdown()
+    assert got == want, "same identities, probabilities, gallery items and abstentions"
+    assert (summary.accuracy, summary.coverage) == (want_summary.accuracy, want_summary.coverage)
+    with pytest.raises(ValueError, match="already exists"):
+        hedge.scale.embed_to_shards(index_dir.parent / "run", dataset, out, **settings)
+    with pytest.raises(ValueError, match="needs 'image' and 'label'"):
+        hedge.scale.embed_to_shards(index_dir.parent / "run", dataset.rename_columns({"label": "digit"}),
+                                    tmp_path / "other", **settings)
+
+
 def test_sharded_acs_fw_picks_what_one_machine_picks_and_survives_a_killed_shard(cluster, tmp_path):
     from hedge import active
 
