@@ -133,6 +133,8 @@ def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp
         name = f"shard-{s:05d}"
         assert hedge.scale.write_gallery_shard(template, [batches[s]], a, folder / name) == b - a
         entries.append((name, b - a))
+    with pytest.raises(ValueError, match="shard-00001/index.json.*holds 163 items, not the 164"):
+        _hedge.hib_seal_shard_set(str(folder), "gallery", [entries[0], ("shard-00001", 164), entries[2]], None)
     _hedge.hib_seal_shard_set(str(folder), "gallery", entries, None)
     rules = _hedge.ShardRules(str(folder), None, "cpu")
     np.savez(tmp_path / "validation.npz", images=validation[0], labels=validation[1])

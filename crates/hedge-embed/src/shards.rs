@@ -258,15 +258,20 @@ pub fn seal_shard_set(
         let same = (&manifest.weights_sha256, &manifest.class_names, manifest.dim, manifest.components)
             == (&template.weights_sha256, &template.class_names, template.dim, template.components)
             && (manifest.ann, manifest.search) == (template.ann, template.search);
-        if !same || manifest.item_names.len() != *items {
+        if !same {
             return Err(EmbedError::input(
                 dir.join(INDEX_FILE),
                 format!(
-                    "holds {} items under another run, identities or settings than {} ({items} items expected); \
-                     write every shard of a set from one template",
-                    manifest.item_names.len(),
+                    "was written under another run, identities or settings than {}; write every shard of a set \
+                     from one template",
                     first.0
                 ),
+            ));
+        }
+        if manifest.item_names.len() != *items {
+            return Err(EmbedError::input(
+                dir.join(INDEX_FILE),
+                format!("holds {} items, not the {items} the set lists", manifest.item_names.len()),
             ));
         }
         entries.push(ShardEntry {
