@@ -48,6 +48,7 @@ __all__ = [
     "merge_top_b",
     "read_manifest",
     "shard_index",
+    "sharded_lcmd",
     "write_gallery_shard",
     "write_pool_shards",
     "write_shards",
@@ -735,7 +736,20 @@ class _PoolShard:
         rows = np.load(path, allow_pickle=False)
         if rows.shape[0] != entry["rows"]:
             raise ValueError(f"pool shard '{path}' holds {rows.shape[0]} rows, {POOL_MANIFEST} says {entry['rows']}")
-        self.shard = _hedge.PoolShard(int(entry["first"]), np.ascontiguousarray(rows, dtype=np.float64))
+        self.first = int(entry["first"])
+        self.rows = np.ascontiguousarray(rows, dtype=np.float64)
+        # Built on first use: ACS-FW's shard (a copy of the rows with their norms), and per
+        # LCMD batch its shard (a copy with each row's nearest centre).
+        self._shard = None
+        self._lcmd = None
+
+    @property
+    def shard(self):
+        from . import _hedge
+
+        if self._shard is None:
+            self._shard = _hedge.PoolShard(self.first, self.rows)
+        return self._shard
 
     def pid(self) -> int:
         return os.getpid()
@@ -753,6 +767,22 @@ class _PoolShard:
         # asked for another batch, holds exactly them.
         self.shard.set_chosen([int(p) for p in picks])
         return self.shard.best(residual, distinct)
+
+    def lcmd(self, batch: str, labelled, picks: list, features: list, cluster: Optional[int]):
+        """One half of an LCMD step: every cluster's mass here (``cluster`` None), or this
+        shard's farthest unpicked point of ``cluster``. The batch's picks so far (rows and
+        features) come with every call: a shard restarted from its file, or asked for another
+        batch, rebuilds its clusters from the labelled centres and replays them."""
+        from . import _hedge
+
+        if self._lcmd is None or self._lcmd[0] != batch or self._lcmd[2] > len(picks):
+            self._lcmd = [batch, _hedge.LcmdShard(self.first, self.rows, labelled), 0]
+        _, shard, applied = self._lcmd
+        n = len(labelled)
+        for i in range(applied, len(picks)):
+            shard.add_pick(n + i, int(picks[i]), features[i])
+        self._lcmd[2] = len(picks)
+        return shard.masses(n + len(picks)) if cluster is None else shard.farthest(int(cluster))
 
 
 class ShardedPool(_ShardActors):
@@ -792,6 +822,47 @@ class ShardedPool(_ShardActors):
             picks.append(int(picked))
         indices, weights, objective, steps = driver.finish()
         return Batch(np.asarray(indices, dtype=np.int64), weights, objective, np.asarray(steps, dtype=np.int64))
+
+    def lcmd(self, labelled_features, batch_size: int) -> np.ndarray:
+        """LCMD's picks (in pick order) over this pool of features ``[M, k]`` given the labelled
+        points' features ``[N, k]``: :func:`hedge.active.lcmd` on the whole pool. Per step every
+        actor reports its clusters' masses, the driver takes the heaviest cluster, every actor
+        reports its farthest point there, the driver takes the farthest."""
+        from ._arrays import matrix
+        from .active import _batch_size
+
+        cols = int(self.manifest["cols"])
+        centres = matrix(labelled_features, "labelled_features", n_features=cols)
+        if centres.shape[1] != cols:
+            raise ValueError(f"`labelled_features` has {centres.shape[1]} features per row, the pool {cols}")
+        batch, labelled = uuid.uuid4().hex, self._ray.put(centres)
+
+        def ask(picks, features, cluster):
+            rows, points = self._ray.put(picks), self._ray.put(features)
+            return self._call_all(lambda a: a.lcmd.remote(batch, labelled, rows, points, cluster))
+
+        return sharded_lcmd(ask, len(centres), _batch_size(batch_size), len(self))
+
+
+def sharded_lcmd(ask, labelled: int, batch_size: int, pool_rows: int) -> np.ndarray:
+    """LCMD's driver over pool shards (``hedge_active::lcmd_sharded``'s loop): ``ask(picks,
+    features, cluster)`` returns every shard's answer to ``lcmd`` given the batch's picks so far
+    (pool rows and their features) -- each cluster's mass when ``cluster`` is None, else its
+    farthest point there. ``labelled`` centres start the clusters. Returns the picks in order."""
+    from . import _hedge
+
+    picks: list[int] = []
+    features: list[np.ndarray] = []
+    while len(picks) < min(int(batch_size), int(pool_rows)):
+        cluster = _hedge.lcmd_heaviest_cluster(ask(picks, features, None), labelled + len(picks))
+        if cluster is None:
+            break
+        pick = _hedge.lcmd_farthest_pick(ask(picks, features, cluster))
+        if pick is None:
+            break
+        picks.append(int(pick[0]))
+        features.append(pick[1])
+    return np.asarray(picks, dtype=np.int64)
 
 
 # --- Sharded top-b (BALD, MaxEnt, any per-point score) ----------------------------------------

@@ -2,7 +2,9 @@
 //! random projections or over a fitted Bayesian linear/probit model's closed-form inner
 //! products; BALD and entropy scores; LCMD; the top-b rule.
 
-use hedge_active::acquisition::{bald, categorical_entropy, lcmd, nig_projections, top_b};
+use hedge_active::acquisition::{
+    bald, categorical_entropy, farthest_pick, heaviest_cluster, lcmd, nig_projections, top_b,
+};
 use hedge_active::{fisher, frank_wolfe, FwBatch, GramMatrix, PoolVectors, Projections};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::exceptions::PyValueError;
@@ -142,6 +144,77 @@ pub fn lcmd_batch(
 ) -> PyResult<Vec<usize>> {
     let (labelled, pool) = (matrix(&labelled), matrix(&pool));
     py.detach(|| lcmd(labelled.as_ref(), pool.as_ref(), b)).map_err(value_error)
+}
+
+/// One shard of an LCMD pool (rows `first ..` of the `[M, k]` features) for one batch, with the
+/// labelled features `[N, k]` as its first centres; held by a Ray actor of
+/// `hedge.scale.ShardedPool`.
+#[pyclass(module = "hedge._hedge", frozen)]
+pub struct LcmdShard(std::sync::Mutex<hedge_active::acquisition::LcmdShard>);
+
+/// (squared distance, pool row, its features): a shard's farthest point of a cluster.
+type FarthestTuple<'py> = (f64, usize, Bound<'py, PyArray1<f64>>);
+
+#[pymethods]
+impl LcmdShard {
+    #[new]
+    fn new(first: usize, rows: PyReadonlyArray2<'_, f64>, labelled: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
+        let (rows, labelled) = (rows.as_array(), labelled.as_array());
+        if labelled.ncols() != rows.ncols() {
+            return Err(value_error(format!(
+                "`labelled` has {} features per row, the pool {}",
+                labelled.ncols(),
+                rows.ncols()
+            )));
+        }
+        let (cols, values) = (rows.ncols(), rows.iter().copied().collect());
+        let centres: Vec<f64> = labelled.iter().copied().collect();
+        hedge_active::acquisition::LcmdShard::new(first, cols, values, &centres)
+            .map(|s| LcmdShard(std::sync::Mutex::new(s)))
+            .map_err(value_error)
+    }
+
+    /// Each of the `clusters` clusters' mass over this shard's unpicked points (None: none).
+    fn masses(&self, clusters: usize) -> Vec<Option<f64>> {
+        self.0.lock().expect("shard lock").masses(clusters)
+    }
+
+    /// This shard's unpicked point of `cluster` farthest from its centre, or None.
+    fn farthest<'py>(&self, py: Python<'py>, cluster: usize) -> Option<FarthestTuple<'py>> {
+        let found = self.0.lock().expect("shard lock").farthest(cluster);
+        found.map(|(d, row, features)| (d, row, features.into_pyarray(py)))
+    }
+
+    /// A pick (of any shard) as centre `id`; marked picked here when it is this shard's row.
+    fn add_pick(&self, id: usize, row: usize, features: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let features = features.as_slice().map_err(|_| value_error("`features` must be contiguous"))?;
+        let mut shard = self.0.lock().expect("shard lock");
+        shard.add_centre(id, features);
+        shard.mark_picked(row);
+        Ok(())
+    }
+}
+
+/// The cluster an LCMD step over shards picks from: the highest mass summed over every shard's
+/// `LcmdShard.masses` (ties to the lowest cluster), or None.
+#[pyfunction]
+pub fn lcmd_heaviest_cluster(masses: Vec<Vec<Option<f64>>>, clusters: usize) -> Option<usize> {
+    heaviest_cluster(&masses, clusters)
+}
+
+/// The step's pick from every shard's `LcmdShard.farthest` answer (None where a shard has no
+/// point in the cluster): (pool row, its features), the farthest, ties to the lowest row.
+#[pyfunction]
+pub fn lcmd_farthest_pick<'py>(
+    py: Python<'py>,
+    answers: Vec<Option<(f64, usize, PyReadonlyArray1<'py, f64>)>>,
+) -> PyResult<Option<(usize, Bound<'py, PyArray1<f64>>)>> {
+    let candidates = answers
+        .into_iter()
+        .flatten()
+        .map(|(d, row, f)| Ok((d, row, f.as_slice().map_err(|_| value_error("features must be contiguous"))?.to_vec())))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(farthest_pick(candidates).map(|(_, row, f)| (row, f.into_pyarray(py))))
 }
 
 /// One shard of an ACS-FW pool (rows `first ..` of the `[N, J]` projections), held by a Ray

@@ -47,6 +47,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shards::GalleryShard>()?;
     m.add_class::<active::PoolShard>()?;
     m.add_class::<active::ShardedFrankWolfe>()?;
+    m.add_class::<active::LcmdShard>()?;
     m.add_class::<shards::ShardRules>()?;
     m.add_class::<shards::EmbeddedProbes>()?;
     m.add_function(wrap_pyfunction!(shards::hib_shard_index, m)?)?;
@@ -68,6 +69,8 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::entropy_scores, m)?,
         wrap_pyfunction!(active::top_b_indices, m)?,
         wrap_pyfunction!(active::lcmd_batch, m)?,
+        wrap_pyfunction!(active::lcmd_heaviest_cluster, m)?,
+        wrap_pyfunction!(active::lcmd_farthest_pick, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,
         wrap_pyfunction!(ann::ann_build, m)?,
         wrap_pyfunction!(ann::ann_load, m)?,

@@ -192,6 +192,36 @@ def test_pool_shards_run_acs_fw_as_the_whole_pool_does(tmp_path):
         hedge.scale._PoolShard(str(tmp_path / "pool"), manifest["shards"][1])
 
 
+def test_pool_shards_run_lcmd_as_the_whole_pool_does(tmp_path):
+    """LCMD's driver over the pool-shard actors' bodies in this process: the picks of
+    hedge.active.lcmd on the whole pool, also when a shard's actor is replaced by a fresh one
+    mid-batch (it rebuilds its clusters from the picks that come with every call)."""
+    from hedge import active
+
+    rng = np.random.default_rng(5)
+    pool = rng.standard_normal((9_000, 5))
+    labelled = rng.standard_normal((7, 5))
+    manifest = hedge.scale.write_pool_shards(pool, tmp_path / "pool", shards=3)
+    want = active.lcmd(labelled, pool, 25)
+    shards = [hedge.scale._PoolShard(str(tmp_path / "pool"), e) for e in manifest["shards"]]
+    calls = []
+
+    def ask(picks, features, cluster):
+        calls.append(len(picks))
+        if len(calls) == 21:  # step 11's first call: shard 1's actor was restarted from its file
+            shards[1] = hedge.scale._PoolShard(str(tmp_path / "pool"), manifest["shards"][1])
+        return [s.lcmd("batch-a", labelled, picks, features, cluster) for s in shards]
+
+    got = hedge.scale.sharded_lcmd(ask, len(labelled), 25, len(pool))
+    np.testing.assert_array_equal(got, want)
+    assert len(set(got.tolist())) == 25 and {0, 1, 2} <= {int(i) // 4096 for i in got}, "picks from every shard"
+    # Another batch (new labelled points) on the same actors starts afresh.
+    more = np.vstack([labelled, pool[got[:5]]])
+    again = hedge.scale.sharded_lcmd(
+        lambda p, f, c: [s.lcmd("batch-b", more, p, f, c) for s in shards], len(more), 10, len(pool))
+    np.testing.assert_array_equal(again, active.lcmd(more, pool, 10))
+
+
 def test_sharded_bald_and_maxent_top_b_equal_the_whole_pools():
     """Map (each shard scores its rows and keeps its b best), then the global top-b: the same
     points as hedge.active.top_b over the whole pool, ties (repeated rows) to the lower index."""

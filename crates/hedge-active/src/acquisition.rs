@@ -261,33 +261,45 @@ impl LcmdShard {
     }
 }
 
+/// The driver's first half of an LCMD step over shards: the cluster whose mass, summed over
+/// every shard's [`LcmdShard::masses`], is the highest (ties to the lowest cluster); `None` when
+/// no cluster has an unpicked point.
+pub fn heaviest_cluster(masses: &[Vec<Option<f64>>], clusters: usize) -> Option<usize> {
+    let mut mass: Vec<Option<f64>> = vec![None; clusters];
+    for part in masses {
+        for (total, p) in mass.iter_mut().zip(part) {
+            if let Some(p) = p {
+                *total.get_or_insert(0.0) += p;
+            }
+        }
+    }
+    (0..clusters)
+        .filter_map(|c| Some((c, mass[c]?)))
+        .max_by(|a, c| a.1.total_cmp(&c.1).then(c.0.cmp(&a.0)))
+        .map(|(c, _)| c)
+}
+
+/// The driver's second half: of every shard's [`LcmdShard::farthest`] point in the heaviest
+/// cluster, the farthest (ties to the lowest row) — the step's pick.
+pub fn farthest_pick(candidates: impl IntoIterator<Item = (f64, usize, Vec<f64>)>) -> Option<(f64, usize, Vec<f64>)> {
+    candidates.into_iter().max_by(|a, c| a.0.total_cmp(&c.0).then(c.1.cmp(&a.1)))
+}
+
 /// LCMD over a pool split into [`LcmdShard`]s (`labelled` centres to start, as in every shard):
-/// per step the cluster whose mass summed over the shards is the highest, then its farthest
-/// unpicked point over the shards (ties to the lowest row). The same rule as [`lcmd`]; a
-/// cluster's mass is summed shard by shard, so on exact ties of mass the two may differ.
+/// per step the cluster whose mass summed over the shards is the highest
+/// ([`heaviest_cluster`]), then its farthest unpicked point over the shards
+/// ([`farthest_pick`]). The same rule as [`lcmd`]; a cluster's mass is summed shard by shard,
+/// so on exact ties of mass the two may differ.
 pub fn lcmd_sharded(shards: &mut [LcmdShard], labelled: usize, b: usize) -> Vec<usize> {
     let m: usize = shards.iter().map(|s| s.nearest.len()).sum();
     let mut picked = Vec::with_capacity(b.min(m));
     while picked.len() < b.min(m) {
         let clusters = labelled + picked.len();
-        let mut mass: Vec<Option<f64>> = vec![None; clusters];
-        for part in shards.iter().map(|s| s.masses(clusters)) {
-            for (total, p) in mass.iter_mut().zip(part) {
-                if let Some(p) = p {
-                    *total.get_or_insert(0.0) += p;
-                }
-            }
-        }
-        let Some(heaviest) = (0..clusters)
-            .filter_map(|c| Some((c, mass[c]?)))
-            .max_by(|a, c| a.1.total_cmp(&c.1).then(c.0.cmp(&a.0)))
-            .map(|(c, _)| c)
-        else {
+        let masses: Vec<_> = shards.iter().map(|s| s.masses(clusters)).collect();
+        let Some(heaviest) = heaviest_cluster(&masses, clusters) else {
             break;
         };
-        let Some((_, pick, features)) =
-            shards.iter().filter_map(|s| s.farthest(heaviest)).max_by(|a, c| a.0.total_cmp(&c.0).then(c.1.cmp(&a.1)))
-        else {
+        let Some((_, pick, features)) = farthest_pick(shards.iter().filter_map(|s| s.farthest(heaviest))) else {
             break;
         };
         for s in shards.iter_mut() {

@@ -232,7 +232,7 @@ def test_ray_data_embeds_a_gallery_into_shards_that_answer_as_one_machine(cluste
                                     tmp_path / "other", **settings)
 
 
-def test_sharded_acs_fw_picks_what_one_machine_picks_and_survives_a_killed_shard(cluster, tmp_path):
+def test_sharded_acs_fw_and_lcmd_pick_what_one_machine_picks_and_survive_a_killed_shard(cluster, tmp_path):
     from hedge import active
 
     rng = np.random.default_rng(5)
@@ -251,5 +251,12 @@ def test_sharded_acs_fw_picks_what_one_machine_picks_and_survives_a_killed_shard
         for a, b in zip(again, want):
             np.testing.assert_array_equal(a, b)
         assert sharded.pids()[2] != before[2]
+        # LCMD on the same actors (the rows as features): the whole pool's picks, and again
+        # after another actor was killed.
+        labelled = rng.standard_normal((6, 10))
+        lcmd_want = active.lcmd(labelled, pool, 20)
+        np.testing.assert_array_equal(sharded.lcmd(labelled, 20), lcmd_want)
+        os.kill(sharded.pids()[0], signal.SIGKILL)
+        np.testing.assert_array_equal(sharded.lcmd(labelled, 20), lcmd_want)
     finally:
         sharded.shutdown()
