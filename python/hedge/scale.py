@@ -623,7 +623,7 @@ def embed_to_shards(
             GalleryEmbedder,
             fn_constructor_kwargs={"run": run, "samples": search["eta_samples"], "seed": search["seed"]},
             batch_size=int(batch_size),
-            concurrency=int(concurrency),
+            compute=ray.data.ActorPoolStrategy(size=int(concurrency)),
             num_cpus=float(num_cpus),
             batch_format="numpy",
         ).materialize()
@@ -632,7 +632,12 @@ def embed_to_shards(
     n = embedded.count()
     if not 1 <= shards <= n:
         raise ValueError(f"`shards` must be from 1 to the number of images ({n}); got {shards}")
-    class_names = _class_names(embedded.unique("label"))
+    # Only the label column comes to the driver, a block at a time (a hash aggregation costs
+    # seconds of Ray tasks on a small set).
+    distinct: set = set()
+    for b in embedded.select_columns(["label"]).iter_batches(batch_size=None, batch_format="numpy"):
+        distinct.update(np.unique(b["label"]).tolist())
+    class_names = _class_names(distinct)
     template = _hedge.hib_index_template(
         run, class_names, source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
         int(ef_construction), int(ef_search))
