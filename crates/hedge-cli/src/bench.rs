@@ -24,7 +24,8 @@ pub enum BenchCommand {
     /// evaluated every --watch-every steps; stops there or at the budget.
     Recipe(RecipeBenchArgs),
     /// Executions/s and panics of the parsers' fuzz targets (IDX, npy, npz, UCI, Adult, JPEG,
-    /// TOML configs) under hedge's mutation fuzzer; inputs that panic are written to --out.
+    /// TOML configs, HNSW graph files) under hedge's mutation fuzzer; inputs that panic are
+    /// written to --out.
     Fuzz(FuzzBenchArgs),
     /// Identification's ANN stage: HNSW build and query throughput, recall@10 against exact
     /// search and memory for a gallery of 10⁶ embedding means (D = 2, 3, 16) on this machine.
@@ -33,8 +34,8 @@ pub enum BenchCommand {
 
 #[derive(Args)]
 pub struct FuzzBenchArgs {
-    /// Targets: idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml.
-    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,csv,png,image-npz,toml")]
+    /// Targets: idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph.
+    #[arg(long, value_delimiter = ',', default_value = "idx,npy,npz,uci,adult,jpeg,csv,png,image-npz,toml,ann-graph")]
     target: Vec<String>,
     /// Seconds per target (the campaign of issue 17: 600).
     #[arg(long, default_value_t = 60.0)]
@@ -310,9 +311,11 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         for name in &args.target {
             let seeds = if name == "toml" {
                 hedge_embed::config::config_fuzz_seeds()
+            } else if name == "ann-graph" {
+                hedge_embed::identification::Hnsw::fuzz_seeds()
             } else {
                 let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
-                    format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml)")
+                    format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph)")
                 })?;
                 target.seeds(data_dir.as_deref())
             };
@@ -332,9 +335,21 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         let report = if name == "toml" {
             let seeds = hedge_embed::config::config_fuzz_seeds();
             fuzz_fn("toml", hedge_embed::config::fuzz_config_file, true, &seeds, budget, u64::MAX, args.seed)
+        } else if name == "ann-graph" {
+            fuzz_fn(
+                "ann-graph",
+                hedge_embed::identification::Hnsw::fuzz,
+                false,
+                &hedge_embed::identification::Hnsw::fuzz_seeds(),
+                budget,
+                u64::MAX,
+                args.seed,
+            )
         } else {
             let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
-                format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml)")
+                format!(
+                    "unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph)"
+                )
             })?;
             let seeds = target.seeds(data_dir.as_deref());
             if seeds.is_empty() {
