@@ -43,3 +43,17 @@ def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):
     assert out.returncode == 0, out.stderr
     message = out.stdout
     assert "2.5.1+cpu" in message and "2.13.0" in message and "torch==2.13.*" in message, message
+
+
+def test_the_type_stubs_describe_every_function_and_class_of_the_extension():
+    """python/hedge/_hedge.pyi names exactly what the compiled module exports (an editor's
+    completion and a type checker see the extension as it is)."""
+    import ast
+
+    from hedge import _hedge
+
+    tree = ast.parse((pathlib.Path(hedge.__file__).parent / "_hedge.pyi").read_text())
+    stubbed = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    exported = {n for n in dir(_hedge) if not n.startswith("_")}
+    assert exported - stubbed == set(), "exported but not in _hedge.pyi"
+    assert stubbed - exported == set(), "in _hedge.pyi but not exported"
