@@ -615,20 +615,19 @@ def embed_to_shards(
         run, [], source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
         int(ef_construction), int(ef_search)))
     search = probe_template["search"]
-    context = ray.data.DataContext.get_current()
-    kept_order = context.execution_options.preserve_order
-    context.execution_options.preserve_order = True
-    try:
-        embedded = dataset.map_batches(
-            GalleryEmbedder,
-            fn_constructor_kwargs={"run": run, "samples": search["eta_samples"], "seed": search["seed"]},
-            batch_size=int(batch_size),
-            compute=ray.data.ActorPoolStrategy(size=int(concurrency)),
-            num_cpus=float(num_cpus),
-            batch_format="numpy",
-        ).materialize()
-    finally:
-        context.execution_options.preserve_order = kept_order
+    # Shards are contiguous ranges of the dataset's rows, so every stage must keep their order. A
+    # Dataset carries the context it was made with (its children share that object): a deep copy
+    # gets a context of its own, so the caller's dataset is left as it was.
+    dataset = ray.data.Dataset.copy(dataset, _deep_copy=True)
+    dataset.context.execution_options.preserve_order = True
+    embedded = dataset.map_batches(
+        GalleryEmbedder,
+        fn_constructor_kwargs={"run": run, "samples": search["eta_samples"], "seed": search["seed"]},
+        batch_size=int(batch_size),
+        compute=ray.data.ActorPoolStrategy(size=int(concurrency)),
+        num_cpus=float(num_cpus),
+        batch_format="numpy",
+    ).materialize()
     n = embedded.count()
     if not 1 <= shards <= n:
         raise ValueError(f"`shards` must be from 1 to the number of images ({n}); got {shards}")

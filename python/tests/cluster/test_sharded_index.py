@@ -217,6 +217,7 @@ def test_ray_data_embeds_a_gallery_into_shards_that_answer_as_one_machine(cluste
     sealed = hedge.scale.embed_to_shards(index_dir.parent / "run", dataset, out, **settings)
     assert [(s["first_item"], s["items"]) for s in sealed["shards"]] == [(0, 200), (200, 200), (400, 200)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["embedded"], "no temporary folder left behind"
+    assert not dataset.context.execution_options.preserve_order, "the caller's dataset is left as it was"
     want, want_summary = hib.Index(index_dir).search(*probes)
     sharded = hedge.scale.ShardedIdentifier(out, max_restarts=1)
     try:
