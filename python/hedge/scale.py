@@ -610,11 +610,12 @@ def embed_to_shards(
     out = pathlib.Path(out)
     _hedge.hib_check_shard_set_out(str(out), bool(overwrite))
     run = str(pathlib.Path(run).resolve())
-    # The settings are checked before any image is read.
-    probe_template = json.loads(_hedge.hib_index_template(
+    # The settings are checked (and the weights hashed) once, before any image is read; the
+    # identities are filled in when the embeddings are there.
+    template = json.loads(_hedge.hib_index_template(
         run, [], source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
         int(ef_construction), int(ef_search)))
-    search = probe_template["search"]
+    search = template["search"]
     # Shards are contiguous ranges of the dataset's rows, so every stage must keep their order. A
     # Dataset carries the context it was made with (its children share that object): a deep copy
     # gets a context of its own, so the caller's dataset is left as it was.
@@ -637,9 +638,7 @@ def embed_to_shards(
     for b in embedded.select_columns(["label"]).iter_batches(batch_size=None, batch_format="numpy"):
         distinct.update(np.unique(b["label"]).tolist())
     class_names = _class_names(distinct)
-    template = _hedge.hib_index_template(
-        run, class_names, source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
-        int(ef_construction), int(ef_search))
+    template = json.dumps({**template, "class_names": class_names})
     bounds = [s * n // shards for s in range(shards + 1)]
     parts = embedded.split_at_indices(bounds[1:-1]) if shards > 1 else [embedded]
     tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
