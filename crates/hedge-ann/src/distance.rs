@@ -22,16 +22,10 @@ pub(crate) fn squared_l2(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
-/// A distance between two rows of the graph's dimension.
-pub(crate) type DistanceFn = fn(&[f32], &[f32]) -> f32;
-
 /// [`squared_l2`] with the length known when compiled, for the usual embedding sizes: the loop
 /// unrolls completely (HIB's D = 2 or 3 takes a few instructions instead of a loop's set-up).
-fn squared_l2_fixed<const D: usize>(a: &[f32], b: &[f32]) -> f32 {
-    let (a, b): (&[f32; D], &[f32; D]) = match (a.try_into(), b.try_into()) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return squared_l2(a, b),
-    };
+#[inline(always)]
+fn squared_l2_fixed<const D: usize>(a: &[f32; D], b: &[f32; D]) -> f32 {
     let mut acc = [0f32; 8];
     for j in 0..D {
         let d = a[j] - b[j];
@@ -40,21 +34,102 @@ fn squared_l2_fixed<const D: usize>(a: &[f32], b: &[f32]) -> f32 {
     ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]))
 }
 
-/// The squared Euclidean distance for rows of `dim` values.
-pub(crate) fn for_dim(dim: usize) -> DistanceFn {
-    match dim {
-        1 => squared_l2_fixed::<1>,
-        2 => squared_l2_fixed::<2>,
-        3 => squared_l2_fixed::<3>,
-        4 => squared_l2_fixed::<4>,
-        8 => squared_l2_fixed::<8>,
-        16 => squared_l2_fixed::<16>,
-        32 => squared_l2_fixed::<32>,
-        64 => squared_l2_fixed::<64>,
-        128 => squared_l2_fixed::<128>,
-        _ => squared_l2,
+/// The squared Euclidean distance between rows of one length, and where a row starts.
+///
+/// The graph's search and build are generic over it, so that for the usual embedding sizes the
+/// distance is inlined into the loop that walks a neighbour list (a call through a function
+/// pointer per neighbour cost more than the distance itself at D = 2).
+pub(crate) trait RowDistance: Copy + Send + Sync {
+    /// Row `id` of `values` (`[n * dim]`).
+    fn row(self, values: &[f32], id: usize) -> &[f32];
+    /// ‖a − b‖² for two rows.
+    fn between(self, a: &[f32], b: &[f32]) -> f32;
+}
+
+/// Rows of `D` values, `D` known when compiled.
+#[derive(Clone, Copy)]
+pub(crate) struct Fixed<const D: usize>;
+
+impl<const D: usize> RowDistance for Fixed<D> {
+    #[inline(always)]
+    fn row(self, values: &[f32], id: usize) -> &[f32] {
+        &values[id * D..id * D + D]
+    }
+
+    #[inline(always)]
+    fn between(self, a: &[f32], b: &[f32]) -> f32 {
+        match (a.try_into(), b.try_into()) {
+            (Ok(a), Ok(b)) => squared_l2_fixed::<D>(a, b),
+            _ => squared_l2(a, b),
+        }
     }
 }
+
+/// Rows of any length.
+#[derive(Clone, Copy)]
+pub(crate) struct AnyLength(pub(crate) usize);
+
+impl RowDistance for AnyLength {
+    #[inline(always)]
+    fn row(self, values: &[f32], id: usize) -> &[f32] {
+        &values[id * self.0..(id + 1) * self.0]
+    }
+
+    #[inline(always)]
+    fn between(self, a: &[f32], b: &[f32]) -> f32 {
+        squared_l2(a, b)
+    }
+}
+
+/// Evaluates `$body` with `$d` bound to the [`RowDistance`] for rows of `$dim` values: one
+/// compiled copy of the body per usual embedding size, one for every other length.
+macro_rules! with_distance {
+    ($dim:expr, $d:ident => $body:expr) => {
+        match $dim {
+            1 => {
+                let $d = $crate::distance::Fixed::<1>;
+                $body
+            }
+            2 => {
+                let $d = $crate::distance::Fixed::<2>;
+                $body
+            }
+            3 => {
+                let $d = $crate::distance::Fixed::<3>;
+                $body
+            }
+            4 => {
+                let $d = $crate::distance::Fixed::<4>;
+                $body
+            }
+            8 => {
+                let $d = $crate::distance::Fixed::<8>;
+                $body
+            }
+            16 => {
+                let $d = $crate::distance::Fixed::<16>;
+                $body
+            }
+            32 => {
+                let $d = $crate::distance::Fixed::<32>;
+                $body
+            }
+            64 => {
+                let $d = $crate::distance::Fixed::<64>;
+                $body
+            }
+            128 => {
+                let $d = $crate::distance::Fixed::<128>;
+                $body
+            }
+            other => {
+                let $d = $crate::distance::AnyLength(other);
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_distance;
 
 #[cfg(test)]
 mod tests {
@@ -67,7 +142,8 @@ mod tests {
             let b: Vec<f32> = (0..len).map(|i| 1.0 - i as f32).collect();
             let by_hand: f32 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
             assert!((squared_l2(&a, &b) - by_hand).abs() <= 1e-5 * by_hand.max(1.0), "len {len}");
-            assert!((for_dim(len)(&a, &b) - by_hand).abs() <= 1e-5 * by_hand.max(1.0), "len {len}");
+            let fixed = with_distance!(len, d => d.between(d.row(&a, 0), d.row(&b, 0)));
+            assert!((fixed - by_hand).abs() <= 1e-5 * by_hand.max(1.0), "len {len}");
         }
     }
 }
