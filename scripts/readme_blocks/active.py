@@ -570,3 +570,29 @@ def fashion_mnist_block():
 
 
 BLOCKS["fashion-mnist"] = fashion_mnist_block
+
+
+def linear_baseline_block():
+    """The linear reference of `scripts/linear-baseline.py` for power-plant, as a sentence."""
+    r = load(*ACTIVE, "training-length", "linear-power-plant.json")
+    return (f"A Bayesian linear regression on the four raw inputs of {r['labels']} random labels (the NIG "
+            f"last layer's posterior mean fitted on the inputs instead of a network's features, prior precision "
+            f"{r['prior_precision']:g}; `scripts/linear-baseline.py`) scores "
+            f"{r['final_rmse']['mean']:.3f} ± {r['final_rmse']['se']:.3f} on the same protocol ({r['seeds']} seeds, NumPy).")
+
+
+BLOCKS["linear-baseline"] = linear_baseline_block
+
+
+def gp_same_labels_repeat_block():
+    """NeuralLinear in gp-same-labels/ paired against the 40-seed folders it re-ran (the same seeds
+    written in another session, on another host)."""
+    def d(run, base, m):
+        return D((f"gp-same-labels/{run}", m), (base, m), count=False)
+
+    return (f"paired against those folders, energy Random {d('energy', 'energy', 'random')}, "
+            f"ACS-FW {d('energy', 'energy', 'acs-fw')}, boston ACS-FW "
+            f"{d('bostonHousing', 'bostonHousing', 'acs-fw')}; power-plant repeats")
+
+
+BLOCKS["gp-same-labels-repeat"] = gp_same_labels_repeat_block
