@@ -596,3 +596,38 @@ def gp_same_labels_repeat_block():
 
 
 BLOCKS["gp-same-labels-repeat"] = gp_same_labels_repeat_block
+
+
+def signed(x, plus="+"):
+    """`x` with three decimals and a typographic minus; `plus` before a positive value."""
+    return (plus if x >= 0 else "−") + f"{abs(x):.3f}"
+
+
+def gp_reference_energy_gain_block():
+    """energy: ACS-FW's gain over Random (NeuralLinear, `../energy`) beside the paper's, and each
+    method's distance to the paper."""
+    gap = {m: M("energy", m) for m in ("random", "acs-fw")}
+    dist = {m: float(gap[m].replace("−", "-")) - paper("energy", m) for m in gap}
+    return (f"ACS-FW's gain over Random is the paper's (hedge {D(('energy', 'acs-fw'), ('energy', 'random'), count=False)}, "
+            f"paper {signed(paper('energy', 'acs-fw') - paper('energy', 'random'))}), so ACS-FW's gap to the paper "
+            f"({gap['acs-fw']} vs {P('energy', 'acs-fw')}) is the same fit gap carried along (Random {gap['random']} vs "
+            f"{P('energy', 'random')}: {signed(dist['random'], '')}; ACS-FW: {signed(dist['acs-fw'], '')}).")
+
+
+def gp_reference_boston_fit_block():
+    """bostonHousing: NeuralLinear's test log-likelihood against the GP's, and the paper's Random
+    against the GP's RMSE in standard errors."""
+    gp = per_seed("gp-reference/bostonHousing", "random")
+    mu, se = mean_se(list(gp.values()))
+    return (f"overconfident there (test log-likelihood {M('bostonHousing', 'random', 'test_log_likelihood', digits=2)} "
+            f"against the GP's {M('gp-reference/bostonHousing', 'random', 'test_log_likelihood', digits=2)}). The paper's "
+            f"Random ({P('bostonHousing', 'random')}) is below even the GP ({S('gp-reference/bostonHousing', 'random')}, "
+            f"{(mu - paper('bostonHousing', 'random')) / se:.1f} se):")
+
+
+BLOCKS.update({
+    "gp-reference-energy-gain": gp_reference_energy_gain_block,
+    "gp-reference-boston-fit": gp_reference_boston_fit_block,
+    "gp-reference-boston-90-10": lambda: S("gp-reference/bostonHousing-90-10", "random"),
+    "gp-reference-boston-uncensored": lambda: S("gp-reference/bostonHousing-uncensored", "random"),
+})
