@@ -631,3 +631,26 @@ BLOCKS.update({
     "gp-reference-boston-90-10": lambda: S("gp-reference/bostonHousing-90-10", "random"),
     "gp-reference-boston-uncensored": lambda: S("gp-reference/bostonHousing-uncensored", "random"),
 })
+
+
+def layer_init_orderings_block():
+    """The paper's ordering (ACS-FW − Random) in the 40-seed PyTorch-start runs."""
+    e, b = ("layer-init/energy-pytorch-40", "layer-init/bostonHousing-pytorch-40")
+    return (f"(energy: ACS-FW − Random {D((e, 'acs-fw'), (e, 'random'), count=False)}; "
+            f"boston {D((b, 'acs-fw'), (b, 'random'), count=False)}).")
+
+
+def layer_init_repeat_block():
+    """The largest per-seed difference of final RMSE between the 40-seed and the 24-seed
+    PyTorch-start runs on the seeds both hold (same command and config)."""
+    def largest(d):
+        diffs = []
+        for m in ("random", "acs-fw"):
+            a, b = per_seed(f"layer-init/{d}-pytorch-40", m), per_seed(f"layer-init/{d}-pytorch", m)
+            diffs += [abs(a[s] - b[s]) for s in b if s in a]
+        return max(diffs)
+
+    return f"differs by up to {largest('energy'):.2f} on energy and {largest('bostonHousing'):.1f} on boston),"
+
+
+BLOCKS.update({"layer-init-orderings": layer_init_orderings_block, "layer-init-repeat": layer_init_repeat_block})
