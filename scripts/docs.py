@@ -27,8 +27,9 @@ number that its result file no longer supports fails the tests.
 
 Prose: a decimal number outside generated blocks and code, in README.md or a results/**/README.md,
 that no generated block of the same file holds and that is no setting or published reference of
-a result folder (a numeric value of a `config.json` or a `reference/*.json` under results/) is a
-number by hand. `scripts/prose-baseline.json` counts them per file; `--check` fails when a file
+a result folder (a numeric value of a `config.json` or a `reference/*.json` under results/), nor
+a citation (a paper's section, table or equation, a software version: "Section 4.3", "tch 0.26"),
+is a number by hand. `scripts/prose-baseline.json` counts them per file; `--check` fails when a file
 has more than its count (a new number by hand: generate it, or say it without the number) or
 fewer (run `python3 scripts/docs.py`, which lowers the counts and never raises them).
 `--prose F.md` lists a file's numbers by hand with their lines. A copy outside the repository is
@@ -101,6 +102,10 @@ def unchecked_tables(text):
 
 BASELINE = os.path.join(ROOT, "scripts", "prose-baseline.json")
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+# A number that names a place in a paper or a software version is no measurement: "Section 4.3",
+# "Appendix B.2", "Table 1", "tch 0.26", "Ray 2.60".
+CITATION = re.compile(r"\b(?:Sections?|Appendix|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|§|tch|libtorch|torch|"
+                      r"PyTorch|Ray|Python|faer|version|v)\s*\d+(?:\.\d+)+(?:[–-]\d+(?:\.\d+)*)?")
 
 
 def published_settings():
@@ -139,6 +144,7 @@ def hand_numbers(text, settings):
     for i, line in enumerate(outside.split("\n"), 1):
         line = re.sub(r"`[^`]*`", "", line)
         line = re.sub(r"<!--.*?-->", "", line)
+        line = CITATION.sub("", line)
         for n in DECIMAL.findall(line):
             if n not in generated and float(n) not in settings:
                 found.append((i, n))
