@@ -482,10 +482,11 @@ def mse_paired_block():
             + table(["dataset", "ACS-FW − Random", "ACS-FW − MaxEnt", "MaxEnt − Random"], rows))
 
 
-def protein_curve_block(run="protein-large-pool", first=400, last=2000, step=200):
+def protein_curve_scores(run="protein-large-pool", first=400, last=2000, step=200):
     """The bmdal benchmark's score: per seed the mean log RMSE over a grid of label counts (each
-    seed read at its latest round at or below each grid point), per method the geometric-mean
-    RMSE and the paired difference to Random in percent."""
+    seed read at its latest round at or below each grid point); per method the geometric-mean
+    RMSE and, but for Random, the paired difference to Random in percent (mean, se) and the seeds
+    better than Random: {method: (rmse, percent, se, better, seeds)}."""
     import math
     curves = {}
     for r in load_lines(*ACTIVE, run, "rounds.jsonl"):
@@ -497,19 +498,40 @@ def protein_curve_block(run="protein-large-pool", first=400, last=2000, step=200
 
     score = {k: sum(math.log(at(c, g)) for g in grid) / len(grid) for k, c in curves.items()}
     seeds = sorted({s for _, s in curves})
-    rows = []
-    for m, name in METHODS:
+    out = {}
+    for m, _ in METHODS:
         if (m, seeds[0]) not in score:
             continue
         gm = math.exp(sum(score[(m, s)] for s in seeds) / len(seeds))
         if m == "random":
-            rows.append([name, f"{gm:.3f}", "–", "–"])
+            out[m] = (gm, None, None, None, len(seeds))
             continue
         diff = [score[(m, s)] - score[("random", s)] for s in seeds]
         mu, se = mean_se(diff)
-        rows.append([name, f"{gm:.3f}", f"{100 * (math.exp(mu) - 1):+.1f} % ± {100 * se:.1f}".replace("-", "−"),
-                     f"{sum(x < 0 for x in diff)}/{len(diff)}"])
+        out[m] = (gm, 100 * (math.exp(mu) - 1), 100 * se, sum(x < 0 for x in diff), len(seeds))
+    return out
+
+
+def protein_curve_block(run="protein-large-pool", first=400, last=2000, step=200):
+    """`protein_curve_scores` as a table."""
+    rows = []
+    for m, (gm, pct, se, better, n) in protein_curve_scores(run, first, last, step).items():
+        if pct is None:
+            rows.append([NAMES[m], f"{gm:.3f}", "–", "–"])
+        else:
+            rows.append([NAMES[m], f"{gm:.3f}", f"{pct:+.1f} % ± {se:.1f}".replace("-", "−"), f"{better}/{n}"])
     return table(["method", f"geometric-mean RMSE, {first}–{last} labels", "vs Random", "seeds better than Random"], rows)
+
+
+def protein_sentence_block():
+    """README's protein sentence: the learning-curve scores beside Random's, in words."""
+    sc = protein_curve_scores()
+
+    def rel(m):
+        return f"{abs(sc[m][1]):.1f} % {'below' if sc[m][1] < 0 else 'above'}"
+
+    return (f"setting) LCMD's learning curve is {rel('lcmd')} Random's, ACS-FW's (J = 300 projections) "
+            f"{rel('acs-fw')},\nMaxEnt's {rel('maxent')} (`results/active/README.md`, the protein table).")
 
 
 def fashion_paired_block(run="fashion-mnist"):
@@ -701,3 +723,6 @@ def diffs(a, b, seeds=None):
 
 
 BLOCKS["ensemble-boston-notes"] = ensemble_boston_notes_block
+
+
+BLOCKS["protein-sentence"] = protein_sentence_block
