@@ -519,3 +519,25 @@ def paper_schedule_gpu_block():
 
 
 BLOCKS["paper-schedule-gpu"] = paper_schedule_gpu_block
+
+
+def head_scale_block():
+    """How the match head's a and b move in the open-set ladder: b at the network's learning rate
+    (a-baseline) against 30x (d-head), from each run's metrics.jsonl."""
+    def rows(run):
+        with open(os.path.join(ROOT, "results", "hib", "open-set", "levers", run, "metrics.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    base, fast = rows("a-baseline"), rows("d-head")
+    marks = [r for r in base if (r["step"] - base[0]["step"]) % 500 == 0]
+    marks += [base[-1]] if marks[-1] is not base[-1] else []
+    at_550 = next(r for r in fast if r["step"] >= 550)
+    late = [r["b"] for r in fast if r["step"] >= fast[-1]["step"] / 2]
+    return ("with\n  the network's rate, b climbs almost linearly ("
+            + ", ".join(f"{r['b']:.2f}" for r in marks)
+            + f" at steps {marks[0]['step']},\n  {marks[1]['step']}, …, {marks[-1]['step']:,}) and is still moving at "
+            f"the end; at 30x it reaches {at_550['b']:.1f} by step {at_550['step']} and settles\n  near "
+            f"{sum(late) / len(late):.1f} (a {fast[0]['a']:.1f} → {fast[-1]['a']:.1f}).")
+
+
+BLOCKS["head-scale"] = head_scale_block
