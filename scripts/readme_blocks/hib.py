@@ -541,3 +541,58 @@ def head_scale_block():
 
 
 BLOCKS["head-scale"] = head_scale_block
+
+
+def _open_set_4k(*parts):
+    return load(os.path.join(HIB, "open-set", "paper-recipe-4k", *parts))
+
+
+def which_split_block():
+    """The 4,000-step point model (N = 2, D = 2) on test_unseen and test_seen, from its two eval files."""
+    run = ("n2-d2", "runs", "point-seed0")
+    unseen, seen = _open_set_4k(*run, "eval.json"), _open_set_4k(*run, "eval_test_seen.json")
+
+    def four(e):
+        ap, knn = e["verification_ap"], e["knn_accuracy"]
+        return f"AP {ap['clean']:.3f} /\n  {ap['corrupt']:.3f}, KNN {knn['clean']:.3f} / {knn['corrupt']:.3f}"
+
+    return f"test_unseen (30 classes) {four(unseen)}; test_seen (70 classes) {four(seen)}."
+
+
+def protocol_pairs_block():
+    """`protocol_pairs.py`'s three APs per point model beside the paper's corrupt AP."""
+    rows = ["| point model | clean–clean | corrupt–corrupt | clean–corrupt | paper corrupt |", "|---|---|---|---|---|"]
+    for setting in ("n2-d2", "n2-d3"):
+        ap = _open_set_4k("n2-d2", "experiments", f"protocol-pairs-{setting}.json")["ap"]
+        paper = _open_set_4k(setting, "summary.json")["paper"]["point"]["verification_ap"]["corrupt"]
+        rows.append(f"| {setting} (4,000 steps) | {ap['clean-clean']:.3f} | {ap['corrupt-corrupt']:.3f} | "
+                    f"{ap['clean-corrupt']:.3f} | {paper:.3f} |")
+    return "\n".join(rows)
+
+
+def corrupt_drop_block():
+    """How much AP the corrupt reading loses against clean: the paper's three models, hedge's point
+    model (eval.json), and the clean–corrupt pairing of `protocol_pairs.py` (N = 2, D = 2)."""
+    paper = _open_set_4k("n2-d2", "summary.json")["paper"]
+    drops = [paper[m]["verification_ap"]["clean"] - paper[m]["verification_ap"]["corrupt"] for m, _ in MODELS]
+    point = paper["point"]["verification_ap"]
+    ours = _open_set_4k("n2-d2", "runs", "point-seed0", "eval.json")["verification_ap"]
+    return (f"The paper's corrupt AP loses only {min(drops):.2f}–{max(drops):.2f}\n  against clean ({point['clean']:.3f} → "
+            f"{point['corrupt']:.3f} for point); ours loses {ours['clean'] - ours['corrupt']:.2f} that way.")
+
+
+def pairing_drop_block():
+    """The drop from clean to corrupt with the clean–corrupt pairing against the paper's (N = 2, D = 2, point)."""
+    ap = _open_set_4k("n2-d2", "experiments", "protocol-pairs-n2-d2.json")["ap"]
+    paper = _open_set_4k("n2-d2", "summary.json")["paper"]["point"]["verification_ap"]
+
+    def signed2(x):
+        return ("−" if x < 0 else "+") + f"{abs(x):.2f}"
+
+    return (f"The clean–corrupt reading brings the drop from clean to corrupt close to the paper's "
+            f"({signed2(ap['clean-corrupt'] - ap['clean-clean'])} vs\n  {signed2(paper['corrupt'] - paper['clean'])} for "
+            f"N = 2, D = 2; both corrupt: {signed2(ap['corrupt-corrupt'] - ap['clean-clean'])}).")
+
+
+BLOCKS.update({"which-split": which_split_block, "protocol-pairs": protocol_pairs_block,
+               "corrupt-drop": corrupt_drop_block, "pairing-drop": pairing_drop_block})

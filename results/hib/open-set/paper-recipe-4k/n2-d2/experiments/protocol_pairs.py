@@ -6,8 +6,12 @@ clean, both corrupt, or the first clean and the second corrupt.
 
     hedge hib embed --run RUN --split test_unseen --variant clean   --out clean.npz
     hedge hib embed --run RUN --split test_unseen --variant corrupt --out corrupt.npz
-    python protocol_pairs.py clean.npz corrupt.npz
+    python protocol_pairs.py clean.npz corrupt.npz [OUT.json]
+
+With OUT.json the three APs are also written there (the README's table is generated from it).
 """
+import json
+import os
 import sys
 
 import numpy as np
@@ -34,6 +38,12 @@ while len(match) < 10_000:
     right.append(j)
     match.append(want)
 left, right, match = map(np.array, (left, right, match))
+result = {"pairs": {"matching": int(match.sum()), "non_matching": int((~match).sum())}, "ap": {}}
 for name, a, b in [("clean-clean", zc, zc), ("corrupt-corrupt", zk, zk), ("clean-corrupt", zc, zk)]:
     distance = np.linalg.norm(a[left] - b[right], axis=1)
-    print(f"{name:16s} AP {average_precision_score(match, -distance):.3f}")
+    result["ap"][name] = float(average_precision_score(match, -distance))
+    print(f"{name:16s} AP {result['ap'][name]:.3f}")
+if len(sys.argv) > 3:
+    with open(sys.argv[3] + ".tmp", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(sys.argv[3] + ".tmp", sys.argv[3])
