@@ -484,3 +484,37 @@ def mnist_m_notes_block():
 
 
 BLOCKS.update({"k20-networks": k20_networks_block, "mnist-m-notes": mnist_m_notes_block})
+
+
+def adult_audit_block():
+    """What the audit adds on Adult: probes per α from G_p's chance on (`adult/`, `adult-k50/`), the
+    MLP probe's chance interval from `adult-k50/metrics.jsonl`."""
+    grl_doc = load(*AGNOSTIC, "adult", "summary.json")
+    grl, k50 = grl_doc["alphas"], load(*AGNOSTIC, "adult-k50", "summary.json")["alphas"]
+    chance = grl_doc["protected_chance"]
+
+    def mean(s, *keys):
+        for k in keys:
+            s = s[k]
+        return s["mean"] if isinstance(s, dict) and "mean" in s else s
+
+    order = sorted(grl, key=float)
+    start = next(a for a in order if mean(grl[a], "protected_head_accuracy") <= chance + 0.01)
+    later = [a for a in order if float(a) >= float(start)]
+    lin = [mean(grl[a], "probe_accuracy", "linear") for a in later]
+    mlp = [mean(grl[a], "probe_accuracy", "mlp") for a in later]
+    k_later = [alpha_key(k50, float(a)) for a in later]
+    k_lin = [mean(k50[a], "probe_accuracy", "linear") for a in k_later]
+    bits = max(mean(k50[a], "probe_mutual_information_bits") for a in k_later)
+    with open(os.path.join(ROOT, *AGNOSTIC, "adult-k50", "metrics.jsonl")) as f:
+        high = max(json.loads(line)["probe_mlp"]["chance_interval"][1] for line in f if line.strip())
+    k_first, k_last = mean(k50[alpha_key(k50, 0.0)], "probe_accuracy", "mlp"), mean(k50[alpha_key(k50, 0.9)], "probe_accuracy", "mlp")
+    return (f"What the audit adds: G_p is at chance from α = {float(start):g} on, yet with one adversary update per step\n"
+            f"fresh probes still read sex at {min(lin):.2f}–{max(lin):.2f} (linear) and {min(mlp):.2f}–{max(mlp):.2f} (MLP) — "
+            "relationship and marital\nstatus carry it, and the GRL only hides it from G_p. With k = 50 the **linear probe "
+            f"is at chance**\nfrom α = {float(start):g} ({min(k_lin):.3f}–{max(k_lin):.3f}, inside the interval; information "
+            f"bound ≤ {bits:.2f} bits) and the MLP probe\nfalls from {k_first:.2f} to {k_last:.2f} (α = 0.9) — still "
+            f"{k_last - high:.2f} above the interval: a non-linear trace remains.")
+
+
+BLOCKS["adult-audit"] = adult_audit_block
