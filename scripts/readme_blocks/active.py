@@ -9,6 +9,8 @@ results/active/ (`summary.json`, and `rounds.jsonl` where two runs are paired se
 - `ensemble`: three NeuralLinear fits per round, Random against ACS-FW (J = 10);
 - `mse-recipe`: hedge's first (MSE) recipe beside the paper, with the multiples.
 """
+import math
+
 from .common import exists, load, load_lines, mean_se, pm, table
 
 ACTIVE = ("results", "active")
@@ -794,3 +796,56 @@ def ensemble_yacht_notes_block():
 BLOCKS.update({"ensemble-boston-gap": ensemble_boston_gap_block, "ensemble-energy-notes": ensemble_energy_notes_block,
                "ensemble-power-plant-notes": ensemble_power_plant_notes_block,
                "ensemble-yacht-notes": ensemble_yacht_notes_block})
+
+
+def mse_notes_block():
+    """What the MSE recipe's 10-seed runs show, every number from `mse-recipe/<dataset>/`."""
+    def run(d):
+        return f"mse-recipe/{d}"
+
+    def spread(values):
+        return max(values) - min(values)
+
+    pp_paper = [paper("power-plant", m) for m, _ in PAPER_METHODS]
+    pp_ours = [rmse(run("power-plant"), m)[0] for m, _ in PAPER_METHODS]
+    pp = diffs((run("power-plant"), "acs-fw"), (run("power-plant"), "random"))
+    pp_mu, pp_se = mean_se(pp)
+    multiples = {d: [rmse(run(d), m)[0] / paper(d, m) for m, _ in PAPER_METHODS] for d in DATASETS}
+    lo = min(min(v) for v in multiples.values())
+    hi = max(max(v) for v in multiples.values())
+    closest = min(multiples, key=lambda d: max(multiples[d]))
+    furthest = max(multiples, key=lambda d: max(multiples[d]))
+    small = [summary(run(d))["methods"]["acs-fw"]["selection_seconds"]["mean"] for d in DATASETS if d != "power-plant"]
+    big = summary(run("power-plant"))["methods"]["acs-fw"]["selection_seconds"]["mean"]
+    maxent = max(summary(run(d))["methods"]["maxent"]["selection_seconds"]["mean"] for d in DATASETS)
+    return "\n".join([
+        "- **energy, the telling case, reproduces**: MaxEnt is clearly worse than Random (worse on "
+        f"{sum(x > 0 for x in diffs((run('energy'), 'maxent'), (run('energy'), 'random')))} of "
+        f"{len(per_seed(run('energy'), 'maxent'))}",
+        "  seeds) and ACS-FW is clearly better than MaxEnt (better on "
+        f"{sum(x < 0 for x in diffs((run('energy'), 'acs-fw'), (run('energy'), 'maxent')))} of "
+        f"{len(per_seed(run('energy'), 'acs-fw'))} seeds) and the best on",
+        f"  average, as in the paper. ACS-FW vs Random is within noise here "
+        f"({D((run('energy'), 'acs-fw'), (run('energy'), 'random'), count=False)}).",
+        "- **yacht and bostonHousing**: the paper's ordering (MaxEnt < ACS-FW < Random on boston;",
+        "  MaxEnt < ACS-FW < Random on yacht) holds in the means for boston and nearly for yacht (ACS-FW",
+        "  and MaxEnt tie), but every paired difference is within "
+        f"{max(abs(m) / e for m, e in (mean_se(diffs((run(d), a), (run(d), b))) for d in ('yacht', 'bostonHousing') for a, b in (('acs-fw', 'random'), ('acs-fw', 'maxent'), ('maxent', 'random')))):.1f} se: "
+        "ten seeds cannot separate",
+        "  these methods at our noise level.",
+        f"- **power-plant**: the paper's three numbers lie within {spread(pp_paper):.2f} of each other; ours within "
+        f"{spread(pp_ours):.2f},",
+        f"  with ACS-FW last ({pm(pp_mu, pp_se, sign=True)} against Random, {pp_mu / pp_se:.1f} se). "
+        "Neither ordering is resolved by 10 seeds.",
+        f"- **Absolute RMSEs are higher than the paper's** ({lo:.2f}–{hi:.2f}x; {closest} closest, {furthest}",
+        "  furthest). The evidence points at the network fit, not the acquisitions: on yacht with random",
+        "  acquisition (100 labels, 2 seeds, runs not kept) more Adam steps lowered the RMSE steeply up to",
+        "  8,000 steps and barely beyond; the paper's training schedule and hyper-parameter selection are",
+        "  not in the notes, and we did not tune per dataset.",
+        f"- Selection cost per round: ACS-FW {min(small):.3f}–{max(small):.3f} s on the small pools and "
+        f"{big:.1f} s on power-plant",
+        f"  (dense N × N NIG Gram on ~7,600 points), MaxEnt < {10 ** math.ceil(math.log10(maxent)):g} s.",
+    ])
+
+
+BLOCKS["mse-notes"] = mse_notes_block
