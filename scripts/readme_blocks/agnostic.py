@@ -371,15 +371,11 @@ def context_grl_block():
         k20 = [json.loads(line) for line in f if line.strip()]
     best = max((r for r in k20 if abs(r["alpha"] - 0.7) < 1e-9), key=lambda r: r["target_accuracy"]["reversed"])
     t = best["target_accuracy"]
-    def span(values):
-        lo, hi = f"{min(values):.2f}", f"{max(values):.2f}"
-        return f"≈ {lo}" if lo == hi else f"{lo}–{hi}"
-
     return (f"- Context-MNIST, the GRL with Ganin et al.'s schedule (α = 0 … 1, {plain['runs']} repeats; Jia et al.'s own\n"
             "  settings: `results/agnostic/context-mnist-grl-paper/`, under way): α = 0 leans on the background (IID\n"
             f"  {num(plain['target_accuracy']['iid']['mean'])}, reversed {num(plain['target_accuracy']['reversed']['mean'])}, "
             f"flip rate {num(plain['flip_rate']['mean'])}); at α ≥ 0.7 G_p is at chance but fresh MLP probes read\n"
-            f"  the background at {span(probes)} and the reversed accuracy drops to {span(reversed_)} — the GRL's known\n"
+            f"  the background at {span2(probes)} and the reversed accuracy drops to {span2(reversed_)} — the GRL's known\n"
             "  failure mode, exposed by the audit. With 20 adversary updates per feature update, networks\n"
             f"  either stay as before or collapse (dead features); one α = 0.7 network reaches reversed {num(t['reversed'])} "
             f"against\n  balanced {num(t['balanced'])} with flip rate {num(best['flip_rate'])} and probes at "
