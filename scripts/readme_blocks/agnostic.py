@@ -541,3 +541,37 @@ def maps_summary_block():
 
 
 BLOCKS["maps-summary"] = maps_summary_block
+
+
+def _trial(folder, alpha):
+    """The single network of a `context-mnist-fix-trials/<folder>` sweep at α."""
+    with open(os.path.join(ROOT, *AGNOSTIC, "context-mnist-fix-trials", folder, "metrics.jsonl")) as f:
+        return next(r for r in map(json.loads, filter(str.strip, f)) if abs(r["alpha"] - alpha) < 1e-9)
+
+
+def fix_trials_block():
+    """The other fixes tried on single networks, from `context-mnist-fix-trials/`."""
+    k10 = _trial("reversal-k10", 0.7)
+    c3 = _trial("confusion-k3", 0.3)
+    leaky = [_trial(f, a) for f in ("leaky0.1-k5", "leaky0.1-k20") for a in (0.5, 0.7)]
+    return ("The other fixes tried on single networks (`context-mnist-fix-trials/`) fall on the same two\n"
+            f"sides: k = 10 at α = 0.7 (adversary wins, G_p {k10['protected_head_accuracy']:.2f}), k = 50 at α = 0.7 "
+            "and the confusion loss\nwith k = 10 at α = 0.5/0.7 or k = 3 at α = 0.5/0.7 (collapse), the confusion loss "
+            f"with k = 3 at\nα = 0.3 (IID {c3['target_accuracy']['iid']:.2f}, reversed {c3['target_accuracy']['reversed']:.2f}, "
+            f"probes {c3['probe_accuracy']['mlp']:.2f}), k = 50 at α = 0.3 (adversary wins). A leaky\n"
+            "G_f (`--negative-slope 0.1`, k = 5 or 20, α = 0.5/0.7) never collapses but the background stays\n"
+            f"readable (MLP probes {min(r['probe_accuracy']['mlp'] for r in leaky):.3f}–"
+            f"{max(r['probe_accuracy']['mlp'] for r in leaky):.3f}, reversed "
+            f"{span2([r['target_accuracy']['reversed'] for r in leaky])}): the collapse was the only way these\n"
+            "adversaries reached chance.")
+
+
+def adult_chance_block():
+    """Adult's probe chance (the male share of the probe-test rows) and its interval."""
+    chance = load(*AGNOSTIC, "adult", "summary.json")["protected_chance"]
+    with open(os.path.join(ROOT, *AGNOSTIC, "adult-k50", "metrics.jsonl")) as f:
+        lo, hi = json.loads(next(filter(str.strip, f)))["probe_mlp"]["chance_interval"]
+    return f"{chance:.3f}\n(interval {lo:.3f}–{hi:.3f})."
+
+
+BLOCKS.update({"fix-trials": fix_trials_block, "adult-chance": adult_chance_block})
