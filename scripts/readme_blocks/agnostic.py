@@ -11,6 +11,7 @@
 """
 import json
 import os
+import re
 
 from .common import ROOT, load, table
 
@@ -575,3 +576,16 @@ def adult_chance_block():
 
 
 BLOCKS.update({"fix-trials": fix_trials_block, "adult-chance": adult_chance_block})
+
+
+def leace_gap_block():
+    """LEACE's effect on the two backgrounds' feature means, from the held-out rows of
+    `methods-trial/leace-ctx5/class-mean-gap.log` (before erasure, then after)."""
+    pattern = re.compile(r"held-out rows ([0-9.]+) \(feature spread ([0-9.]+)\)")
+    with open(os.path.join(ROOT, *AGNOSTIC, "methods-trial", "leace-ctx5", "class-mean-gap.log")) as f:
+        (before, _), (after, spread) = [tuple(map(float, m.groups())) for m in map(pattern.search, f) if m]
+    return (f"from {before:.2f} to {after:.2f} (feature spread {spread:.1f}, i.e. {100 * (1 - after / before):.0f} % of "
+            "the mean difference gone).")
+
+
+BLOCKS["leace-gap"] = leace_gap_block
