@@ -849,3 +849,16 @@ def mse_notes_block():
 
 
 BLOCKS["mse-notes"] = mse_notes_block
+
+
+def fashion_at_100_block():
+    """Fashion-MNIST accuracy at 100 labels per method (`fashion-mnist/summary.json`), best first."""
+    methods = load(*ACTIVE, "fashion-mnist", "summary.json")["methods"]
+    names = {"random": "Random", "maxent": "MaxEnt", "bald": "BALD", "acs-fw": "ACS-FW"}
+    at = {m: v["accuracy_by_labels"]["100"]["mean"] for m, v in methods.items()}
+    return "Accuracy at 100 labels: " + ", ".join(f"{names.get(m, m)} {a:.3f}" for m, a in
+                                                sorted(at.items(), key=lambda kv: -kv[1])) + \
+        " (`summary.json` has every grid point)."
+
+
+BLOCKS["fashion-at-100"] = fashion_at_100_block
