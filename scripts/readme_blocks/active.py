@@ -909,3 +909,54 @@ def projections_notes_block():
 
 
 BLOCKS["projections-notes"] = projections_notes_block
+
+
+def _protein_rounds(run="protein-large-pool"):
+    curves = {}
+    for r in load_lines(*ACTIVE, run, "rounds.jsonl"):
+        curves.setdefault((r["method"], r["seed"]), []).append(r)
+    return curves
+
+
+def protein_final_block(run="protein-large-pool"):
+    """Final RMSE per method on the protein pool."""
+    s = summary(run)
+    return ("Final RMSE at " + f"{s['labels']:,} labels: " +
+            ", ".join(f"{NAMES[m]} {pm(*rmse(run, m))}" for m, _ in METHODS if m in s["methods"]) + ".")
+
+
+def protein_notes_block(run="protein-large-pool", early=400):
+    """The protein bullets: the curves at `early` labels (each seed's latest round at or below it) and
+    the costs (selection seconds per batch, fit seconds, seconds per seed and method)."""
+    curves = _protein_rounds(run)
+
+    def at(method):
+        v = [[r["test_rmse"] for r in sorted(c, key=lambda r: r["labels"]) if r["labels"] <= early][-1]
+             for (m, _), c in curves.items() if m == method]
+        return sum(v) / len(v)
+
+    fits = [r["fit_seconds"] for c in curves.values() for r in c]
+    sel = {m: summary(run)["methods"][m]["selection_seconds"]["mean"] for m in ("acs-fw", "lcmd", "maxent")}
+    per = [seconds_per_seed(run, m) for m, _ in METHODS]
+    return "\n".join([
+        "- bmdal's ordering holds: LCMD best (better than Random on every seed; at "
+        f"{early} labels {at('lcmd'):.2f}",
+        f"  against Random's {at('random'):.2f}), ACS-FW with projections second, MaxEnt worst (it piles its batches",
+        "  onto the most uncertain corner). The gains are smaller than bmdal's (≈ 17 % for the best",
+        "  methods, ≈ 11 % for ACS-FW with random features): theirs average 15 datasets with budgets to",
+        "  ≈ 4,000 labels and larger networks; ours is one dataset, 5 seeds, a 2 × 30 network. By the last round",
+        "  the methods meet, except MaxEnt (the final RMSEs above).",
+        f"- Cost on 41,157 pool points: ACS-FW {sel['acs-fw']:.1f} s per batch (posterior projections plus Frank–Wolfe),",
+        f"  LCMD {sel['lcmd']:.1f} s, MaxEnt {sel['maxent']:.2f} s; fits {min(fits):.1f}–{max(fits):.0f} s; "
+        f"{min(per):.0f}–{max(per):.0f} s per seed and method.",
+    ])
+
+
+def mse_rounds_block():
+    """The MSE recipe's ACS-FW rounds (re-picks make more than the budget's eight)."""
+    r = [summary(f"mse-recipe/{d}")["methods"]["acs-fw"]["rounds"]["mean"] for d in DATASETS]
+    return f"(hence {min(r):.1f}–{max(r):.1f} rounds\ninstead of 8)."
+
+
+BLOCKS.update({"protein-final": protein_final_block, "protein-notes": protein_notes_block,
+               "mse-rounds": mse_rounds_block})
