@@ -109,3 +109,30 @@ fn a_number_added_by_hand_to_the_prose_fails_the_check() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("numbers by hand") && e.contains("1 more"), "{e}");
 }
+
+/// A citation is no measurement: a paper's section or table and a software version in the prose
+/// leave the count of numbers by hand as it is, while a measured value beside them still fails.
+#[test]
+fn a_citation_in_the_prose_is_no_number_by_hand() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("README.md");
+    let run = |body: &str| {
+        std::fs::write(&copy, body).unwrap();
+        Command::new("python3")
+            .arg(root().join("scripts/docs.py"))
+            .args(["--check", "--as", "README.md", "--file"])
+            .arg(&copy)
+            .output()
+            .expect("python3 runs scripts/docs.py")
+    };
+    let cited = "As in Section 4.1 and Appendix B.2 of the paper, built on tch 0.26 and Ray 2.60.\n\n## Layout";
+    let edited = text.replacen("## Layout", cited, 1);
+    assert_ne!(edited, text);
+    let o = run(&edited);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let measured = text.replacen("## Layout", &cited.replace("2.60.", "2.60, at AP 0.937."), 1);
+    let o = run(&measured);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("numbers by hand"), "{e}");
+}
