@@ -20,6 +20,20 @@ fn check(file: Option<&Path>) -> Output {
     command.output().expect("python3 runs scripts/docs.py")
 }
 
+/// `--check` on a copy of README.md holding `body`, outside the repository and held to
+/// README.md's count of numbers by hand.
+fn check_readme_copy(body: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("README.md");
+    std::fs::write(&copy, body).unwrap();
+    Command::new("python3")
+        .arg(root().join("scripts/docs.py"))
+        .args(["--check", "--as", "README.md", "--file"])
+        .arg(&copy)
+        .output()
+        .expect("python3 runs scripts/docs.py")
+}
+
 #[test]
 fn the_committed_readmes_state_what_their_result_files_give() {
     let o = check(None);
@@ -91,21 +105,10 @@ fn a_table_of_numbers_outside_every_generated_block_fails_the_check_unless_marke
 #[test]
 fn a_number_added_by_hand_to_the_prose_fails_the_check() {
     let text = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("README.md");
-    let run = |body: &str| {
-        std::fs::write(&copy, body).unwrap();
-        Command::new("python3")
-            .arg(root().join("scripts/docs.py"))
-            .args(["--check", "--as", "README.md", "--file"])
-            .arg(&copy)
-            .output()
-            .expect("python3 runs scripts/docs.py")
-    };
-    assert!(run(&text).status.success(), "the committed README.md holds its count");
+    assert!(check_readme_copy(&text).status.success(), "the committed README.md holds its count");
     let edited = text.replacen("## Layout", "The quickstart reaches AP 0.937 on a laptop.\n\n## Layout", 1);
     assert_ne!(edited, text);
-    let o = run(&edited);
+    let o = check_readme_copy(&edited);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("numbers by hand") && e.contains("1 more"), "{e}");
 }
@@ -115,24 +118,13 @@ fn a_number_added_by_hand_to_the_prose_fails_the_check() {
 #[test]
 fn a_citation_in_the_prose_is_no_number_by_hand() {
     let text = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("README.md");
-    let run = |body: &str| {
-        std::fs::write(&copy, body).unwrap();
-        Command::new("python3")
-            .arg(root().join("scripts/docs.py"))
-            .args(["--check", "--as", "README.md", "--file"])
-            .arg(&copy)
-            .output()
-            .expect("python3 runs scripts/docs.py")
-    };
     let cited = "As in Section 4.1 and Appendix B.2 of the paper, built on tch 0.26 and Ray 2.60.\n\n## Layout";
     let edited = text.replacen("## Layout", cited, 1);
     assert_ne!(edited, text);
-    let o = run(&edited);
+    let o = check_readme_copy(&edited);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let measured = text.replacen("## Layout", &cited.replace("2.60.", "2.60, at AP 0.937."), 1);
-    let o = run(&measured);
+    let o = check_readme_copy(&measured);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("numbers by hand"), "{e}");
 }
