@@ -85,43 +85,14 @@ impl RowDistance for AnyLength {
 /// compiled copy of the body per usual embedding size, one for every other length.
 macro_rules! with_distance {
     ($dim:expr, $d:ident => $body:expr) => {
+        $crate::distance::with_distance!(@sizes $dim, $d => $body; 1 2 3 4 8 16 32 64 128)
+    };
+    (@sizes $dim:expr, $d:ident => $body:expr; $($size:literal)*) => {
         match $dim {
-            1 => {
-                let $d = $crate::distance::Fixed::<1>;
+            $($size => {
+                let $d = $crate::distance::Fixed::<$size>;
                 $body
-            }
-            2 => {
-                let $d = $crate::distance::Fixed::<2>;
-                $body
-            }
-            3 => {
-                let $d = $crate::distance::Fixed::<3>;
-                $body
-            }
-            4 => {
-                let $d = $crate::distance::Fixed::<4>;
-                $body
-            }
-            8 => {
-                let $d = $crate::distance::Fixed::<8>;
-                $body
-            }
-            16 => {
-                let $d = $crate::distance::Fixed::<16>;
-                $body
-            }
-            32 => {
-                let $d = $crate::distance::Fixed::<32>;
-                $body
-            }
-            64 => {
-                let $d = $crate::distance::Fixed::<64>;
-                $body
-            }
-            128 => {
-                let $d = $crate::distance::Fixed::<128>;
-                $body
-            }
+            })*
             other => {
                 let $d = $crate::distance::AnyLength(other);
                 $body
