@@ -241,9 +241,7 @@ def M(run, method, metric="test_rmse", seeds=None, digits=3):
 def D(a, b, seeds=None, count=True):
     """`+d ± se (k/n)`: a − b paired by seed over the seeds both hold, k = seeds where a is lower.
     a and b are (run, method) or (run, method, metric)."""
-    va, vb = per_seed(*a, seeds=seeds), per_seed(*b, seeds=seeds)
-    common = sorted(set(va) & set(vb))
-    d = [va[s] - vb[s] for s in common]
+    d = diffs(a, b, seeds)
     text = pm(*mean_se(d), sign=True)
     return f"{text} ({sum(x < 0 for x in d)}/{len(d)})" if count else text
 

@@ -313,6 +313,13 @@ def mnist_m_block():
 BLOCKS["mnist-m"] = mnist_m_block
 
 
+def _mean(record, *keys):
+    """The value at `keys` of a summary record, its mean where it is a {mean, std} record."""
+    for k in keys:
+        record = record[k]
+    return record["mean"] if isinstance(record, dict) and "mean" in record else record
+
+
 def adult_summary_block():
     """The README's Adult bullet: the paper's GRL per α (`adult/`) and 50 adversary updates per
     step (`adult-k50/`), from the two summary.json files."""
@@ -321,10 +328,7 @@ def adult_summary_block():
     chance = grl_doc["protected_chance"]
 
     def at(alphas, a, *keys):
-        v = alphas[alpha_key(alphas, a)]
-        for k in keys:
-            v = v[k]
-        return v["mean"] if isinstance(v, dict) and "mean" in v else v
+        return _mean(alphas[alpha_key(alphas, a)], *keys)
 
     order = sorted(grl, key=float)
     from_alpha = next(float(a) for a in order if at(grl, float(a), "protected_head_accuracy") <= chance + 0.01)
@@ -490,22 +494,17 @@ def adult_audit_block():
     grl, k50 = grl_doc["alphas"], load(*AGNOSTIC, "adult-k50", "summary.json")["alphas"]
     chance = grl_doc["protected_chance"]
 
-    def mean(s, *keys):
-        for k in keys:
-            s = s[k]
-        return s["mean"] if isinstance(s, dict) and "mean" in s else s
-
     order = sorted(grl, key=float)
-    start = next(a for a in order if mean(grl[a], "protected_head_accuracy") <= chance + 0.01)
+    start = next(a for a in order if _mean(grl[a], "protected_head_accuracy") <= chance + 0.01)
     later = [a for a in order if float(a) >= float(start)]
-    lin = [mean(grl[a], "probe_accuracy", "linear") for a in later]
-    mlp = [mean(grl[a], "probe_accuracy", "mlp") for a in later]
+    lin = [_mean(grl[a], "probe_accuracy", "linear") for a in later]
+    mlp = [_mean(grl[a], "probe_accuracy", "mlp") for a in later]
     k_later = [alpha_key(k50, float(a)) for a in later]
-    k_lin = [mean(k50[a], "probe_accuracy", "linear") for a in k_later]
-    bits = max(mean(k50[a], "probe_mutual_information_bits") for a in k_later)
+    k_lin = [_mean(k50[a], "probe_accuracy", "linear") for a in k_later]
+    bits = max(_mean(k50[a], "probe_mutual_information_bits") for a in k_later)
     with open(os.path.join(ROOT, *AGNOSTIC, "adult-k50", "metrics.jsonl")) as f:
         high = max(json.loads(line)["probe_mlp"]["chance_interval"][1] for line in f if line.strip())
-    k_first, k_last = mean(k50[alpha_key(k50, 0.0)], "probe_accuracy", "mlp"), mean(k50[alpha_key(k50, 0.9)], "probe_accuracy", "mlp")
+    k_first, k_last = _mean(k50[alpha_key(k50, 0.0)], "probe_accuracy", "mlp"), _mean(k50[alpha_key(k50, 0.9)], "probe_accuracy", "mlp")
     return (f"What the audit adds: G_p is at chance from α = {float(start):g} on, yet with one adversary update per step\n"
             f"fresh probes still read sex at {min(lin):.2f}–{max(lin):.2f} (linear) and {min(mlp):.2f}–{max(mlp):.2f} (MLP) — "
             "relationship and marital\nstatus carry it, and the GRL only hides it from G_p. With k = 50 the **linear probe "
