@@ -35,10 +35,21 @@ for model in gaussian point; do
   fi
   pids+=($!)
 done
-sleep 45
-nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
-for model in gaussian point; do tail -n 2 runs/$model-seed0.log; done
-sleep $((seconds - 45))
+# Polls rather than sleeping the whole budget: a run that fails at once (a library missing on a
+# new image, say) returns the machine in seconds instead of holding it idle.
+started=$SECONDS
+reported=0
+while [ $((SECONDS - started)) -lt "$seconds" ]; do
+  alive=0
+  for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
+  if [ "$alive" -eq 0 ]; then echo "both runs ended after $((SECONDS - started)) s"; break; fi
+  if [ "$reported" -eq 0 ] && [ $((SECONDS - started)) -ge 45 ]; then
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+    for model in gaussian point; do tail -n 2 runs/$model-seed0.log; done
+    reported=1
+  fi
+  sleep 5
+done
 kill -TERM "${pids[@]}" 2>/dev/null
 wait "${pids[@]}"
 for model in gaussian point; do
