@@ -7,7 +7,7 @@
 # from their last 1,000-step checkpoint) and packs them into $OUT/runs.tar.xz.
 #
 # To continue the committed runs (results/hib/paper-schedule-gpu/README.md says it step by step):
-#   tar -C results/hib/paper-schedule-gpu -cJf .gpu/runs.tar.xz gaussian-seed0 point-seed0
+#   tar -C results/hib/paper-schedule-gpu -cJf .gpu/runs.tar.xz gaussian-seed0 point-seed0 sessions.jsonl
 # then run `bash .gpu/run.sh SECONDS` there and unpack what comes back over that folder.
 set -u
 seconds=${1:-500}
@@ -23,6 +23,13 @@ export LD_LIBRARY_PATH=$TL:$here/lib HEDGE_DATA_DIR=$here/data OMP_WAIT_POLICY=p
 export LD_PRELOAD=$TL/libtorch_cuda.so
 chmod +x ./hedge
 ./hedge --version || { echo "hedge does not start"; ldd ./hedge; exit 3; }
+# Where each run stands before this call, for the line this call adds to runs/sessions.jsonl.
+state() { python3 -c 'import json,sys
+try: s = json.load(open(sys.argv[1]))
+except OSError: s = {"step": 0, "seconds": 0.0}
+print(s["step"], s["seconds"])' "runs/$1-seed0/state.json"; }
+declare -A before
+for model in gaussian point; do before[$model]=$(state $model); done
 pids=()
 for model in gaussian point; do
   run=runs/$model-seed0
@@ -56,4 +63,14 @@ for model in gaussian point; do
   echo "== $model"; tail -n 3 runs/$model-seed0.log
   cat runs/$model-seed0/state.json; echo
 done
+# One line per call: the date, the GPU and each run's steps and training seconds before and after.
+python3 - "$(date -u +%F)" "${before[gaussian]}" "$(state gaussian)" "${before[point]}" "$(state point)" <<'PY' >>runs/sessions.jsonl
+import json, sys, torch
+date, runs = sys.argv[1], {}
+for name, a, b in (("gaussian-seed0", sys.argv[2], sys.argv[3]), ("point-seed0", sys.argv[4], sys.argv[5])):
+    (s0, t0), (s1, t1) = a.split(), b.split()
+    runs[name] = {"from_step": int(s0), "from_seconds": float(t0), "to_step": int(s1), "to_seconds": float(t1)}
+print(json.dumps({"date": date, "device": torch.cuda.get_device_name(), "torch": torch.__version__, "runs": runs}))
+PY
+tail -n 1 runs/sessions.jsonl
 tar -C runs -cJf "$out/runs.tar.xz" . && ls -la "$out"

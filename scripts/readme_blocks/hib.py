@@ -512,10 +512,24 @@ def paper_schedule_gpu_block():
     trained = []
     for run, name in (("point-seed0", "point"), ("gaussian-seed0", "MoG-1")):
         state = load(os.path.join(base, run, "state.json"))
-        trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training "
-                       f"({state['step'] / state['seconds']:.0f} steps/s)")
+        trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training")
+    # One line per call on a GPU machine (scripts/gpu/hib-paper-schedule.sh appends it).
+    calls = []
+    with open(os.path.join(base, "sessions.jsonl")) as f:
+        for line in f:
+            c = json.loads(line)
+            cells = []
+            for run in ("point-seed0", "gaussian-seed0"):
+                r = c["runs"][run]
+                steps = r["to_step"] - r["from_step"]
+                cells.append(f"{r['from_step']:,} → {r['to_step']:,} "
+                             f"({steps / (r['to_seconds'] - r['from_seconds']):.0f} steps/s)")
+            calls.append(f"| {c['date']} | {c['device']} | torch {c['torch']} | " + " | ".join(cells) + " |")
     return "\n".join(["| step | point: AP clean / corrupt / KNN clean / corrupt | MoG-1: the same |", "|---|---|---|"]
-                     + rows + ["", "Trained so far (state.json): " + "; ".join(trained) + "."])
+                     + rows + ["", "Trained so far (state.json): " + "; ".join(trained) + ". Each call on a GPU "
+                               "(sessions.jsonl; both runs side by side, speeds in training steps per second of "
+                               "each run's own clock):", "",
+                               "| date | GPU | libtorch | point steps | MoG-1 steps |", "|---|---|---|---|---|"] + calls)
 
 
 BLOCKS["paper-schedule-gpu"] = paper_schedule_gpu_block

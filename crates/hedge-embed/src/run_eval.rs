@@ -224,9 +224,10 @@ pub fn curve_files(split: NDigitSplit) -> (String, String) {
 }
 
 /// Evaluates every kept checkpoint of a run on a test split and writes the curve (step,
-/// training seconds, AP and KNN, clean and corrupt) as JSON ([`curve_files`]'s first name). A
-/// curve over exactly the same checkpoints and repeats is reused (evaluating again costs
-/// minutes).
+/// training seconds, AP and KNN, clean and corrupt) as JSON ([`curve_files`]'s first name). Rows
+/// of an earlier curve at the same repeats are reused for the checkpoints they scored (each
+/// evaluation costs minutes, and a resumed run only adds checkpoints); only new checkpoints are
+/// evaluated.
 pub fn curve_points(
     run: &RunDir,
     data: &HibData,
@@ -247,14 +248,12 @@ pub fn curve_points(
         })
         .collect();
     files.sort();
-    if let Ok(Some(rows)) = run.read_json_if_present::<Vec<CurvePoint>>(&json_name) {
-        let steps: Vec<usize> = rows.iter().map(|r| r.step).collect();
-        // Rows without `repeats` predate the field and used 1.
-        let same_repeats = rows.iter().all(|r| r.repeats.unwrap_or(1) == repeats);
-        if same_repeats && steps == files.iter().map(|f| f.0).collect::<Vec<_>>() {
-            info!("reusing {}", run.file(&json_name).display());
-            return Ok(rows);
-        }
+    let steps: Vec<usize> = files.iter().map(|f| f.0).collect();
+    let earlier = run.read_json_if_present::<Vec<CurvePoint>>(&json_name).ok().flatten().unwrap_or_default();
+    let mut earlier = reusable_curve_rows(earlier, repeats, &steps);
+    if earlier.len() == steps.len() {
+        info!("reusing {}", run.file(&json_name).display());
+        return Ok(earlier.into_values().collect());
     }
     let seconds_at: BTreeMap<usize, f64> = run.read_metrics()?.iter().map(|m| (m.step, m.seconds)).collect();
     // A curve plots AP and KNN accuracy: the other KNN passes (half the time) are left out,
@@ -264,6 +263,10 @@ pub fn curve_points(
     let settings = EvalSettings { repeats, split, metrics, ..Default::default() };
     let mut rows = Vec::new();
     for (step, path) in &files {
+        if let Some(row) = earlier.remove(step) {
+            rows.push(row);
+            continue;
+        }
         info!("curve: step {step}");
         let (_, report) = evaluate_run(run, data, Some(path), &settings, device, command)?;
         rows.push(CurvePoint {
@@ -276,6 +279,17 @@ pub fn curve_points(
     }
     run.write_json(&json_name, &rows)?;
     Ok(rows)
+}
+
+/// The rows of an earlier curve that still hold, by step: those scored with the same number of
+/// repeats for a checkpoint that is still kept. Rows without `repeats` predate the field and
+/// used 1.
+fn reusable_curve_rows(earlier: Vec<CurvePoint>, repeats: usize, steps: &[usize]) -> BTreeMap<usize, CurvePoint> {
+    earlier
+        .into_iter()
+        .filter(|r| r.repeats.unwrap_or(1) == repeats && steps.contains(&r.step))
+        .map(|r| (r.step, r))
+        .collect()
 }
 
 /// The clean and corrupt twins of a test split embedded with a run's model (its own weights).
@@ -307,4 +321,33 @@ pub fn embed_run(
     let dataset = data.role(&config, split)?;
     let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
     embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(step: usize, repeats: Option<usize>) -> CurvePoint {
+        let repeats = repeats.map_or("null".to_string(), |r| r.to_string());
+        serde_json::from_str(&format!(
+            r#"{{"knn_accuracy": {{"clean": 0.4, "clean_std": null, "corrupt": 0.2, "corrupt_std": null}},
+                "repeats": {repeats}, "step": {step}, "train_seconds": 60.0,
+                "verification_ap": {{"clean": 0.96, "clean_std": null, "clean_vs_corrupt": 0.86,
+                "clean_vs_corrupt_std": null, "corrupt": 0.78, "corrupt_std": null}}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_resumed_run_reevaluates_only_new_checkpoints() {
+        // Kept: 10k, 20k (scored with 10 repeats), 30k (scored with 1), 40k (new); 50k was
+        // scored but its checkpoint is gone.
+        let earlier = vec![row(10_000, Some(10)), row(20_000, Some(10)), row(30_000, Some(1)), row(50_000, Some(10))];
+        let reused = reusable_curve_rows(earlier, 10, &[10_000, 20_000, 30_000, 40_000]);
+        assert_eq!(reused.keys().copied().collect::<Vec<_>>(), vec![10_000, 20_000]);
+        // Rows written before `repeats` existed were scored once.
+        let reused = reusable_curve_rows(vec![row(10_000, None)], 1, &[10_000]);
+        assert_eq!(reused.len(), 1);
+        assert!(reusable_curve_rows(vec![row(10_000, None)], 10, &[10_000]).is_empty());
+    }
 }
