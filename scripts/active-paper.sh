@@ -29,7 +29,7 @@ run() {
     echo "$out: done"
 }
 for set in "${sets[@]}"; do
-    run "$root/$set" --dataset "uci/$set" --method random,maxent,acs-fw,lcmd
+    run "$root/$set" --dataset "uci/$set" --method random,maxent,acs-fw,lcmd --closed-form
     run "$root/$set-projections-10" --dataset "uci/$set" --method acs-fw --projections 10
 done
 exit

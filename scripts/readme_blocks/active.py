@@ -20,6 +20,16 @@ PAPER_METHODS = METHODS[:3]
 NAMES = dict(METHODS)
 
 
+HEDGE_PROTOCOL = "hedge-protocol"
+
+
+def hp(dataset):
+    """The 40-seed run of `dataset` at hedge's own protocol (100 labels, minibatches of 64): the
+    baseline every lever of issues 15–33 was paired against, kept in results/active/hedge-protocol/
+    since the authors' protocol took results/active/<dataset>/."""
+    return f"{HEDGE_PROTOCOL}/{dataset}"
+
+
 def summary(run):
     return load(*ACTIVE, run, "summary.json")
 
@@ -54,17 +64,25 @@ def rmse(run, method):
 
 
 def paper(run, method):
-    return summary(run)["methods"][method].get("paper_final_rmse")
+    """The paper's Table 1 value for a run folder's dataset; a bare dataset name reads it from the
+    dataset's hedge-protocol run (every run of a dataset records the same values)."""
+    return summary(hp(run) if run in DATASETS else run)["methods"][method].get("paper_final_rmse")
 
 
 def noise(mu, se):
     return "beyond 2 se" if abs(mu) > 2 * se else "within 2 se"
 
 
-def final_rmse_block():
+def finished(run):
+    """Whether a run folder has written its summary (every seed finished)."""
+    return exists(*ACTIVE, run, "summary.json")
+
+
+def hedge_final_rmse_block():
+    """The 100-label runs of hedge's protocol (results/active/hedge-protocol/<dataset>/)."""
     rows, protocols = [], set()
     for d in DATASETS:
-        s = summary(d)
+        s = summary(hp(d))
         protocols.add((s.get("protocol", "hedge"), s["labels"], s["seeds"]))
         means = {m: s["methods"][m]["final_rmse"] for m, _ in METHODS if m in s["methods"]}
         best = min(means, key=lambda m: means[m]["mean"])
@@ -79,35 +97,146 @@ def final_rmse_block():
         ratios = [f"{means[m]['mean'] / p:.2f}" for (m, _), p in zip(PAPER_METHODS, papers)]
         rows.append([d] + cells + [f"{p:.3f}" for p in papers] + [" / ".join(ratios)])
     head = "; ".join(f"`{p}` protocol, {labels} labels, {seeds} seeds" for p, labels, seeds in sorted(protocols))
-    return (f"Final test RMSE (mean ± se; {head}; `results/active/<dataset>/summary.json`), lowest in bold, "
-            "beside the paper's Table 1 (Pinsler et al., 40 seeds; its error bars are not in the material we "
-            "have) and ours as a multiple of it:\n\n"
+    return (f"Final test RMSE (mean ± se; {head}; `results/active/hedge-protocol/<dataset>/summary.json`), lowest "
+            "in bold, beside the paper's Table 1 (Pinsler et al., 40 seeds; its error bars are not in the material "
+            "we have) and ours as a multiple of it:\n\n"
             + table(["dataset"] + [n for _, n in METHODS] + [f"paper {n}" for _, n in PAPER_METHODS]
                     + ["ours / paper (Random / MaxEnt / ACS-FW)"], rows))
 
 
-def paired_block():
+def final_rmse_block():
+    """The authors' protocol (results/active/<dataset>/ and <dataset>-projections-10/): every
+    finished dataset's final RMSE per method, ACS-FW in both forms, beside Table 1; a dataset
+    whose runs are still going says so instead of showing numbers."""
+    rows, protocols = [], set()
+    for d in DATASETS:
+        papers = [paper(d, m) for m, _ in PAPER_METHODS]
+        if not finished(d):
+            rows.append([d, f"running (`results/active/paper-protocol/{d}/`)", "", "", "", ""] + [f"{p:.3f}" for p in papers] + [""])
+            continue
+        s = summary(d)
+        protocols.add((s["protocol"], s["labels"], s["seeds"]))
+        means = {m: s["methods"][m]["final_rmse"] for m, _ in METHODS}
+        if finished(f"{d}-projections-10"):
+            means["acs-fw-j10"] = summary(f"{d}-projections-10")["methods"]["acs-fw"]["final_rmse"]
+        best = min(means, key=lambda m: means[m]["mean"])
+        cells = []
+        for m in ("random", "maxent", "acs-fw", "acs-fw-j10", "lcmd"):
+            text = pm(means[m]["mean"], means[m]["se"]) if m in means else "running"
+            cells.append(f"**{text}**" if m == best else text)
+        ratios = [f"{means[m]['mean'] / p:.2f}" for (m, _), p in zip(PAPER_METHODS, papers)]
+        if "acs-fw-j10" in means:
+            ratios.append(f"{means['acs-fw-j10']['mean'] / papers[2]:.2f}")
+        rows.append([d] + cells + [f"{p:.3f}" for p in papers] + [" / ".join(ratios)])
+    head = "; ".join(f"`{p}` protocol, {labels} labels, {seeds} seeds" for p, labels, seeds in sorted(protocols))
+    return (f"Final test RMSE (mean ± se; {head}; `results/active/<dataset>/summary.json`, ACS-FW on J = 10 "
+            "projections from `<dataset>-projections-10/`, the same seeds), lowest in bold, beside the paper's Table 1 "
+            "(Pinsler et al., 40 seeds; its error bars are not in the material we have) and ours as a multiple of it:\n\n"
+            + table(["dataset", "Random", "MaxEnt", "ACS-FW (closed form)", "ACS-FW (J = 10)", "LCMD"]
+                    + [f"paper {n}" for _, n in PAPER_METHODS]
+                    + ["ours / paper (Random / MaxEnt / ACS-FW / J = 10)"], rows))
+
+
+def paired_rows(run_of):
     rows = []
     for d in DATASETS:
-        for p in summary(d)["paired_differences"]:
+        run = run_of(d)
+        if not finished(run):
+            continue
+        for p in summary(run)["paired_differences"]:
             mu, se = p["difference"]["mean"], p["difference"]["se"]
             rows.append([d, f"{NAMES[p['a']]} − {NAMES[p['b']]}", pm(mu, se, sign=True),
                          f"{p['a_better']}/{p['seeds']}", noise(mu, se)])
+    return rows
+
+
+def paired_block(run_of=lambda d: d, projections=True):
+    """The paired differences each dataset's summary.json holds (finished datasets only), and
+    with `projections` ACS-FW on J = 10 projections against the others."""
+    rows = paired_rows(run_of)
+    if projections:
+        # ACS-FW's two forms, paired on the same seeds, where both have finished.
+        for d in DATASETS:
+            proj = f"{d}-projections-10"
+            if finished(d) and finished(proj):
+                for other, name in (("acs-fw", "ACS-FW (closed form)"), ("random", "Random"), ("lcmd", "LCMD")):
+                    mu, se, lower, n = paired((proj, "acs-fw"), (d, other))
+                    rows.append([d, f"ACS-FW (J = 10) − {name}", pm(mu, se, sign=True), f"{lower}/{n}", noise(mu, se)])
     return ("Paired differences of the final RMSE (every seed shares its split and initial labels across "
             "methods; negative: the first is better):\n\n"
             + table(["dataset", "A − B", "mean ± se", "seeds where A is better", "mean against 2 se"], rows))
 
 
+def ordering(values):
+    """`A < B < C` for {name: value}, lowest first."""
+    return " < ".join(NAMES[m] for m in sorted(values, key=values.get))
+
+
+def ses(difference, se):
+    """`+1.2 se`: a difference in standard errors."""
+    return f"{difference / se:+.1f} se".replace("-", "−")
+
+
+def paper_protocol_notes_block():
+    """Per finished dataset at the authors' protocol: whether the paper's ordering of Random,
+    MaxEnt and ACS-FW holds, ACS-FW's two forms against Table 1 (in standard errors of ours), and
+    the two forms paired."""
+    lines = []
+    for d in DATASETS:
+        if not finished(d):
+            lines.append(f"- **{d}**: running (`results/active/paper-protocol/{d}/`).")
+            continue
+        table1 = {m: paper(d, m) for m, _ in PAPER_METHODS}
+        ours = {m: rmse(d, m)[0] for m, _ in PAPER_METHODS}
+        same = ordering(ours) == ordering(table1)
+        closed = rmse(d, "acs-fw")
+        text = (f"- **{d}**: the paper's ordering {ordering(table1)} "
+                + ("holds" if same else f"does not hold (ours: {ordering(ours)})")
+                + f"; ACS-FW (closed form) {pm(*closed)} against Table 1's {table1['acs-fw']:.3f} "
+                f"({ses(closed[0] - table1['acs-fw'], closed[1])})")
+        proj = f"{d}-projections-10"
+        if finished(proj):
+            j10 = rmse(proj, "acs-fw")
+            mu, se, lower, n = paired((proj, "acs-fw"), (d, "acs-fw"))
+            text += (f", on J = 10 projections {pm(*j10)} ({ses(j10[0] - table1['acs-fw'], j10[1])}); "
+                     f"J = 10 − closed form {pm(mu, se, sign=True)}, lower on {lower}/{n} seeds, {noise(mu, se)}")
+        else:
+            text += "; J = 10 projections running"
+        lines.append(text + ".")
+    return "\n".join(lines)
+
+
+def projections_verdict_block():
+    """Why ACS-FW's default form is J = 10 projections: every paired comparison of the two forms
+    run (the hedge protocol's PROJECTIONS and each finished dataset at the authors' protocol)."""
+    pairs = [(f"{label}, hedge protocol", (proj, "acs-fw"), (closed, "acs-fw")) for label, proj, closed, _ in PROJECTIONS]
+    pairs += [(f"{d}, authors' protocol", (f"{d}-projections-10", "acs-fw"), (d, "acs-fw")) for d in DATASETS
+              if finished(d) and finished(f"{d}-projections-10")]
+    results = [(label, paired(a, b)) for label, a, b in pairs]
+    lower = [label for label, (mu, *_r) in results if mu < 0]
+    beyond = [label for label, (mu, se, *_r) in results if mu < -2 * se]
+    higher = [label for label, (mu, *_r) in results if mu >= 0]
+    return (f"**ACS-FW's default form is J = 10 random projections** (`--projections`, default 10; `--closed-form` "
+            f"for the N × N inner products): of the {len(results)} paired comparisons of the two forms run (40 seeds "
+            f"each), J = 10 is lower in {len(lower)}"
+            + (f" (higher in: {', '.join(higher)})" if higher else "")
+            + f", beyond two standard errors in {len(beyond)} ({'; '.join(beyond)}), and it selects in a fraction of the "
+            "closed form's time.")
+
+
+BLOCKS_PAPER = {"paper-notes": paper_protocol_notes_block, "projections-verdict": projections_verdict_block}
+
+
 # (label, J = 10 run, closed-form run, Random's run); the closed form and Random ran beside the
 # projections on the same machine where a run exists (gp-same-labels/), else the main table's run.
 PROJECTIONS = (
-    ("yacht", "gp-same-labels/yacht-projections-10", "yacht", "yacht"),
+    ("yacht", "gp-same-labels/yacht-projections-10", hp("yacht"), hp("yacht")),
     ("energy", "gp-same-labels/energy-projections-10", "gp-same-labels/energy", "gp-same-labels/energy"),
     ("bostonHousing", "gp-same-labels/bostonHousing-projections-10", "gp-same-labels/bostonHousing",
      "gp-same-labels/bostonHousing"),
     ("power-plant (300 epochs)", "gp-same-labels/power-plant-300-epochs-projections-10",
      "gp-same-labels/power-plant-300-epochs", "gp-same-labels/power-plant-300-epochs"),
-    ("power-plant (1,000 epochs)", "gp-same-labels/power-plant-projections-10", "power-plant", "power-plant"),
+    ("power-plant (1,000 epochs)", "gp-same-labels/power-plant-projections-10", hp("power-plant"), hp("power-plant")),
 )
 
 
@@ -137,7 +266,7 @@ ENSEMBLE = (
      "ensemble/power-plant-300-epochs-3-projections-10"),
 )
 PAPER_OF = {"yacht": "yacht", "energy": "energy", "bostonHousing": "bostonHousing",
-            "power-plant (300 epochs)": "power-plant"}
+            "power-plant (300 epochs)": "power-plant"}  # the dataset whose Table 1 values stand beside
 
 
 def ensemble_block():
@@ -177,8 +306,11 @@ def mse_recipe_block():
 
 
 BLOCKS = {
+    **BLOCKS_PAPER,
     "final-rmse": final_rmse_block,
     "paired": paired_block,
+    "final-rmse-hedge": hedge_final_rmse_block,
+    "paired-hedge": lambda: paired_block(hp, projections=False),
     "projections": projections_block,
     "ensemble": ensemble_block,
     "mse-recipe": mse_recipe_block,
@@ -269,13 +401,13 @@ def lever_table(header, rows, note=""):
 
 
 def weight_decay_block():
-    rows = [["energy", "1.0 (`../energy`, seeds 0–9)", S("energy", "random", seeds=TEN), S("energy", "acs-fw", seeds=TEN), P("energy", "random") + " / " + P("energy", "acs-fw")]]
+    rows = [["energy", "1.0 (`../hedge-protocol/energy`, seeds 0–9)", S(hp("energy"), "random", seeds=TEN), S(hp("energy"), "acs-fw", seeds=TEN), P(hp("energy"), "random") + " / " + P(hp("energy"), "acs-fw")]]
     for run, label in (("weight-decay/energy-wd0.015625", "1/64 (the \"sum\" reading)"), ("weight-decay/energy-wd3", "3.0")):
-        rows.append(["energy", label, SD(run, "random", "energy"), SD(run, "acs-fw", "energy"), ""])
-    rows.append(["bostonHousing", "1.0 (`../bostonHousing`, seeds 0–9)", S("bostonHousing", "random", seeds=TEN),
-                 S("bostonHousing", "acs-fw", seeds=TEN), P("bostonHousing", "random") + " / " + P("bostonHousing", "acs-fw")])
-    rows.append(["bostonHousing", "3.0", SD("weight-decay/bostonHousing-wd3", "random", "bostonHousing"),
-                 SD("weight-decay/bostonHousing-wd3", "acs-fw", "bostonHousing"), ""])
+        rows.append(["energy", label, SD(run, "random", hp("energy")), SD(run, "acs-fw", hp("energy")), ""])
+    rows.append(["bostonHousing", "1.0 (`../hedge-protocol/bostonHousing`, seeds 0–9)", S(hp("bostonHousing"), "random", seeds=TEN),
+                 S(hp("bostonHousing"), "acs-fw", seeds=TEN), P(hp("bostonHousing"), "random") + " / " + P(hp("bostonHousing"), "acs-fw")])
+    rows.append(["bostonHousing", "3.0", SD("weight-decay/bostonHousing-wd3", "random", hp("bostonHousing")),
+                 SD("weight-decay/bostonHousing-wd3", "acs-fw", hp("bostonHousing")), ""])
     return lever_table(["dataset", "weight decay", "Random", "ACS-FW", "paper Random / ACS-FW"], rows,
                        "Final test RMSE, mean ± se over seeds 0–9; in brackets the paired difference to weight decay "
                        "1.0 on the same seeds (negative: this setting is better) and the seeds where it is lower:")
@@ -285,12 +417,12 @@ def eight_seed_lever_block(folder, label_of, note, extra=None):
     """Levers run on seeds 0–7 of energy and boston, each beside seeds 0–7 of the 40-seed run."""
     rows = []
     for d in ("energy", "bostonHousing"):
-        row = [d, "the recipe (seeds 0–7 of `../" + d + "/`)", S(d, "random", seeds=EIGHT), S(d, "acs-fw", seeds=EIGHT)]
+        row = [d, "the recipe (seeds 0–7 of `../hedge-protocol/" + d + "/`)", S(hp(d), "random", seeds=EIGHT), S(hp(d), "acs-fw", seeds=EIGHT)]
         if extra:
             row.append(extra(d, None))
         rows.append(row + [P(d, "random") + " / " + P(d, "acs-fw")])
         for run, label in label_of(d):
-            row = [d, label, SD(f"{folder}/{run}", "random", d), SD(f"{folder}/{run}", "acs-fw", d)]
+            row = [d, label, SD(f"{folder}/{run}", "random", hp(d)), SD(f"{folder}/{run}", "acs-fw", hp(d))]
             if extra:
                 row.append(extra(d, f"{folder}/{run}"))
             rows.append(row + [""])
@@ -303,7 +435,7 @@ def noise_prior_block():
         "noise-prior", lambda d: [(f"{d}-b0.01", "b₀ = 0.01")] if d == "energy" else [(f"{d}-b0.012", "b₀ = 0.012")],
         "Final test RMSE, mean ± se over seeds 0–7; in brackets the paired difference to the recipe's b₀ = 1 "
         "on the same seeds (negative: better) and the seeds where it is lower:",
-        extra=lambda d, run: M(run or d, "random", "test_log_likelihood", seeds=EIGHT, digits=2))
+        extra=lambda d, run: M(run or hp(d), "random", "test_log_likelihood", seeds=EIGHT, digits=2))
 
 
 def target_scaling_block():
@@ -316,7 +448,7 @@ def target_scaling_block():
 def split_block():
     rows = []
     for d in ("energy", "bostonHousing"):
-        rows.append([d, f"80/20 (seeds 0–7 of `../{d}/`)", S(d, "random", seeds=EIGHT), S(d, "acs-fw", seeds=EIGHT),
+        rows.append([d, f"80/20 (seeds 0–7 of `../hedge-protocol/{d}/`)", S(hp(d), "random", seeds=EIGHT), S(hp(d), "acs-fw", seeds=EIGHT),
                      P(d, "random") + " / " + P(d, "acs-fw")])
         run = f"split-90-10/{d}-test0.1"
         rows.append([d, "90/10", S(run, "random"), S(run, "acs-fw"), ""])
@@ -325,13 +457,13 @@ def split_block():
 
 
 def power_plant_levers_block():
-    rows = [["the paper's power-plant recipe (lr 1e-3, weight decay 3, b₀ = 3; seeds 0–7 of `../power-plant/`)",
-             S("power-plant", "random", seeds=EIGHT), S("power-plant", "acs-fw", seeds=EIGHT)]]
+    rows = [["the paper's power-plant recipe (lr 1e-3, weight decay 3, b₀ = 3; seeds 0–7 of `../hedge-protocol/power-plant/`)",
+             S(hp("power-plant"), "random", seeds=EIGHT), S(hp("power-plant"), "acs-fw", seeds=EIGHT)]]
     for run, label in (("power-lr1e-2", "lr 1e-2"), ("power-lr1e-2-wd1", "lr 1e-2, weight decay 1 (the other datasets' settings, b₀ = 3)"),
                        ("power-b0-1", "b₀ = 1 (lr 1e-3, weight decay 3)")):
         folder = f"power-plant-levers/{run}"
-        rows.append([f"`{run}`: {label}", SD(folder, "random", "power-plant"), SD(folder, "acs-fw", "power-plant")])
-    rows.append(["paper (Pinsler et al., Table 1)", P("power-plant", "random"), P("power-plant", "acs-fw")])
+        rows.append([f"`{run}`: {label}", SD(folder, "random", hp("power-plant")), SD(folder, "acs-fw", hp("power-plant"))])
+    rows.append(["paper (Pinsler et al., Table 1)", P(hp("power-plant"), "random"), P(hp("power-plant"), "acs-fw")])
     rows.append(["hedge's MSE recipe (10 seeds, `../mse-recipe/power-plant/`)", S("mse-recipe/power-plant", "random"),
                  S("mse-recipe/power-plant", "acs-fw")])
     return lever_table(["setting", "Random", "ACS-FW"], rows,
@@ -341,9 +473,9 @@ def power_plant_levers_block():
 
 def boston_uncensored_block():
     rows = []
-    for run, label, full, method in (("random", "Random", "bostonHousing", "random"),
-                                     ("maxent", "MaxEnt", "bostonHousing", "maxent"),
-                                     ("acs-fw", "ACS-FW (closed form, the default)", "bostonHousing", "acs-fw"),
+    for run, label, full, method in (("random", "Random", hp("bostonHousing"), "random"),
+                                     ("maxent", "MaxEnt", hp("bostonHousing"), "maxent"),
+                                     ("acs-fw", "ACS-FW (closed form, the default)", hp("bostonHousing"), "acs-fw"),
                                      ("acs-fw-projections-10", "ACS-FW (J = 10 projections)",
                                       "gp-same-labels/bostonHousing-projections-10", "acs-fw")):
         folder = f"boston-uncensored/{run}"
@@ -352,7 +484,7 @@ def boston_uncensored_block():
         rows.append([label, pm(mean, se), f"{p:.3f}", f"{pm(mean - p, se, sign=True)} ({abs(mean - p) / se:.1f} se)",
                      S(full, method), S(folder, method, metric="gp_test_rmse")])
     return lever_table(["method", "without the 16 rows", "paper", "difference to the paper",
-                        "with them (`../bostonHousing/`, `../gp-same-labels/`)", "GP on the same labels, without them"], rows,
+                        "with them (`../hedge-protocol/bostonHousing/`, `../gp-same-labels/`)", "GP on the same labels, without them"], rows,
                        "Final test RMSE, mean ± se over 40 seeds:")
 
 
@@ -407,9 +539,9 @@ def layer_init_block(suffix, seeds_note):
         run = f"layer-init/{d}-pytorch{suffix}"
         for m in ("random", "acs-fw"):
             seeds = set(per_seed(run, m))
-            va, vb = per_seed(run, m), per_seed(d, m, seeds=seeds)
+            va, vb = per_seed(run, m), per_seed(hp(d), m, seeds=seeds)
             diff = [va[s] - vb[s] for s in sorted(va)]
-            rows.append([d, NAMES[m], S(run, m), S(d, m, seeds=seeds), pm(*mean_se(diff), sign=True),
+            rows.append([d, NAMES[m], S(run, m), S(hp(d), m, seeds=seeds), pm(*mean_se(diff), sign=True),
                          f"{sum(x < 0 for x in diff)}/{len(diff)}", P(d, m)])
     return lever_table(["dataset", "method", f"PyTorch start{seeds_note}", "tch start (same seeds)", "difference",
                         "seeds better", "paper"], rows)
@@ -419,9 +551,9 @@ def gp_reference_block():
     rows = []
     for d in DATASETS:
         gp = f"gp-reference/{d}"
-        rows.append([d, S(gp, "random"), S(d, "random"), D((gp, "random"), (d, "random")), P(d, "random"),
-                     S(gp, "maxent"), S(d, "maxent"), D((gp, "maxent"), (d, "maxent")), P(d, "maxent"),
-                     P(d, "acs-fw"), S(d, "acs-fw")])
+        rows.append([d, S(gp, "random"), S(hp(d), "random"), D((gp, "random"), (hp(d), "random")), P(d, "random"),
+                     S(gp, "maxent"), S(hp(d), "maxent"), D((gp, "maxent"), (hp(d), "maxent")), P(d, "maxent"),
+                     P(d, "acs-fw"), S(hp(d), "acs-fw")])
     rows.append(["power-plant, NeuralLinear at 300 epochs (`../power-plant-300-epochs`)", "",
                  S("power-plant-300-epochs", "random"), D(("gp-reference/power-plant", "random"), ("power-plant-300-epochs", "random")),
                  "", "", S("power-plant-300-epochs", "maxent"),
@@ -447,7 +579,7 @@ def training_length_block():
         for m in ("random", "acs-fw"):
             cells = []
             for e in epochs:
-                cells.append(S(d, m, seeds=EIGHT) if e == 1000 else SD(f"training-length/{d}-ep{e}", m, d, seeds=EIGHT))
+                cells.append(S(hp(d), m, seeds=EIGHT) if e == 1000 else SD(f"training-length/{d}-ep{e}", m, hp(d), seeds=EIGHT))
             rows.append([NAMES[m]] + cells + [P(d, m)])
         out.append(f"**{d}**\n\n" + table(["method"] + [f"{e} epochs" for e in epochs] + ["paper"], rows))
     return "\n\n".join(out)
@@ -574,7 +706,7 @@ BLOCKS.update({
         ("Random", "bostonHousing-3-random", "random", "gp-same-labels/bostonHousing"),
         ("ACS-FW (J = 10)", "bostonHousing-3-projections-10", "acs-fw", "gp-same-labels/bostonHousing-projections-10"))),
     "ensemble-yacht": lambda: ensemble_vs_one_fit("yacht", (
-        ("Random", "yacht-3-random", "random", "yacht"),
+        ("Random", "yacht-3-random", "random", hp("yacht")),
         ("ACS-FW (J = 10)", "yacht-3-projections-10", "acs-fw", "gp-same-labels/yacht-projections-10"))),
 })
 
@@ -610,7 +742,7 @@ def gp_same_labels_repeat_block():
     """NeuralLinear in gp-same-labels/ paired against the 40-seed folders it re-ran (the same seeds
     written in another session, on another host)."""
     def d(run, base, m):
-        return D((f"gp-same-labels/{run}", m), (base, m), count=False)
+        return D((f"gp-same-labels/{run}", m), (hp(base), m), count=False)
 
     return (f"paired against those folders, energy Random {d('energy', 'energy', 'random')}, "
             f"ACS-FW {d('energy', 'energy', 'acs-fw')}, boston ACS-FW "
@@ -626,14 +758,14 @@ def signed(x, plus="+"):
 
 
 def gp_reference_energy_gain_block():
-    """energy: ACS-FW's gain over Random (NeuralLinear, `../energy`) beside the paper's, and each
+    """energy: ACS-FW's gain over Random (NeuralLinear, `../hedge-protocol/energy`) beside the paper's, and each
     method's distance to the paper."""
-    gap = {m: M("energy", m) for m in ("random", "acs-fw")}
+    gap = {m: M(hp("energy"), m) for m in ("random", "acs-fw")}
     dist = {m: float(gap[m].replace("−", "-")) - paper("energy", m) for m in gap}
-    return (f"ACS-FW's gain over Random is the paper's (hedge {D(('energy', 'acs-fw'), ('energy', 'random'), count=False)}, "
-            f"paper {signed(paper('energy', 'acs-fw') - paper('energy', 'random'))}), so ACS-FW's gap to the paper "
-            f"({gap['acs-fw']} vs {P('energy', 'acs-fw')}) is the same fit gap carried along (Random {gap['random']} vs "
-            f"{P('energy', 'random')}: {signed(dist['random'], '')}; ACS-FW: {signed(dist['acs-fw'], '')}).")
+    return (f"ACS-FW's gain over Random is the paper's (hedge {D((hp('energy'), 'acs-fw'), (hp('energy'), 'random'), count=False)}, "
+            f"paper {signed(paper(hp('energy'), 'acs-fw') - paper(hp('energy'), 'random'))}), so ACS-FW's gap to the paper "
+            f"({gap['acs-fw']} vs {P(hp('energy'), 'acs-fw')}) is the same fit gap carried along (Random {gap['random']} vs "
+            f"{P(hp('energy'), 'random')}: {signed(dist['random'], '')}; ACS-FW: {signed(dist['acs-fw'], '')}).")
 
 
 def gp_reference_boston_fit_block():
@@ -641,10 +773,10 @@ def gp_reference_boston_fit_block():
     against the GP's RMSE in standard errors."""
     gp = per_seed("gp-reference/bostonHousing", "random")
     mu, se = mean_se(list(gp.values()))
-    return (f"overconfident there (test log-likelihood {M('bostonHousing', 'random', 'test_log_likelihood', digits=2)} "
+    return (f"overconfident there (test log-likelihood {M(hp('bostonHousing'), 'random', 'test_log_likelihood', digits=2)} "
             f"against the GP's {M('gp-reference/bostonHousing', 'random', 'test_log_likelihood', digits=2)}). The paper's "
-            f"Random ({P('bostonHousing', 'random')}) is below even the GP ({S('gp-reference/bostonHousing', 'random')}, "
-            f"{(mu - paper('bostonHousing', 'random')) / se:.1f} se):")
+            f"Random ({P(hp('bostonHousing'), 'random')}) is below even the GP ({S('gp-reference/bostonHousing', 'random')}, "
+            f"{(mu - paper(hp('bostonHousing'), 'random')) / se:.1f} se):")
 
 
 BLOCKS.update({
@@ -686,7 +818,7 @@ def ensemble_boston_notes_block():
     drop = [-mean_se(diffs((run, m), (one[m], m)))[0] for run, m in ((r, "random"), (a, "acs-fw"))]
     ten = set(per_seed(t, "acs-fw"))
     ten_mu, ten_se = mean_se(list(per_seed(t, "acs-fw").values()))
-    paper_gap = paper("bostonHousing", "random") - paper("bostonHousing", "acs-fw")
+    paper_gap = paper(hp("bostonHousing"), "random") - paper(hp("bostonHousing"), "acs-fw")
     return "\n".join([
         f"- Three fits lower both methods by ≈ {sum(drop) / 2:.2f} and keep the paper's ordering with a wider margin:",
         f"  Random − ACS-FW {D((r, 'random'), (a, 'acs-fw'), count=False)} (ACS-FW better on "
@@ -699,13 +831,13 @@ def ensemble_boston_notes_block():
         f"{M(one['acs-fw'], 'acs-fw', seeds=ten)}, three {M(a, 'acs-fw', seeds=ten)}, ten",
         f"  **{pm(ten_mu, ten_se)}** (ten − three {D((t, 'acs-fw'), (a, 'acs-fw'), seeds=ten, count=False)}, better on "
         f"{sum(v < 0 for v in diffs((t, 'acs-fw'), (a, 'acs-fw'), ten))}/{len(ten)}), the paper "
-        f"{P('bostonHousing', 'acs-fw')} — {(ten_mu - paper('bostonHousing', 'acs-fw')) / ten_se:.1f} standard",
+        f"{P(hp('bostonHousing'), 'acs-fw')} — {(ten_mu - paper(hp('bostonHousing'), 'acs-fw')) / ten_se:.1f} standard",
         f"  errors away, but at {seconds_per_seed(t, 'acs-fw'):.0f} s per seed against "
         f"{seconds_per_seed(a, 'acs-fw'):.0f} s for three fits, beyond the",
         "  issue's 45 s ceiling and not the paper's recipe.",
         f"- What is left is not the fit alone: Random's labels with three members ({M(r, 'random')}) stay "
-        f"{float(M(r, 'random')) - paper('bostonHousing', 'random'):.2f} above",
-        f"  the paper's Random ({P('bostonHousing', 'random')}), and even the GP on Random's labels needs more "
+        f"{float(M(r, 'random')) - paper(hp('bostonHousing'), 'random'):.2f} above",
+        f"  the paper's Random ({P(hp('bostonHousing'), 'random')}), and even the GP on Random's labels needs more "
         "labels to reach it",
     ])
 
@@ -736,7 +868,7 @@ def _better(a, b, seeds=None):
 
 def ensemble_boston_gap_block():
     a, t = "ensemble/bostonHousing-3-projections-10", "ensemble/bostonHousing-10-projections-10"
-    gap = float(M(a, "acs-fw")) - paper("bostonHousing", "acs-fw")
+    gap = float(M(a, "acs-fw")) - paper(hp("bostonHousing"), "acs-fw")
     return (f"- boston stays {gap:.2f} above the paper (ten fits: {S(t, 'acs-fw')} on "
             f"{len(per_seed(t, 'acs-fw'))} seeds, below).")
 
@@ -745,7 +877,7 @@ def ensemble_energy_notes_block():
     e3, e3p, e3m = "ensemble/energy-3", "ensemble/energy-3-projections-10", "ensemble/energy-3-maxent"
     return "\n".join([
         f"- ACS-FW on projections with three fits reaches {M(e3p, 'acs-fw')} against the paper's "
-        f"{P('energy', 'acs-fw')} and beats Random with",
+        f"{P(hp('energy'), 'acs-fw')} and beats Random with",
         f"  three fits by {D((e3, 'random'), (e3p, 'acs-fw'), count=False).lstrip('+')} ({_better((e3, 'random'), (e3p, 'acs-fw'))} "
         f"seeds), the closed form with three fits by {D((e3, 'acs-fw'), (e3p, 'acs-fw'), count=False).lstrip('+')}",
         f"  ({_better((e3, 'acs-fw'), (e3p, 'acs-fw'))}). {seconds_per_seed(e3p, 'acs-fw'):.0f} s per seed.",
@@ -763,8 +895,8 @@ def ensemble_energy_notes_block():
 def ensemble_power_plant_notes_block():
     pp = "ensemble/power-plant-300-epochs-3-projections-10"
     return "\n".join([
-        f"- ACS-FW reaches {M(pp, 'acs-fw')} against the paper's {P('power-plant', 'acs-fw')} and Random "
-        f"{M(pp, 'random')} against the paper's {P('power-plant', 'random')}, with",
+        f"- ACS-FW reaches {M(pp, 'acs-fw')} against the paper's {P(hp('power-plant'), 'acs-fw')} and Random "
+        f"{M(pp, 'random')} against the paper's {P(hp('power-plant'), 'random')}, with",
         f"  the paper's ordering: Random − ACS-FW {D((pp, 'random'), (pp, 'acs-fw'), count=False)} (ACS-FW better on "
         f"{_better((pp, 'random'), (pp, 'acs-fw'))}; the GP on their",
         f"  labels: {D((pp, 'random', 'gp_test_rmse'), (pp, 'acs-fw', 'gp_test_rmse'), count=False)}). So power-plant's "
@@ -778,13 +910,13 @@ def ensemble_power_plant_notes_block():
 
 def ensemble_yacht_notes_block():
     y3, yr = "ensemble/yacht-3-projections-10", "ensemble/yacht-3-random"
-    gap = paper("yacht", "acs-fw") - float(M(y3, "acs-fw"))
+    gap = paper(hp("yacht"), "acs-fw") - float(M(y3, "acs-fw"))
     return "\n".join([
-        f"- ACS-FW with three fits is {gap:.2f} below the paper's {P('yacht', 'acs-fw')} and below the authors' "
+        f"- ACS-FW with three fits is {gap:.2f} below the paper's {P(hp('yacht'), 'acs-fw')} and below the authors' "
         "scripts run on this",
         "  kind of machine (`../reference/authors-scripts-yacht.json`); it is also below MaxEnt with one fit "
-        f"({S('yacht', 'maxent')};",
-        f"  paired {D((y3, 'acs-fw'), ('yacht', 'maxent'))}).",
+        f"({S(hp('yacht'), 'maxent')};",
+        f"  paired {D((y3, 'acs-fw'), (hp('yacht'), 'maxent'))}).",
         f"- On Random's labels three fits still trail the GP ({D((yr, 'random'), (yr, 'random', 'gp_test_rmse'), count=False)}), "
         "on ACS-FW's they beat it",
         f"  ({D((y3, 'acs-fw'), (y3, 'acs-fw', 'gp_test_rmse'), count=False)}).",
@@ -876,11 +1008,11 @@ def projections_notes_block():
         return D(a, b, count=False).lstrip("+")
 
     return "\n".join([
-        f"- **energy: ACS-FW reaches the paper's number**, {pm(mu, se)} against {P('energy', 'acs-fw')} "
-        f"({abs(mu - paper('energy', 'acs-fw')) / se:.1f} se), and the",
+        f"- **energy: ACS-FW reaches the paper's number**, {pm(mu, se)} against {P(hp('energy'), 'acs-fw')} "
+        f"({abs(mu - paper(hp('energy'), 'acs-fw')) / se:.1f} se), and the",
         f"  paper's ordering holds with margins: ACS-FW better than Random by {unsigned((ec, 'random'), (ep, 'acs-fw'))} "
         f"({_better((ec, 'random'), (ep, 'acs-fw'))} seeds;",
-        f"  the paper: {paper('energy', 'random') - paper('energy', 'acs-fw'):.3f}) and Random better than MaxEnt by "
+        f"  the paper: {paper(hp('energy'), 'random') - paper(hp('energy'), 'acs-fw'):.3f}) and Random better than MaxEnt by "
         f"{unsigned((ec, 'maxent'), (ec, 'random'))} ({_better((ec, 'maxent'), (ec, 'random'))};",
         f"  `{ec}`). The projections pick better labels, not just a better fit: a GP on",
         f"  them scores {S(ep, 'acs-fw', 'gp_test_rmse')} against {M(ec, 'acs-fw', 'gp_test_rmse')} on the closed form's "
@@ -896,11 +1028,11 @@ def projections_notes_block():
         f"Per seed, fit plus selection took {min(per_seed_s):.0f}–{max(per_seed_s):.0f} s (power-plant",
         f"  at 300 epochs {seconds_per_seed(pp, 'acs-fw'):.0f} s), measured beside a CI run on the 2 cores.",
         "- Where it stands against the paper: yacht and energy at or below it; power-plant "
-        f"{float(M(pp, 'acs-fw')) - paper('power-plant', 'acs-fw'):.2f} above it",
+        f"{float(M(pp, 'acs-fw')) - paper(hp('power-plant'), 'acs-fw'):.2f} above it",
         f"  (the GP on the same labels scores {S(pp, 'acs-fw', 'gp_test_rmse')}, so the labels allow it and NeuralLinear's fit",
         "  is the gap: `gp-same-labels/README.md`; an ensemble of three fits closes it, "
         f"{S('ensemble/power-plant-300-epochs-3-projections-10', 'acs-fw')},",
-        f"  below); boston {float(M(bp, 'acs-fw')) - paper('bostonHousing', 'acs-fw'):.2f} above it on the full data, "
+        f"  below); boston {float(M(bp, 'acs-fw')) - paper(hp('bostonHousing'), 'acs-fw'):.2f} above it on the full data, "
         "and at it without boston's 16 censored targets",
         f"  ({S('boston-uncensored/acs-fw-projections-10', 'acs-fw')}, `boston-uncensored/README.md`).",
     ])

@@ -32,6 +32,18 @@ fn active_run_writes_summary_rounds_and_plot() {
     assert_eq!(random, 6);
     assert_eq!(&std::fs::read(out.join("rmse_vs_labels.png")).unwrap()[1..4], b"PNG");
     common::assert_nulls_explained(&out);
+    // ACS-FW runs on J = 10 random projections unless told otherwise, and yacht follows the
+    // authors' protocol unless told otherwise.
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["loop"]["projections"], 10, "{config}");
+    assert_eq!(summary["protocol"], "paper");
+    let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/yacht", "--closed-form", "--projections", "5"])
+        .args(["--out", dir.path().join("both").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!e.status.success() && String::from_utf8_lossy(&e.stderr).contains("--closed-form"));
 
     let e = Command::new(env!("CARGO_BIN_EXE_hedge"))
         .args(["active", "run", "--dataset", "uci/yacht", "--seeds", "1", "--budget", "100000"])
@@ -67,15 +79,16 @@ fn active_run_with_the_paper_recipe_records_it() {
     assert!(table.contains("paper recipe"), "{table}");
 }
 
-/// `--protocol paper` runs the authors' settings: 20 + 100 = 120 labels and, on energy, their
-/// half-power-of-two minibatches; the summary says both. A dataset their scripts do not cover is
-/// refused before anything is written.
+/// The authors' settings, the default on their four sets: 20 + 100 = 120 labels and, on energy,
+/// their half-power-of-two minibatches; the summary says both. `--protocol paper` on a dataset
+/// their scripts do not cover is refused before anything is written, and such data runs hedge's
+/// protocol by default.
 #[test]
 fn active_run_with_the_authors_protocol_records_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("energy");
     let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["active", "run", "--dataset", "uci/energy", "--protocol", "paper", "--epochs", "2"])
+        .args(["active", "run", "--dataset", "uci/energy", "--epochs", "2"])
         .args(["--seeds", "1", "--method", "random", "--out", out.to_str().unwrap()])
         .output()
         .unwrap();
@@ -99,6 +112,15 @@ fn active_run_with_the_authors_protocol_records_it() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("--protocol hedge"), "{e}");
     assert!(!refused.exists());
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args(["active", "run", "--dataset", "uci/concrete", "--epochs", "2", "--seeds", "1", "--method", "random"])
+        .args(["--budget", "30", "--out", refused.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(refused.join("summary.json")).unwrap()).unwrap();
+    assert_eq!((summary["protocol"].as_str(), summary["labels"].as_u64()), (Some("hedge"), Some(30)));
 }
 
 /// `hedge active classify` on real Fashion-MNIST at a tiny scale: every acquisition runs to the

@@ -730,6 +730,7 @@ mod tests {
         let mut seen = 0;
         let folders = [
             root.clone(),
+            root.join("hedge-protocol"),
             root.join("mse-recipe"),
             root.join("gp-same-labels"),
             root.join("ensemble"),
