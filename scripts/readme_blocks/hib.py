@@ -11,6 +11,7 @@
   has a summary.json (results/hib/<setting>/).
 """
 import json
+import math
 import os
 import re
 
@@ -533,6 +534,37 @@ def paper_schedule_gpu_block():
 
 
 BLOCKS["paper-schedule-gpu"] = paper_schedule_gpu_block
+
+TREND_FROM = 50_000
+
+
+def paper_schedule_gpu_trend_block():
+    """How far length alone goes: per run and Table 1 number, a least-squares line of the value
+    against log2(step) over the kept copies from TREND_FROM steps on, its gain per doubling of
+    the steps, and the line read at the paper's 500,000 steps, beside the paper."""
+    base = os.path.join(HIB, "paper-schedule-gpu")
+    paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
+    names = ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")
+    rows, last_steps = [], []
+    for run, name, key in (("point-seed0", "point", "point"), ("gaussian-seed0", "MoG-1", "mog1")):
+        points = [r for r in load(os.path.join(base, run, "curve.json")) if r["step"] >= TREND_FROM]
+        last_steps.append(points[-1]["step"])
+        xs = [math.log2(r["step"]) for r in points]
+        target = [float(c) for c in cells4(paper[key])]
+        for i, metric in enumerate(names):
+            ys = [float(cells4(r)[i]) for r in points]
+            mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+            slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+            at = my + slope * (math.log2(500_000) - mx)
+            gain = f"{slope:+.3f}".replace("-", "−")
+            rows.append(f"| {name} | {metric} | {gain} | {at:.3f} | {target[i]:.3f} |")
+    return (f"A line through the kept copies from {TREND_FROM:,} steps on (least squares against log₂ of the step, "
+            f"up to {min(last_steps):,}–{max(last_steps):,} steps), read at the paper's 500,000:\n\n"
+            "| model | number | gain per doubling of steps | the line at 500,000 | paper |\n|---|---|---|---|---|\n"
+            + "\n".join(rows))
+
+
+BLOCKS["paper-schedule-gpu-trend"] = paper_schedule_gpu_trend_block
 
 
 def head_scale_block():
