@@ -58,11 +58,12 @@ def gallery_images(mnist_test, per_class: int = 60):
     return digits(range(10), per_class), digits(range(10), 10, skip=per_class), digits(range(10), 8, skip=per_class + 10)
 
 
-def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60):
+def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60, ef_search: int = 200):
     """A small HIB run (MoG-2, D = 2, 40 steps on six digits) and an identification index over
     ``per_class`` MNIST test images of each of the ten digits (validation and probe images are
     others of the same digits, :func:`gallery_images`): (run, index folder, probes as (images,
-    labels))."""
+    labels)). ``ef_search`` at least the number of component means makes the graph search
+    exhaustive, hence exact (the build leaves no point unreachable)."""
     from hedge import hib
 
     images, labels = mnist_test
@@ -75,5 +76,5 @@ def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60):
     )
     gallery, validation, probes = gallery_images(mnist_test, per_class)
     hib.Index.build(run, gallery[0], tmp / "index", gallery_labels=gallery[1], validation=validation[0],
-                    validation_labels=validation[1], target_risk=0.5, candidates=20, top_k=3)
+                    validation_labels=validation[1], target_risk=0.5, candidates=20, top_k=3, ef_search=ef_search)
     return run, tmp / "index", probes
