@@ -110,12 +110,15 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
 def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp_path, mnist_test):
     """What embed_to_shards has Ray do, in this process: the embedding worker on uneven batches,
     one shard written per part, the abstention rule chosen once on the validation probes over
-    all shards -- the same answers as hedge.hib.Index.build on the same images."""
+    all shards -- the same answers as hedge.hib.Index.build on the same images. Both searches
+    are exhaustive (ef_search above the number of component means), the condition the equality
+    needs: a graph search at the default ef once missed a candidate of the whole gallery that a
+    shard's smaller graph found."""
     from conftest import gallery_images, gallery_index
 
     from hedge import _hedge, hib
 
-    run, index_dir, probes = gallery_index(tmp_path, mnist_test)
+    run, index_dir, probes = gallery_index(tmp_path, mnist_test, ef_search=4096)
     (gallery, labels), validation, _ = gallery_images(mnist_test)
     want, want_summary = hib.Index(index_dir).search(*probes)
     single = json.loads((index_dir / "index.json").read_text())
@@ -127,7 +130,7 @@ def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp
     want_mean = run.embed(gallery).mean.numpy()
     np.testing.assert_allclose(np.concatenate([b["mean"] for b in batches]), want_mean, rtol=0, atol=1e-5)
     template = _hedge.hib_index_template(str(run.path), hedge.scale._class_names(np.unique(labels)), "gallery",
-                                         0.5, "eta", 20, 3)
+                                         0.5, "eta", 20, 3, ef_search=4096)
     assert json.loads(template)["class_names"] == single["class_names"]
     folder = tmp_path / "embedded"
     folder.mkdir()

@@ -155,7 +155,9 @@ def identification(tmp_path_factory, mnist_test):
     from conftest import gallery_index
 
     tmp = tmp_path_factory.mktemp("identification")
-    run, index_dir, probes = gallery_index(tmp, mnist_test)
+    # Exhaustive graph searches (ef_search above the number of component means): the answers
+    # of the whole gallery and of its shards agree where every search is exact.
+    run, index_dir, probes = gallery_index(tmp, mnist_test, ef_search=4096)
     hedge.scale.shard_index(index_dir, tmp / "shards", shards=3)
     return index_dir, tmp / "shards", probes
 
@@ -213,7 +215,7 @@ def test_ray_data_embeds_a_gallery_into_shards_that_answer_as_one_machine(cluste
                                   override_num_blocks=5)
     out = tmp_path / "embedded"
     settings = dict(shards=3, validation=validation[0], validation_labels=validation[1], target_risk=0.5,
-                    candidates=20, top_k=3, batch_size=128, concurrency=2, num_cpus=0.5)
+                    candidates=20, top_k=3, ef_search=4096, batch_size=128, concurrency=2, num_cpus=0.5)
     sealed = hedge.scale.embed_to_shards(index_dir.parent / "run", dataset, out, **settings)
     assert [(s["first_item"], s["items"]) for s in sealed["shards"]] == [(0, 200), (200, 200), (400, 200)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["embedded"], "no temporary folder left behind"
