@@ -123,9 +123,10 @@ pub struct RunArgs {
     #[arg(long)]
     closed_form: bool,
     /// How the network under the Bayesian last layer is trained: `paper` (Pinsler et al.: the NIG
-    /// posterior-predictive objective, batch norm, minibatches of 64, cosine learning rate over
-    /// --epochs; the default: at or near the paper's RMSE, 2–3x faster than mse) or `mse`
-    /// (hedge's first recipe: least squares with a separate head, full batch, --steps).
+    /// posterior-predictive objective, batch norm, minibatches of 64 or, under --protocol paper,
+    /// the authors' rule, cosine learning rate over --epochs; the default: at or near the paper's
+    /// RMSE, 2–3x faster than mse) or `mse` (hedge's first recipe: least squares with a separate
+    /// head, full batch, --steps).
     #[arg(long, value_enum, default_value = "paper")]
     recipe: hedge_active::neural_linear::NeuralLinearRecipe,
     /// The model fitted every round: `neural-linear` (the paper's) or `gp` (an exact GP with an
