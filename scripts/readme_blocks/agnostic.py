@@ -352,9 +352,7 @@ def context_best_block():
     alphas = load(*AGNOSTIC, "context-mnist", "summary.json")["alphas"]
     top, below = sorted(alphas, key=float)[-1], sorted(alphas, key=float)[-2]
     t, b = alphas[top], alphas[below]
-    with open(os.path.join(ROOT, *AGNOSTIC, "context-mnist", "metrics.jsonl")) as f:
-        dead = sum(1 for line in f if line.strip() and abs(json.loads(line)["alpha"] - float(top)) < 1e-9
-                   and json.loads(line)["target_accuracy"]["balanced"] < COLLAPSED_BELOW)
+    dead = collapsed_repeats(float(top))
     return (f"reweighing + HSIC + a 64-unit bottleneck (`results/agnostic/context-mnist/`): probe "
             f"{ms(t['probe_accuracy']['mlp'])} ({t['probe_mutual_information_bits']['mean']:.0f} bits) at balanced "
             f"{num(t['target_accuracy']['balanced']['mean'])} (α = {float(top):g}"
@@ -370,6 +368,13 @@ BLOCKS.update({"adult-summary": adult_summary_block, "context-best": context_bes
 COLLAPSED_BELOW = 0.6
 
 
+def collapsed_repeats(alpha):
+    """Repeats of the best Context-MNIST sweep (`context-mnist/`) at `alpha` that collapsed."""
+    with open(os.path.join(ROOT, *AGNOSTIC, "context-mnist", "metrics.jsonl")) as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    return sum(1 for r in runs if abs(r["alpha"] - alpha) < 1e-9 and r["target_accuracy"]["balanced"] < COLLAPSED_BELOW)
+
+
 def trial(folder):
     """The one repeat of a methods-trial folder: (α, tuned MLP probe, balanced accuracy)."""
     with open(os.path.join(ROOT, *AGNOSTIC, "methods-trial", folder, "metrics.jsonl")) as f:
@@ -383,16 +388,13 @@ def context_best_notes_block():
     `context-mnist/`, the GRL's reversed range beside it, and the single-repeat levers of
     `methods-trial/`."""
     alphas = load(*AGNOSTIC, "context-mnist", "summary.json")["alphas"]
-    with open(os.path.join(ROOT, *AGNOSTIC, "context-mnist", "metrics.jsonl")) as f:
-        runs = [json.loads(line) for line in f if line.strip()]
     grl = load(*AGNOSTIC, "context-mnist-grl", "summary.json")["alphas"]
     grl_reversed = [v["target_accuracy"]["reversed"]["mean"] for k, v in grl.items() if float(k) > 0]
     zero = alphas[alpha_key(alphas, 0.0)]
     parts = []
     for a in sorted((k for k in alphas if float(k) > 0), key=float):
         v = alphas[a]
-        dead = sum(1 for r in runs if abs(r["alpha"] - float(a)) < 1e-9
-                   and r["target_accuracy"]["balanced"] < COLLAPSED_BELOW)
+        dead = collapsed_repeats(float(a))
         parts.append(f"α = {float(a):g}: probe {num(v['probe_accuracy']['mlp']['mean'])} "
                      f"({v['probe_mutual_information_bits']['mean']:.2f} bits; linear "
                      f"{num(v['probe_accuracy']['linear']['mean'])}) at balanced "
