@@ -10,8 +10,11 @@
 # environment: `pip install ./python` (maturin; python/README.md).
 # HEDGE_VENV picks another environment folder; PYTHON the interpreter that creates it.
 #
-#   --env-only   the environment only (scripts/test.sh makes it first, so that every cargo
-#                command of the tests builds pyo3 for the same interpreter)
+#   --venv-only  the bare environment only, without its packages: its interpreter is all that
+#                pyo3's build needs (scripts/test.sh makes it first, so that every cargo command
+#                of the tests builds pyo3 for the same interpreter, and installs the packages
+#                with --env-only while the Rust checks compile)
+#   --env-only   the environment and its packages, no extension
 #   --no-build   install the extension cargo already built (target/release/lib_hedge.so):
 #                scripts/test.sh builds it with the tests' own cargo invocation, because a
 #                separate `cargo build -p hedge-py` resolves features without the tests'
@@ -19,8 +22,8 @@
 set -euo pipefail
 mode="${1:-all}"
 case "$mode" in
-  all | --env-only | --no-build) ;;
-  *) echo "setup-python: unknown option '$mode' (use --env-only or --no-build)" >&2; exit 2 ;;
+  all | --venv-only | --env-only | --no-build) ;;
+  *) echo "setup-python: unknown option '$mode' (use --venv-only, --env-only or --no-build)" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -34,6 +37,7 @@ if [ ! -x "$venv/bin/python" ]; then
     exit 1
   fi
 fi
+[ "$mode" = --venv-only ] && exit 0
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch's Linux wheels are CUDA builds: `import torch` needs their nvidia libraries (a few GB,
   # downloaded once; pip's cache keeps them).

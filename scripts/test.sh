@@ -5,10 +5,16 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup-libtorch.sh
-# The Python environment first (.venv with torch 2.13, made once): every cargo command below then
-# builds pyo3 for its interpreter, so no command rebuilds what another built.
-bash scripts/setup-python.sh --env-only
+# The Python environment first (.venv, made once): every cargo command below then builds pyo3 for
+# its interpreter, so no command rebuilds what another built. pyo3's build needs only the
+# interpreter, so its packages (torch 2.13 and its CUDA wheels, a few GB on a fresh machine:
+# network and disk, two minutes in CI) install in the background while the Rust checks compile,
+# and the Python tests wait for them.
+bash scripts/setup-python.sh --venv-only
 export PYO3_PYTHON="$root/.venv/bin/python"
+python_log="$(mktemp)"
+bash scripts/setup-python.sh --env-only >"$python_log" 2>&1 &
+python_env=$!
 data="${HEDGE_DATA_DIR:-./data}"
 if [ ! -d "$data" ]; then
   echo "test: data directory '$data' does not exist; set HEDGE_DATA_DIR to the folder holding mnist/, fashion-mnist/, n-digit-mnist/, uci/, bsds500/ and adult/" >&2
@@ -46,5 +52,11 @@ fi
 # every target (the tests' feature set: only the extension is new), installed into .venv, then
 # its tests.
 cargo build --release --workspace --all-targets
+if ! wait "$python_env"; then
+  cat "$python_log" >&2
+  echo "test: installing the Python environment's packages failed (scripts/setup-python.sh --env-only, output above)" >&2
+  exit 1
+fi
+cat "$python_log" >&2
 bash scripts/setup-python.sh --no-build
 exec .venv/bin/python -m pytest python/tests -q
