@@ -15,6 +15,12 @@
 # so the script can be re-run after an interruption (or in a later session, from committed
 # checkpoints). Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary;
 # MINUTES (default 20) the budget.
+#
+# PRECISION=f32 runs a second, self-contained study for CPUs without native bf16 (AVX2 only, as
+# this project's CI kind): every lever in f32 into results/hib/instance-levers-f32/, seed 0
+# planning its steps from its own 20 minutes there. Its budgets mean 20 minutes of such a CPU
+# (about a sixth of the bf16 study's steps), so its levers are compared with each other, never
+# with the bf16 study's; `/proc/cpuinfo`'s model name is written beside each run (cpu.txt).
 set -euo pipefail
 # The braces make bash read the whole script before running it, so editing the file while a
 # long run is under way cannot change what the running copy does next.
@@ -24,12 +30,20 @@ seed=${1:?usage: scripts/hib-levers-instance.sh SEED [RUN...]}
 shift
 hedge=${HEDGE:-./target/release/hedge}
 minutes=${MINUTES:-20}
-root=results/hib/instance-levers
+precision=${PRECISION:-bf16}
+case "$precision" in
+bf16) root=results/hib/instance-levers ;;
+f32) root=results/hib/instance-levers-f32 ;;
+*)
+    echo "PRECISION must be bf16 (the study) or f32 (the study for CPUs without native bf16), not '$precision'" >&2
+    exit 2
+    ;;
+esac
 
 watch=(--watch-every 1000 --watch test --threads 2)
 # Every lever trains its convolutions in bf16, as a-constant … f-64x8 did (`--precision auto`
 # picks bf16 only on CPUs with native bf16 and f32 elsewhere, which would change the recipe).
-base=(--protocol instance --model gaussian --validation-fraction 0.05 --precision bf16 "${watch[@]}" --no-eval --seed "$seed")
+base=(--protocol instance --model gaussian --validation-fraction 0.05 --precision "$precision" "${watch[@]}" --no-eval --seed "$seed")
 # Seed 0 plans its step count from its own speed, so its budget means the same thing only on the
 # kind of CPU the study's first runs planned on: one with native bf16 (avx512_bf16 or amx_bf16;
 # they ran at 97 ms a step for b-cosine). On a CPU without it (AVX2 only: 570-615 ms a step for the
@@ -83,14 +97,15 @@ for name in "${runs[@]}"; do
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
     else
-        if ! native_bf16 && [ "${LEVERS_ANY_CPU:-0}" != 1 ]; then
-            echo "$out: refused: this CPU has no native bf16 (avx512_bf16/amx_bf16), so a 20-minute budget here is not the study's; run seed 0 on such a CPU, or set LEVERS_ANY_CPU=1" >&2
+        if [ "$precision" = bf16 ] && ! native_bf16 && [ "${LEVERS_ANY_CPU:-0}" != 1 ]; then
+            echo "$out: refused: this CPU has no native bf16 (avx512_bf16/amx_bf16), so a 20-minute budget here is not the study's; run seed 0 on such a CPU, run the f32 study here (PRECISION=f32), or set LEVERS_ANY_CPU=1" >&2
             continue
         fi
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --budget-minutes "$minutes" --finish-planned-steps --out "$out" \
             >"$out.log" 2>&1
     fi
+    grep -m1 "model name" /proc/cpuinfo >"$out/cpu.txt" || true
     touch "$out/done"
     echo "$out: finished"
 done
