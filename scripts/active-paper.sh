@@ -18,19 +18,11 @@ sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(yacht bostonHousing energy power-plant)
 root=results/active/paper-protocol
 mkdir -p "$root"
-run() {
-    local out=$1
-    shift
-    if [ -f "$out/config.json" ]; then
-        "$hedge" active run --resume "$out" >>"$out.log" 2>&1
-    else
-        "$hedge" active run --protocol paper --recipe paper --seeds 40 "$@" --out "$out" >"$out.log" 2>&1
-    fi
-    echo "$out: done"
-}
+# shellcheck source=scripts/lib/active-paper-run.sh
+source scripts/lib/active-paper-run.sh
 for set in "${sets[@]}"; do
-    run "$root/$set" --dataset "uci/$set" --method random,maxent,acs-fw,lcmd --closed-form
-    run "$root/$set-projections-10" --dataset "uci/$set" --method acs-fw --projections 10
+    active_paper_run "$root/$set" --dataset "uci/$set" --method random,maxent,acs-fw,lcmd --closed-form
+    active_paper_run "$root/$set-projections-10" --dataset "uci/$set" --method acs-fw --projections 10
 done
 exit
 }

@@ -18,17 +18,10 @@ copy=${1:-../boston-uncensored-data}
 [ -d "$copy/uci/bostonHousing" ] || python3 scripts/boston-uncensored.py "${HEDGE_DATA_DIR:-./data}" "$copy"
 export HEDGE_DATA_DIR="$copy"
 root=results/active/boston-uncensored
-run() {
-    local out=$1
-    shift
-    if [ -f "$out/config.json" ]; then
-        "$hedge" active run --resume "$out" >>"$out.log" 2>&1
-    else
-        "$hedge" active run --protocol paper --recipe paper --seeds 40 --dataset uci/bostonHousing "$@" --out "$out" >"$out.log" 2>&1
-    fi
-    echo "$out: done"
-}
-run "$root/paper-protocol" --method acs-fw --closed-form
-run "$root/paper-protocol-projections-10" --method acs-fw --projections 10
+mkdir -p "$root"
+# shellcheck source=scripts/lib/active-paper-run.sh
+source scripts/lib/active-paper-run.sh
+active_paper_run "$root/paper-protocol" --dataset uci/bostonHousing --method acs-fw --closed-form
+active_paper_run "$root/paper-protocol-projections-10" --dataset uci/bostonHousing --method acs-fw --projections 10
 exit
 }
