@@ -457,16 +457,24 @@ def context_grl_block():
 BLOCKS["context-grl"] = context_grl_block
 
 
+def jia_sweep():
+    """Per α, the GRL sweep at Jia et al.'s settings (`context-mnist-grl-paper/summary.json`);
+    None while it runs (the sweep writes its summary when every network has finished)."""
+    if not os.path.exists(os.path.join(ROOT, *AGNOSTIC, "context-mnist-grl-paper", "summary.json")):
+        return None
+    return load(*AGNOSTIC, "context-mnist-grl-paper", "summary.json")["alphas"]
+
+
 def grl_schedules_block():
     """The paper's GRL on Context-MNIST under two schedules, per α: Ganin et al.'s
     (`context-mnist-grl/`: SGD 0.01, momentum 0.9, batches of 64, annealed rate, α ramped) and
     Jia et al.'s own settings (`context-mnist-grl-paper/`, `--protocol paper`: 10 epochs of 32,
     SGD from 0.001 divided by 10 every 3 epochs, momentum 0.5, weight decay 5e-4, α held), mean ±
     std over each sweep's repeats; a line saying so while the second sweep runs."""
-    if not os.path.exists(os.path.join(ROOT, *AGNOSTIC, "context-mnist-grl-paper", "summary.json")):
+    jia = jia_sweep()
+    if jia is None:
         return "Jia et al.'s settings: `context-mnist-grl-paper/` is still running; this table is written when its summary.json exists."
     ganin = load(*AGNOSTIC, "context-mnist-grl", "summary.json")["alphas"]
-    jia = load(*AGNOSTIC, "context-mnist-grl-paper", "summary.json")["alphas"]
     rows = []
     for a in sorted(jia, key=float):
         g, j = ganin[alpha_key(ganin, float(a))], jia[a]
@@ -491,9 +499,9 @@ def jia_settings_sentences(indent=""):
     """What the GRL does at Jia et al.'s own settings (`context-mnist-grl-paper/summary.json`),
     beside Ganin et al.'s schedule (`context-mnist-grl/`) and the paper's reported outcome
     (`reference/jia-2018-experiment-2.json`); None while the sweep runs (no summary.json yet)."""
-    if not os.path.exists(os.path.join(ROOT, *AGNOSTIC, "context-mnist-grl-paper", "summary.json")):
+    jia = jia_sweep()
+    if jia is None:
         return None
-    jia = load(*AGNOSTIC, "context-mnist-grl-paper", "summary.json")["alphas"]
     ganin = load(*AGNOSTIC, "context-mnist-grl", "summary.json")["alphas"]
     paper = load(*AGNOSTIC, "reference", "jia-2018-experiment-2.json")
     alphas = sorted(jia, key=float)
