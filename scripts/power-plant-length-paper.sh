@@ -23,5 +23,7 @@ active_paper_run "$root/power-plant-300-epochs-paper-protocol" --dataset uci/pow
     --closed-form --epochs 300 --score-with-gp
 active_paper_run "$root/power-plant-300-epochs-paper-protocol-projections-10" --dataset uci/power-plant --method acs-fw \
     --projections 10 --epochs 300 --score-with-gp
+active_paper_run_seeds=10 active_paper_run "$root/training-length/power-plant-paper-ep100" --dataset uci/power-plant \
+    --method random,acs-fw --closed-form --epochs 100
 exit
 }
