@@ -10,7 +10,8 @@
 #   scripts/power-plant-length-paper.sh
 #
 # Runs go to results/active/power-plant-300-epochs-paper-protocol{,-projections-10}/ (beside
-# power-plant-300-epochs/, the same at hedge's protocol) and resume where they stopped. HEDGE is
+# power-plant-300-epochs/, the same at hedge's protocol) and
+# results/active/power-plant-100-epochs-paper-protocol/, and resume where they stopped. HEDGE is
 # the binary (default ./target/release/hedge); HEDGE_DATA_DIR the data.
 set -euo pipefail
 {
@@ -23,7 +24,7 @@ active_paper_run "$root/power-plant-300-epochs-paper-protocol" --dataset uci/pow
     --closed-form --epochs 300 --score-with-gp
 active_paper_run "$root/power-plant-300-epochs-paper-protocol-projections-10" --dataset uci/power-plant --method acs-fw \
     --projections 10 --epochs 300 --score-with-gp
-active_paper_run_seeds=10 active_paper_run "$root/training-length/power-plant-paper-ep100" --dataset uci/power-plant \
-    --method random,acs-fw --closed-form --epochs 100
+active_paper_run "$root/power-plant-100-epochs-paper-protocol" --dataset uci/power-plant \
+    --method random,maxent,acs-fw,lcmd --closed-form --epochs 100
 exit
 }

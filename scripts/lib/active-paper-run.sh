@@ -1,8 +1,7 @@
 # Sourced by scripts/active-paper.sh, scripts/boston-uncensored-paper.sh and
-# scripts/power-plant-length-paper.sh: one run of `hedge active run` (40 seeds unless
-# active_paper_run_seeds says otherwise) at the authors' protocol and the paper recipe into OUT,
-# resumed from its checkpoint when OUT already holds one (its log appended to OUT.log). $hedge is
-# the binary.
+# scripts/power-plant-length-paper.sh: one 40-seed run of `hedge active run` at the authors'
+# protocol and the paper recipe into OUT, resumed from its checkpoint when OUT already holds one
+# (its log appended to OUT.log). $hedge is the binary.
 #
 #   active_paper_run OUT [ARGS...]     ARGS: the dataset, methods and ACS-FW form
 
@@ -12,7 +11,7 @@ active_paper_run() {
     if [ -f "$out/config.json" ]; then
         "$hedge" active run --resume "$out" >>"$out.log" 2>&1
     else
-        "$hedge" active run --protocol paper --recipe paper --seeds "${active_paper_run_seeds:-40}" "$@" --out "$out" >"$out.log" 2>&1
+        "$hedge" active run --protocol paper --recipe paper --seeds 40 "$@" --out "$out" >"$out.log" 2>&1
     fi
     echo "$out: done"
 }

@@ -606,49 +606,49 @@ def training_length_block():
 
 
 PP_300 = "power-plant-300-epochs-paper-protocol"
+PP_100 = "power-plant-100-epochs-paper-protocol"
+
+
+def shorter(run, method, long):
+    """`mean ± se (d ± se, k/n lower)`: a shorter training's final RMSE and its difference to the
+    1,000-epoch run, paired by seed; "running" until the run has finished."""
+    if not (finished(run) and finished(long)):
+        return "running"
+    d = diffs((run, method), (long, method))
+    return f"{S(run, method)} ({pm(*mean_se(d), sign=True)}, {sum(x < 0 for x in d)}/{len(d)} lower)"
 
 
 def power_plant_length_paper_block():
-    """power-plant at the authors' protocol at 1,000 epochs (the recipe's, `power-plant{,-projections-10}/`)
-    and at 300 (`power-plant-300-epochs-paper-protocol{,-projections-10}/`, an exact GP fitted beside
-    NeuralLinear on the same labels), per method beside Table 1; a cell whose run has not finished says
-    so. Then the methods' paired differences at 300 epochs and whether Table 1's ordering holds there."""
+    """power-plant at the authors' protocol at 1,000 epochs (the recipe's, `power-plant{,-projections-10}/`),
+    300 (`power-plant-300-epochs-paper-protocol{,-projections-10}/`, an exact GP fitted beside NeuralLinear
+    on the same labels) and 100 (`power-plant-100-epochs-paper-protocol/`), per method beside Table 1; a
+    cell whose run has not finished says so. Then whether Table 1's ordering holds at each length."""
     rows = []
-    specs = [(m, name, "", m) for m, name in METHODS if m != "acs-fw"]
-    specs.insert(2, ("acs-fw", "ACS-FW (closed form)", "", "acs-fw"))
-    specs.insert(3, ("acs-fw", "ACS-FW (J = 10)", "-projections-10", "acs-fw"))
-    for m, name, suffix, _ in specs:
-        long, short = f"power-plant{suffix}", f"{PP_300}{suffix}"
+    specs = [("random", "Random", ""), ("maxent", "MaxEnt", ""), ("acs-fw", "ACS-FW (closed form)", ""),
+             ("acs-fw", "ACS-FW (J = 10)", "-projections-10"), ("lcmd", "LCMD", "")]
+    for m, name, suffix in specs:
+        long, mid = f"power-plant{suffix}", f"{PP_300}{suffix}"
         p = paper("power-plant", m)
-        cells = [S(long, m) if finished(long) else "running", S(short, m) if finished(short) else "running"]
-        cells.append(D((short, m), (long, m)) if finished(long) and finished(short) else "")
-        cells.append(S(short, m, "gp_test_rmse") if finished(short) else "running")
-        cells.append("–" if p is None else f"{p:.3f}")
-        rows.append([name] + cells)
+        rows.append([name, S(long, m) if finished(long) else "running", shorter(mid, m, long),
+                     shorter(PP_100, m, long) if not suffix else "not run",
+                     S(mid, m, "gp_test_rmse") if finished(mid) else "running", "–" if p is None else f"{p:.3f}"])
     text = ("At the authors' protocol (120 labels, minibatches of min(labelled, 32)), final test RMSE, mean ± se over "
-            "40 seeds; \"300 − 1,000\" is paired by seed (seeds where 300 epochs is lower); the GP is fitted on the "
-            "300-epoch run's labels:\n\n"
-            + table(["method", "NeuralLinear, 1,000 epochs (`power-plant/`)", f"NeuralLinear, 300 epochs (`{PP_300}/`)",
-                     "300 − 1,000", "GP on the same labels", "paper"], rows))
-    if finished(PP_300):
-        table1 = {m: paper("power-plant", m) for m, _ in PAPER_METHODS}
-        ours = {m: rmse(PP_300, m)[0] for m, _ in PAPER_METHODS}
-        gp = {m: mean_se(list(per_seed(PP_300, m, "gp_test_rmse").values()))[0] for m, _ in PAPER_METHODS}
-        verdict = lambda v: "holds" if ordering(v) == ordering(table1) else f"does not hold ({ordering(v)})"
-        text += ("\n\nAt 300 epochs, paired by seed (seeds where the first is lower): Random − ACS-FW "
-                 f"{D((PP_300, 'random'), (PP_300, 'acs-fw'))}, MaxEnt − ACS-FW {D((PP_300, 'maxent'), (PP_300, 'acs-fw'))}, "
-                 f"Random − MaxEnt {D((PP_300, 'random'), (PP_300, 'maxent'))}. Table 1's ordering {ordering(table1)} "
-                 f"for NeuralLinear {verdict(ours)}; for the GP on the same labels {verdict(gp)}.")
-    short = "training-length/power-plant-paper-ep100"
-    if finished(short) and finished("power-plant") and finished(PP_300):
-        rows = [[name, S(short, m, seeds=TEN) + f" ({D((short, m), ('power-plant', m), seeds=TEN)})",
-                 S(PP_300, m, seeds=TEN) + f" ({D((PP_300, m), ('power-plant', m), seeds=TEN)})",
-                 S("power-plant", m, seeds=TEN), P("power-plant", m)]
-                for m, name in (("random", "Random"), ("acs-fw", "ACS-FW (closed form)"))]
-        text += "\n\n" + lever_table(
-            ["method", f"100 epochs (`{short}/`)", "300 epochs", "1,000 epochs", "paper"], rows,
-            "NeuralLinear's training length on seeds 0–9 (mean ± se; in brackets the difference to 1,000 epochs "
-            "paired by seed, seeds where the shorter training is lower):")
+            "40 seeds; in brackets the difference to 1,000 epochs, paired by seed (seeds where the shorter training "
+            "is lower); the GP is fitted on the 300-epoch run's labels:\n\n"
+            + table(["method", "NeuralLinear, 1,000 epochs (`power-plant/`)", f"300 epochs (`{PP_300}/`)",
+                     f"100 epochs (`{PP_100}/`)", "GP on the same labels", "paper"], rows))
+    table1 = {m: paper("power-plant", m) for m, _ in PAPER_METHODS}
+    verdicts = []
+    for label, run, metric in (("NeuralLinear at 1,000 epochs", "power-plant", "test_rmse"),
+                               ("NeuralLinear at 300 epochs", PP_300, "test_rmse"),
+                               ("NeuralLinear at 100 epochs", PP_100, "test_rmse"),
+                               ("the GP on the 300-epoch run's labels", PP_300, "gp_test_rmse")):
+        if finished(run):
+            ours = {m: mean_se(list(per_seed(run, m, metric).values()))[0] for m, _ in PAPER_METHODS}
+            verdicts.append(f"{label} " + ("it holds" if ordering(ours) == ordering(table1)
+                                           else f"it does not ({ordering(ours)})"))
+    if verdicts:
+        text += f"\n\nTable 1's ordering is {ordering(table1)}; for " + "; for ".join(verdicts) + "."
     return text
 
 
