@@ -45,10 +45,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # shellcheck disable=SC2086  # the list is word-split on purpose (and not globbed: ray[data])
   set -f
   # pip compiles the packages' bytecode here, on purpose: where PYTHONDONTWRITEBYTECODE is set
-  # (as on the machines this project is developed on) no import ever writes it, so without it every process —
-  # each Ray worker of the cluster tests among them — compiles torch from source again (a
-  # fresh-clone CI run with `--no-compile`: Python tests 368 s instead of 222 s; the install it
-  # saves, about 45 s of CPU, runs beside the Rust checks anyway).
+  # (as on the machines this project is developed on) no import ever writes it, so without it
+  # every process — each Ray worker of the cluster tests among them — compiles torch from source
+  # again (a fresh-clone CI run with `--no-compile`: Python tests 368 s instead of 222 s; the
+  # install it saves, about 45 s of CPU, runs beside the Rust checks anyway).
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want
   set +f
   echo "$want" > "$stamp"
