@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# power-plant at 300 epochs at the authors' protocol (issue 34): the check, at 120 labels, of
+# power-plant at 300 and 100 epochs at the authors' protocol (issue 34): the check, at 120 labels, of
 # what results/active/training-length/ and power-plant-300-epochs/ measured at hedge's 100-label
 # protocol (that NeuralLinear's 1,000 epochs over-train power-plant, and that this, not the
 # acquisition, keeps every method above Pinsler et al.'s Table 1). 40 seeds, the four methods
