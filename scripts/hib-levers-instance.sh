@@ -13,8 +13,8 @@
 # lever's seeds train the same recipe whatever else the machine did while they ran. A finished
 # run (its folder holds `done`) is skipped and an unfinished one resumed from its last checkpoint,
 # so the script can be re-run after an interruption (or in a later session, from committed
-# checkpoints). Each run's log is <folder>.log. HEDGE (default ./target/release/hedge) is the binary;
-# MINUTES (default 20) the budget.
+# checkpoints). Each run's log is <folder>.log; curves.md and its plots are redrawn at the end.
+# HEDGE (default ./target/release/hedge) is the binary; MINUTES (default 20) the budget.
 #
 # PRECISION=f32 runs a second, self-contained study for CPUs without native bf16 (AVX2 only, as
 # this project's CI kind): every lever in f32 into results/hib/instance-levers-f32/, seed 0
@@ -109,5 +109,18 @@ for name in "${runs[@]}"; do
     touch "$out/done"
     echo "$out: finished"
 done
+# The four Table 1 numbers on the test split against training minutes, every finished run of the
+# study (both seeds), redrawn after each call: curves.md (when each first reached the paper's
+# value, or its best and when) and one PNG per number beside it.
+finished=()
+for done_file in "$root"/*-seed*/done; do
+    [ -f "$done_file" ] || continue
+    run=$(dirname "$done_file")
+    finished+=("$(basename "$run")=$run")
+done
+if [ ${#finished[@]} -gt 0 ]; then
+    "$hedge" hib time-to-quality --runs "$(IFS=,; echo "${finished[*]}")" --set test \
+        --out "$root/curves.md" --overwrite >/dev/null
+fi
 exit
 }

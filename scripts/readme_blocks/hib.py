@@ -7,6 +7,8 @@
   results/hib/time-to-quality.md): per lever and seed of the instance-protocol lever study, the
   validation and test numbers of the model the validation images chose (best.json's watch) and of
   the last watch, and the mean validation score over seeds;
+- `instance-levers-f32` (results/hib/instance-levers-f32/README.md, results/hib/time-to-quality.md):
+  the same for the f32 study planned on an AVX2-only CPU;
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
   has a summary.json (results/hib/<setting>/).
 """
@@ -107,9 +109,9 @@ def instance_tables_block():
     return "\n".join(out)
 
 
-def lever_runs():
-    """(lever, seed, folder) of every instance lever run, in the study's order."""
-    base = os.path.join(HIB, "instance-levers")
+def lever_runs(study="instance-levers"):
+    """(lever, seed, folder) of every run of an instance lever study (a folder of results/hib)."""
+    base = os.path.join(HIB, study)
     if not os.path.isdir(base):
         return []
     runs = []
@@ -124,11 +126,11 @@ def fmt(q):
     return " / ".join(f"{q[k]:.3f}" for k in WATCH_KEYS)
 
 
-def instance_levers_block():
+def instance_levers_block(study="instance-levers"):
     out = ["| lever | seed | steps | training min (recorded) | chosen at step | validation (chosen) | test (chosen) | test (last watch) |",
            "|---|---|---|---|---|---|---|---|"]
     scores = {}
-    for lever, seed, folder in lever_runs():
+    for lever, seed, folder in lever_runs(study):
         if not os.path.exists(os.path.join(folder, "done")):
             continue
         config = load(os.path.join(folder, "config.json"))["hib"]
@@ -153,6 +155,7 @@ BLOCKS = {
     "open-set": open_set_block,
     "instance-tables": instance_tables_block,
     "instance-levers": instance_levers_block,
+    "instance-levers-f32": lambda: instance_levers_block("instance-levers-f32"),
 }
 
 
