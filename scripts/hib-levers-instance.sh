@@ -40,7 +40,11 @@ f32) root=results/hib/instance-levers-f32 ;;
     ;;
 esac
 
-watch=(--watch-every 1000 --watch test --threads 2)
+# Watched about a dozen times a run in both studies: every 1,000 of the bf16 study's ~12,000 steps,
+# every 250 of the f32 study's ~2,250 (the validation images choose among these watches).
+watch_every=1000
+[ "$precision" = f32 ] && watch_every=250
+watch=(--watch-every "$watch_every" --watch test --threads 2)
 # Every lever trains its convolutions in bf16, as a-constant … f-64x8 did (`--precision auto`
 # picks bf16 only on CPUs with native bf16 and f32 elsewhere, which would change the recipe).
 base=(--protocol instance --model gaussian --validation-fraction 0.05 --precision "$precision" "${watch[@]}" --no-eval --seed "$seed")
