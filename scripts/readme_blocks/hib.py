@@ -645,3 +645,38 @@ def pairing_drop_block():
 
 BLOCKS.update({"which-split": which_split_block, "protocol-pairs": protocol_pairs_block,
                "corrupt-drop": corrupt_drop_block, "pairing-drop": pairing_drop_block})
+
+
+LONG_RUN_STEPS = 100_000
+
+
+def long_run_cost_block():
+    """What the long run's 100,000 steps cost where hedge has trained MoG-1 at N = 2, D = 2: the
+    measured seconds a step (training clock, state.json) of the lever studies' finished runs of the
+    peak-rate recipe (b-cosine; a-constant, which costs the same a step, until it has finished), and
+    of the paper-schedule GPU run's calls (sessions.jsonl)."""
+    rows = []
+    for study, where in (("instance-levers", "CPU with native bf16, 2 threads (bf16 study)"),
+                         ("instance-levers-f32", "AVX2-only CPU, 2 threads (f32 study)")):
+        runs = {lever: folder for lever, seed, folder in lever_runs(study)
+                if seed == 0 and os.path.exists(os.path.join(folder, "done"))}
+        lever = next((name for name in ("b-cosine", "a-constant") if name in runs), None)
+        if lever is None:
+            continue
+        state = load(os.path.join(runs[lever], "state.json"))
+        per_step = state["seconds"] / state["step"]
+        rows.append(f"| {where} | 32 x 8 images, {lever} seed 0 | {per_step * 1e3:.0f} | "
+                    f"{per_step * LONG_RUN_STEPS / 3600:.1f} h |")
+    with open(os.path.join(HIB, "paper-schedule-gpu", "sessions.jsonl")) as f:
+        calls = [json.loads(line) for line in f if line.strip()]
+    if calls:
+        last = calls[-1]
+        r = last["runs"]["gaussian-seed0"]
+        per_step = (r["to_seconds"] - r["from_seconds"]) / (r["to_step"] - r["from_step"])
+        rows.append(f"| {last['device']} ({last['date']}, beside the point run) | 128 pairs, MoG-1 of "
+                    f"`paper-schedule-gpu/` | {per_step * 1e3:.1f} | {per_step * LONG_RUN_STEPS / 60:.0f} min |")
+    return "\n".join([f"| where | run measured | ms a training step | {LONG_RUN_STEPS:,} steps |", "|---|---|---|---|"]
+                     + rows)
+
+
+BLOCKS["long-run-cost"] = long_run_cost_block
