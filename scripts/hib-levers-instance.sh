@@ -45,8 +45,8 @@ esac
 watch_every=1000
 [ "$precision" = f32 ] && watch_every=250
 watch=(--watch-every "$watch_every" --watch test --threads 2)
-# Every lever trains its convolutions in bf16, as a-constant … f-64x8 did (`--precision auto`
-# picks bf16 only on CPUs with native bf16 and f32 elsewhere, which would change the recipe).
+# Every lever of a study trains its convolutions in that study's precision, named explicitly
+# (`--precision auto` picks bf16 only on CPUs with native bf16, which would change the recipe).
 base=(--protocol instance --model gaussian --validation-fraction 0.05 --precision "$precision" "${watch[@]}" --no-eval --seed "$seed")
 # Seed 0 plans its step count from its own speed, so its budget means the same thing only on the
 # kind of CPU the study's first runs planned on: one with native bf16 (avx512_bf16 or amx_bf16;

@@ -504,6 +504,13 @@ def bench_search_sentence_block():
 BLOCKS["bench-search-sentence"] = bench_search_sentence_block
 
 
+def gpu_calls():
+    """One record per call on a GPU machine (scripts/gpu/hib-paper-schedule.sh appends it to
+    results/hib/paper-schedule-gpu/sessions.jsonl)."""
+    with open(os.path.join(HIB, "paper-schedule-gpu", "sessions.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def paper_schedule_gpu_block():
     """results/hib/paper-schedule-gpu/: MoG-1 and point at N = 2, D = 2 on the instance protocol
     with the paper's schedule (128 independent pairs, Adam 1e-3 constant) on a GPU, every kept
@@ -517,18 +524,15 @@ def paper_schedule_gpu_block():
     for run, name in (("point-seed0", "point"), ("gaussian-seed0", "MoG-1")):
         state = load(os.path.join(base, run, "state.json"))
         trained.append(f"{name}: {state['step']:,} steps in {state['seconds'] / 60:.1f} minutes of training")
-    # One line per call on a GPU machine (scripts/gpu/hib-paper-schedule.sh appends it).
     calls = []
-    with open(os.path.join(base, "sessions.jsonl")) as f:
-        for line in f:
-            c = json.loads(line)
-            cells = []
-            for run in ("point-seed0", "gaussian-seed0"):
-                r = c["runs"][run]
-                steps = r["to_step"] - r["from_step"]
-                cells.append(f"{r['from_step']:,} → {r['to_step']:,} "
-                             f"({steps / (r['to_seconds'] - r['from_seconds']):.0f} steps/s)")
-            calls.append(f"| {c['date']} | {c['device']} | torch {c['torch']} | " + " | ".join(cells) + " |")
+    for c in gpu_calls():
+        cells = []
+        for run in ("point-seed0", "gaussian-seed0"):
+            r = c["runs"][run]
+            steps = r["to_step"] - r["from_step"]
+            cells.append(f"{r['from_step']:,} → {r['to_step']:,} "
+                         f"({steps / (r['to_seconds'] - r['from_seconds']):.0f} steps/s)")
+        calls.append(f"| {c['date']} | {c['device']} | torch {c['torch']} | " + " | ".join(cells) + " |")
     return "\n".join(["| step | point: AP clean / corrupt / KNN clean / corrupt | MoG-1: the same |", "|---|---|---|"]
                      + rows + ["", "Trained so far (state.json): " + "; ".join(trained) + ". Each call on a GPU "
                                "(sessions.jsonl; both runs side by side, speeds in training steps per second of "
@@ -667,8 +671,7 @@ def long_run_cost_block():
         per_step = state["seconds"] / state["step"]
         rows.append(f"| {where} | 32 x 8 images, {lever} seed 0 | {per_step * 1e3:.0f} | "
                     f"{per_step * LONG_RUN_STEPS / 3600:.1f} h |")
-    with open(os.path.join(HIB, "paper-schedule-gpu", "sessions.jsonl")) as f:
-        calls = [json.loads(line) for line in f if line.strip()]
+    calls = gpu_calls()
     if calls:
         last = calls[-1]
         r = last["runs"]["gaussian-seed0"]
