@@ -122,6 +122,24 @@ def lever_runs(study="instance-levers"):
     return runs
 
 
+def lever_scores(study="instance-levers"):
+    """{lever: [(seed, best validation score, folder)]} over the finished runs of a lever study
+    (best.json's score: the mean of the four Table 1 numbers on the validation images at the
+    chosen watch)."""
+    scores = {}
+    for lever, seed, folder in lever_runs(study):
+        if os.path.exists(os.path.join(folder, "done")):
+            scores.setdefault(lever, []).append((seed, load(os.path.join(folder, "best.json"))["score"], folder))
+    return scores
+
+
+def ranked_levers(study="instance-levers"):
+    """(lever, mean validation score, runs) best first, runs as `lever_scores` gives them."""
+    scores = lever_scores(study)
+    means = {lever: sum(s for _, s, _ in runs) / len(runs) for lever, runs in scores.items()}
+    return [(lever, means[lever], scores[lever]) for lever in sorted(scores, key=lambda k: -means[k])]
+
+
 def fmt(q):
     return " / ".join(f"{q[k]:.3f}" for k in WATCH_KEYS)
 
@@ -129,7 +147,6 @@ def fmt(q):
 def instance_levers_block(study="instance-levers"):
     out = ["| lever | seed | steps | training min (recorded) | chosen at step | validation (chosen) | test (chosen) | test (last watch) |",
            "|---|---|---|---|---|---|---|---|"]
-    scores = {}
     for lever, seed, folder in lever_runs(study):
         if not os.path.exists(os.path.join(folder, "done")):
             continue
@@ -142,12 +159,12 @@ def instance_levers_block(study="instance-levers"):
         minutes = load(os.path.join(folder, "state.json"))["seconds"] / 60
         out.append(f"| {lever} | {seed} | {config['steps']} | {minutes:.1f} | {best['step']} | "
                    f"{fmt(chosen['sets']['validation'])} | {fmt(chosen['sets']['test'])} | {fmt(last['sets']['test'])} |")
-        scores.setdefault(lever, []).append(best["score"])
-    if not scores:
+    ranked = ranked_levers(study)
+    if not ranked:
         return "No lever run has finished yet."
     out += ["", "| lever | seeds | mean validation score (mean of the four numbers at the chosen step) |", "|---|---|---|"]
-    for lever, values in sorted(scores.items(), key=lambda kv: -sum(kv[1]) / len(kv[1])):
-        out.append(f"| {lever} | {len(values)} | {sum(values) / len(values):.4f} |")
+    for lever, mean, runs in ranked:
+        out.append(f"| {lever} | {len(runs)} | {mean:.4f} |")
     return "\n".join(out)
 
 
