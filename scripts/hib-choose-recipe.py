@@ -41,8 +41,6 @@ def study_levers():
 
 
 def toml_value(value):
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, list):

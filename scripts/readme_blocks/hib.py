@@ -122,20 +122,14 @@ def lever_runs(study="instance-levers"):
     return runs
 
 
-def lever_scores(study="instance-levers"):
-    """{lever: [(seed, best validation score, folder)]} over the finished runs of a lever study
-    (best.json's score: the mean of the four Table 1 numbers on the validation images at the
-    chosen watch)."""
+def ranked_levers(study="instance-levers"):
+    """(lever, mean validation score, runs) of a lever study's finished runs, best first; runs are
+    (seed, best validation score, folder), best.json's score being the mean of the four Table 1
+    numbers on the validation images at the chosen watch."""
     scores = {}
     for lever, seed, folder in lever_runs(study):
         if os.path.exists(os.path.join(folder, "done")):
             scores.setdefault(lever, []).append((seed, load(os.path.join(folder, "best.json"))["score"], folder))
-    return scores
-
-
-def ranked_levers(study="instance-levers"):
-    """(lever, mean validation score, runs) best first, runs as `lever_scores` gives them."""
-    scores = lever_scores(study)
     means = {lever: sum(s for _, s, _ in runs) / len(runs) for lever, runs in scores.items()}
     return [(lever, means[lever], scores[lever]) for lever in sorted(scores, key=lambda k: -means[k])]
 
