@@ -70,6 +70,9 @@ levers() {
     h-allpairs) echo --group 32x8 "${peak[@]}" --all-pairs ;;
     i-ema) echo --group 32x8 "${peak[@]}" --ema 0.999 ;;
     j-16x16) echo --group 16x16 "${peak[@]}" ;;
+    # The three leaders of the f32 study's seed 0 (16 x 16, all pairs, EMA; the next two close
+    # behind) together, added once every single lever had its seed 0: whether their gains add up.
+    k-leaders) echo --group 16x16 "${peak[@]}" --all-pairs --ema 0.999 ;;
     *)
         echo "unknown run '$1'" >&2
         exit 2
@@ -79,7 +82,7 @@ levers() {
 
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
-    runs=(a-constant b-cosine c-step e-bn f-64x8 g-wide h-allpairs i-ema d-peak1e-2 j-16x16)
+    runs=(a-constant b-cosine c-step e-bn f-64x8 g-wide h-allpairs i-ema d-peak1e-2 j-16x16 k-leaders)
 fi
 mkdir -p "$root"
 for name in "${runs[@]}"; do
