@@ -9,8 +9,8 @@ nothing) wins, and its seed-0 run's config.json gives the recipe: the settings t
 (batch shape, pair set, learning rate and its schedule, normalisation, EMA, conv widths) and the
 study's protocol, validation share and precision. The others (loss, beta, samples, occlusion, ...)
 stay hedge's defaults, the paper's, as in every lever run; each table run sets digits, dim, model,
-steps and seed itself. Every lever of the study (--levers; default: the eleven that
-scripts/hib-levers-instance.sh trains) must have finished at least --min-seeds seeds, so a lever
+steps and seed itself. Every lever of the study (--levers; default: those
+scripts/hib-levers-instance.sh trains when given none) must have finished at least --min-seeds seeds, so a lever
 still training, or not started, cannot lose by being absent. The recipe is written to a
 temporary file beside --out (default results/hib/recipe.toml) and renamed over it; --dry-run
 prints it instead.
@@ -55,7 +55,7 @@ def main():
     parser.add_argument("--study", default="instance-levers-f32", help="a lever study's folder under results/hib")
     parser.add_argument("--min-seeds", type=int, default=2, help="seeds every lever must have finished")
     parser.add_argument("--out", default=os.path.join(HIB, "recipe.toml"))
-    parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the lever script's eleven)")
+    parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the lever script's default list)")
     parser.add_argument("--dry-run", action="store_true", help="print the recipe, write nothing")
     args = parser.parse_args()
 
