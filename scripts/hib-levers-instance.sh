@@ -15,6 +15,9 @@
 # so the script can be re-run after an interruption (or in a later session, from committed
 # checkpoints). Each run's log is <folder>.log; curves.md and its plots are redrawn at the end.
 # HEDGE (default ./target/release/hedge) is the binary; MINUTES (default 20) the budget.
+# STEPS=N makes seed 0 train exactly N steps instead of planning them from its own speed: for a
+# seed 0 run on a CPU of another speed than the study's, N being the lever's equal-cost step count
+# there (the study's README says how each such N was measured); it is recorded in config.json.
 #
 # PRECISION=f32 runs a second, self-contained study for CPUs without native bf16 (AVX2 only, as
 # this project's CI kind): every lever in f32 into results/hib/instance-levers-f32/, seed 0
@@ -103,6 +106,9 @@ for name in "${runs[@]}"; do
         steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" "$first/config.json")
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
+    elif [ -n "${STEPS:-}" ]; then
+        # shellcheck disable=SC2086
+        "$hedge" hib train "${base[@]}" $args --steps "$STEPS" --out "$out" >"$out.log" 2>&1
     else
         if [ "$precision" = bf16 ] && ! native_bf16 && [ "${LEVERS_ANY_CPU:-0}" != 1 ]; then
             echo "$out: refused: this CPU has no native bf16 (avx512_bf16/amx_bf16), so a 20-minute budget here is not the study's; run seed 0 on such a CPU, run the f32 study here (PRECISION=f32), or set LEVERS_ANY_CPU=1" >&2
