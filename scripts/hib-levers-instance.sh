@@ -97,18 +97,19 @@ for name in "${runs[@]}"; do
     fi
     if [ -f "$out/config.json" ]; then
         "$hedge" hib train --resume "$out" --no-eval "${watch[@]}" >>"$out.log" 2>&1
-    elif [ "$seed" != 0 ]; then
-        first=$root/$name-seed0
-        if [ ! -f "$first/done" ]; then
-            echo "$out: waits for $first (its step count)" >&2
-            continue
+    elif [ "$seed" != 0 ] || [ -n "${STEPS:-}" ]; then
+        # A fixed step count: seed 0's for every other seed, or STEPS for seed 0.
+        steps=${STEPS:-}
+        if [ "$seed" != 0 ]; then
+            first=$root/$name-seed0
+            if [ ! -f "$first/done" ]; then
+                echo "$out: waits for $first (its step count)" >&2
+                continue
+            fi
+            steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" "$first/config.json")
         fi
-        steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['hib']['steps'])" "$first/config.json")
         # shellcheck disable=SC2086
         "$hedge" hib train "${base[@]}" $args --steps "$steps" --out "$out" >"$out.log" 2>&1
-    elif [ -n "${STEPS:-}" ]; then
-        # shellcheck disable=SC2086
-        "$hedge" hib train "${base[@]}" $args --steps "$STEPS" --out "$out" >"$out.log" 2>&1
     else
         if [ "$precision" = bf16 ] && ! native_bf16 && [ "${LEVERS_ANY_CPU:-0}" != 1 ]; then
             echo "$out: refused: this CPU has no native bf16 (avx512_bf16/amx_bf16), so a 20-minute budget here is not the study's; run seed 0 on such a CPU, run the f32 study here (PRECISION=f32), or set LEVERS_ANY_CPU=1" >&2
