@@ -78,3 +78,18 @@ def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60, ef_search:
     hib.Index.build(run, gallery[0], tmp / "index", gallery_labels=gallery[1], validation=validation[0],
                     validation_labels=validation[1], target_risk=0.5, candidates=20, top_k=3, ef_search=ef_search)
     return run, tmp / "index", probes
+
+
+def assert_same_answers(got, want, tolerance: float = 1e-6):
+    """Two lists of ``hib.ProbeResult`` give the same answers: the same probes, identities, gallery
+    items, abstentions and predictions in the same order, and every probability, η and margin
+    within ``tolerance``. Not bit-for-bit: a gallery embedded in batches of other sizes rounds
+    differently on some CPUs (AVX-512 convolution kernels: 3e-8 apart, measured), where a wrong
+    shard offset or item moves an answer by far more."""
+    assert [r.probe for r in got] == [r.probe for r in want]
+    for g, w in zip(got, want):
+        where = f"probe {g.probe}"
+        assert (g.abstained, g.prediction, g.label) == (w.abstained, w.prediction, w.label), where
+        assert [(m.identity, m.gallery_item) for m in g.matches] == [(m.identity, m.gallery_item) for m in w.matches], where
+        assert np.allclose([g.eta, g.margin, *(m.probability for m in g.matches)],
+                           [w.eta, w.margin, *(m.probability for m in w.matches)], rtol=0, atol=tolerance), where
