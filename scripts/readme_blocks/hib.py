@@ -10,7 +10,10 @@
 - `instance-levers-f32` (results/hib/instance-levers-f32/README.md, results/hib/time-to-quality.md):
   the same for the f32 study planned on an AVX2-only CPU;
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
-  has a summary.json (results/hib/<setting>/).
+  has a summary.json (results/hib/<setting>/);
+- `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
+  results/hib/n2-d2/summary.json — each cell's distance to the paper, and HIB against point on the
+  corrupt columns.
 """
 import json
 import math
@@ -694,3 +697,47 @@ def long_run_cost_block():
 
 
 BLOCKS["long-run-cost"] = long_run_cost_block
+
+
+ACCEPTANCE_GAP = 0.03
+
+
+def instance_acceptance_block(setting="n2-d2"):
+    """Issue 33's acceptance, read from the instance table's summary.json: each cell's distance to
+    the paper (ours − paper, within 0.03 or not) and whether HIB scores at least the point model on
+    the corrupt columns."""
+    path = os.path.join(HIB, setting, "summary.json")
+    if not os.path.exists(path) or load(path).get("protocol") != "instance":
+        return f"No instance-protocol summary in `{setting}/` yet."
+    s = load(path)
+    models = [(key, name) for key, name in MODELS if key in s["models"]]
+    out = ["| model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |", "|---|---|---|---|---|---|"]
+    within = 0
+    for key, name in models:
+        m, paper = s["models"][key], s["paper"][key]
+        cells = []
+        for metric, variant in CELLS:
+            gap = m[metric][variant] - paper[metric][variant]
+            ok = abs(gap) <= ACCEPTANCE_GAP
+            within += ok
+            cells.append(f"{gap:+.3f} {'within' if ok else 'out'}")
+        out.append(f"| {name} | {m['seeds']} | " + " | ".join(cells) + " |")
+    point = s["models"].get("point")
+    checks = []
+    for key, name in models:
+        if key == "point" or point is None:
+            continue
+        for metric, label in (("verification_ap", "AP"), ("knn_accuracy", "KNN")):
+            hib, base = s["models"][key][metric]["corrupt"], point[metric]["corrupt"]
+            checks.append(f"{name} {label} corrupt {hib:.3f} {'≥' if hib >= base else '<'} point {base:.3f}")
+    held = sum(1 for c in checks if "≥" in c)
+    seeds = sorted({s["models"][key]["seeds"] for key, _ in models})
+    return "\n".join(
+        [f"Ours − paper for `{setting}/summary.json` ({' or '.join(map(str, seeds))} "
+         f"seed{'' if seeds == [1] else 's'} a model; "
+         f"`within` when the distance is at most {ACCEPTANCE_GAP}):", ""] + out
+        + ["", f"{within} of {4 * len(models)} cells within {ACCEPTANCE_GAP} of the paper. HIB at least the "
+           f"point model on corrupt inputs in {held} of {len(checks)} comparisons: " + "; ".join(checks) + "."])
+
+
+BLOCKS["instance-acceptance"] = instance_acceptance_block
