@@ -723,14 +723,14 @@ def instance_acceptance_block(setting="n2-d2"):
             cells.append(f"{gap:+.3f} {'within' if ok else 'out'}")
         out.append(f"| {name} | {m['seeds']} | " + " | ".join(cells) + " |")
     point = s["models"].get("point")
-    checks = []
+    checks, held = [], 0
     for key, name in models:
         if key == "point" or point is None:
             continue
         for metric, label in (("verification_ap", "AP"), ("knn_accuracy", "KNN")):
             hib, base = s["models"][key][metric]["corrupt"], point[metric]["corrupt"]
+            held += hib >= base
             checks.append(f"{name} {label} corrupt {hib:.3f} {'≥' if hib >= base else '<'} point {base:.3f}")
-    held = sum(1 for c in checks if "≥" in c)
     seeds = sorted({s["models"][key]["seeds"] for key, _ in models})
     return "\n".join(
         [f"Ours − paper for `{setting}/summary.json` ({' or '.join(map(str, seeds))} "
