@@ -707,9 +707,9 @@ def instance_acceptance_block(setting="n2-d2"):
     the paper (ours − paper, within 0.03 or not) and whether HIB scores at least the point model on
     the corrupt columns."""
     path = os.path.join(HIB, setting, "summary.json")
-    if not os.path.exists(path) or load(path).get("protocol") != "instance":
+    s = load(path) if os.path.exists(path) else {}
+    if s.get("protocol") != "instance":
         return f"No instance-protocol summary in `{setting}/` yet."
-    s = load(path)
     models = [(key, name) for key, name in MODELS if key in s["models"]]
     out = ["| model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |", "|---|---|---|---|---|---|"]
     within = 0
