@@ -10,7 +10,8 @@
 - `instance-levers-f32` (results/hib/instance-levers-f32/README.md, results/hib/time-to-quality.md):
   the same for the f32 study planned on an AVX2-only CPU;
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
-  has a summary.json (results/hib/<setting>/);
+  has a summary.json (results/hib/<setting>/), and the run folders that have ended (a
+  reproduction under way writes its summary.json only at its end);
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json — each cell's distance to the paper, and HIB against point on the
   corrupt columns.
@@ -107,9 +108,49 @@ def instance_tables_block():
         found = True
         out += table1_rows(folder, setting.replace("n", "N = ").replace("-d", ", D = "))[1]
     if not found:
-        return ("No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
-                "`results/hib/time-to-quality.md` says where the study stands).")
-    return "\n".join(out)
+        out = ["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
+               "`results/hib/time-to-quality.md` says where the study stands)."]
+    finished = finished_runs_line()
+    return "\n".join(out + (["", finished] if finished else []))
+
+
+def seed_ranges(seeds):
+    """`[0, 1, 2, 4]` -> `0–2, 4`."""
+    parts, start = [], None
+    for i, seed in enumerate(seeds):
+        if start is None:
+            start = seed
+        if i + 1 == len(seeds) or seeds[i + 1] != seed + 1:
+            parts.append(f"{start}" if start == seed else f"{start}–{seed}")
+            start = None
+    return ", ".join(parts)
+
+
+def finished_runs_line():
+    """Which run folders of each instance setting have ended (`runs/*/eval.json`), so that the
+    state of a reproduction still under way is read from the committed folders, not from prose:
+    `summary.json` (the table above) is written only when every run of a reproduction has ended."""
+    settings = []
+    for setting in SETTINGS + ("n2-d1",):
+        runs = os.path.join(HIB, setting, "runs")
+        if not os.path.isdir(runs):
+            continue
+        by_model = {}
+        for name in sorted(os.listdir(runs)):
+            m = re.fullmatch(r"(.+)-seed(\d+)", name)
+            if m and os.path.exists(os.path.join(runs, name, "eval.json")):
+                by_model.setdefault(m.group(1), []).append(int(m.group(2)))
+        if by_model:
+            count = sum(len(v) for v in by_model.values())
+            models = "; ".join(f"`{model}` seed{'s' if len(seeds) > 1 else ''} {seed_ranges(sorted(seeds))}"
+                               for model, seeds in by_model.items())
+            label = setting.replace("n", "N = ").replace("-d", ", D = ")
+            settings.append(f"{label}, {count} run{'s' if count > 1 else ''} ({models})")
+    if not settings:
+        return ""
+    return ("Runs that have ended (`<setting>/runs/*/eval.json`; a table row above comes from its "
+            "setting's `summary.json`, rewritten only when every run of the folder's reproduction has ended): "
+            + "; ".join(settings) + ".")
 
 
 def lever_runs(study="instance-levers"):
