@@ -31,6 +31,11 @@ CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_acc
 WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 
 
+def setting_label(setting):
+    """`n2-d3` -> `N = 2, D = 3`."""
+    return setting.replace("n", "N = ").replace("-d", ", D = ")
+
+
 def load(path):
     with open(path) as f:
         return json.load(f)
@@ -68,7 +73,7 @@ def open_set_block():
         folder = os.path.join(HIB, "open-set", setting)
         if not os.path.exists(os.path.join(folder, "summary.json")):
             continue
-        s, rows = table1_rows(folder, setting.replace("n", "N = ").replace("-d", ", D = "))
+        s, rows = table1_rows(folder, setting_label(setting))
         out += rows
         budgets.add(s["budget_minutes"])
         for model in s["models"].values():
@@ -106,7 +111,7 @@ def instance_tables_block():
         if not os.path.exists(path) or load(path).get("protocol") != "instance":
             continue
         found = True
-        out += table1_rows(folder, setting.replace("n", "N = ").replace("-d", ", D = "))[1]
+        out += table1_rows(folder, setting_label(setting))[1]
     if not found:
         out = ["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
                "`results/hib/time-to-quality.md` says where the study stands)."]
@@ -144,8 +149,7 @@ def finished_runs_line():
             count = sum(len(v) for v in by_model.values())
             models = "; ".join(f"`{model}` seed{'s' if len(seeds) > 1 else ''} {seed_ranges(sorted(seeds))}"
                                for model, seeds in by_model.items())
-            label = setting.replace("n", "N = ").replace("-d", ", D = ")
-            settings.append(f"{label}, {count} run{'s' if count > 1 else ''} ({models})")
+            settings.append(f"{setting_label(setting)}, {count} run{'s' if count > 1 else ''} ({models})")
     if not settings:
         return ""
     return ("Runs that have ended (`<setting>/runs/*/eval.json`; a table row above comes from its "
