@@ -137,14 +137,10 @@ def finished_runs_line():
     `summary.json` (the table above) is written only when every run of a reproduction has ended."""
     settings = []
     for setting in SETTINGS + ("n2-d1",):
-        runs = os.path.join(HIB, setting, "runs")
-        if not os.path.isdir(runs):
-            continue
         by_model = {}
-        for name in sorted(os.listdir(runs)):
-            m = re.fullmatch(r"(.+)-seed(\d+)", name)
-            if m and os.path.exists(os.path.join(runs, name, "eval.json")):
-                by_model.setdefault(m.group(1), []).append(int(m.group(2)))
+        for model, seed, folder in lever_runs(os.path.join(setting, "runs")):
+            if os.path.exists(os.path.join(folder, "eval.json")):
+                by_model.setdefault(model, []).append(seed)
         if by_model:
             count = sum(len(v) for v in by_model.values())
             models = "; ".join(f"`{model}` seed{'s' if len(seeds) > 1 else ''} {seed_ranges(sorted(seeds))}"
@@ -158,7 +154,8 @@ def finished_runs_line():
 
 
 def lever_runs(study="instance-levers"):
-    """(lever, seed, folder) of every run of an instance lever study (a folder of results/hib)."""
+    """(lever, seed, folder) of every `<lever>-seed<N>` run folder under results/hib/<study> (an
+    instance lever study, or a table's `<setting>/runs`, whose "levers" are its models)."""
     base = os.path.join(HIB, study)
     if not os.path.isdir(base):
         return []
