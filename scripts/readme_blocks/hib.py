@@ -713,8 +713,9 @@ LONG_RUN_STEPS = 100_000
 def long_run_cost_block():
     """What the long run's 100,000 steps cost where hedge has trained MoG-1 at N = 2, D = 2: the
     measured seconds a step (training clock, state.json) of the lever studies' finished runs of the
-    peak-rate recipe (b-cosine; a-constant, which costs the same a step, until it has finished), and
-    of the paper-schedule GPU run's calls (sessions.jsonl)."""
+    peak-rate recipe (b-cosine; a-constant, which costs the same a step, until it has finished), of
+    the N = 2, D = 2 table's MoG-1 seeds (the recipe itself), and of the paper-schedule GPU run's
+    calls (sessions.jsonl)."""
     rows = []
     for study, where in (("instance-levers", "CPU with native bf16, 2 threads (bf16 study)"),
                          ("instance-levers-f32", "AVX2-only CPU, 2 threads (f32 study)")):
@@ -727,6 +728,16 @@ def long_run_cost_block():
         per_step = state["seconds"] / state["step"]
         rows.append(f"| {where} | 32 x 8 images, {lever} seed 0 | {per_step * 1e3:.0f} | "
                     f"{per_step * LONG_RUN_STEPS / 3600:.1f} h |")
+    # The long run trains the tables' recipe (f32 convolutions), so the N = 2, D = 2 table's own
+    # MoG-1 seeds give its cost most directly; their spread is the machine's load while each ran.
+    table = [load(os.path.join(folder, "state.json")) for lever, seed, folder in lever_runs("n2-d2/runs")
+             if lever == "mog1" and os.path.exists(os.path.join(folder, "eval.json"))]
+    if table:
+        per_step = sorted(state["seconds"] / state["step"] for state in table)
+        lo, hi = per_step[0], per_step[-1]
+        rows.append(f"| CPU with native bf16, 2 threads, f32 (the N = 2, D = 2 table) | 32 x 8 images, the recipe's "
+                    f"MoG-1, {len(table)} seed{'s' if len(table) > 1 else ''} | {lo * 1e3:.0f}–{hi * 1e3:.0f} | "
+                    f"{lo * LONG_RUN_STEPS / 3600:.1f}–{hi * LONG_RUN_STEPS / 3600:.1f} h |")
     calls = gpu_calls()
     if calls:
         last = calls[-1]
