@@ -752,6 +752,37 @@ def long_run_cost_block():
 BLOCKS["long-run-cost"] = long_run_cost_block
 
 
+def long_run_progress_block(run="long-run"):
+    """Where the long run stands as committed: the step a resume starts from and its training
+    clock (state.json), and the test split and validation images watched every 5,000 steps
+    (monitor.jsonl) until the kept copies' curve (curve.json) is drawn at its end."""
+    folder = os.path.join(HIB, run)
+    if not os.path.exists(os.path.join(folder, "state.json")):
+        return "Not started."
+    state = load(os.path.join(folder, "state.json"))
+    steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
+    out = [f"Trained so far (`{run}/state.json`, where `--resume` starts): {state['step']:,} of {steps:,} steps, "
+           f"{state['seconds'] / 60:.1f} minutes of training."]
+    watches = []
+    monitor = os.path.join(folder, "monitor.jsonl")
+    if os.path.exists(monitor):
+        with open(monitor) as f:
+            watches = [json.loads(line) for line in f if line.strip()]
+    watches = [w for w in watches if w["step"] <= state["step"]]
+    if watches:
+        out += ["", "| step | training min | test: AP clean / corrupt / KNN clean / corrupt | validation: the same |",
+                "|---|---|---|---|"]
+        for w in watches:
+            sets = w["sets"]
+            cells = [" / ".join(f"{sets[name][key]:.3f}".lstrip("0") for key in WATCH_KEYS) if name in sets else ""
+                     for name in ("test", "validation")]
+            out.append(f"| {w['step']:,} | {w['train_seconds'] / 60:.1f} | {cells[0]} | {cells[1]} |")
+    return "\n".join(out)
+
+
+BLOCKS["long-run-progress"] = long_run_progress_block
+
+
 ACCEPTANCE_GAP = 0.03
 
 
