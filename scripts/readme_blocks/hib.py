@@ -21,7 +21,7 @@ import math
 import os
 import re
 
-from .common import ROOT
+from .common import ROOT, load_lines
 
 HIB = os.path.join(ROOT, "results", "hib")
 SETTINGS = ("n2-d2", "n2-d3", "n3-d2", "n3-d3")
@@ -179,8 +179,9 @@ def ranked_levers(study="instance-levers"):
     return [(lever, means[lever], scores[lever]) for lever in sorted(scores, key=lambda k: -means[k])]
 
 
-def fmt(q):
-    return " / ".join(f"{q[k]:.3f}" for k in WATCH_KEYS)
+def fmt(q, dot=False):
+    """A watch's four numbers, `a / b / c / d` (`.973` rather than `0.973` with `dot`)."""
+    return " / ".join(f"{q[k]:.3f}"[1 if dot else 0:] for k in WATCH_KEYS)
 
 
 def instance_levers_block(study="instance-levers"):
@@ -190,8 +191,7 @@ def instance_levers_block(study="instance-levers"):
         if not os.path.exists(os.path.join(folder, "done")):
             continue
         config = load(os.path.join(folder, "config.json"))["hib"]
-        with open(os.path.join(folder, "monitor.jsonl")) as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        records = load_lines(os.path.join(folder, "monitor.jsonl"))
         best = load(os.path.join(folder, "best.json"))
         chosen = next(r for r in records if r["step"] == best["step"])
         last = records[-1]
@@ -223,8 +223,7 @@ def paper_mog1_n2d2():
 
 def recipe_45min_block(steps=(2000, 4000, 5000, 7000, 9000)):
     folder = os.path.join(HIB, "open-set", "recipe-45min")
-    with open(os.path.join(folder, "monitor.jsonl")) as f:
-        records = [json.loads(line) for line in f if line.strip()]
+    records = load_lines(os.path.join(folder, "monitor.jsonl"))
     best = load(os.path.join(folder, "best.json"))["step"]
     rows = []
     for r in records:
@@ -263,8 +262,7 @@ def open_set_lever(folder):
     path = os.path.join(LEVERS, folder)
     if not os.path.exists(os.path.join(path, "done")):
         return None
-    with open(os.path.join(path, "monitor.jsonl")) as f:
-        record = [json.loads(line) for line in f if line.strip()][-1]
+    record = load_lines(os.path.join(path, "monitor.jsonl"))[-1]
     seconds = load(os.path.join(path, "state.json"))["seconds"]
     sets = {name: [q[k] for k in WATCH_KEYS] for name, q in record["sets"].items()}
     return {"step": record["step"], "minutes": seconds / 60, "ms": 1000 * seconds / record["step"], **sets}
@@ -563,8 +561,7 @@ BLOCKS["bench-search-sentence"] = bench_search_sentence_block
 def gpu_calls():
     """One record per call on a GPU machine (scripts/gpu/hib-paper-schedule.sh appends it to
     results/hib/paper-schedule-gpu/sessions.jsonl)."""
-    with open(os.path.join(HIB, "paper-schedule-gpu", "sessions.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return load_lines(os.path.join(HIB, "paper-schedule-gpu", "sessions.jsonl"))
 
 
 def paper_schedule_gpu_block():
@@ -634,8 +631,7 @@ def head_scale_block():
     """How the match head's a and b move in the open-set ladder: b at the network's learning rate
     (a-baseline) against 30x (d-head), from each run's metrics.jsonl."""
     def rows(run):
-        with open(os.path.join(ROOT, "results", "hib", "open-set", "levers", run, "metrics.jsonl")) as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return load_lines(os.path.join(ROOT, "results", "hib", "open-set", "levers", run, "metrics.jsonl"))
 
     base, fast = rows("a-baseline"), rows("d-head")
     marks = [r for r in base if (r["step"] - base[0]["step"]) % 500 == 0]
@@ -763,20 +759,14 @@ def long_run_progress_block(run="long-run"):
     steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
     out = [f"Trained so far (`{run}/state.json`, where `--resume` starts): {state['step']:,} of {steps:,} steps, "
            f"{state['seconds'] / 60:.1f} minutes of training."]
-    watches = []
     monitor = os.path.join(folder, "monitor.jsonl")
-    if os.path.exists(monitor):
-        with open(monitor) as f:
-            watches = [json.loads(line) for line in f if line.strip()]
-    watches = [w for w in watches if w["step"] <= state["step"]]
+    watches = [w for w in load_lines(monitor) if w["step"] <= state["step"]] if os.path.exists(monitor) else []
     if watches:
         out += ["", "| step | training min | test: AP clean / corrupt / KNN clean / corrupt | validation: the same |",
                 "|---|---|---|---|"]
         for w in watches:
-            sets = w["sets"]
-            cells = [" / ".join(f"{sets[name][key]:.3f}".lstrip("0") for key in WATCH_KEYS) if name in sets else ""
-                     for name in ("test", "validation")]
-            out.append(f"| {w['step']:,} | {w['train_seconds'] / 60:.1f} | {cells[0]} | {cells[1]} |")
+            test, validation = (fmt(w["sets"][name], dot=True) if name in w["sets"] else "" for name in ("test", "validation"))
+            out.append(f"| {w['step']:,} | {w['train_seconds'] / 60:.1f} | {test} | {validation} |")
     return "\n".join(out)
 
 
