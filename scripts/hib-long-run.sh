@@ -17,12 +17,12 @@ cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
 out=${OUT:-results/hib/long-run}
 steps=${STEPS:-100000}
-watch=(--watch-every 5000 --watch test --threads 2)
 if [ -f "$out/config.json" ]; then
-    "$hedge" hib train --resume "$out" --no-eval "${watch[@]}" >>"$out.log" 2>&1
+    # --resume restores the watches (and every other setting) from the run's config.json.
+    "$hedge" hib train --resume "$out" --no-eval --threads 2 >>"$out.log" 2>&1
 else
     "$hedge" hib train --config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --seed 0 \
-        --steps "$steps" --keep-every 10000 --no-eval "${watch[@]}" --out "$out" >"$out.log" 2>&1
+        --steps "$steps" --keep-every 10000 --no-eval --watch-every 5000 --watch test --threads 2 --out "$out" >"$out.log" 2>&1
 fi
 "$hedge" hib curve --run "$out" --repeats 10 --threads 2 >>"$out.log" 2>&1
 echo "$out: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$out/state.json") steps"
