@@ -236,7 +236,7 @@ pub fn human_bytes(bytes: f64) -> String {
 }
 
 /// A whole number with thousands separators (`1,000,000`); non-whole or huge ones as given.
-fn group_digits(value: f64) -> String {
+pub fn group_digits(value: f64) -> String {
     if value.fract() != 0.0 || value.abs() >= 1e16 {
         return format!("{value}");
     }
