@@ -67,22 +67,37 @@ pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, d
 }
 
 /// How often the runs watched `set`, from the steps of their records: `every 1,000 steps`, or
-/// `every 250 to 1,000 steps` where the runs (or a resumed run) watched at different intervals.
+/// `every 250 to 1,000 steps` where the runs (or a resumed run) watched at different intervals;
+/// `, and at the last step` where a run also watched where its training ended, between two
+/// regular watches.
 fn watch_spacing(curves: &[RunCurve], set: &str) -> String {
-    let gaps: Vec<usize> = curves
-        .iter()
-        .flat_map(|c| {
-            let steps: Vec<usize> = c.records.iter().filter(|r| r.sets.contains_key(set)).map(|r| r.step).collect();
-            // The first watch's step is its own interval (runs start at step 0).
-            steps.first().copied().into_iter().chain(steps.windows(2).map(|w| w[1] - w[0])).collect::<Vec<_>>()
-        })
-        .filter(|&g| g > 0)
-        .collect();
+    let (mut regular, mut last_step_off_grid) = (Vec::new(), false);
+    for c in curves {
+        let steps: Vec<usize> = c.records.iter().filter(|r| r.sets.contains_key(set)).map(|r| r.step).collect();
+        // Runs start at step 0, so the first watch's step is its own interval.
+        let mut gaps: Vec<usize> = steps
+            .first()
+            .copied()
+            .into_iter()
+            .chain(steps.windows(2).map(|w| w[1] - w[0]))
+            .filter(|&g| g > 0)
+            .collect();
+        if gaps.len() >= 2 && gaps[gaps.len() - 1] < gaps[gaps.len() - 2] {
+            gaps.pop();
+            last_step_off_grid = true;
+        }
+        regular.extend(gaps);
+    }
     let steps = |n: usize| hedge_run::budget::group_digits(n as f64);
-    match (gaps.iter().min(), gaps.iter().max()) {
+    let every = match (regular.iter().min(), regular.iter().max()) {
         (Some(&lo), Some(&hi)) if lo == hi => format!("every {} steps", steps(lo)),
         (Some(&lo), Some(&hi)) => format!("every {} to {} steps", steps(lo), steps(hi)),
-        _ => "no watches".to_string(),
+        _ => return "no watches".to_string(),
+    };
+    if last_step_off_grid {
+        format!("{every}, and at the last step")
+    } else {
+        every
     }
 }
 
@@ -164,7 +179,7 @@ mod tests {
     use hedge_embed::HibConfig;
 
     /// A run directory holding what the report reads, config.json and monitor.jsonl, with
-    /// test_unseen AP clean 0.95 at 60 s and 0.99 at 120 s.
+    /// test_unseen AP clean 0.95 at 60 s and 0.99 at 120 s, and a last watch at step 1,200.
     fn watched_run(dir: &std::path::Path, digits: usize) {
         let run = RunDir::create(dir).unwrap();
         let hib = HibConfig::default().with_digits(digits).with_dim(2).with_model(hedge_embed::EmbeddingKind::Gaussian);
@@ -173,7 +188,7 @@ mod tests {
         run.write_config(&config).unwrap();
         // Opening a run checks that its weights exist; the report never reads them.
         std::fs::write(run.file(MODEL_FILE), b"").unwrap();
-        for (step, train_seconds, ap_clean) in [(500, 60.0, 0.95), (1000, 120.0, 0.99)] {
+        for (step, train_seconds, ap_clean) in [(500, 60.0, 0.95), (1000, 120.0, 0.99), (1200, 144.0, 0.99)] {
             let q = QuickEval { ap_clean, ap_corrupt: 0.5, knn_clean: 0.5, knn_corrupt: 0.3 };
             let sets = BTreeMap::from([("test_unseen".to_string(), q)]);
             let record = MonitorRecord { step, train_seconds, ema: false, sets, eval_seconds: 1.0 };
@@ -189,8 +204,9 @@ mod tests {
         let text = time_to_quality_report(&[("MoG-1".into(), dir.path().join("a"))], "test_unseen", &out).unwrap();
         // Paper Table 1, N = 2, D = 2, MoG-1: AP clean 0.989, reached at the 2-minute watch.
         assert!(text.contains("| MoG-1 | verification AP, clean | 0.989 | 2.0 min (step 1000) |"), "{text}");
-        // The header states the interval the run actually watched at (steps 500 and 1,000).
-        assert!(text.contains("(one Monte-Carlo repeat, every 500 steps)"), "{text}");
+        // The header states the interval the run actually watched at (steps 500, 1,000 and its
+        // last step, 1,200).
+        assert!(text.contains("(one Monte-Carlo repeat, every 500 steps, and at the last step)"), "{text}");
         assert!(text.contains("| MoG-1 | KNN accuracy, clean | 0.879 | not reached | 0.500"), "{text}");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), text);
         assert!(dir.path().join("ttq_apclean.png").is_file());
