@@ -66,38 +66,25 @@ pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, d
     t
 }
 
-/// How often the runs watched `set`, from the steps of their records: `every 1,000 steps`, or
-/// `every 250 to 1,000 steps` where the runs (or a resumed run) watched at different intervals;
-/// `, and at the last step` where a run also watched where its training ended, between two
-/// regular watches.
+/// How often the runs watched `set`: `every 1,000 steps, and at the last step`, or `every 250 to
+/// 1,000 steps, …` where the runs (or a resumed run) watched at different intervals. Training
+/// watches every `watch_every` steps and where it ends, so each run's last gap is left out.
 fn watch_spacing(curves: &[RunCurve], set: &str) -> String {
-    let (mut regular, mut last_step_off_grid) = (Vec::new(), false);
+    let mut regular = Vec::new();
     for c in curves {
         let steps: Vec<usize> = c.records.iter().filter(|r| r.sets.contains_key(set)).map(|r| r.step).collect();
         // Runs start at step 0, so the first watch's step is its own interval.
-        let mut gaps: Vec<usize> = steps
-            .first()
-            .copied()
-            .into_iter()
-            .chain(steps.windows(2).map(|w| w[1] - w[0]))
-            .filter(|&g| g > 0)
-            .collect();
-        if gaps.len() >= 2 && gaps[gaps.len() - 1] < gaps[gaps.len() - 2] {
-            gaps.pop();
-            last_step_off_grid = true;
-        }
-        regular.extend(gaps);
+        let gaps: Vec<usize> =
+            steps.first().copied().into_iter().chain(steps.windows(2).map(|w| w[1] - w[0])).collect();
+        let regular_gaps = if gaps.len() >= 2 { gaps.len() - 1 } else { gaps.len() };
+        // A step watched twice (a resumed run) is not an interval.
+        regular.extend(gaps[..regular_gaps].iter().filter(|&&g| g > 0));
     }
     let steps = |n: usize| hedge_run::budget::group_digits(n as f64);
-    let every = match (regular.iter().min(), regular.iter().max()) {
-        (Some(&lo), Some(&hi)) if lo == hi => format!("every {} steps", steps(lo)),
-        (Some(&lo), Some(&hi)) => format!("every {} to {} steps", steps(lo), steps(hi)),
-        _ => return "no watches".to_string(),
-    };
-    if last_step_off_grid {
-        format!("{every}, and at the last step")
-    } else {
-        every
+    match (regular.iter().min(), regular.iter().max()) {
+        (Some(&lo), Some(&hi)) if lo == hi => format!("every {} steps, and at the last step", steps(lo)),
+        (Some(&lo), Some(&hi)) => format!("every {} to {} steps, and at the last step", steps(lo), steps(hi)),
+        _ => "no watches".to_string(),
     }
 }
 
