@@ -767,15 +767,16 @@ def long_run_progress_block(run="long-run"):
         for w in watches:
             test, validation = (fmt(w["sets"][name], dot=True) if name in w["sets"] else "" for name in ("test", "validation"))
             out.append(f"| {w['step']:,} | {w['train_seconds'] / 60:.1f} | {test} | {validation} |")
-    curve = os.path.join(folder, "curve.json")
-    if os.path.exists(curve):
+    curve_path = os.path.join(folder, "curve.json")
+    if os.path.exists(curve_path):
+        curve = load(curve_path)
         table = load(os.path.join(HIB, "n2-d2", "summary.json"))
         paper = table["paper"]["mog1"]
         out += ["", f"The kept copies on the test split (`{run}/curve.json`, `hib curve`, "
-                f"{load(curve)[0]['repeats']} Monte-Carlo repeats), beside the table's MoG-1 and the paper:", "",
+                f"{curve[0]['repeats']} Monte-Carlo repeats), beside the table's MoG-1 and the paper:", "",
                 "| step | training min | AP clean / corrupt / KNN clean / corrupt |", "|---|---|---|"]
         out += [f"| {r['step']:,} | {r['train_seconds'] / 60:.1f} | " + " / ".join(cells4(r, dot=True)) + " |"
-                for r in load(curve)]
+                for r in curve]
         mog1 = table["models"]["mog1"]
         steps = sorted({load(os.path.join(ROOT, r, "config.json"))["hib"]["steps"] for r in mog1["runs"]})
         minutes = [load(os.path.join(ROOT, r, "state.json"))["seconds"] / 60 for r in mog1["runs"]]
