@@ -790,6 +790,60 @@ def long_run_progress_block(run="long-run"):
 BLOCKS["long-run-progress"] = long_run_progress_block
 
 
+# A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;
+# a projection past FAR_STEPS (a hundred times the paper's schedule) is not worth a number.
+SPREAD = 2
+FAR_STEPS = 50_000_000
+
+
+def long_run_length_block(run="long-run"):
+    """What length alone bought once the long run ended: its last kept copy (curve.json) against
+    the N = 2, D = 2 table's MoG-1 (the same recipe, its cosine laid over fewer steps), as a gain
+    per doubling of the steps, and at that gain how many steps, and hours of these cores at the
+    long run's own speed, each paper value would need."""
+    folder = os.path.join(HIB, run)
+    curve_path = os.path.join(folder, "curve.json")
+    if not os.path.exists(curve_path):
+        return "The long run has not ended yet (no `curve.json`)."
+    steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
+    last = load(curve_path)[-1]
+    if last["step"] < steps:
+        return f"The long run's kept copies reach {last['step']:,} of {steps:,} steps; it has not ended yet."
+    state = load(os.path.join(folder, "state.json"))
+    seconds_a_step = state["seconds"] / state["step"]
+    table = load(os.path.join(HIB, "n2-d2", "summary.json"))
+    mog1, paper = table["models"]["mog1"], table["paper"]["mog1"]
+    table_steps = sorted({load(os.path.join(ROOT, r, "config.json"))["hib"]["steps"] for r in mog1["runs"]})
+    doublings = math.log2(steps / table_steps[-1])
+    rows = []
+    for (metric, variant), name in zip(CELLS, ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")):
+        long_value, short_value = last[metric][variant], mog1[metric][variant]
+        short_std, target = mog1[metric][f"{variant}_std"], paper[metric][variant]
+        gain = (long_value - short_value) / doublings
+        at = steps * 2 ** ((target - long_value) / gain) if gain > 0 else math.inf
+        if long_value >= target:
+            needed = "reached"
+        elif long_value - short_value <= SPREAD * short_std:
+            needed = "no gain beyond the seeds' spread"
+        elif at > FAR_STEPS:
+            needed = f"beyond {FAR_STEPS:,} steps"
+        else:
+            needed = f"{at:,.0f} steps, {at * seconds_a_step / 3600:,.0f} h"
+        rows.append(f"| {name} | {short_value:.3f} ± {short_std:.3f} | {long_value:.3f} | "
+                    + f"{gain:+.3f}".replace("-", "−") + f" | {target:.3f} | {needed} |")
+    return (f"The same recipe with its cosine laid over {steps:,} steps instead of "
+            f"{' or '.join(f'{n:,}' for n in table_steps)} ({doublings:.1f} doublings): the table's MoG-1 "
+            f"(mean ± std of {mog1['seeds']} seeds) against the long run's last kept copy (seed 0, "
+            f"{last['repeats']} Monte-Carlo repeats), the gain per doubling of the steps, and, were that gain "
+            f"to hold, the steps (and hours at the long run's {seconds_a_step * 1000:.0f} ms a step) each paper "
+            f"value would need (a gain under {SPREAD} of the table's standard deviations counts as none):\n\n"
+            "| number | table, end of its cosine | long run, end of its cosine | gain per doubling | paper | "
+            "paper reached at |\n|---|---|---|---|---|---|\n" + "\n".join(rows))
+
+
+BLOCKS["long-run-length"] = long_run_length_block
+
+
 ACCEPTANCE_GAP = 0.03
 
 
