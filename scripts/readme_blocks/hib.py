@@ -886,3 +886,22 @@ def instance_acceptance_block(setting="n2-d2"):
 
 
 BLOCKS["instance-acceptance"] = instance_acceptance_block
+
+
+def digit_overlap_block():
+    """How much of the instance protocol's validation images training has already seen, digit by
+    digit (scripts/hib-digit-overlap.py's digit-overlap.json)."""
+    path = os.path.join(HIB, "digit-overlap.json")
+    if not os.path.exists(path):
+        return "Not measured yet (`python3 scripts/hib-digit-overlap.py`)."
+    d = load(path)
+    return (f"Of the {d['held_out_per_class']} training images held out per class for validation, "
+            f"{100 * d['validation_all_digits_trained']:.1f} % (± {100 * d['validation_all_digits_trained_std']:.1f}) "
+            f"have every digit image also in a training composite and "
+            f"{100 * d['validation_any_digit_trained']:.1f} % at least one ({d['draws']} draws of the hold-out rule, "
+            f"`digit-overlap.json`; the train table's {d['train_composites']:,} composites use "
+            f"{d['distinct_training_digit_images']:,} distinct MNIST training digits). The "
+            f"{d['test_composites']:,} test images are built from MNIST test digits, none of them trained on.")
+
+
+BLOCKS["digit-overlap"] = digit_overlap_block
