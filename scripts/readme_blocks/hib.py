@@ -820,14 +820,16 @@ def long_run_length_block(run="long-run"):
         long_value, short_value = last[metric][variant], mog1[metric][variant]
         short_std, target = mog1[metric][f"{variant}_std"], paper[metric][variant]
         gain = (long_value - short_value) / doublings
-        at = steps * 2 ** ((target - long_value) / gain) if gain > 0 else math.inf
+        # Doublings still needed, compared in log space: a small gain makes 2 ** doublings overflow.
+        still = (target - long_value) / gain if gain > 0 else math.inf
         if long_value >= target:
             needed = "reached"
         elif long_value - short_value <= SPREAD * short_std:
             needed = "no gain beyond the seeds' spread"
-        elif at > FAR_STEPS:
+        elif still > math.log2(FAR_STEPS / steps):
             needed = f"beyond {FAR_STEPS:,} steps"
         else:
+            at = steps * 2**still
             needed = f"{at:,.0f} steps, {at * seconds_a_step / 3600:,.0f} h"
         rows.append(f"| {name} | {short_value:.3f} ± {short_std:.3f} | {long_value:.3f} | "
                     + f"{gain:+.3f}".replace("-", "−") + f" | {target:.3f} | {needed} |")
