@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How many MNIST digit images the instance protocol's validation images share with training (issue 33).
 
-    python3 scripts/hib-digit-overlap.py [--digits 2] [--fraction 0.05] [--draws 20] [--out FILE]
+    .venv/bin/python scripts/hib-digit-overlap.py [--digits 2] [--fraction 0.05] [--draws 20] [--out FILE]
 
 Under `--protocol instance` hedge holds out a share of each class's training images
 (`validation_fraction`, 5 % in the recipe) to choose models, never test images. Both come from
@@ -12,8 +12,9 @@ test digit is new. This script counts that share: for `--draws` uniform draws of
 images (the rule of hedge's `split_off_images`: round(fraction x images) per class, uniformly;
 hedge draws with ChaCha8 seeded by `validation_seed`, these draws use numpy, so they estimate
 the share rather than replay hedge's draw), the fraction of held-out composites with every digit
-image, and with at least one, also in a training composite. Writes `results/hib/digit-overlap.json` (temp file, then rename).
-Needs numpy; reads `HEDGE_DATA_DIR` (default `./data`).
+image, and with at least one, also in a training composite. Writes `results/hib/digit-overlap.json`
+(temp file, then rename). Needs numpy (the project's `.venv` has it); reads `HEDGE_DATA_DIR`
+(default `./data`).
 """
 import argparse
 import json
@@ -34,7 +35,7 @@ def table(data_dir, digits, part):
 
 def shares(probe_ids, trained_ids):
     """Fractions of probe composites with all / any of their digit images among `trained_ids`."""
-    seen = np.zeros(60_000, dtype=bool)
+    seen = np.zeros(int(max(probe_ids.max(), trained_ids.max())) + 1, dtype=bool)
     seen[trained_ids.reshape(-1)] = True
     hit = seen[probe_ids]  # (composites, digits)
     return float(hit.all(axis=1).mean()), float(hit.any(axis=1).mean())
@@ -79,7 +80,7 @@ def main():
         "train_composites": int(classes * per_class),
         "test_composites": int(test.shape[0] * test.shape[1]),
         "distinct_training_digit_images": int(np.unique(train).size),
-        "command": " ".join(["python3", "scripts/hib-digit-overlap.py"] + sys.argv[1:]),
+        "command": " ".join([".venv/bin/python", "scripts/hib-digit-overlap.py"] + sys.argv[1:]),
     }
     tmp = args.out + ".tmp"
     with open(tmp, "w") as f:

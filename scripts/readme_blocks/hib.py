@@ -895,7 +895,7 @@ def digit_overlap_block():
     digit (scripts/hib-digit-overlap.py's digit-overlap.json)."""
     path = os.path.join(HIB, "digit-overlap.json")
     if not os.path.exists(path):
-        return "Not measured yet (`python3 scripts/hib-digit-overlap.py`)."
+        return "Not measured yet (`.venv/bin/python scripts/hib-digit-overlap.py`)."
     d = load(path)
     return (f"Of the {d['held_out_per_class']} training images held out per class for validation, "
             f"{100 * d['validation_all_digits_trained']:.1f} % (± {100 * d['validation_all_digits_trained_std']:.1f}) "
