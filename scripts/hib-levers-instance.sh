@@ -76,6 +76,9 @@ levers() {
     # The three leaders of the f32 study's seed 0 (16 x 16, all pairs, EMA; the next two close
     # behind) together, added once every single lever had its seed 0: whether their gains add up.
     k-leaders) echo --group 16x16 "${peak[@]}" --all-pairs --ema 0.999 ;;
+    # The top two single levers of the f32 study (16 x 16 batches, the 1e-2 peak) together, added
+    # after the study had chosen its recipe: the lever section 1 of time-to-quality.md named next.
+    l-peak1e-2-16x16) echo --group 16x16 --lr 1e-2 --warmup 500 --lr-schedule cosine ;;
     *)
         echo "unknown run '$1'" >&2
         exit 2
@@ -85,7 +88,7 @@ levers() {
 
 runs=("$@")
 if [ ${#runs[@]} -eq 0 ]; then
-    runs=(a-constant b-cosine c-step e-bn f-64x8 g-wide h-allpairs i-ema d-peak1e-2 j-16x16 k-leaders)
+    runs=(a-constant b-cosine c-step e-bn f-64x8 g-wide h-allpairs i-ema d-peak1e-2 j-16x16 k-leaders l-peak1e-2-16x16)
 fi
 mkdir -p "$root"
 for name in "${runs[@]}"; do
