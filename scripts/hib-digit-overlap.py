@@ -23,7 +23,8 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readme_blocks.common import ROOT  # noqa: E402
 
 
 def table(data_dir, digits, part):

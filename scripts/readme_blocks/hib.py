@@ -28,6 +28,7 @@ SETTINGS = ("n2-d2", "n2-d3", "n3-d2", "n3-d3")
 MODELS = (("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2"))
 CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_accuracy", "clean"),
          ("knn_accuracy", "corrupt"))
+CELL_NAMES = ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")
 WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 
 
@@ -604,14 +605,13 @@ def paper_schedule_gpu_trend_block():
     the steps, and the line read at the paper's 500,000 steps, beside the paper."""
     base = os.path.join(HIB, "paper-schedule-gpu")
     paper = load(os.path.join(HIB, "open-set", "n2-d2", "summary.json"))["paper"]
-    names = ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")
     rows, last_steps = [], []
     for run, name, key in (("point-seed0", "point", "point"), ("gaussian-seed0", "MoG-1", "mog1")):
         points = [r for r in load(os.path.join(base, run, "curve.json")) if r["step"] >= TREND_FROM]
         last_steps.append(points[-1]["step"])
         xs = [math.log2(r["step"]) for r in points]
         target = [float(c) for c in cells4(paper[key])]
-        for i, metric in enumerate(names):
+        for i, metric in enumerate(CELL_NAMES):
             ys = [float(cells4(r)[i]) for r in points]
             mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
             slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -748,6 +748,11 @@ def long_run_cost_block():
 BLOCKS["long-run-cost"] = long_run_cost_block
 
 
+def planned_steps(runs):
+    """The distinct step counts (config.json) the run folders `runs` (relative to ROOT) planned, sorted."""
+    return sorted({load(os.path.join(ROOT, r, "config.json"))["hib"]["steps"] for r in runs})
+
+
 def long_run_progress_block(run="long-run"):
     """Where the long run stands as committed: the step a resume starts from and its training
     clock (state.json), and the test split and validation images watched every 5,000 steps
@@ -778,7 +783,7 @@ def long_run_progress_block(run="long-run"):
         out += [f"| {r['step']:,} | {r['train_seconds'] / 60:.1f} | " + " / ".join(cells4(r, dot=True)) + " |"
                 for r in curve]
         mog1 = table["models"]["mog1"]
-        steps = sorted({load(os.path.join(ROOT, r, "config.json"))["hib"]["steps"] for r in mog1["runs"]})
+        steps = planned_steps(mog1["runs"])
         minutes = [load(os.path.join(ROOT, r, "state.json"))["seconds"] / 60 for r in mog1["runs"]]
         out.append(f"| the N = 2, D = 2 table's MoG-1 ({mog1['seeds']} seeds of "
                    f"{' or '.join(f'{n:,}' for n in steps)} steps, its cosine ended) | "
@@ -813,10 +818,10 @@ def long_run_length_block(run="long-run"):
     seconds_a_step = state["seconds"] / state["step"]
     table = load(os.path.join(HIB, "n2-d2", "summary.json"))
     mog1, paper = table["models"]["mog1"], table["paper"]["mog1"]
-    table_steps = sorted({load(os.path.join(ROOT, r, "config.json"))["hib"]["steps"] for r in mog1["runs"]})
+    table_steps = planned_steps(mog1["runs"])
     doublings = math.log2(steps / table_steps[-1])
     rows = []
-    for (metric, variant), name in zip(CELLS, ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")):
+    for (metric, variant), name in zip(CELLS, CELL_NAMES):
         long_value, short_value = last[metric][variant], mog1[metric][variant]
         short_std, target = mog1[metric][f"{variant}_std"], paper[metric][variant]
         gain = (long_value - short_value) / doublings
