@@ -23,12 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from readme_blocks.common import ROOT  # noqa: E402
-from readme_blocks.hib import HIB, lever_runs, load, ranked_levers  # noqa: E402
-
-# What a lever may change, and what the study fixed for all of its levers.
-LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set", "learning_rate", "warmup_steps",
-              "lr_schedule", "norm", "ema_decay", "channels")
-STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
+from readme_blocks.hib import HIB, RECIPE_STUDY, lever_runs, load, ranked_levers, recipe_keys  # noqa: E402
 
 
 def study_levers():
@@ -52,7 +47,7 @@ def toml_value(value):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", default="instance-levers-f32", help="a lever study's folder under results/hib")
+    parser.add_argument("--study", default=RECIPE_STUDY, help="a lever study's folder under results/hib")
     parser.add_argument("--min-seeds", type=int, default=2, help="seeds every lever must have finished")
     parser.add_argument("--out", default=os.path.join(HIB, "recipe.toml"))
     parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the lever script's default list)")
@@ -84,12 +79,7 @@ def main():
         "# paper's), as in every lever run.",
         'model = "gaussian"',
     ]
-    for key in LEVER_KEYS + STUDY_KEYS:
-        # A batch shape's settings exist only for its composition (config.json records both).
-        if key == "batch_pairs" and config["batch"] == "grouped":
-            continue
-        if key in ("group_classes", "group_size") and config["batch"] != "grouped":
-            continue
+    for key in recipe_keys(config):
         lines.append(f"{key} = {toml_value(config[key])}")
     text = "\n".join(lines) + "\n"
     if args.dry_run:

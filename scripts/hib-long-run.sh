@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The long run of issue 33: MoG-1, N = 2, D = 2 on the instance protocol with the tables' recipe
-# (results/hib/recipe.toml), its schedule laid over STEPS (default 100,000) steps, trained across
-# sessions with --resume from the committed run folder. A copy of the inference weights is kept
-# every 10,000 steps (checkpoints/, committed) and `hedge hib curve` evaluates each of them on the
-# test split (curve.json, curve.png: the four Table 1 numbers against steps, 10 Monte-Carlo
-# repeats); the validation images and the test split are also watched every 5,000 steps
-# (monitor.jsonl).
+# (results/hib/recipe.toml when the run starts: the committed run trained d-peak1e-2, the recipe
+# first chosen, and a resumed run keeps its own config.json's), its schedule laid over STEPS
+# (default 100,000) steps, trained across sessions with --resume from the committed run folder. A
+# copy of the inference weights is kept every 10,000 steps (checkpoints/, committed) and `hedge hib
+# curve` evaluates each of them on the test split (curve.json, curve.png: the four Table 1 numbers
+# against steps, 10 Monte-Carlo repeats); the validation images and the test split are also
+# watched every 5,000 steps (monitor.jsonl).
 #
 #   scripts/hib-long-run.sh            start, or continue where the last session stopped
 #

@@ -10,8 +10,9 @@
 - `instance-levers-f32` (results/hib/instance-levers-f32/README.md, results/hib/time-to-quality.md):
   the same for the f32 study planned on an AVX2-only CPU;
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
-  has a summary.json (results/hib/<setting>/), and the run folders that have ended (a
-  reproduction under way writes its summary.json only at its end);
+  has a summary.json (results/hib/<setting>/), the lever whose recipe each setting trained, and
+  the run folders that have ended (a reproduction under way writes its summary.json only at its
+  end);
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json — each cell's distance to the paper, and HIB against point on the
   corrupt columns.
@@ -30,6 +31,12 @@ CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_acc
          ("knn_accuracy", "corrupt"))
 CELL_NAMES = ("AP clean", "AP corrupt", "KNN clean", "KNN corrupt")
 WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
+# What a lever of an instance lever study may change, and what the study fixed for all of its
+# levers: the recipe `scripts/hib-choose-recipe.py` writes, and what names a table's recipe.
+LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set", "learning_rate", "warmup_steps",
+              "lr_schedule", "norm", "ema_decay", "channels")
+STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
+RECIPE_STUDY = "instance-levers-f32"
 
 
 def setting_label(setting):
@@ -116,8 +123,63 @@ def instance_tables_block():
     if not found:
         out = ["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
                "`results/hib/time-to-quality.md` says where the study stands)."]
-    finished = finished_runs_line()
-    return "\n".join(out + (["", finished] if finished else []))
+    extra = [line for line in (recipes_line(), finished_runs_line()) if line]
+    return "\n".join(out + [x for line in extra for x in ("", line)])
+
+
+def recipe_keys(config):
+    """The recipe fields of a run's `hib` config: LEVER_KEYS and STUDY_KEYS less the batch settings
+    its batch composition does not use (config.json records both)."""
+    keys = []
+    for key in LEVER_KEYS + STUDY_KEYS:
+        if key == "batch_pairs" and config["batch"] == "grouped":
+            continue
+        if key in ("group_classes", "group_size") and config["batch"] != "grouped":
+            continue
+        keys.append(key)
+    return keys
+
+
+def recipe_lever(config, study=RECIPE_STUDY):
+    """The lever of `study` whose seed-0 run trained the recipe of `config` (a `hib` config), or
+    None: how a table names the recipe it trained once `recipe.toml` has moved on."""
+    for lever, seed, folder in lever_runs(study):
+        if seed != 0:
+            continue
+        lever_config = load(os.path.join(folder, "config.json"))["hib"]
+        if all(lever_config.get(k) == config.get(k) for k in recipe_keys(config)):
+            return lever
+    return None
+
+
+def recipes_line():
+    """Which lever's recipe each instance setting trained (its `config.json`), so that tables
+    trained before `recipe.toml` was re-chosen say so."""
+    current = load_toml_recipe()
+    named = []
+    for setting in SETTINGS + ("n2-d1",):
+        path = os.path.join(HIB, setting, "config.json")
+        if not os.path.exists(path):
+            continue
+        config = load(path)["recipe"]
+        lever = recipe_lever(config) or "a recipe of no lever"
+        mark = " (today's `recipe.toml`)" if all(config.get(k) == v for k, v in current.items()) else ""
+        named.append(f"{setting_label(setting)} `{lever}`{mark}")
+    if not named:
+        return ""
+    return (f"Recipe each setting trained (its `config.json`, named by the `{RECIPE_STUDY}/` lever whose "
+            "seed 0 trained it): " + "; ".join(named) + ".")
+
+
+def load_toml_recipe():
+    """`results/hib/recipe.toml`'s `key = value` lines (the chooser writes JSON-compatible values)."""
+    recipe = {}
+    with open(os.path.join(HIB, "recipe.toml")) as f:
+        for line in f:
+            m = re.fullmatch(r"(\w+) = (.+)", line.strip())
+            if m:
+                recipe[m.group(1)] = json.loads(m.group(2))
+    return recipe
 
 
 def seed_ranges(seeds):
@@ -202,9 +264,11 @@ def instance_levers_block(study="instance-levers"):
     ranked = ranked_levers(study)
     if not ranked:
         return "No lever run has finished yet."
-    out += ["", "| lever | seeds | mean validation score (mean of the four numbers at the chosen step) |", "|---|---|---|"]
+    out += ["", "| lever | seeds | mean validation score (mean of the four numbers at the chosen step) | by seed |",
+            "|---|---|---|---|"]
     for lever, mean, runs in ranked:
-        out.append(f"| {lever} | {len(runs)} | {mean:.4f} |")
+        by_seed = " / ".join(f"{score:.4f}" for _, score, _ in sorted(runs))
+        out.append(f"| {lever} | {len(runs)} | {mean:.4f} | {by_seed} |")
     return "\n".join(out)
 
 
