@@ -1,7 +1,7 @@
 //! The published numbers of Oh et al. (ICLR 2019 and its arXiv v1 appendices) that hedge's
 //! reproductions are compared with, typed: Tables 1 and 2 (main results), Table 5 (β = 0
-//! against β = 1e-4, Appendix E) and Tables 6 and 7 (Appendix G: plurality KNN and its
-//! uncertainty correlation by gallery and probe).
+//! against β = 1e-4, Appendix E), Tables 6 and 7 (Appendix G: plurality KNN and its
+//! uncertainty correlation by gallery and probe) and Appendix D's number-line scores.
 
 use serde::{Deserialize, Serialize};
 
@@ -150,6 +150,38 @@ pub fn tables6_7(digits: usize, dim: usize) -> Option<[GalleryProbePaper; 3]> {
     }))
 }
 
+/// Appendix D: 2-digit MNIST embedded on the number line (D = 1), a single Gaussian (MoG-1)
+/// against point embeddings. The class centroids of the test set's embeddings are sorted and
+/// the adjacent pairs that share a ones or tens digit counted (out of 99); a run is a series of
+/// consecutive such pairs, its length counted in classes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PaperNumberLine {
+    /// "each of the four trials".
+    pub trials: usize,
+    /// The most adjacent pairs there can be (100 classes − 1).
+    pub out_of: usize,
+    /// Lowest and highest count over the trials, HIB ("scores ranging from 76 to 80").
+    pub hib_adjacent: (usize, usize),
+    /// The same for point embeddings ("versus scores of 42 to 74").
+    pub point_adjacent: (usize, usize),
+    /// Classes in the average run, HIB (4.6) and point (3.0).
+    pub hib_mean_run: f64,
+    pub point_mean_run: f64,
+}
+
+/// Appendix D's numbers (the same paragraph in the ICLR 2019 paper and arXiv v1), for N = 2,
+/// D = 1 only.
+pub fn appendix_d(digits: usize, dim: usize) -> Option<PaperNumberLine> {
+    ((digits, dim) == (2, 1)).then_some(PaperNumberLine {
+        trials: 4,
+        out_of: 99,
+        hib_adjacent: (76, 80),
+        point_adjacent: (42, 74),
+        hib_mean_run: 4.6,
+        point_mean_run: 3.0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +208,16 @@ mod tests {
         assert!(table5(2, 3).is_none());
         assert_eq!(table1(3, 3).unwrap().mog2.knn_accuracy.corrupt, 0.598);
         assert!(table1(2, 1).is_none());
+    }
+
+    /// "scores ranging from 76 to 80 versus scores of 42 to 74 … The average run contains 4.6
+    /// classes … and only 3.0 for point embeddings".
+    #[test]
+    fn appendix_d_is_the_number_line_only() {
+        let d = appendix_d(2, 1).unwrap();
+        assert_eq!((d.hib_adjacent, d.point_adjacent, d.out_of, d.trials), ((76, 80), (42, 74), 99, 4));
+        assert_eq!((d.hib_mean_run, d.point_mean_run), (4.6, 3.0));
+        assert!(appendix_d(2, 2).is_none() && appendix_d(3, 1).is_none());
     }
 
     #[test]

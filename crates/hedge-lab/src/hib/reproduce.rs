@@ -974,23 +974,100 @@ pub fn appendix_b(s: &ReproduceSummary) -> String {
     t
 }
 
-/// The D = 1 centroid ordering of Appendix D, as `number_line_<model>.json`.
+/// One run's D = 1 centroid ordering of Appendix D: the test set's class centroids sorted along
+/// the line, scored by [`hedge_plot::ordering_score`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumberLine {
+    pub seed: u64,
+    /// Adjacent pairs of the ordering that share their ones or tens digit (at most `out_of`).
     pub adjacent_sharing_a_digit: usize,
+    /// Classes in the average run of consecutive such pairs.
     pub mean_run_length: f64,
+    /// Class labels from the smallest centroid to the largest.
     pub order: Vec<u32>,
     pub out_of: usize,
 }
 
-/// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7; the number
-/// line of Fig. 10 for D = 1) and performance against uncertainty bins (Fig. 5).
+/// `number_line_<model>.json`: Appendix D's ordering for every seed of one model (the paper
+/// scores four trials of each model).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumberLines {
+    /// The model's key (`point`, `mog1`, …).
+    pub model: String,
+    pub label: String,
+    /// By seed.
+    pub runs: Vec<NumberLine>,
+}
+
+/// `appendix_d.md`: every seed's number-line score beside the paper's range, and how often
+/// MoG-1 (the paper's HIB here: "a single Gaussian embedding") beats point seed for seed (the
+/// paper: "on each of the four trials").
+pub fn appendix_d_table(digits: usize, dim: usize, lines: &[NumberLines]) -> String {
+    let mut t = format!(
+        "Appendix D: the test set's class centroids of a D = {dim} embedding sorted along the line; adjacent pairs \
+         sharing a ones or tens digit, and the classes in the average run of such pairs, by seed.\n\n\
+         | model | seeds | adjacent pairs sharing a digit, by seed | range | mean run (classes), by seed | mean |\n\
+         |---|---|---|---|---|---|\n"
+    );
+    for l in lines {
+        let adjacent: Vec<usize> = l.runs.iter().map(|r| r.adjacent_sharing_a_digit).collect();
+        let runs: Vec<f64> = l.runs.iter().map(|r| r.mean_run_length).collect();
+        let out_of = l.runs.first().map_or(0, |r| r.out_of);
+        let (lo, hi) = (adjacent.iter().min().copied().unwrap_or(0), adjacent.iter().max().copied().unwrap_or(0));
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} (of {out_of}) | {lo}–{hi} | {} | {:.1} |",
+            l.label,
+            l.runs.len(),
+            adjacent.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(" / "),
+            runs.iter().map(|r| format!("{r:.1}")).collect::<Vec<_>>().join(" / "),
+            runs.iter().sum::<f64>() / runs.len().max(1) as f64,
+        );
+    }
+    if let Some(p) = hedge_embed::paper::appendix_d(digits, dim) {
+        let _ = writeln!(
+            t,
+            "| paper, HIB (a single Gaussian) | {} | — | {}–{} | — | {:.1} |\n| paper, point | {} | — | {}–{} | — | {:.1} |",
+            p.trials,
+            p.hib_adjacent.0,
+            p.hib_adjacent.1,
+            p.hib_mean_run,
+            p.trials,
+            p.point_adjacent.0,
+            p.point_adjacent.1,
+            p.point_mean_run
+        );
+    }
+    let by_key = |key: &str| lines.iter().find(|l| l.model == key);
+    if let (Some(hib), Some(point)) = (by_key("mog1"), by_key("point")) {
+        let pairs: Vec<(usize, usize)> = hib
+            .runs
+            .iter()
+            .filter_map(|h| {
+                let p = point.runs.iter().find(|p| p.seed == h.seed)?;
+                Some((h.adjacent_sharing_a_digit, p.adjacent_sharing_a_digit))
+            })
+            .collect();
+        let wins = pairs.iter().filter(|(h, p)| h > p).count();
+        let _ = writeln!(
+            t,
+            "\nMoG-1 above point, seed for seed: {wins} of {} (the paper: HIB above point on each of its four trials).",
+            pairs.len()
+        );
+    }
+    t
+}
+
+/// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7) and
+/// performance against uncertainty bins (Fig. 5); for D = 1, Appendix D's number line (Fig. 10)
+/// of every seed, scored in `number_line_<model>.json` and `appendix_d.md`.
 fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
     let device = data.device;
     let mut test = data.images.split(c.digits, c.protocol, c.split)?;
     if let Some(n) = c.eval_images_per_class {
         test = test.subset(&test.first_per_class(n));
     }
+    let mut lines = Vec::new();
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
@@ -999,37 +1076,7 @@ fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &R
             let (clean, corrupt) = embed_run_twins(&run, &test, device)?;
             embedding_ellipses(&out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
         } else {
-            // Appendix D orders the centroids of all classes: the instance test set holds all of
-            // them; the open-set protocol's are split between its seen and unseen test classes.
-            let config = run.read_config()?.hib;
-            let (_vs, net) = load_model(&run, &config, device)?;
-            let options = EmbedOptions { samples: 1, ..Default::default() };
-            let parts = c
-                .protocol
-                .test_splits()
-                .iter()
-                .map(|&split| {
-                    embed_dataset(
-                        &net,
-                        &data.images.split(c.digits, c.protocol, split)?,
-                        &Corruption::Clean,
-                        device,
-                        options,
-                    )
-                })
-                .collect::<hedge_embed::Result<Vec<_>>>()?;
-            let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
-            let order =
-                hedge_plot::centroid_line(&out.join(format!("number_line_{}.png", m.key)), &cloud(&all), &title)?;
-            write_json(
-                &out.join(format!("number_line_{}.json", m.key)),
-                &NumberLine {
-                    adjacent_sharing_a_digit: order.adjacent_sharing_a_digit,
-                    mean_run_length: order.mean_run_length,
-                    out_of: order.order.len().saturating_sub(1),
-                    order: order.order,
-                },
-            )?;
+            lines.push(number_lines(c, out, m, evals, data, &title)?);
         }
         if m.key != "point" {
             let b = &first.bins;
@@ -1045,7 +1092,67 @@ fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &R
             )?;
         }
     }
+    if !lines.is_empty() {
+        write(&out.join("appendix_d.md"), &appendix_d_table(c.digits, c.dim, &lines))?;
+    }
     Ok(())
+}
+
+/// Appendix D for every seed of one model: the centroids of all classes ordered along the line
+/// (`number_line_<model>-seed<N>.png`) and scored (`number_line_<model>.json`), each run with
+/// the weights its tables scored (`model_best.safetensors` when validation chose them).
+fn number_lines(
+    c: &ReproduceConfig,
+    out: &Path,
+    m: &ReproduceModel,
+    evals: &[EvalReport],
+    data: &ReproduceData,
+    title: &str,
+) -> Result<NumberLines> {
+    let mut runs = Vec::new();
+    for e in evals {
+        let run = RunDir::open(Path::new(&e.run))?;
+        let config = run.read_config()?.hib;
+        let (mut vs, net) = load_model(&run, &config, data.device)?;
+        let best = run.file(BEST_MODEL_FILE);
+        if best.is_file() {
+            hedge_embed::train::load_weights(&mut vs, &best, "the run's config.json")?;
+        }
+        // Appendix D orders the centroids of all classes: the instance test set holds all of
+        // them; the open-set protocol's are split between its seen and unseen test classes.
+        let options = EmbedOptions { samples: 1, ..Default::default() };
+        let parts = c
+            .protocol
+            .test_splits()
+            .iter()
+            .map(|&split| {
+                embed_dataset(
+                    &net,
+                    &data.images.split(c.digits, c.protocol, split)?,
+                    &Corruption::Clean,
+                    data.device,
+                    options,
+                )
+            })
+            .collect::<hedge_embed::Result<Vec<_>>>()?;
+        let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
+        let order = hedge_plot::centroid_line(
+            &out.join(format!("number_line_{}-seed{}.png", m.key, config.seed)),
+            &cloud(&all),
+            &format!("{title}, seed {}", config.seed),
+        )?;
+        runs.push(NumberLine {
+            seed: config.seed,
+            adjacent_sharing_a_digit: order.adjacent_sharing_a_digit,
+            mean_run_length: order.mean_run_length,
+            out_of: order.order.len().saturating_sub(1),
+            order: order.order,
+        });
+    }
+    runs.sort_by_key(|r| r.seed);
+    let lines = NumberLines { model: m.key.clone(), label: m.label.clone(), runs };
+    write_json(&out.join(format!("number_line_{}.json", m.key)), &lines)?;
+    Ok(lines)
 }
 
 /// The folder's README: command, recipe, training times and Tables 1 and 2.
@@ -1088,6 +1195,12 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         }
     };
     let other = c.other_split().map_or(String::new(), |o| format!(", `{}` beside them", o.name()));
+    let number_line = if c.dim == 1 {
+        " Appendix D, written with the figures: `appendix_d.md` (every seed's number-line score beside the paper's), \
+         `number_line_<model>.json` (each seed's ordering) and `number_line_<model>-seed<N>.png`."
+    } else {
+        ""
+    };
     let eval_files = match c.other_split() {
         Some(o) => format!("eval.json for {}, eval_{}.json", s.split, o.name()),
         None => format!("eval.json for {}", s.split),
@@ -1099,7 +1212,7 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
          Wall-clock of the last invocation that trained or evaluated: {:.0} s (finished runs are reused, not retrained).\n\n{}\n{}\n\
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
          (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, model_best.safetensors when \
-         validated (every split is scored with it), {eval_files}; checkpoints every 1,000 steps in `runs/*/checkpoints/`).\n",
+         validated (every split is scored with it), {eval_files}; checkpoints every 1,000 steps in `runs/*/checkpoints/`).{number_line}\n",
         c.digits,
         c.dim,
         s.command,
@@ -1265,6 +1378,36 @@ mod tests {
             steps: None,
             undefined: Vec::new(),
         }
+    }
+
+    fn line(seed: u64, adjacent: usize, mean_run_length: f64) -> NumberLine {
+        NumberLine { seed, adjacent_sharing_a_digit: adjacent, mean_run_length, order: Vec::new(), out_of: 99 }
+    }
+
+    /// Every seed's score, its range and mean run, the paper's rows, and MoG-1 against point
+    /// seed for seed (seed 2 of MoG-1 has no point twin and is left out of the comparison).
+    #[test]
+    fn appendix_d_lists_every_seed_beside_the_papers_range() {
+        let lines = [
+            NumberLines {
+                model: "point".into(),
+                label: "point".into(),
+                runs: vec![line(0, 60, 3.0), line(1, 70, 3.6)],
+            },
+            NumberLines {
+                model: "mog1".into(),
+                label: "MoG-1".into(),
+                runs: vec![line(0, 78, 4.5), line(1, 65, 2.9), line(2, 90, 9.0)],
+            },
+        ];
+        let t = appendix_d_table(2, 1, &lines);
+        assert!(t.contains("| point | 2 | 60 / 70 (of 99) | 60–70 | 3.0 / 3.6 | 3.3 |"), "{t}");
+        assert!(t.contains("| MoG-1 | 3 | 78 / 65 / 90 (of 99) | 65–90 | 4.5 / 2.9 / 9.0 | 5.5 |"), "{t}");
+        assert!(t.contains("| paper, HIB (a single Gaussian) | 4 | — | 76–80 | — | 4.6 |"), "{t}");
+        assert!(t.contains("| paper, point | 4 | — | 42–74 | — | 3.0 |"), "{t}");
+        assert!(t.contains("MoG-1 above point, seed for seed: 1 of 2"), "{t}");
+        // No paper row where the paper has no number line.
+        assert!(!appendix_d_table(2, 2, &lines).contains("| paper,"));
     }
 
     #[test]
