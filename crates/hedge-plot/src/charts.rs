@@ -125,7 +125,14 @@ pub fn curves_with_error(path: &Path, series: &[MeanCurve], x_desc: &str, y_desc
             .y_label_area_size(60)
             .build_cartesian_2d(x0..x1.max(x0 + 1.0), (y0 - pad)..(y1 + pad))
             .map_err(draw_err)?;
-        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| crate::tick_label(*x))
+            .y_label_formatter(&|y| crate::tick_label(*y))
+            .draw()
+            .map_err(draw_err)?;
         for (k, (name, v)) in series.iter().enumerate() {
             let colour = Palette99::pick(k);
             let mut band: Vec<(f64, f64)> = v.iter().map(|&(x, m, s)| (x, m + s)).collect();

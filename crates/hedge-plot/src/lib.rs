@@ -63,7 +63,8 @@ pub fn render<E: From<PlotError>>(
 }
 
 /// Lines with markers on an [x-range] × [0, 1] frame, one per named series; non-finite values
-/// are skipped.
+/// are skipped. The legend goes to the corner its box covers the fewest points of the lines in
+/// ([`emptiest_corner`]).
 pub fn line_chart(
     path: &Path,
     series: &[(&str, Vec<(f64, f64)>)],
@@ -71,7 +72,102 @@ pub fn line_chart(
     y_desc: &str,
     title: &str,
 ) -> Result<()> {
-    line_chart_in(path, series, x_desc, y_desc, title, (0.0, 1.0), SeriesLabelPosition::UpperRight)
+    let legend = emptiest_corner(series, (0.0, 1.0));
+    line_chart_in(path, series, x_desc, y_desc, title, (0.0, 1.0), legend)
+}
+
+/// Plot area of [`line_chart_in`]'s 900 x 560 frame, in pixels (less caption, label areas and
+/// margins), and a legend entry's height and a label character's width there: what
+/// [`emptiest_corner`] sizes the legend box with.
+const PLOT_AREA_PX: (f64, f64) = (800.0, 440.0);
+const LEGEND_ROW_PX: f64 = 20.0;
+const LEGEND_CHAR_PX: f64 = 7.0;
+/// How far a line must stay from the legend box, as a share of the plot area.
+const LEGEND_CLEARANCE: f64 = 0.03;
+
+/// The legend position, among the nine plotters offers, whose box (sized from the number of named
+/// series and their longest name, and widened by a small clearance) covers the fewest points of
+/// the lines on an x-range (the series' own) × `y_range` frame; the lines are sampled between
+/// their points so that a line crossing a box counts there too. Ties go to the first of upper
+/// right, lower right, upper left, lower left, middle right, middle left, upper middle, lower
+/// middle and the centre.
+pub fn emptiest_corner(series: &[(&str, Vec<(f64, f64)>)], y_range: (f64, f64)) -> SeriesLabelPosition {
+    let named: Vec<&str> = series.iter().map(|s| s.0).filter(|n| !n.is_empty()).collect();
+    let longest = named.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64;
+    let width = ((LEGEND_CHAR_PX * longest + 50.0) / PLOT_AREA_PX.0 + LEGEND_CLEARANCE).min(1.0);
+    let height = ((LEGEND_ROW_PX * named.len() as f64 + 15.0) / PLOT_AREA_PX.1 + LEGEND_CLEARANCE).min(1.0);
+    let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
+    let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    let (x0, x1) = if x0 < x1 { (x0, x1) } else { (0.0, 1.0) };
+    let (y0, y1) = if y_range.0 < y_range.1 { y_range } else { (0.0, 1.0) };
+    // Every line as points in the unit square, 20 samples to a segment.
+    let mut unit = Vec::new();
+    for (_, values) in series {
+        let points: Vec<(f64, f64)> = values
+            .iter()
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
+            .map(|&(x, y)| ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0)))
+            .collect();
+        unit.extend(points.iter().copied());
+        for w in points.windows(2) {
+            unit.extend((1..20).map(|k| {
+                let t = k as f64 / 20.0;
+                (w[0].0 + t * (w[1].0 - w[0].0), w[0].1 + t * (w[1].1 - w[0].1))
+            }));
+        }
+    }
+    let (right, left, centre) = ((1.0 - width, 1.0), (0.0, width), (0.5 - width / 2.0, 0.5 + width / 2.0));
+    let (upper, lower, middle) = ((1.0 - height, 1.0), (0.0, height), (0.5 - height / 2.0, 0.5 + height / 2.0));
+    let candidates = [
+        (SeriesLabelPosition::UpperRight, right, upper),
+        (SeriesLabelPosition::LowerRight, right, lower),
+        (SeriesLabelPosition::UpperLeft, left, upper),
+        (SeriesLabelPosition::LowerLeft, left, lower),
+        (SeriesLabelPosition::MiddleRight, right, middle),
+        (SeriesLabelPosition::MiddleLeft, left, middle),
+        (SeriesLabelPosition::UpperMiddle, centre, upper),
+        (SeriesLabelPosition::LowerMiddle, centre, lower),
+        (SeriesLabelPosition::MiddleMiddle, centre, middle),
+    ];
+    let covered = |(xr, yr): ((f64, f64), (f64, f64))| {
+        unit.iter().filter(|(x, y)| (xr.0..=xr.1).contains(x) && (yr.0..=yr.1).contains(y)).count()
+    };
+    let mut best = (SeriesLabelPosition::UpperRight, usize::MAX);
+    for (position, xr, yr) in candidates {
+        let n = covered((xr, yr));
+        if n < best.1 {
+            best = (position, n);
+        }
+    }
+    best.0
+}
+
+/// An axis tick: whole numbers without decimals and with thousands separators (`100,000`),
+/// others with at most three decimals, trailing zeros dropped (`0.25`).
+pub fn tick_label(x: f64) -> String {
+    if x.is_finite() && x == x.round() && x.abs() < 1e15 {
+        let digits = format!("{}", x.abs() as u64);
+        let mut grouped = String::new();
+        for (k, c) in digits.chars().enumerate() {
+            if k > 0 && (digits.len() - k) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        if x < 0.0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        }
+    } else {
+        let text = format!("{x:.3}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        if text == "-0" {
+            "0".into()
+        } else {
+            text.into()
+        }
+    }
 }
 
 /// [`line_chart`] on an x-range × `y_range` frame with the legend at `legend` (a figure whose
@@ -93,11 +189,20 @@ pub fn line_chart_in(
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 22))
             .margin(15)
+            // Room for the last x tick's label, centred on the frame's right edge.
+            .margin_right(35)
             .x_label_area_size(40)
             .y_label_area_size(50)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(draw_err)?;
-        chart.configure_mesh().x_desc(x_desc).y_desc(y_desc).draw().map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| tick_label(*x))
+            .y_label_formatter(&|y| tick_label(*y))
+            .draw()
+            .map_err(draw_err)?;
         for (k, (name, values)) in series.iter().enumerate() {
             let points: Vec<(f64, f64)> = values.iter().copied().filter(|p| p.1.is_finite()).collect();
             let drawn = chart
@@ -362,6 +467,29 @@ pub fn centroid_line(path: &Path, set: &EmbeddingCloud, title: &str) -> Result<C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_drop_the_decimals_of_whole_numbers_and_group_thousands() {
+        assert_eq!(tick_label(10000.0), "10,000");
+        assert_eq!(tick_label(100000.0), "100,000");
+        assert_eq!(tick_label(-1234567.0), "-1,234,567");
+        assert_eq!(tick_label(999.0), "999");
+        assert_eq!(tick_label(0.0), "0");
+        assert_eq!(tick_label(0.25), "0.25");
+        assert_eq!(tick_label(0.1 + 0.2), "0.3");
+        assert_eq!(tick_label(-0.0001), "0");
+    }
+
+    /// Lines along the top and along the bottom leave the middle of the sides free; a line
+    /// along the top alone sends the legend down; nothing in the way leaves it upper right.
+    #[test]
+    fn the_legend_goes_where_no_line_runs() {
+        let flat = |y: f64| -> Vec<(f64, f64)> { (0..=10).map(|k| (1000.0 * k as f64, y)).collect() };
+        let top_and_bottom = [("AP, clean", flat(0.96)), ("AP, corrupt", flat(0.80)), ("KNN, corrupt", flat(0.15))];
+        assert_eq!(emptiest_corner(&top_and_bottom, (0.0, 1.0)), SeriesLabelPosition::MiddleRight);
+        assert_eq!(emptiest_corner(&[("a", flat(0.99))], (0.0, 1.0)), SeriesLabelPosition::LowerRight);
+        assert_eq!(emptiest_corner(&[("a", vec![(0.0, 0.5)])], (0.0, 1.0)), SeriesLabelPosition::UpperRight);
+    }
 
     #[test]
     fn ordering_score_counts_shared_digits_and_runs() {
