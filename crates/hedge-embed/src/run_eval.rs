@@ -292,14 +292,19 @@ fn reusable_curve_rows(earlier: Vec<CurvePoint>, repeats: usize, steps: &[usize]
         .collect()
 }
 
-/// The clean and corrupt twins of a test split embedded with a run's model (its own weights).
+/// The clean and corrupt twins of a test split embedded with a run's model: its own weights, or
+/// `weights` (another file of the same model, e.g. the validation's choice) in their place.
 pub fn embed_run_twins(
     run: &RunDir,
     test: &ImageDataset,
+    weights: Option<&Path>,
     device: Device,
 ) -> Result<(crate::EmbeddedSet, crate::EmbeddedSet)> {
     let config = run.read_config()?.hib;
-    let (_vs, net) = load_model(run, &config, device)?;
+    let (mut vs, net) = load_model(run, &config, device)?;
+    if let Some(w) = weights {
+        crate::train::load_weights(&mut vs, w, "the run's config.json (the weights replace its own)")?;
+    }
     embed_twins(&net, test, device)
 }
 

@@ -575,10 +575,15 @@ fn train_and_eval(
                 continue;
             }
         }
-        let best = run.file(BEST_MODEL_FILE);
-        let weights = best.is_file().then_some(best.as_path());
-        let (_, mut report) =
-            evaluate_run(&run, &data.images, weights, &EvalSettings { split, ..*settings }, device, command)?;
+        let weights = scored_weights(&run);
+        let (_, mut report) = evaluate_run(
+            &run,
+            &data.images,
+            weights.as_deref(),
+            &EvalSettings { split, ..*settings },
+            device,
+            command,
+        )?;
         // The run's own report, whichever weights it scored.
         report.run = run.path.display().to_string();
         hedge_embed::run_eval::save_eval(&run, &report)?;
@@ -587,6 +592,13 @@ fn train_and_eval(
     let other = other_split.map(|_| evals.pop().expect("an evaluation of the other split"));
     let main = evals.pop().expect("an evaluation of the tables' split");
     Ok(RunEvals { main, other })
+}
+
+/// The weights a run's tables, figures and number lines score: `model_best.safetensors` when
+/// validation chose them, else (`None`) the run's own.
+fn scored_weights(run: &RunDir) -> Option<std::path::PathBuf> {
+    let best = run.file(BEST_MODEL_FILE);
+    best.is_file().then_some(best)
 }
 
 /// Trains, evaluates and writes the whole reproduction into a new folder `out` (refused when
@@ -1058,8 +1070,8 @@ pub fn appendix_d_table(digits: usize, dim: usize, lines: &[NumberLines]) -> Str
     t
 }
 
-/// Figures of the seed-0 runs of point, MoG-1 and MoG-2: embeddings (Figs 3–4, 7) and
-/// performance against uncertainty bins (Fig. 5); for D = 1, Appendix D's number line (Fig. 10)
+/// Figures of the seed-0 runs of point, MoG-1 and MoG-2, with the weights their tables scored:
+/// embeddings (Figs 3–4, 7) and performance against uncertainty bins (Fig. 5); for D = 1, Appendix D's number line (Fig. 10)
 /// of every seed, scored in `number_line_<model>.json` and `appendix_d.md`.
 fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
     let device = data.device;
@@ -1073,7 +1085,7 @@ fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &R
         let run = RunDir::open(Path::new(&first.run))?;
         let title = format!("{} embeddings, N = {}, D = {}", m.label, c.digits, c.dim);
         if c.dim >= 2 {
-            let (clean, corrupt) = embed_run_twins(&run, &test, device)?;
+            let (clean, corrupt) = embed_run_twins(&run, &test, scored_weights(&run).as_deref(), device)?;
             embedding_ellipses(&out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
         } else {
             lines.push(number_lines(c, out, m, evals, data, &title)?);
@@ -1114,9 +1126,8 @@ fn number_lines(
         let run = RunDir::open(Path::new(&e.run))?;
         let config = run.read_config()?.hib;
         let (mut vs, net) = load_model(&run, &config, data.device)?;
-        let best = run.file(BEST_MODEL_FILE);
-        if best.is_file() {
-            hedge_embed::train::load_weights(&mut vs, &best, "the run's config.json")?;
+        if let Some(best) = scored_weights(&run) {
+            hedge_embed::train::load_weights(&mut vs, &best, "the run's config.json (the weights replace its own)")?;
         }
         // Appendix D orders the centroids of all classes: the instance test set holds all of
         // them; the open-set protocol's are split between its seen and unseen test classes.
