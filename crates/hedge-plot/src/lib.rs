@@ -146,19 +146,7 @@ pub fn emptiest_corner(series: &[(&str, Vec<(f64, f64)>)], y_range: (f64, f64)) 
 /// others with at most three decimals, trailing zeros dropped (`0.25`).
 pub fn tick_label(x: f64) -> String {
     if x.is_finite() && x == x.round() && x.abs() < 1e15 {
-        let digits = format!("{}", x.abs() as u64);
-        let mut grouped = String::new();
-        for (k, c) in digits.chars().enumerate() {
-            if k > 0 && (digits.len() - k) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        if x < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        }
+        hedge_run::budget::group_digits(x)
     } else {
         let text = format!("{x:.3}");
         let text = text.trim_end_matches('0').trim_end_matches('.');
