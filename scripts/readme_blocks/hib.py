@@ -15,7 +15,7 @@
   end);
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json — each cell's distance to the paper, and HIB against point on the
-  corrupt columns.
+  corrupt columns; `instance-acceptance-others` the same for every other instance setting.
 """
 import json
 import math
@@ -957,6 +957,22 @@ def instance_acceptance_block(setting="n2-d2"):
 
 
 BLOCKS["instance-acceptance"] = instance_acceptance_block
+
+
+def instance_acceptance_others_block():
+    """The same reading for the instance settings besides N = 2, D = 2, each from its own
+    summary.json once its reproduction has ended."""
+    out = []
+    for setting in SETTINGS[1:]:
+        path = os.path.join(HIB, setting, "summary.json")
+        if os.path.exists(path) and load(path).get("protocol") == "instance":
+            out += [f"**{setting_label(setting)}.** " + instance_acceptance_block(setting), ""]
+        else:
+            out += [f"**{setting_label(setting)}.** Not ended yet (`scripts/hib-table.sh {setting}`).", ""]
+    return "\n".join(out).rstrip("\n")
+
+
+BLOCKS["instance-acceptance-others"] = instance_acceptance_others_block
 
 
 def digit_overlap_block():
