@@ -1071,8 +1071,9 @@ pub fn appendix_d_table(digits: usize, dim: usize, lines: &[NumberLines]) -> Str
 }
 
 /// Figures of the seed-0 runs of point, MoG-1 and MoG-2, with the weights their tables scored:
-/// embeddings (Figs 3–4, 7) and performance against uncertainty bins (Fig. 5); for D = 1, Appendix D's number line (Fig. 10)
-/// of every seed, scored in `number_line_<model>.json` and `appendix_d.md`.
+/// embeddings (Figs 3–4, 7) and performance against uncertainty bins (Fig. 5); for D = 1,
+/// Appendix D's number line (Fig. 10) of every seed, scored in `number_line_<model>.json` and
+/// `appendix_d.md`.
 fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
     let device = data.device;
     let mut test = data.images.split(c.digits, c.protocol, c.split)?;
