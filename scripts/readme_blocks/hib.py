@@ -208,7 +208,16 @@ def finished_runs_line():
             count = sum(len(v) for v in by_model.values())
             models = "; ".join(f"`{model}` seed{'s' if len(seeds) > 1 else ''} {seed_ranges(sorted(seeds))}"
                                for model, seeds in by_model.items())
-            settings.append(f"{setting_label(setting)}, {count} run{'s' if count > 1 else ''} ({models})")
+            line = f"{setting_label(setting)}, {count} run{'s' if count > 1 else ''} ({models})"
+            if not os.path.exists(os.path.join(HIB, setting, "summary.json")):
+                # No table row yet: each ended run's own four test numbers.
+                line += ", test AP clean / AP corrupt / KNN clean / KNN corrupt: " + "; ".join(
+                    f"`{model}-seed{seed}` " + " / ".join(
+                        f"{e[metric][variant]:.3f}" for metric, variant in CELLS)
+                    for model, seed, folder in lever_runs(os.path.join(setting, "runs"))
+                    for e in [load(os.path.join(folder, "eval.json"))]
+                    if os.path.exists(os.path.join(folder, "eval.json")))
+            settings.append(line)
     if not settings:
         return ""
     return ("Runs that have ended (`<setting>/runs/*/eval.json`; a table row above comes from its "
