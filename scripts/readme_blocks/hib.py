@@ -215,8 +215,8 @@ def finished_runs_line():
                     f"`{model}-seed{seed}` " + " / ".join(
                         f"{e[metric][variant]:.3f}" for metric, variant in CELLS)
                     for model, seed, folder in lever_runs(os.path.join(setting, "runs"))
-                    for e in [load(os.path.join(folder, "eval.json"))]
-                    if os.path.exists(os.path.join(folder, "eval.json")))
+                    if os.path.exists(os.path.join(folder, "eval.json"))
+                    for e in [load(os.path.join(folder, "eval.json"))])
             settings.append(line)
     if not settings:
         return ""
