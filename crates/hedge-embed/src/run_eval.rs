@@ -158,10 +158,7 @@ pub fn evaluate_run(
         crate::embed::mc_footprint("hib eval: one chunk of candidate pairs", rows, samples as f64, config.dim)
             .check()?;
     }
-    let (mut vs, net) = load_model(run, &config, device)?;
-    if let Some(w) = weights {
-        crate::train::load_weights(&mut vs, w, "the run's config.json (--weights replaces its weights)")?;
-    }
+    let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
     let mut test = data.role(&config, settings.split)?;
     if let Some(n) = settings.images_per_class {
         test = test.subset(&test.first_per_class(n));
@@ -301,10 +298,7 @@ pub fn embed_run_twins(
     device: Device,
 ) -> Result<(crate::EmbeddedSet, crate::EmbeddedSet)> {
     let config = run.read_config()?.hib;
-    let (mut vs, net) = load_model(run, &config, device)?;
-    if let Some(w) = weights {
-        crate::train::load_weights(&mut vs, w, "the run's config.json (the weights replace its own)")?;
-    }
+    let (_vs, net) = crate::train::load_model_from(run, &config, weights, "the weights replace its own", device)?;
     embed_twins(&net, test, device)
 }
 

@@ -55,6 +55,22 @@ pub fn load_model(run: &RunDir, config: &HibConfig, device: Device) -> Result<(n
     Ok((vs, net))
 }
 
+/// [`load_model`], or with `weights` (another file of the same model, such as the one validation
+/// chose) loaded instead of the run's own: one load either way. `replacing` says, in an error,
+/// where the other weights came from.
+pub fn load_model_from(
+    run: &RunDir,
+    config: &HibConfig,
+    weights: Option<&Path>,
+    replacing: &str,
+    device: Device,
+) -> Result<(nn::VarStore, HibNet)> {
+    let Some(w) = weights else { return load_model(run, config, device) };
+    let (mut vs, net) = build_model(config, device)?;
+    load_weights(&mut vs, w, &format!("the run's config.json ({replacing})"))?;
+    Ok((vs, net))
+}
+
 /// Loads `path` into `vs`, refusing weights that do not fit the model `described_by` describes
 /// (libtorch's message, without its C++ trace, and the likely cause) and weights holding NaN or
 /// infinity (a diverged training), naming the tensor.

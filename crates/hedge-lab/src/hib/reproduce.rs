@@ -26,8 +26,7 @@ use hedge_embed::report::{
 use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
 use hedge_embed::run_eval::{embed_run_twins, eval_file_name, evaluate_run, read_eval, with_group, EvalSettings};
 use hedge_embed::{
-    embed_dataset, load_model, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule,
-    Steps,
+    embed_dataset, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule, Steps,
 };
 use hedge_run::undefined::Undefined;
 use hedge_run::{run_resumable, Experiment, ParamGuard, RunDirectory};
@@ -1126,10 +1125,14 @@ fn number_lines(
     for e in evals {
         let run = RunDir::open(Path::new(&e.run))?;
         let config = run.read_config()?.hib;
-        let (mut vs, net) = load_model(&run, &config, data.device)?;
-        if let Some(best) = scored_weights(&run) {
-            hedge_embed::train::load_weights(&mut vs, &best, "the run's config.json (the weights replace its own)")?;
-        }
+        let weights = scored_weights(&run);
+        let (_vs, net) = hedge_embed::train::load_model_from(
+            &run,
+            &config,
+            weights.as_deref(),
+            "the weights validation chose replace its own",
+            data.device,
+        )?;
         // Appendix D orders the centroids of all classes: the instance test set holds all of
         // them; the open-set protocol's are split between its seen and unseen test classes.
         let options = EmbedOptions { samples: 1, ..Default::default() };
