@@ -29,6 +29,8 @@ set -euo pipefail
 # long run is under way cannot change what the running copy does next.
 {
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/hib-test-curves.sh
+source scripts/lib/hib-test-curves.sh
 seed=${1:?usage: scripts/hib-levers-instance.sh SEED [RUN...]}
 shift
 hedge=${HEDGE:-./target/release/hedge}
@@ -126,18 +128,11 @@ for name in "${runs[@]}"; do
     touch "$out/done"
     echo "$out: finished"
 done
-# The four Table 1 numbers on the test split against training minutes, every finished run of the
-# study (both seeds), redrawn after each call: curves.md (when each first reached the paper's
-# value, or its best and when) and one PNG per number beside it.
+# Every finished run of the study (both seeds), redrawn after each call: curves.md and its plots.
 finished=()
 for done_file in "$root"/*-seed*/done; do
-    [ -f "$done_file" ] || continue
-    run=$(dirname "$done_file")
-    finished+=("$(basename "$run")=$run")
+    [ -f "$done_file" ] && finished+=("$(dirname "$done_file")")
 done
-if [ ${#finished[@]} -gt 0 ]; then
-    "$hedge" hib time-to-quality --runs "$(IFS=,; echo "${finished[*]}")" --set test \
-        --out "$root/curves.md" --overwrite >/dev/null
-fi
+hib_test_curves "$root/curves.md" ${finished[@]+"${finished[@]}"}
 exit
 }

@@ -29,6 +29,8 @@ set -euo pipefail
 # long run is under way cannot change what the running copy does next.
 {
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/hib-test-curves.sh
+source scripts/lib/hib-test-curves.sh
 hedge=${HEDGE:-./target/release/hedge}
 protocol=${PROTOCOL:-instance}
 extras=${EXTRAS:-1}
@@ -74,18 +76,14 @@ for setting in "${settings[@]}"; do
     fi
     out=$root/$setting
     "$hedge" "${common[@]}" --budget-minutes "$budget" "${extra[@]}" --overwrite --out "$out" 2>&1 | tee -a "$out.log"
-    # The four Table 1 numbers on the test split against training minutes for the setting's
-    # Table 1 models (the watches every 1,000 steps of runs/<model>-seed<N>/monitor.jsonl):
-    # <setting>-curves.md (best value and when) and one PNG per number beside it. Minutes are
-    # each run's own training clock, so a seed that shared the machine draws longer.
+    # The setting's Table 1 models against training minutes (the watches every 1,000 steps of
+    # runs/<model>-seed<N>/monitor.jsonl): <setting>-curves.md and one PNG per number beside it.
+    # Minutes are each run's own training clock, so a seed that shared the machine draws longer.
     curves=()
     for run in "$out"/runs/{point,mog1,mog2}-seed*; do
-        [ -f "$run/monitor.jsonl" ] && curves+=("$(basename "$run")=$run")
+        [ -f "$run/monitor.jsonl" ] && curves+=("$run")
     done
-    if [ ${#curves[@]} -gt 0 ]; then
-        "$hedge" hib time-to-quality --runs "$(IFS=,; echo "${curves[*]}")" --set test \
-            --out "$out-curves.md" --overwrite >/dev/null
-    fi
+    hib_test_curves "$out-curves.md" ${curves[@]+"${curves[@]}"}
 done
 exit
 }
