@@ -15,7 +15,9 @@
   end);
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json — each cell's distance to the paper, and HIB against point on the
-  corrupt columns; `instance-acceptance-others` the same for every other instance setting.
+  corrupt columns; `instance-acceptance-others` the same for every other instance setting;
+- `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
+  test_seen (100 classes of 100 images, the paper's first version's N = 3 test set).
 """
 import json
 import math
@@ -1001,3 +1003,38 @@ def digit_overlap_block():
 
 
 BLOCKS["digit-overlap"] = digit_overlap_block
+
+
+def test_seen_block():
+    """The instance tables' N = 3 runs on their two test sets: the instance test table (1,000
+    classes of 10 images) from each run's eval.json, and test_seen (100 classes of 100 images, the
+    test set the paper's first version describes) from scripts/hib-test-seen.sh's
+    results/hib/test-seen/<setting>/<run>.json, the same weights scored on both."""
+    rows = []
+    for setting in ("n3-d2", "n3-d3"):
+        # The paper's values are the same under either protocol: the open-set summary has them
+        # while the instance reproduction is under way.
+        summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((setting,), ("open-set", setting))]
+        paper = next((load(p)["paper"] for p in summaries if os.path.exists(p) and load(p).get("paper")), {})
+        for key, name in MODELS:
+            run = os.path.join(HIB, setting, "runs", f"{key}-seed0")
+            seen_path = os.path.join(HIB, "test-seen", setting, f"{key}-seed0.json")
+            if not (os.path.exists(os.path.join(run, "eval.json")) and os.path.exists(seen_path)):
+                continue
+            test, seen = load(os.path.join(run, "eval.json")), load(seen_path)
+            if seen["weights"] != test["weights"] or seen["split"] != "test_seen":
+                raise SystemExit(f"{seen_path}: not the test_seen report of the weights {run}/eval.json scored")
+            cols = [" / ".join(f"{r[m][v]:.3f}" for m, v in CELLS) for r in (test, seen)]
+            p = paper.get(key)
+            cols.append(" / ".join(f"{p[m][v]:.3f}" for m, v in CELLS) if p else "—")
+            rows.append(f"| {setting_label(setting)} | {name} | " + " | ".join(cols) + " |")
+    if not rows:
+        return "Not measured yet (`scripts/hib-test-seen.sh` once an N = 3 table's runs have ended)."
+    return "\n".join(
+        ["| N, D | model (seed 0) | `test`: 1,000 classes x 10 images | `test_seen`: 100 classes x 100 images | paper |",
+         "|---|---|---|---|---|"] + rows
+        + ["", "Each cell: AP clean / AP corrupt / KNN clean / KNN corrupt, the same weights (the ones the "
+           "table scored) on both test sets."])
+
+
+BLOCKS["test-seen"] = test_seen_block

@@ -85,8 +85,9 @@ pub struct EvalArgs {
     #[arg(long)]
     run: PathBuf,
     /// test (instance protocol: the training classes' test images), test_unseen (open-set:
-    /// classes never seen in training) or test_seen [default: the run's protocol's, test or
-    /// test_unseen].
+    /// classes never seen in training) or test_seen (the number tables' test images of
+    /// training classes, under either protocol; at N = 3, 100 classes of 100 images)
+    /// [default: the run's protocol's, test or test_unseen].
     #[arg(long)]
     split: Option<String>,
     /// How p(m | x1, x2) is computed for stochastic embeddings.
@@ -295,8 +296,8 @@ pub struct EmbedArgs {
     /// Run directory written by `hedge hib train`.
     #[arg(long)]
     run: PathBuf,
-    /// train, test (instance), test_seen or test_unseen (open-set) [default: the run's
-    /// protocol's test split].
+    /// train, test or test_seen (instance), train, test_seen or test_unseen (open-set)
+    /// [default: the run's protocol's test split].
     #[arg(long)]
     split: Option<String>,
     #[arg(long, value_enum, default_value = "clean")]

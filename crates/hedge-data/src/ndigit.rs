@@ -29,6 +29,9 @@ pub enum NDigitProtocol {
     /// The `instance` tables: all 100 (N = 2) or 1,000 (N = 3) classes in training and in test,
     /// disjoint images; splits `train` and `test`. The protocol of the paper's tables (its
     /// Appendix D scores the test set's 100 class centroids; Table 3's 100,000 / 10,000 images).
+    /// `test_seen` (the number tables' seen-class test images, every class of which the instance
+    /// train table holds) is a second test set an evaluation can name: at N = 3 it is the test
+    /// set the paper's first version describes, 100 classes of 100 images.
     Instance,
     /// The `number` tables: test_unseen's classes never appear in training; splits `train`,
     /// `test_seen` and `test_unseen`. The paper's future work (novel classes), hedge's extension.
@@ -50,11 +53,12 @@ impl NDigitProtocol {
         }
     }
 
-    /// The table family in the file names (`instance`, `number`).
-    fn table_family(self) -> &'static str {
-        match self {
-            NDigitProtocol::Instance => "instance",
-            NDigitProtocol::OpenSet => "number",
+    /// The table family of `split`'s file (`instance`, `number`): test_seen and test_unseen are
+    /// number tables under either protocol.
+    fn table_family(self, split: NDigitSplit) -> &'static str {
+        match (self, split) {
+            (NDigitProtocol::Instance, NDigitSplit::Train | NDigitSplit::Test) => "instance",
+            _ => "number",
         }
     }
 
@@ -66,17 +70,22 @@ impl NDigitProtocol {
         }
     }
 
-    /// The splits this protocol's tables have.
+    /// The splits a run of this protocol can be trained or evaluated on.
     pub fn splits(self) -> &'static [NDigitSplit] {
         match self {
-            NDigitProtocol::Instance => &[NDigitSplit::Train, NDigitSplit::Test],
+            NDigitProtocol::Instance => &[NDigitSplit::Train, NDigitSplit::Test, NDigitSplit::TestSeen],
             NDigitProtocol::OpenSet => &[NDigitSplit::Train, NDigitSplit::TestSeen, NDigitSplit::TestUnseen],
         }
     }
 
-    /// The test splits (every split but `train`).
+    /// The test splits the protocol's tables report, which together hold every test class once:
+    /// `test` (instance; its `test_seen` repeats classes of `test` on other images and is
+    /// evaluated only when named), or `test_seen` and `test_unseen` (open-set).
     pub fn test_splits(self) -> &'static [NDigitSplit] {
-        &self.splits()[1..]
+        match self {
+            NDigitProtocol::Instance => &[NDigitSplit::Test],
+            NDigitProtocol::OpenSet => &[NDigitSplit::TestSeen, NDigitSplit::TestUnseen],
+        }
     }
 
     /// Refuses a split this protocol has no table for, saying which it has.
@@ -93,7 +102,7 @@ impl NDigitProtocol {
                 self.name(),
                 names.join(", "),
                 match self {
-                    NDigitProtocol::Instance => "test_seen and test_unseen belong to the open-set protocol",
+                    NDigitProtocol::Instance => "test_unseen belongs to the open-set protocol",
                     NDigitProtocol::OpenSet => "test belongs to the instance protocol",
                 }
             ),
@@ -119,16 +128,20 @@ impl std::str::FromStr for NDigitProtocol {
     }
 }
 
-/// A split of the standard tables: `train` and `test` (instance protocol), or `train`,
-/// `test_seen` and `test_unseen` (open-set protocol: the "number" gap, train classes and
-/// unseen-test classes disjoint).
+/// A split of the standard tables: `train` and `test` (instance protocol, with `test_seen` as a
+/// second test set), or `train`, `test_seen` and `test_unseen` (open-set protocol: the "number"
+/// gap, train classes and unseen-test classes disjoint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NDigitSplit {
     Train,
     /// The instance protocol's test images (every training class, other images).
     Test,
+    /// The number tables' test images of training classes: 70 classes of 142 images (N = 2) or
+    /// 100 of 100 (N = 3), MNIST test digits. Under the instance protocol every one of these
+    /// classes is a training class too.
     TestSeen,
+    /// The number tables' test images of the classes the open-set training table leaves out.
     TestUnseen,
 }
 
@@ -153,7 +166,7 @@ impl NDigitSplit {
             other => Err(DataError::invalid(
                 "split",
                 other,
-                "not a split; use train or test (instance protocol), or train, test_seen or test_unseen (open-set)",
+                "not a split; use train, test or test_seen (instance protocol), or train, test_seen or test_unseen (open-set)",
             )),
         }
     }
@@ -170,7 +183,7 @@ impl std::fmt::Display for NDigitSplit {
 pub fn table_path(data_dir: &Path, digits: usize, protocol: NDigitProtocol, split: NDigitSplit) -> PathBuf {
     data_dir.join("n-digit-mnist/standard_datasets").join(format!(
         "dataset_mnist_{digits}_{}_{}.npz",
-        protocol.table_family(),
+        protocol.table_family(split),
         split.name()
     ))
 }

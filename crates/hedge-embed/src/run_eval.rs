@@ -101,7 +101,11 @@ impl ParamGuard for EvalSettings {
             _ => {}
         }
         if self.split == NDigitSplit::Train {
-            return Err(EmbedError::invalid("split", "train", "evaluate on test (instance), test_unseen or test_seen"));
+            return Err(EmbedError::invalid(
+                "split",
+                "train",
+                "evaluate on test or test_seen (instance), test_unseen or test_seen (open-set)",
+            ));
         }
         if let Some(n) = self.images_per_class.filter(|&n| n < MIN_IMAGES_PER_CLASS) {
             return Err(EmbedError::invalid(

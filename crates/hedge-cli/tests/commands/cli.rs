@@ -129,6 +129,25 @@ fn train_resume_and_embed_write_loadable_artefacts() {
         stderr(&o)
     );
     assert!(!npz.exists());
+    // test_seen is a second test set of the instance protocol (the number tables' seen classes).
+    let o = hedge(&[
+        "hib",
+        "eval",
+        "--run",
+        s(&run),
+        "--split",
+        "test_seen",
+        "--per-class",
+        "6",
+        "--repeats",
+        "1",
+        "--metrics",
+        "verification_ap",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((report["split"].as_str(), report["data_protocol"].as_str()), (Some("test_seen"), Some("instance")));
     let o = hedge(&["hib", "embed", "--run", s(&run), "--variant", "corrupt", "--out", s(&npz)]);
     assert!(o.status.success(), "{}", stderr(&o));
     let arrays = read_npz(&npz).unwrap();

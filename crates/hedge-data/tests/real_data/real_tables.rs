@@ -41,6 +41,9 @@ fn every_standard_table_passes_the_integrity_check_with_the_documented_counts() 
         (2, INSTANCE, NDigitSplit::Test, 100, 10_000),
         (3, INSTANCE, NDigitSplit::Train, 1000, 100_000),
         (3, INSTANCE, NDigitSplit::Test, 1000, 10_000),
+        // The instance protocol's second test set is the number tables' test_seen.
+        (2, INSTANCE, NDigitSplit::TestSeen, 70, 9_940),
+        (3, INSTANCE, NDigitSplit::TestSeen, 100, 10_000),
     ];
     for (digits, protocol, split, classes, images) in expected {
         let d = ImageDataset::load(&dir, digits, protocol, split, &m).unwrap();
@@ -89,9 +92,16 @@ fn instance_tables_test_every_training_class_on_other_images() {
     digits.sort_unstable();
     digits.dedup();
     assert_eq!((train.parts.len(), digits.len()), (200_000, 58_443));
+    // test_seen under the instance protocol: 100 training classes of 100 images at N = 3 (the
+    // test set of the paper's first version) on MNIST test digits, as the instance test images.
+    let train = ImageDataset::load(&dir, 3, INSTANCE, NDigitSplit::Train, &m).unwrap();
+    let seen = ImageDataset::load(&dir, 3, INSTANCE, NDigitSplit::TestSeen, &m).unwrap();
+    assert!(seen.classes().iter().all(|c| train.classes().contains(c)));
+    assert!(seen.classes_smaller_than(100).is_empty());
+    assert_eq!(seen.parts, ImageDataset::load(&dir, 3, OPEN, NDigitSplit::TestSeen, &m).unwrap().parts);
     // A split the protocol lacks is refused with the splits it has.
     let e = ImageDataset::load(&dir, 2, INSTANCE, NDigitSplit::TestUnseen, &m).unwrap_err().to_string();
-    assert!(e.contains("train, test") && e.contains("open-set"), "{e}");
+    assert!(e.contains("train, test, test_seen") && e.contains("open-set"), "{e}");
     let e = ImageDataset::load(&dir, 2, OPEN, NDigitSplit::Test, &m).unwrap_err().to_string();
     assert!(e.contains("instance protocol"), "{e}");
 }
