@@ -5,6 +5,8 @@
   `scripts/fuzz-campaign.sh`).
 - `scale-capacity`: what 10^9 embedding means would take, from the 10^6-point measurement of
   hedge's HNSW graph (results/scale/ann-vs-hnswlib-1m.json, `python/benchmarks/ann.py`).
+- `malloc-tunables` (README.md): hedge's glibc malloc settings against glibc's defaults
+  (results/bench/malloc-tunables.json).
 """
 import math
 import glob
@@ -66,3 +68,17 @@ def scale_capacity_block():
 
 
 BLOCKS = {"fuzz": fuzz_block, "libfuzzer": libfuzzer_block, "scale-capacity": scale_capacity_block}
+
+
+def malloc_tunables_block():
+    """hedge's glibc malloc settings against glibc's defaults (results/bench/malloc-tunables.json)."""
+    b = load("results", "bench", "malloc-tunables.json")
+    a, d = b["median"]["a"], b["median"]["b"]
+    f = b["page_faults_3_digit_d3_point_40_steps"]
+    return (f"Measured as whole processes (`hib train`, N = 2, D = 2, the tables' MoG-1 recipe, 60 steps, 2 threads, "
+            f"{b['runs']} runs each in turn against the build before the change; `results/bench/malloc-tunables.json`): "
+            f"median wall {a['wall_s']:.1f} s against {d['wall_s']:.1f} s ({b['ratio_a_over_b_median']['wall']:.2f}x), "
+            f"kernel time {a['sys_s']:.1f} s against {d['sys_s']:.1f} s, peak memory {a['peak_mib']:.0f} MiB against "
+            f"{d['peak_mib']:.0f} MiB. At N = 3, D = 3 (point, 40 steps): {f['a']['minor_faults']:,} page faults "
+            f"against {f['b']['minor_faults']:,}.")
+BLOCKS["malloc-tunables"] = malloc_tunables_block
