@@ -105,10 +105,10 @@ fn restart_with_malloc_tunables() {
         let key = key.to_string_lossy();
         key == "GLIBC_TUNABLES" || (key.starts_with("MALLOC_") && key.ends_with('_'))
     });
-    let Ok(exe) = std::env::current_exe() else { return };
     if user_set {
         return;
     }
+    let Ok(exe) = std::env::current_exe() else { return };
     let mut args = std::env::args_os();
     let mut command = std::process::Command::new(exe);
     if let Some(argv0) = args.next() {
