@@ -17,6 +17,8 @@
 set -euo pipefail
 {
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/hib-eval-scored.sh
+source scripts/lib/hib-eval-scored.sh
 hedge=${HEDGE:-./target/release/hedge}
 minutes=${MINUTES:-20}
 root=results/hib/n3-levers
@@ -44,12 +46,8 @@ for lever in "${levers[@]}"; do
             --group "$lever" --budget-minutes "$minutes" --finish-planned-steps --no-eval "${watch[@]}" \
             --out "$out" >"$out.log" 2>&1
     fi
-    weights=()
-    [ -f "$out/model_best.safetensors" ] && weights=(--weights "$out/model_best.safetensors")
     for split in test test_seen; do
-        "$hedge" hib eval --run "$out" --split "$split" ${weights[@]+"${weights[@]}"} --json --threads 2 \
-            >"$out.$split.json.tmp" 2>>"$out.log"
-        mv "$out.$split.json.tmp" "$out.$split.json"
+        hib_eval_scored "$out" "$split" "$out.$split.json" 2 2>>"$out.log"
     done
     echo "$out: finished"
 done

@@ -17,6 +17,8 @@
 set -euo pipefail
 {
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/hib-eval-scored.sh
+source scripts/lib/hib-eval-scored.sh
 hedge=${HEDGE:-./target/release/hedge}
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(n3-d2 n3-d3)
@@ -35,11 +37,7 @@ for setting in "${settings[@]}"; do
         [ -f "$run/eval.json" ] || continue
         report=$out/$(basename "$run").json
         [ -f "$report" ] && continue
-        weights=()
-        [ -f "$run/model_best.safetensors" ] && weights=(--weights "$run/model_best.safetensors")
-        "$hedge" hib eval --run "$run" --split test_seen ${weights[@]+"${weights[@]}"} --json \
-            --threads "${THREADS:-2}" >"$report.tmp"
-        mv "$report.tmp" "$report"
+        hib_eval_scored "$run" test_seen "$report" "${THREADS:-2}"
         echo "$report"
     done
 done

@@ -57,6 +57,11 @@ def cell(model, metric, variant):
     return f"{value:.3f}" if sd is None else f"{value:.3f} ± {sd:.3f}"
 
 
+def four_cells(report):
+    """`AP clean / AP corrupt / KNN clean / KNN corrupt` of an eval report or a paper entry."""
+    return " / ".join(f"{report[metric][variant]:.3f}" for metric, variant in CELLS)
+
+
 def table1_rows(folder, label):
     """Rows `| setting | model | seeds | AP c | AP k | KNN c | KNN k |`, ours (paper)."""
     s = load(os.path.join(folder, "summary.json"))
@@ -214,8 +219,7 @@ def finished_runs_line():
             if not os.path.exists(os.path.join(HIB, setting, "summary.json")):
                 # No table row yet: each ended run's own four test numbers.
                 line += ", test AP clean / AP corrupt / KNN clean / KNN corrupt: " + "; ".join(
-                    f"`{model}-seed{seed}` " + " / ".join(
-                        f"{e[metric][variant]:.3f}" for metric, variant in CELLS)
+                    f"`{model}-seed{seed}` " + four_cells(e)
                     for model, seed, folder in lever_runs(os.path.join(setting, "runs"))
                     if os.path.exists(os.path.join(folder, "eval.json"))
                     for e in [load(os.path.join(folder, "eval.json"))])
@@ -1024,9 +1028,8 @@ def test_seen_block():
             test, seen = load(os.path.join(run, "eval.json")), load(seen_path)
             if seen["weights"] != test["weights"] or seen["split"] != "test_seen":
                 raise SystemExit(f"{seen_path}: not the test_seen report of the weights {run}/eval.json scored")
-            cols = [" / ".join(f"{r[m][v]:.3f}" for m, v in CELLS) for r in (test, seen)]
             p = paper.get(key)
-            cols.append(" / ".join(f"{p[m][v]:.3f}" for m, v in CELLS) if p else "—")
+            cols = [four_cells(test), four_cells(seen), four_cells(p) if p else "—"]
             rows.append(f"| {setting_label(setting)} | {name} | " + " | ".join(cols) + " |")
     if not rows:
         return "Not measured yet (`scripts/hib-test-seen.sh` once an N = 3 table's runs have ended)."

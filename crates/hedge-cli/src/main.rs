@@ -85,7 +85,7 @@ fn main() {
 
 /// glibc's malloc settings for hedge: no `mmap` below 1 GiB, no trimming below 4 GiB, 64 MiB of
 /// top pad.
-pub(crate) const MALLOC_TUNABLES: &str =
+const MALLOC_TUNABLES: &str =
     "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=4294967296:glibc.malloc.top_pad=67108864";
 
 /// Starts `hedge` once more, the same arguments, with [`MALLOC_TUNABLES`] in `GLIBC_TUNABLES`.
