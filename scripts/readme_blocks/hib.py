@@ -12,7 +12,8 @@
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
   has a summary.json (results/hib/<setting>/), the lever whose recipe each setting trained, and
   the run folders that have ended (a reproduction under way writes its summary.json only at its
-  end);
+  end); `paper-items` (results/hib/README.md) the file each of the paper's tables and figures went to
+  in those folders, and the command that writes the ones still missing;
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json (the first table's, n2-d2-d-peak1e-2/, until the retrained one
   ends) — each cell's distance to the paper, and HIB against point on the corrupt columns; `instance-acceptance-others` the same for every other instance setting;
@@ -140,6 +141,36 @@ def instance_tables_block():
                "`results/hib/time-to-quality.md` says where the study stands)."]
     extra = [line for line in (recipes_line(), finished_runs_line()) if line]
     return "\n".join(out + [x for line in extra for x in ("", line)])
+
+
+# The paper's results a reproduction writes, the file that holds each, and the instance table
+# folders meant to hold it (Table 5 and Appendix B are trained where scripts/hib-table.sh asks).
+TABLE_FOLDERS = INSTANCE_TABLES[:-1]
+PAPER_ITEMS = (
+    ("Table 1: verification AP and KNN accuracy", "table1.md", TABLE_FOLDERS),
+    ("Table 2: Kendall's τ between the η bin and AP or KNN", "table2.md", TABLE_FOLDERS),
+    ("Table 5 (Appendix E): β = 0 against β = 1e-4", "table5.md", ("n2-d2", N2D2_FIRST, "n3-d3")),
+    ("Table 6 (Appendix G): plurality KNN by gallery and probe", "table6.md", TABLE_FOLDERS),
+    ("Table 7 (Appendix G): τ by gallery and probe", "table7.md", TABLE_FOLDERS),
+    ("Appendix B (Figure 6): soft against vanilla contrastive loss, four margins", "appendix_b.md",
+     ("n2-d2", N2D2_FIRST)),
+    ("Appendix D (Figure 11): the number line, adjacent pairs and run lengths", "appendix_d.md", ("n2-d1",)),
+    ("Figure 5: AP and KNN by η bin (N = 3, D = 3, MoG-1)", "uncertainty_bins_mog1.png", ("n3-d3",)),
+    ("Figures 3, 7, 8: embeddings of clean and corrupt test images", "embeddings_mog1.png", TABLE_FOLDERS),
+)
+
+
+def paper_items_block():
+    """Where each of the paper's results lives among the instance tables: the folders whose file
+    exists, and the command that writes the others."""
+    rows = []
+    for item, name, folders in PAPER_ITEMS:
+        have = [f"`{f}/{name}`" for f in folders if os.path.exists(os.path.join(HIB, f, name))]
+        missing = [f for f in folders if not os.path.exists(os.path.join(HIB, f, name))
+                   and f != N2D2_FIRST]
+        todo = ("not yet: " + ", ".join(f"`scripts/hib-table.sh {f}`" for f in missing)) if missing else ""
+        rows.append(f"| {item} | {', '.join(have) or '—'} | {todo} |")
+    return "\n".join(["| the paper's | written to | still to come |", "|---|---|---|"] + rows)
 
 
 def recipe_keys(config):
@@ -298,6 +329,7 @@ def instance_levers_block(study="instance-levers"):
 BLOCKS = {
     "open-set": open_set_block,
     "instance-tables": instance_tables_block,
+    "paper-items": paper_items_block,
     "instance-levers": instance_levers_block,
     "instance-levers-f32": lambda: instance_levers_block("instance-levers-f32"),
 }
