@@ -376,60 +376,17 @@ fn digits_of(classes: &[u32]) -> usize {
     classes.iter().max().map_or(1, |&m| m.max(1).to_string().len()).max(2)
 }
 
-/// HIB Appendix D's score of a 1-D embedding: with the class centroids sorted along the line,
-/// the number of adjacent pairs that share their tens or their ones digit (out of classes − 1),
-/// and the mean length of runs of consecutive such pairs (in classes).
-pub fn ordering_score(order: &[u32]) -> (usize, f64) {
-    let shares = |a: u32, b: u32| a / 10 == b / 10 || a % 10 == b % 10;
-    let links: Vec<bool> = order.windows(2).map(|w| shares(w[0], w[1])).collect();
-    let score = links.iter().filter(|&&l| l).count();
-    let mut runs = Vec::new();
-    let mut current = 0usize;
-    for &l in &links {
-        if l {
-            current += 1;
-        } else if current > 0 {
-            runs.push(current + 1);
-            current = 0;
-        }
-    }
-    if current > 0 {
-        runs.push(current + 1);
-    }
-    let mean_run = if runs.is_empty() { 0.0 } else { runs.iter().sum::<usize>() as f64 / runs.len() as f64 };
-    (score, mean_run)
-}
-
-/// The D = 1 centroid ordering of a set ([`ordering_score`] of its centroids).
-#[derive(Debug, Clone, PartialEq)]
-pub struct CentroidOrder {
-    /// Class labels from the smallest centroid to the largest.
-    pub order: Vec<u32>,
-    /// Adjacent pairs sharing a digit.
-    pub adjacent_sharing_a_digit: usize,
-    pub mean_run_length: f64,
-}
-
-/// HIB Figure 10: the class centroids of a D = 1 embedding on the number line, coloured by
-/// ones digit; returns the ordering and its score.
-pub fn centroid_line(path: &Path, set: &EmbeddingCloud, title: &str) -> Result<CentroidOrder> {
-    set.check()?;
-    let cents = set.centroids();
-    let mut order: Vec<(u32, f64)> = cents.iter().map(|(&l, &(x, _))| (l, x)).collect();
+/// HIB Figure 11 (the first arXiv version's numbering): class centroids of a D = 1 embedding on
+/// the number line, labelled and coloured by ones digit. `centroids` holds (class label,
+/// position) in any order; `title` is the caption (the caller states the ordering's score).
+pub fn number_line(path: &Path, centroids: &[(u32, f64)], title: &str) -> Result<()> {
+    let mut order = centroids.to_vec();
     order.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let labels: Vec<u32> = order.iter().map(|o| o.0).collect();
-    let (score, mean_run) = ordering_score(&labels);
     let (lo, hi) = (order.first().map_or(0.0, |o| o.1), order.last().map_or(1.0, |o| o.1));
     let pad = 0.05 * (hi - lo).max(1e-3);
     render::<PlotError>(path, (1400, 300), |root| {
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "{title}: adjacent pairs sharing a digit {score}/{}, mean run {mean_run:.1}",
-                    labels.len().saturating_sub(1)
-                ),
-                ("sans-serif", 20),
-            )
+            .caption(title, ("sans-serif", 20))
             .margin(15)
             .x_label_area_size(30)
             .build_cartesian_2d(lo - pad..hi + pad, -1f64..1.0)
@@ -448,8 +405,7 @@ pub fn centroid_line(path: &Path, set: &EmbeddingCloud, title: &str) -> Result<C
                 .map_err(draw_err)?;
         }
         Ok(())
-    })?;
-    Ok(CentroidOrder { order: labels, adjacent_sharing_a_digit: score, mean_run_length: mean_run })
+    })
 }
 
 #[cfg(test)]
@@ -477,16 +433,6 @@ mod tests {
         assert_eq!(emptiest_corner(&top_and_bottom, (0.0, 1.0)), SeriesLabelPosition::MiddleRight);
         assert_eq!(emptiest_corner(&[("a", flat(0.99))], (0.0, 1.0)), SeriesLabelPosition::LowerRight);
         assert_eq!(emptiest_corner(&[("a", vec![(0.0, 0.5)])], (0.0, 1.0)), SeriesLabelPosition::UpperRight);
-    }
-
-    #[test]
-    fn ordering_score_counts_shared_digits_and_runs() {
-        // 12-17 share the tens, 17-27 the ones, 27-35 nothing, 35-45 the ones.
-        let (score, mean_run) = ordering_score(&[12, 17, 27, 35, 45]);
-        assert_eq!(score, 3);
-        // Runs: 12-17-27 (3 classes) and 35-45 (2 classes).
-        assert!((mean_run - 2.5).abs() < 1e-12);
-        assert_eq!(ordering_score(&[11, 22, 33]), (0, 0.0));
     }
 
     #[test]

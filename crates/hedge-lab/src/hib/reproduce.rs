@@ -986,7 +986,7 @@ pub fn appendix_b(s: &ReproduceSummary) -> String {
 }
 
 /// One run's D = 1 centroid ordering of Appendix D: the test set's class centroids sorted along
-/// the line, scored by [`hedge_plot::ordering_score`].
+/// the line, scored by [`hedge_eval::ordering_score`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NumberLine {
     pub seed: u64,
@@ -1151,10 +1151,20 @@ fn number_lines(
             })
             .collect::<hedge_embed::Result<Vec<_>>>()?;
         let all = EmbeddedSet::concat(&parts.iter().collect::<Vec<_>>());
-        let order = hedge_plot::centroid_line(
+        let all = cloud(&all);
+        all.check()?;
+        let centroids: Vec<(u32, f64)> = all.centroids().into_iter().map(|(label, (x, _))| (label, x)).collect();
+        let order = hedge_eval::centroid_order(&centroids);
+        hedge_plot::number_line(
             &out.join(format!("number_line_{}-seed{}.png", m.key, config.seed)),
-            &cloud(&all),
-            &format!("{title}, seed {}", config.seed),
+            &centroids,
+            &format!(
+                "{title}, seed {}: adjacent pairs sharing a digit {}/{}, mean run {:.1}",
+                config.seed,
+                order.adjacent_sharing_a_digit,
+                order.order.len().saturating_sub(1),
+                order.mean_run_length
+            ),
         )?;
         runs.push(NumberLine {
             seed: config.seed,
