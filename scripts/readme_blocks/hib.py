@@ -914,6 +914,34 @@ def long_run_progress_block(run="long-run"):
 BLOCKS["long-run-progress"] = long_run_progress_block
 
 
+def long_run_gallery_block(run="long-run"):
+    """Whether gallery size explains the long run's validation/test gap: its last kept copy on
+    the test split cut to 50 images a class (`eval_test_50_per_class.json`, `hib eval
+    --per-class 50`), the validation images' size, beside the whole test split (curve.json) and
+    the last validation watch (monitor.jsonl)."""
+    folder = os.path.join(HIB, run)
+    path = os.path.join(folder, "eval_test_50_per_class.json")
+    if not os.path.exists(path):
+        return "Not measured yet."
+    cut = load(path)
+    last = load(os.path.join(folder, "curve.json"))[-1]
+    watch = [w for w in load_lines(os.path.join(folder, "monitor.jsonl")) if w["step"] == last["step"]][-1]
+    if not cut["weights"].endswith(f"model-{last['step']:07}.safetensors") or cut["split"] != "test":
+        raise SystemExit(f"{path}: not the test report of curve.json's last kept copy (step {last['step']})")
+    validation = watch["sets"]["validation"]
+    return (f"| step {last['step']:,} | gallery | AP clean / corrupt / KNN clean / corrupt |\n|---|---|---|\n"
+            f"| test split (`curve.json`, {last['repeats']} repeats) | 100 images a class | {' / '.join(cells4(last, dot=True))} |\n"
+            f"| test split, first {cut['images_per_class']} images a class (`eval_test_50_per_class.json`, "
+            f"{cut['repeats']} repeats) | {cut['images_per_class']} a class | {' / '.join(cells4(cut, dot=True))} |\n"
+            f"| validation images (`monitor.jsonl`, 1 repeat) | 50 a class | "
+            + " / ".join(f"{validation[k]:.3f}".lstrip("0") for k in WATCH_KEYS) + " |\n"
+            f"| paper, MoG-1 (Table 1, its test split, 500,000 steps) | 100 a class | "
+            + " / ".join(cells4(load(os.path.join(HIB, N2D2_FIRST, "summary.json"))["paper"]["mog1"], dot=True)) + " |")
+
+
+BLOCKS["long-run-gallery"] = long_run_gallery_block
+
+
 # A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;
 # a projection past FAR_STEPS (a hundred times the paper's schedule) is not worth a number.
 SPREAD = 2
