@@ -164,7 +164,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "validation_classes", "validation_fraction", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "recompose", "validation_classes", "validation_fraction", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -246,6 +246,11 @@ pub struct TrainArgs {
     /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
     #[arg(long, requires = "group")]
     all_pairs: bool,
+    /// Train on images made afresh each step from the training images' own digit images: each
+    /// digit of a sampled image replaced by a random training image of the same digit (more digit
+    /// combinations per class; not in the paper). N-digit MNIST only.
+    #[arg(long)]
+    recompose: bool,
     /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
     /// classes: watched as `validation`, the best kept as model_best.safetensors.
     #[arg(long)]
@@ -460,6 +465,9 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     }
     if args.all_pairs {
         c.pair_set = PairSet::All;
+    }
+    if args.recompose {
+        c.recompose = true;
     }
     if let Some(v) = args.validation_classes {
         c.validation_classes = v;

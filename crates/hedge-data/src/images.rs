@@ -719,6 +719,10 @@ mod tests {
         assert_eq!((data.shape(), data.image_len(), data.digits), ([2, 4, 5], 40, 1));
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0);
         assert_eq!(data.render_batch(&[5], &Corruption::Clean, &mut rng), set.image(5));
+        // Not made of digits: no pool to recompose from, and a recomposed batch is the images.
+        assert!(matches!(data.digit_pool(), Err(crate::DataError::InvalidConfig { field: "recompose", .. })));
+        let no_pool = crate::DigitPool { by_digit: Default::default() };
+        assert_eq!(data.render_recomposed_batch(&[5], &no_pool, &Corruption::Clean, &mut rng), set.image(5));
         // Every stored pixel is > 0, so zeros are the occlusion: the same square in both planes.
         let mut occluded = 0;
         for index in 0..6 {

@@ -32,7 +32,7 @@ pub use datadir::{data_dir, DataRoot, DATA_DIR_ENV};
 pub use error::{DataError, FormatIssue, Result};
 pub use images::ImageSet;
 pub use mnist::{Mnist, MnistSplit};
-pub use ndigit::{ImageDataset, NDigitProtocol, NDigitSplit, NDigitTable};
+pub use ndigit::{DigitPool, ImageDataset, NDigitProtocol, NDigitSplit, NDigitTable};
 pub use npy::{read_npz, write_npz, NpyArray, NpyData, NpyRowReader, NpyRowWriter};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};

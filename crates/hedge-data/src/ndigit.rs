@@ -295,6 +295,24 @@ enum Pixels {
     Dense(Arc<ImageSet>),
 }
 
+/// The distinct MNIST digit images of an N-digit set, by digit value ([`ImageDataset::digit_pool`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DigitPool {
+    /// Indices into the MNIST split, for each digit value 0–9, sorted.
+    pub by_digit: [Vec<u32>; 10],
+}
+
+impl DigitPool {
+    /// Distinct digit images in the pool.
+    pub fn len(&self) -> usize {
+        self.by_digit.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Labelled images ready to render, with the occlusion corruption: one split of N-digit MNIST,
 /// or a user's own image set ([`ImageDataset::from_images`]).
 #[derive(Debug, Clone)]
@@ -449,23 +467,10 @@ impl ImageDataset {
     /// # Shapes
     /// `out`: `[C * H * W]`.
     pub fn render_into<R: Rng + ?Sized>(&self, index: usize, corruption: &Corruption, rng: &mut R, out: &mut [f32]) {
-        let width = self.width();
         match &self.source {
             Pixels::Mnist(source) => {
-                for p in 0..self.digits {
-                    let digit = source.image(self.parts[index * self.digits + p] as usize);
-                    for row in 0..DIGIT_SIDE {
-                        let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
-                        for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
-                            *d = s as f32 / 255.0;
-                        }
-                    }
-                }
-                for (p, occ) in corruption.draw(index, self.digits, rng).into_iter().enumerate() {
-                    if let Some(occ) = occ {
-                        occ.apply(out, width, p);
-                    }
-                }
+                let parts = &self.parts[index * self.digits..(index + 1) * self.digits];
+                self.render_digits_into(source, parts, index, corruption, rng, out);
             }
             Pixels::Dense(set) => {
                 out.copy_from_slice(set.image(self.parts[index] as usize));
@@ -477,6 +482,95 @@ impl ImageDataset {
                 }
             }
         }
+    }
+
+    /// The MNIST digit images `parts` side by side, then `corruption`'s occlusions (drawn for
+    /// image `index`).
+    fn render_digits_into<R: Rng + ?Sized>(
+        &self,
+        source: &MnistSplit,
+        parts: &[u32],
+        index: usize,
+        corruption: &Corruption,
+        rng: &mut R,
+        out: &mut [f32],
+    ) {
+        let width = self.width();
+        for (p, &part) in parts.iter().enumerate() {
+            let digit = source.image(part as usize);
+            for row in 0..DIGIT_SIDE {
+                let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
+                for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
+                    *d = s as f32 / 255.0;
+                }
+            }
+        }
+        for (p, occ) in corruption.draw(index, self.digits, rng).into_iter().enumerate() {
+            if let Some(occ) = occ {
+                occ.apply(out, width, p);
+            }
+        }
+    }
+
+    /// The distinct MNIST digit images this N-digit set's images are made of, by digit value:
+    /// the material [`ImageDataset::render_recomposed_batch`] draws new images of the same
+    /// classes from.
+    ///
+    /// # Errors
+    /// A user's image set ([`ImageDataset::from_images`]), which is not made of digits.
+    pub fn digit_pool(&self) -> Result<DigitPool> {
+        let Pixels::Mnist(source) = &self.source else {
+            return Err(DataError::InvalidConfig {
+                field: "recompose",
+                value: "true".into(),
+                reason: "recomposing images from their digits needs N-digit MNIST, not a user's image set".into(),
+            });
+        };
+        let mut by_digit: [Vec<u32>; 10] = Default::default();
+        for &part in &self.parts {
+            by_digit[source.labels[part as usize] as usize].push(part);
+        }
+        for parts in &mut by_digit {
+            parts.sort_unstable();
+            parts.dedup();
+        }
+        Ok(DigitPool { by_digit })
+    }
+
+    /// Renders images of the classes of `indices` made afresh: each digit of image `i` replaced
+    /// by a digit image of the same value drawn uniformly from `pool`, so a class is shown with
+    /// digit combinations its table never holds. Then `corruption` as in
+    /// [`ImageDataset::render_into`]. A user's image set renders as [`ImageDataset::render_batch`].
+    ///
+    /// # Shapes
+    /// returns `[indices.len() * image_len()]`, image-major.
+    pub fn render_recomposed_batch<R: Rng + ?Sized>(
+        &self,
+        indices: &[usize],
+        pool: &DigitPool,
+        corruption: &Corruption,
+        rng: &mut R,
+    ) -> Vec<f32> {
+        let Pixels::Mnist(source) = &self.source else {
+            return self.render_batch(indices, corruption, rng);
+        };
+        let len = self.image_len();
+        let mut out = vec![0.0f32; indices.len() * len];
+        let mut parts = vec![0u32; self.digits];
+        for (chunk, &i) in out.chunks_exact_mut(len).zip(indices) {
+            for (p, part) in parts.iter_mut().enumerate() {
+                let value = source.labels[self.parts[i * self.digits + p] as usize] as usize;
+                let candidates = &pool.by_digit[value];
+                // The image's own digit is in the pool whenever the pool came from this set.
+                *part = if candidates.is_empty() {
+                    self.parts[i * self.digits + p]
+                } else {
+                    candidates[rng.random_range(0..candidates.len())]
+                };
+            }
+            self.render_digits_into(source, &parts, i, corruption, rng, chunk);
+        }
+        out
     }
 
     /// Renders several images into one contiguous buffer.

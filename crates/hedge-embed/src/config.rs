@@ -223,6 +223,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `norm` | none | none or batch normalisation after each convolution | |
 /// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
 /// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
+/// | `recompose` | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
 /// | `protocol` | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
 /// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
 /// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
@@ -255,6 +256,9 @@ pub struct HibConfig {
     pub norm: Norm,
     pub ema_decay: f64,
     pub pair_set: PairSet,
+    /// Train on images recomposed each step from the training split's digit images
+    /// ([`hedge_data::ImageDataset::render_recomposed_batch`]) instead of the table's own.
+    pub recompose: bool,
     /// Which N-digit MNIST tables (ignored with `data`, whose split is always open-set style).
     pub protocol: NDigitProtocol,
     pub validation_classes: usize,
@@ -338,6 +342,7 @@ impl Default for HibConfig {
             norm: Norm::None,
             ema_decay: 0.0,
             pair_set: PairSet::Sampled,
+            recompose: false,
             protocol: NDigitProtocol::Instance,
             validation_classes: 0,
             validation_fraction: 0.0,
@@ -382,6 +387,8 @@ struct HibConfigFile {
     norm: Norm,
     ema_decay: f64,
     pair_set: PairSet,
+    /// Absent (false) in the `config.json` of runs written before it existed.
+    recompose: bool,
     /// Absent in the `config.json` of runs written before protocols existed, which were all
     /// open-set (the "number" tables); [`HibConfig::from_toml`] reads an absent one as instance.
     /// (Its own `default`, not the struct's: the struct's default names `instance`.)
@@ -437,6 +444,7 @@ macro_rules! with_shared_fields {
             norm: $from.norm,
             ema_decay: $from.ema_decay,
             pair_set: $from.pair_set,
+            recompose: $from.recompose,
             validation_classes: $from.validation_classes,
             validation_fraction: $from.validation_fraction,
             validation_seed: $from.validation_seed,
@@ -525,6 +533,7 @@ impl HibConfig {
         with_norm: norm: Norm,
         with_ema_decay: ema_decay: f64,
         with_pair_set: pair_set: PairSet,
+        with_recompose: recompose: bool,
         with_protocol: protocol: NDigitProtocol,
         with_validation_classes: validation_classes: usize,
         with_validation_fraction: validation_fraction: f64,
@@ -852,6 +861,13 @@ impl ParamGuard for HibConfig {
         if self.pair_set == PairSet::All && !matches!(self.batch, BatchComposition::Grouped { .. }) {
             return fail("pair_set", "all", "all pairs needs grouped batches (--group CLASSESxIMAGES)");
         }
+        if self.recompose && self.data.is_some() {
+            return fail(
+                "recompose",
+                true,
+                "recomposing images from their digits needs N-digit MNIST; leave it off with your own images (data)",
+            );
+        }
         if self.data.is_some() && self.protocol == NDigitProtocol::Instance {
             return fail(
                 "protocol",
@@ -955,6 +971,20 @@ mod tests {
                     .with_validation_classes(10)
                     .with_validation_fraction(0.05),
                 "validation_classes",
+            ),
+            (
+                HibConfig {
+                    data: Some(OwnImages {
+                        path: "/images".into(),
+                        shape: [1, 28, 28],
+                        unseen_classes: 2,
+                        seen_test_fraction: 0.2,
+                        split_seed: 0,
+                    }),
+                    ..HibConfig::default().with_protocol(NDigitProtocol::OpenSet)
+                }
+                .with_recompose(true),
+                "recompose",
             ),
         ];
         for (c, field) in cases {

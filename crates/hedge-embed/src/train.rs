@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use hedge_data::{BalancedPairSampler, Corruption, GroupedPairSampler, ImageDataset};
+use hedge_data::{BalancedPairSampler, Corruption, DigitPool, GroupedPairSampler, ImageDataset};
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
@@ -221,6 +221,9 @@ pub struct Trainer {
     /// Every pair of a grouped batch (`pair_set = all`): left and right positions, and which
     /// ones match.
     all_pairs: Option<(Tensor, Tensor, Tensor)>,
+    /// The training images' digit images, when each step's images are recomposed from them
+    /// (`recompose`).
+    recomposition: Option<DigitPool>,
 }
 
 /// The training images split for a run: what it trains on, its validation images and the
@@ -298,6 +301,7 @@ impl Trainer {
             }
             _ => None,
         };
+        let recomposition = if config.recompose { Some(dataset.digit_pool()?) } else { None };
         Ok(Trainer {
             config,
             device,
@@ -313,6 +317,7 @@ impl Trainer {
             validation,
             held_out,
             all_pairs,
+            recomposition,
         })
     }
 
@@ -420,7 +425,10 @@ impl Trainer {
                 (batch.images, batch.pairs, Some(positions))
             }
         };
-        let pixels = self.dataset.render_batch(&order, &corruption, &mut rng);
+        let pixels = match &self.recomposition {
+            Some(pool) => self.dataset.render_recomposed_batch(&order, pool, &corruption, &mut rng),
+            None => self.dataset.render_batch(&order, &corruption, &mut rng),
+        };
         StepBatch {
             images: images_to_tensor(&pixels, order.len(), self.dataset.shape(), self.device),
             is_match: Tensor::from_slice(&pairs.is_match).to_device(self.device),

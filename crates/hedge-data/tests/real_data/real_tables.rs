@@ -150,3 +150,35 @@ fn a_missing_data_dir_says_where_the_data_goes() {
     assert!(err.contains("/nonexistent/mnist/train-images-idx3-ubyte"), "{err}");
     assert!(err.contains("SOURCE.md"), "{err}");
 }
+
+/// Recomposition (`hib train --recompose`) draws from the train table's own digit images: at
+/// N = 2 the instance train table's 100,000 composites use 58,443 distinct MNIST training digits
+/// (`results/hib/digit-overlap.json`, counted with NumPy by scripts/hib-digit-overlap.py), and
+/// every recomposed image shows its class — each 28-pixel block is one of the pool's images of
+/// that position's digit — while not being the table's own composite.
+#[test]
+fn recomposed_images_show_their_class_made_of_the_tables_own_digits() {
+    let (dir, m) = mnist();
+    let train = ImageDataset::load(&dir, 2, INSTANCE, NDigitSplit::Train, &m).unwrap();
+    let pool = train.digit_pool().unwrap();
+    assert_eq!(pool.len(), 58_443);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+    let indices = [0usize, 12_345, 99_999];
+    let images = train.render_recomposed_batch(&indices, &pool, &Corruption::Clean, &mut rng);
+    let len = train.image_len();
+    for (k, &i) in indices.iter().enumerate() {
+        let image = &images[k * len..(k + 1) * len];
+        let label = train.labels[i];
+        for (p, value) in [(0, label / 10), (1, label % 10)] {
+            let block: Vec<u8> = (0..28)
+                .flat_map(|row| image[row * 56 + p * 28..row * 56 + (p + 1) * 28].iter())
+                .map(|&x| (x * 255.0).round() as u8)
+                .collect();
+            assert!(
+                pool.by_digit[value as usize].iter().any(|&part| m.train.image(part as usize) == &block[..]),
+                "image {i} (class {label}), digit {p}: not one of the pool's images of a {value}"
+            );
+        }
+        assert_ne!(train.render_batch(&[i], &Corruption::Clean, &mut rng), image, "image {i} was not recomposed");
+    }
+}

@@ -43,9 +43,11 @@ fn grouped(steps: usize) -> HibConfig {
 }
 
 /// Every recipe lever at once: all pairs of the grouped batch, batch norm, a weight average,
-/// a fast match head started from the first batch, warm-up and cosine decay.
+/// a fast match head started from the first batch, warm-up and cosine decay, images recomposed
+/// from their digits.
 fn recipe(steps: usize) -> HibConfig {
     grouped(steps)
+        .with_recompose(true)
         .with_pair_set(PairSet::All)
         .with_norm(Norm::Batch)
         .with_ema_decay(0.9)
