@@ -942,6 +942,36 @@ def long_run_gallery_block(run="long-run"):
 BLOCKS["long-run-gallery"] = long_run_gallery_block
 
 
+def recompose_block(study="recompose"):
+    """scripts/hib-levers-recompose.sh's runs: each finished run's (`<arm>-seed<N>.test.json`)
+    steps, the validation images at the step they chose (best.json) and the test split with those
+    weights, then recompose − control seed by seed."""
+    runs = {(arm, seed): folder for arm, seed, folder in lever_runs(study)
+            if os.path.exists(f"{folder}.test.json")}
+    if not runs:
+        return "Not run yet (`scripts/hib-levers-recompose.sh`)."
+    out = ["| arm | seed | steps | chosen at step | validation (chosen) | test (chosen weights) |",
+           "|---|---|---|---|---|---|"]
+    for (arm, seed), folder in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
+        best = load(os.path.join(folder, "best.json"))
+        test = load(f"{folder}.test.json")
+        out.append(f"| {arm} | {seed} | {steps:,} | {best['step']:,} | {fmt(best['validation'], dot=True)} | "
+                   + " / ".join(cells4(test, dot=True)) + " |")
+    pairs = sorted(seed for arm, seed in runs if arm == "recompose" and ("control", seed) in runs)
+    if pairs:
+        out += ["", "recompose − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
+                "KNN corrupt): " + "; ".join(
+                    f"seed {seed}: " + " / ".join(
+                        f"{load(runs[('recompose', seed)] + '.test.json')[m][v] - load(runs[('control', seed)] + '.test.json')[m][v]:+.3f}".replace("-", "−")
+                        for m, v in CELLS)
+                    for seed in pairs) + "."]
+    return "\n".join(out)
+
+
+BLOCKS["recompose"] = recompose_block
+
+
 # A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;
 # a projection past FAR_STEPS (a hundred times the paper's schedule) is not worth a number.
 SPREAD = 2
