@@ -12,11 +12,12 @@
 - `instance-tables` (README.md, results/hib/README.md): Table 1 of every instance setting that
   has a summary.json (results/hib/<setting>/), the lever whose recipe each setting trained, and
   the run folders that have ended (a reproduction under way writes its summary.json only at its
-  end); `paper-items` (results/hib/README.md) the file each of the paper's tables and figures went to
-  in those folders, and the command that writes the ones still missing;
+  end); `paper-items` (results/hib/README.md) the file each of the paper's tables and figures
+  went to in those folders, and the command that writes the ones still missing;
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json (the first table's, n2-d2-d-peak1e-2/, until the retrained one
-  ends) — each cell's distance to the paper, and HIB against point on the corrupt columns; `instance-acceptance-others` the same for every other instance setting;
+  ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
+  `instance-acceptance-others` the same for every other instance setting;
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set).
 """
@@ -929,11 +930,12 @@ def long_run_gallery_block(run="long-run"):
     if not cut["weights"].endswith(f"model-{last['step']:07}.safetensors") or cut["split"] != "test":
         raise SystemExit(f"{path}: not the test report of curve.json's last kept copy (step {last['step']})")
     validation = watch["sets"]["validation"]
+    per_class = load(os.path.join(HIB, "digit-overlap.json"))["held_out_per_class"]
     return (f"| step {last['step']:,} | gallery | AP clean / corrupt / KNN clean / corrupt |\n|---|---|---|\n"
             f"| test split (`curve.json`, {last['repeats']} repeats) | 100 images a class | {' / '.join(cells4(last, dot=True))} |\n"
             f"| test split, first {cut['images_per_class']} images a class (`eval_test_50_per_class.json`, "
             f"{cut['repeats']} repeats) | {cut['images_per_class']} a class | {' / '.join(cells4(cut, dot=True))} |\n"
-            f"| validation images (`monitor.jsonl`, 1 repeat) | 50 a class | "
+            f"| validation images (`monitor.jsonl`, 1 repeat) | {per_class} a class | "
             + " / ".join(f"{validation[k]:.3f}".lstrip("0") for k in WATCH_KEYS) + " |\n"
             f"| paper, MoG-1 (Table 1, its test split, 500,000 steps) | 100 a class | "
             + " / ".join(cells4(load(os.path.join(HIB, N2D2_FIRST, "summary.json"))["paper"]["mog1"], dot=True)) + " |")
