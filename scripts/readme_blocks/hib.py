@@ -960,6 +960,14 @@ def recompose_block(study="recompose"):
         test = load(f"{folder}.test.json")
         out.append(f"| {arm} | {seed} | {steps:,} | {best['step']:,} | {fmt(best['validation'], dot=True)} | "
                    + " / ".join(cells4(test, dot=True)) + " |")
+    arms = sorted({arm for arm, _ in runs})
+    out += ["", "| arm | seeds | test, mean over seeds | test, seed range (max − min) |", "|---|---|---|---|"]
+    for arm in arms:
+        tests = [load(f"{folder}.test.json") for (a, _), folder in sorted(runs.items()) if a == arm]
+        means = [sum(t[m][v] for t in tests) / len(tests) for m, v in CELLS]
+        ranges = [max(t[m][v] for t in tests) - min(t[m][v] for t in tests) for m, v in CELLS]
+        out.append(f"| {arm} | {len(tests)} | " + " / ".join(f"{x:.3f}"[1:] for x in means) + " | "
+                   + (" / ".join(f"{x:.3f}" for x in ranges) if len(tests) > 1 else "—") + " |")
     pairs = sorted(seed for arm, seed in runs if arm == "recompose" and ("control", seed) in runs)
     if pairs:
         out += ["", "recompose − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
