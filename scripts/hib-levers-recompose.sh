@@ -33,7 +33,7 @@ mkdir -p "$root"
 watch=(--watch-every 500 --watch test --threads 2)
 common=(--config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --no-eval)
 planned_steps() {
-    .venv/bin/python -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$root/control-seed0/config.json"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$root/control-seed0/config.json"
 }
 for seed in "${seeds[@]}"; do
     for arm in control recompose; do

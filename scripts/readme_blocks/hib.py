@@ -952,28 +952,29 @@ def recompose_block(study="recompose"):
             if os.path.exists(f"{folder}.test.json")}
     if not runs:
         return "Not run yet (`scripts/hib-levers-recompose.sh`)."
+    tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
     out = ["| arm | seed | steps | chosen at step | validation (chosen) | test (chosen weights) |",
            "|---|---|---|---|---|---|"]
     for (arm, seed), folder in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
         best = load(os.path.join(folder, "best.json"))
-        test = load(f"{folder}.test.json")
+        test = tests[(arm, seed)]
         out.append(f"| {arm} | {seed} | {steps:,} | {best['step']:,} | {fmt(best['validation'], dot=True)} | "
                    + " / ".join(cells4(test, dot=True)) + " |")
     arms = sorted({arm for arm, _ in runs})
     out += ["", "| arm | seeds | test, mean over seeds | test, seed range (max − min) |", "|---|---|---|---|"]
     for arm in arms:
-        tests = [load(f"{folder}.test.json") for (a, _), folder in sorted(runs.items()) if a == arm]
-        means = [sum(t[m][v] for t in tests) / len(tests) for m, v in CELLS]
-        ranges = [max(t[m][v] for t in tests) - min(t[m][v] for t in tests) for m, v in CELLS]
-        out.append(f"| {arm} | {len(tests)} | " + " / ".join(f"{x:.3f}"[1:] for x in means) + " | "
-                   + (" / ".join(f"{x:.3f}" for x in ranges) if len(tests) > 1 else "—") + " |")
+        of_arm = [t for (a, _), t in sorted(tests.items()) if a == arm]
+        means = [sum(t[m][v] for t in of_arm) / len(of_arm) for m, v in CELLS]
+        ranges = [max(t[m][v] for t in of_arm) - min(t[m][v] for t in of_arm) for m, v in CELLS]
+        out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(f"{x:.3f}"[1:] for x in means) + " | "
+                   + (" / ".join(f"{x:.3f}" for x in ranges) if len(of_arm) > 1 else "—") + " |")
     pairs = sorted(seed for arm, seed in runs if arm == "recompose" and ("control", seed) in runs)
     if pairs:
         out += ["", "recompose − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
                 "KNN corrupt): " + "; ".join(
                     f"seed {seed}: " + " / ".join(
-                        f"{load(runs[('recompose', seed)] + '.test.json')[m][v] - load(runs[('control', seed)] + '.test.json')[m][v]:+.3f}".replace("-", "−")
+                        f"{tests[('recompose', seed)][m][v] - tests[('control', seed)][m][v]:+.3f}".replace("-", "−")
                         for m, v in CELLS)
                     for seed in pairs) + "."]
     return "\n".join(out)
