@@ -965,9 +965,10 @@ def recompose_block(study="recompose"):
     out += ["", "| arm | seeds | test, mean over seeds | test, seed range (max − min) |", "|---|---|---|---|"]
     for arm in arms:
         of_arm = [t for (a, _), t in sorted(tests.items()) if a == arm]
-        means = [sum(t[m][v] for t in of_arm) / len(of_arm) for m, v in CELLS]
+        means = {m: {v: sum(t[m][v] for t in of_arm) / len(of_arm) for v in ("clean", "corrupt")}
+                 for m in ("verification_ap", "knn_accuracy")}
         ranges = [max(t[m][v] for t in of_arm) - min(t[m][v] for t in of_arm) for m, v in CELLS]
-        out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(f"{x:.3f}"[1:] for x in means) + " | "
+        out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(cells4(means, dot=True)) + " | "
                    + (" / ".join(f"{x:.3f}" for x in ranges) if len(of_arm) > 1 else "—") + " |")
     pairs = sorted(seed for arm, seed in runs if arm == "recompose" and ("control", seed) in runs)
     if pairs:
