@@ -12,7 +12,7 @@ use hedge_embed::{
     BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
     Norm, PairSet, RunDir,
 };
-use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol, Steps};
+use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol, Steps, ValidationDigits};
 use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
 
@@ -86,7 +86,8 @@ pub struct EvalArgs {
     run: PathBuf,
     /// test (instance protocol: the training classes' test images), test_unseen (open-set:
     /// classes never seen in training) or test_seen (the number tables' test images of
-    /// training classes, under either protocol; at N = 3, 100 classes of 100 images)
+    /// training classes, under either protocol; at N = 3, 100 classes of 100 images), or
+    /// validation (the images the run held out of train to choose models on; `eval_validation.json`)
     /// [default: the run's protocol's, test or test_unseen].
     #[arg(long)]
     split: Option<String>,
@@ -121,6 +122,11 @@ pub struct EvalArgs {
     /// Leave these metrics out (comma-separated, as --metrics).
     #[arg(long, default_value = "")]
     exclude_metrics: String,
+    /// With --split validation: score the held-out images with these digit images instead of the
+    /// run's own choice (e.g. unused: new digits, for a run that validated on shared ones); the
+    /// report then goes to stdout only.
+    #[arg(long, value_enum)]
+    validation_digits: Option<ValidationDigits>,
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -164,7 +170,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "recompose", "validation_classes", "validation_fraction", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "recompose", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -260,6 +266,12 @@ pub struct TrainArgs {
     /// `validation`, the best kept as model_best.safetensors (the instance protocol's model choice).
     #[arg(long)]
     validation_fraction: Option<f64>,
+    /// The validation images' digit images: shared (the held-out images as the table has them;
+    /// their digit images recur in training images) or unused (each digit redrawn, seeded, from
+    /// the MNIST training digits no training image uses, so validation meets new digits as the
+    /// test images do; not in the paper) [default: the config's, else shared].
+    #[arg(long, value_enum)]
+    validation_digits: Option<ValidationDigits>,
     /// Stop after this many minutes of training (evaluation excluded); without --steps the
     /// step count is planned from the speed of the first steps so schedules end on time.
     #[arg(long)]
@@ -475,6 +487,9 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     if let Some(v) = args.validation_fraction {
         c.validation_fraction = v;
     }
+    if let Some(v) = args.validation_digits {
+        c.validation_digits = v;
+    }
     c.check_ref()?;
     Ok(c)
 }
@@ -492,6 +507,9 @@ fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
         .map(|s| match NDigitSplit::parse(s)? {
             NDigitSplit::Train => {
                 bail!("--watch train: watch test, test_seen or test_unseen (training images say nothing)")
+            }
+            NDigitSplit::Validation => {
+                bail!("--watch validation: the validation images are watched whenever the run holds some out (--validation-fraction); watch test, test_seen or test_unseen")
             }
             split => Ok(split),
         })
@@ -594,12 +612,16 @@ fn eval(args: EvalArgs) -> Result<()> {
         candidates: args.candidates,
         metrics,
         images_per_class: args.per_class,
+        validation_digits: args.validation_digits,
     };
     let data = HibData::new(hedge_data::DataRoot::from_env());
     let (eval, report) = evaluate_run(&run, &data, args.weights.as_deref(), &settings, device, &crate::command_line())?;
-    // A report on other weights, of some metrics or of a subset of images only, goes to stdout
-    // only: the run's eval.json holds the whole evaluation of its own model.
-    if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() {
+    // A report on other weights, of some metrics, of a subset of images or of validation images
+    // with other digits than the run's goes to stdout only: the run's eval.json holds the whole
+    // evaluation of its own model.
+    let run_digits = run.read_config()?.hib.validation_digits;
+    let own_digits = args.validation_digits.is_none_or(|d| d == run_digits);
+    if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() && own_digits {
         save_eval(&run, &report)?;
     }
     if args.json {

@@ -723,6 +723,15 @@ mod tests {
         assert!(matches!(data.digit_pool(), Err(crate::DataError::InvalidConfig { field: "recompose", .. })));
         let no_pool = crate::DigitPool { by_digit: Default::default() };
         assert_eq!(data.render_recomposed_batch(&[5], &no_pool, &Corruption::Clean, &mut rng), set.image(5));
+        // Nor are there new digits to validate on.
+        assert!(matches!(
+            data.unused_digits(),
+            Err(crate::DataError::InvalidConfig { field: "validation_digits", .. })
+        ));
+        assert!(matches!(
+            data.with_digits_redrawn(&no_pool, &mut rng),
+            Err(crate::DataError::InvalidConfig { field: "validation_digits", .. })
+        ));
         // Every stored pixel is > 0, so zeros are the occlusion: the same square in both planes.
         let mut occluded = 0;
         for index in 0..6 {

@@ -93,6 +93,14 @@ impl NDigitProtocol {
         if self.splits().contains(&split) {
             return Ok(());
         }
+        if split == NDigitSplit::Validation {
+            return Err(DataError::invalid(
+                "split",
+                split.name(),
+                "validation images have no table: a run holds them out of train as its config says \
+                 (validation_fraction); evaluate them with `hedge hib eval --run RUN --split validation`",
+            ));
+        }
         let names: Vec<&str> = self.splits().iter().map(|s| s.name()).collect();
         Err(DataError::invalid(
             "split",
@@ -143,6 +151,8 @@ pub enum NDigitSplit {
     TestSeen,
     /// The number tables' test images of the classes the open-set training table leaves out.
     TestUnseen,
+    /// A run's validation images: held out of `train` as its config says (no table of its own).
+    Validation,
 }
 
 impl NDigitSplit {
@@ -153,20 +163,23 @@ impl NDigitSplit {
             NDigitSplit::Test => "test",
             NDigitSplit::TestSeen => "test_seen",
             NDigitSplit::TestUnseen => "test_unseen",
+            NDigitSplit::Validation => "validation",
         }
     }
 
-    /// Parses `train`, `test`, `test_seen` or `test_unseen`.
+    /// Parses `train`, `test`, `test_seen`, `test_unseen` or `validation`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "train" => Ok(NDigitSplit::Train),
             "test" => Ok(NDigitSplit::Test),
             "test_seen" => Ok(NDigitSplit::TestSeen),
             "test_unseen" => Ok(NDigitSplit::TestUnseen),
+            "validation" => Ok(NDigitSplit::Validation),
             other => Err(DataError::invalid(
                 "split",
                 other,
-                "not a split; use train, test or test_seen (instance protocol), or train, test_seen or test_unseen (open-set)",
+                "not a split; use train, test or test_seen (instance protocol), train, test_seen or test_unseen (open-set), \
+                 or validation (a run's held-out training images)",
             )),
         }
     }
@@ -535,6 +548,84 @@ impl ImageDataset {
             parts.dedup();
         }
         Ok(DigitPool { by_digit })
+    }
+
+    /// The MNIST digit images of this set's source split that none of its images uses, by digit
+    /// value: new digits for validation images ([`ImageDataset::with_digits_redrawn`]). At N = 2
+    /// the instance train table leaves 1,557 of the 60,000 training digits unused.
+    ///
+    /// # Errors
+    /// A user's image set ([`ImageDataset::from_images`]), which is not made of digits.
+    pub fn unused_digits(&self) -> Result<DigitPool> {
+        let Pixels::Mnist(source) = &self.source else {
+            return Err(DataError::invalid(
+                "validation_digits",
+                "unused",
+                "new digit images exist only for N-digit MNIST; validate on your own images' held-out images (shared)",
+            ));
+        };
+        let mut used = vec![false; source.len()];
+        for &part in &self.parts {
+            used[part as usize] = true;
+        }
+        let mut by_digit: [Vec<u32>; 10] = Default::default();
+        for (i, _) in used.iter().enumerate().filter(|(_, &u)| !u) {
+            by_digit[source.labels[i] as usize].push(i as u32);
+        }
+        Ok(DigitPool { by_digit })
+    }
+
+    /// These images with every digit image replaced by one of `pool` of the same value: the same
+    /// classes, in the same order, shown with new digits. Within a class each position walks a
+    /// shuffled copy of its candidates, so a class repeats a digit image at a position only once
+    /// it has more images than the pool has images of that digit.
+    ///
+    /// # Errors
+    /// A user's image set, or a digit value this set needs that `pool` has no image of.
+    pub fn with_digits_redrawn<R: Rng + ?Sized>(&self, pool: &DigitPool, rng: &mut R) -> Result<ImageDataset> {
+        use rand::seq::SliceRandom;
+        let Pixels::Mnist(source) = &self.source else {
+            return Err(DataError::invalid(
+                "validation_digits",
+                "unused",
+                "new digit images exist only for N-digit MNIST; validate on your own images' held-out images (shared)",
+            ));
+        };
+        // (class, position) -> its shuffled candidates and how many were taken.
+        let mut decks: std::collections::HashMap<(u32, usize), (Vec<u32>, usize)> = Default::default();
+        let mut parts = Vec::with_capacity(self.parts.len());
+        for (i, &label) in self.labels.iter().enumerate() {
+            for p in 0..self.digits {
+                let value = source.labels[self.parts[i * self.digits + p] as usize] as usize;
+                let (deck, taken) = match decks.entry((label, p)) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let mut deck = pool.by_digit[value].clone();
+                        if deck.is_empty() {
+                            return Err(DataError::invalid(
+                                "validation_digits",
+                                "unused",
+                                format!(
+                                    "no unused MNIST image of the digit {value} is left for class {label}; validate on \
+                                     held-out images (shared)"
+                                ),
+                            ));
+                        }
+                        deck.shuffle(rng);
+                        e.insert((deck, 0))
+                    }
+                };
+                parts.push(deck[*taken % deck.len()]);
+                *taken += 1;
+            }
+        }
+        Ok(ImageDataset {
+            digits: self.digits,
+            split: self.split,
+            parts,
+            labels: self.labels.clone(),
+            source: self.source.clone(),
+        })
     }
 
     /// Renders images of the classes of `indices` made afresh: each digit of image `i` replaced

@@ -68,6 +68,20 @@ pub enum LossKind {
     Contrastive,
 }
 
+/// Which digit images a run's validation images show (N-digit MNIST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum ValidationDigits {
+    /// The held-out images as the table has them: new composites, but nearly all of their
+    /// digit images recur in training composites (the table shows each digit image in several).
+    #[default]
+    Shared,
+    /// The held-out images with every digit image redrawn, seeded by `validation_seed`, from the
+    /// MNIST training digits no training image uses: new digits, as the test images have.
+    Unused,
+}
+
 /// How the learning rate moves over training.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,6 +242,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
 /// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
 /// | `validation_seed` | 0 | which classes or images are held out | |
+/// | `validation_digits` | shared | the held-out images' own digit images, or new ones redrawn from the MNIST training digits no training image uses (unused; not in the paper) | unused: N-digit MNIST, with validation |
 /// | `channels` | [32, 64] | widths of the two conv layers | ≥ 1 |
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
@@ -264,6 +279,7 @@ pub struct HibConfig {
     pub validation_classes: usize,
     pub validation_fraction: f64,
     pub validation_seed: u64,
+    pub validation_digits: ValidationDigits,
     pub channels: [usize; 2],
     pub occlusion_probability: f64,
     pub min_variance: f64,
@@ -347,6 +363,7 @@ impl Default for HibConfig {
             validation_classes: 0,
             validation_fraction: 0.0,
             validation_seed: 0,
+            validation_digits: ValidationDigits::Shared,
             channels: [32, 64],
             occlusion_probability: 0.2,
             min_variance: 1e-6,
@@ -397,6 +414,8 @@ struct HibConfigFile {
     validation_classes: usize,
     validation_fraction: f64,
     validation_seed: u64,
+    /// Absent (shared) in the `config.json` of runs written before it existed.
+    validation_digits: ValidationDigits,
     channels: [usize; 2],
     occlusion_probability: f64,
     min_variance: f64,
@@ -448,6 +467,7 @@ macro_rules! with_shared_fields {
             validation_classes: $from.validation_classes,
             validation_fraction: $from.validation_fraction,
             validation_seed: $from.validation_seed,
+            validation_digits: $from.validation_digits,
             channels: $from.channels,
             occlusion_probability: $from.occlusion_probability,
             min_variance: $from.min_variance,
@@ -538,6 +558,7 @@ impl HibConfig {
         with_validation_classes: validation_classes: usize,
         with_validation_fraction: validation_fraction: f64,
         with_validation_seed: validation_seed: u64,
+        with_validation_digits: validation_digits: ValidationDigits,
         with_channels: channels: [usize; 2],
         with_occlusion_probability: occlusion_probability: f64,
         with_min_variance: min_variance: f64,
@@ -898,6 +919,22 @@ impl ParamGuard for HibConfig {
                  (--validation-fraction, e.g. 0.05), or use --protocol open-set",
             );
         }
+        if self.validation_digits == ValidationDigits::Unused {
+            if self.data.is_some() {
+                return fail(
+                    "validation_digits",
+                    "unused",
+                    "new digit images exist only for N-digit MNIST; leave it shared with your own images (data)",
+                );
+            }
+            if self.validation_fraction == 0.0 && self.validation_classes == 0 {
+                return fail(
+                    "validation_digits",
+                    "unused",
+                    "there are no validation images to redraw; hold some out (validation_fraction, e.g. 0.05)",
+                );
+            }
+        }
         if self.pair_set == PairSet::All && self.loss != LossKind::Soft {
             return fail("pair_set", "all", "all pairs is implemented for the soft contrastive loss; use --loss soft");
         }
@@ -986,6 +1023,7 @@ mod tests {
                 .with_recompose(true),
                 "recompose",
             ),
+            (HibConfig::default().with_validation_digits(ValidationDigits::Unused), "validation_digits"),
         ];
         for (c, field) in cases {
             let msg = c.check_ref().unwrap_err().to_string();

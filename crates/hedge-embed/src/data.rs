@@ -107,18 +107,19 @@ impl HibData {
         let Some(own) = &config.data else {
             return self.split(config.digits, config.protocol, split);
         };
-        if split == NDigitSplit::Test {
+        if matches!(split, NDigitSplit::Test | NDigitSplit::Validation) {
             return Err(crate::EmbedError::invalid(
                 "split",
-                "test",
-                "a run on your own images has the parts train, test_seen and test_unseen",
+                split.name(),
+                "a run on your own images has the parts train, test_seen and test_unseen (its validation images are \
+                 held out of train: `hedge hib eval --run RUN --split validation`)",
             ));
         }
         let [train, seen, unseen] = self.own_parts(own)?;
         let part = match split {
             NDigitSplit::Train => train,
             NDigitSplit::TestSeen => seen,
-            NDigitSplit::TestUnseen | NDigitSplit::Test => unseen,
+            NDigitSplit::TestUnseen | NDigitSplit::Test | NDigitSplit::Validation => unseen,
         };
         Ok(ImageDataset::from_images(part, split))
     }

@@ -51,7 +51,7 @@ pub mod train;
 
 pub use config::{
     BatchComposition, ConvPrecision, EmbeddingKind, HibConfig, LossKind, LrSchedule, MatchInit, ModelKind, Norm,
-    OwnImages, PairSet, Steps,
+    OwnImages, PairSet, Steps, ValidationDigits,
 };
 pub use data::{HibData, OwnSplit};
 pub use distribution::Embedding;

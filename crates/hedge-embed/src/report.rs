@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::paper::PaperModel;
-use crate::ModelKind;
+use crate::{ModelKind, ValidationDigits};
 use hedge_data::{NDigitProtocol, NDigitSplit};
 use hedge_eval::MeanStd;
 use hedge_run::undefined::{explain_nulls, NullReason, Undefined};
@@ -228,6 +228,10 @@ pub struct EvalReport {
     /// The run directory the report belongs to.
     pub run: String,
     pub split: NDigitSplit,
+    /// With `split = validation`: whether its images showed their own digit images (`shared`)
+    /// or new ones (`unused`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_digits: Option<ValidationDigits>,
     pub steps: usize,
     pub tau_ap: TwinStats,
     pub tau_knn: TwinStats,
@@ -304,6 +308,8 @@ pub struct EvalContext {
     pub eval_seconds: f64,
     pub command: String,
     pub images_per_class: Option<usize>,
+    /// The validation images' digits (`split = validation` only).
+    pub validation_digits: Option<ValidationDigits>,
 }
 
 impl EvalReport {
@@ -361,6 +367,7 @@ impl EvalReport {
             risk_at_coverage: r.risk_at_coverage.clone(),
             run: context.run,
             split: context.split,
+            validation_digits: context.validation_digits,
             steps: context.steps,
             tau_ap: TwinStats::of_optional(&r.tau_ap),
             tau_knn: TwinStats::of_optional(&r.tau_knn),

@@ -18,7 +18,7 @@ use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunDir, CHECKPOINTS_DIR};
 use crate::train::{load_model, Trainer};
-use crate::{embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result};
+use crate::{embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result, ValidationDigits};
 use hedge_run::ParamGuard;
 
 /// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
@@ -71,6 +71,9 @@ pub struct EvalSettings {
     /// Evaluate on the first this many images of every class of the split only (a quick
     /// look; numbers beside the paper's use every image, `None`).
     pub images_per_class: Option<usize>,
+    /// With `split = validation`: the digit images the held-out images show, where not the
+    /// run's own `validation_digits` (e.g. new digits for a run that validated on shared ones).
+    pub validation_digits: Option<ValidationDigits>,
 }
 
 impl Default for EvalSettings {
@@ -82,6 +85,7 @@ impl Default for EvalSettings {
             candidates: 100,
             metrics: MetricSet::all(),
             images_per_class: None,
+            validation_digits: None,
         }
     }
 }
@@ -104,7 +108,14 @@ impl ParamGuard for EvalSettings {
             return Err(EmbedError::invalid(
                 "split",
                 "train",
-                "evaluate on test or test_seen (instance), test_unseen or test_seen (open-set)",
+                "evaluate on test or test_seen (instance), test_unseen or test_seen (open-set), or validation",
+            ));
+        }
+        if let Some(digits) = self.validation_digits.filter(|_| self.split != NDigitSplit::Validation) {
+            return Err(EmbedError::invalid(
+                "validation-digits",
+                format!("{digits:?}").to_lowercase(),
+                format!("it chooses the validation images' digits; add --split validation (not {})", self.split),
             ));
         }
         if let Some(n) = self.images_per_class.filter(|&n| n < MIN_IMAGES_PER_CLASS) {
@@ -163,7 +174,7 @@ pub fn evaluate_run(
             .check()?;
     }
     let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
-    let mut test = data.role(&config, settings.split)?;
+    let (mut test, validation_digits) = run_images(run, &config, data, settings.split, settings.validation_digits)?;
     if let Some(n) = settings.images_per_class {
         test = test.subset(&test.first_per_class(n));
         info!("eval: the first {n} images of every class of {}: {} images", settings.split.name(), test.len());
@@ -196,9 +207,38 @@ pub fn evaluate_run(
             eval_seconds: started.elapsed().as_secs_f64(),
             command: command.to_string(),
             images_per_class: settings.images_per_class,
+            validation_digits,
         },
     );
     Ok((eval, report))
+}
+
+/// The images of `split` for the run with `config`: a test split's table (or part of the
+/// user's images), or `validation`, the images the run held out of train, showing the digits of
+/// `validation_digits` (default: the run's own choice), which is returned beside them.
+fn run_images(
+    run: &RunDir,
+    config: &HibConfig,
+    data: &HibData,
+    split: NDigitSplit,
+    validation_digits: Option<ValidationDigits>,
+) -> Result<(ImageDataset, Option<ValidationDigits>)> {
+    if split != NDigitSplit::Validation {
+        return Ok((data.role(config, split)?, None));
+    }
+    let config = config.clone().with_validation_digits(validation_digits.unwrap_or(config.validation_digits));
+    let images = crate::train::validation_images(&config, data.role(&config, NDigitSplit::Train)?)?;
+    let images = images.ok_or_else(|| {
+        EmbedError::invalid(
+            "split",
+            "validation",
+            format!(
+                "{} holds no images out (its validation_fraction and validation_classes are 0); use a test split",
+                run.path.display()
+            ),
+        )
+    })?;
+    Ok((images, Some(config.validation_digits)))
 }
 
 /// Writes `report` into `run` as [`eval_file_name`] of its split, so evaluating `test_seen`
@@ -306,7 +346,7 @@ pub fn embed_run_twins(
     embed_twins(&net, test, device)
 }
 
-/// A split of the run's digits embedded with its model, clean or with the evaluation's fixed
+/// A split of the run's digits (or its validation images) embedded with its model, clean or with the evaluation's fixed
 /// occlusions, `samples` Monte-Carlo samples per input for η.
 pub fn embed_run(
     run: &RunDir,
@@ -321,7 +361,7 @@ pub fn embed_run(
     }
     let config = run.read_config()?.hib;
     let (_vs, net) = load_model(run, &config, device)?;
-    let dataset = data.role(&config, split)?;
+    let (dataset, _) = run_images(run, &config, data, split, None)?;
     let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
     embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })
 }

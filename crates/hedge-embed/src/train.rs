@@ -8,7 +8,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
-use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, PairSet};
+use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, PairSet, ValidationDigits};
 use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
 use crate::embed::{images_to_tensor, non_finite_count};
@@ -262,6 +262,14 @@ fn split_data(config: &HibConfig, dataset: ImageDataset) -> Result<SplitData> {
     } else {
         (dataset, None)
     };
+    let validation = match (validation, config.validation_digits) {
+        (Some(held_out_images), ValidationDigits::Unused) => {
+            let pool = train.unused_digits()?;
+            let mut rng = ChaCha8Rng::seed_from_u64(config.validation_seed);
+            Some(held_out_images.with_digits_redrawn(&pool, &mut rng)?)
+        }
+        (validation, _) => validation,
+    };
     let sampler = match config.batch {
         BatchComposition::Independent { pairs } => {
             Sampler::Independent(BalancedPairSampler::new(&train.labels)?, pairs)
@@ -271,6 +279,12 @@ fn split_data(config: &HibConfig, dataset: ImageDataset) -> Result<SplitData> {
         }
     };
     Ok(SplitData { train, validation, held_out, sampler })
+}
+
+/// The images a run with `config` holds out of its training split `train` to choose models on
+/// ([`Trainer::validation_set`]), drawn as training draws them; `None` when it holds none out.
+pub fn validation_images(config: &HibConfig, train: ImageDataset) -> Result<Option<ImageDataset>> {
+    split_data(config, train).map(|split| split.validation)
 }
 
 impl Trainer {

@@ -239,6 +239,57 @@ fn eval_writes_every_documented_key() {
     assert!(!o.status.success() && stderr(&o).contains("per-class"), "{}", stderr(&o));
 }
 
+/// `--validation-digits unused` is recorded in the run's config, and `hib eval --split
+/// validation` scores the held-out images with the run's digits (or, named, the other ones),
+/// saying which in the report.
+#[test]
+fn validation_images_with_new_digits_are_recorded_and_evaluated() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let train = [
+        "hib",
+        "train",
+        "--model",
+        "point",
+        "--steps",
+        "3",
+        "--batch",
+        "8",
+        "--no-eval",
+        "--validation-fraction",
+        "0.05",
+        "--validation-digits",
+        "unused",
+        "--out",
+        s(&run),
+    ];
+    let o = hedge(&train);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["hib"]["validation_digits"], "unused");
+    let quick = ["hib", "eval", "--run", s(&run), "--split", "validation", "--per-class", "10", "--json"];
+    for (extra, digits) in [(None, "unused"), (Some("shared"), "shared")] {
+        let mut args = quick.to_vec();
+        args.extend(extra.iter().flat_map(|d| ["--validation-digits", d]));
+        let o = hedge(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!((v["split"].as_str(), v["validation_digits"].as_str()), (Some("validation"), Some(digits)));
+        assert!((0.0..=1.0).contains(&v["verification_ap"]["clean"].as_f64().unwrap()));
+    }
+    // The digits of validation images mean nothing for a test split, and a run without held-out
+    // images has none to redraw: both refused by name.
+    let o = hedge(&["hib", "eval", "--run", s(&run), "--validation-digits", "shared", "--per-class", "10"]);
+    assert!(!o.status.success() && stderr(&o).contains("--split validation"), "{}", stderr(&o));
+    let plain = dir.path().join("plain");
+    let o =
+        hedge(&["hib", "train", "--model", "point", "--steps", "1", "--batch", "8", "--no-eval", "--out", s(&plain)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = hedge(&["hib", "eval", "--run", s(&plain), "--split", "validation", "--per-class", "10"]);
+    assert!(!o.status.success() && stderr(&o).contains("holds no images out"), "{}", stderr(&o));
+}
+
 /// A tiny reproduction (2 steps a model, 1 repeat): the tables, summary.json in the documented
 /// shape with the paper's values beside ours, figures, and reuse of finished runs. (Tables 5 and
 /// Appendix B are formatted by unit tests; with `--beta-sweep --appendix-b` this run passed too,

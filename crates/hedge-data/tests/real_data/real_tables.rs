@@ -182,3 +182,45 @@ fn recomposed_images_show_their_class_made_of_the_tables_own_digits() {
         assert_ne!(train.render_batch(&[i], &Corruption::Clean, &mut rng), image, "image {i} was not recomposed");
     }
 }
+
+/// Validation images with new digits (`validation_digits = "unused"`): the instance train table
+/// leaves 60,000 - 58,443 = 1,557 MNIST training digits unused (the count of
+/// `results/hib/digit-overlap.json`, made with NumPy), and images redrawn from them keep their
+/// classes, use only those digits, and repeat no digit image at a position within a class while
+/// the pool has enough of that digit.
+#[test]
+fn digits_redrawn_from_the_unused_pool_are_new_and_keep_their_classes() {
+    let (dir, m) = mnist();
+    let train = ImageDataset::load(&dir, 2, INSTANCE, NDigitSplit::Train, &m).unwrap();
+    let pool = train.unused_digits().unwrap();
+    assert_eq!(pool.len(), 1_557);
+    let used: std::collections::HashSet<u32> = train.parts.iter().copied().collect();
+    for (value, parts) in pool.by_digit.iter().enumerate() {
+        assert!(parts.iter().all(|&p| !used.contains(&p) && m.train.labels[p as usize] as usize == value));
+    }
+    let held_out = train.subset(&train.first_per_class(50));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let redrawn = held_out.with_digits_redrawn(&pool, &mut rng).unwrap();
+    assert_eq!(redrawn.labels, held_out.labels);
+    let mut seen = std::collections::HashSet::new();
+    for (i, &label) in redrawn.labels.iter().enumerate() {
+        for (p, value) in [(0, label / 10), (1, label % 10)] {
+            let part = redrawn.parts[i * 2 + p];
+            assert_eq!(m.train.labels[part as usize] as u32, value, "image {i} (class {label}), digit {p}");
+            assert!(!used.contains(&part), "image {i}: digit {p} is a training digit");
+            if pool.by_digit[value as usize].len() >= 50 {
+                assert!(seen.insert((label, p, part)), "class {label} repeats digit image {part} at position {p}");
+            }
+        }
+    }
+    // Seeded: the same seed draws the same digits, another seed others.
+    let again = held_out.with_digits_redrawn(&pool, &mut rand_chacha::ChaCha8Rng::seed_from_u64(7)).unwrap();
+    let other = held_out.with_digits_redrawn(&pool, &mut rand_chacha::ChaCha8Rng::seed_from_u64(8)).unwrap();
+    assert_eq!(again.parts, redrawn.parts);
+    assert_ne!(other.parts, redrawn.parts);
+    // A pool without some digit says which and what to do.
+    let mut short = pool.clone();
+    short.by_digit[3].clear();
+    let e = held_out.with_digits_redrawn(&short, &mut rng).unwrap_err().to_string();
+    assert!(e.contains("validation_digits") && e.contains("digit 3") && e.contains("shared"), "{e}");
+}

@@ -6,7 +6,11 @@ use std::sync::Arc;
 use hedge_data::{data_dir, ImageDataset, Mnist, NDigitProtocol, NDigitSplit};
 use hedge_embed::monitor::{split_off_classes, validation_classes, WatchSet};
 use hedge_embed::run::{BestModel, BEST_FILE, BEST_MODEL_FILE, MONITOR_FILE};
-use hedge_embed::{BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer};
+use hedge_embed::train::validation_images;
+use hedge_embed::{
+    BatchComposition, EmbeddingKind, HibConfig, MonitorRecord, RunDir, RunOptions, TrainEvent, Trainer,
+    ValidationDigits,
+};
 use hedge_run::ParamGuard;
 use tch::Device;
 
@@ -124,4 +128,34 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
         assert!((0.0..=1.0).contains(&v), "{last:?}");
     }
     assert!(last.ap_clean > 0.6, "{last:?}");
+}
+
+/// `validation_digits = "unused"` (the instance protocol): the held-out images keep their classes
+/// and number (50 of each class's 1,000), but where nearly every held-out image of the table
+/// shares a digit image with a training image (99.8 %, `results/hib/digit-overlap.json`), the
+/// redrawn ones share none; `validation_images` (what `hib eval --split validation` scores)
+/// draws the same images as the trainer.
+#[test]
+fn validation_on_unused_digits_shares_no_digit_image_with_training() {
+    let dir = data_dir().expect("set HEDGE_DATA_DIR to the shared data folder");
+    let mnist = Arc::new(Mnist::load(&dir.join("mnist")).unwrap());
+    let data = ImageDataset::load(&dir, 2, NDigitProtocol::Instance, NDigitSplit::Train, &mnist).unwrap();
+    let shared = HibConfig::default().with_validation_fraction(0.05);
+    let unused = shared.clone().with_validation_digits(ValidationDigits::Unused);
+    let trainer = Trainer::new(unused.clone().check().unwrap(), data.clone(), Device::Cpu).unwrap();
+    let redrawn = trainer.validation_set().unwrap();
+    let table_held_out = validation_images(&shared, data.clone()).unwrap().unwrap();
+    assert_eq!(redrawn.len(), 100 * 50);
+    assert_eq!(redrawn.labels, table_held_out.labels);
+    assert_eq!(validation_images(&unused, data.clone()).unwrap().unwrap().parts, redrawn.parts);
+    // The training images: the table less the held-out ones.
+    let held: std::collections::HashSet<(u32, u32)> = table_held_out.parts.chunks(2).map(|p| (p[0], p[1])).collect();
+    let trained: std::collections::HashSet<u32> =
+        data.parts.chunks(2).filter(|p| !held.contains(&(p[0], p[1]))).flatten().copied().collect();
+    let sharing = |set: &ImageDataset| set.parts.chunks(2).filter(|p| p.iter().any(|d| trained.contains(d))).count();
+    assert!(sharing(&table_held_out) > 4_950, "{} of 5,000", sharing(&table_held_out));
+    assert_eq!(sharing(redrawn), 0);
+    // Without held-out images there is nothing to redraw: refused when the config is checked.
+    let e = HibConfig::default().with_validation_digits(ValidationDigits::Unused).check().unwrap_err().to_string();
+    assert!(e.contains("validation_digits") && e.contains("validation_fraction"), "{e}");
 }
