@@ -176,7 +176,8 @@ def main():
                 f.write(json.dumps(row) + "\n")
     rows = [r for r in rows if r["repeats"] == args.repeats]
     text, summary = tables(rows, args.repeats)
-    summary["command"] = "python3 scripts/hib-validation-digits.py" + "".join(f" {a}" for a in sys.argv[1:])
+    # The command that scores (--tables-only rewrites the same tables from its lines).
+    summary["command"] = f"python3 scripts/hib-validation-digits.py --repeats {args.repeats}"
     write(os.path.join(OUT, "summary.json"), json.dumps(summary, indent=2) + "\n")
     write(os.path.join(OUT, "table.md"), text)
     print(text)
