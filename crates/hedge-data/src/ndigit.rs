@@ -326,6 +326,15 @@ impl DigitPool {
     }
 }
 
+/// The refusal of new digit images for a user's image set, which is not made of digits.
+fn no_new_digits() -> DataError {
+    DataError::invalid(
+        "validation_digits",
+        "unused",
+        "new digit images exist only for N-digit MNIST; validate on your own images' held-out images (shared)",
+    )
+}
+
 /// Labelled images ready to render, with the occlusion corruption: one split of N-digit MNIST,
 /// or a user's own image set ([`ImageDataset::from_images`]).
 #[derive(Debug, Clone)]
@@ -558,11 +567,7 @@ impl ImageDataset {
     /// A user's image set ([`ImageDataset::from_images`]), which is not made of digits.
     pub fn unused_digits(&self) -> Result<DigitPool> {
         let Pixels::Mnist(source) = &self.source else {
-            return Err(DataError::invalid(
-                "validation_digits",
-                "unused",
-                "new digit images exist only for N-digit MNIST; validate on your own images' held-out images (shared)",
-            ));
+            return Err(no_new_digits());
         };
         let mut used = vec![false; source.len()];
         for &part in &self.parts {
@@ -585,11 +590,7 @@ impl ImageDataset {
     pub fn with_digits_redrawn<R: Rng + ?Sized>(&self, pool: &DigitPool, rng: &mut R) -> Result<ImageDataset> {
         use rand::seq::SliceRandom;
         let Pixels::Mnist(source) = &self.source else {
-            return Err(DataError::invalid(
-                "validation_digits",
-                "unused",
-                "new digit images exist only for N-digit MNIST; validate on your own images' held-out images (shared)",
-            ));
+            return Err(no_new_digits());
         };
         // (class, position) -> its shuffled candidates and how many were taken.
         let mut decks: std::collections::HashMap<(u32, usize), (Vec<u32>, usize)> = Default::default();
