@@ -145,7 +145,14 @@ def tables(rows, repeats):
         lines += [f"| {n:,} | {fmt(complete[('long-run', str(n))]['test'])} | "
                   f"{fmt(complete[('long-run', str(n))]['shared'])} | {fmt(complete[('long-run', str(n))]['unused'])} |"
                   for n in steps]
+        diff = {s: [complete[("long-run", str(n))][s][2] - complete[("long-run", str(n))]["test"][2] for n in steps]
+                for s in ("shared", "unused")}
+        signed = lambda x: f"{x:+.3f}".replace("-", "−")  # noqa: E731
+        lines += ["", "KNN clean on the validation images less the test split's, over the kept copies: shared digits "
+                  f"{signed(min(diff['shared']))} to {signed(max(diff['shared']))}, unused digits "
+                  f"{signed(min(diff['unused']))} to {signed(max(diff['unused']))}."]
         summary["long_run"] = {str(n): complete[("long-run", str(n))] for n in steps}
+        summary["long_run_knn_clean_minus_test"] = diff
     return "\n".join(lines) + "\n", summary
 
 
