@@ -170,7 +170,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "recompose", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -257,6 +257,11 @@ pub struct TrainArgs {
     /// combinations per class; not in the paper). N-digit MNIST only.
     #[arg(long)]
     recompose: bool,
+    /// Move each training digit image within its 28-pixel cell by up to N pixels down and right,
+    /// uniformly each step, the space it leaves black (an augmentation; not in the paper; 0: off,
+    /// at most 8). N-digit MNIST only.
+    #[arg(long, value_name = "N")]
+    digit_shift: Option<usize>,
     /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
     /// classes: watched as `validation`, the best kept as model_best.safetensors.
     #[arg(long)]
@@ -480,6 +485,9 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     }
     if args.recompose {
         c.recompose = true;
+    }
+    if let Some(v) = args.digit_shift {
+        c.digit_shift = v;
     }
     if let Some(v) = args.validation_classes {
         c.validation_classes = v;

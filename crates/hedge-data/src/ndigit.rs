@@ -492,7 +492,7 @@ impl ImageDataset {
         match &self.source {
             Pixels::Mnist(source) => {
                 let parts = &self.parts[index * self.digits..(index + 1) * self.digits];
-                self.render_digits_into(source, parts, index, corruption, rng, out);
+                self.render_digits_into(source, parts, 0, index, corruption, rng, out);
             }
             Pixels::Dense(set) => {
                 out.copy_from_slice(set.image(self.parts[index] as usize));
@@ -506,24 +506,41 @@ impl ImageDataset {
         }
     }
 
-    /// The MNIST digit images `parts` side by side, then `corruption`'s occlusions (drawn for
+    /// The MNIST digit images `parts` side by side, each moved within its 28-pixel cell by a
+    /// shift drawn uniformly from [-`max_shift`, `max_shift`] pixels down and right (the space it
+    /// leaves black; `max_shift = 0` draws nothing), then `corruption`'s occlusions (drawn for
     /// image `index`).
+    #[allow(clippy::too_many_arguments)]
     fn render_digits_into<R: Rng + ?Sized>(
         &self,
         source: &MnistSplit,
         parts: &[u32],
+        max_shift: usize,
         index: usize,
         corruption: &Corruption,
         rng: &mut R,
         out: &mut [f32],
     ) {
         let width = self.width();
+        let side = DIGIT_SIDE as isize;
         for (p, &part) in parts.iter().enumerate() {
             let digit = source.image(part as usize);
-            for row in 0..DIGIT_SIDE {
-                let dst = &mut out[row * width + p * DIGIT_SIDE..row * width + (p + 1) * DIGIT_SIDE];
-                for (d, &s) in dst.iter_mut().zip(&digit[row * DIGIT_SIDE..(row + 1) * DIGIT_SIDE]) {
-                    *d = s as f32 / 255.0;
+            let (down, right) = if max_shift == 0 {
+                (0, 0)
+            } else {
+                let s = max_shift as i32;
+                (rng.random_range(-s..=s) as isize, rng.random_range(-s..=s) as isize)
+            };
+            for row in 0..side {
+                let dst = &mut out[row as usize * width + p * DIGIT_SIDE..][..DIGIT_SIDE];
+                let from_row = row - down;
+                for (col, d) in (0..side).zip(dst.iter_mut()) {
+                    let from_col = col - right;
+                    *d = if (0..side).contains(&from_row) && (0..side).contains(&from_col) {
+                        digit[(from_row * side + from_col) as usize] as f32 / 255.0
+                    } else {
+                        0.0
+                    };
                 }
             }
         }
@@ -643,6 +660,25 @@ impl ImageDataset {
         corruption: &Corruption,
         rng: &mut R,
     ) -> Vec<f32> {
+        self.render_training_batch(indices, Some(pool), 0, corruption, rng)
+    }
+
+    /// Renders training images: each digit image replaced from `pool` when one is given (as
+    /// [`ImageDataset::render_recomposed_batch`]), each digit moved within its cell by up to
+    /// `max_shift` pixels each way (uniform; 0: not moved, nothing drawn), then `corruption`. With
+    /// neither it draws and renders exactly as [`ImageDataset::render_batch`]; a user's image set
+    /// renders as that always.
+    ///
+    /// # Shapes
+    /// returns `[indices.len() * image_len()]`, image-major.
+    pub fn render_training_batch<R: Rng + ?Sized>(
+        &self,
+        indices: &[usize],
+        pool: Option<&DigitPool>,
+        max_shift: usize,
+        corruption: &Corruption,
+        rng: &mut R,
+    ) -> Vec<f32> {
         let Pixels::Mnist(source) = &self.source else {
             return self.render_batch(indices, corruption, rng);
         };
@@ -651,16 +687,12 @@ impl ImageDataset {
         let mut parts = vec![0u32; self.digits];
         for (chunk, &i) in out.chunks_exact_mut(len).zip(indices) {
             for (p, part) in parts.iter_mut().enumerate() {
-                let value = source.labels[self.parts[i * self.digits + p] as usize] as usize;
-                let candidates = &pool.by_digit[value];
+                let own = self.parts[i * self.digits + p];
+                let candidates = pool.map_or(&[][..], |pool| &pool.by_digit[source.labels[own as usize] as usize]);
                 // The image's own digit is in the pool whenever the pool came from this set.
-                *part = if candidates.is_empty() {
-                    self.parts[i * self.digits + p]
-                } else {
-                    candidates[rng.random_range(0..candidates.len())]
-                };
+                *part = if candidates.is_empty() { own } else { candidates[rng.random_range(0..candidates.len())] };
             }
-            self.render_digits_into(source, &parts, i, corruption, rng, chunk);
+            self.render_digits_into(source, &parts, max_shift, i, corruption, rng, chunk);
         }
         out
     }

@@ -238,6 +238,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
 /// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
 /// | `recompose` | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
+/// | `digit_shift` | 0 | training images only: each digit image moved within its 28-pixel cell by up to this many pixels down and right, uniformly, the space it leaves black (an augmentation; not in the paper) | ≤ 8, N-digit MNIST only |
 /// | `protocol` | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
 /// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
 /// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
@@ -274,6 +275,8 @@ pub struct HibConfig {
     /// Train on images recomposed each step from the training split's digit images
     /// ([`hedge_data::ImageDataset::render_recomposed_batch`]) instead of the table's own.
     pub recompose: bool,
+    /// Pixels each training digit image may move each way ([`hedge_data::ImageDataset::render_training_batch`]).
+    pub digit_shift: usize,
     /// Which N-digit MNIST tables (ignored with `data`, whose split is always open-set style).
     pub protocol: NDigitProtocol,
     pub validation_classes: usize,
@@ -359,6 +362,7 @@ impl Default for HibConfig {
             ema_decay: 0.0,
             pair_set: PairSet::Sampled,
             recompose: false,
+            digit_shift: 0,
             protocol: NDigitProtocol::Instance,
             validation_classes: 0,
             validation_fraction: 0.0,
@@ -406,6 +410,8 @@ struct HibConfigFile {
     pair_set: PairSet,
     /// Absent (false) in the `config.json` of runs written before it existed.
     recompose: bool,
+    /// Absent (0) in the `config.json` of runs written before it existed.
+    digit_shift: usize,
     /// Absent in the `config.json` of runs written before protocols existed, which were all
     /// open-set (the "number" tables); [`HibConfig::from_toml`] reads an absent one as instance.
     /// (Its own `default`, not the struct's: the struct's default names `instance`.)
@@ -436,6 +442,10 @@ const DEFAULT_COMPONENTS: usize = 2;
 const DEFAULT_BATCH_PAIRS: usize = 128;
 const DEFAULT_GROUP: (usize, usize) = (32, 8);
 
+/// The largest `digit_shift` accepted (MNIST sets each digit's 20 x 20 box 4 pixels from its cell's
+/// edges: a shift of 8 already cuts ink off).
+const MAX_DIGIT_SHIFT: usize = 8;
+
 impl Default for HibConfigFile {
     fn default() -> Self {
         HibConfig::default().into()
@@ -464,6 +474,7 @@ macro_rules! with_shared_fields {
             ema_decay: $from.ema_decay,
             pair_set: $from.pair_set,
             recompose: $from.recompose,
+            digit_shift: $from.digit_shift,
             validation_classes: $from.validation_classes,
             validation_fraction: $from.validation_fraction,
             validation_seed: $from.validation_seed,
@@ -554,6 +565,7 @@ impl HibConfig {
         with_ema_decay: ema_decay: f64,
         with_pair_set: pair_set: PairSet,
         with_recompose: recompose: bool,
+        with_digit_shift: digit_shift: usize,
         with_protocol: protocol: NDigitProtocol,
         with_validation_classes: validation_classes: usize,
         with_validation_fraction: validation_fraction: f64,
@@ -889,6 +901,20 @@ impl ParamGuard for HibConfig {
                 "recomposing images from their digits needs N-digit MNIST; leave it off with your own images (data)",
             );
         }
+        if self.digit_shift > MAX_DIGIT_SHIFT {
+            return fail(
+                "digit_shift",
+                self.digit_shift,
+                format!("move a digit at most {MAX_DIGIT_SHIFT} pixels of its 28 (2 is a usual augmentation)"),
+            );
+        }
+        if self.digit_shift > 0 && self.data.is_some() {
+            return fail(
+                "digit_shift",
+                self.digit_shift,
+                "shifting digit images needs N-digit MNIST; leave it 0 with your own images (data)",
+            );
+        }
         if self.data.is_some() && self.protocol == NDigitProtocol::Instance {
             return fail(
                 "protocol",
@@ -1024,6 +1050,7 @@ mod tests {
                 "recompose",
             ),
             (HibConfig::default().with_validation_digits(ValidationDigits::Unused), "validation_digits"),
+            (HibConfig::default().with_digit_shift(9), "digit_shift"),
         ];
         for (c, field) in cases {
             let msg = c.check_ref().unwrap_err().to_string();

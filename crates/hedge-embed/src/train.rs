@@ -439,10 +439,13 @@ impl Trainer {
                 (batch.images, batch.pairs, Some(positions))
             }
         };
-        let pixels = match &self.recomposition {
-            Some(pool) => self.dataset.render_recomposed_batch(&order, pool, &corruption, &mut rng),
-            None => self.dataset.render_batch(&order, &corruption, &mut rng),
-        };
+        let pixels = self.dataset.render_training_batch(
+            &order,
+            self.recomposition.as_ref(),
+            self.config.digit_shift,
+            &corruption,
+            &mut rng,
+        );
         StepBatch {
             images: images_to_tensor(&pixels, order.len(), self.dataset.shape(), self.device),
             is_match: Tensor::from_slice(&pairs.is_match).to_device(self.device),

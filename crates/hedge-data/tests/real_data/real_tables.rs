@@ -224,3 +224,52 @@ fn digits_redrawn_from_the_unused_pool_are_new_and_keep_their_classes() {
     let e = held_out.with_digits_redrawn(&short, &mut rng).unwrap_err().to_string();
     assert!(e.contains("validation_digits") && e.contains("digit 3") && e.contains("shared"), "{e}");
 }
+
+/// Training images with shifted digits (`digit_shift`): without a shift they are drawn and
+/// rendered exactly as `render_batch` renders them (so runs without it replay as before); with a
+/// shift of up to 2 pixels every 28-pixel block is its MNIST digit moved by some (down, right) in
+/// [-2, 2]² with the space it left black, and some blocks did move.
+#[test]
+fn shifted_training_digits_are_their_digit_moved_within_its_cell() {
+    let (dir, m) = mnist();
+    let train = ImageDataset::load(&dir, 2, INSTANCE, NDigitSplit::Train, &m).unwrap();
+    let indices: Vec<usize> = (0..40).map(|k| k * 2_477).collect();
+    let corrupt = Corruption::Random { probability: 0.2 };
+    let plain = train.render_batch(&indices, &corrupt, &mut rand_chacha::ChaCha8Rng::seed_from_u64(3));
+    let unshifted =
+        train.render_training_batch(&indices, None, 0, &corrupt, &mut rand_chacha::ChaCha8Rng::seed_from_u64(3));
+    assert_eq!(plain, unshifted);
+    let shifted = train.render_training_batch(
+        &indices,
+        None,
+        2,
+        &Corruption::Clean,
+        &mut rand_chacha::ChaCha8Rng::seed_from_u64(3),
+    );
+    let len = train.image_len();
+    let mut moved = 0;
+    for (k, &i) in indices.iter().enumerate() {
+        for p in 0..2 {
+            let block: Vec<f32> =
+                (0..28).flat_map(|row| shifted[k * len + row * 56 + p * 28..][..28].iter().copied()).collect();
+            let digit = m.train.image(train.parts[i * 2 + p] as usize);
+            let moved_by = |down: i32, right: i32| -> Vec<f32> {
+                (0..28i32)
+                    .flat_map(|row| (0..28i32).map(move |col| (row - down, col - right)))
+                    .map(|(r, c)| {
+                        if (0..28).contains(&r) && (0..28).contains(&c) {
+                            digit[(r * 28 + c) as usize] as f32 / 255.0
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            };
+            let found = (-2..=2).flat_map(|d| (-2..=2).map(move |r| (d, r))).find(|&(d, r)| moved_by(d, r) == block);
+            let (down, right) =
+                found.unwrap_or_else(|| panic!("image {i}, digit {p}: not its digit moved by ≤ 2 pixels"));
+            moved += usize::from((down, right) != (0, 0));
+        }
+    }
+    assert!(moved > 40, "only {moved} of 80 digits moved");
+}
