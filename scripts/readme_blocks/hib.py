@@ -944,14 +944,14 @@ def long_run_gallery_block(run="long-run"):
 BLOCKS["long-run-gallery"] = long_run_gallery_block
 
 
-def recompose_block(study="recompose"):
-    """scripts/hib-levers-recompose.sh's runs: each finished run's (`<arm>-seed<N>.test.json`)
+def ab_block(study, lever):
+    """scripts/hib-levers-ab.sh STUDY's runs: each finished run's (`<arm>-seed<N>.test.json`)
     steps, the validation images at the step they chose (best.json) and the test split with those
-    weights, then recompose − control seed by seed."""
+    weights, then `lever` − control seed by seed."""
     runs = {(arm, seed): folder for arm, seed, folder in lever_runs(study)
             if os.path.exists(f"{folder}.test.json")}
     if not runs:
-        return "Not run yet (`scripts/hib-levers-recompose.sh`)."
+        return f"Not run yet (`scripts/hib-levers-ab.sh {study}`)."
     tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
     out = ["| arm | seed | steps | chosen at step | validation (chosen) | test (chosen weights) |",
            "|---|---|---|---|---|---|"]
@@ -970,18 +970,19 @@ def recompose_block(study="recompose"):
         ranges = [max(t[m][v] for t in of_arm) - min(t[m][v] for t in of_arm) for m, v in CELLS]
         out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(cells4(means, dot=True)) + " | "
                    + (" / ".join(f"{x:.3f}" for x in ranges) if len(of_arm) > 1 else "—") + " |")
-    pairs = sorted(seed for arm, seed in runs if arm == "recompose" and ("control", seed) in runs)
+    pairs = sorted(seed for arm, seed in runs if arm == lever and ("control", seed) in runs)
     if pairs:
-        out += ["", "recompose − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
+        out += ["", f"{lever} − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
                 "KNN corrupt): " + "; ".join(
                     f"seed {seed}: " + " / ".join(
-                        f"{tests[('recompose', seed)][m][v] - tests[('control', seed)][m][v]:+.3f}".replace("-", "−")
+                        f"{tests[(lever, seed)][m][v] - tests[('control', seed)][m][v]:+.3f}".replace("-", "−")
                         for m, v in CELLS)
                     for seed in pairs) + "."]
     return "\n".join(out)
 
 
-BLOCKS["recompose"] = recompose_block
+BLOCKS["recompose"] = lambda: ab_block("recompose", "recompose")
+BLOCKS["digit-shift"] = lambda: ab_block("digit-shift", "shift2")
 
 
 # A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;

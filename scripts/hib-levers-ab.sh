@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Two-arm lever studies on the tables' recipe (issue 33), each aimed at the test split's new MNIST
+# digits: on the instance protocol the long run's KNN clean reaches .85 on validation images, whose
+# digit images training composites reuse, and stays near .52 on the test split's new digits
+# (results/hib/time-to-quality.md, section 2).
+#
+# - `recompose` (results/hib/recompose/): `control` against `recompose`, `hedge hib train
+#   --recompose` (each step's images drawn afresh from the train table's own 58,443 digit images:
+#   a class in many more combinations, no image the table does not hold). Chosen on the validation
+#   images as the table has them.
+# - `digit-shift` (results/hib/digit-shift/): `control` against `shift2`, `--digit-shift 2` (every
+#   training digit moved within its cell by up to 2 pixels each way, each step). Both arms are
+#   chosen on validation images with unused digits (`--validation-digits unused`), which track the
+#   test split where the table's own held-out images do not (time-to-quality.md, section 2).
+#
+# Neither lever is in the paper. `control` seed 0 plans its steps from MINUTES (default 20) of its
+# own speed on 2 threads, and every other run (control seed 1, the lever's seeds 0 and 1) trains
+# exactly that step count, so the two arms differ only in their images. The validation images
+# choose each run's weights; those weights are scored on the test split.
+#
+#   scripts/hib-levers-ab.sh STUDY [SEED...]     STUDY: recompose or digit-shift; SEED: 0 1 (default: both)
+#
+# Runs go to results/hib/<STUDY>/<arm>-seed<N> (log beside it), their test scores to
+# <arm>-seed<N>.test.json there (`hedge hib eval --json`). A run with its score is skipped and an
+# unfinished one resumed from its last checkpoint. HEDGE (default ./target/release/hedge) is the
+# binary. Both cores should be idle while control seed 0 plans (its first steps).
+set -euo pipefail
+{
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/hib-eval-scored.sh
+source scripts/lib/hib-eval-scored.sh
+hedge=${HEDGE:-./target/release/hedge}
+minutes=${MINUTES:-20}
+study=${1:-}
+case "$study" in
+    recompose) lever=recompose; control_flags=(); lever_flags=(--recompose) ;;
+    digit-shift) lever=shift2; control_flags=(--validation-digits unused)
+        lever_flags=(--validation-digits unused --digit-shift 2) ;;
+    *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift [SEED...]" >&2; exit 2 ;;
+esac
+shift
+root=results/hib/$study
+seeds=("$@")
+[ ${#seeds[@]} -gt 0 ] || seeds=(0 1)
+mkdir -p "$root"
+watch=(--watch-every 500 --watch test --threads 2)
+common=(--config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --no-eval)
+planned_steps() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$root/control-seed0/config.json"
+}
+for seed in "${seeds[@]}"; do
+    for arm in control "$lever"; do
+        out=$root/$arm-seed$seed
+        if [ -f "$out.test.json" ]; then
+            echo "$out: done, skipped"
+            continue
+        fi
+        if [ -f "$out/config.json" ]; then
+            "$hedge" hib train --resume "$out" "${watch[@]}" >>"$out.log" 2>&1
+        else
+            if [ "$arm$seed" = control0 ]; then
+                length=(--budget-minutes "$minutes" --finish-planned-steps)
+            else
+                [ -f "$root/control-seed0.test.json" ] || {
+                    echo "control seed 0 first: it plans the step count every other run trains" >&2
+                    exit 2
+                }
+                length=(--steps "$(planned_steps)")
+            fi
+            flags=(${control_flags[@]+"${control_flags[@]}"})
+            [ "$arm" = "$lever" ] && flags=("${lever_flags[@]}")
+            "$hedge" hib train "${common[@]}" ${flags[@]+"${flags[@]}"} --seed "$seed" "${length[@]}" "${watch[@]}" \
+                --out "$out" >"$out.log" 2>&1
+        fi
+        hib_eval_scored "$out" test "$out.test.json" 2 2>>"$out.log"
+        echo "$out: finished"
+    done
+done
+exit
+}
