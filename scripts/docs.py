@@ -5,6 +5,7 @@
     python3 scripts/docs.py --check               exit 1 if a block differs from what the files give
     python3 scripts/docs.py --check --file F.md   the same for F.md only (any path)
     python3 scripts/docs.py --list                the blocks there are and the files that hold them
+    python3 scripts/docs.py --committed [--check] the same from HEAD's committed files only
 
 A generated block sits between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->` in a
 Markdown file; everything outside the markers is left as it is. The families:
@@ -22,7 +23,10 @@ Every Markdown file of the repository (README.md, python/README.md and everythin
 block added anywhere is checked. `--check` also fails on a table of numbers (a cell below the
 header with a decimal number) in README.md or a results/**/README.md that sits outside every
 generated block, unless the line before it is `<!-- hand: WHY -->` saying why no result file
-holds it (a table of settings, paths or commands; a printout the project did not keep). Standard library only; `scripts/test.sh` runs `--check`, so a
+holds it (a table of settings, paths or commands; a printout the project did not keep).
+`--committed` runs in a clean worktree of HEAD and copies the files it rewrote back (refusing any
+with uncommitted edits): while a reproduction runs, its folder's summary is gone until its last
+run ends, and the working tree's blocks would read that half-written folder. Standard library only; `scripts/test.sh` runs `--check`, so a
 number that its result file no longer supports fails the tests.
 
 Prose: a decimal number outside generated blocks and code, in README.md or a results/**/README.md,
@@ -233,6 +237,38 @@ def main(check, listing, files, prose=None, alias=None):
     return 0
 
 
+def committed(check):
+    """docs.py run in a clean worktree of HEAD; the Markdown files (and prose counts) it rewrote are
+    copied back, each through a temporary file, unless one has uncommitted edits here."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    def git(*args, cwd=ROOT):
+        return subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True, check=True).stdout
+
+    with tempfile.TemporaryDirectory() as tmp:
+        head = os.path.join(tmp, "head")
+        git("worktree", "add", "-q", "--detach", head, "HEAD")
+        try:
+            script = os.path.join(head, "scripts", "docs.py")
+            rc = subprocess.run([sys.executable, script] + (["--check"] if check else [])).returncode
+            if check or rc:
+                return rc
+            changed = git("diff", "--name-only", cwd=head).split()
+            dirty = git("diff", "--name-only", "HEAD", "--", *changed).split() if changed else []
+            if dirty:
+                raise SystemExit(f"docs: --committed would replace uncommitted edits in {', '.join(dirty)}; commit "
+                                 "or stash them first")
+            for rel in changed:
+                shutil.copyfile(os.path.join(head, rel), os.path.join(ROOT, rel) + ".tmp")
+                os.replace(os.path.join(ROOT, rel) + ".tmp", os.path.join(ROOT, rel))
+            print(f"docs: copied {', '.join(changed) or 'nothing'} from HEAD's worktree")
+        finally:
+            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", head], capture_output=True)
+    return 0
+
+
 def parse(argv):
     check, listing, files, prose, alias = False, False, [], None, None
     args = iter(argv)
@@ -258,9 +294,14 @@ def parse(argv):
             files.append(os.path.abspath(path))
         else:
             raise SystemExit(f"docs: unknown argument '{arg}' (usage: [--check] [--list] [--file F.md ...] "
-                             "[--as REL] [--prose F.md])")
+                             "[--as REL] [--prose F.md] | --committed [--check])")
     return check, listing, files or markdown_files(), prose, alias
 
 
 if __name__ == "__main__":
+    if "--committed" in sys.argv[1:]:
+        rest = [a for a in sys.argv[1:] if a != "--committed"]
+        if rest not in ([], ["--check"]):
+            raise SystemExit("docs: --committed takes --check only")
+        sys.exit(committed(bool(rest)))
     sys.exit(main(*parse(sys.argv[1:])))
