@@ -257,7 +257,7 @@ pub struct TrainArgs {
     /// combinations per class; not in the paper). N-digit MNIST only.
     #[arg(long)]
     recompose: bool,
-    /// Move each training digit image within its 28-pixel cell by up to N pixels down and right,
+    /// Move each training digit image within its 28-pixel cell by up to N pixels each way,
     /// uniformly each step, the space it leaves black (an augmentation; not in the paper; 0: off,
     /// at most 8). N-digit MNIST only.
     #[arg(long, value_name = "N")]

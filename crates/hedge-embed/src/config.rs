@@ -238,7 +238,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
 /// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
 /// | `recompose` | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
-/// | `digit_shift` | 0 | training images only: each digit image moved within its 28-pixel cell by up to this many pixels down and right, uniformly, the space it leaves black (an augmentation; not in the paper) | ≤ 8, N-digit MNIST only |
+/// | `digit_shift` | 0 | training images only: each digit image moved within its 28-pixel cell by up to this many pixels each way (rows and columns drawn uniformly), the space it leaves black (an augmentation; not in the paper) | ≤ 8, N-digit MNIST only |
 /// | `protocol` | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
 /// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
 /// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
