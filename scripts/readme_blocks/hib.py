@@ -953,8 +953,11 @@ def ab_block(study, lever):
     if not runs:
         return f"Not run yet (`scripts/hib-levers-ab.sh {study}`)."
     tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
-    out = ["| arm | seed | steps | chosen at step | validation (chosen) | test (chosen weights) |",
-           "|---|---|---|---|---|---|"]
+    # Runs written before `validation_digits` existed validated on the held-out images' own digits.
+    digits = sorted({load(os.path.join(folder, "config.json"))["hib"].get("validation_digits", "shared")
+                     for folder in runs.values()})
+    out = [f"| arm | seed | steps | chosen at step | validation, {' / '.join(digits)} digits (chosen) | "
+           "test (chosen weights) |", "|---|---|---|---|---|---|"]
     for (arm, seed), folder in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
         best = load(os.path.join(folder, "best.json"))
