@@ -56,7 +56,8 @@ for seed in "${seeds[@]}"; do
             continue
         fi
         if [ -f "$out/config.json" ]; then
-            "$hedge" hib train --resume "$out" "${watch[@]}" >>"$out.log" 2>&1
+            # --resume restores the watches (and every other setting) from the run's config.json.
+            "$hedge" hib train --resume "$out" --threads 2 >>"$out.log" 2>&1
         else
             if [ "$arm$seed" = control0 ]; then
                 length=(--budget-minutes "$minutes" --finish-planned-steps)
