@@ -981,7 +981,37 @@ def ab_block(study, lever):
                         f"{tests[(lever, seed)][m][v] - tests[('control', seed)][m][v]:+.3f}".replace("-", "−")
                         for m, v in CELLS)
                     for seed in pairs) + "."]
+        out += ["", *ab_gap_over_run(runs, lever, pairs)]
     return "\n".join(out)
+
+
+def ab_gap_over_run(runs, lever, pairs):
+    """`lever` − control on the test split at the watches both arms of a seed share (every 1,000
+    steps and the last; each run's `monitor.jsonl`, 1 Monte-Carlo repeat, the last record of a
+    step a resumed run watched twice): a gap that narrows as the run goes is a lever that only
+    lags, one that holds is a cost."""
+    watched = {}
+    for seed in pairs:
+        by_arm = []
+        for arm in ("control", lever):
+            by_step = {w["step"]: w["sets"]["test"] for w in load_lines(os.path.join(runs[(arm, seed)], "monitor.jsonl"))}
+            by_arm.append(by_step)
+        last = min(max(by_arm[0]), max(by_arm[1]))
+        for step in sorted(set(by_arm[0]) & set(by_arm[1])):
+            if step % 1000 == 0 or step == last:
+                watched.setdefault(step, {})[seed] = [by_arm[1][step][k] - by_arm[0][step][k]
+                                                      for k in ("ap_corrupt", "knn_clean", "knn_corrupt")]
+    head = " | ".join(f"seed {seed}" for seed in pairs)
+    out = [f"{lever} − control on the test split over the run (AP corrupt / KNN clean / KNN corrupt at each "
+           "watch both arms share, `monitor.jsonl`, 1 repeat):", "",
+           f"| step | {head} |", "|---|" + "---|" * len(pairs)]
+    for step, gaps in sorted(watched.items()):
+        # A gap that rounds to zero prints as +0.000, not −0.000.
+        cells = [" / ".join(f"{g + 0.0:+.3f}".replace("-0.000", "+0.000").replace("-", "−") for g in gaps[seed])
+                 if seed in gaps else "—"
+                 for seed in pairs]
+        out.append(f"| {step:,} | " + " | ".join(cells) + " |")
+    return out
 
 
 BLOCKS["recompose"] = lambda: ab_block("recompose", "recompose")
