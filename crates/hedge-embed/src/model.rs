@@ -64,6 +64,13 @@ impl HibNet {
         }
     }
 
+    /// Whether `weight_decay` applies to the variable of this name: the two convolutions' and
+    /// the head's weight matrices. Biases, batch norm's scale and shift and the match head's a
+    /// and b are left alone, as AdamW is usually set up (decaying them only moves an offset).
+    pub fn is_decayed(name: &str) -> bool {
+        matches!(name, "trunk.conv1.weight" | "trunk.conv2.weight" | "head.weight")
+    }
+
     /// Shared trunk features (batch norm, if any, in inference mode).
     ///
     /// # Shapes

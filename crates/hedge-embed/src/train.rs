@@ -302,6 +302,9 @@ impl Trainer {
         let (vs, net) = build_model(&config, device)?;
         let mut adam = Adam::new(&vs, config.learning_rate);
         adam.scale_learning_rate("match.", config.head_lr_scale);
+        if config.weight_decay > 0.0 {
+            adam.set_weight_decay(config.weight_decay, HibNet::is_decayed);
+        }
         let averaged = if config.ema_decay > 0.0 {
             let (mut shadow, shadow_net) = build_model(&config, device)?;
             Ema::reset(&mut shadow, &vs)?;
@@ -743,6 +746,25 @@ mod tests {
         let right = Embedding::point(Tensor::from_slice(&[3.0f32, 4.0, 1.0, 2.0, 6.0, 8.0]).reshape([3, 2]));
         init_offset_from_distances(&head, &left, &right);
         assert!((head.b.double_value(&[]) - 10.0).abs() < 1e-5, "{}", head.b.double_value(&[]));
+    }
+
+    /// `weight_decay` reaches exactly the two convolutions' and the head's weight matrices of a
+    /// built network (with batch norm, whose scales must not decay), so a renamed layer cannot
+    /// silently turn the decay off.
+    #[test]
+    fn weight_decay_applies_to_the_conv_and_head_weights_only() {
+        let config = HibConfig::default().with_norm(crate::config::Norm::Batch).with_weight_decay(1e-3);
+        let (vs, _net) = build_model(&config, Device::Cpu).unwrap();
+        let mut decayed: Vec<String> = vs
+            .variables()
+            .into_iter()
+            .filter(|(name, t)| t.requires_grad() && HibNet::is_decayed(name))
+            .map(|(name, _)| name)
+            .collect();
+        decayed.sort();
+        assert_eq!(decayed, ["head.weight", "trunk.conv1.weight", "trunk.conv2.weight"]);
+        let mut adam = Adam::new(&vs, config.learning_rate);
+        assert_eq!(adam.set_weight_decay(config.weight_decay, HibNet::is_decayed), 3);
     }
 
     /// The all-pairs loss of point embeddings equals the balanced average computed by hand.

@@ -290,6 +290,44 @@ fn validation_images_with_new_digits_are_recorded_and_evaluated() {
     assert!(!o.status.success() && stderr(&o).contains("holds no images out"), "{}", stderr(&o));
 }
 
+/// `--weight-decay` is recorded in the run's config (a resumed run reads it back from there), and
+/// a decay that would wipe the weights out in one step is refused by name, leaving no run behind.
+#[test]
+fn weight_decay_is_recorded_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let train = |decay: &str, out: &std::path::Path| {
+        let o = hedge(&[
+            "hib",
+            "train",
+            "--model",
+            "point",
+            "--steps",
+            "2",
+            "--batch",
+            "8",
+            "--no-eval",
+            "--lr",
+            "0.01",
+            "--weight-decay",
+            decay,
+            "--out",
+            s(out),
+        ]);
+        (o.status.success(), stderr(&o))
+    };
+    let (ok, err) = train("1e-4", &run);
+    assert!(ok, "{err}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["hib"]["weight_decay"].as_f64(), Some(1e-4));
+    let refused = dir.path().join("refused");
+    let (ok, err) = train("100", &refused);
+    assert!(!ok && err.contains("weight_decay") && err.contains("below 1"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!refused.exists(), "a refused run must not leave a directory behind");
+}
+
 /// A tiny reproduction (2 steps a model, 1 repeat): the tables, summary.json in the documented
 /// shape with the paper's values beside ours, figures, and reuse of finished runs. (Tables 5 and
 /// Appendix B are formatted by unit tests; with `--beta-sweep --appendix-b` this run passed too,
