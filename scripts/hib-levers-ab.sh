@@ -12,13 +12,18 @@
 #   training digit moved within its cell by up to 2 pixels each way, each step). Both arms are
 #   chosen on validation images with unused digits (`--validation-digits unused`), which track the
 #   test split where the table's own held-out images do not (time-to-quality.md, section 2).
+# - `weight-decay` (results/hib/weight-decay/): `wd5e-2`, `--weight-decay 5e-2` (decoupled weight
+#   decay of the conv and head weights, AdamW, in the middle of the 0.01-0.1 it is usually run
+#   with), against the digit-shift study's control runs, which are this arm's recipe, validation
+#   digits and step count without the decay: they are read from results/hib/digit-shift/, not
+#   trained again.
 #
-# Neither lever is in the paper. `control` seed 0 plans its steps from MINUTES (default 20) of its
-# own speed on 2 threads, and every other run (control seed 1, the lever's seeds 0 and 1) trains
-# exactly that step count, so the two arms differ only in their images. The validation images
+# None of the levers is in the paper. `control` seed 0 plans its steps from MINUTES (default 20)
+# of its own speed on 2 threads, and every other run (control seed 1, the lever's seeds 0 and 1)
+# trains exactly that step count, so the two arms differ only in the lever. The validation images
 # choose each run's weights; those weights are scored on the test split.
 #
-#   scripts/hib-levers-ab.sh STUDY [SEED...]     STUDY: recompose or digit-shift; SEED: 0 1 (default: both)
+#   scripts/hib-levers-ab.sh STUDY [SEED...]     STUDY: recompose, digit-shift or weight-decay; SEED: 0 1 (default: both)
 #
 # Runs go to results/hib/<STUDY>/<arm>-seed<N> (log beside it), their test scores to
 # <arm>-seed<N>.test.json there (`hedge hib eval --json`). A run with its score is skipped and an
@@ -32,28 +37,36 @@ source scripts/lib/hib-eval-scored.sh
 hedge=${HEDGE:-./target/release/hedge}
 minutes=${MINUTES:-20}
 study=${1:-}
+unused=(--validation-digits unused)
 case "$study" in
-    recompose) lever=recompose; control_flags=(); lever_flags=(--recompose) ;;
-    digit-shift) lever=shift2; control_flags=(--validation-digits unused)
-        lever_flags=(--validation-digits unused --digit-shift 2) ;;
-    *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift [SEED...]" >&2; exit 2 ;;
+    recompose) lever=recompose; control_study=recompose; control_flags=(); lever_flags=(--recompose) ;;
+    digit-shift) lever=shift2; control_study=digit-shift; control_flags=("${unused[@]}")
+        lever_flags=("${unused[@]}" --digit-shift 2) ;;
+    weight-decay) lever=wd5e-2; control_study=digit-shift; control_flags=("${unused[@]}")
+        lever_flags=("${unused[@]}" --weight-decay 5e-2) ;;
+    *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift|weight-decay [SEED...]" >&2; exit 2 ;;
 esac
 shift
 root=results/hib/$study
+control_root=results/hib/$control_study
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1)
 mkdir -p "$root"
 watch=(--watch-every 500 --watch test --threads 2)
 common=(--config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --no-eval)
 planned_steps() {
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$root/control-seed0/config.json"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$control_root/control-seed0/config.json"
 }
 for seed in "${seeds[@]}"; do
     for arm in control "$lever"; do
-        out=$root/$arm-seed$seed
+        if [ "$arm" = control ]; then out=$control_root/$arm-seed$seed; else out=$root/$arm-seed$seed; fi
         if [ -f "$out.test.json" ]; then
             echo "$out: done, skipped"
             continue
+        fi
+        if [ "$arm" = control ] && [ "$control_root" != "$root" ]; then
+            echo "$out: the control of $study is $control_study's; run scripts/hib-levers-ab.sh $control_study $seed first" >&2
+            exit 2
         fi
         if [ -f "$out/config.json" ]; then
             # --resume restores the watches (and every other setting) from the run's config.json.
@@ -62,7 +75,7 @@ for seed in "${seeds[@]}"; do
             if [ "$arm$seed" = control0 ]; then
                 length=(--budget-minutes "$minutes" --finish-planned-steps)
             else
-                [ -f "$root/control-seed0.test.json" ] || {
+                [ -f "$control_root/control-seed0.test.json" ] || {
                     echo "control seed 0 first: it plans the step count every other run trains" >&2
                     exit 2
                 }

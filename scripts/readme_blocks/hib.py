@@ -944,13 +944,17 @@ def long_run_gallery_block(run="long-run"):
 BLOCKS["long-run-gallery"] = long_run_gallery_block
 
 
-def ab_block(study, lever):
+def ab_block(study, lever, control_study=None):
     """scripts/hib-levers-ab.sh STUDY's runs: each finished run's (`<arm>-seed<N>.test.json`)
     steps, the validation images at the step they chose (best.json) and the test split with those
-    weights, then `lever` − control seed by seed."""
+    weights, then `lever` − control seed by seed. The control runs are `control_study`'s where the
+    study shares another's (the same recipe, validation digits and step count)."""
     runs = {(arm, seed): folder for arm, seed, folder in lever_runs(study)
-            if os.path.exists(f"{folder}.test.json")}
-    if not runs:
+            if os.path.exists(f"{folder}.test.json") and (control_study is None or arm == lever)}
+    if control_study is not None:
+        runs.update({(arm, seed): folder for arm, seed, folder in lever_runs(control_study)
+                     if arm == "control" and os.path.exists(f"{folder}.test.json")})
+    if not runs or (control_study is not None and not any(arm == lever for arm, _ in runs)):
         return f"Not run yet (`scripts/hib-levers-ab.sh {study}`)."
     tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
     # Runs written before `validation_digits` existed validated on the held-out images' own digits.
@@ -1016,6 +1020,7 @@ def ab_gap_over_run(runs, lever, pairs):
 
 BLOCKS["recompose"] = lambda: ab_block("recompose", "recompose")
 BLOCKS["digit-shift"] = lambda: ab_block("digit-shift", "shift2")
+BLOCKS["weight-decay"] = lambda: ab_block("weight-decay", "wd5e-2", control_study="digit-shift")
 
 
 # A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;
