@@ -170,7 +170,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "out")]
     overwrite: bool,
     /// Continue the run in this directory from its last checkpoint.
-    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "weight_decay", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
+    #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "weight_decay", "dropout", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
     /// Digits per image (N).
     #[arg(long)]
@@ -254,6 +254,10 @@ pub struct TrainArgs {
     /// in the paper).
     #[arg(long, value_name = "DECAY")]
     weight_decay: Option<f64>,
+    /// Drop the trunk's features out before the head with this probability while training (e.g.
+    /// 0.5; 0: off, the paper's network; not in the paper).
+    #[arg(long, value_name = "P")]
+    dropout: Option<f64>,
     /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
     #[arg(long, requires = "group")]
     all_pairs: bool,
@@ -483,6 +487,9 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     }
     if let Some(v) = args.weight_decay {
         c.weight_decay = v;
+    }
+    if let Some(v) = args.dropout {
+        c.dropout = v;
     }
     if let Some(v) = &args.channels {
         let [a, b] = v[..] else { bail!("--channels takes two widths, A,B (e.g. 64,128); got {} values", v.len()) };

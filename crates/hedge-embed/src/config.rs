@@ -236,6 +236,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `match_init` | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
 /// | `norm` | none | none or batch normalisation after each convolution | |
 /// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
+/// | `dropout` | 0 | training only: dropout of the trunk's features before the head, with this probability (0: off, the paper's network; not in the paper) | [0, 1) |
 /// | `weight_decay` | 0 | decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate (0: off, the paper's Adam; biases and the match head never decay) | ≥ 0, `weight_decay · learning_rate` < 1 |
 /// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
 /// | `recompose` | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
@@ -274,6 +275,8 @@ pub struct HibConfig {
     pub ema_decay: f64,
     /// Decoupled weight decay ([`crate::optim::Adam::set_weight_decay`]); 0 is the paper's plain Adam.
     pub weight_decay: f64,
+    /// Dropout probability of the trunk's features while training ([`crate::HibNet::forward_t`]).
+    pub dropout: f64,
     pub pair_set: PairSet,
     /// Train on images recomposed each step from the training split's digit images
     /// ([`hedge_data::ImageDataset::render_recomposed_batch`]) instead of the table's own.
@@ -364,6 +367,7 @@ impl Default for HibConfig {
             norm: Norm::None,
             ema_decay: 0.0,
             weight_decay: 0.0,
+            dropout: 0.0,
             pair_set: PairSet::Sampled,
             recompose: false,
             digit_shift: 0,
@@ -413,6 +417,8 @@ struct HibConfigFile {
     ema_decay: f64,
     /// Absent (0) in the `config.json` of runs written before it existed.
     weight_decay: f64,
+    /// Absent (0) in the `config.json` of runs written before it existed.
+    dropout: f64,
     pair_set: PairSet,
     /// Absent (false) in the `config.json` of runs written before it existed.
     recompose: bool,
@@ -479,6 +485,7 @@ macro_rules! with_shared_fields {
             norm: $from.norm,
             ema_decay: $from.ema_decay,
             weight_decay: $from.weight_decay,
+            dropout: $from.dropout,
             pair_set: $from.pair_set,
             recompose: $from.recompose,
             digit_shift: $from.digit_shift,
@@ -571,6 +578,7 @@ impl HibConfig {
         with_norm: norm: Norm,
         with_ema_decay: ema_decay: f64,
         with_weight_decay: weight_decay: f64,
+        with_dropout: dropout: f64,
         with_pair_set: pair_set: PairSet,
         with_recompose: recompose: bool,
         with_digit_shift: digit_shift: usize,
@@ -899,6 +907,9 @@ impl ParamGuard for HibConfig {
         if !(0.0..1.0).contains(&self.ema_decay) {
             return fail("ema_decay", self.ema_decay, "use 0 (off) or a decay in (0, 1) such as 0.999");
         }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return fail("dropout", self.dropout, "use 0 (off) or a probability in (0, 1) such as 0.5");
+        }
         // Each step multiplies a decayed weight by 1 − learning rate · weight_decay: at 1 or more
         // the weights would vanish or flip sign in one step.
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0 && self.weight_decay * self.learning_rate < 1.0)
@@ -1047,6 +1058,7 @@ mod tests {
             (HibConfig::default().with_head_lr_scale(0.0), "head_lr_scale"),
             (HibConfig::default().with_ema_decay(1.0), "ema_decay"),
             (HibConfig::default().with_weight_decay(-1e-4), "weight_decay"),
+            (HibConfig::default().with_dropout(1.0), "dropout"),
             (HibConfig::default().with_learning_rate(0.01).with_weight_decay(100.0), "weight_decay"),
             (HibConfig::default().with_pair_set(PairSet::All), "pair_set"),
             (HibConfig::default().with_validation_fraction(0.6), "validation_fraction"),

@@ -26,6 +26,8 @@ pub struct HibNet {
     components: i64,
     pub(crate) dim: i64,
     min_variance: f64,
+    /// Dropout probability of the trunk's features while training (`config.dropout`).
+    dropout: f64,
     bf16: bool,
 }
 
@@ -60,6 +62,7 @@ impl HibNet {
             components,
             dim,
             min_variance: config.min_variance,
+            dropout: config.dropout,
             bf16: config.conv_precision.resolve(vs.device()) == ConvPrecision::Bf16,
         }
     }
@@ -120,12 +123,17 @@ impl HibNet {
         self.forward_t(x, false)
     }
 
-    /// Embeds a batch of images; `train` as in [`HibNet::features_t`].
+    /// Embeds a batch of images; `train` as in [`HibNet::features_t`], and with `train` the
+    /// trunk's features are dropped out with probability `config.dropout` (scaled by 1 / (1 − p),
+    /// so inference needs no change; the mask comes from libtorch's generator, which training
+    /// seeds every step).
     ///
     /// # Shapes
     /// `x`: `[B, 1, 28, 28N]`; returns means (and variances) `[B, C, D]`.
     pub fn forward_t(&self, x: &Tensor, train: bool) -> Embedding {
-        let out = self.head.forward(&self.features_t(x, train));
+        let features = self.features_t(x, train);
+        let features = if train && self.dropout > 0.0 { features.dropout(self.dropout, true) } else { features };
+        let out = self.head.forward(&features);
         match self.kind {
             ModelKind::Point => Embedding::point(out),
             _ => {

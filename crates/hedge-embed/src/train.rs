@@ -767,6 +767,23 @@ mod tests {
         assert_eq!(adam.set_weight_decay(config.weight_decay, HibNet::is_decayed), 3);
     }
 
+    /// Dropout acts while training only: at inference a network with dropout embeds exactly as
+    /// the same weights without it, while training it drops features (and a network without
+    /// dropout or batch norm trains on what it infers).
+    #[test]
+    fn dropout_acts_while_training_only() {
+        let _turn = hedge_run::lock_generator();
+        let plain = HibConfig::default();
+        let (_vs, without) = build_model(&plain, Device::Cpu).unwrap();
+        let (_vs2, with) = build_model(&plain.clone().with_dropout(0.5), Device::Cpu).unwrap();
+        let x = Tensor::rand([4, 1, 28, 56], (Kind::Float, Device::Cpu));
+        let infer = without.forward(&x).mean;
+        assert!(with.forward(&x).mean.equal(&infer));
+        assert!(without.forward_t(&x, true).mean.equal(&infer));
+        let trained = with.forward_t(&x, true).mean;
+        assert!((trained - &infer).abs().max().double_value(&[]) > 1e-3);
+    }
+
     /// The all-pairs loss of point embeddings equals the balanced average computed by hand.
     #[test]
     fn all_pair_loss_balances_matching_and_non_matching_pairs() {

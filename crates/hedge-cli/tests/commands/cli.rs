@@ -290,13 +290,14 @@ fn validation_images_with_new_digits_are_recorded_and_evaluated() {
     assert!(!o.status.success() && stderr(&o).contains("holds no images out"), "{}", stderr(&o));
 }
 
-/// `--weight-decay` is recorded in the run's config (a resumed run reads it back from there), and
-/// a decay that would wipe the weights out in one step is refused by name, leaving no run behind.
+/// `--weight-decay` and `--dropout` are recorded in the run's config (a resumed run reads them
+/// back from there), and values that would wipe the weights out in one step or drop every
+/// feature are refused by name, leaving no run behind.
 #[test]
-fn weight_decay_is_recorded_and_checked() {
+fn weight_decay_and_dropout_are_recorded_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let train = |decay: &str, out: &std::path::Path| {
+    let train = |decay: &str, dropout: &str, out: &std::path::Path| {
         let o = hedge(&[
             "hib",
             "train",
@@ -311,21 +312,26 @@ fn weight_decay_is_recorded_and_checked() {
             "0.01",
             "--weight-decay",
             decay,
+            "--dropout",
+            dropout,
             "--out",
             s(out),
         ]);
         (o.status.success(), stderr(&o))
     };
-    let (ok, err) = train("1e-4", &run);
+    let (ok, err) = train("1e-4", "0.5", &run);
     assert!(ok, "{err}");
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["hib"]["weight_decay"].as_f64(), Some(1e-4));
+    assert_eq!(config["hib"]["dropout"].as_f64(), Some(0.5));
     let refused = dir.path().join("refused");
-    let (ok, err) = train("100", &refused);
-    assert!(!ok && err.contains("weight_decay") && err.contains("below 1"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(!refused.exists(), "a refused run must not leave a directory behind");
+    for (decay, dropout, expected) in [("100", "0", "below 1"), ("0", "1", "dropout")] {
+        let (ok, err) = train(decay, dropout, &refused);
+        assert!(!ok && err.contains(expected), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!refused.exists(), "a refused run must not leave a directory behind");
+    }
 }
 
 /// A tiny reproduction (2 steps a model, 1 repeat): the tables, summary.json in the documented

@@ -44,7 +44,7 @@ fn grouped(steps: usize) -> HibConfig {
 
 /// Every recipe lever at once: all pairs of the grouped batch, batch norm, a weight average,
 /// a fast match head started from the first batch, warm-up and cosine decay, images recomposed
-/// from their digits, decoupled weight decay.
+/// from their digits, decoupled weight decay, dropout.
 fn recipe(steps: usize) -> HibConfig {
     grouped(steps)
         .with_recompose(true)
@@ -56,6 +56,7 @@ fn recipe(steps: usize) -> HibConfig {
         .with_warmup_steps(1)
         .with_lr_schedule(LrSchedule::Cosine)
         .with_weight_decay(0.05)
+        .with_dropout(0.5)
 }
 
 #[test]
