@@ -17,13 +17,16 @@
 #   with), against the digit-shift study's control runs, which are this arm's recipe, validation
 #   digits and step count without the decay: they are read from results/hib/digit-shift/, not
 #   trained again.
+# - `dropout` (results/hib/dropout/): `drop5e-1`, `--dropout 0.5` (the trunk's features dropped out
+#   before the head while training, at the rate of the classic MNIST CNNs), against the same
+#   digit-shift control runs.
 #
 # None of the levers is in the paper. `control` seed 0 plans its steps from MINUTES (default 20)
 # of its own speed on 2 threads, and every other run (control seed 1, the lever's seeds 0 and 1)
 # trains exactly that step count, so the two arms differ only in the lever. The validation images
 # choose each run's weights; those weights are scored on the test split.
 #
-#   scripts/hib-levers-ab.sh STUDY [SEED...]     STUDY: recompose, digit-shift or weight-decay; SEED: 0 1 (default: both)
+#   scripts/hib-levers-ab.sh STUDY [SEED...]     STUDY: recompose, digit-shift, weight-decay or dropout; SEED: 0 1 (default: both)
 #
 # Runs go to results/hib/<STUDY>/<arm>-seed<N> (log beside it), their test scores to
 # <arm>-seed<N>.test.json there (`hedge hib eval --json`). A run with its score is skipped and an
@@ -44,7 +47,9 @@ case "$study" in
         lever_flags=("${unused[@]}" --digit-shift 2) ;;
     weight-decay) lever=wd5e-2; control_study=digit-shift; control_flags=("${unused[@]}")
         lever_flags=("${unused[@]}" --weight-decay 5e-2) ;;
-    *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift|weight-decay [SEED...]" >&2; exit 2 ;;
+    dropout) lever=drop5e-1; control_study=digit-shift; control_flags=("${unused[@]}")
+        lever_flags=("${unused[@]}" --dropout 0.5) ;;
+    *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift|weight-decay|dropout [SEED...]" >&2; exit 2 ;;
 esac
 shift
 root=results/hib/$study

@@ -1021,6 +1021,7 @@ def ab_gap_over_run(runs, lever, pairs):
 BLOCKS["recompose"] = lambda: ab_block("recompose", "recompose")
 BLOCKS["digit-shift"] = lambda: ab_block("digit-shift", "shift2")
 BLOCKS["weight-decay"] = lambda: ab_block("weight-decay", "wd5e-2", control_study="digit-shift")
+BLOCKS["dropout"] = lambda: ab_block("dropout", "drop5e-1", control_study="digit-shift")
 
 
 # A gain under SPREAD of the table's seed standard deviations is not told apart from seed noise;
