@@ -14,9 +14,9 @@
 #   test split where the table's own held-out images do not (time-to-quality.md, section 2).
 # - `weight-decay` (results/hib/weight-decay/): `wd5e-2`, `--weight-decay 5e-2` (decoupled weight
 #   decay of the conv and head weights, AdamW, in the middle of the 0.01-0.1 it is usually run
-#   with), against the digit-shift study's control runs, which are this arm's recipe, validation
-#   digits and step count without the decay: they are read from results/hib/digit-shift/, not
-#   trained again.
+#   with), then `wd1e-1` and `wd2e-1` (its strength), against the digit-shift study's control
+#   runs, which are these arms' recipe, validation digits and step count without the decay: they
+#   are read from results/hib/digit-shift/, not trained again.
 # - `dropout` (results/hib/dropout/): `drop5e-1`, `--dropout 0.5` (the trunk's features dropped out
 #   before the head while training, at the rate of the classic MNIST CNNs), against the same
 #   digit-shift control runs.
@@ -41,16 +41,22 @@ hedge=${HEDGE:-./target/release/hedge}
 minutes=${MINUTES:-20}
 study=${1:-}
 unused=(--validation-digits unused)
+# The lever arms of each study, and the flags of an arm (the control's are the study's own).
 case "$study" in
-    recompose) lever=recompose; control_study=recompose; control_flags=(); lever_flags=(--recompose) ;;
-    digit-shift) lever=shift2; control_study=digit-shift; control_flags=("${unused[@]}")
-        lever_flags=("${unused[@]}" --digit-shift 2) ;;
-    weight-decay) lever=wd5e-2; control_study=digit-shift; control_flags=("${unused[@]}")
-        lever_flags=("${unused[@]}" --weight-decay 5e-2) ;;
-    dropout) lever=drop5e-1; control_study=digit-shift; control_flags=("${unused[@]}")
-        lever_flags=("${unused[@]}" --dropout 0.5) ;;
+    recompose) levers=(recompose); control_study=recompose; control_flags=() ;;
+    digit-shift) levers=(shift2); control_study=digit-shift; control_flags=("${unused[@]}") ;;
+    weight-decay) levers=(wd5e-2 wd1e-1 wd2e-1); control_study=digit-shift; control_flags=("${unused[@]}") ;;
+    dropout) levers=(drop5e-1); control_study=digit-shift; control_flags=("${unused[@]}") ;;
     *) echo "usage: scripts/hib-levers-ab.sh recompose|digit-shift|weight-decay|dropout [SEED...]" >&2; exit 2 ;;
 esac
+arm_flags() {
+    case "$1" in
+        recompose) echo --recompose ;;
+        shift2) echo "${unused[@]}" --digit-shift 2 ;;
+        wd*) echo "${unused[@]}" --weight-decay "${1#wd}" ;;
+        drop5e-1) echo "${unused[@]}" --dropout 0.5 ;;
+    esac
+}
 shift
 root=results/hib/$study
 control_root=results/hib/$control_study
@@ -63,7 +69,7 @@ planned_steps() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$control_root/control-seed0/config.json"
 }
 for seed in "${seeds[@]}"; do
-    for arm in control "$lever"; do
+    for arm in control "${levers[@]}"; do
         if [ "$arm" = control ]; then out=$control_root/$arm-seed$seed; else out=$root/$arm-seed$seed; fi
         if [ -f "$out.test.json" ]; then
             echo "$out: done, skipped"
@@ -87,7 +93,8 @@ for seed in "${seeds[@]}"; do
                 length=(--steps "$(planned_steps)")
             fi
             flags=(${control_flags[@]+"${control_flags[@]}"})
-            [ "$arm" = "$lever" ] && flags=("${lever_flags[@]}")
+            # shellcheck disable=SC2207  # the flags are words without spaces
+            [ "$arm" = control ] || flags=($(arm_flags "$arm"))
             "$hedge" hib train "${common[@]}" ${flags[@]+"${flags[@]}"} --seed "$seed" "${length[@]}" "${watch[@]}" \
                 --out "$out" >"$out.log" 2>&1
         fi

@@ -944,17 +944,20 @@ def long_run_gallery_block(run="long-run"):
 BLOCKS["long-run-gallery"] = long_run_gallery_block
 
 
-def ab_block(study, lever, control_study=None):
+def ab_block(study, levers, control_study=None):
     """scripts/hib-levers-ab.sh STUDY's runs: each finished run's (`<arm>-seed<N>.test.json`)
     steps, the validation images at the step they chose (best.json) and the test split with those
-    weights, then `lever` − control seed by seed. The control runs are `control_study`'s where the
-    study shares another's (the same recipe, validation digits and step count)."""
+    weights, then each of `levers` (an arm name, or several in the script's order) − control seed
+    by seed. The control runs are `control_study`'s where the study shares another's (the same
+    recipe, validation digits and step count)."""
+    levers = (levers,) if isinstance(levers, str) else tuple(levers)
+    order = {arm: i for i, arm in enumerate(("control",) + levers)}
     runs = {(arm, seed): folder for arm, seed, folder in lever_runs(study)
-            if os.path.exists(f"{folder}.test.json") and (control_study is None or arm == lever)}
+            if os.path.exists(f"{folder}.test.json") and (control_study is None or arm in levers)}
     if control_study is not None:
         runs.update({(arm, seed): folder for arm, seed, folder in lever_runs(control_study)
                      if arm == "control" and os.path.exists(f"{folder}.test.json")})
-    if not runs or (control_study is not None and not any(arm == lever for arm, _ in runs)):
+    if not runs or (control_study is not None and not any(arm in levers for arm, _ in runs)):
         return f"Not run yet (`scripts/hib-levers-ab.sh {study}`)."
     tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
     # Runs written before `validation_digits` existed validated on the held-out images' own digits.
@@ -962,13 +965,13 @@ def ab_block(study, lever, control_study=None):
                      for folder in runs.values()})
     out = [f"| arm | seed | steps | chosen at step | validation, {' / '.join(digits)} digits (chosen) | "
            "test (chosen weights) |", "|---|---|---|---|---|---|"]
-    for (arm, seed), folder in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    for (arm, seed), folder in sorted(runs.items(), key=lambda kv: (kv[0][1], order.get(kv[0][0], len(order)))):
         steps = load(os.path.join(folder, "config.json"))["hib"]["steps"]
         best = load(os.path.join(folder, "best.json"))
         test = tests[(arm, seed)]
         out.append(f"| {arm} | {seed} | {steps:,} | {best['step']:,} | {fmt(best['validation'], dot=True)} | "
                    + " / ".join(cells4(test, dot=True)) + " |")
-    arms = sorted({arm for arm, _ in runs})
+    arms = sorted({arm for arm, _ in runs}, key=lambda arm: order.get(arm, len(order)))
     out += ["", "| arm | seeds | test, mean over seeds | test, seed range (max − min) |", "|---|---|---|---|"]
     for arm in arms:
         of_arm = [t for (a, _), t in sorted(tests.items()) if a == arm]
@@ -977,8 +980,10 @@ def ab_block(study, lever, control_study=None):
         ranges = [max(t[m][v] for t in of_arm) - min(t[m][v] for t in of_arm) for m, v in CELLS]
         out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(cells4(means, dot=True)) + " | "
                    + (" / ".join(f"{x:.3f}" for x in ranges) if len(of_arm) > 1 else "—") + " |")
-    pairs = sorted(seed for arm, seed in runs if arm == lever and ("control", seed) in runs)
-    if pairs:
+    for lever in levers:
+        pairs = sorted(seed for arm, seed in runs if arm == lever and ("control", seed) in runs)
+        if not pairs:
+            continue
         out += ["", f"{lever} − control on the test split, seed by seed (AP clean / AP corrupt / KNN clean / "
                 "KNN corrupt): " + "; ".join(
                     f"seed {seed}: " + " / ".join(
@@ -1020,7 +1025,7 @@ def ab_gap_over_run(runs, lever, pairs):
 
 BLOCKS["recompose"] = lambda: ab_block("recompose", "recompose")
 BLOCKS["digit-shift"] = lambda: ab_block("digit-shift", "shift2")
-BLOCKS["weight-decay"] = lambda: ab_block("weight-decay", "wd5e-2", control_study="digit-shift")
+BLOCKS["weight-decay"] = lambda: ab_block("weight-decay", ("wd5e-2", "wd1e-1", "wd2e-1"), control_study="digit-shift")
 BLOCKS["dropout"] = lambda: ab_block("dropout", "drop5e-1", control_study="digit-shift")
 
 
