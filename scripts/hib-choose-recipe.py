@@ -14,6 +14,16 @@ scripts/hib-levers-instance.sh trains when given none) must have finished at lea
 still training, or not started, cannot lose by being absent. The recipe is written to a
 temporary file beside --out (default results/hib/recipe.toml) and renamed over it; --dry-run
 prints it instead.
+
+    python3 scripts/hib-choose-recipe.py --ab-study weight-decay [--min-seeds 2] [--out FILE] [--dry-run]
+
+adds an A/B study's arm (scripts/hib-levers-ab.sh) to the base recipe the arms were trained on
+(results/hib/ab-recipe.toml): of the arms that beat the study's control runs on the validation
+score at every seed both have (the same images, digits and step count), the one with the best
+mean wins, and the settings its seed-0 run sets away from hedge's defaults (weight decay, dropout,
+recompose, digit shift, validation digits) join the base recipe's. Every arm the script trains
+for the study must have finished --min-seeds seeds; when no arm beats the control the base recipe
+stands and nothing is written.
 """
 import argparse
 import json
@@ -23,7 +33,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from readme_blocks.common import ROOT  # noqa: E402
-from readme_blocks.hib import HIB, RECIPE_STUDY, lever_runs, load, ranked_levers, recipe_keys  # noqa: E402
+from readme_blocks.hib import (AB_KEYS, AB_STUDIES, HIB, RECIPE_STUDY, lever_runs, load,  # noqa: E402
+                               load_toml_recipe, ranked_levers, recipe_keys)
 
 
 def study_levers():
@@ -33,6 +44,91 @@ def study_levers():
     if not m:
         sys.exit("hib-choose-recipe: scripts/hib-levers-instance.sh has no default `runs=(...)` line; pass --levers")
     return m.group(1).split()
+
+
+def ab_study_arms(study):
+    """The lever arms scripts/hib-levers-ab.sh trains for `study` (its `STUDY) levers=(...)` line)."""
+    with open(os.path.join(ROOT, "scripts", "hib-levers-ab.sh")) as f:
+        m = re.search(rf"^\s*{re.escape(study)}\) levers=\(([a-z0-9 -]+)\);", f.read(), re.M)
+    if not m:
+        sys.exit(f"hib-choose-recipe: scripts/hib-levers-ab.sh trains no study {study!r}")
+    return m.group(1).split()
+
+
+def finished_scores(study, arms):
+    """{arm: {seed: (validation score, folder)}} of a study's finished runs (its test score written)."""
+    scores = {}
+    for arm, seed, folder in lever_runs(study):
+        if arm in arms and os.path.exists(f"{folder}.test.json"):
+            scores.setdefault(arm, {})[seed] = (load(os.path.join(folder, "best.json"))["score"], folder)
+    return scores
+
+
+def choose_ab_arm(study, min_seeds):
+    """(arm, mean score, seeds, folder of its seed-0 run) of the A/B arm that beats the control at
+    every shared seed with the best mean validation score, or None; the verdict of each arm."""
+    arms = ab_study_arms(study)
+    scores = finished_scores(study, arms)
+    control = finished_scores(AB_STUDIES[study], ["control"]).get("control", {})
+    short = [f"{arm} ({len(scores.get(arm, {}))})" for arm in arms if len(scores.get(arm, {})) < min_seeds]
+    if short or len(control) < min_seeds:
+        sys.exit(f"hib-choose-recipe: results/hib/{study}: fewer than {min_seeds} finished seeds for "
+                 f"{', '.join(short + ([f'control ({len(control)})'] if len(control) < min_seeds else []))}; "
+                 f"finish them (scripts/hib-levers-ab.sh {study}) or lower --min-seeds")
+    best, verdicts = None, []
+    for arm in arms:
+        seeds = sorted(scores[arm])
+        mean = sum(scores[arm][s][0] for s in seeds) / len(seeds)
+        shared = [s for s in seeds if s in control]
+        beats = bool(shared) and all(scores[arm][s][0] > control[s][0] for s in shared)
+        verdicts.append(f"{arm} {mean:.4f} over seeds {', '.join(map(str, seeds))}, "
+                        + ("above" if beats else "not above") + " the control at every seed")
+        if beats and (best is None or mean > best[1]):
+            best = (arm, mean, seeds, scores[arm][min(seeds)][1])
+    return best, verdicts
+
+
+def write_recipe(text, out, dry_run, said):
+    if dry_run:
+        sys.stdout.write(text)
+        return
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, out)
+    print(f"{out}: {said}")
+
+
+def main_ab(args):
+    best, verdicts = choose_ab_arm(args.ab_study, args.min_seeds)
+    if best is None:
+        sys.exit(f"hib-choose-recipe: no arm of results/hib/{args.ab_study} beats its control at every seed "
+                 f"({'; '.join(verdicts)}); the base recipe stands, nothing written")
+    arm, mean, seeds, folder = best
+    config = load(os.path.join(folder, "config.json"))["hib"]
+    base_path = os.path.join(HIB, "ab-recipe.toml")
+    base = load_toml_recipe(base_path)
+    differs = [k for k in recipe_keys(config) if k not in AB_KEYS and config[k] != base.get(k)]
+    if differs:
+        sys.exit(f"hib-choose-recipe: {os.path.relpath(folder, ROOT)}/config.json differs from "
+                 f"results/hib/ab-recipe.toml in {', '.join(differs)}: the arm was not trained on that base recipe")
+    added = [k for k in AB_KEYS if k in recipe_keys(config)]
+    with open(base_path) as f:
+        base_lines = [line.rstrip("\n") for line in f if re.fullmatch(r"\w+ = .+", line.strip())]
+    lines = [
+        "# The recipe of the instance-protocol tables (results/hib/README.md): MoG-1's settings, applied to",
+        "# point, MoG-1 and MoG-2 by `hedge hib reproduce --config` (scripts/hib-table.sh).",
+        "#",
+        f"# Written by `python3 scripts/hib-choose-recipe.py --ab-study {args.ab_study}`: the base recipe the",
+        "# A/B studies train on (results/hib/ab-recipe.toml, itself the lever study's choice) and the",
+        f"# settings of the arm {arm}, above the control at every seed on the validation score (mean",
+        f"# {mean:.4f} over seeds {', '.join(map(str, seeds))}; the runs are in results/hib/{args.ab_study}/,",
+        "# time-to-quality.md section 2). Every arm's mean validation score:",
+        *(f"#   {verdict}" for verdict in verdicts),
+        *base_lines,
+        *(f"{k} = {toml_value(config[k])}" for k in added),
+    ]
+    write_recipe("\n".join(lines) + "\n", args.out, args.dry_run, f"base recipe + {args.ab_study}/{arm} ({mean:.4f})")
 
 
 def toml_value(value):
@@ -52,7 +148,10 @@ def main():
     parser.add_argument("--out", default=os.path.join(HIB, "recipe.toml"))
     parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the lever script's default list)")
     parser.add_argument("--dry-run", action="store_true", help="print the recipe, write nothing")
+    parser.add_argument("--ab-study", choices=sorted(AB_STUDIES), help="add the best arm of this A/B study to results/hib/ab-recipe.toml")
     args = parser.parse_args()
+    if args.ab_study:
+        return main_ab(args)
 
     if not lever_runs(args.study):
         sys.exit(f"hib-choose-recipe: results/hib/{args.study} holds no lever run (scripts/hib-levers-instance.sh makes them)")
@@ -81,15 +180,7 @@ def main():
     ]
     for key in recipe_keys(config):
         lines.append(f"{key} = {toml_value(config[key])}")
-    text = "\n".join(lines) + "\n"
-    if args.dry_run:
-        sys.stdout.write(text)
-        return
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, args.out)
-    print(f"{args.out}: {winner} ({mean:.4f}, {len(runs)} seeds)")
+    write_recipe("\n".join(lines) + "\n", args.out, args.dry_run, f"{winner} ({mean:.4f}, {len(runs)} seeds)")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@
 #   before the head while training, at the rate of the classic MNIST CNNs), against the same
 #   digit-shift control runs.
 #
-# None of the levers is in the paper. `control` seed 0 plans its steps from MINUTES (default 20)
+# Every arm, control included, trains results/hib/ab-recipe.toml (the lever study's recipe the
+# studies started from), not results/hib/recipe.toml, which may since have taken an arm on: a
+# control read from another study stays the recipe its arms add one setting to. None of the levers is in the paper. `control` seed 0 plans its steps from MINUTES (default 20)
 # of its own speed on 2 threads, and every other run (control seed 1, the lever's seeds 0 and 1)
 # trains exactly that step count, so the two arms differ only in the lever. The validation images
 # choose each run's weights; those weights are scored on the test split.
@@ -64,7 +66,7 @@ seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1)
 mkdir -p "$root"
 watch=(--watch-every 500 --watch test --threads 2)
-common=(--config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --no-eval)
+common=(--config results/hib/ab-recipe.toml --digits 2 --dim 2 --model gaussian --no-eval)
 planned_steps() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["hib"]["steps"])' "$control_root/control-seed0/config.json"
 }

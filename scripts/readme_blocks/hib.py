@@ -46,6 +46,13 @@ WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set", "learning_rate", "warmup_steps",
               "lr_schedule", "norm", "ema_decay", "channels")
 STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
+# What an arm of an A/B study (scripts/hib-levers-ab.sh) adds to the recipe, with the value a
+# config written before the field existed means (hedge's default, the paper's).
+AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared"}
+# The A/B studies that train arms on the shared base recipe (`results/hib/ab-recipe.toml`), in the
+# order they were run, with the study whose control runs they are measured against.
+AB_STUDIES = {"recompose": "recompose", "digit-shift": "digit-shift", "weight-decay": "digit-shift",
+              "dropout": "digit-shift"}
 RECIPE_STUDY = "instance-levers-f32"
 
 
@@ -176,7 +183,8 @@ def paper_items_block():
 
 def recipe_keys(config):
     """The recipe fields of a run's `hib` config: LEVER_KEYS and STUDY_KEYS less the batch settings
-    its batch composition does not use (config.json records both)."""
+    its batch composition does not use (config.json records both), then the A/B keys the config
+    sets away from their defaults."""
     keys = []
     for key in LEVER_KEYS + STUDY_KEYS:
         if key == "batch_pairs" and config["batch"] == "grouped":
@@ -184,18 +192,37 @@ def recipe_keys(config):
         if key in ("group_classes", "group_size") and config["batch"] != "grouped":
             continue
         keys.append(key)
-    return keys
+    return keys + [key for key, default in AB_KEYS.items() if config.get(key, default) != default]
+
+
+def recipe_value(config, key):
+    """A recipe field of a `hib` config, an A/B key absent from an older config read as its default."""
+    return config.get(key, AB_KEYS.get(key))
+
+
+def same_recipe(a, b):
+    """Whether two `hib` configs train the same recipe (the fields `recipe_keys` names in either)."""
+    keys = dict.fromkeys(recipe_keys(a) + recipe_keys(b))
+    return all(recipe_value(a, k) == recipe_value(b, k) for k in keys)
 
 
 def recipe_lever(config, study=RECIPE_STUDY):
-    """The lever of `study` whose seed-0 run trained the recipe of `config` (a `hib` config), or
-    None: how a table names the recipe it trained once `recipe.toml` has moved on."""
+    """The lever of `study` whose seed-0 run trained the recipe of `config` (a `hib` config), or an
+    A/B study's arm on it (`l-peak1e-2-16x16 + weight-decay/wd1e-1`), or None: how a table names
+    the recipe it trained once `recipe.toml` has moved on."""
     for lever, seed, folder in lever_runs(study):
-        if seed != 0:
-            continue
-        lever_config = load(os.path.join(folder, "config.json"))["hib"]
-        if all(lever_config.get(k) == config.get(k) for k in recipe_keys(config)):
+        if seed == 0 and same_recipe(load(os.path.join(folder, "config.json"))["hib"], config):
             return lever
+    for ab_study in AB_STUDIES:
+        for arm, seed, folder in lever_runs(ab_study):
+            if seed != 0 or arm == "control":
+                continue
+            arm_config = load(os.path.join(folder, "config.json"))["hib"]
+            if same_recipe(arm_config, config):
+                base = {**arm_config, **AB_KEYS}
+                named = next((lever for lever, s, f in lever_runs(study)
+                              if s == 0 and same_recipe(load(os.path.join(f, "config.json"))["hib"], base)), None)
+                return f"{named or 'a recipe of no lever'} + {ab_study}/{arm}"
     return None
 
 
@@ -210,7 +237,7 @@ def recipes_line():
             continue
         config = load(path)["recipe"]
         lever = recipe_lever(config) or "a recipe of no lever"
-        mark = " (today's `recipe.toml`)" if all(config.get(k) == v for k, v in current.items()) else ""
+        mark = " (today's `recipe.toml`)" if all(recipe_value(config, k) == v for k, v in current.items()) else ""
         named.append(f"{setting_label(setting)} `{lever}`{mark}")
     if not named:
         return ""
@@ -218,10 +245,11 @@ def recipes_line():
             "seed 0 trained it): " + "; ".join(named) + ".")
 
 
-def load_toml_recipe():
-    """`results/hib/recipe.toml`'s `key = value` lines (the chooser writes JSON-compatible values)."""
+def load_toml_recipe(path=os.path.join(HIB, "recipe.toml")):
+    """A recipe file's `key = value` lines (default `results/hib/recipe.toml`; the chooser writes
+    JSON-compatible values)."""
     recipe = {}
-    with open(os.path.join(HIB, "recipe.toml")) as f:
+    with open(path) as f:
         for line in f:
             m = re.fullmatch(r"(\w+) = (.+)", line.strip())
             if m:
