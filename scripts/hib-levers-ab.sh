@@ -83,7 +83,7 @@ for seed in "${seeds[@]}"; do
         fi
         if [ -f "$out/config.json" ]; then
             # --resume restores the watches (and every other setting) from the run's config.json.
-            "$hedge" hib train --resume "$out" --threads 2 >>"$out.log" 2>&1
+            "$hedge" hib train --resume "$out" --no-eval --threads 2 >>"$out.log" 2>&1
         else
             if [ "$arm$seed" = control0 ]; then
                 length=(--budget-minutes "$minutes" --finish-planned-steps)

@@ -15,8 +15,7 @@
   end); `paper-items` (results/hib/README.md) the file each of the paper's tables and figures
   went to in those folders, and the command that writes the ones still missing;
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
-  results/hib/n2-d2/summary.json (the first table's, n2-d2-d-peak1e-2/, until the retrained one
-  ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
+  results/hib/n2-d2/summary.json (the newest table moved aside, until the retrained one ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
   `instance-acceptance-others` the same for every other instance setting;
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set).
@@ -34,8 +33,14 @@ SETTINGS = ("n2-d2", "n2-d3", "n3-d2", "n3-d3")
 # 32 x 8 images, the long run's recipe) and moved aside when N = 2, D = 2 was retrained on the
 # re-chosen recipe; its JSON path fields name the new folder, its recorded commands the old one.
 N2D2_FIRST = "n2-d2-d-peak1e-2"
+# The second, trained on the re-chosen recipe (l-peak1e-2-16x16, 16 x 16 images) and moved aside
+# (`scripts/hib-move-table.py`) when N = 2, D = 2 was retrained on it with weight decay
+# (`weight-decay/`): its first pass's summary (one seed a model) and the third pass's runs so far.
+N2D2_SECOND = "n2-d2-l-peak1e-2-16x16"
+# The N = 2, D = 2 tables moved aside, newest first, and how a table row names each.
+N2D2_ASIDE = {N2D2_SECOND: "second table", N2D2_FIRST: "first table"}
 # Every instance table folder under results/hib, in the order the README tables list them.
-INSTANCE_TABLES = ("n2-d2", N2D2_FIRST, "n2-d3", "n3-d2", "n3-d3", "n2-d1")
+INSTANCE_TABLES = ("n2-d2", N2D2_SECOND, N2D2_FIRST, "n2-d3", "n3-d2", "n3-d3", "n2-d1")
 MODELS = (("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2"))
 CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_accuracy", "clean"),
          ("knn_accuracy", "corrupt"))
@@ -58,8 +63,8 @@ RECIPE_STUDY = "instance-levers-f32"
 
 def setting_label(setting):
     """`n2-d3` -> `N = 2, D = 3`; the first N = 2, D = 2 table -> `N = 2, D = 2 (first table)`."""
-    if setting == N2D2_FIRST:
-        return "N = 2, D = 2 (first table)"
+    if setting in N2D2_ASIDE:
+        return f"N = 2, D = 2 ({N2D2_ASIDE[setting]})"
     return setting.replace("n", "N = ").replace("-d", ", D = ")
 
 
@@ -157,11 +162,11 @@ TABLE_FOLDERS = INSTANCE_TABLES[:-1]
 PAPER_ITEMS = (
     ("Table 1: verification AP and KNN accuracy", "table1.md", TABLE_FOLDERS),
     ("Table 2: Kendall's τ between the η bin and AP or KNN", "table2.md", TABLE_FOLDERS),
-    ("Table 5 (Appendix E): β = 0 against β = 1e-4", "table5.md", ("n2-d2", N2D2_FIRST, "n3-d3")),
+    ("Table 5 (Appendix E): β = 0 against β = 1e-4", "table5.md", ("n2-d2", N2D2_SECOND, N2D2_FIRST, "n3-d3")),
     ("Table 6 (Appendix G): plurality KNN by gallery and probe", "table6.md", TABLE_FOLDERS),
     ("Table 7 (Appendix G): τ by gallery and probe", "table7.md", TABLE_FOLDERS),
     ("Appendix B (Figure 6): soft against vanilla contrastive loss, four margins", "appendix_b.md",
-     ("n2-d2", N2D2_FIRST)),
+     ("n2-d2", N2D2_SECOND, N2D2_FIRST)),
     ("Appendix D (Figure 11): the number line, adjacent pairs and run lengths", "appendix_d.md", ("n2-d1",)),
     ("Figure 5: AP and KNN by η bin (N = 3, D = 3, MoG-1)", "uncertainty_bins_mog1.png", ("n3-d3",)),
     ("Figures 3, 7, 8: embeddings of clean and corrupt test images", "embeddings_mog1.png", TABLE_FOLDERS),
@@ -175,7 +180,7 @@ def paper_items_block():
     for item, name, folders in PAPER_ITEMS:
         have = [f"`{f}/{name}`" for f in folders if os.path.exists(os.path.join(HIB, f, name))]
         missing = [f for f in folders if not os.path.exists(os.path.join(HIB, f, name))
-                   and f != N2D2_FIRST]
+                   and f not in N2D2_ASIDE]
         todo = ("not yet: " + ", ".join(f"`scripts/hib-table.sh {f}`" for f in missing)) if missing else ""
         rows.append(f"| {item} | {', '.join(have) or '—'} | {todo} |")
     return "\n".join(["| the paper's | written to | still to come |", "|---|---|---|"] + rows)
@@ -237,12 +242,15 @@ def recipes_line():
             continue
         config = load(path)["recipe"]
         lever = recipe_lever(config) or "a recipe of no lever"
-        mark = " (today's `recipe.toml`)" if all(recipe_value(config, k) == v for k, v in current.items()) else ""
+        today = (all(recipe_value(config, k) == v for k, v in current.items())
+                 and all(k in current for k in recipe_keys(config) if k in AB_KEYS))
+        mark = " (today's `recipe.toml`)" if today else ""
         named.append(f"{setting_label(setting)} `{lever}`{mark}")
     if not named:
         return ""
     return (f"Recipe each setting trained (its `config.json`, named by the `{RECIPE_STUDY}/` lever whose "
-            "seed 0 trained it): " + "; ".join(named) + ".")
+            "seed 0 trained it, and the arm of an A/B study, `scripts/hib-levers-ab.sh`, added to it where "
+            "one was): " + "; ".join(named) + ".")
 
 
 def load_toml_recipe(path=os.path.join(HIB, "recipe.toml")):
@@ -1125,12 +1133,12 @@ def instance_acceptance_block(setting="n2-d2"):
     s = load(path) if os.path.exists(path) else {}
     lead = []
     if s.get("protocol") != "instance" and setting == "n2-d2":
-        # Until the retrained table's summary exists, the first table's, said to be that.
-        first = os.path.join(HIB, N2D2_FIRST, "summary.json")
-        if os.path.exists(first):
+        # Until the retrained table's summary exists, the newest table moved aside, said to be that.
+        aside = next((t for t in N2D2_ASIDE if os.path.exists(os.path.join(HIB, t, "summary.json"))), None)
+        if aside is not None:
             lead = [f"`n2-d2/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it "
-                    f"ends, the first table, `{N2D2_FIRST}/`, on its earlier recipe:", ""]
-            setting, s = N2D2_FIRST, load(first)
+                    f"ends, the {N2D2_ASIDE[aside]}, `{aside}/`, on its earlier recipe:", ""]
+            setting, s = aside, load(os.path.join(HIB, aside, "summary.json"))
     if s.get("protocol") != "instance":
         return f"No instance-protocol summary in `{setting}/` yet."
     models = [(key, name) for key, name in MODELS if key in s["models"]]

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Move a HIB table aside before it is retrained on a re-chosen recipe (issue 33).
+
+    python3 scripts/hib-move-table.py SETTING NEW_NAME [--dry-run]
+
+`git mv`s results/hib/SETTING/ to results/hib/NEW_NAME/, with the files `scripts/hib-table.sh`
+writes beside it (SETTING.log, SETTING-curves.md and its PNGs), so that `scripts/hib-table.sh
+SETTING` trains the table afresh while the old one stays as evidence. The JSON path fields of the
+moved files (a report's `run` and `weights`, a summary's `runs`: every string value that starts
+with `results/hib/SETTING/`) then name the new folder; the recorded commands keep the folder they
+ran in (`--out results/hib/SETTING`), being what was run. The reproduction's checkpoint
+(`checkpoint.json`'s hashes of `progress.json` and `runs.jsonl`) is rewritten to match, so the moved
+folder still passes hedge's integrity check. Only tracked files move: a run folder git does not
+know (a run started and never checkpointed) is refused by name, to be removed or committed first.
+Each rewritten file goes to a temporary file beside it, then is renamed over it.
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from readme_blocks.common import ROOT  # noqa: E402
+
+HIB_REL = "results/hib"
+
+
+def git(*args, capture=False):
+    result = subprocess.run(["git", *args], cwd=ROOT, check=True, text=True,
+                            stdout=subprocess.PIPE if capture else None)
+    return result.stdout if capture else None
+
+
+def companions(setting):
+    """The files scripts/hib-table.sh writes beside a setting's folder: (old, new suffix)."""
+    base = os.path.join(ROOT, HIB_REL)
+    names = [f"{setting}.log", f"{setting}-curves.md"]
+    names += sorted(os.path.basename(p) for p in glob.glob(os.path.join(base, f"{setting}-curves_*.png")))
+    return [name for name in names if os.path.exists(os.path.join(base, name))]
+
+
+def rewrite(path, old_prefix, new_prefix):
+    """Replace every JSON string value that starts with `old_prefix` (a quoted path) in `path`;
+    a command, which starts with the binary, never does. Returns the count."""
+    with open(path) as f:
+        text = f.read()
+    count = text.count(f'"{old_prefix}')
+    if count:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text.replace(f'"{old_prefix}', f'"{new_prefix}'))
+        os.replace(tmp, path)
+    return count
+
+
+def refresh_checkpoint(folder):
+    """Rewrite a reproduction's checkpoint.json hashes and sizes of the files it lists."""
+    path = os.path.join(folder, "checkpoint.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        checkpoint = json.load(f)
+    for entry in checkpoint.get("files", []) + checkpoint.get("logs", []):
+        with open(os.path.join(folder, entry["name"]), "rb") as f:
+            data = f.read()
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+        entry["bytes"] = len(data)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(checkpoint, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("setting", help="a table folder under results/hib, e.g. n2-d2")
+    parser.add_argument("new_name", help="its new folder name under results/hib, e.g. n2-d2-l-peak1e-2-16x16")
+    parser.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
+    args = parser.parse_args()
+    old = os.path.join(HIB_REL, args.setting)
+    new = os.path.join(HIB_REL, args.new_name)
+    if not os.path.isdir(os.path.join(ROOT, old)):
+        sys.exit(f"hib-move-table: {old} is not a folder")
+    if os.path.exists(os.path.join(ROOT, new)):
+        sys.exit(f"hib-move-table: {new} exists already; choose another name")
+    untracked = git("ls-files", "--others", "--exclude-standard", "--directory", old, capture=True).split()
+    if untracked:
+        sys.exit(f"hib-move-table: {old} holds files git does not track ({', '.join(untracked)}); "
+                 "commit them or remove them first (a run folder without a checkpoint restarts from step 0 anyway)")
+    if git("status", "--porcelain", "--", old, capture=True).strip():
+        sys.exit(f"hib-move-table: {old} has uncommitted changes (a reproduction running or paused with "
+                 "--overwrite?); `git checkout {old}` or commit them first")
+    moves = [(old, new)] + [(os.path.join(HIB_REL, name), os.path.join(HIB_REL, args.new_name + name[len(args.setting):]))
+                            for name in companions(args.setting)]
+    for src, dst in moves:
+        print(f"{src} -> {dst}")
+    if args.dry_run:
+        return
+    for src, dst in moves:
+        git("mv", src, dst)
+    folder = os.path.join(ROOT, new)
+    count = 0
+    for path in sorted(glob.glob(os.path.join(folder, "**", "*.json"), recursive=True)
+                       + glob.glob(os.path.join(folder, "**", "*.jsonl"), recursive=True)):
+        if os.path.basename(path) != "checkpoint.json":
+            count += rewrite(path, old + "/", new + "/")
+    refresh_checkpoint(folder)
+    print(f"{new}: {count} path fields now name it; checkpoint.json rewritten; `git add -A {new}` and commit")
+
+
+if __name__ == "__main__":
+    main()
