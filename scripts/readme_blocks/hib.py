@@ -1008,13 +1008,16 @@ def ab_block(study, levers, control_study=None):
         out.append(f"| {arm} | {seed} | {steps:,} | {best['step']:,} | {fmt(best['validation'], dot=True)} | "
                    + " / ".join(cells4(test, dot=True)) + " |")
     arms = sorted({arm for arm, _ in runs}, key=lambda arm: order.get(arm, len(order)))
-    out += ["", "| arm | seeds | test, mean over seeds | test, seed range (max − min) |", "|---|---|---|---|"]
+    out += ["", "| arm | seeds | validation score, mean over seeds | test, mean over seeds | "
+            "test, seed range (max − min) |", "|---|---|---|---|---|"]
     for arm in arms:
         of_arm = [t for (a, _), t in sorted(tests.items()) if a == arm]
+        # best.json's score: the mean of the four numbers on the validation images at the chosen step.
+        scores = [load(os.path.join(folder, "best.json"))["score"] for (a, _), folder in sorted(runs.items()) if a == arm]
         means = {m: {v: sum(t[m][v] for t in of_arm) / len(of_arm) for v in ("clean", "corrupt")}
                  for m in ("verification_ap", "knn_accuracy")}
         ranges = [max(t[m][v] for t in of_arm) - min(t[m][v] for t in of_arm) for m, v in CELLS]
-        out.append(f"| {arm} | {len(of_arm)} | " + " / ".join(cells4(means, dot=True)) + " | "
+        out.append(f"| {arm} | {len(of_arm)} | {sum(scores) / len(scores):.4f} | " + " / ".join(cells4(means, dot=True)) + " | "
                    + (" / ".join(f"{x:.3f}" for x in ranges) if len(of_arm) > 1 else "—") + " |")
     for lever in levers:
         pairs = sorted(seed for arm, seed in runs if arm == lever and ("control", seed) in runs)
