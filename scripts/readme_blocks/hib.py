@@ -1125,6 +1125,31 @@ def long_run_length_block(run="long-run"):
 BLOCKS["long-run-length"] = long_run_length_block
 
 
+def table_against_aside_block(setting="n2-d2", aside=N2D2_SECOND):
+    """Each run of a table under way that has ended (`runs/*/eval.json`) beside the same model and
+    seed of the table moved aside before it: what the re-chosen recipe changed on the test split,
+    before the table's own summary (means over seeds) exists."""
+    rows = []
+    for name, seed, folder in lever_runs(os.path.join(setting, "runs")):
+        old = os.path.join(HIB, aside, "runs", f"{name}-seed{seed}")
+        if not all(os.path.exists(os.path.join(f, "eval.json")) for f in (folder, old)):
+            continue
+        new_eval, old_eval = (load(os.path.join(f, "eval.json")) for f in (folder, old))
+        steps = [load(os.path.join(f, "config.json"))["hib"]["steps"] for f in (folder, old)]
+        gaps = [a - b for a, b in zip(
+            (new_eval[m][v] for m, v in CELLS), (old_eval[m][v] for m, v in CELLS))]
+        rows.append(f"| {name} | {seed} | {steps[0]:,} / {steps[1]:,} | " + " / ".join(cells4(new_eval, dot=True))
+                    + " | " + " / ".join(cells4(old_eval, dot=True)) + " | "
+                    + " / ".join(f"{g:+.3f}".replace("-", "−") for g in gaps) + " |")
+    if not rows:
+        return f"No run of `{setting}/` has ended yet."
+    return "\n".join([f"| model | seed | steps (`{setting}/` / `{aside}/`) | `{setting}/`, test | `{aside}/`, test | "
+                      "difference |", "|---|---|---|---|---|---|"] + rows)
+
+
+BLOCKS["n2-d2-against-second"] = table_against_aside_block
+
+
 ACCEPTANCE_GAP = 0.03
 
 
