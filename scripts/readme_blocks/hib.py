@@ -16,7 +16,12 @@
   went to in those folders, and the command that writes the ones still missing;
 - `instance-acceptance` (results/hib/time-to-quality.md): issue 33's acceptance read from
   results/hib/n2-d2/summary.json (the newest table moved aside, until the retrained one ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
-  `instance-acceptance-others` the same for every other instance setting;
+  `instance-acceptance-others` the same for every other instance setting; `n2-d2-against-second`
+  (results/hib/time-to-quality.md) each ended run of n2-d2/ beside the same run of the second
+  table moved aside, while the retrained table has no summary;
+- `recompose`, `digit-shift`, `weight-decay`, `dropout` (results/hib/time-to-quality.md): the A/B
+  studies of scripts/hib-levers-ab.sh, each arm's validation and test numbers and its gap to the
+  control, seed by seed and over the run;
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set).
 """
