@@ -229,9 +229,8 @@ def recipe_lever(config, study=RECIPE_STUDY):
                 continue
             arm_config = load(os.path.join(folder, "config.json"))["hib"]
             if same_recipe(arm_config, config):
-                base = {**arm_config, **AB_KEYS}
-                named = next((lever for lever, s, f in lever_runs(study)
-                              if s == 0 and same_recipe(load(os.path.join(f, "config.json"))["hib"], base)), None)
+                # The arm's recipe less its own settings is a lever's (no arm sets none).
+                named = recipe_lever({**arm_config, **AB_KEYS}, study)
                 return f"{named or 'a recipe of no lever'} + {ab_study}/{arm}"
     return None
 
