@@ -4,8 +4,10 @@
     python3 scripts/hib-move-table.py SETTING NEW_NAME [--dry-run]
 
 `git mv`s results/hib/SETTING/ to results/hib/NEW_NAME/, with the files `scripts/hib-table.sh`
-writes beside it (SETTING.log, SETTING-curves.md and its PNGs), so that `scripts/hib-table.sh
-SETTING` trains the table afresh while the old one stays as evidence. The JSON path fields of the
+writes beside it (SETTING.log, SETTING-curves.md and its PNGs) and the same runs' `test_seen`
+reports (`scripts/hib-test-seen.sh`'s results/hib/test-seen/SETTING/, which moves to
+test-seen/NEW_NAME/), so that `scripts/hib-table.sh SETTING` trains the table afresh while the old
+one stays as evidence. The JSON path fields of the
 moved files (a report's `run` and `weights`, a summary's `runs`: every string value that starts
 with `results/hib/SETTING/`) then name the new folder; the recorded commands keep the folder they
 ran in (`--out results/hib/SETTING`), being what was run. The reproduction's checkpoint
@@ -86,15 +88,24 @@ def main():
         sys.exit(f"hib-move-table: {old} is not a folder")
     if os.path.exists(os.path.join(ROOT, new)):
         sys.exit(f"hib-move-table: {new} exists already; choose another name")
-    untracked = git("ls-files", "--others", "--exclude-standard", "--directory", old, capture=True).split()
-    if untracked:
-        sys.exit(f"hib-move-table: {old} holds files git does not track ({', '.join(untracked)}); "
-                 "commit them or remove them first (a run folder without a checkpoint restarts from step 0 anyway)")
-    if git("status", "--porcelain", "--", old, capture=True).strip():
-        sys.exit(f"hib-move-table: {old} has uncommitted changes (a reproduction running or paused with "
-                 "--overwrite?); `git checkout {old}` or commit them first")
     moves = [(old, new)] + [(os.path.join(HIB_REL, name), os.path.join(HIB_REL, args.new_name + name[len(args.setting):]))
                             for name in companions(args.setting)]
+    # The test_seen reports name the run folders they scored (their `weights`), so they follow.
+    seen_old, seen_new = (os.path.join(HIB_REL, "test-seen", name) for name in (args.setting, args.new_name))
+    if os.path.isdir(os.path.join(ROOT, seen_old)):
+        if os.path.exists(os.path.join(ROOT, seen_new)):
+            sys.exit(f"hib-move-table: {seen_new} exists already; choose another name")
+        moves.append((seen_old, seen_new))
+    for src in (old, seen_old):
+        if not os.path.isdir(os.path.join(ROOT, src)):
+            continue
+        untracked = git("ls-files", "--others", "--exclude-standard", "--directory", src, capture=True).split()
+        if untracked:
+            sys.exit(f"hib-move-table: {src} holds files git does not track ({', '.join(untracked)}); commit "
+                     "them or remove them first (a run folder without a checkpoint restarts from step 0 anyway)")
+        if git("status", "--porcelain", "--", src, capture=True).strip():
+            sys.exit(f"hib-move-table: {src} has uncommitted changes (a reproduction running or paused with "
+                     f"--overwrite?); `git checkout {src}` or commit them first")
     for src, dst in moves:
         print(f"{src} -> {dst}")
     if args.dry_run:
@@ -103,10 +114,11 @@ def main():
         git("mv", src, dst)
     folder = os.path.join(ROOT, new)
     count = 0
-    for path in sorted(glob.glob(os.path.join(folder, "**", "*.json"), recursive=True)
-                       + glob.glob(os.path.join(folder, "**", "*.jsonl"), recursive=True)):
-        if os.path.basename(path) != "checkpoint.json":
-            count += rewrite(path, old + "/", new + "/")
+    for moved in [folder] + ([os.path.join(ROOT, seen_new)] if (seen_old, seen_new) in moves else []):
+        for path in sorted(glob.glob(os.path.join(moved, "**", "*.json"), recursive=True)
+                           + glob.glob(os.path.join(moved, "**", "*.jsonl"), recursive=True)):
+            if os.path.basename(path) != "checkpoint.json":
+                count += rewrite(path, old + "/", new + "/")
     refresh_checkpoint(folder)
     print(f"{new}: {count} path fields now name it; checkpoint.json rewritten; `git add -A {new}` and commit")
 

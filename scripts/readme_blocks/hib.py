@@ -42,10 +42,21 @@ N2D2_FIRST = "n2-d2-d-peak1e-2"
 # (`scripts/hib-move-table.py`) when N = 2, D = 2 was retrained on it with weight decay
 # (`weight-decay/`): its first pass's summary (one seed a model) and the third pass's runs so far.
 N2D2_SECOND = "n2-d2-l-peak1e-2-16x16"
-# The N = 2, D = 2 tables moved aside, newest first, and how a table row names each.
-N2D2_ASIDE = {N2D2_SECOND: "second table", N2D2_FIRST: "first table"}
-# Every instance table folder under results/hib, in the order the README tables list them.
-INSTANCE_TABLES = ("n2-d2", N2D2_SECOND, N2D2_FIRST, "n2-d3", "n3-d2", "n3-d3", "n2-d1")
+# Every table moved aside (`scripts/hib-move-table.py`) before its setting was retrained on a
+# re-chosen recipe: folder -> (setting, how a table row names it), newest first within a setting.
+ASIDE_TABLES = {N2D2_SECOND: ("n2-d2", "second table"), N2D2_FIRST: ("n2-d2", "first table")}
+
+
+def asides(setting):
+    """The folders moved aside from `setting`, newest first."""
+    return [folder for folder, (of, _) in ASIDE_TABLES.items() if of == setting]
+
+
+# Every instance table folder under results/hib, in the order the README tables list them: each
+# setting, then the tables moved aside from it; Appendix D's number line last.
+INSTANCE_TABLES = tuple(f for setting in SETTINGS + ("n2-d1",) for f in (setting, *asides(setting)))
+# The folders of Tables 1 and 2 (all but the number line's).
+TABLE_FOLDERS = tuple(f for f in INSTANCE_TABLES if ASIDE_TABLES.get(f, (f,))[0] in SETTINGS)
 MODELS = (("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2"))
 CELLS = (("verification_ap", "clean"), ("verification_ap", "corrupt"), ("knn_accuracy", "clean"),
          ("knn_accuracy", "corrupt"))
@@ -68,8 +79,9 @@ RECIPE_STUDY = "instance-levers-f32"
 
 def setting_label(setting):
     """`n2-d3` -> `N = 2, D = 3`; the first N = 2, D = 2 table -> `N = 2, D = 2 (first table)`."""
-    if setting in N2D2_ASIDE:
-        return f"N = 2, D = 2 ({N2D2_ASIDE[setting]})"
+    if setting in ASIDE_TABLES:
+        of, name = ASIDE_TABLES[setting]
+        return f"{setting_label(of)} ({name})"
     return setting.replace("n", "N = ").replace("-d", ", D = ")
 
 
@@ -147,7 +159,7 @@ def instance_tables_block():
     out = ["| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |",
            "|---|---|---|---|---|---|---|"]
     found = False
-    for setting in INSTANCE_TABLES[:-1]:
+    for setting in TABLE_FOLDERS:
         folder = os.path.join(HIB, setting)
         path = os.path.join(folder, "summary.json")
         if not os.path.exists(path) or load(path).get("protocol") != "instance":
@@ -163,17 +175,17 @@ def instance_tables_block():
 
 # The paper's results a reproduction writes, the file that holds each, and the instance table
 # folders meant to hold it (Table 5 and Appendix B are trained where scripts/hib-table.sh asks).
-TABLE_FOLDERS = INSTANCE_TABLES[:-1]
 PAPER_ITEMS = (
     ("Table 1: verification AP and KNN accuracy", "table1.md", TABLE_FOLDERS),
     ("Table 2: Kendall's τ between the η bin and AP or KNN", "table2.md", TABLE_FOLDERS),
-    ("Table 5 (Appendix E): β = 0 against β = 1e-4", "table5.md", ("n2-d2", N2D2_SECOND, N2D2_FIRST, "n3-d3")),
+    ("Table 5 (Appendix E): β = 0 against β = 1e-4", "table5.md",
+     ("n2-d2", *asides("n2-d2"), "n3-d3", *asides("n3-d3"))),
     ("Table 6 (Appendix G): plurality KNN by gallery and probe", "table6.md", TABLE_FOLDERS),
     ("Table 7 (Appendix G): τ by gallery and probe", "table7.md", TABLE_FOLDERS),
     ("Appendix B (Figure 6): soft against vanilla contrastive loss, four margins", "appendix_b.md",
-     ("n2-d2", N2D2_SECOND, N2D2_FIRST)),
-    ("Appendix D (Figure 11): the number line, adjacent pairs and run lengths", "appendix_d.md", ("n2-d1",)),
-    ("Figure 5: AP and KNN by η bin (N = 3, D = 3, MoG-1)", "uncertainty_bins_mog1.png", ("n3-d3",)),
+     ("n2-d2", *asides("n2-d2"))),
+    ("Appendix D (Figure 11): the number line, adjacent pairs and run lengths", "appendix_d.md", ("n2-d1", *asides("n2-d1"))),
+    ("Figure 5: AP and KNN by η bin (N = 3, D = 3, MoG-1)", "uncertainty_bins_mog1.png", ("n3-d3", *asides("n3-d3"))),
     ("Figures 3, 7, 8: embeddings of clean and corrupt test images", "embeddings_mog1.png", TABLE_FOLDERS),
 )
 
@@ -185,7 +197,7 @@ def paper_items_block():
     for item, name, folders in PAPER_ITEMS:
         have = [f"`{f}/{name}`" for f in folders if os.path.exists(os.path.join(HIB, f, name))]
         missing = [f for f in folders if not os.path.exists(os.path.join(HIB, f, name))
-                   and f not in N2D2_ASIDE]
+                   and f not in ASIDE_TABLES]
         todo = ("not yet: " + ", ".join(f"`scripts/hib-table.sh {f}`" for f in missing)) if missing else ""
         rows.append(f"| {item} | {', '.join(have) or '—'} | {todo} |")
     return "\n".join(["| the paper's | written to | still to come |", "|---|---|---|"] + rows)
@@ -1164,12 +1176,12 @@ def instance_acceptance_block(setting="n2-d2"):
     path = os.path.join(HIB, setting, "summary.json")
     s = load(path) if os.path.exists(path) else {}
     lead = []
-    if s.get("protocol") != "instance" and setting == "n2-d2":
+    if s.get("protocol") != "instance":
         # Until the retrained table's summary exists, the newest table moved aside, said to be that.
-        aside = next((t for t in N2D2_ASIDE if os.path.exists(os.path.join(HIB, t, "summary.json"))), None)
+        aside = next((t for t in asides(setting) if os.path.exists(os.path.join(HIB, t, "summary.json"))), None)
         if aside is not None:
-            lead = [f"`n2-d2/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it "
-                    f"ends, the {N2D2_ASIDE[aside]}, `{aside}/`, on its earlier recipe:", ""]
+            lead = [f"`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it "
+                    f"ends, the {ASIDE_TABLES[aside][1]}, `{aside}/`, on its earlier recipe:", ""]
             setting, s = aside, load(os.path.join(HIB, aside, "summary.json"))
     if s.get("protocol") != "instance":
         return f"No instance-protocol summary in `{setting}/` yet."
@@ -1208,11 +1220,12 @@ BLOCKS["instance-acceptance"] = instance_acceptance_block
 
 def instance_acceptance_others_block():
     """The same reading for the instance settings besides N = 2, D = 2, each from its own
-    summary.json once its reproduction has ended."""
+    summary.json once its reproduction has ended (until then, the newest table moved aside)."""
     out = []
     for setting in SETTINGS[1:]:
-        path = os.path.join(HIB, setting, "summary.json")
-        if os.path.exists(path) and load(path).get("protocol") == "instance":
+        readable = any(os.path.exists(path) and load(path).get("protocol") == "instance"
+                       for path in (os.path.join(HIB, f, "summary.json") for f in (setting, *asides(setting))))
+        if readable:
             out += [f"**{setting_label(setting)}.** " + instance_acceptance_block(setting), ""]
         else:
             out += [f"**{setting_label(setting)}.** Not ended yet (`scripts/hib-table.sh {setting}`).", ""]
@@ -1247,10 +1260,11 @@ def test_seen_block():
     test set the paper's first version describes) from scripts/hib-test-seen.sh's
     results/hib/test-seen/<setting>/<run>.json, the same weights scored on both."""
     rows = []
-    for setting in ("n3-d2", "n3-d3"):
+    for setting in ("n3-d2", *asides("n3-d2"), "n3-d3", *asides("n3-d3")):
         # The paper's values are the same under either protocol: the open-set summary has them
         # while the instance reproduction is under way.
-        summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((setting,), ("open-set", setting))]
+        of = ASIDE_TABLES.get(setting, (setting,))[0]
+        summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((setting,), ("open-set", of))]
         paper = next((load(p)["paper"] for p in summaries if os.path.exists(p) and load(p).get("paper")), {})
         for key, name in MODELS:
             run = os.path.join(HIB, setting, "runs", f"{key}-seed0")
