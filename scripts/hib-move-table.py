@@ -92,10 +92,12 @@ def main():
                             for name in companions(args.setting)]
     # The test_seen reports name the run folders they scored (their `weights`), so they follow.
     seen_old, seen_new = (os.path.join(HIB_REL, "test-seen", name) for name in (args.setting, args.new_name))
+    rewritten = [new]
     if os.path.isdir(os.path.join(ROOT, seen_old)):
         if os.path.exists(os.path.join(ROOT, seen_new)):
             sys.exit(f"hib-move-table: {seen_new} exists already; choose another name")
         moves.append((seen_old, seen_new))
+        rewritten.append(seen_new)
     for src in (old, seen_old):
         if not os.path.isdir(os.path.join(ROOT, src)):
             continue
@@ -114,7 +116,7 @@ def main():
         git("mv", src, dst)
     folder = os.path.join(ROOT, new)
     count = 0
-    for moved in [folder] + ([os.path.join(ROOT, seen_new)] if (seen_old, seen_new) in moves else []):
+    for moved in (os.path.join(ROOT, rel) for rel in rewritten):
         for path in sorted(glob.glob(os.path.join(moved, "**", "*.json"), recursive=True)
                            + glob.glob(os.path.join(moved, "**", "*.jsonl"), recursive=True)):
             if os.path.basename(path) != "checkpoint.json":

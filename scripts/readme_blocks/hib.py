@@ -1169,22 +1169,28 @@ BLOCKS["n2-d2-against-second"] = table_against_aside_block
 ACCEPTANCE_GAP = 0.03
 
 
+def acceptance_source(setting):
+    """(folder, summary, lead-in lines) the acceptance of `setting` is read from: its own
+    instance-protocol `summary.json`, or, until the retrained table's exists, the newest table
+    moved aside from it, said to be that; None when neither exists."""
+    for folder in (setting, *asides(setting)):
+        path = os.path.join(HIB, folder, "summary.json")
+        if os.path.exists(path) and (s := load(path)).get("protocol") == "instance":
+            lead = [] if folder == setting else [
+                f"`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it "
+                f"ends, the {ASIDE_TABLES[folder][1]}, `{folder}/`, on its earlier recipe:", ""]
+            return folder, s, lead
+    return None
+
+
 def instance_acceptance_block(setting="n2-d2"):
     """Issue 33's acceptance, read from the instance table's summary.json: each cell's distance to
     the paper (ours − paper, within 0.03 or not) and whether HIB scores at least the point model on
     the corrupt columns."""
-    path = os.path.join(HIB, setting, "summary.json")
-    s = load(path) if os.path.exists(path) else {}
-    lead = []
-    if s.get("protocol") != "instance":
-        # Until the retrained table's summary exists, the newest table moved aside, said to be that.
-        aside = next((t for t in asides(setting) if os.path.exists(os.path.join(HIB, t, "summary.json"))), None)
-        if aside is not None:
-            lead = [f"`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it "
-                    f"ends, the {ASIDE_TABLES[aside][1]}, `{aside}/`, on its earlier recipe:", ""]
-            setting, s = aside, load(os.path.join(HIB, aside, "summary.json"))
-    if s.get("protocol") != "instance":
+    source = acceptance_source(setting)
+    if source is None:
         return f"No instance-protocol summary in `{setting}/` yet."
+    setting, s, lead = source
     models = [(key, name) for key, name in MODELS if key in s["models"]]
     out = ["| model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |", "|---|---|---|---|---|---|"]
     within = 0
@@ -1223,9 +1229,7 @@ def instance_acceptance_others_block():
     summary.json once its reproduction has ended (until then, the newest table moved aside)."""
     out = []
     for setting in SETTINGS[1:]:
-        readable = any(os.path.exists(path) and load(path).get("protocol") == "instance"
-                       for path in (os.path.join(HIB, f, "summary.json") for f in (setting, *asides(setting))))
-        if readable:
+        if acceptance_source(setting) is not None:
             out += [f"**{setting_label(setting)}.** " + instance_acceptance_block(setting), ""]
         else:
             out += [f"**{setting_label(setting)}.** Not ended yet (`scripts/hib-table.sh {setting}`).", ""]
