@@ -1166,6 +1166,47 @@ def table_against_aside_block(setting="n2-d2", aside=N2D2_SECOND):
 BLOCKS["n2-d2-against-second"] = table_against_aside_block
 
 
+def table_means_against_asides_block(setting="n2-d2"):
+    """A setting's table beside every table moved aside from it, model by model (each
+    `summary.json`'s means over its seeds, with the recipe it trained and the steps of each run),
+    and the table's gain over each aside table that has as many seeds of the model: what the
+    re-chosen recipes bought, once the retrained table's summary exists."""
+    path = os.path.join(HIB, setting, "summary.json")
+    if not os.path.exists(path):
+        return f"`{setting}/` has no `summary.json` yet."
+    folders = [f for f in (setting, *asides(setting)) if os.path.exists(os.path.join(HIB, f, "summary.json"))]
+    summaries = {f: load(os.path.join(HIB, f, "summary.json")) for f in folders}
+    recipes = {f: recipe_lever(load(os.path.join(HIB, f, "config.json"))["recipe"]) or "a recipe of no lever"
+               for f in folders}
+    rows, gains = [], []
+    for key, name in MODELS:
+        own = summaries[setting]["models"].get(key)
+        if own is None:
+            continue
+        for f in folders:
+            m = summaries[f]["models"].get(key)
+            if m is None:
+                continue
+            steps = sorted({load(os.path.join(ROOT, run, "config.json"))["hib"]["steps"] for run in m["runs"]})
+            label = "this table" if f == setting else ASIDE_TABLES[f][1]
+            rows.append(f"| {name} | {label} (`{recipes[f]}`) | {m['seeds']} | "
+                        + ", ".join(f"{s:,}" for s in steps) + " | "
+                        + " / ".join(f"{m[metric][variant]:.3f}" for metric, variant in CELLS) + " |")
+            if f != setting and m["seeds"] == own["seeds"]:
+                gap = " / ".join(f"{own[metric][variant] - m[metric][variant]:+.3f}".replace("-", "−")
+                                 for metric, variant in CELLS)
+                gains.append(f"{name} over the {ASIDE_TABLES[f][1]} ({m['seeds']} seeds each): {gap}")
+    out = [f"| model | table (recipe) | seeds | steps a run | test, mean over seeds: AP clean / AP corrupt / "
+           "KNN clean / KNN corrupt |", "|---|---|---|---|---|"] + rows
+    if gains:
+        out += ["", "This table's gain, mean against mean (AP clean / AP corrupt / KNN clean / KNN corrupt): "
+                + "; ".join(gains) + "."]
+    return "\n".join(out)
+
+
+BLOCKS["n2-d2-tables"] = table_means_against_asides_block
+
+
 ACCEPTANCE_GAP = 0.03
 
 
