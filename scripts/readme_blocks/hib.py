@@ -18,7 +18,8 @@
   results/hib/n2-d2/summary.json (the newest table moved aside, until the retrained one ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
   `instance-acceptance-others` the same for every other instance setting; `n2-d2-against-second`
   (results/hib/time-to-quality.md) each ended run of n2-d2/ beside the same run of the second
-  table moved aside, while the retrained table has no summary;
+  table moved aside, while the retrained table has no summary; `n2-d2-tables` the same setting's
+  summary beside every table moved aside from it, with the gain over each of as many seeds;
 - `recompose`, `digit-shift`, `weight-decay`, `dropout` (results/hib/time-to-quality.md): the A/B
   studies of scripts/hib-levers-ab.sh, each arm's validation and test numbers and its gap to the
   control, seed by seed and over the run;
