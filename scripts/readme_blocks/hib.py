@@ -1188,7 +1188,7 @@ def table_means_against_asides_block(setting="n2-d2"):
             m = summaries[f]["models"].get(key)
             if m is None:
                 continue
-            steps = sorted({load(os.path.join(ROOT, run, "config.json"))["hib"]["steps"] for run in m["runs"]})
+            steps = planned_steps(m["runs"])
             label = "this table" if f == setting else ASIDE_TABLES[f][1]
             rows.append(f"| {name} | {label} (`{recipes[f]}`) | {m['seeds']} | "
                         + ", ".join(f"{s:,}" for s in steps) + " | "
