@@ -40,7 +40,8 @@ for lever in "${levers[@]}"; do
         continue
     fi
     if [ -f "$out/config.json" ]; then
-        "$hedge" hib train --resume "$out" --no-eval "${watch[@]}" >>"$out.log" 2>&1
+        # The watch settings come back from the run's plan.json; --resume takes no --watch flags.
+        "$hedge" hib train --resume "$out" --no-eval --threads 2 >>"$out.log" 2>&1
     else
         "$hedge" hib train --config results/hib/recipe.toml --digits 3 --dim 2 --model gaussian --seed 0 \
             --group "$lever" --budget-minutes "$minutes" --finish-planned-steps --no-eval "${watch[@]}" \
