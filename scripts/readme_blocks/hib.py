@@ -24,7 +24,9 @@
   studies of scripts/hib-levers-ab.sh, each arm's validation and test numbers and its gap to the
   control, seed by seed and over the run;
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
-  test_seen (100 classes of 100 images, the paper's first version's N = 3 test set).
+  test_seen (100 classes of 100 images, the paper's first version's N = 3 test set);
+- `n3-levers` (results/hib/time-to-quality.md): the batch shapes of scripts/hib-levers-n3.sh at
+  N = 3, D = 2, each run on both N = 3 test sets beside the table's MoG-1 and the paper.
 """
 import json
 import math
@@ -1333,3 +1335,61 @@ def test_seen_block():
 
 
 BLOCKS["test-seen"] = test_seen_block
+
+
+N3_LEVERS = ("16x16", "32x8", "64x4", "128x2")
+
+
+def n3_levers_block(folder="n3-levers"):
+    """scripts/hib-levers-n3.sh's batch shapes at N = 3, D = 2 (MoG-1, seed 0, one budget): each
+    run's step count and pace (config.json, state.json), the step its validation images chose
+    (best.json) and those weights on both N = 3 test sets (`<lever>-seed0.test.json`,
+    `.test_seen.json`), beside the N = 3, D = 2 table's MoG-1 and the paper."""
+    root = os.path.join(HIB, folder)
+    rows, pending = [], []
+    for lever in N3_LEVERS:
+        run = os.path.join(root, f"{lever}-seed0")
+        reports = [os.path.join(root, f"{lever}-seed0.{split}.json") for split in ("test", "test_seen")]
+        if not all(os.path.exists(p) for p in reports):
+            if os.path.exists(os.path.join(run, "state.json")):
+                state = load(os.path.join(run, "state.json"))
+                steps = load(os.path.join(run, "config.json"))["hib"]["steps"]
+                pending.append(f"{lever} (committed at step {state['step']:,} of {steps:,})")
+            else:
+                pending.append(f"{lever} (not started)")
+            continue
+        test, seen = (load(p) for p in reports)
+        best, state = load(os.path.join(run, "best.json")), load(os.path.join(run, "state.json"))
+        if test["weights"] != seen["weights"] or test["split"] != "test" or seen["split"] != "test_seen":
+            raise SystemExit(f"{run}: its two reports do not score the same weights on test and test_seen")
+        hib = load(os.path.join(run, "config.json"))["hib"]
+        classes, images = lever.split("x")
+        if (hib["group_classes"], hib["group_size"]) != (int(classes), int(images)):
+            raise SystemExit(f"{run}/config.json: not {lever} classes x images")
+        pace = 1000 * state["seconds"] / state["step"]
+        rows.append(f"| {classes} x {images} | {hib['steps']:,} ({pace:.0f} ms) | {best['step']:,} | "
+                    f"{four_cells(test)} | {four_cells(seen)} |")
+    if not rows:
+        return "No run has ended yet (`scripts/hib-levers-n3.sh`)."
+    table_run = os.path.join(HIB, "n3-d2", "runs", "mog1-seed0")
+    seen_path = os.path.join(HIB, "test-seen", "n3-d2", "mog1-seed0.json")
+    if os.path.exists(os.path.join(table_run, "eval.json")) and os.path.exists(seen_path):
+        hib = load(os.path.join(table_run, "config.json"))["hib"]
+        state = load(os.path.join(table_run, "state.json"))
+        rows.append(f"| the N = 3, D = 2 table's MoG-1 (`n3-d2/`, {hib['group_classes']} x {hib['group_size']}) | "
+                    f"{hib['steps']:,} ({1000 * state['seconds'] / state['step']:.0f} ms) | | "
+                    f"{four_cells(load(os.path.join(table_run, 'eval.json')))} | {four_cells(load(seen_path))} |")
+    summary = os.path.join(HIB, "open-set", "n3-d2", "summary.json")
+    paper = load(summary).get("paper", {}).get("mog1") if os.path.exists(summary) else None
+    if paper:
+        rows.append(f"| paper (500,000 steps of 128 pairs) | | | {four_cells(paper)} | |")
+    out = ["| classes x images a step | steps (pace) | chosen step | `test`: 1,000 classes x 10 | "
+           "`test_seen`: 100 classes x 100 |", "|---|---|---|---|---|"] + rows
+    out += ["", "Each cell: AP clean / AP corrupt / KNN clean / KNN corrupt of the weights the validation images "
+            "chose; 256 images a step in every run."]
+    if pending:
+        out += ["", "Still to end: " + "; ".join(pending) + "."]
+    return "\n".join(out)
+
+
+BLOCKS["n3-levers"] = n3_levers_block
