@@ -1386,7 +1386,7 @@ def n3_levers_block(folder="n3-levers"):
     out = ["| classes x images a step | steps (pace) | chosen step | `test`: 1,000 classes x 10 | "
            "`test_seen`: 100 classes x 100 |", "|---|---|---|---|---|"] + rows
     out += ["", "Each cell: AP clean / AP corrupt / KNN clean / KNN corrupt of the weights the validation images "
-            "chose; 256 images a step in every run."]
+            "chose; 256 images a step in every run; pace: training seconds a step (`state.json`), watches left out."]
     if pending:
         out += ["", "Still to end: " + "; ".join(pending) + "."]
     return "\n".join(out)
