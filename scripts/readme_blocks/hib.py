@@ -1344,7 +1344,7 @@ N3_LEVERS = ("16x16", "32x8", "64x4", "128x2")
 def n3_levers_block(folder="n3-levers"):
     """scripts/hib-levers-n3.sh's batch shapes at N = 3, D = 2 (MoG-1, seed 0, one budget): each
     run's step count and pace (config.json, state.json), the step its validation images chose
-    (best.json) and those weights on both N = 3 test sets (`<lever>-seed0.test.json`,
+    (best.json, with its validation score) and those weights on both N = 3 test sets (`<lever>-seed0.test.json`,
     `.test_seen.json`), beside the N = 3, D = 2 table's MoG-1 and the paper."""
     root = os.path.join(HIB, folder)
     rows, pending = [], []
@@ -1369,7 +1369,7 @@ def n3_levers_block(folder="n3-levers"):
             raise SystemExit(f"{run}/config.json: not {lever} classes x images")
         pace = 1000 * state["seconds"] / state["step"]
         rows.append(f"| {classes} x {images} | {hib['steps']:,} ({pace:.0f} ms) | {best['step']:,} | "
-                    f"{four_cells(test)} | {four_cells(seen)} |")
+                    f"{best['score']:.4f} | {four_cells(test)} | {four_cells(seen)} |")
     if not rows:
         return "No run has ended yet (`scripts/hib-levers-n3.sh`)."
     table_run = os.path.join(HIB, "n3-d2", "runs", "mog1-seed0")
@@ -1378,16 +1378,18 @@ def n3_levers_block(folder="n3-levers"):
         hib = load(os.path.join(table_run, "config.json"))["hib"]
         state = load(os.path.join(table_run, "state.json"))
         rows.append(f"| the N = 3, D = 2 table's MoG-1 (`n3-d2/`, {hib['group_classes']} x {hib['group_size']}) | "
-                    f"{hib['steps']:,} ({1000 * state['seconds'] / state['step']:.0f} ms) | | "
+                    f"{hib['steps']:,} ({1000 * state['seconds'] / state['step']:.0f} ms) | | | "
                     f"{four_cells(load(os.path.join(table_run, 'eval.json')))} | {four_cells(load(seen_path))} |")
     summary = os.path.join(HIB, "open-set", "n3-d2", "summary.json")
     paper = load(summary).get("paper", {}).get("mog1") if os.path.exists(summary) else None
     if paper:
-        rows.append(f"| paper (500,000 steps of 128 pairs) | | | {four_cells(paper)} | |")
-    out = ["| classes x images a step | steps (pace) | chosen step | `test`: 1,000 classes x 10 | "
-           "`test_seen`: 100 classes x 100 |", "|---|---|---|---|---|"] + rows
+        rows.append(f"| paper (500,000 steps of 128 pairs) | | | | {four_cells(paper)} | |")
+    out = ["| classes x images a step | steps (pace) | chosen step | validation score | `test`: 1,000 classes x 10 | "
+           "`test_seen`: 100 classes x 100 |", "|---|---|---|---|---|---|"] + rows
     out += ["", "Each cell: AP clean / AP corrupt / KNN clean / KNN corrupt of the weights the validation images "
-            "chose; 256 images a step in every run; pace: training seconds a step (`state.json`), watches left out."]
+            "chose; validation score: the mean of the same four on the validation images at that step (`best.json`), "
+            "what chose it; 256 images a step in every run; pace: training seconds a step (`state.json`), "
+            "watches left out."]
     if pending:
         out += ["", "Still to end: " + "; ".join(pending) + "."]
     return "\n".join(out)
