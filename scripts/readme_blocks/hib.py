@@ -18,7 +18,8 @@
   results/hib/n2-d2/summary.json (the newest table moved aside, until the retrained one ends) — each cell's distance to the paper, and HIB against point on the corrupt columns;
   `instance-acceptance-others` the same for every other instance setting; `n2-d2-against-second`
   (results/hib/time-to-quality.md) each ended run of n2-d2/ beside the same run of the second
-  table moved aside, while the retrained table has no summary; `n2-d2-tables` the same setting's
+  table moved aside, while the retrained table has no summary (`others-against-asides` the same for
+  every other setting with a table moved aside); `n2-d2-tables` the same setting's
   summary beside every table moved aside from it, with the gain over each of as many seeds;
 - `recompose`, `digit-shift`, `weight-decay`, `dropout` (results/hib/time-to-quality.md): the A/B
   studies of scripts/hib-levers-ab.sh, each arm's validation and test numbers and its gap to the
@@ -1168,6 +1169,19 @@ def table_against_aside_block(setting="n2-d2", aside=N2D2_SECOND):
 
 
 BLOCKS["n2-d2-against-second"] = table_against_aside_block
+
+
+def others_against_asides_block():
+    """The same for every setting besides N = 2, D = 2 that has a table moved aside: its retrained
+    runs that have ended beside the same runs of the newest table moved aside from it."""
+    out = []
+    for setting in (*SETTINGS[1:], "n2-d1"):
+        if asides(setting):
+            out += [f"**{setting_label(setting)}.**", "", table_against_aside_block(setting, asides(setting)[0]), ""]
+    return "\n".join(out).rstrip("\n") or "No other setting has been moved aside."
+
+
+BLOCKS["others-against-asides"] = others_against_asides_block
 
 
 def table_means_against_asides_block(setting="n2-d2"):
