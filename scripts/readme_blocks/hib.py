@@ -49,7 +49,8 @@ N2D2_SECOND = "n2-d2-l-peak1e-2-16x16"
 # Every table moved aside (`scripts/hib-move-table.py`) before its setting was retrained on a
 # re-chosen recipe: folder -> (setting, how a table row names it), newest first within a setting.
 ASIDE_TABLES = {N2D2_SECOND: ("n2-d2", "second table"), N2D2_FIRST: ("n2-d2", "first table"),
-                "n2-d3-l-peak1e-2-16x16": ("n2-d3", "first table")}
+                "n2-d3-l-peak1e-2-16x16": ("n2-d3", "first table"), "n3-d2-l-peak1e-2-16x16": ("n3-d2", "first table"),
+                "n3-d3-l-peak1e-2-16x16": ("n3-d3", "first table")}
 
 
 def asides(setting):
@@ -1386,12 +1387,14 @@ def n3_levers_block(folder="n3-levers"):
                     f"{best['score']:.4f} | {four_cells(test)} | {four_cells(seen)} |")
     if not rows:
         return "No run has ended yet (`scripts/hib-levers-n3.sh`)."
-    table_run = os.path.join(HIB, "n3-d2", "runs", "mog1-seed0")
-    seen_path = os.path.join(HIB, "test-seen", "n3-d2", "mog1-seed0.json")
+    # The table the study set out from (trained before it, on the recipe without weight decay).
+    table = "n3-d2-l-peak1e-2-16x16"
+    table_run = os.path.join(HIB, table, "runs", "mog1-seed0")
+    seen_path = os.path.join(HIB, "test-seen", table, "mog1-seed0.json")
     if os.path.exists(os.path.join(table_run, "eval.json")) and os.path.exists(seen_path):
         hib = load(os.path.join(table_run, "config.json"))["hib"]
         state = load(os.path.join(table_run, "state.json"))
-        rows.append(f"| the N = 3, D = 2 table's MoG-1 (`n3-d2/`, {hib['group_classes']} x {hib['group_size']}) | "
+        rows.append(f"| the first N = 3, D = 2 table's MoG-1 (`{table}/`, {hib['group_classes']} x {hib['group_size']}) | "
                     f"{hib['steps']:,} ({1000 * state['seconds'] / state['step']:.0f} ms) | | | "
                     f"{four_cells(load(os.path.join(table_run, 'eval.json')))} | {four_cells(load(seen_path))} |")
     summary = os.path.join(HIB, "open-set", "n3-d2", "summary.json")
