@@ -1356,6 +1356,12 @@ BLOCKS["test-seen"] = test_seen_block
 N3_LEVERS = ("16x16", "32x8", "64x4", "128x2")
 
 
+def ms_a_step(run):
+    """A run folder's training milliseconds a step so far (state.json; watches left out)."""
+    state = load(os.path.join(run, "state.json"))
+    return 1000 * state["seconds"] / state["step"]
+
+
 def n3_levers_block(folder="n3-levers"):
     """scripts/hib-levers-n3.sh's batch shapes at N = 3, D = 2 (MoG-1, seed 0, one budget): each
     run's step count and pace (config.json, state.json), the step its validation images chose
@@ -1375,15 +1381,14 @@ def n3_levers_block(folder="n3-levers"):
                 pending.append(f"{lever} (not started)")
             continue
         test, seen = (load(p) for p in reports)
-        best, state = load(os.path.join(run, "best.json")), load(os.path.join(run, "state.json"))
+        best = load(os.path.join(run, "best.json"))
         if test["weights"] != seen["weights"] or test["split"] != "test" or seen["split"] != "test_seen":
             raise SystemExit(f"{run}: its two reports do not score the same weights on test and test_seen")
         hib = load(os.path.join(run, "config.json"))["hib"]
         classes, images = lever.split("x")
         if (hib["group_classes"], hib["group_size"]) != (int(classes), int(images)):
             raise SystemExit(f"{run}/config.json: not {lever} classes x images")
-        pace = 1000 * state["seconds"] / state["step"]
-        rows.append(f"| {classes} x {images} | {hib['steps']:,} ({pace:.0f} ms) | {best['step']:,} | "
+        rows.append(f"| {classes} x {images} | {hib['steps']:,} ({ms_a_step(run):.0f} ms) | {best['step']:,} | "
                     f"{best['score']:.4f} | {four_cells(test)} | {four_cells(seen)} |")
     if not rows:
         return "No run has ended yet (`scripts/hib-levers-n3.sh`)."
@@ -1393,9 +1398,8 @@ def n3_levers_block(folder="n3-levers"):
     seen_path = os.path.join(HIB, "test-seen", table, "mog1-seed0.json")
     if os.path.exists(os.path.join(table_run, "eval.json")) and os.path.exists(seen_path):
         hib = load(os.path.join(table_run, "config.json"))["hib"]
-        state = load(os.path.join(table_run, "state.json"))
         rows.append(f"| the first N = 3, D = 2 table's MoG-1 (`{table}/`, {hib['group_classes']} x {hib['group_size']}) | "
-                    f"{hib['steps']:,} ({1000 * state['seconds'] / state['step']:.0f} ms) | | | "
+                    f"{hib['steps']:,} ({ms_a_step(table_run):.0f} ms) | | | "
                     f"{four_cells(load(os.path.join(table_run, 'eval.json')))} | {four_cells(load(seen_path))} |")
     summary = os.path.join(HIB, "open-set", "n3-d2", "summary.json")
     paper = load(summary).get("paper", {}).get("mog1") if os.path.exists(summary) else None
