@@ -27,7 +27,7 @@
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set);
 - `n3-levers` (results/hib/time-to-quality.md): the batch shapes of scripts/hib-levers-n3.sh at
-  N = 3, D = 2, each run on both N = 3 test sets beside the table's MoG-1 and the paper.
+  N = 3, D = 2, each run on both N = 3 test sets beside the first table's MoG-1 and the paper.
 """
 import json
 import math
@@ -49,8 +49,7 @@ N2D2_SECOND = "n2-d2-l-peak1e-2-16x16"
 # Every table moved aside (`scripts/hib-move-table.py`) before its setting was retrained on a
 # re-chosen recipe: folder -> (setting, how a table row names it), newest first within a setting.
 ASIDE_TABLES = {N2D2_SECOND: ("n2-d2", "second table"), N2D2_FIRST: ("n2-d2", "first table"),
-                "n2-d3-l-peak1e-2-16x16": ("n2-d3", "first table"), "n3-d2-l-peak1e-2-16x16": ("n3-d2", "first table"),
-                "n3-d3-l-peak1e-2-16x16": ("n3-d3", "first table")}
+                **{f"{setting}-l-peak1e-2-16x16": (setting, "first table") for setting in ("n2-d3", "n3-d2", "n3-d3")}}
 
 
 def asides(setting):
@@ -1318,6 +1317,15 @@ def digit_overlap_block():
 BLOCKS["digit-overlap"] = digit_overlap_block
 
 
+def paper_values(folder):
+    """The paper's Table 1 values for an instance table folder's setting, by model: from its own
+    summary.json, else the open-set one (the paper's values are the same under either protocol,
+    and the open-set summary has them while the instance reproduction is under way); {} if neither."""
+    of = ASIDE_TABLES.get(folder, (folder,))[0]
+    summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((folder,), ("open-set", of))]
+    return next((load(p)["paper"] for p in summaries if os.path.exists(p) and load(p).get("paper")), {})
+
+
 def test_seen_block():
     """The instance tables' N = 3 runs on their two test sets: the instance test table (1,000
     classes of 10 images) from each run's eval.json, and test_seen (100 classes of 100 images, the
@@ -1325,11 +1333,7 @@ def test_seen_block():
     results/hib/test-seen/<setting>/<run>.json, the same weights scored on both."""
     rows = []
     for setting in ("n3-d2", *asides("n3-d2"), "n3-d3", *asides("n3-d3")):
-        # The paper's values are the same under either protocol: the open-set summary has them
-        # while the instance reproduction is under way.
-        of = ASIDE_TABLES.get(setting, (setting,))[0]
-        summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((setting,), ("open-set", of))]
-        paper = next((load(p)["paper"] for p in summaries if os.path.exists(p) and load(p).get("paper")), {})
+        paper = paper_values(setting)
         for key, name in MODELS:
             run = os.path.join(HIB, setting, "runs", f"{key}-seed0")
             seen_path = os.path.join(HIB, "test-seen", setting, f"{key}-seed0.json")
@@ -1366,7 +1370,7 @@ def n3_levers_block(folder="n3-levers"):
     """scripts/hib-levers-n3.sh's batch shapes at N = 3, D = 2 (MoG-1, seed 0, one budget): each
     run's step count and pace (config.json, state.json), the step its validation images chose
     (best.json, with its validation score) and those weights on both N = 3 test sets (`<lever>-seed0.test.json`,
-    `.test_seen.json`), beside the N = 3, D = 2 table's MoG-1 and the paper."""
+    `.test_seen.json`), beside the first N = 3, D = 2 table's MoG-1 and the paper."""
     root = os.path.join(HIB, folder)
     rows, pending = [], []
     for lever in N3_LEVERS:
@@ -1401,8 +1405,7 @@ def n3_levers_block(folder="n3-levers"):
         rows.append(f"| the first N = 3, D = 2 table's MoG-1 (`{table}/`, {hib['group_classes']} x {hib['group_size']}) | "
                     f"{hib['steps']:,} ({ms_a_step(table_run):.0f} ms) | | | "
                     f"{four_cells(load(os.path.join(table_run, 'eval.json')))} | {four_cells(load(seen_path))} |")
-    summary = os.path.join(HIB, "open-set", "n3-d2", "summary.json")
-    paper = load(summary).get("paper", {}).get("mog1") if os.path.exists(summary) else None
+    paper = paper_values(table).get("mog1")
     if paper:
         rows.append(f"| paper (500,000 steps of 128 pairs) | | | | {four_cells(paper)} | |")
     out = ["| classes x images a step | steps (pace) | chosen step | validation score | `test`: 1,000 classes x 10 | "
