@@ -49,7 +49,7 @@ N2D2_SECOND = "n2-d2-l-peak1e-2-16x16"
 # Every table moved aside (`scripts/hib-move-table.py`) before its setting was retrained on a
 # re-chosen recipe: folder -> (setting, how a table row names it), newest first within a setting.
 ASIDE_TABLES = {N2D2_SECOND: ("n2-d2", "second table"), N2D2_FIRST: ("n2-d2", "first table"),
-                **{f"{setting}-l-peak1e-2-16x16": (setting, "first table") for setting in ("n2-d3", "n3-d2", "n3-d3")}}
+                **{f"{setting}-l-peak1e-2-16x16": (setting, "first table") for setting in ("n2-d3", "n3-d2", "n3-d3", "n2-d1")}}
 
 
 def asides(setting):
