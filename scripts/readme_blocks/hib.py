@@ -1322,8 +1322,12 @@ def paper_values(folder):
     summary.json, else the open-set one (the paper's values are the same under either protocol,
     and the open-set summary has them while the instance reproduction is under way); {} if neither."""
     of = ASIDE_TABLES.get(folder, (folder,))[0]
-    summaries = [os.path.join(HIB, *parts, "summary.json") for parts in ((folder,), ("open-set", of))]
-    return next((load(p)["paper"] for p in summaries if os.path.exists(p) and load(p).get("paper")), {})
+    for parts in ((folder,), ("open-set", of)):
+        path = os.path.join(HIB, *parts, "summary.json")
+        paper = load(path).get("paper") if os.path.exists(path) else None
+        if paper:
+            return paper
+    return {}
 
 
 def test_seen_block():
