@@ -614,6 +614,10 @@ impl ReproduceSummary {
             point_tau("other_split."),
             NullReason::new("paper.*", "the paper reports no value for this model and metric"),
             NullReason::new(
+                "paper",
+                "the paper reports no Table 1 for this N and D (its D = 1 runs are Appendix D's number line only)",
+            ),
+            NullReason::new(
                 "*_std",
                 "a sample standard deviation over seeds needs two seeds with a defined value (n - 1 = 0)",
             ),
@@ -647,6 +651,26 @@ mod tests {
         let b: BinCurves = serde_json::from_str(r#"{"ap": [0.5, null], "knn": []}"#).unwrap();
         assert!(b.ap[1].is_nan());
         assert_eq!(serde_json::to_string(&b).unwrap(), r#"{"ap":[0.5,null],"knn":[]}"#);
+    }
+
+    /// A summary of a setting the paper has no Table 1 for (N = 2, D = 1, Appendix D) says why
+    /// `paper` is null, as every other null is explained: read from the committed first
+    /// Appendix D table, its `undefined` list rebuilt.
+    #[test]
+    fn a_setting_without_a_paper_table_explains_its_null_paper() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../results/hib/n2-d1-l-peak1e-2-16x16/summary.json");
+        let summary: ReproduceSummary = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!((summary.digits, summary.dim), (2, 1));
+        assert!(summary.paper.is_none());
+        let explained = summary.with_nulls_explained();
+        let paper = explained.undefined.iter().find(|u| u.fields == ["paper"]).expect("`paper` listed");
+        assert!(paper.why.contains("no Table 1"), "{}", paper.why);
+        assert!(
+            explained.undefined.iter().all(|u| u.why != hedge_run::undefined::UNEXPLAINED),
+            "{:?}",
+            explained.undefined
+        );
     }
 
     /// Every `eval*.json`, `curve*.json` and HIB `summary.json` committed under `results/`
