@@ -529,8 +529,9 @@ pub struct ModelSummary {
     pub tau_ap: TwinStats,
     pub tau_knn: TwinStats,
     pub train_seconds: Vec<f64>,
-    /// The seed the validation classes choose (best `validation` score in `best.json`) and its
-    /// metrics, where the runs held validation classes out and there are several seeds.
+    /// The seed the validation set chooses (best `validation` score in `best.json`: held-out
+    /// images under the instance protocol, classes under open-set) and its metrics, where the
+    /// runs held a validation set out and there are several seeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_choice: Option<ValidationChoice>,
     pub verification_ap: VerificationStats,

@@ -784,9 +784,14 @@ pub fn table1(s: &ReproduceSummary) -> String {
         t.push('\n');
     }
     if TABLE1_MODELS.iter().any(|m| s.models.get(*m).is_some_and(|x| x.validation_choice.is_some())) {
+        // Under the instance protocol the runs hold out images of the training classes, not classes.
+        let chooser = match s.protocol {
+            NDigitProtocol::Instance => "validation images (held-out training images of the same classes)",
+            NDigitProtocol::OpenSet => "validation classes",
+        };
         let _ = write!(
             t,
-            "\nThe seed the validation classes choose (best validation score of its `best.json`; a choice that touches no test split), on {}:\n\n\
+            "\nThe seed the {chooser} choose (best validation score of its `best.json`; a choice that touches no test split), on {}:\n\n\
              | | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n",
             s.split
         );
@@ -1495,6 +1500,14 @@ mod tests {
         let t = table1(&s);
         assert!(t.contains("| seed (validation score) | n/a | 2 (0.873) | n/a |"), "{t}");
         assert!(t.contains("| KNN accuracy, corrupt | n/a | 0.500 | n/a |"), "{t}");
+        assert!(t.contains("The seed the validation classes choose"), "{t}");
+        // The instance protocol holds no classes out: its validation set is images.
+        s.protocol = NDigitProtocol::Instance;
+        let t = table1(&s);
+        assert!(
+            t.contains("The seed the validation images (held-out training images of the same classes) choose"),
+            "{t}"
+        );
     }
 
     #[test]
