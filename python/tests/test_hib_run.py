@@ -27,6 +27,10 @@ def digits(images, labels, classes, per_class, skip=0):
     return (images[rows, 0] * 255).round().astype(np.uint8), labels[rows]
 
 
+# Every test here trains or embeds with hedge's convolutions.
+pytestmark = pytest.mark.conv_precision
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, mnist_test):
     images, labels = mnist_test

@@ -28,6 +28,8 @@
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set);
 - `n3-levers` (results/hib/time-to-quality.md): the batch shapes of scripts/hib-levers-n3.sh at
   N = 3, D = 2, each run on both N = 3 test sets beside the first table's MoG-1 and the paper.
+- `precision` (README.md): per result folder, how many committed runs trained their convolutions
+  in bf16 and how many in f32 (each run's `config.json`), and on which device.
 """
 import json
 import math
@@ -1424,3 +1426,33 @@ def n3_levers_block(folder="n3-levers"):
 
 
 BLOCKS["n3-levers"] = n3_levers_block
+
+
+def precision_block():
+    """Which convolution precision trained each committed HIB run: per result folder, the runs
+    whose `config.json` records bf16 and those that record f32 (hedge records the precision a run
+    resolved `auto` to), and the devices they ran on."""
+    folders = {}
+    for top in ("hib", "own-data"):
+        base = os.path.join(ROOT, "results", top)
+        for dirpath, _, files in os.walk(base):
+            if "config.json" not in files:
+                continue
+            with open(os.path.join(dirpath, "config.json")) as f:
+                config = json.load(f)
+            hib = config.get("hib") if isinstance(config, dict) else None
+            if not isinstance(hib, dict) or "conv_precision" not in hib:
+                continue
+            rel = os.path.relpath(dirpath, os.path.join(ROOT, "results")).split(os.sep)
+            folder = "/".join(rel[:2])
+            counts = folders.setdefault(folder, {"bf16": 0, "f32": 0, "devices": set()})
+            counts[hib["conv_precision"]] += 1
+            counts["devices"].add(config.get("device", "cpu"))
+    rows = ["| result folder | runs in bf16 | runs in f32 | device |", "|---|---|---|---|"]
+    for folder in sorted(folders):
+        c = folders[folder]
+        rows.append(f"| `results/{folder}/` | {c['bf16']} | {c['f32']} | {', '.join(sorted(c['devices']))} |")
+    return "\n".join(rows)
+
+
+BLOCKS["precision"] = precision_block

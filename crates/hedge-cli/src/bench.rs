@@ -177,7 +177,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     };
     crate::set_threads(args.threads)?;
     let device = args.device;
-    let precision = args.precision.resolve(device);
+    let precision = args.precision.resolve(device)?;
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     // Both numbers are always measured, so one JSON object carries both keys.
     let (train_steps, infer_batches) =

@@ -304,7 +304,8 @@ pub struct TrainArgs {
     watch: Vec<String>,
     #[arg(long)]
     seed: Option<u64>,
-    /// Number format of the convolutions (auto: bf16 where the hardware has it).
+    /// Number format of the convolutions (auto: $HEDGE_CONV_PRECISION where set, else bf16 where
+    /// the hardware has it).
     #[arg(long, value_enum)]
     precision: Option<ConvPrecision>,
     /// cpu, cuda, cuda:N or auto.

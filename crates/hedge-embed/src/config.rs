@@ -181,20 +181,72 @@ pub enum MatchInit {
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ConvPrecision {
-    /// bf16 on CUDA and on CPUs with native bf16 dot products, f32 elsewhere.
+    /// `HEDGE_CONV_PRECISION` where set; else bf16 on CUDA and on CPUs with native bf16 dot
+    /// products, f32 elsewhere.
     Auto,
     F32,
     Bf16,
 }
 
+/// The environment variable that decides what `auto` means: `f32`, `bf16` or `auto` (the CPU
+/// decides). It forces a precision path where a config cannot be edited (the test suite's
+/// fixtures, a notebook's defaults), on any CPU: `bf16` on a CPU without native bf16 runs the
+/// casts and convolutions in software, slowly. An explicit `f32` or `bf16` in a config wins.
+pub const CONV_PRECISION_ENV: &str = "HEDGE_CONV_PRECISION";
+
 impl ConvPrecision {
-    /// Replaces `Auto` by what this machine and device do best.
-    pub fn resolve(self, device: tch::Device) -> ConvPrecision {
-        match self {
-            ConvPrecision::Auto if device.is_cuda() || cpu_has_native_bf16() => ConvPrecision::Bf16,
-            ConvPrecision::Auto => ConvPrecision::F32,
+    /// Replaces `Auto` by [`CONV_PRECISION_ENV`] where that is set, else by what this machine and
+    /// device do best ([`ConvPrecision::for_hardware`]); `F32` and `Bf16` stay as they are.
+    ///
+    /// # Errors
+    /// [`EmbedError::InvalidConfig`] when the environment variable holds anything but `f32`,
+    /// `bf16` or `auto`.
+    pub fn resolve(self, device: tch::Device) -> Result<ConvPrecision> {
+        Ok(match self {
+            ConvPrecision::Auto => forced_conv_precision()?.unwrap_or_else(|| ConvPrecision::for_hardware(device)),
             other => other,
+        })
+    }
+
+    /// What `auto` means without [`CONV_PRECISION_ENV`]: bf16 on CUDA and on CPUs with native
+    /// bf16 dot products, f32 elsewhere.
+    pub fn for_hardware(device: tch::Device) -> ConvPrecision {
+        if device.is_cuda() || cpu_has_native_bf16() {
+            ConvPrecision::Bf16
+        } else {
+            ConvPrecision::F32
         }
+    }
+}
+
+/// The precision [`CONV_PRECISION_ENV`] forces on `auto`, if it is set to one (`auto` or empty:
+/// none).
+///
+/// # Errors
+/// [`EmbedError::InvalidConfig`] naming the variable when it holds anything else.
+pub fn forced_conv_precision() -> Result<Option<ConvPrecision>> {
+    match std::env::var(CONV_PRECISION_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(raw)) => parse_forced_conv_precision(&raw.to_string_lossy()),
+        Ok(value) => parse_forced_conv_precision(&value),
+    }
+}
+
+/// A value of [`CONV_PRECISION_ENV`]: `f32` or `bf16` force that path, `auto` or nothing force
+/// none (case and surrounding spaces ignored).
+///
+/// # Errors
+/// [`EmbedError::InvalidConfig`] naming the variable and the values it takes.
+pub fn parse_forced_conv_precision(value: &str) -> Result<Option<ConvPrecision>> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "auto" => Ok(None),
+        "f32" => Ok(Some(ConvPrecision::F32)),
+        "bf16" => Ok(Some(ConvPrecision::Bf16)),
+        _ => Err(EmbedError::invalid(
+            CONV_PRECISION_ENV,
+            format!("{value:?}"),
+            "the environment variable takes f32, bf16 or auto (or unset it to let the CPU decide)",
+        )),
     }
 }
 
@@ -250,7 +302,7 @@ pub fn cpu_has_native_bf16() -> bool {
 /// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
 /// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
 /// | `init_a`, `init_b` | 1, 0 | initial soft-threshold scale a > 0 and offset b | |
-/// | `conv_precision` | auto | f32, bf16, or auto (bf16 where the hardware has it) | |
+/// | `conv_precision` | auto | f32, bf16, or auto (`HEDGE_CONV_PRECISION` where set, else bf16 where the hardware has it) | |
 /// | `seed` | 0 | seed of data order, occlusions, initialisation and noise | |
 /// | `log_every` | 50 | steps between metrics lines | ≥ 1 |
 /// | `checkpoint_every` | 1000 | steps between checkpoints | ≥ 1 |
@@ -805,6 +857,10 @@ impl ParamGuard for HibConfig {
     /// # Errors
     /// [`EmbedError::InvalidConfig`] naming the field, its value and what it may be.
     fn check_ref(&self) -> Result<()> {
+        if self.conv_precision == ConvPrecision::Auto {
+            // Refused here, once, rather than where the network is built.
+            forced_conv_precision()?;
+        }
         fn fail(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Result<()> {
             Err(EmbedError::invalid(field, value, reason))
         }
@@ -1033,6 +1089,25 @@ impl ParamGuard for HibConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What HEDGE_CONV_PRECISION may hold, and what it leaves alone (the variable itself is set
+    /// only in subprocesses, by the CLI tests: a test thread setting it would change what
+    /// `auto` means for the tests running beside it).
+    #[test]
+    fn the_forced_precision_is_parsed_and_never_overrides_an_explicit_one() {
+        assert_eq!(parse_forced_conv_precision("bf16").unwrap(), Some(ConvPrecision::Bf16));
+        assert_eq!(parse_forced_conv_precision(" F32 ").unwrap(), Some(ConvPrecision::F32));
+        assert_eq!(parse_forced_conv_precision("auto").unwrap(), None);
+        assert_eq!(parse_forced_conv_precision("").unwrap(), None);
+        let e = parse_forced_conv_precision("fp16").unwrap_err().to_string();
+        assert!(e.contains(CONV_PRECISION_ENV) && e.contains("\"fp16\"") && e.contains("f32, bf16 or auto"), "{e}");
+        for explicit in [ConvPrecision::F32, ConvPrecision::Bf16] {
+            assert_eq!(explicit.resolve(tch::Device::Cpu).unwrap(), explicit);
+        }
+        let hardware = if cpu_has_native_bf16() { ConvPrecision::Bf16 } else { ConvPrecision::F32 };
+        assert_eq!(ConvPrecision::for_hardware(tch::Device::Cpu), hardware);
+        assert_eq!(ConvPrecision::for_hardware(tch::Device::Cuda(0)), ConvPrecision::Bf16);
+    }
 
     #[test]
     fn defaults_are_valid_and_round_trip_through_json() {

@@ -237,7 +237,7 @@ pub fn start_run(
     overwrite: bool,
     command: &str,
 ) -> Result<(RunDir, HibConfig)> {
-    config.conv_precision = config.conv_precision.resolve(device);
+    config.conv_precision = config.conv_precision.resolve(device)?;
     if let Some(own) = &config.data {
         hedge_run::check_out_not_inside(out, &own.path, "--data")?;
     }

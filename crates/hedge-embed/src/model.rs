@@ -63,7 +63,12 @@ impl HibNet {
             dim,
             min_variance: config.min_variance,
             dropout: config.dropout,
-            bf16: config.conv_precision.resolve(vs.device()) == ConvPrecision::Bf16,
+            // `check_ref` refused a bad HEDGE_CONV_PRECISION, so the fallback is never taken.
+            bf16: config
+                .conv_precision
+                .resolve(vs.device())
+                .unwrap_or_else(|_| ConvPrecision::for_hardware(vs.device()))
+                == ConvPrecision::Bf16,
         }
     }
 

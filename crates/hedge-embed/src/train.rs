@@ -297,7 +297,7 @@ impl Trainer {
     /// images' shape; the settings themselves were validated by [`ParamGuard::check`]).
     pub fn new(config: Checked<HibConfig>, dataset: ImageDataset, device: Device) -> Result<Self> {
         let mut config = config.into_inner();
-        config.conv_precision = config.conv_precision.resolve(device);
+        config.conv_precision = config.conv_precision.resolve(device)?;
         let SplitData { train: dataset, validation, held_out, sampler } = split_data(&config, dataset)?;
         let (vs, net) = build_model(&config, device)?;
         let mut adam = Adam::new(&vs, config.learning_rate);

@@ -214,7 +214,9 @@ def test_ray_data_embeds_a_gallery_into_shards_that_answer_as_one_machine(cluste
     dataset = ray.data.from_items([{"image": g, "label": int(l)} for g, l in zip(gallery, labels)],
                                   override_num_blocks=5)
     out = tmp_path / "embedded"
-    settings = dict(shards=3, validation=validation[0], validation_labels=validation[1], target_risk=0.5,
+    # The target risk the fixture chose for its index (conftest.gallery_index).
+    target_risk = hib.Index(index_dir).manifest["calibration"]["target_risk"]
+    settings = dict(shards=3, validation=validation[0], validation_labels=validation[1], target_risk=target_risk,
                     candidates=20, top_k=3, ef_search=4096, batch_size=128, concurrency=2, num_cpus=0.5)
     sealed = hedge.scale.embed_to_shards(index_dir.parent / "run", dataset, out, **settings)
     assert [(s["first_item"], s["items"]) for s in sealed["shards"]] == [(0, 200), (200, 200), (400, 200)]

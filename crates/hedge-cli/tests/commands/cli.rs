@@ -97,6 +97,52 @@ fn a_missing_data_directory_says_how_to_fix_it() {
     assert!(e.contains("/nonexistent/hedge-data") && e.contains("HEDGE_DATA_DIR"), "{e}");
 }
 
+/// HEDGE_CONV_PRECISION decides what `auto` means on any CPU (bf16 on one without native bf16
+/// runs slowly, but runs), an explicit `--precision` wins over it, and a value it does not take
+/// is refused by the variable's name before a run folder exists. The two paths really compute
+/// differently: the same seed's two steps end on other weights.
+#[test]
+fn the_environment_forces_either_convolution_precision_on_any_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = |name: &str, forced: Option<&str>, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hedge"));
+        cmd.args(["hib", "train", "--steps", "2", "--batch", "8", "--no-eval", "--out", s(&out)]).args(extra);
+        cmd.env("OMP_WAIT_POLICY", "passive").env_remove(hedge_embed::config::CONV_PRECISION_ENV);
+        if let Some(value) = forced {
+            cmd.env(hedge_embed::config::CONV_PRECISION_ENV, value);
+        }
+        (cmd.output().unwrap(), out)
+    };
+    let recorded = |out: &Path| -> String {
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
+        config["hib"]["conv_precision"].as_str().unwrap().to_string()
+    };
+    let mut weights = Vec::new();
+    for (name, forced, extra, want) in [
+        ("bf16", Some("bf16"), &[][..], "bf16"),
+        ("f32", Some("f32"), &[][..], "f32"),
+        ("explicit", Some("bf16"), &["--precision", "f32"][..], "f32"),
+    ] {
+        let (o, out) = train(name, forced, extra);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(recorded(&out), want, "{name}");
+        weights.push(std::fs::read(out.join("model.safetensors")).unwrap());
+    }
+    assert_ne!(weights[0], weights[1], "bf16 and f32 convolutions give the same weights: one path was not taken");
+    assert_eq!(weights[1], weights[2], "an explicit f32 is the f32 path");
+    let (o, out) = train("unset", None, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let hardware = hedge_embed::ConvPrecision::for_hardware(tch::Device::Cpu);
+    assert_eq!(recorded(&out), if hardware == hedge_embed::ConvPrecision::Bf16 { "bf16" } else { "f32" });
+    let (o, out) = train("bad", Some("fp8"), &[]);
+    let e = stderr(&o);
+    assert!(!o.status.success() && !e.contains("panicked"), "{e}");
+    assert!(e.contains("HEDGE_CONV_PRECISION") && e.contains("f32, bf16 or auto"), "{e}");
+    assert!(!out.exists(), "a refused run must not leave a directory behind");
+}
+
 #[test]
 fn train_resume_and_embed_write_loadable_artefacts() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,12 +122,14 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     let top = records.iter().map(|r| r.sets["validation"].score()).fold(f64::MIN, f64::max);
     assert_eq!(best.score, top, "best.json holds the best validation score");
     assert!(run.file(BEST_MODEL_FILE).is_file());
-    // The quick numbers are probabilities, and verification beats chance after training.
+    // The quick numbers are probabilities. How good they are is not asserted here: the steps
+    // that fit in 20 seconds depend on the CPU and on its precision path (bf16 forced on a CPU
+    // without native bf16 runs a fraction of them), so no bound would hold on every CPU; what
+    // a fixed number of steps reaches is short_training.rs's assertion.
     let last = &records.last().unwrap().sets["validation"];
     for v in [last.ap_clean, last.ap_corrupt, last.knn_clean, last.knn_corrupt] {
         assert!((0.0..=1.0).contains(&v), "{last:?}");
     }
-    assert!(last.ap_clean > 0.6, "{last:?}");
 }
 
 /// `validation_digits = "unused"` (the instance protocol): the held-out images keep their classes

@@ -284,7 +284,7 @@ impl RecipeBench {
         let device = Device::Cpu;
         let steps = hedge_embed::Steps::Budget { minutes: self.budget_minutes };
         let mut config = self.recipe.clone().with_digits(2).with_dim(2).with_training(steps);
-        config.conv_precision = config.conv_precision.resolve(device);
+        config.conv_precision = config.conv_precision.resolve(device)?;
         config.check_ref()?;
         if config.validation_fraction == 0.0 && config.validation_classes == 0 {
             return Err(crate::error::invalid(

@@ -549,7 +549,7 @@ fn train_and_eval(
         (run, true)
     } else {
         let mut c = config.clone();
-        c.conv_precision = c.conv_precision.resolve(device);
+        c.conv_precision = c.conv_precision.resolve(device)?;
         (new_run(dir, false, &c, plan, device, command)?, false)
     };
     let stored = run.read_config()?.hib;
