@@ -48,6 +48,30 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --release --workspace -- --show-output
 fi
+# Both precision paths of HIB's convolutions (README: "Precision of the convolutions"). Everything
+# above ran on the path `auto` takes on this CPU; the tests whose models go through hedge's
+# convolutions run again on the other one, forced by HEDGE_CONV_PRECISION (bf16 on a CPU without
+# native bf16 is emulated: slower, and these tests train for seconds). The flags are those of
+# hedge_embed::config::cpu_has_native_bf16.
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then first_precision=bf16; else first_precision=f32; fi
+# A HEDGE_CONV_PRECISION set by the caller chose the first pass's path: the second takes the other.
+case "${HEDGE_CONV_PRECISION:-auto}" in [Ff]32) first_precision=f32 ;; [Bb][Ff]16) first_precision=bf16 ;; esac
+if [ "$first_precision" = bf16 ]; then other_precision=f32; else other_precision=bf16; fi
+echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$other_precision"
+if cargo nextest --version >/dev/null 2>&1; then
+  # hedge-embed whole; in hedge-lab the HIB modules; in the CLI the commands that train, embed,
+  # index or search with a HIB network.
+  precision_tests='package(hedge-embed) | (package(hedge-lab) & test(/hib/))'
+  precision_tests+=' | (package(hedge-cli) & test(/^(cli|identification_cli|hostile_input)::/))'
+  precision_tests+=' | (package(hedge-cli) & test(/^own_data_cli::(a_hedged_embedding|colour_images)/))'
+  HEDGE_CONV_PRECISION=$other_precision cargo nextest run --release --workspace --no-fail-fast \
+    --success-output final --failure-output final -E "$precision_tests"
+else
+  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed -- --show-output
+  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-lab -- hib
+  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-cli --test commands -- \
+    cli:: identification_cli:: hostile_input:: own_data_cli::a_hedged_embedding own_data_cli::colour_images
+fi
 # The Python package (python/): its extension and the command line, built by one invocation over
 # every target (the tests' feature set: only the extension is new), installed into .venv, then
 # its tests.
@@ -59,4 +83,7 @@ if ! wait "$python_env"; then
 fi
 cat "$python_log" >&2
 bash scripts/setup-python.sh --no-build
-exec .venv/bin/python -m pytest python/tests -q
+.venv/bin/python -m pytest python/tests -q
+# The Python tests marked conv_precision (python/tests/conftest.py), on the other path.
+echo "test: the Python tests marked conv_precision again, with HEDGE_CONV_PRECISION=$other_precision"
+HEDGE_CONV_PRECISION=$other_precision exec .venv/bin/python -m pytest python/tests -q -m conv_precision

@@ -119,8 +119,8 @@ def splitting_target_risk(calibration: dict, probe_etas) -> float:
     The rule (``Calibration::rechoose``) answers the k validation probes of lowest eta for the
     largest k whose risk (errors among them / k) is at most the target, cutting only between
     distinct etas; so the target risk_k picks exactly k where risk_k is below every later cut's
-    risk, and its threshold is the k-th lowest eta. Fails, naming the curve, when no such k
-    splits the probes."""
+    risk, and its threshold is the k-th lowest eta. Of splits equally near half, the larger k
+    (more coverage). Fails, naming the curve, when no such k splits the probes."""
     uncertainty, correct = calibration["uncertainty"], calibration["correct"]
     n = len(uncertainty)
     cuts, errors = [], 0

@@ -69,6 +69,24 @@ def test_the_cluster_suite_passes_on_a_private_three_node_cluster():
         subprocess.run(["ip", "netns", "delete", ns], check=False)
 
 
+def test_the_fixtures_target_risk_is_the_reachable_rule_that_splits_the_probes_nearest_half():
+    """conftest.splitting_target_risk on a curve worked by hand. Validation etas .1 .2 .2 .3 .4 .5,
+    right or wrong T F T T F F: the rule can cut after k = 1, 3, 4, 5, 6 (not between the equal
+    .2s), at risks 0, 1/3, 1/4, 2/5, 1/2; a target picks the largest k within it, so k = 3 is
+    never picked (k = 4's risk is lower). Probe etas .05 ... .55 abstain 5, 3, 2, 1 above the
+    thresholds of k = 1, 4, 5, 6: k = 4, at target 1/4, abstains on half."""
+    from conftest import splitting_target_risk
+
+    calibration = {"uncertainty": [0.1, 0.2, 0.2, 0.3, 0.4, 0.5], "correct": [True, False, True, True, False, False]}
+    probes = [0.05, 0.15, 0.25, 0.35, 0.45, 0.55]
+    assert splitting_target_risk(calibration, probes) == 0.25
+    # Only k = 1's threshold (.1) splits these probes; of equally even splits, the larger k.
+    assert splitting_target_risk(calibration, [0.05, 0.08, 0.15]) == 0.0
+    assert splitting_target_risk(calibration, [0.05, 0.12, 0.6]) == 0.5
+    with pytest.raises(pytest.fail.Exception, match="no target risk splits the probes"):
+        splitting_target_risk(calibration, [0.6, 0.7])
+
+
 @pytest.mark.conv_precision
 def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test):
     """The shard actors' bodies run in this process: each shard's candidates, merged, then the
