@@ -40,12 +40,19 @@ def test_readme_python_c_lines_run_as_written(command, tmp_path, data_dir):
     assert "hedge on torch" in run([sys.executable, *args[1:]], tmp_path)
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
+# A block that trains, embeds or indexes with a HIB run goes through hedge's convolutions.
+HIB_BLOCKS = {i for i, block in enumerate(BLOCKS) if re.search(r"hib\.(train|Run|Index)", block)}
+
+
+@pytest.mark.parametrize(
+    "index", [pytest.param(i, marks=pytest.mark.conv_precision) if i in HIB_BLOCKS else i for i in range(len(BLOCKS))]
+)
 def test_readme_python_blocks_run_as_written(index, tmp_path, data_dir):
     out = run([sys.executable, "-c", BLOCKS[index]], tmp_path)
     assert out.strip(), "every block prints what it shows"
 
 
+@pytest.mark.conv_precision
 def test_the_example_scripts_run_on_real_data(tmp_path, data_dir, mnist_test):
     # An image folder of MNIST digits (6 identities, 2 held out by the example's split).
     from PIL import Image
