@@ -250,15 +250,29 @@ pub fn parse_forced_conv_precision(value: &str) -> Result<Option<ConvPrecision>>
     }
 }
 
-/// Whether the CPU has AVX512-BF16 or AMX-BF16 (bf16 slower than f32 without them).
+/// Whether the CPU has AVX512-BF16 or AMX-BF16 (bf16 slower than f32 without them) and
+/// libtorch's convolutions may use them: oneDNN's `ONEDNN_MAX_CPU_ISA` (or `DNNL_MAX_CPU_ISA`)
+/// set below `AVX512_CORE_BF16` (`AVX2`, `AVX512_CORE`, ...) caps them at an ISA that emulates
+/// bf16, as on a CPU without it.
 pub fn cpu_has_native_bf16() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
+    let flags = std::fs::read_to_string("/proc/cpuinfo")
         .map(|info| {
             info.lines()
                 .find(|l| l.starts_with("flags"))
                 .is_some_and(|flags| flags.split_whitespace().any(|f| f == "avx512_bf16" || f == "amx_bf16"))
         })
-        .unwrap_or(false)
+        .unwrap_or(false);
+    let cap = std::env::var("ONEDNN_MAX_CPU_ISA").or_else(|_| std::env::var("DNNL_MAX_CPU_ISA")).ok();
+    flags && cap.is_none_or(|isa| onednn_isa_has_bf16(&isa))
+}
+
+/// Whether a value of `ONEDNN_MAX_CPU_ISA` admits native bf16 dot products: `ALL`, and the ISAs
+/// from `AVX512_CORE_BF16` on (`AVX512_CORE_FP16`, the AMX ones, `AVX10_*`).
+pub fn onednn_isa_has_bf16(isa: &str) -> bool {
+    let isa = isa.trim().to_ascii_uppercase();
+    isa == "ALL"
+        || (isa.starts_with("AVX512_CORE_") && ["BF16", "FP16", "AMX"].iter().any(|k| isa.contains(k)))
+        || isa.starts_with("AVX10")
 }
 
 /// Hyper-parameters of a HIB model and its training.
@@ -1103,6 +1117,18 @@ mod tests {
         assert!(e.contains(CONV_PRECISION_ENV) && e.contains("\"fp16\"") && e.contains("f32, bf16 or auto"), "{e}");
         for explicit in [ConvPrecision::F32, ConvPrecision::Bf16] {
             assert_eq!(explicit.resolve(tch::Device::Cpu).unwrap(), explicit);
+        }
+        for (isa, native) in [
+            ("ALL", true),
+            ("avx512_core_bf16", true),
+            ("AVX512_CORE_AMX", true),
+            ("AVX10_1_512", true),
+            ("AVX2", false),
+            ("AVX512_CORE", false),
+            ("AVX512_CORE_VNNI", false),
+            ("AVX2_VNNI_2", false),
+        ] {
+            assert_eq!(onednn_isa_has_bf16(isa), native, "{isa}");
         }
         let hardware = if cpu_has_native_bf16() { ConvPrecision::Bf16 } else { ConvPrecision::F32 };
         assert_eq!(ConvPrecision::for_hardware(tch::Device::Cpu), hardware);
