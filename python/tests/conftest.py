@@ -15,6 +15,11 @@ def pytest_configure(config):
         "the CPU chooses; scripts/test.sh runs these tests again with HEDGE_CONV_PRECISION forcing the "
         "path this CPU does not take by default",
     )
+    config.addinivalue_line(
+        "markers",
+        "many_steps: a conv_precision test that trains more than a few dozen steps; left out of the pass "
+        "where bf16 is emulated in software (about ten times slower)",
+    )
 
 
 @pytest.fixture(scope="session")
