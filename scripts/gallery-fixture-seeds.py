@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python" / "tests"))
-from conftest import gallery_images, read_idx, splitting_target_risk  # noqa: E402
+from conftest import gallery_images, gallery_run, read_idx, splitting_target_risk  # noqa: E402
 
 from hedge import hib  # noqa: E402
 
@@ -22,15 +22,12 @@ seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 data = pathlib.Path(os.environ.get("HEDGE_DATA_DIR", "data"))
 images = read_idx(data / "mnist" / "t10k-images-idx3-ubyte.gz").astype(np.float32)[:, None] / 255.0
 labels = read_idx(data / "mnist" / "t10k-labels-idx1-ubyte.gz").astype(np.int64)
-rows = np.concatenate([np.flatnonzero(labels == c)[900:920] for c in range(6)])
 gallery, validation, probes = gallery_images((images, labels), 60)
 path = os.environ.get("HEDGE_CONV_PRECISION", "auto")
 for seed in range(seeds):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        run = hib.train(tmp / "run", data=((images[rows, 0] * 255).round().astype(np.uint8), labels[rows]),
-                        config={"model": "mog", "components": 2, "dim": 2, "steps": 40, "batch": "independent",
-                                "batch_pairs": 32, "seed": seed}, unseen_classes=2, progress=False)
+        run = gallery_run(tmp / "run", (images, labels), seed=seed, progress=False)
         index = hib.Index.build(run, gallery[0], tmp / "index", gallery_labels=gallery[1], validation=validation[0],
                                 validation_labels=validation[1], target_risk=1.0, candidates=20, top_k=3,
                                 ef_search=4096)

@@ -72,6 +72,23 @@ def gallery_images(mnist_test, per_class: int = 60):
     return digits(range(10), per_class), digits(range(10), 10, skip=per_class), digits(range(10), 8, skip=per_class + 10)
 
 
+def gallery_run(out: pathlib.Path, mnist_test, seed: int = 0, **train_options):
+    """The gallery fixture's model: MoG-2, D = 2, 40 steps of 32 independent pairs on 20 MNIST test
+    images of each of the digits 0-5 (2 of them held out as unseen), trained into ``out``."""
+    from hedge import hib
+
+    images, labels = mnist_test
+    rows = np.concatenate([np.flatnonzero(labels == c)[900:920] for c in range(6)])
+    return hib.train(
+        out,
+        data=((images[rows, 0] * 255).round().astype(np.uint8), labels[rows]),
+        config={"model": "mog", "components": 2, "dim": 2, "steps": 40, "batch": "independent", "batch_pairs": 32,
+                "seed": seed},
+        unseen_classes=2,
+        **train_options,
+    )
+
+
 def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60, ef_search: int = 200):
     """A small HIB run (MoG-2, D = 2, 40 steps on six digits) and an identification index over
     ``per_class`` MNIST test images of each of the ten digits (validation and probe images are
@@ -88,14 +105,7 @@ def gallery_index(tmp: pathlib.Path, mnist_test, per_class: int = 60, ef_search:
     rule elsewhere."""
     from hedge import hib
 
-    images, labels = mnist_test
-    rows = np.concatenate([np.flatnonzero(labels == c)[900:920] for c in range(6)])
-    run = hib.train(
-        tmp / "run",
-        data=((images[rows, 0] * 255).round().astype(np.uint8), labels[rows]),
-        config={"model": "mog", "components": 2, "dim": 2, "steps": 40, "batch": "independent", "batch_pairs": 32},
-        unseen_classes=2,
-    )
+    run = gallery_run(tmp / "run", mnist_test)
     gallery, validation, probes = gallery_images(mnist_test, per_class)
 
     def build(target_risk: float, overwrite: bool):
