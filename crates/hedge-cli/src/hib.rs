@@ -115,7 +115,7 @@ pub struct EvalArgs {
     #[arg(long)]
     weights: Option<PathBuf>,
     /// Compute only these metrics (comma-separated: verification_ap, verification_ap_mixed,
-    /// knn_accuracy, knn_plurality, tau_ap, tau_knn, ece, aurc, gallery_probe); every metric by
+    /// knn_accuracy, knn_plurality, tau_ap, tau_knn, ece, aurc, gallery_probe, knn_kept); every metric by
     /// default. A partial report goes to stdout only; its numbers equal the full evaluation's.
     #[arg(long, default_value = "")]
     metrics: String,

@@ -301,12 +301,25 @@ fn fraction(v: &[bool]) -> f64 {
     v.iter().filter(|&&c| c).count() as f64 / v.len().max(1) as f64
 }
 
+/// Which gallery a probe is identified in. Probe i and gallery item i are the same image, or
+/// its clean and occluded twins. The paper's first version says "each clean image is identified
+/// by comparing to the test gallery which is either comprised of clean or corrupted images" and
+/// names no exclusion; the two readings are reported side by side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GalleryReading {
+    /// The probe's own image (its twin, in the other variant) is left out of the gallery.
+    LeaveOneOut,
+    /// The gallery is the whole test set, the probe's own image (twin) included.
+    Kept,
+}
+
 /// KNN identification of `probes` against `gallery` (Section 4.3, Appendix G).
 pub fn knn_outcome(
     scorer: &Scorer,
     gallery: &EmbeddedSet,
     probes: &EmbeddedSet,
     options: &EvalOptions,
+    reading: GalleryReading,
 ) -> Result<KnnOutcome> {
     if gallery.labels != probes.labels {
         return Err(EmbedError::invalid(
@@ -315,8 +328,9 @@ pub fn knn_outcome(
             "gallery and probes must be two variants of the same images",
         ));
     }
+    let leave_one_out = reading == GalleryReading::LeaveOneOut;
     let neighbours =
-        scorer.neighbours(&probes.embedding, &gallery.embedding, options.knn_k, options.candidates, true)?;
+        scorer.neighbours(&probes.embedding, &gallery.embedding, options.knn_k, options.candidates, leave_one_out)?;
     let (mut majority, mut plurality) = (Vec::with_capacity(probes.len()), Vec::with_capacity(probes.len()));
     for (i, n) in neighbours.iter().enumerate() {
         let labels: Vec<u32> = n.iter().map(|&j| gallery.labels[j]).collect();
@@ -402,6 +416,10 @@ pub enum HibMetric {
     Aurc,
     /// Every gallery/probe combination of Appendix G (Tables 6 and 7).
     GalleryProbe,
+    /// Majority-vote KNN accuracy with the gallery read as the whole test set: the probe's own
+    /// image kept in the clean gallery, its occluded twin kept in the corrupt one
+    /// ([`GalleryReading::Kept`]; Table 1's second reading).
+    KnnKept,
 }
 
 /// Shared work of one repeat that metrics need.
@@ -413,6 +431,8 @@ pub struct Needs {
     pub mixed_pairs: bool,
     /// KNN passes, in [`KNN_PASSES`] order.
     pub knn: [bool; 4],
+    /// The two Table 1 KNN passes again with the probe's image (twin) kept in the gallery.
+    pub knn_kept: bool,
 }
 
 impl Needs {
@@ -421,6 +441,7 @@ impl Needs {
             pair_scores: self.pair_scores || other.pair_scores,
             mixed_pairs: self.mixed_pairs || other.mixed_pairs,
             knn: std::array::from_fn(|i| self.knn[i] || other.knn[i]),
+            knn_kept: self.knn_kept || other.knn_kept,
         }
     }
 }
@@ -430,7 +451,7 @@ pub const KNN_PASSES: [(&str, &str); 4] =
     [("clean", "clean"), ("corrupt", "clean"), ("clean", "corrupt"), ("corrupt", "corrupt")];
 
 impl HibMetric {
-    pub const ALL: [HibMetric; 9] = [
+    pub const ALL: [HibMetric; 10] = [
         HibMetric::VerificationAp,
         HibMetric::VerificationApMixed,
         HibMetric::KnnAccuracy,
@@ -440,6 +461,7 @@ impl HibMetric {
         HibMetric::Ece,
         HibMetric::Aurc,
         HibMetric::GalleryProbe,
+        HibMetric::KnnKept,
     ];
 
     /// The name used in `--metrics` and in reports.
@@ -454,6 +476,7 @@ impl HibMetric {
             HibMetric::Ece => "ece",
             HibMetric::Aurc => "aurc",
             HibMetric::GalleryProbe => "gallery_probe",
+            HibMetric::KnnKept => "knn_kept",
         }
     }
 
@@ -479,6 +502,7 @@ impl HibMetric {
             // A stream of clean and corrupt probes against the clean gallery.
             HibMetric::Aurc => Needs { knn: passes(&[0, 2]), ..Needs::default() },
             HibMetric::GalleryProbe => Needs { knn: [true; 4], ..Needs::default() },
+            HibMetric::KnnKept => Needs { knn_kept: true, ..Needs::default() },
         }
     }
 }
@@ -609,7 +633,7 @@ pub struct GalleryProbeRow {
 /// Protocol (Section 4, and v1's Section 4.3 and Appendix G): verification pairs are drawn
 /// within a variant; KNN probes are clean images, identified against a clean gallery
 /// (`clean`) or against the corrupt twin of the gallery (`corrupt`), leaving each probe's own
-/// image out; uncertainty bins use the η of the images being scored.
+/// image out (and, as `knn_majority_kept`, keeping it); uncertainty bins use the η of the images being scored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelEval {
     pub metrics: MetricSet,
@@ -619,6 +643,10 @@ pub struct ModelEval {
     pub verification_ap_mixed: Option<MeanStd>,
     pub knn_majority: Option<Twin<MeanStd>>,
     pub knn_plurality: Option<Twin<MeanStd>>,
+    /// Majority KNN with the probe's own image (twin) kept in the gallery
+    /// ([`GalleryReading::Kept`]); absent in evaluations made before it was computed.
+    #[serde(default)]
+    pub knn_majority_kept: Option<Twin<MeanStd>>,
     /// `None` where not selected, for point embeddings (no η), or where τ is undefined.
     pub tau_ap: Twin<Option<MeanStd>>,
     pub tau_knn: Twin<Option<MeanStd>>,
@@ -695,8 +723,12 @@ pub fn evaluate_model(
     let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); KNN_PASSES.len()];
     let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
     let mut ap_mixed = Vec::new();
+    let mut knn_kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     // Clean then corrupt images in one set, so a pair can take its right image from the corrupt twin.
-    let both_sets = if needs.mixed_pairs { Some(EmbeddedSet::concat(&[clean, corrupt])) } else { None };
+    // (Also built for the kept-gallery KNN, which runs after the mixed pairs and so must draw
+    // past them when they are left out.)
+    let both_sets =
+        if needs.mixed_pairs || needs.knn_kept { Some(EmbeddedSet::concat(&[clean, corrupt])) } else { None };
     let mixed_pairs = PairBatch {
         left: pairs.left.clone(),
         right: pairs.right.iter().map(|&j| j + clean.len()).collect(),
@@ -753,7 +785,7 @@ pub fn evaluate_model(
                 continue;
             }
             progress(&format!("repeat {}/{repeats}: KNN, {gallery} gallery, {probe} probes", r + 1));
-            let o = knn_outcome(&scorer, set_of(gallery), set_of(probe), &opts)?;
+            let o = knn_outcome(&scorer, set_of(gallery), set_of(probe), &opts, GalleryReading::LeaveOneOut)?;
             knn[c].0.push(o.majority_accuracy());
             knn[c].1.push(o.plurality_accuracy());
             if stochastic {
@@ -783,7 +815,21 @@ pub fn evaluate_model(
         }
         // Last in the repeat, so the draws above (and their numbers) are as before this metric.
         if let Some(both_sets) = &both_sets {
-            ap_mixed.push(average_precision(&scorer.pair_scores(both_sets, &mixed_pairs)?, &mixed_pairs.is_match)?);
+            if needs.mixed_pairs {
+                let scores = scorer.pair_scores(both_sets, &mixed_pairs)?;
+                ap_mixed.push(average_precision(&scores, &mixed_pairs.is_match)?);
+            } else {
+                scorer.skip_pair_scores(both_sets);
+            }
+        }
+        // After everything else, for the same reason: clean probes against the whole clean
+        // test set and against every occluded twin, the probe's own image (twin) kept.
+        if needs.knn_kept {
+            progress(&format!("repeat {}/{repeats}: KNN, galleries with the probe kept", r + 1));
+            for (slot, gallery) in [clean, corrupt].into_iter().enumerate() {
+                let o = knn_outcome(&scorer, gallery, clean, &opts, GalleryReading::Kept)?;
+                knn_kept[slot].push(o.majority_accuracy());
+            }
         }
     }
     let twin = |metric, clean: &[f64], corrupt: &[f64]| {
@@ -796,6 +842,7 @@ pub fn evaluate_model(
         verification_ap_mixed: has(HibMetric::VerificationApMixed).then(|| MeanStd::of(&ap_mixed)),
         knn_majority: twin(HibMetric::KnnAccuracy, &knn[0].0, &knn[1].0),
         knn_plurality: twin(HibMetric::KnnPlurality, &knn[0].1, &knn[1].1),
+        knn_majority_kept: twin(HibMetric::KnnKept, &knn_kept[0], &knn_kept[1]),
         tau_ap: Twin { clean: defined(HibMetric::TauAp, &tau_ap.0), corrupt: defined(HibMetric::TauAp, &tau_ap.1) },
         tau_knn: Twin { clean: defined(HibMetric::TauKnn, &knn[0].2), corrupt: defined(HibMetric::TauKnn, &knn[1].2) },
         ece: has(HibMetric::Ece).then(|| MeanStd::of(&ece.2)),
@@ -990,10 +1037,39 @@ mod tests {
         assert_eq!(rest.tau_ap, full.tau_ap);
         assert_eq!(rest.tau_knn, full.tau_knn);
         assert!(rest.knn_plurality.is_none() && rest.gallery_probe.is_empty());
+        // The kept-gallery reading alone equals the full evaluation's (how reports written
+        // before it existed gain it), and the full evaluation's other numbers did not move.
+        let kept_only = MetricSet::select(&[HibMetric::KnnKept], &[]).unwrap();
+        let kept = evaluate_model(&h, &clean, &corrupt, true, &options(kept_only), |_| {}).unwrap();
+        assert!(kept.knn_majority_kept.is_some());
+        assert_eq!(kept.knn_majority_kept, full.knn_majority_kept);
+        assert!(rest.knn_majority_kept.is_some() && rest.knn_majority_kept == full.knn_majority_kept);
         // The full evaluation's spread is the sample sd over its 3 repeats.
         let ap = full.verification_ap.unwrap().clean;
         assert_eq!(ap.n, 3);
         assert!(ap.mean > 0.5, "AP {ap:?} on well separated classes");
+    }
+
+    /// Three tight classes of three points on a line, one unit apart: with its own image in
+    /// the gallery every probe's 5 neighbours are its 3 class members (itself included) and 2
+    /// others, a majority; left out, only 2 of 5 are its class. Worked by hand: kept 1, left out 0.
+    #[test]
+    fn the_kept_gallery_counts_the_probe_as_its_own_neighbour() {
+        let x: Vec<f32> = [0.0f32, 1.0, 2.0].iter().flat_map(|&c| [c, c + 0.01, c + 0.02]).collect();
+        let labels: Vec<u32> = (0..3).flat_map(|c| [c; 3]).collect();
+        let mean = Tensor::from_slice(&x).view([9, 1, 1]).repeat([1, 1, 2]) * Tensor::from_slice(&[1.0f32, 0.0]);
+        let set = EmbeddedSet {
+            embedding: Embedding { mean, variance: None },
+            labels,
+            eta: Tensor::zeros([9], (Kind::Float, Device::Cpu)),
+        };
+        let (_vs, h) = head(1.0, 0.0);
+        let scorer = Scorer { matcher: &h, estimator: MatchEstimator::MonteCarlo { samples: 1 }, stochastic: false };
+        let options = EvalOptions::default();
+        let kept = knn_outcome(&scorer, &set, &set, &options, GalleryReading::Kept).unwrap();
+        let left_out = knn_outcome(&scorer, &set, &set, &options, GalleryReading::LeaveOneOut).unwrap();
+        assert_eq!(kept.majority_accuracy(), 1.0);
+        assert_eq!(left_out.majority_accuracy(), 0.0);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tch::Device;
 
 use crate::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
-use crate::evaluate::{knn_outcome, EvalOptions, MatchEstimator, Scorer};
+use crate::evaluate::{knn_outcome, EvalOptions, GalleryReading, MatchEstimator, Scorer};
 use crate::model::HibNet;
 use crate::Result;
 
@@ -94,8 +94,8 @@ pub fn quick_eval(
     Ok(QuickEval {
         ap_clean: ap(clean)?,
         ap_corrupt: ap(corrupt)?,
-        knn_clean: knn_outcome(&scorer, clean, clean, &options)?.majority_accuracy(),
-        knn_corrupt: knn_outcome(&scorer, corrupt, clean, &options)?.majority_accuracy(),
+        knn_clean: knn_outcome(&scorer, clean, clean, &options, GalleryReading::LeaveOneOut)?.majority_accuracy(),
+        knn_corrupt: knn_outcome(&scorer, corrupt, clean, &options, GalleryReading::LeaveOneOut)?.majority_accuracy(),
     })
 }
 

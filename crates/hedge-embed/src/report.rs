@@ -212,6 +212,11 @@ pub struct EvalReport {
     /// Majority-vote KNN (K = 5): clean probes against the clean (`clean`) or the corrupt
     /// (`corrupt`) gallery.
     pub knn_accuracy: TwinStats,
+    /// The same KNN with the gallery read as the whole test set: the probe's own image kept in
+    /// the clean gallery, its occluded twin in the corrupt one (absent in reports written
+    /// before this reading was computed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knn_kept: Option<TwinStats>,
     pub knn_plurality: TwinStats,
     pub match_estimator: MatchEstimator,
     pub mean_eta: CleanCorruptValue,
@@ -357,6 +362,7 @@ impl EvalReport {
                 })
                 .collect(),
             knn_accuracy: TwinStats::of(&r.knn_majority),
+            knn_kept: r.knn_majority_kept.is_some().then(|| TwinStats::of(&r.knn_majority_kept)),
             knn_plurality: TwinStats::of(&r.knn_plurality),
             match_estimator: context.match_estimator,
             mean_eta: CleanCorruptValue { clean: r.mean_eta.clean, corrupt: r.mean_eta.corrupt },
@@ -412,6 +418,9 @@ impl EvalReport {
         }
         if has(HibMetric::KnnPlurality) {
             t += &format!("| KNN accuracy (plurality) | {} |\n", twin(&r.knn_plurality));
+        }
+        if has(HibMetric::KnnKept) {
+            t += &format!("| KNN accuracy (majority), probe kept in the gallery | {} |\n", twin(&r.knn_majority_kept));
         }
         if has(HibMetric::TauAp) {
             t += &format!("| tau AP | {} | {} |\n", o(r.tau_ap.clean), o(r.tau_ap.corrupt));
@@ -522,6 +531,10 @@ pub struct ModelSummary {
     pub aurc_uncertainty: Option<String>,
     pub ece: Option<f64>,
     pub knn_accuracy: TwinStats,
+    /// KNN with the probe's own image (twin) kept in the gallery, over the seeds; absent where
+    /// a run's report lacks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knn_kept: Option<TwinStats>,
     pub knn_plurality: TwinStats,
     pub label: String,
     pub runs: Vec<String>,

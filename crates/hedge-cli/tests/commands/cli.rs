@@ -438,7 +438,10 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     // One seed: no spread to report.
     assert!(summary["models"]["mog1"]["verification_ap"]["clean_std"].is_null());
     let table1 = std::fs::read_to_string(out.join("table1.md")).unwrap();
-    assert!(table1.contains("(0.987)") && table1.contains("| KNN accuracy, corrupt |"), "{table1}");
+    // Both KNN readings: the probe kept in the gallery (the headline) and leave-one-out.
+    assert!(table1.contains("(0.987)") && table1.contains("| KNN accuracy, corrupt, leave-one-out |"), "{table1}");
+    assert!(table1.contains("| KNN accuracy, corrupt (probe kept in the gallery) |"), "{table1}");
+    assert!(summary["models"]["point"]["knn_kept"]["clean"].is_number(), "{summary}");
     assert!(table1.contains(", test, first 10 images of each class only") && !table1.contains("test_seen"), "{table1}");
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
     assert!(readme.contains("Protocol: `instance`"), "{readme}");

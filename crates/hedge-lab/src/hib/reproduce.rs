@@ -17,6 +17,7 @@ use tracing::info;
 use crate::hib::figures::{cloud, embedding_ellipses};
 use crate::hib::run::{curve, train_with_progress};
 use crate::Result;
+use hedge_embed::evaluate::{HibMetric, MetricSet};
 use hedge_embed::experiment::{new_run, TrainPlan};
 use hedge_embed::paper::{self, PaperModel};
 use hedge_embed::report::{
@@ -566,7 +567,28 @@ fn train_and_eval(
             if let Some(report) = read_eval(&run, split)?.filter(|r| r.images_per_class == settings.images_per_class) {
                 info!("reusing {}", run.file(&eval_file_name(split)).display());
                 // Reports written before `undefined` existed gain it (nothing else changes).
-                let explained = report.clone().with_nulls_explained();
+                let mut explained = report.clone().with_nulls_explained();
+                // Reports written before the kept-gallery KNN reading existed gain it: computed
+                // alone, it draws what a full evaluation draws, so its numbers are the full
+                // evaluation's.
+                if explained.knn_kept.is_none() && explained.metrics.is_none() {
+                    info!("{}: KNN with the probe kept in the gallery", run.path.display());
+                    let (_, kept) = evaluate_run(
+                        &run,
+                        &data.images,
+                        scored_weights(&run).as_deref(),
+                        &EvalSettings {
+                            split,
+                            repeats: explained.repeats,
+                            estimator: explained.match_estimator,
+                            metrics: MetricSet::from(vec![HibMetric::KnnKept]),
+                            ..*settings
+                        },
+                        device,
+                        command,
+                    )?;
+                    explained.knn_kept = kept.knn_kept;
+                }
                 if explained != report {
                     hedge_embed::run_eval::save_eval(&run, &explained)?;
                 }
@@ -661,6 +683,11 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns]) -> Result<ReproduceSumm
                 aurc_uncertainty: evals.first().and_then(|e| e.aurc_uncertainty.clone()),
                 ece: mean(&evals.iter().map(|e| Some(e.ece).filter(|x| x.is_finite())).collect::<Vec<_>>()),
                 knn_accuracy: over(|e| e.knn_accuracy),
+                knn_kept: evals
+                    .iter()
+                    .map(|e| e.knn_kept)
+                    .collect::<Option<Vec<TwinStats>>>()
+                    .map(|kept| TwinStats::over(&kept)),
                 knn_plurality: over(|e| e.knn_plurality),
                 label: m.label.clone(),
                 runs: evals.iter().map(|e| e.run.clone()).collect(),
@@ -713,6 +740,17 @@ fn cell(s: &ReproduceSummary, model: &str, metric: Metric, variant: Variant) -> 
     }
 }
 
+/// The KNN cell of the kept-gallery reading, with the paper's KNN value, or "n/a".
+fn kept_cell(s: &ReproduceSummary, model: &str, variant: Variant) -> String {
+    let Some(o) = s.models.get(model).and_then(|m| m.knn_kept).and_then(|k| ours(&k, variant)) else {
+        return "n/a".into();
+    };
+    match s.paper.as_ref().and_then(|p| p.get(model)).and_then(|p| paper_value(p, Metric::KnnAccuracy, variant)) {
+        Some(p) => format!("{o} ({p:.3})"),
+        None => o,
+    }
+}
+
 /// The mixed clean-vs-corrupt AP cell (not in the paper).
 fn mixed_cell(models: &BTreeMap<String, ModelSummary>, model: &str) -> String {
     models.get(model).and_then(|m| m.verification_ap.clean_vs_corrupt).map_or("n/a".into(), |v| format!("{v:.3}"))
@@ -757,9 +795,26 @@ pub fn table1(s: &ReproduceSummary) -> String {
         }
         None => t.push_str("| | point | MoG-1 | MoG-2 |\n|---|---|---|---|\n"),
     }
+    let kept = TABLE1_MODELS.iter().any(|m| s.models.get(*m).is_some_and(|x| x.knn_kept.is_some()));
     for metric in [Metric::VerificationAp, Metric::KnnAccuracy] {
         for variant in Variant::BOTH {
-            let _ = write!(t, "| {}, {} |", metric.label(), variant.name());
+            if metric == Metric::KnnAccuracy && kept {
+                // The headline reading (results/hib/README.md): the gallery is the whole test
+                // set, the probe's own image (twin) in it.
+                let _ = write!(t, "| {}, {} (probe kept in the gallery) |", metric.label(), variant.name());
+                for m in TABLE1_MODELS {
+                    let _ = write!(t, " {} |", kept_cell(s, m, variant));
+                }
+                if let Some(o) = &s.other_split {
+                    for m in TABLE1_MODELS {
+                        let v = o.models.get(m).and_then(|x| x.knn_kept).and_then(|k| k.get(variant));
+                        let _ = write!(t, " {} |", v.map_or("n/a".into(), |v| format!("{v:.3}")));
+                    }
+                }
+                t.push('\n');
+            }
+            let reading = if metric == Metric::KnnAccuracy { ", leave-one-out" } else { "" };
+            let _ = write!(t, "| {}, {}{reading} |", metric.label(), variant.name());
             for m in TABLE1_MODELS {
                 let _ = write!(t, " {} |", cell(s, m, metric, variant));
             }
@@ -1377,6 +1432,7 @@ mod tests {
                     aurc_uncertainty: None,
                     ece: None,
                     knn_accuracy: twin,
+                    knn_kept: None,
                     knn_plurality: twin,
                     label: name.to_string(),
                     runs: vec![],
@@ -1506,6 +1562,32 @@ mod tests {
         let t = table1(&s);
         assert!(
             t.contains("The seed the validation images (held-out training images of the same classes) choose"),
+            "{t}"
+        );
+    }
+
+    /// Where the runs scored both KNN readings, the kept-gallery one comes first beside the
+    /// paper's KNN value and leave-one-out follows it, also beside the paper's.
+    #[test]
+    fn table1_puts_the_kept_gallery_reading_before_leave_one_out() {
+        let mut s = summary(&["point", "mog1", "mog2"]);
+        assert!(!table1(&s).contains("probe kept"), "no kept row without the reading");
+        for (k, m) in s.models.values_mut().enumerate() {
+            let v = Some(0.5 + 0.1 * k as f64);
+            m.knn_kept = Some(TwinStats { clean: v, corrupt: v.map(|x| x - 0.4), ..Default::default() });
+        }
+        s.models.get_mut("point").unwrap().knn_kept.as_mut().unwrap().clean_std = Some(0.01);
+        let t = table1(&s);
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| KNN")).collect();
+        // Paper, N = 2, D = 2: KNN clean 0.871 / 0.879 / 0.888, corrupt 0.583 / 0.760 / 0.757.
+        assert_eq!(
+            rows,
+            [
+                "| KNN accuracy, clean (probe kept in the gallery) | 0.700 ± 0.010 (0.871) | 0.500 (0.879) | 0.600 (0.888) |",
+                "| KNN accuracy, clean, leave-one-out | 0.100 (0.871) | 0.200 (0.879) | 0.300 (0.888) |",
+                "| KNN accuracy, corrupt (probe kept in the gallery) | 0.300 (0.583) | 0.100 (0.760) | 0.200 (0.757) |",
+                "| KNN accuracy, corrupt, leave-one-out | 0.100 (0.583) | 0.200 (0.760) | 0.300 (0.757) |",
+            ],
             "{t}"
         );
     }

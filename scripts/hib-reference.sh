@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# hedge against the independent plain-PyTorch reference (reference/hib/hib_reference.py) at equal
+# steps (issue 79, item 1): point and MoG-1, N = 2, D = 2, instance protocol, on the plain recipe
+# (128 independent pairs, half matching, Adam 1e-3) and on hedge's recipe
+# (reference/hib/hedge-recipe.toml: 16 x 16 grouped batches, AdamW 1e-2 with weight decay 0.1,
+# 500 warm-up steps, cosine), seeds 0 and 1, every run on all 100,000 training images and scored
+# on its final weights (no validation choice in either).
+#
+#   scripts/hib-reference.sh [SEED...]     (default: 0 1)
+#
+# Runs go to results/hib/reference/runs/<impl>-<recipe>-<model>-seed<N>; hedge's score to
+# eval-final.json there (`hedge hib eval --weights model.safetensors --json`), the reference's to
+# eval.json. A scored run is skipped, an unfinished one resumed. STEPS (default 20000),
+# PRECISION of the convolutions for both (default bf16; f32 where the CPU has no native bf16),
+# HEDGE (default ./target/release/hedge), PYTHON (default .venv/bin/python).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hedge=${HEDGE:-./target/release/hedge}
+python=${PYTHON:-.venv/bin/python}
+steps=${STEPS:-20000}
+precision=${PRECISION:-bf16}
+root=${ROOT:-results/hib/reference/runs}
+mkdir -p "$root"
+seeds=("$@")
+[ ${#seeds[@]} -gt 0 ] || seeds=(0 1)
+model_flag() { [ "$1" = mog1 ] && echo gaussian || echo point; }
+run_reference() { # recipe model seed
+    local dir="$root/ref-$1-$2-seed$3"
+    [ -f "$dir/eval.json" ] && return 0
+    echo "== $dir" >&2
+    "$python" reference/hib/hib_reference.py --recipe "$1" --model "$(model_flag "$2")" --seed "$3" \
+        --steps "$steps" --precision "$precision" --out "$dir" > /dev/null 2> "$dir.log.tmp" || { cat "$dir.log.tmp" >&2; return 1; }
+    mv "$dir.log.tmp" "$dir.log"
+}
+run_hedge() { # recipe model seed
+    local dir="$root/hedge-$1-$2-seed$3"
+    [ -f "$dir/eval-final.json" ] && return 0
+    echo "== $dir" >&2
+    local config=()
+    [ "$1" = hedge ] && config=(--config reference/hib/hedge-recipe.toml)
+    if [ -f "$dir/state.json" ]; then
+        "$hedge" hib train --resume "$dir" --steps "$steps" --no-eval >> "$dir.log" 2>&1
+    else
+        "$hedge" hib train "${config[@]}" --protocol instance --digits 2 --dim 2 --model "$(model_flag "$2")" \
+            --seed "$3" --steps "$steps" --precision "$precision" --no-eval --out "$dir" > "$dir.log" 2>&1
+    fi
+    "$hedge" hib eval --run "$dir" --weights "$dir/model.safetensors" --json > "$dir/eval-final.json.tmp" 2>> "$dir.log"
+    mv "$dir/eval-final.json.tmp" "$dir/eval-final.json"
+}
+for seed in "${seeds[@]}"; do
+    for recipe in plain hedge; do
+        for model in mog1 point; do
+            run_reference "$recipe" "$model" "$seed"
+            run_hedge "$recipe" "$model" "$seed"
+        done
+    done
+done
