@@ -42,6 +42,7 @@ DIGIT = 28
 EVAL_PAIR_SEED = 20_190_501
 EVAL_OCCLUSION_SEED = 20_190_502
 EVAL_SAMPLE_SEED = 20_190_503
+VALIDATION_SEED = 20_190_504
 
 
 # ---------------------------------------------------------------- settings
@@ -77,6 +78,9 @@ class Settings:
     variance: str = "softplus"  # softplus(raw) + 1e-6 | exp (raw is log-variance)
     pair_loss: str = "log-mean"  # log-mean: -log of the K x K average (Eq. 3 with Eq. 5) | mean-log: Eq. 8 as written
     precision: str = "f32"  # f32 | bf16 (the convolutions only, f32 weights kept)
+    channels_last: bool = False  # images and conv weights in NHWC memory (oneDNN's preferred layout)
+    # Share of every class's training images held out (seeded) to choose levers on, never the test split.
+    validation_fraction: float = 0.0
     threads: int = 2
     eval_every: int = 0
     checkpoint_every: int = 1000
@@ -104,6 +108,7 @@ class Settings:
             (self.steps >= 1 and self.lr > 0, "--steps and --lr must be positive"),
             (self.warmup < self.steps, "--warmup must be below --steps"),
             (self.digits in (2, 3) and self.dim >= 1, "--digits 2 or 3, --dim at least 1"),
+            (0.0 <= self.validation_fraction <= 0.5, "--validation-fraction: between 0 and 0.5"),
         ]
         for ok, message in checks:
             if not ok:
@@ -140,6 +145,7 @@ class DigitTable:
     digits: np.ndarray  # [images, N] indices into `pixels`
     labels: np.ndarray  # [images] class (the number)
     pixels: np.ndarray  # [mnist images, 28, 28] uint8
+    digit_labels: np.ndarray  # [mnist images] the MNIST label of each digit image
 
 
 def load_table(data_dir: Path, digits: int, split: str) -> DigitTable:
@@ -163,6 +169,7 @@ def load_table(data_dir: Path, digits: int, split: str) -> DigitTable:
         digits=ids.reshape(classes * per_class, digits).astype(np.int64),
         labels=np.repeat(numbers.astype(np.int64), per_class),
         pixels=pixels,
+        digit_labels=mnist_labels,
     )
 
 
@@ -443,7 +450,10 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
     config_path = out / "config.json"
     config = dataclasses.asdict(s)
     if config_path.exists() and not overwrite:
-        if json.loads(config_path.read_text()) != json.loads(json.dumps(config)):
+        # A setting added since the run began counts as its default there.
+        defaults = {f.name: f.default for f in dataclasses.fields(Settings)}
+        stored = {**json.loads(json.dumps(defaults)), **json.loads(config_path.read_text())}
+        if stored != json.loads(json.dumps(config)):
             raise SystemExit(f"{config_path} holds other settings: choose another --out or pass --overwrite")
     write_atomically(config_path, json.dumps(config, indent=2) + "\n")
     write_atomically(out / "command.txt", shlex.join([sys.executable, *sys.argv]) + "\n")
@@ -452,9 +462,33 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
     classes = np.unique(train_table.labels)
     label_index = np.searchsorted(classes, train_table.labels)  # classes as 0..C-1
     by_class = [np.flatnonzero(label_index == c) for c in range(len(classes))]
+    validation_table = None
+    if s.validation_fraction > 0:
+        # The same images held out whatever the training seed, so levers are ranked on one set.
+        pick = np.random.default_rng(VALIDATION_SEED)
+        held, kept = [], []
+        for members in by_class:
+            order = pick.permutation(members)
+            cut = int(round(len(members) * s.validation_fraction))
+            held.append(order[:cut])
+            kept.append(np.sort(order[cut:]))
+        by_class = kept
+        rows = np.concatenate(held)
+        # Each held-out image redrawn on MNIST training digits no training image uses (same
+        # digit labels): new digit images, as the test split has, not crops training has seen.
+        used = np.zeros(len(train_table.pixels), bool)
+        used[train_table.digits[np.concatenate(by_class)].ravel()] = True
+        digits = train_table.digits[rows].copy()
+        for d in range(10):
+            pool = np.flatnonzero((train_table.digit_labels == d) & ~used)
+            slots = train_table.digit_labels[digits] == d
+            digits[slots] = pick.choice(pool, size=int(slots.sum()), replace=len(pool) < slots.sum())
+        validation_table = DigitTable(digits, train_table.labels[rows], train_table.pixels, train_table.digit_labels)
 
     torch.manual_seed(s.seed)
     model = Embedder(s)
+    if s.channels_last:
+        model = model.to(memory_format=torch.channels_last)
     head = [model.a_raw, model.b]
     decayed = {id(p) for p in model.decayed()}
     rest = [p for p in model.parameters() if id(p) not in decayed and all(p is not h for h in head)]
@@ -487,6 +521,8 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
         generator = torch.Generator().manual_seed(s.seed * 1_000_003 + step)
         rows, left, right, match = pair_batch(label_index, by_class, s, rng)
         images = torch.from_numpy(compose(train_table, rows, s.occlusion, rng))
+        if s.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
         for group in optimiser.param_groups:
             group["lr"] = s.lr_at(step)
         mean, variance = model(images)
@@ -518,10 +554,45 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
     os.replace(out / "model.safetensors.tmp", out / "model.safetensors")
     result = evaluate(model, s, test_table, (1.0, 0.2))
     report = {"step": step, "training_seconds": seconds, "wall_seconds_this_call": time.time() - started, **result}
+    if validation_table is not None:
+        report["validation"] = evaluate(model, s, validation_table)
     metrics.write(json.dumps({"step": step, "eval": result}) + "\n")
     metrics.close()
     write_atomically(out / "eval.json", json.dumps(report, indent=2) + "\n")
     return report
+
+
+def bench(s: Settings, data_dir: Path, steps: int, warmup: int = 5) -> dict:
+    """Training images/s of `steps` timed steps after `warmup` untimed ones (no evaluation, no
+    files): the peer of `hedge bench train` for speed comparisons."""
+    torch.set_num_threads(s.threads)
+    table = load_table(data_dir, s.digits, "train")
+    classes = np.unique(table.labels)
+    label_index = np.searchsorted(classes, table.labels)
+    by_class = [np.flatnonzero(label_index == c) for c in range(len(classes))]
+    torch.manual_seed(s.seed)
+    model = Embedder(s)
+    if s.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    optimiser = torch.optim.Adam(model.parameters(), lr=s.lr)
+    images_seen, seconds = 0, 0.0
+    for step in range(warmup + steps):
+        rng = np.random.default_rng([s.seed, step])
+        rows, left, right, match = pair_batch(label_index, by_class, s, rng)
+        images = torch.from_numpy(compose(table, rows, s.occlusion, rng))
+        tick = time.perf_counter()
+        if s.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        mean, variance = model(images)
+        total, _, _ = loss_of(model, s, mean, variance, left, right, torch.from_numpy(match), None)
+        optimiser.zero_grad(set_to_none=True)
+        total.backward()
+        optimiser.step()
+        if step >= warmup:
+            seconds += time.perf_counter() - tick
+            images_seen += len(rows)
+    return {"images_per_second": images_seen / seconds, "steps": steps, "images_per_step": images_seen // steps,
+            "threads": s.threads, "precision": s.precision, "channels_last": s.channels_last}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -531,10 +602,13 @@ def main(argv: list[str] | None = None) -> None:
         flag = "--" + name.replace("_", "-")
         if name == "channels":
             parser.add_argument(flag, type=int, nargs=2, default=None, metavar=("C1", "C2"))
+        elif isinstance(field.default, bool):
+            parser.add_argument(flag, action="store_true", default=None)
         else:
             kind = type(field.default)
             parser.add_argument(flag, type=kind, default=None)
-    parser.add_argument("--out", type=Path, required=True, help="run directory (a rerun resumes it)")
+    parser.add_argument("--out", type=Path, help="run directory (a rerun resumes it)")
+    parser.add_argument("--bench", type=int, metavar="STEPS", help="time this many training steps and print images/s")
     parser.add_argument("--overwrite", action="store_true", help="start the run directory's training afresh")
     args = parser.parse_args(argv)
     settings = Settings()
@@ -544,6 +618,11 @@ def main(argv: list[str] | None = None) -> None:
             setattr(settings, name, tuple(value) if name == "channels" else value)
     settings.resolve()
     data_dir = Path(os.environ.get("HEDGE_DATA_DIR", "data"))
+    if args.bench:
+        print(json.dumps(bench(settings, data_dir, args.bench)))
+        return
+    if args.out is None:
+        raise SystemExit("--out: the run directory is required (or --bench STEPS for a speed measurement)")
     report = train(settings, args.out, data_dir, args.overwrite)
     print(json.dumps(report, indent=2))
 

@@ -108,20 +108,45 @@ def four_cells(report):
     return " / ".join(f"{report[metric][variant]:.3f}" for metric, variant in CELLS)
 
 
-def table1_rows(folder, label):
-    """Rows `| setting | model | seeds | AP c | AP k | KNN c | KNN k |`, ours (paper)."""
+def headline_cells(m):
+    """The four Table 1 cells of a summary's model under the headline KNN reading: the probe's own
+    image (twin) kept in the gallery (`knn_kept`, results/hib/README.md says why), as
+    (metric, variant, value) with metric `knn_kept`; None for KNN where the runs lack the reading."""
+    out = []
+    for metric, variant in CELLS:
+        if metric == "knn_accuracy":
+            kept = m.get("knn_kept")
+            out.append(("knn_kept", variant, kept[variant] if kept else None))
+        else:
+            out.append((metric, variant, m[metric][variant]))
+    return out
+
+
+def table1_rows(folder, label, both_knn=False):
+    """Rows `| setting | model | seeds | AP c | AP k | KNN c | KNN k |`, ours (paper); with
+    `both_knn`, the KNN columns under the headline reading (probe kept in the gallery) and then
+    under leave-one-out."""
     s = load(os.path.join(folder, "summary.json"))
     rows = []
+    columns = CELLS + ((("knn_accuracy", "clean"), ("knn_accuracy", "corrupt")) if both_knn else ())
     for key, name in MODELS:
         m = s["models"].get(key)
         if m is None:
             continue
         paper = (s.get("paper") or {}).get(key)
         cells = []
-        for metric, variant in CELLS:
+        for k, (metric, variant) in enumerate(columns):
+            if both_knn and k in (2, 3):
+                metric = "knn_kept"
+                if not m.get(metric):
+                    cells.append("not scored")
+                    continue
             ours = cell(m, metric, variant)
-            cells.append(f"{ours} ({paper[metric][variant]:.3f})" if paper else ours)
-        rows.append(f"| {label} | {name} | {m['seeds']} | " + " | ".join(cells) + " |")
+            p = paper["knn_accuracy" if metric == "knn_kept" else metric][variant] if paper else None
+            cells.append(f"{ours} ({p:.3f})" if p is not None else ours)
+        # An instance table scored on another test set than `test` (N = 3: `test_seen`) says so.
+        split = f", `{s['split']}`" if s.get("protocol") == "instance" and s.get("split", "test") != "test" else ""
+        rows.append(f"| {label}{split} | {name} | {m['seeds']} | " + " | ".join(cells) + " |")
     return s, rows
 
 
@@ -163,8 +188,9 @@ def open_set_block():
 
 
 def instance_tables_block():
-    out = ["| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt | KNN clean, leave-one-out "
+           "| KNN corrupt, leave-one-out |",
+           "|---|---|---|---|---|---|---|---|---|"]
     found = False
     for setting in TABLE_FOLDERS:
         folder = os.path.join(HIB, setting)
@@ -172,11 +198,16 @@ def instance_tables_block():
         if not os.path.exists(path) or load(path).get("protocol") != "instance":
             continue
         found = True
-        out += table1_rows(folder, setting_label(setting))[1]
+        out += table1_rows(folder, setting_label(setting), both_knn=True)[1]
     if not found:
         out = ["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; "
                "`results/hib/time-to-quality.md` says where the study stands)."]
-    extra = [line for line in (recipes_line(), finished_runs_line()) if line]
+    note = ("KNN clean and KNN corrupt: each clean test image's K = 5 neighbours in the whole test gallery, "
+            "its own image (or occluded twin) kept, the headline reading (`results/hib/README.md` says why, under "
+            "\"KNN accuracy\"); "
+            "the last two columns leave it out. A table whose runs were scored before the kept reading existed "
+            "and was not scored again says `not scored`.")
+    extra = [line for line in (note, recipes_line(), finished_runs_line()) if line]
     return "\n".join(out + [x for line in extra for x in ("", line)])
 
 
@@ -1253,17 +1284,31 @@ def instance_acceptance_block(setting="n2-d2"):
         return f"No instance-protocol summary in `{setting}/` yet."
     setting, s, lead = source
     models = [(key, name) for key, name in MODELS if key in s["models"]]
-    out = ["| model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |", "|---|---|---|---|---|---|"]
+    kept = all(s["models"][key].get("knn_kept") for key, _ in models)
+    knn = "KNN clean | KNN corrupt" if kept else "KNN clean, leave-one-out | KNN corrupt, leave-one-out"
+    out = [f"| model | seeds | AP clean | AP corrupt | {knn} |", "|---|---|---|---|---|---|"]
     within = 0
+    worst = {"headline": (0.0, ""), "leave-one-out": (0.0, "")}
     for key, name in models:
         m, paper = s["models"][key], s["paper"][key]
         cells = []
-        for metric, variant in CELLS:
-            gap = m[metric][variant] - paper[metric][variant]
+        for (metric, variant), (head_metric, _, head) in zip(CELLS, headline_cells(m)):
+            p = paper[metric][variant]
+            loo = m[metric][variant] - p
+            label = f"{name} {CELL_NAMES[CELLS.index((metric, variant))]}"
+            if abs(loo) > worst["leave-one-out"][0]:
+                worst["leave-one-out"] = (abs(loo), label)
+            gap = head - p if kept else loo
+            if abs(gap) > worst["headline"][0]:
+                worst["headline"] = (abs(gap), label)
             ok = abs(gap) <= ACCEPTANCE_GAP
             within += ok
             cells.append(f"{gap:+.3f} {'within' if ok else 'out'}")
         out.append(f"| {name} | {m['seeds']} | " + " | ".join(cells) + " |")
+    largest = (f"Largest distance to the paper: {worst['headline'][0]:.3f} ({worst['headline'][1]}"
+               f"{', the kept-gallery KNN reading' if kept else ''})"
+               + (f"; with KNN left one out, {worst['leave-one-out'][0]:.3f} ({worst['leave-one-out'][1]})." if kept
+                  else "."))
     point = s["models"].get("point")
     checks, held = [], 0
     for key, name in models:
@@ -1278,7 +1323,7 @@ def instance_acceptance_block(setting="n2-d2"):
         lead + [f"Ours − paper for `{setting}/summary.json` ({' or '.join(map(str, seeds))} "
          f"seed{'' if seeds == [1] else 's'} a model; "
          f"`within` when the distance is at most {ACCEPTANCE_GAP}):", ""] + out
-        + ["", f"{within} of {4 * len(models)} cells within {ACCEPTANCE_GAP} of the paper. HIB at least the "
+        + ["", f"{within} of {4 * len(models)} cells within {ACCEPTANCE_GAP} of the paper. {largest} HIB at least the "
            f"point model on corrupt inputs in {held} of {len(checks)} comparisons: " + "; ".join(checks) + "."])
 
 
@@ -1332,6 +1377,16 @@ def paper_values(folder):
     return {}
 
 
+def headline_four(report):
+    """`four_cells` of an eval report with the kept-gallery KNN where the report has it, else the
+    leave-one-out KNN marked `(l-o-o)`."""
+    kept = report.get("knn_kept")
+    if not kept:
+        return four_cells(report) + " (l-o-o)"
+    values = [report["verification_ap"]["clean"], report["verification_ap"]["corrupt"], kept["clean"], kept["corrupt"]]
+    return " / ".join(f"{v:.3f}" for v in values)
+
+
 def test_seen_block():
     """The instance tables' N = 3 runs on their two test sets: the instance test table (1,000
     classes of 10 images) from each run's eval.json, and test_seen (100 classes of 100 images, the
@@ -1349,7 +1404,7 @@ def test_seen_block():
             if seen["weights"] != test["weights"] or seen["split"] != "test_seen":
                 raise SystemExit(f"{seen_path}: not the test_seen report of the weights {run}/eval.json scored")
             p = paper.get(key)
-            cols = [four_cells(test), four_cells(seen), four_cells(p) if p else "—"]
+            cols = [headline_four(test), headline_four(seen), four_cells(p) if p else "—"]
             rows.append(f"| {setting_label(setting)} | {name} | " + " | ".join(cols) + " |")
     if not rows:
         return "Not measured yet (`scripts/hib-test-seen.sh` once an N = 3 table's runs have ended)."
@@ -1357,7 +1412,8 @@ def test_seen_block():
         ["| N, D | model (seed 0) | `test`: 1,000 classes x 10 images | `test_seen`: 100 classes x 100 images | paper |",
          "|---|---|---|---|---|"] + rows
         + ["", "Each cell: AP clean / AP corrupt / KNN clean / KNN corrupt, the same weights (the ones the "
-           "table scored) on both test sets."])
+           "table scored) on both test sets; KNN with the probe's own image (twin) kept in the gallery, the headline "
+           "reading, or left out where a report was written before that reading existed (marked l-o-o)."])
 
 
 BLOCKS["test-seen"] = test_seen_block
@@ -1456,3 +1512,97 @@ def precision_block():
 
 
 BLOCKS["precision"] = precision_block
+
+
+REFERENCE = os.path.join(HIB, "reference", "runs")
+# (name in a table, the reference's eval.json key, the key path in hedge's eval report)
+REFERENCE_CELLS = (("AP clean", "ap_clean", ("verification_ap", "clean")),
+                   ("AP corrupt", "ap_corrupt", ("verification_ap", "corrupt")),
+                   ("KNN clean", "knn_clean_kept", ("knn_kept", "clean")),
+                   ("KNN corrupt", "knn_corrupt_kept", ("knn_kept", "corrupt")),
+                   ("KNN clean, leave-one-out", "knn_clean_loo", ("knn_accuracy", "clean")),
+                   ("KNN corrupt, leave-one-out", "knn_corrupt_loo", ("knn_accuracy", "corrupt")))
+# Two means agree when they lie within this of each other or within the larger seed range.
+REFERENCE_TOLERANCE = 0.01
+
+
+def reference_values(impl, recipe, model):
+    """Per seed, the six numbers of a scored run of `impl` (`ref` or `hedge`), {} if none ended."""
+    out = {}
+    for seed in range(10):
+        folder = os.path.join(REFERENCE, f"{impl}-{recipe}-{model}-seed{seed}")
+        path = os.path.join(folder, "eval.json" if impl == "ref" else "eval-final.json")
+        if not os.path.exists(path):
+            continue
+        r = load(path)
+        if impl == "ref":
+            out[seed] = [r[key] for _, key, _ in REFERENCE_CELLS]
+        else:
+            out[seed] = [(r.get(a) or {}).get(b) for _, _, (a, b) in REFERENCE_CELLS]
+    return out
+
+
+def reference_block():
+    """hedge against the plain-PyTorch reference at equal steps (scripts/hib-reference.sh):
+    per recipe and model, each number's mean over the seeds that ended (range in brackets) for
+    the reference and for hedge, and whether they agree."""
+    rows = ["| recipe | model | number | reference (seeds) | hedge (seeds) | hedge − reference | agree |",
+            "|---|---|---|---|---|---|---|"]
+    verdicts, pending = [], []
+    for recipe in ("plain", "hedge"):
+        for model, name in (("mog1", "MoG-1"), ("point", "point")):
+            ref, hed = reference_values("ref", recipe, model), reference_values("hedge", recipe, model)
+            if not ref or not hed:
+                pending.append(f"{recipe} {name}")
+                continue
+            for k, (label, _, _) in enumerate(REFERENCE_CELLS):
+                a = [v[k] for v in ref.values() if v[k] is not None]
+                b = [v[k] for v in hed.values() if v[k] is not None]
+                if not a or not b:
+                    continue
+                ma, mb = sum(a) / len(a), sum(b) / len(b)
+                spread = max(max(a) - min(a), max(b) - min(b))
+                agree = abs(mb - ma) <= max(REFERENCE_TOLERANCE, spread)
+                verdicts.append(agree)
+
+                def show(v, seeds):
+                    m = sum(v) / len(v)
+                    tail = f" [{min(v):.3f}, {max(v):.3f}]" if len(v) > 1 else ""
+                    return f"{m:.3f}{tail} ({'/'.join(str(s) for s in seeds)})"
+                rows.append(f"| {recipe} | {name} | {label} | {show(a, sorted(ref))} | {show(b, sorted(hed))} | "
+                            f"{mb - ma:+.3f} | {'yes' if agree else 'no'} |")
+    if not verdicts:
+        return "No pair of a reference run and a hedge run has ended yet (`scripts/hib-reference.sh`)."
+    out = rows + ["", f"{sum(verdicts)} of {len(verdicts)} numbers agree (means within {REFERENCE_TOLERANCE} "
+                      "of each other, or within the larger of the two seed ranges)."]
+    if pending:
+        out.append("Not ended yet: " + ", ".join(pending) + ".")
+    return "\n".join(out)
+
+
+BLOCKS["reference"] = reference_block
+
+
+def quickstart_block():
+    """The main job's training time and AP, measured by scripts/quickstart-timing.sh with oneDNN
+    and ATen held to AVX2 and as the machine is (results/hib/quickstart/<setting>.json)."""
+    parts = []
+    names = {"avx2": "with oneDNN and ATen held to AVX2 (no bf16 dot products: f32 convolutions)",
+             "native": "as this CPU is"}
+    cpu = None
+    for setting in ("avx2", "native"):
+        path = os.path.join(HIB, "quickstart", f"{setting}.json")
+        if not os.path.exists(path):
+            continue
+        r = load(path)
+        cpu = r["cpu"]
+        parts.append(f"{names[setting]}: {r['train_seconds'] / 60:.1f} minutes of training "
+                     f"({r['steps']:,} steps, {r['conv_precision']} convolutions), verification AP "
+                     f"{r['ap_clean']:.3f} on clean and {r['ap_corrupt']:.3f} on occluded test pairs")
+    if not parts:
+        return "Not measured yet (`scripts/quickstart-timing.sh`)."
+    return (f"Measured on {cpu}, 2 cores (`scripts/quickstart-timing.sh`, `results/hib/quickstart/`): "
+            + "; ".join(parts) + ".")
+
+
+BLOCKS["quickstart"] = quickstart_block

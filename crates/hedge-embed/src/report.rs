@@ -295,7 +295,7 @@ pub const REPEAT_STD_CONVENTION: &str = "sample standard deviation over repeats 
 
 /// The protocol line every `eval.json` carries. The paper does not spell out its KNN protocol;
 /// this is hedge's reading.
-pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5, majority; hedge's reading, the paper does not say): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out (the probe's own occluded twin is left out of the corrupt gallery), the 100 candidates nearest by mean distance re-ranked by the Monte-Carlo match probability";
+pub const EVAL_PROTOCOL: &str = "verification: 5,000 matching + 5,000 non-matching pairs within each variant; KNN (K = 5, majority; hedge's reading, the paper does not say): clean probes against the clean gallery (clean) or the corrupt gallery (corrupt), leave-one-out (the probe's own occluded twin is left out of the corrupt gallery) in knn_accuracy, the probe's own image (twin) kept in knn_kept, the 100 candidates nearest by mean distance re-ranked by the Monte-Carlo match probability";
 
 /// What an [`EvalReport`] records besides the evaluation itself.
 #[derive(Debug, Clone)]
