@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=results/hib/quickstart
+mkdir -p runs
 mkdir -p "$out"
 settings=("$@")
 [ ${#settings[@]} -gt 0 ] || settings=(avx2 native)

@@ -1606,3 +1606,33 @@ def quickstart_block():
 
 
 BLOCKS["quickstart"] = quickstart_block
+
+
+def f32_peer_block():
+    """hedge's f32 training images/s beside PyTorch's (scripts/bench-f32-peer.sh,
+    results/bench/hib-f32-peer.json): the median over tries of each setting, and hedge's ratio."""
+    path = os.path.join(ROOT, "results", "bench", "hib-f32-peer.json")
+    if not os.path.exists(path):
+        return "Not measured yet (`scripts/bench-f32-peer.sh`)."
+    d = load(path)
+
+    def median(v):
+        v = sorted(v)
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    out = ["| setting | tries | hedge f32 | PyTorch f32, contiguous | PyTorch f32, channels-last | hedge against the faster PyTorch |",
+           "|---|---|---|---|---|---|"]
+    names = {"avx2": "oneDNN and ATen held to AVX2", "native": "as the CPU is"}
+    for setting in ("avx2", "native"):
+        tries = [t for t in d["tries"] if t["setting"] == setting]
+        if not tries:
+            continue
+        h, p, c = (median([t[k] for t in tries]) for k in ("hedge", "pytorch", "pytorch_channels_last"))
+        out.append(f"| {names[setting]} | {len(tries)} | {h:,.0f} img/s | {p:,.0f} img/s | {c:,.0f} img/s | "
+                   f"{h / max(p, c):.2f}x |")
+    return "\n".join(out + ["", f"Training images/s, medians over the tries, MoG-1, 256 images a step, 2 threads, "
+                                f"{d['cpu']}, torch {d['torch']} (`{d['command']}`; the PyTorch side is "
+                                "`reference/hib/hib_reference.py --bench`)."])
+
+
+BLOCKS["f32-peer"] = f32_peer_block
