@@ -536,7 +536,7 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
         window.append(elapsed)
         if step % s.log_every == 0 or step == s.steps:
             rate = len(rows) * len(window) / sum(window)
-            line = {"step": step, "loss": total.detach().item(), "pair": pair.detach().item(), "kl": float(kl), "images_per_s": rate}
+            line = {"step": step, "loss": total.detach().item(), "pair": pair.detach().item(), "kl": float(kl.detach()), "images_per_s": rate}
             metrics.write(json.dumps(line) + "\n")
             metrics.flush()
             print(f"step {step}/{s.steps} loss {line['loss']:.4f} {rate:.0f} img/s", file=sys.stderr)

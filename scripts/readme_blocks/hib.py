@@ -1305,8 +1305,8 @@ def instance_acceptance_block(setting="n2-d2"):
             within += ok
             cells.append(f"{gap:+.3f} {'within' if ok else 'out'}")
         out.append(f"| {name} | {m['seeds']} | " + " | ".join(cells) + " |")
-    largest = (f"Largest distance to the paper: {worst['headline'][0]:.3f} ({worst['headline'][1]}"
-               f"{', the kept-gallery KNN reading' if kept else ''})"
+    kept_note = ", the kept-gallery KNN reading" if kept and "KNN" in worst["headline"][1] else ""
+    largest = (f"Largest distance to the paper: {worst['headline'][0]:.3f} ({worst['headline'][1]}{kept_note})"
                + (f"; with KNN left one out, {worst['leave-one-out'][0]:.3f} ({worst['leave-one-out'][1]})." if kept
                   else "."))
     point = s["models"].get("point")
