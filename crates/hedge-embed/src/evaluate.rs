@@ -418,7 +418,7 @@ pub enum HibMetric {
     GalleryProbe,
     /// Majority-vote KNN accuracy with the gallery read as the whole test set: the probe's own
     /// image kept in the clean gallery, its occluded twin kept in the corrupt one
-    /// ([`GalleryReading::Kept`]; Table 1's second reading).
+    /// ([`GalleryReading::Kept`]; Table 1's headline KNN, `results/hib/README.md` says why).
     KnnKept,
 }
 
