@@ -50,6 +50,6 @@ for seed in 0 1; do
         echo "== $dir" >&2
         # shellcheck disable=SC2086
         "$python" reference/hib/hib_reference.py --recipe plain --model gaussian --seed "$seed" --steps "$steps" \
-            --precision "$precision" --validation-fraction 0.05 $extra --out "$dir" > /dev/null 2> "$dir.log"
+            --precision "$precision" --validation-fraction 0.05 $extra --out "$dir" > /dev/null 2>> "$dir.log"
     done
 done

@@ -14,6 +14,9 @@
 # PRECISION of the convolutions for both (default bf16; f32 where the CPU has no native bf16),
 # HEDGE (default ./target/release/hedge), PYTHON (default .venv/bin/python).
 set -euo pipefail
+# The braces make bash read the whole script first, so editing it while the queue runs cannot
+# change what the running copy does next.
+{
 cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
 python=${PYTHON:-.venv/bin/python}
@@ -29,7 +32,7 @@ run_reference() { # recipe model seed
     [ -f "$dir/eval.json" ] && return 0
     echo "== $dir" >&2
     "$python" reference/hib/hib_reference.py --recipe "$1" --model "$(model_flag "$2")" --seed "$3" \
-        --steps "$steps" --precision "$precision" --out "$dir" > /dev/null 2> "$dir.log.tmp" || { cat "$dir.log.tmp" >&2; return 1; }
+        --steps "$steps" --precision "$precision" --out "$dir" > /dev/null 2>> "$dir.log.tmp" || { cat "$dir.log.tmp" >&2; return 1; }
     mv "$dir.log.tmp" "$dir.log"
 }
 run_hedge() { # recipe model seed
@@ -55,3 +58,5 @@ for seed in "${seeds[@]}"; do
         done
     done
 done
+exit
+}
