@@ -1380,11 +1380,9 @@ def paper_values(folder):
 def headline_four(report):
     """`four_cells` of an eval report with the kept-gallery KNN where the report has it, else the
     leave-one-out KNN marked `(l-o-o)`."""
-    kept = report.get("knn_kept")
-    if not kept:
+    if not report.get("knn_kept"):
         return four_cells(report) + " (l-o-o)"
-    values = [report["verification_ap"]["clean"], report["verification_ap"]["corrupt"], kept["clean"], kept["corrupt"]]
-    return " / ".join(f"{v:.3f}" for v in values)
+    return " / ".join(f"{value:.3f}" for _, _, value in headline_cells(report))
 
 
 def test_seen_block():
