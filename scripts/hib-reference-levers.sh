@@ -15,10 +15,10 @@
 # instead of half), expvar (the variance as exp of the raw output instead of softplus),
 # meanlog (Eq. 8 as written: the mean over sample pairs of -log p(m | z1, z2) instead of -log of
 # their mean). The test-time occlusion lever (test images occluded like training, each digit
-# with probability 0.2, against every digit) costs no training: every run's eval.json scores it
+# with probability 0.2, against every digit) costs no training: every run's reference_eval.json scores it
 # (`*_p20`).
 #
-# Runs go to results/hib/reference/levers/<lever>-seed<N>; a run with its eval.json is skipped,
+# Runs go to results/hib/reference/levers/<lever>-seed<N>; a run with its reference_eval.json is skipped,
 # an unfinished one resumed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ for seed in 0 1; do
     for lever in "${levers[@]}"; do
         extra=$(flags "$lever")
         dir=$root/$lever-seed$seed
-        [ -f "$dir/eval.json" ] && continue
+        [ -f "$dir/reference_eval.json" ] && continue
         echo "== $dir" >&2
         # shellcheck disable=SC2086
         "$python" reference/hib/hib_reference.py --recipe plain --model gaussian --seed "$seed" --steps "$steps" \

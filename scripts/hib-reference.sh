@@ -10,7 +10,8 @@
 #
 # Runs go to results/hib/reference/runs/<impl>-<recipe>-<model>-seed<N>; hedge's score to
 # eval-final.json there (`hedge hib eval --weights model.safetensors --json`), the reference's to
-# eval.json. A scored run is skipped, an unfinished one resumed. STEPS (default 20000),
+# reference_eval.json (its own schema: `eval*.json` names a hedge EvalReport). A scored run is
+# skipped, an unfinished one resumed. STEPS (default 20000),
 # PRECISION of the convolutions for both (default bf16; f32 where the CPU has no native bf16),
 # HEDGE (default ./target/release/hedge), PYTHON (default .venv/bin/python).
 set -euo pipefail
@@ -29,7 +30,7 @@ seeds=("$@")
 model_flag() { [ "$1" = mog1 ] && echo gaussian || echo point; }
 run_reference() { # recipe model seed
     local dir="$root/ref-$1-$2-seed$3"
-    [ -f "$dir/eval.json" ] && return 0
+    [ -f "$dir/reference_eval.json" ] && return 0
     echo "== $dir" >&2
     "$python" reference/hib/hib_reference.py --recipe "$1" --model "$(model_flag "$2")" --seed "$3" \
         --steps "$steps" --precision "$precision" --out "$dir" > /dev/null 2>> "$dir.log.tmp" || { cat "$dir.log.tmp" >&2; return 1; }

@@ -12,7 +12,7 @@ as levers (`reference/hib/README.md`).
         --model gaussian --recipe plain --steps 20000 --seed 0 --out results/hib/reference/runs/ref-plain-mog1-seed0
 
 A run directory holds `config.json` (every setting), `command.txt`, `metrics.jsonl` (training
-loss lines and evaluations), `model.safetensors` (final weights), `eval.json` (the final
+loss lines and evaluations), `model.safetensors` (final weights), `reference_eval.json` (the final
 evaluation) and `checkpoints/resume.pt` (what a resumed run needs; rerunning the same command
 continues from it).
 """
@@ -558,7 +558,7 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
         report["validation"] = evaluate(model, s, validation_table)
     metrics.write(json.dumps({"step": step, "eval": result}) + "\n")
     metrics.close()
-    write_atomically(out / "eval.json", json.dumps(report, indent=2) + "\n")
+    write_atomically(out / "reference_eval.json", json.dumps(report, indent=2) + "\n")
     return report
 
 

@@ -1513,7 +1513,7 @@ BLOCKS["precision"] = precision_block
 
 
 REFERENCE = os.path.join(HIB, "reference", "runs")
-# (name in a table, the reference's eval.json key, the key path in hedge's eval report)
+# (name in a table, the reference's reference_eval.json key, the key path in hedge's eval report)
 REFERENCE_CELLS = (("AP clean", "ap_clean", ("verification_ap", "clean")),
                    ("AP corrupt", "ap_corrupt", ("verification_ap", "corrupt")),
                    ("KNN clean", "knn_clean_kept", ("knn_kept", "clean")),
@@ -1529,7 +1529,7 @@ def reference_values(impl, recipe, model):
     out = {}
     for seed in range(10):
         folder = os.path.join(REFERENCE, f"{impl}-{recipe}-{model}-seed{seed}")
-        path = os.path.join(folder, "eval.json" if impl == "ref" else "eval-final.json")
+        path = os.path.join(folder, "reference_eval.json" if impl == "ref" else "eval-final.json")
         if not os.path.exists(path):
             continue
         r = load(path)
