@@ -21,6 +21,7 @@ def matrix(x, name: str = "X", n_features: int | None = None) -> np.ndarray:
     if not np.isfinite(a).all():
         bad = np.argwhere(~np.isfinite(a))[0]
         raise ValueError(f"`{name}` holds a non-finite value at row {bad[0]}, column {bad[1]}")
+    _refuse_huge(a, name)
     if n_features is not None and a.shape[1] != n_features:
         raise ValueError(f"`{name}` has {a.shape[1]} features but the model was fitted on {n_features}")
     return np.ascontiguousarray(a)
@@ -36,7 +37,29 @@ def vector(y, rows: int, name: str = "y", dtype=np.float64) -> np.ndarray:
     a = a.astype(dtype)
     if a.dtype.kind == "f" and not np.isfinite(a).all():
         raise ValueError(f"`{name}` holds a non-finite value at position {int(np.argwhere(~np.isfinite(a))[0][0])}")
+    if a.dtype.kind == "f":
+        _refuse_huge(a, name)
     return np.ascontiguousarray(a)
+
+
+LARGEST_MAGNITUDE = 1e150
+"""The largest magnitude a value may have (as hedge's Rust checks): its square, and a sum of many
+such squares, stay within float64's range, so means, variances and kernels stay finite."""
+
+
+def _refuse_huge(a: np.ndarray, name: str) -> None:
+    """Refuses a finite value so large that its square overflows, naming where the largest is."""
+    if a.size == 0:
+        return
+    flat = int(np.argmax(np.abs(a)))
+    value = a.flat[flat]
+    if abs(value) > LARGEST_MAGNITUDE:
+        where = np.unravel_index(flat, a.shape)
+        at = f"row {where[0]}, column {where[1]}" if a.ndim == 2 else f"position {where[0]}"
+        raise ValueError(
+            f"`{name}` holds {value:.3g} at {at}: finite, but so large that its square overflows float64 "
+            f"(every value must lie within ±{LARGEST_MAGNITUDE:g}); rescale it, e.g. divide by a power of ten"
+        )
 
 
 class Estimator:

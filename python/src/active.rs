@@ -31,6 +31,18 @@ fn run<'py>(
     Ok(batch_arrays(py, batch))
 }
 
+/// Refuses a probability outside [0, 1] (NaN included), naming its position: a score computed
+/// from it would be a number that means nothing.
+fn check_probabilities(values: &[f64]) -> PyResult<()> {
+    match values.iter().position(|p| !(0.0..=1.0).contains(p)) {
+        Some(i) => Err(PyValueError::new_err(format!(
+            "`probabilities` holds {} at flat position {i}: every probability must lie in [0, 1]",
+            values[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// ACS-FW over explicit vectors (random projections), `[N, J]`.
 #[pyfunction]
 pub fn acs_fw_projections<'py>(
@@ -39,7 +51,7 @@ pub fn acs_fw_projections<'py>(
     batch_size: usize,
     distinct: bool,
 ) -> PyResult<BatchArrays<'py>> {
-    run(py, &Projections(matrix(&projections)), batch_size, distinct)
+    crate::guarded(|| run(py, &Projections(matrix(&projections)), batch_size, distinct))
 }
 
 /// ACS-FW over a symmetric Gram matrix K_nm = <L_n, L_m>, `[N, N]`.
@@ -50,11 +62,19 @@ pub fn acs_fw_gram<'py>(
     batch_size: usize,
     distinct: bool,
 ) -> PyResult<BatchArrays<'py>> {
-    let k = matrix(&gram);
-    if k.nrows() != k.ncols() {
-        return Err(PyValueError::new_err(format!("`gram` must be square, not {} x {}", k.nrows(), k.ncols())));
-    }
-    run(py, &GramMatrix(k), batch_size, distinct)
+    crate::guarded(|| {
+        let k = matrix(&gram);
+        if k.nrows() != k.ncols() {
+            return Err(PyValueError::new_err(format!("`gram` must be square, not {} x {}", k.nrows(), k.ncols())));
+        }
+        if let Some(n) = (0..k.nrows()).find(|&n| k[(n, n)] < 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "`gram`[{n}, {n}] = {} is negative: a Gram matrix of inner products has ‖L_n‖² ≥ 0 on its diagonal",
+                k[(n, n)]
+            )));
+        }
+        run(py, &GramMatrix(k), batch_size, distinct)
+    })
 }
 
 /// The closed-form Gram matrix of a fitted Bayesian linear regression (known noise or
@@ -65,14 +85,16 @@ pub fn linear_gram<'py>(
     posterior: PyRef<'_, LinearPosterior>,
     x_pool: PyReadonlyArray2<'_, f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let x = matrix(&x_pool);
-    let gram = match (&posterior.known_noise, &posterior.nig) {
-        (Some(m), _) => fisher::linear_known_noise(x.as_ref(), m),
-        (None, Some(m)) => fisher::linear_nig(x.as_ref(), m),
-        (None, None) => unreachable!("a LinearPosterior holds one model"),
-    }
-    .map_err(value_error)?;
-    Ok(matrix_to_numpy(py, &gram.0))
+    crate::guarded(|| {
+        let x = matrix(&x_pool);
+        let gram = match (&posterior.known_noise, &posterior.nig) {
+            (Some(m), _) => fisher::linear_known_noise(x.as_ref(), m),
+            (None, Some(m)) => fisher::linear_nig(x.as_ref(), m),
+            (None, None) => unreachable!("a LinearPosterior holds one model"),
+        }
+        .map_err(value_error)?;
+        Ok(matrix_to_numpy(py, &gram.0))
+    })
 }
 
 /// The closed-form Gram matrix of a fitted Bayesian probit regression over pool inputs `[N, d]`.
@@ -82,9 +104,11 @@ pub fn probit_gram<'py>(
     posterior: PyRef<'_, ProbitPosterior>,
     x_pool: PyReadonlyArray2<'_, f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let x = matrix(&x_pool);
-    let gram = fisher::probit(x.as_ref(), &posterior.0).map_err(value_error)?;
-    Ok(matrix_to_numpy(py, &gram.0))
+    crate::guarded(|| {
+        let x = matrix(&x_pool);
+        let gram = fisher::probit(x.as_ref(), &posterior.0).map_err(value_error)?;
+        Ok(matrix_to_numpy(py, &gram.0))
+    })
 }
 
 /// Random projections `[N, J]` of the normal–inverse-gamma model's log-posterior vectors.
@@ -96,15 +120,23 @@ pub fn linear_projections<'py>(
     projections: usize,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-    let Some(nig) = &posterior.nig else {
-        return Err(PyValueError::new_err(
-            "random projections need the noise integrated out: fit BayesianLinearRegression(noise_variance=None)",
-        ));
-    };
-    let x = matrix(&x_pool);
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let p = nig_projections(x.as_ref(), nig, projections, &mut rng).map_err(value_error)?;
-    Ok(matrix_to_numpy(py, &p.0))
+    crate::guarded(|| {
+        let Some(nig) = &posterior.nig else {
+            return Err(PyValueError::new_err(
+                "random projections need the noise integrated out: fit BayesianLinearRegression(noise_variance=None)",
+            ));
+        };
+        let x = matrix(&x_pool);
+        // The [N, J] answer and J posterior draws of d weights.
+        let (n, d) = (x.nrows() as f64, x.ncols() as f64);
+        hedge_run::Footprint::new("nig_projections", move |v| 8.0 * v[0] * (n + d + 1.0))
+            .knob("projections", projections as f64, 1.0)
+            .check()
+            .map_err(value_error)?;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let p = nig_projections(x.as_ref(), nig, projections, &mut rng).map_err(value_error)?;
+        Ok(matrix_to_numpy(py, &p.0))
+    })
 }
 
 /// BALD scores `[N]` from class probabilities `[S, N, C]` under S posterior draws.
@@ -113,9 +145,12 @@ pub fn bald_scores<'py>(
     py: Python<'py>,
     probabilities: PyReadonlyArray3<'_, f64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let shape = probabilities.as_array().shape().to_vec();
-    let values = probabilities.as_slice()?.to_vec();
-    Ok(bald(&values, shape[0], shape[1], shape[2]).map_err(value_error)?.into_pyarray(py))
+    crate::guarded(|| {
+        let shape = probabilities.as_array().shape().to_vec();
+        let values = probabilities.as_slice()?.to_vec();
+        check_probabilities(&values)?;
+        Ok(bald(&values, shape[0], shape[1], shape[2]).map_err(value_error)?.into_pyarray(py))
+    })
 }
 
 /// Predictive entropies `[N]` of categorical predictions `[N, C]`.
@@ -124,14 +159,17 @@ pub fn entropy_scores<'py>(
     py: Python<'py>,
     probabilities: PyReadonlyArray2<'_, f64>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let classes = probabilities.as_array().shape()[1];
-    Ok(categorical_entropy(probabilities.as_slice()?, classes).into_pyarray(py))
+    crate::guarded(|| {
+        let classes = probabilities.as_array().shape()[1];
+        check_probabilities(probabilities.as_slice()?)?;
+        Ok(categorical_entropy(probabilities.as_slice()?, classes).into_pyarray(py))
+    })
 }
 
 /// Indices of the `b` largest scores (ties to the lower index), ascending.
 #[pyfunction]
 pub fn top_b_indices(scores: PyReadonlyArray1<'_, f64>, b: usize) -> PyResult<Vec<usize>> {
-    Ok(top_b(scores.as_slice()?, b))
+    crate::guarded(|| Ok(top_b(scores.as_slice()?, b)))
 }
 
 /// LCMD's `b` picks from pool features `[M, k]` given labelled features `[N, k]`, in pick order.
@@ -142,8 +180,10 @@ pub fn lcmd_batch(
     pool: PyReadonlyArray2<'_, f64>,
     b: usize,
 ) -> PyResult<Vec<usize>> {
-    let (labelled, pool) = (matrix(&labelled), matrix(&pool));
-    py.detach(|| lcmd(labelled.as_ref(), pool.as_ref(), b)).map_err(value_error)
+    crate::guarded(|| {
+        let (labelled, pool) = (matrix(&labelled), matrix(&pool));
+        py.detach(|| lcmd(labelled.as_ref(), pool.as_ref(), b)).map_err(value_error)
+    })
 }
 
 /// One shard of an LCMD pool (rows `first ..` of the `[M, k]` features) for one batch, with the
@@ -159,19 +199,21 @@ type FarthestTuple<'py> = (f64, usize, Bound<'py, PyArray1<f64>>);
 impl LcmdShard {
     #[new]
     fn new(first: usize, rows: PyReadonlyArray2<'_, f64>, labelled: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
-        let (rows, labelled) = (rows.as_array(), labelled.as_array());
-        if labelled.ncols() != rows.ncols() {
-            return Err(value_error(format!(
-                "`labelled` has {} features per row, the pool {}",
-                labelled.ncols(),
-                rows.ncols()
-            )));
-        }
-        let (cols, values) = (rows.ncols(), rows.iter().copied().collect());
-        let centres: Vec<f64> = labelled.iter().copied().collect();
-        hedge_active::acquisition::LcmdShard::new(first, cols, values, &centres)
-            .map(|s| LcmdShard(std::sync::Mutex::new(s)))
-            .map_err(value_error)
+        crate::guarded(|| {
+            let (rows, labelled) = (rows.as_array(), labelled.as_array());
+            if labelled.ncols() != rows.ncols() {
+                return Err(value_error(format!(
+                    "`labelled` has {} features per row, the pool {}",
+                    labelled.ncols(),
+                    rows.ncols()
+                )));
+            }
+            let (cols, values) = (rows.ncols(), rows.iter().copied().collect());
+            let centres: Vec<f64> = labelled.iter().copied().collect();
+            hedge_active::acquisition::LcmdShard::new(first, cols, values, &centres)
+                .map(|s| LcmdShard(std::sync::Mutex::new(s)))
+                .map_err(value_error)
+        })
     }
 
     /// Each of the `clusters` clusters' mass over this shard's unpicked points (None: none).
@@ -187,11 +229,13 @@ impl LcmdShard {
 
     /// A pick (of any shard) as centre `id`; marked picked here when it is this shard's row.
     fn add_pick(&self, id: usize, row: usize, features: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let features = features.as_slice().map_err(|_| value_error("`features` must be contiguous"))?;
-        let mut shard = self.0.lock().expect("shard lock");
-        shard.add_centre(id, features);
-        shard.mark_picked(row);
-        Ok(())
+        crate::guarded(|| {
+            let features = features.as_slice().map_err(|_| value_error("`features` must be contiguous"))?;
+            let mut shard = self.0.lock().expect("shard lock");
+            shard.add_centre(id, features);
+            shard.mark_picked(row);
+            Ok(())
+        })
     }
 }
 
@@ -209,12 +253,16 @@ pub fn lcmd_farthest_pick<'py>(
     py: Python<'py>,
     answers: Vec<Option<(f64, usize, PyReadonlyArray1<'py, f64>)>>,
 ) -> PyResult<Option<(usize, Bound<'py, PyArray1<f64>>)>> {
-    let candidates = answers
-        .into_iter()
-        .flatten()
-        .map(|(d, row, f)| Ok((d, row, f.as_slice().map_err(|_| value_error("features must be contiguous"))?.to_vec())))
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(farthest_pick(candidates).map(|(_, row, f)| (row, f.into_pyarray(py))))
+    crate::guarded(|| {
+        let candidates = answers
+            .into_iter()
+            .flatten()
+            .map(|(d, row, f)| {
+                Ok((d, row, f.as_slice().map_err(|_| value_error("features must be contiguous"))?.to_vec()))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(farthest_pick(candidates).map(|(_, row, f)| (row, f.into_pyarray(py))))
+    })
 }
 
 /// One shard of an ACS-FW pool (rows `first ..` of the `[N, J]` projections), held by a Ray
@@ -233,11 +281,13 @@ type VertexIn<'py> = (f64, usize, PyReadonlyArray1<'py, f64>, f64);
 impl PoolShard {
     #[new]
     fn new(first: usize, rows: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
-        let cols = rows.as_array().ncols();
-        let values = rows.as_array().iter().copied().collect();
-        hedge_active::PoolShard::new(first, cols, values)
-            .map(|s| PoolShard(std::sync::Mutex::new(s)))
-            .map_err(value_error)
+        crate::guarded(|| {
+            let cols = rows.as_array().ncols();
+            let values = rows.as_array().iter().copied().collect();
+            hedge_active::PoolShard::new(first, cols, values)
+                .map(|s| PoolShard(std::sync::Mutex::new(s)))
+                .map_err(value_error)
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -245,11 +295,13 @@ impl PoolShard {
     }
 
     fn setup<'py>(&self, py: Python<'py>) -> PyResult<SetupArrays<'py>> {
-        let s = self.0.lock().expect("shard lock").setup();
-        let j = s.block_sums.first().map_or(0, Vec::len);
-        let sums = numpy::ndarray::Array2::from_shape_vec((s.block_sums.len(), j), s.block_sums.concat())
-            .map_err(value_error)?;
-        Ok((s.first, sums.into_pyarray(py), s.norms.into_pyarray(py)))
+        crate::guarded(|| {
+            let s = self.0.lock().expect("shard lock").setup();
+            let j = s.block_sums.first().map_or(0, Vec::len);
+            let sums = numpy::ndarray::Array2::from_shape_vec((s.block_sums.len(), j), s.block_sums.concat())
+                .map_err(value_error)?;
+            Ok((s.first, sums.into_pyarray(py), s.norms.into_pyarray(py)))
+        })
     }
 
     fn best<'py>(
@@ -258,9 +310,11 @@ impl PoolShard {
         residual: PyReadonlyArray1<'_, f64>,
         distinct: bool,
     ) -> PyResult<Option<VertexTuple<'py>>> {
-        let residual = residual.as_slice().map_err(|_| value_error("`residual` must be contiguous"))?;
-        let best = self.0.lock().expect("shard lock").best(residual, distinct);
-        Ok(best.map(|v| (v.score, v.index, v.row.into_pyarray(py), v.sigma)))
+        crate::guarded(|| {
+            let residual = residual.as_slice().map_err(|_| value_error("`residual` must be contiguous"))?;
+            let best = self.0.lock().expect("shard lock").best(residual, distinct);
+            Ok(best.map(|v| (v.score, v.index, v.row.into_pyarray(py), v.sigma)))
+        })
     }
 
     /// Exactly these pool rows are chosen (the batch's picks so far; rows of other shards are
@@ -291,52 +345,60 @@ impl ShardedFrankWolfe {
         setups: Vec<(usize, PyReadonlyArray2<'_, f64>, PyReadonlyArray1<'_, f64>)>,
         distinct: bool,
     ) -> PyResult<Self> {
-        let setups = setups
-            .into_iter()
-            .map(|(first, sums, norms)| hedge_active::ShardSetup {
-                first,
-                block_sums: sums.as_array().rows().into_iter().map(|r| r.to_vec()).collect(),
-                norms: norms.as_array().to_vec(),
-            })
-            .collect();
-        hedge_active::ShardedFrankWolfe::new(setups, distinct).map(|d| ShardedFrankWolfe(Some(d))).map_err(value_error)
+        crate::guarded(|| {
+            let setups = setups
+                .into_iter()
+                .map(|(first, sums, norms)| hedge_active::ShardSetup {
+                    first,
+                    block_sums: sums.as_array().rows().into_iter().map(|r| r.to_vec()).collect(),
+                    norms: norms.as_array().to_vec(),
+                })
+                .collect();
+            hedge_active::ShardedFrankWolfe::new(setups, distinct)
+                .map(|d| ShardedFrankWolfe(Some(d)))
+                .map_err(value_error)
+        })
     }
 
     #[getter]
     fn residual<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        Ok(self.driver()?.residual().to_vec().into_pyarray(py))
+        crate::guarded(|| Ok(self.driver()?.residual().to_vec().into_pyarray(py)))
     }
 
     #[getter]
     fn steps(&mut self) -> PyResult<usize> {
-        Ok(self.driver()?.steps())
+        crate::guarded(|| Ok(self.driver()?.steps()))
     }
 
     #[getter]
     fn finished(&mut self) -> PyResult<bool> {
-        Ok(self.driver()?.finished())
+        crate::guarded(|| Ok(self.driver()?.finished()))
     }
 
     /// Steps towards the best of the shards' vertices (`best`'s answers); the row picked, or
     /// None when no shard has one left.
     fn step(&mut self, vertices: Vec<Option<VertexIn<'_>>>) -> PyResult<Option<usize>> {
-        let vertices: Vec<Option<hedge_active::Vertex>> = vertices
-            .into_iter()
-            .map(|v| {
-                v.map(|(score, index, row, sigma)| hedge_active::Vertex {
-                    score,
-                    index,
-                    row: row.as_array().to_vec(),
-                    sigma,
+        crate::guarded(|| {
+            let vertices: Vec<Option<hedge_active::Vertex>> = vertices
+                .into_iter()
+                .map(|v| {
+                    v.map(|(score, index, row, sigma)| hedge_active::Vertex {
+                        score,
+                        index,
+                        row: row.as_array().to_vec(),
+                        sigma,
+                    })
                 })
-            })
-            .collect();
-        Ok(self.driver()?.step(vertices))
+                .collect();
+            Ok(self.driver()?.step(vertices))
+        })
     }
 
     /// (indices, weights, objective, picks), as `acs_fw_projections` returns them.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<BatchArrays<'py>> {
-        let driver = self.0.take().ok_or_else(|| value_error("this driver already returned its batch"))?;
-        Ok(batch_arrays(py, driver.into_batch()))
+        crate::guarded(|| {
+            let driver = self.0.take().ok_or_else(|| value_error("this driver already returned its batch"))?;
+            Ok(batch_arrays(py, driver.into_batch()))
+        })
     }
 }

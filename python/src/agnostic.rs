@@ -25,15 +25,17 @@ impl LeaceEraser {
         x: PyReadonlyArray2<'_, f64>,
         strength: f64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (n, d) = (x.as_array().nrows(), x.as_array().ncols());
-        if d != self.0.mean.len() {
-            return Err(PyValueError::new_err(format!(
-                "`X` has {d} features but the eraser was fitted on {}",
-                self.0.mean.len()
-            )));
-        }
-        let erased = self.0.erase(x.as_slice()?, strength).map_err(value_error)?;
-        Ok(numpy::ndarray::Array2::from_shape_vec((n, d), erased).expect("n·d values").into_pyarray(py))
+        crate::guarded(|| {
+            let (n, d) = (x.as_array().nrows(), x.as_array().ncols());
+            if d != self.0.mean.len() {
+                return Err(PyValueError::new_err(format!(
+                    "`X` has {d} features but the eraser was fitted on {}",
+                    self.0.mean.len()
+                )));
+            }
+            let erased = self.0.erase(x.as_slice()?, strength).map_err(value_error)?;
+            Ok(numpy::ndarray::Array2::from_shape_vec((n, d), erased).expect("n·d values").into_pyarray(py))
+        })
     }
     /// μ, `[d]`.
     #[getter]
@@ -60,10 +62,12 @@ pub fn leace_fit(
     concept: PyReadonlyArray1<'_, i64>,
     weights: Option<PyReadonlyArray1<'_, f64>>,
 ) -> PyResult<LeaceEraser> {
-    let d = x.as_array().ncols();
-    let (x, z) = (x.as_slice()?.to_vec(), concept.as_slice()?.to_vec());
-    let w = weights.map(|w| w.as_slice().map(<[f64]>::to_vec)).transpose()?;
-    py.detach(|| Leace::fit_weighted(&x, d, &z, w.as_deref())).map(LeaceEraser).map_err(value_error)
+    crate::guarded(|| {
+        let d = x.as_array().ncols();
+        let (x, z) = (x.as_slice()?.to_vec(), concept.as_slice()?.to_vec());
+        let w = weights.map(|w| w.as_slice().map(<[f64]>::to_vec)).transpose()?;
+        py.detach(|| Leace::fit_weighted(&x, d, &z, w.as_deref())).map(LeaceEraser).map_err(value_error)
+    })
 }
 
 /// Rows `[n, d]` as a float32 CPU tensor (the probes train in float32).
@@ -94,16 +98,18 @@ pub fn probe_one(
     steps: usize,
     seed: u64,
 ) -> PyResult<String> {
-    let kind = match kind {
-        "linear" => ProbeKind::Linear,
-        "mlp" => ProbeKind::Mlp,
-        other => return Err(PyValueError::new_err(format!("probe kind {other:?}: use 'linear' or 'mlp'"))),
-    };
-    let (tf, ta, sf, sa) =
-        (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
-    let config = ProbeConfig { steps, seed, ..ProbeConfig::new(kind) };
-    let r = py.detach(move || probe(&tf, &ta, &sf, &sa, &config)).map_err(value_error)?;
-    Ok(json(&r))
+    crate::guarded(|| {
+        let kind = match kind {
+            "linear" => ProbeKind::Linear,
+            "mlp" => ProbeKind::Mlp,
+            other => return Err(PyValueError::new_err(format!("probe kind {other:?}: use 'linear' or 'mlp'"))),
+        };
+        let (tf, ta, sf, sa) =
+            (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
+        let config = ProbeConfig { steps, seed, ..ProbeConfig::new(kind) };
+        let r = py.detach(move || probe(&tf, &ta, &sf, &sa, &config)).map_err(value_error)?;
+        Ok(json(&r))
+    })
 }
 
 /// The audit's probe pair: a linear probe and the MLP probe tuned on a validation split, as JSON.
@@ -117,8 +123,10 @@ pub fn probe_linear_and_mlp(
     steps: usize,
     seed: u64,
 ) -> PyResult<(String, String)> {
-    let (tf, ta, sf, sa) =
-        (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
-    let (linear, mlp) = py.detach(move || probe_pair(&tf, &ta, &sf, &sa, steps, seed)).map_err(value_error)?;
-    Ok((json(&linear), json(&mlp)))
+    crate::guarded(|| {
+        let (tf, ta, sf, sa) =
+            (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
+        let (linear, mlp) = py.detach(move || probe_pair(&tf, &ta, &sf, &sa, steps, seed)).map_err(value_error)?;
+        Ok((json(&linear), json(&mlp)))
+    })
 }

@@ -55,43 +55,54 @@ impl AnnGraph {
         k: usize,
         ef: Option<usize>,
     ) -> PyResult<Neighbours<'py>> {
-        let q = queries.shape()[0];
-        if queries.shape()[1] != self.0.dim() {
-            return Err(value_error(format!(
-                "`queries` has {} columns but the index holds points of dimension {}",
-                queries.shape()[1],
-                self.0.dim()
-            )));
-        }
-        let flat = rows(&queries, "queries")?;
-        let ef = ef.unwrap_or(self.0.config().ef_search);
-        if ef == 0 {
-            return Err(value_error("`ef` must be at least 1"));
-        }
-        let found = py.detach(|| self.0.nearest_with_ef(flat, k, ef));
-        let mut ids = vec![-1i64; q * k];
-        let mut dists = vec![f32::INFINITY; q * k];
-        for (row, hits) in found.iter().enumerate() {
-            for (j, &(id, d)) in hits.iter().enumerate() {
-                ids[row * k + j] = id as i64;
-                dists[row * k + j] = d;
+        crate::guarded(|| {
+            let q = queries.shape()[0];
+            if queries.shape()[1] != self.0.dim() {
+                return Err(value_error(format!(
+                    "`queries` has {} columns but the index holds points of dimension {}",
+                    queries.shape()[1],
+                    self.0.dim()
+                )));
             }
-        }
-        let shape = [q, k];
-        let ids = numpy::ndarray::Array2::from_shape_vec(shape, ids).map_err(value_error)?;
-        let dists = numpy::ndarray::Array2::from_shape_vec(shape, dists).map_err(value_error)?;
-        Ok((ids.into_pyarray(py), dists.into_pyarray(py)))
+            let flat = rows(&queries, "queries")?;
+            let ef = ef.unwrap_or(self.0.config().ef_search);
+            if ef == 0 || k == 0 {
+                return Err(value_error(format!("`k` = {k} and `ef` = {ef} must each be at least 1")));
+            }
+            // The answer's ids and distances, and the search's candidate lists (ef at least k).
+            hedge_run::Footprint::new("HnswIndex.search", |v| v[0] * (v[1] * 20.0 + v[2].max(v[1]) * 24.0))
+                .knob("", q as f64, 0.0)
+                .knob("k", k as f64, 1.0)
+                .knob("ef", ef as f64, 1.0)
+                .check()
+                .map_err(value_error)?;
+            let found = py.detach(|| self.0.nearest_with_ef(flat, k, ef));
+            let mut ids = vec![-1i64; q * k];
+            let mut dists = vec![f32::INFINITY; q * k];
+            for (row, hits) in found.iter().enumerate() {
+                for (j, &(id, d)) in hits.iter().enumerate() {
+                    ids[row * k + j] = id as i64;
+                    dists[row * k + j] = d;
+                }
+            }
+            let shape = [q, k];
+            let ids = numpy::ndarray::Array2::from_shape_vec(shape, ids).map_err(value_error)?;
+            let dists = numpy::ndarray::Array2::from_shape_vec(shape, dists).map_err(value_error)?;
+            Ok((ids.into_pyarray(py), dists.into_pyarray(py)))
+        })
     }
 
     /// Writes the graph (safetensors; a temporary sibling, then renamed).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        py.detach(|| self.0.save(&path)).map_err(value_error)
+        crate::guarded(|| py.detach(|| self.0.save(&path)).map_err(value_error))
     }
 
     /// The file's bytes (what `save` writes), for pickling and object stores.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = py.detach(|| self.0.to_bytes()).map_err(value_error)?;
-        Ok(PyBytes::new(py, &bytes))
+        crate::guarded(|| {
+            let bytes = py.detach(|| self.0.to_bytes()).map_err(value_error)?;
+            Ok(PyBytes::new(py, &bytes))
+        })
     }
 }
 
@@ -104,21 +115,25 @@ pub fn ann_build(
     ef_construction: usize,
     ef_search: usize,
 ) -> PyResult<AnnGraph> {
-    let dim = points.shape()[1];
-    let flat = rows(&points, "points")?;
-    let config = AnnConfig { max_connections, ef_construction, ef_search };
-    py.detach(|| Hnsw::build(flat, dim, &config)).map(AnnGraph).map_err(value_error)
+    crate::guarded(|| {
+        let dim = points.shape()[1];
+        let flat = rows(&points, "points")?;
+        let config = AnnConfig { max_connections, ef_construction, ef_search };
+        py.detach(|| Hnsw::build(flat, dim, &config)).map(AnnGraph).map_err(value_error)
+    })
 }
 
 /// Reads a graph `AnnGraph.save` wrote; every field is checked.
 #[pyfunction]
 pub fn ann_load(py: Python<'_>, path: PathBuf) -> PyResult<AnnGraph> {
-    py.detach(|| Hnsw::load(&path)).map(AnnGraph).map_err(value_error)
+    crate::guarded(|| py.detach(|| Hnsw::load(&path)).map(AnnGraph).map_err(value_error))
 }
 
 /// A graph from the bytes `AnnGraph.to_bytes` gave.
 #[pyfunction]
 pub fn ann_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<AnnGraph> {
-    let data = data.to_vec();
-    py.detach(|| Hnsw::from_bytes(&data, "<bytes>".as_ref())).map(AnnGraph).map_err(value_error)
+    crate::guarded(|| {
+        let data = data.to_vec();
+        py.detach(|| Hnsw::from_bytes(&data, "<bytes>".as_ref())).map(AnnGraph).map_err(value_error)
+    })
 }

@@ -74,10 +74,10 @@ impl GpPosterior {
 impl GpPosterior {
     /// (mean, latent variance, noise variance, None) on the original target scale.
     fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'_, f64>) -> PyResult<PredictionArrays<'py>> {
-        match &self.0 {
+        crate::guarded(|| match &self.0 {
             GpModel::Exact(m) => predict_with(py, m, x),
             GpModel::Sparse(m) => predict_with(py, m, x),
-        }
+        })
     }
     /// s² on the original target scale.
     #[getter]
@@ -125,10 +125,12 @@ pub fn gp_fit(
     y: PyReadonlyArray1<'_, f64>,
     settings: &str,
 ) -> PyResult<GpPosterior> {
-    let checked = config::<GpConfig>(settings, "GP")?.check().map_err(value_error)?;
-    let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
-    let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
-    Ok(GpPosterior(GpModel::Exact(fitted)))
+    crate::guarded(|| {
+        let checked = config::<GpConfig>(settings, "GP")?.check().map_err(value_error)?;
+        let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
+        let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+        Ok(GpPosterior(GpModel::Exact(fitted)))
+    })
 }
 
 #[pyfunction]
@@ -138,10 +140,12 @@ pub fn sparse_gp_fit(
     y: PyReadonlyArray1<'_, f64>,
     settings: &str,
 ) -> PyResult<GpPosterior> {
-    let checked = config::<SparseGpConfig>(settings, "sparse GP")?.check().map_err(value_error)?;
-    let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
-    let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
-    Ok(GpPosterior(GpModel::Sparse(fitted)))
+    crate::guarded(|| {
+        let checked = config::<SparseGpConfig>(settings, "sparse GP")?.check().map_err(value_error)?;
+        let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
+        let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+        Ok(GpPosterior(GpModel::Sparse(fitted)))
+    })
 }
 
 /// The posterior of a Bayesian linear regression: Gaussian with known noise, or
@@ -165,9 +169,11 @@ impl LinearPosterior {
 #[pymethods]
 impl LinearPosterior {
     fn predict<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'_, f64>) -> PyResult<PredictionArrays<'py>> {
-        let x = matrix(&x);
-        let p = self.model().predict(x.as_ref()).map_err(value_error)?;
-        Ok(prediction_arrays(py, p))
+        crate::guarded(|| {
+            let x = matrix(&x);
+            let p = self.model().predict(x.as_ref()).map_err(value_error)?;
+            Ok(prediction_arrays(py, p))
+        })
     }
     /// The posterior mean of the weights.
     #[getter]
@@ -193,18 +199,20 @@ pub fn linear_fit(
     settings: &str,
     known_noise: bool,
 ) -> PyResult<LinearPosterior> {
-    let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
-    if known_noise {
-        let checked =
-            config::<BayesLinearConfig>(settings, "Bayesian linear regression")?.check().map_err(value_error)?;
-        let m = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
-        Ok(LinearPosterior { known_noise: Some(m), nig: None })
-    } else {
-        let checked =
-            config::<NigLinearConfig>(settings, "normal–inverse-gamma regression")?.check().map_err(value_error)?;
-        let m = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
-        Ok(LinearPosterior { known_noise: None, nig: Some(m) })
-    }
+    crate::guarded(|| {
+        let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
+        if known_noise {
+            let checked =
+                config::<BayesLinearConfig>(settings, "Bayesian linear regression")?.check().map_err(value_error)?;
+            let m = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+            Ok(LinearPosterior { known_noise: Some(m), nig: None })
+        } else {
+            let checked =
+                config::<NigLinearConfig>(settings, "normal–inverse-gamma regression")?.check().map_err(value_error)?;
+            let m = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+            Ok(LinearPosterior { known_noise: None, nig: Some(m) })
+        }
+    })
 }
 
 /// The Laplace posterior of a Bayesian probit regression.
@@ -215,8 +223,10 @@ pub struct ProbitPosterior(pub(crate) FittedProbit);
 impl ProbitPosterior {
     /// p(y = 1 | x) per row, the weights' uncertainty integrated out.
     fn predict_proba<'py>(&self, py: Python<'py>, x: PyReadonlyArray2<'_, f64>) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let x = matrix(&x);
-        Ok(self.0.predict_proba(x.as_ref()).map_err(value_error)?.into_pyarray(py))
+        crate::guarded(|| {
+            let x = matrix(&x);
+            Ok(self.0.predict_proba(x.as_ref()).map_err(value_error)?.into_pyarray(py))
+        })
     }
     #[getter]
     fn coef<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
@@ -239,7 +249,9 @@ pub fn probit_fit(
     labels: PyReadonlyArray1<'_, u8>,
     settings: &str,
 ) -> PyResult<ProbitPosterior> {
-    let checked = config::<ProbitConfig>(settings, "probit regression")?.check().map_err(value_error)?;
-    let (x, labels) = (matrix(&x), labels.as_slice()?.to_vec());
-    py.detach(|| checked.fit(x.as_ref(), &labels)).map(ProbitPosterior).map_err(value_error)
+    crate::guarded(|| {
+        let checked = config::<ProbitConfig>(settings, "probit regression")?.check().map_err(value_error)?;
+        let (x, labels) = (matrix(&x), labels.as_slice()?.to_vec());
+        py.detach(|| checked.fit(x.as_ref(), &labels)).map(ProbitPosterior).map_err(value_error)
+    })
 }

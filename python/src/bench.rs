@@ -60,11 +60,13 @@ pub fn bench_embed(
     samples: i64,
     batch: usize,
 ) -> PyResult<f64> {
-    let dataset = run.image_dataset(&images)?;
-    let options = EmbedOptions { batch, samples, seed: 0 };
-    run.with_network(Device::Cpu, |net| {
-        let start = Instant::now();
-        embed_dataset(net, &dataset, &hedge_data::Corruption::Clean, Device::Cpu, options).map_err(value_error)?;
-        Ok(start.elapsed().as_secs_f64())
-    })?
+    crate::guarded(|| {
+        let dataset = run.image_dataset(&images)?;
+        let options = EmbedOptions { batch, samples, seed: 0 };
+        run.with_network(Device::Cpu, |net| {
+            let start = Instant::now();
+            embed_dataset(net, &dataset, &hedge_data::Corruption::Clean, Device::Cpu, options).map_err(value_error)?;
+            Ok(start.elapsed().as_secs_f64())
+        })?
+    })
 }

@@ -35,8 +35,39 @@ fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side:
     if size.contains(&0) {
         return Err(PyValueError::new_err(format!("`{mean_name}` is empty (shape {size:?})")));
     }
+    check_finite(&mean_t, &mean_name)?;
+    if let Some(v) = &variance_t {
+        check_finite(v, &var_name)?;
+        let smallest = v.min().double_value(&[]);
+        if smallest <= 0.0 {
+            return Err(PyValueError::new_err(format!(
+                "`{var_name}` holds {smallest}: variances must be positive (a model's softplus or exp output is)"
+            )));
+        }
+    }
     let lift = |t: Tensor| if size.len() == 2 { t.unsqueeze(1) } else { t };
     Ok(Embedding { mean: lift(mean_t), variance: variance_t.map(lift) })
+}
+
+/// Refuses a tensor holding NaN or ±inf, naming the first such element: every number computed
+/// from it would be NaN.
+fn check_finite(t: &Tensor, name: &str) -> PyResult<()> {
+    let bad = t.isfinite().logical_not().flatten(0, -1).nonzero();
+    if bad.size()[0] > 0 {
+        let at = bad.int64_value(&[0, 0]);
+        let value = t.flatten(0, -1).double_value(&[at]);
+        return Err(PyValueError::new_err(format!(
+            "`{name}` holds {value} at flat position {at}: the inputs must be finite"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses Monte-Carlo `samples` whose K² sample pairs per row would not fit the memory budget.
+fn check_samples_memory(samples: i64, e: &Embedding, what: &str) -> PyResult<()> {
+    hedge_embed::embed::mc_footprint(what, "samples", e.batch() as f64, samples as f64, e.dim() as usize)
+        .check()
+        .map_err(crate::value_error)
 }
 
 fn same_device(a: &Tensor, b: &Tensor, a_name: &str, b_name: &str) -> PyResult<()> {
@@ -88,6 +119,7 @@ fn pair_of_embeddings(
     if let Some(samples) = samples {
         check_samples(samples, &left, "the first embedding")?;
         check_samples(samples, &right, "the second embedding")?;
+        check_samples_memory(samples, &left, "match_probability: the Monte-Carlo sample pairs")?;
     }
     Ok((left, right))
 }
@@ -123,15 +155,19 @@ pub fn hib_log_match(
     a_raw: &Bound<'_, PyAny>,
     b: &Bound<'_, PyAny>,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
-    let (z1, z2) = (tensor(z1, "z1")?, tensor(z2, "z2")?);
-    let s1 = check_float(&z1, "z1", &[3])?;
-    let s2 = check_float(&z2, "z2", &[3])?;
-    if s1[0] != s2[0] || s1[2] != s2[2] {
-        return Err(PyValueError::new_err(format!("`z1` {s1:?} and `z2` {s2:?} must agree in batch and dimension")));
-    }
-    same_device(&z1, &z2, "z1", "z2")?;
-    let (log_p, log_not_p) = head(a_raw, b, &z1)?.log_match(&z1, &z2);
-    Ok((to_python(py, &log_p)?, to_python(py, &log_not_p)?))
+    crate::guarded(|| {
+        let (z1, z2) = (tensor(z1, "z1")?, tensor(z2, "z2")?);
+        let s1 = check_float(&z1, "z1", &[3])?;
+        let s2 = check_float(&z2, "z2", &[3])?;
+        if s1[0] != s2[0] || s1[2] != s2[2] {
+            return Err(PyValueError::new_err(format!(
+                "`z1` {s1:?} and `z2` {s2:?} must agree in batch and dimension"
+            )));
+        }
+        same_device(&z1, &z2, "z1", "z2")?;
+        let (log_p, log_not_p) = head(a_raw, b, &z1)?.log_match(&z1, &z2);
+        Ok((to_python(py, &log_p)?, to_python(py, &log_not_p)?))
+    })
 }
 
 /// p(m | x1, x2) by Monte Carlo with `samples` draws from each embedding (torch's generator).
@@ -148,9 +184,11 @@ pub fn hib_match_probability(
     b: &Bound<'_, PyAny>,
     samples: i64,
 ) -> PyResult<Py<PyAny>> {
-    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
-    let head = head(a_raw, b, &left.mean)?;
-    to_python(py, &head.match_probability(&left, &right, samples))
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
+        let head = head(a_raw, b, &left.mean)?;
+        to_python(py, &head.match_probability(&left, &right, samples))
+    })
 }
 
 /// p(m | x1, x2) by a Gauss–Hermite product rule with `points` nodes per dimension.
@@ -167,18 +205,20 @@ pub fn hib_match_probability_quadrature(
     b: &Bound<'_, PyAny>,
     points: usize,
 ) -> PyResult<Py<PyAny>> {
-    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
-    let nodes = (points as i64).checked_pow(left.dim() as u32).filter(|&g| g <= MAX_QUADRATURE_NODES);
-    if points == 0 || nodes.is_none() {
-        return Err(PyValueError::new_err(format!(
-            "`points` = {points} per dimension in D = {} gives more than {MAX_QUADRATURE_NODES} quadrature nodes; \
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
+        let nodes = (points as i64).checked_pow(left.dim() as u32).filter(|&g| g <= MAX_QUADRATURE_NODES);
+        if points == 0 || nodes.is_none() {
+            return Err(PyValueError::new_err(format!(
+                "`points` = {points} per dimension in D = {} gives more than {MAX_QUADRATURE_NODES} quadrature nodes; \
              use fewer points or the Monte-Carlo estimator (match_probability)",
-            left.dim()
-        )));
-    }
-    let head = head(a_raw, b, &left.mean)?;
-    let p = match_probability_quadrature(&head, &left, &right, points).map_err(crate::value_error)?;
-    to_python(py, &p)
+                left.dim()
+            )));
+        }
+        let head = head(a_raw, b, &left.mean)?;
+        let p = match_probability_quadrature(&head, &left, &right, points).map_err(crate::value_error)?;
+        to_python(py, &p)
+    })
 }
 
 /// Self-mismatch η(x) = 1 − p(m | x, x) (Eq. 9) by Monte Carlo.
@@ -192,10 +232,13 @@ pub fn hib_self_mismatch(
     b: &Bound<'_, PyAny>,
     samples: i64,
 ) -> PyResult<Py<PyAny>> {
-    let e = embedding(mean, variance, "")?;
-    check_samples(samples, &e, "the embedding")?;
-    let head = head(a_raw, b, &e.mean)?;
-    to_python(py, &head.self_mismatch(&e, samples))
+    crate::guarded(|| {
+        let e = embedding(mean, variance, "")?;
+        check_samples(samples, &e, "the embedding")?;
+        check_samples_memory(samples, &e, "self_mismatch: the Monte-Carlo sample pairs")?;
+        let head = head(a_raw, b, &e.mean)?;
+        to_python(py, &head.self_mismatch(&e, samples))
+    })
 }
 
 /// The soft contrastive loss per pair (Eq. 3) from log p and log(1 − p).
@@ -206,14 +249,16 @@ pub fn hib_soft_contrastive(
     log_not_p: &Bound<'_, PyAny>,
     is_match: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
-    let (log_p, log_not_p, is_match) =
-        (tensor(log_p, "log_p")?, tensor(log_not_p, "log_not_p")?, tensor(is_match, "is_match")?);
-    let size = check_float(&log_p, "log_p", &[1])?;
-    if log_not_p.size() != size {
-        return Err(PyValueError::new_err(format!("`log_not_p` must have the shape of `log_p`, {size:?}")));
-    }
-    check_is_match(&is_match, size[0])?;
-    to_python(py, &soft_contrastive(&log_p, &log_not_p, &is_match))
+    crate::guarded(|| {
+        let (log_p, log_not_p, is_match) =
+            (tensor(log_p, "log_p")?, tensor(log_not_p, "log_not_p")?, tensor(is_match, "is_match")?);
+        let size = check_float(&log_p, "log_p", &[1])?;
+        if log_not_p.size() != size {
+            return Err(PyValueError::new_err(format!("`log_not_p` must have the shape of `log_p`, {size:?}")));
+        }
+        check_is_match(&is_match, size[0])?;
+        to_python(py, &soft_contrastive(&log_p, &log_not_p, &is_match))
+    })
 }
 
 /// The contrastive loss of point embeddings (Eq. 1) per pair.
@@ -226,13 +271,20 @@ pub fn hib_contrastive(
     is_match: &Bound<'_, PyAny>,
     margin: f64,
 ) -> PyResult<Py<PyAny>> {
-    let (z1, z2, is_match) = (tensor(z1, "z1")?, tensor(z2, "z2")?, tensor(is_match, "is_match")?);
-    let size = check_float(&z1, "z1", &[2])?;
-    if z2.size() != size {
-        return Err(PyValueError::new_err(format!("`z2` must have the shape of `z1`, {size:?}")));
-    }
-    check_is_match(&is_match, size[0])?;
-    to_python(py, &contrastive(&z1, &z2, &is_match, margin))
+    crate::guarded(|| {
+        let (z1, z2, is_match) = (tensor(z1, "z1")?, tensor(z2, "z2")?, tensor(is_match, "is_match")?);
+        let size = check_float(&z1, "z1", &[2])?;
+        if z2.size() != size {
+            return Err(PyValueError::new_err(format!("`z2` must have the shape of `z1`, {size:?}")));
+        }
+        check_is_match(&is_match, size[0])?;
+        if !(margin.is_finite() && margin > 0.0) {
+            return Err(PyValueError::new_err(format!("`margin` = {margin} must be finite and > 0")));
+        }
+        check_finite(&z1, "z1")?;
+        check_finite(&z2, "z2")?;
+        to_python(py, &contrastive(&z1, &z2, &is_match, margin))
+    })
 }
 
 /// The VIB embedding loss (Eq. 8) of a batch of pairs: (total, pair, kl), each a scalar tensor.
@@ -251,14 +303,16 @@ pub fn hib_vib_loss(
     samples: i64,
     beta: f64,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>, Py<PyAny>)> {
-    let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
-    if !(beta >= 0.0 && beta.is_finite()) {
-        return Err(PyValueError::new_err(format!("`beta` = {beta} must be finite and ≥ 0")));
-    }
-    let is_match = tensor(is_match, "is_match")?;
-    check_is_match(&is_match, left.batch())?;
-    same_device(&left.mean, &is_match, "mean1", "is_match")?;
-    let head = head(a_raw, b, &left.mean)?;
-    let loss = vib_loss(&head, &left, &right, &is_match, samples, beta);
-    Ok((to_python(py, &loss.total)?, to_python(py, &loss.pair)?, to_python(py, &loss.kl)?))
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
+        if !(beta >= 0.0 && beta.is_finite()) {
+            return Err(PyValueError::new_err(format!("`beta` = {beta} must be finite and ≥ 0")));
+        }
+        let is_match = tensor(is_match, "is_match")?;
+        check_is_match(&is_match, left.batch())?;
+        same_device(&left.mean, &is_match, "mean1", "is_match")?;
+        let head = head(a_raw, b, &left.mean)?;
+        let loss = vib_loss(&head, &left, &right, &is_match, samples, beta);
+        Ok((to_python(py, &loss.total)?, to_python(py, &loss.pair)?, to_python(py, &loss.kl)?))
+    })
 }

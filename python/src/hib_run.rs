@@ -72,51 +72,54 @@ pub fn hib_train(
     progress: Option<Py<PyAny>>,
     progress_every: usize,
 ) -> PyResult<String> {
-    let device = device(device_name)?;
-    let mut config = hib_config(settings, config_file)?;
-    let hib_data = HibData::new(DataRoot::from_env());
-    if let Some(path) = data {
-        // Absolute, so that the run finds its images from any folder (as `hib train --data`).
-        let path = std::fs::canonicalize(&path)
-            .map_err(|e| value_error(format!("cannot resolve data '{}': {e}", path.display())))?;
-        let set = hib_data.own_images(&path).map_err(value_error)?;
-        let classes = set.class_names.len();
-        config = config.with_data(OwnImages {
-            path,
-            shape: [set.channels, set.height, set.width],
-            unseen_classes: unseen_classes.unwrap_or((classes / 5).max(2)),
-            seen_test_fraction,
-            split_seed,
-        });
-    }
-    let plan = TrainPlan::default();
-    let command = format!("python: hedge.hib.train({})", out.display());
-    let (run, config) = start_run(&hib_data, config, &plan, device, &out, overwrite, &command).map_err(value_error)?;
-    let every = progress_every.max(1);
-    // Training runs without the GIL: torch's Python autograd engine refuses a backward pass
-    // from a thread that holds it (and other Python threads keep running). The callback takes
-    // the GIL back for each report.
-    let path = run.path.display().to_string();
-    let callback_error = py.detach(move || -> PyResult<Option<PyErr>> {
-        let mut callback_error: Option<PyErr> = None;
-        train_run(&run, &hib_data, &config, device, false, &plan, |event| {
-            if let (TrainEvent::Step { metrics, planned_steps }, Some(cb)) = (event, &progress) {
-                if callback_error.is_none() && (metrics.step % every == 0 || metrics.step == planned_steps) {
-                    Python::attach(|py| {
-                        if let Err(e) = cb.call1(py, (metrics.step, planned_steps, metrics.loss)) {
-                            callback_error = Some(e);
-                        }
-                    });
+    crate::guarded(|| {
+        let device = device(device_name)?;
+        let mut config = hib_config(settings, config_file)?;
+        let hib_data = HibData::new(DataRoot::from_env());
+        if let Some(path) = data {
+            // Absolute, so that the run finds its images from any folder (as `hib train --data`).
+            let path = std::fs::canonicalize(&path)
+                .map_err(|e| value_error(format!("cannot resolve data '{}': {e}", path.display())))?;
+            let set = hib_data.own_images(&path).map_err(value_error)?;
+            let classes = set.class_names.len();
+            config = config.with_data(OwnImages {
+                path,
+                shape: [set.channels, set.height, set.width],
+                unseen_classes: unseen_classes.unwrap_or((classes / 5).max(2)),
+                seen_test_fraction,
+                split_seed,
+            });
+        }
+        let plan = TrainPlan::default();
+        let command = format!("python: hedge.hib.train({})", out.display());
+        let (run, config) =
+            start_run(&hib_data, config, &plan, device, &out, overwrite, &command).map_err(value_error)?;
+        let every = progress_every.max(1);
+        // Training runs without the GIL: torch's Python autograd engine refuses a backward pass
+        // from a thread that holds it (and other Python threads keep running). The callback takes
+        // the GIL back for each report.
+        let path = run.path.display().to_string();
+        let callback_error = py.detach(move || -> PyResult<Option<PyErr>> {
+            let mut callback_error: Option<PyErr> = None;
+            train_run(&run, &hib_data, &config, device, false, &plan, |event| {
+                if let (TrainEvent::Step { metrics, planned_steps }, Some(cb)) = (event, &progress) {
+                    if callback_error.is_none() && (metrics.step % every == 0 || metrics.step == planned_steps) {
+                        Python::attach(|py| {
+                            if let Err(e) = cb.call1(py, (metrics.step, planned_steps, metrics.loss)) {
+                                callback_error = Some(e);
+                            }
+                        });
+                    }
                 }
-            }
-        })
-        .map_err(value_error)?;
-        Ok(callback_error)
-    })?;
-    if let Some(e) = callback_error {
-        return Err(e);
-    }
-    Ok(path)
+            })
+            .map_err(value_error)?;
+            Ok(callback_error)
+        })?;
+        if let Some(e) = callback_error {
+            return Err(e);
+        }
+        Ok(path)
+    })
 }
 
 /// A trained run opened for embedding.
@@ -152,12 +155,23 @@ impl HibRun {
             )));
         }
         let n = shape[0];
+        if n == 0 {
+            return Err(PyValueError::new_err("`images` holds no image (shape [0, …]); pass at least one"));
+        }
+        let pixels = images.as_slice()?;
+        if let Some(i) = pixels.iter().position(|p| !(0.0..=1.0).contains(p)) {
+            return Err(PyValueError::new_err(format!(
+                "`images` holds {} at image {}: pixels must be finite and lie in [0, 1]",
+                pixels[i],
+                i / (want[0] * want[1] * want[2])
+            )));
+        }
         let set = ImageSet {
             source: PathBuf::from("<arrays>"),
             channels: shape[1],
             height: shape[2],
             width: shape[3],
-            pixels: images.as_slice()?.to_vec(),
+            pixels: pixels.to_vec(),
             labels: vec![0; n],
             class_names: vec!["?".into()],
             names: (0..n).map(|i| format!("#{i}")).collect(),
@@ -168,9 +182,11 @@ impl HibRun {
 
 #[pyfunction]
 pub fn hib_open_run(path: PathBuf) -> PyResult<HibRun> {
-    let run = RunDir::open(&path).map_err(value_error)?;
-    let config = run.read_config().map_err(value_error)?.hib;
-    Ok(HibRun { run, config, model: std::sync::Mutex::new(None) })
+    crate::guarded(|| {
+        let run = RunDir::open(&path).map_err(value_error)?;
+        let config = run.read_config().map_err(value_error)?.hib;
+        Ok(HibRun { run, config, model: std::sync::Mutex::new(None) })
+    })
 }
 
 /// (mean, variance or None, eta) as Python tensors.
@@ -201,8 +217,10 @@ impl HibRun {
     }
     /// (a_raw, b) of the trained match head.
     fn match_head(&self) -> PyResult<(f64, f64)> {
-        let (_vs, net) = load_model(&self.run, &self.config, Device::Cpu).map_err(value_error)?;
-        Ok((net.matcher.a_raw.double_value(&[]), net.matcher.b.double_value(&[])))
+        crate::guarded(|| {
+            let (_vs, net) = load_model(&self.run, &self.config, Device::Cpu).map_err(value_error)?;
+            Ok((net.matcher.a_raw.double_value(&[]), net.matcher.b.double_value(&[])))
+        })
     }
     /// Images `[N, C, H, W]` in [0, 1] embedded: (mean, variance or None, eta) as CPU tensors,
     /// η from `samples` draws seeded by `seed`, `batch` images per forward pass (as `hib embed`).
@@ -216,16 +234,29 @@ impl HibRun {
         batch: usize,
         device_name: &str,
     ) -> PyResult<EmbeddingTensors> {
-        let device = device(device_name)?;
-        if samples < 1 || batch == 0 {
-            return Err(PyValueError::new_err("`samples` and `batch` must be at least 1"));
-        }
-        let dataset = self.image_dataset(&images)?;
-        let options = EmbedOptions { batch, samples, seed };
-        let embedded = self
-            .with_network(device, |net| embed_dataset(net, &dataset, &hedge_data::Corruption::Clean, device, options))?
+        crate::guarded(|| {
+            let device = device(device_name)?;
+            if samples < 1 || batch == 0 {
+                return Err(PyValueError::new_err("`samples` and `batch` must be at least 1"));
+            }
+            let dataset = self.image_dataset(&images)?;
+            hedge_embed::embed::mc_footprint(
+                "Run.embed: η's Monte-Carlo samples",
+                "samples",
+                batch.min(dataset.len()) as f64,
+                samples as f64,
+                self.config.dim,
+            )
+            .check()
             .map_err(value_error)?;
-        embedding_tensors(py, &embedded)
+            let options = EmbedOptions { batch, samples, seed };
+            let embedded = self
+                .with_network(device, |net| {
+                    embed_dataset(net, &dataset, &hedge_data::Corruption::Clean, device, options)
+                })?
+                .map_err(value_error)?;
+            embedding_tensors(py, &embedded)
+        })
     }
     /// A split of the run's own data embedded exactly as `hedge hib embed --split` does:
     /// (mean, variance or None, eta, labels).
@@ -237,12 +268,14 @@ impl HibRun {
         samples: i64,
         device_name: &str,
     ) -> PyResult<LabelledEmbeddingTensors> {
-        let device = device(device_name)?;
-        let split = NDigitSplit::parse(split).map_err(value_error)?;
-        let data = HibData::new(DataRoot::from_env());
-        let set = embed_run(&self.run, &data, split, false, samples, device).map_err(value_error)?;
-        let (mean, variance, eta) = embedding_tensors(py, &set)?;
-        Ok((mean, variance, eta, set.labels))
+        crate::guarded(|| {
+            let device = device(device_name)?;
+            let split = NDigitSplit::parse(split).map_err(value_error)?;
+            let data = HibData::new(DataRoot::from_env());
+            let set = embed_run(&self.run, &data, split, false, samples, device).map_err(value_error)?;
+            let (mean, variance, eta) = embedding_tensors(py, &set)?;
+            Ok((mean, variance, eta, set.labels))
+        })
     }
 }
 
@@ -294,19 +327,21 @@ pub fn hib_build_index(
     overwrite: bool,
     device_name: &str,
 ) -> PyResult<String> {
-    let device = device(device_name)?;
-    for (input, flag) in [(Some(&gallery), "gallery"), (validation.as_ref(), "validation")] {
-        if let Some(input) = input {
-            hedge_run::check_out_not_inside(&out, input, flag).map_err(value_error)?;
+    crate::guarded(|| {
+        let device = device(device_name)?;
+        for (input, flag) in [(Some(&gallery), "gallery"), (validation.as_ref(), "validation")] {
+            if let Some(input) = input {
+                hedge_run::check_out_not_inside(&out, input, flag).map_err(value_error)?;
+            }
         }
-    }
-    let (ann, search, score) =
-        index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
-    let gallery = ImageSet::read(&gallery).map_err(value_error)?;
-    let validation = validation.as_deref().map(ImageSet::read).transpose().map_err(value_error)?;
-    let request = IndexRequest { ann, search, validation, target_risk, score };
-    let manifest = build_index(&run, &gallery, &request, &out, overwrite, device).map_err(value_error)?;
-    Ok(serde_json::to_string(&manifest).expect("a manifest serialises"))
+        let (ann, search, score) =
+            index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
+        let gallery = ImageSet::read(&gallery).map_err(value_error)?;
+        let validation = validation.as_deref().map(ImageSet::read).transpose().map_err(value_error)?;
+        let request = IndexRequest { ann, search, validation, target_risk, score };
+        let manifest = build_index(&run, &gallery, &request, &out, overwrite, device).map_err(value_error)?;
+        Ok(serde_json::to_string(&manifest).expect("a manifest serialises"))
+    })
 }
 
 /// Identifies the probes (folder or `.npz`) against the index: (one JSON line per probe as
@@ -320,14 +355,16 @@ pub fn hib_search(
     run: Option<PathBuf>,
     device_name: &str,
 ) -> PyResult<(Vec<String>, String)> {
-    let device = device(device_name)?;
-    let files = IndexFiles::open(&index).map_err(value_error)?;
-    let probes = ImageSet::read(&probes).map_err(value_error)?;
-    let mut identifier = files.load(run.as_deref(), device).map_err(value_error)?;
-    if let Some(risk) = target_risk {
-        identifier.rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
-    }
-    let (results, summary) = identifier.identify(&probes).map_err(value_error)?;
-    let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();
-    Ok((rows, serde_json::to_string(&summary).expect("a summary serialises")))
+    crate::guarded(|| {
+        let device = device(device_name)?;
+        let files = IndexFiles::open(&index).map_err(value_error)?;
+        let probes = ImageSet::read(&probes).map_err(value_error)?;
+        let mut identifier = files.load(run.as_deref(), device).map_err(value_error)?;
+        if let Some(risk) = target_risk {
+            identifier.rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
+        }
+        let (results, summary) = identifier.identify(&probes).map_err(value_error)?;
+        let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();
+        Ok((rows, serde_json::to_string(&summary).expect("a summary serialises")))
+    })
 }

@@ -2,9 +2,14 @@
 //! `hedge` (python/hedge/) wraps with documented, typed functions and classes. Tensors arrive
 //! from and return to the user's torch without a copy (`tensor.rs`); arrays arrive as NumPy
 //! float64 arrays. Every error a user can cause is a Python `ValueError` or `TypeError` naming
-//! the argument.
+//! the argument; a size over the memory budget is a `MemoryError`, a loop over the work bound a
+//! `ValueError`, both with the library's message naming the argument and the value that fits.
+//! No call lets a Rust panic out as pyo3's `PanicException` (a `BaseException` that a user's
+//! `except Exception` does not catch): every binding's body runs inside [`guarded`].
 
-use pyo3::exceptions::PyValueError;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
 mod active;
@@ -17,9 +22,33 @@ mod hib_run;
 mod shards;
 mod tensor;
 
-/// A library error as the Python `ValueError` a user can act on.
+/// A library error as the Python exception a user can act on: `MemoryError` for a size over the
+/// memory budget (`hedge_run::budget`'s refusal, whichever crate passed it on), else `ValueError`.
 pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
+    let message = e.to_string();
+    if message.contains(hedge_run::budget::OVER_MEMORY_BUDGET) {
+        PyMemoryError::new_err(message)
+    } else {
+        PyValueError::new_err(message)
+    }
+}
+
+/// Runs a binding's body; a panic in it (a case no check foresaw, or a libtorch error tch turns
+/// into a panic) becomes a `ValueError` carrying the panic's message, with libtorch's C++ trace
+/// cut, instead of a `PanicException`.
+pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(PyValueError::new_err(format!(
+            "hedge could not complete this call: {}. No check caught it before it started; \
+             please report the call that caused it",
+            hedge_run::libtorch_message(message).trim()
+        )))
+    })
 }
 
 /// The torch version whose libtorch this module was compiled against.

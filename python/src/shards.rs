@@ -49,8 +49,10 @@ pub fn hib_shard_index(
     shards: usize,
     overwrite: bool,
 ) -> PyResult<String> {
-    let set = py.detach(|| shard_index(&index, &out, shards, overwrite)).map_err(value_error)?;
-    Ok(serde_json::to_string(&set).expect("a shard set serialises"))
+    crate::guarded(|| {
+        let set = py.detach(|| shard_index(&index, &out, shards, overwrite)).map_err(value_error)?;
+        Ok(serde_json::to_string(&set).expect("a shard set serialises"))
+    })
 }
 
 /// The description every shard of a set written from embeddings shares (`hedge_embed::shards`'s
@@ -71,12 +73,14 @@ pub fn hib_index_template(
     ef_construction: usize,
     ef_search: usize,
 ) -> PyResult<String> {
-    let (ann, search, score) =
-        index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
-    let mut template = IndexManifest::for_run(&run, ann, search, score, target_risk).map_err(value_error)?;
-    template.class_names = class_names;
-    template.gallery_source = source;
-    Ok(serde_json::to_string(&template).expect("a manifest serialises"))
+    crate::guarded(|| {
+        let (ann, search, score) =
+            index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
+        let mut template = IndexManifest::for_run(&run, ann, search, score, target_risk).map_err(value_error)?;
+        template.class_names = class_names;
+        template.gallery_source = source;
+        Ok(serde_json::to_string(&template).expect("a manifest serialises"))
+    })
 }
 
 /// Writes one shard folder `out` from an embedded part of the gallery (`mean`, `variance`:
@@ -94,24 +98,28 @@ pub fn hib_write_embedded_shard(
     names: Vec<String>,
     out: PathBuf,
 ) -> PyResult<()> {
-    let template: IndexManifest =
-        serde_json::from_str(template).map_err(|e| value_error(format!("`template` is not an index template: {e}")))?;
-    let labels = labels
-        .as_slice()
-        .map_err(|_| value_error("`labels` must be C-contiguous"))?
-        .iter()
-        .map(|&l| u32::try_from(l).map_err(|_| value_error(format!("`labels` holds {l}; labels index class_names"))))
-        .collect::<PyResult<Vec<u32>>>()?;
-    let embedding = Embedding { mean: tensor(mean, "mean")?, variance: optional_tensor(variance, "variance")? };
-    let eta = tensor(eta, "eta")?;
-    write_embedded_shard(&template, embedding, &eta, labels, names, &out).map_err(value_error)
+    crate::guarded(|| {
+        let template: IndexManifest = serde_json::from_str(template)
+            .map_err(|e| value_error(format!("`template` is not an index template: {e}")))?;
+        let labels = labels
+            .as_slice()
+            .map_err(|_| value_error("`labels` must be C-contiguous"))?
+            .iter()
+            .map(|&l| {
+                u32::try_from(l).map_err(|_| value_error(format!("`labels` holds {l}; labels index class_names")))
+            })
+            .collect::<PyResult<Vec<u32>>>()?;
+        let embedding = Embedding { mean: tensor(mean, "mean")?, variance: optional_tensor(variance, "variance")? };
+        let eta = tensor(eta, "eta")?;
+        write_embedded_shard(&template, embedding, &eta, labels, names, &out).map_err(value_error)
+    })
 }
 
 /// Refuses `out` for a new shard set when it exists, unless `overwrite` and it is a folder hedge
 /// made that holds only a shard set.
 #[pyfunction]
 pub fn hib_check_shard_set_out(out: PathBuf, overwrite: bool) -> PyResult<()> {
-    check_shard_set_out(&out, overwrite).map_err(value_error)
+    crate::guarded(|| check_shard_set_out(&out, overwrite).map_err(value_error))
 }
 
 /// Finishes the shard set in `folder` (`shards`: (folder name, items) in item order); with
@@ -126,13 +134,15 @@ pub fn hib_seal_shard_set(
     shards: Vec<(String, usize)>,
     validation: Option<(String, Vec<f64>, Vec<bool>)>,
 ) -> PyResult<String> {
-    let set = py
-        .detach(|| {
-            let curve = validation.as_ref().map(|(s, u, c)| (s.clone(), u.as_slice(), c.as_slice()));
-            seal_shard_set(&folder, source, &shards, curve)
-        })
-        .map_err(value_error)?;
-    Ok(serde_json::to_string(&set).expect("a shard set serialises"))
+    crate::guarded(|| {
+        let set = py
+            .detach(|| {
+                let curve = validation.as_ref().map(|(s, u, c)| (s.clone(), u.as_slice(), c.as_slice()));
+                seal_shard_set(&folder, source, &shards, curve)
+            })
+            .map_err(value_error)?;
+        Ok(serde_json::to_string(&set).expect("a shard set serialises"))
+    })
 }
 
 /// One shard of a shard set, loaded (checked against shards.json and its own index.json)
@@ -149,17 +159,19 @@ pub struct GalleryShard {
 impl GalleryShard {
     #[new]
     fn open(py: Python<'_>, folder: PathBuf, shard: usize) -> PyResult<Self> {
-        py.detach(|| {
-            let set = ShardSet::read(&folder)?;
-            let files = set.open_shard(&folder, shard)?;
-            let entry = &set.shards[shard];
-            Ok::<_, hedge_embed::EmbedError>(GalleryShard {
-                gallery: Mutex::new(files.load_gallery()?),
-                first_item: entry.first_item,
-                name: entry.name.clone(),
+        crate::guarded(|| {
+            py.detach(|| {
+                let set = ShardSet::read(&folder)?;
+                let files = set.open_shard(&folder, shard)?;
+                let entry = &set.shards[shard];
+                Ok::<_, hedge_embed::EmbedError>(GalleryShard {
+                    gallery: Mutex::new(files.load_gallery()?),
+                    first_item: entry.first_item,
+                    name: entry.name.clone(),
+                })
             })
+            .map_err(value_error)
         })
-        .map_err(value_error)
     }
 
     fn __len__(&self) -> usize {
@@ -174,26 +186,35 @@ impl GalleryShard {
 
     /// The shard's nearest items for every probe (`means`: float32 tensor `[P, C, D]`).
     fn candidates<'py>(&self, py: Python<'py>, means: &Bound<'py, PyAny>) -> PyResult<ShardAnswer<'py>> {
-        let mean = tensor(means, "means")?;
-        let gallery = self.gallery.lock().expect("gallery lock");
-        let (c, d) = (gallery.manifest.components as i64, gallery.manifest.dim as i64);
-        let size = mean.size();
-        if size.len() != 3 || size[1] != c || size[2] != d || mean.kind() != tch::Kind::Float {
-            return Err(value_error(format!(
-                "`means` has shape {size:?} ({:?}); this gallery's are float32 [P, {c}, {d}]",
-                mean.kind()
-            )));
-        }
-        // Not detached from the interpreter: tensors are Send but not Sync.
-        let found = ShardCandidates::gather(&gallery, self.first_item, &Embedding { mean, variance: None })
-            .map_err(value_error)?;
-        let shape = [found.probes, found.slots];
-        let items = numpy::ndarray::Array2::from_shape_vec(shape, found.items).map_err(value_error)?;
-        let distances = numpy::ndarray::Array2::from_shape_vec(shape, found.distances).map_err(value_error)?;
-        let labels = numpy::ndarray::Array2::from_shape_vec(shape, found.labels).map_err(value_error)?;
-        let mean = to_python(py, &found.embedding.mean)?;
-        let variance = found.embedding.variance.as_ref().map(|v| to_python(py, v)).transpose()?;
-        Ok((items.into_pyarray(py), distances.into_pyarray(py), labels.into_pyarray(py), found.names, mean, variance))
+        crate::guarded(|| {
+            let mean = tensor(means, "means")?;
+            let gallery = self.gallery.lock().expect("gallery lock");
+            let (c, d) = (gallery.manifest.components as i64, gallery.manifest.dim as i64);
+            let size = mean.size();
+            if size.len() != 3 || size[1] != c || size[2] != d || mean.kind() != tch::Kind::Float {
+                return Err(value_error(format!(
+                    "`means` has shape {size:?} ({:?}); this gallery's are float32 [P, {c}, {d}]",
+                    mean.kind()
+                )));
+            }
+            // Not detached from the interpreter: tensors are Send but not Sync.
+            let found = ShardCandidates::gather(&gallery, self.first_item, &Embedding { mean, variance: None })
+                .map_err(value_error)?;
+            let shape = [found.probes, found.slots];
+            let items = numpy::ndarray::Array2::from_shape_vec(shape, found.items).map_err(value_error)?;
+            let distances = numpy::ndarray::Array2::from_shape_vec(shape, found.distances).map_err(value_error)?;
+            let labels = numpy::ndarray::Array2::from_shape_vec(shape, found.labels).map_err(value_error)?;
+            let mean = to_python(py, &found.embedding.mean)?;
+            let variance = found.embedding.variance.as_ref().map(|v| to_python(py, v)).transpose()?;
+            Ok((
+                items.into_pyarray(py),
+                distances.into_pyarray(py),
+                labels.into_pyarray(py),
+                found.names,
+                mean,
+                variance,
+            ))
+        })
     }
 }
 
@@ -213,7 +234,7 @@ impl EmbeddedProbes {
     /// Component means, float32 `[P, C, D]`.
     #[getter]
     fn means(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        to_python(py, &self.set.lock().expect("probe lock").embedding.mean)
+        crate::guarded(|| to_python(py, &self.set.lock().expect("probe lock").embedding.mean))
     }
 }
 
@@ -256,15 +277,17 @@ impl ShardRules {
     #[new]
     #[pyo3(signature = (folder, run = None, device_name = "cpu"))]
     fn open(py: Python<'_>, folder: PathBuf, run: Option<PathBuf>, device_name: &str) -> PyResult<Self> {
-        let device = device(device_name)?;
-        py.detach(|| {
-            let set = ShardSet::read(&folder)?;
-            let files = set.open_shard(&folder, 0)?;
-            Ok::<_, hedge_embed::EmbedError>(ShardRules {
-                rules: Mutex::new(files.load_rules(run.as_deref(), device)?),
+        crate::guarded(|| {
+            let device = device(device_name)?;
+            py.detach(|| {
+                let set = ShardSet::read(&folder)?;
+                let files = set.open_shard(&folder, 0)?;
+                Ok::<_, hedge_embed::EmbedError>(ShardRules {
+                    rules: Mutex::new(files.load_rules(run.as_deref(), device)?),
+                })
             })
+            .map_err(value_error)
         })
-        .map_err(value_error)
     }
 
     /// Candidates per probe that the re-rank scores (the index's `candidates`).
@@ -275,21 +298,25 @@ impl ShardRules {
 
     /// Reads probe images (a folder or an image .npz) and embeds them.
     fn embed(&self, probes: PathBuf) -> PyResult<EmbeddedProbes> {
-        let rules = self.rules.lock().expect("rules lock");
-        let images = ImageSet::read(&probes).map_err(value_error)?;
-        let set = rules.embed(&images).map_err(value_error)?;
-        Ok(EmbeddedProbes { images, set: Mutex::new(set) })
+        crate::guarded(|| {
+            let rules = self.rules.lock().expect("rules lock");
+            let images = ImageSet::read(&probes).map_err(value_error)?;
+            let set = rules.embed(&images).map_err(value_error)?;
+            Ok(EmbeddedProbes { images, set: Mutex::new(set) })
+        })
     }
 
     /// The validation curve over the shards' answers for labelled `probes`: each probe's
     /// uncertainty (the set's score: η or margin) and whether its top identity is its label.
     fn validate(&self, probes: &EmbeddedProbes, answers: Vec<Bound<'_, PyAny>>) -> PyResult<(Vec<f64>, Vec<bool>)> {
-        let parts = shard_parts(&answers)?;
-        let rules = self.rules.lock().expect("rules lock");
-        let gathered = merge_candidates(&parts, rules.manifest.search.candidates).map_err(value_error)?;
-        let set = probes.set.lock().expect("probe lock");
-        let score = rules.manifest.calibration.score;
-        rules.validate(&probes.images, &set, &gathered.candidates(), score).map_err(value_error)
+        crate::guarded(|| {
+            let parts = shard_parts(&answers)?;
+            let rules = self.rules.lock().expect("rules lock");
+            let gathered = merge_candidates(&parts, rules.manifest.search.candidates).map_err(value_error)?;
+            let set = probes.set.lock().expect("probe lock");
+            let score = rules.manifest.calibration.score;
+            rules.validate(&probes.images, &set, &gathered.candidates(), score).map_err(value_error)
+        })
     }
 
     /// Merges every shard's answer (the tuples `GalleryShard.candidates` returns) and decides
@@ -303,25 +330,27 @@ impl ShardRules {
         seconds: f64,
         target_risk: Option<f64>,
     ) -> PyResult<(Vec<String>, String)> {
-        let parts = shard_parts(&answers)?;
-        let mut rules = self.rules.lock().expect("rules lock");
-        let stored = rules.manifest.calibration.clone();
-        if let Some(risk) = target_risk {
-            rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
-        }
-        let set = probes.set.lock().expect("probe lock");
-        let start = std::time::Instant::now();
-        let outcome = (|| {
-            let gathered = merge_candidates(&parts, rules.manifest.search.candidates)?;
-            let results = rules.decide(&probes.images, &set, &gathered.candidates())?;
-            let rate = probes.images.len() as f64 / (seconds + start.elapsed().as_secs_f64()).max(1e-9);
-            let summary = summarise(&results, &rules.manifest, Err(RecallSkipped::Sharded), rate);
-            Ok::<_, hedge_embed::EmbedError>((results, summary))
-        })();
-        // The re-chosen threshold holds for this call only.
-        rules.manifest.calibration = stored;
-        let (results, summary) = outcome.map_err(value_error)?;
-        let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();
-        Ok((rows, serde_json::to_string(&summary).expect("a summary serialises")))
+        crate::guarded(|| {
+            let parts = shard_parts(&answers)?;
+            let mut rules = self.rules.lock().expect("rules lock");
+            let stored = rules.manifest.calibration.clone();
+            if let Some(risk) = target_risk {
+                rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
+            }
+            let set = probes.set.lock().expect("probe lock");
+            let start = std::time::Instant::now();
+            let outcome = (|| {
+                let gathered = merge_candidates(&parts, rules.manifest.search.candidates)?;
+                let results = rules.decide(&probes.images, &set, &gathered.candidates())?;
+                let rate = probes.images.len() as f64 / (seconds + start.elapsed().as_secs_f64()).max(1e-9);
+                let summary = summarise(&results, &rules.manifest, Err(RecallSkipped::Sharded), rate);
+                Ok::<_, hedge_embed::EmbedError>((results, summary))
+            })();
+            // The re-chosen threshold holds for this call only.
+            rules.manifest.calibration = stored;
+            let (results, summary) = outcome.map_err(value_error)?;
+            let rows = results.iter().map(|r| serde_json::to_string(r).expect("a result serialises")).collect();
+            Ok((rows, serde_json::to_string(&summary).expect("a summary serialises")))
+        })
     }
 }

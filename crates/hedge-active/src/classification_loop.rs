@@ -113,6 +113,15 @@ impl ClassLoopConfig {
                 "need ≥ 2 predictive draws and ≥ 1 projection",
             ));
         }
+        // The pool's predictive draws (samples × pool × 10 classes, f32, with softmax and BALD's
+        // intermediates) and its projections (pool × J, f64, with Frank–Wolfe's copies).
+        let pool = pool as f64;
+        hedge_run::Footprint::new("active classify: the pool's predictive draws and projections", move |v| {
+            pool * (v[0] * 10.0 * 4.0 * 4.0 + v[1] * 8.0 * 3.0)
+        })
+        .knob("--samples", self.samples as f64, 2.0)
+        .knob("--projections", self.projections as f64, 1.0)
+        .check()?;
         self.model.check_ref()
     }
 

@@ -113,10 +113,49 @@ pub fn frank_wolfe(pool: &dyn PoolVectors, iterations: usize, distinct: bool) ->
     if iterations == 0 {
         return Err(invalid("batch", 0, "need at least one Frank–Wolfe iteration"));
     }
+    check_pool_vectors(&pool.norms(), &pool.against_total())?;
+    // Each iteration scans the pool (N inner products of J values with projections; a column of
+    // K otherwise). Distinct picks end after N iterations; the paper's re-picks only when L is
+    // reproduced, so their count is what the user asked for.
+    let n = pool.len() as f64;
+    let per_iteration = n * pool.as_projections().map_or(n, |p| p.0.ncols() as f64) * 3.0;
+    let cap = if distinct { n } else { f64::INFINITY };
+    hedge_run::Workload::new("ACS-FW: the Frank–Wolfe iterations", move |v| {
+        use hedge_run::budget::rates::{DENSE_PER_SECOND, PARALLEL_ITERATION_SECONDS};
+        v[0].min(cap) * (PARALLEL_ITERATION_SECONDS + per_iteration / DENSE_PER_SECOND)
+    })
+    .knob("batch size (Frank–Wolfe iterations)", iterations as f64, 1.0)
+    .check()?;
     match pool.as_projections() {
         Some(p) => Ok(frank_wolfe_projected(p, iterations, distinct)),
         None => Ok(frank_wolfe_by_columns(pool, iterations, distinct)),
     }
+}
+
+/// Refuses a pool Frank–Wolfe cannot weigh, instead of returning an empty batch: vectors whose
+/// norms or inner products overflow float64 (rescale them), and a pool whose every vector is zero
+/// (‖L_n‖ = 0 for all n, or a Gram matrix with no positive diagonal entry: nothing to approximate).
+fn check_pool_vectors(norms: &[f64], against_total: &[f64]) -> Result<()> {
+    if let Some(n) = (0..norms.len()).find(|&n| !norms[n].is_finite() || !against_total[n].is_finite()) {
+        return Err(invalid(
+            "pool",
+            format!("vector {n}"),
+            format!(
+                "its norm ({}) or its inner product with the pool's sum ({}) overflows float64; rescale the \
+                 vectors (ACS-FW's batch does not change when every vector is scaled by one factor)",
+                norms[n], against_total[n]
+            ),
+        ));
+    }
+    if norms.iter().all(|&s| s == 0.0) {
+        return Err(invalid(
+            "pool",
+            format!("{} vectors", norms.len()),
+            "every vector is zero (‖L_n‖ = 0; for a Gram matrix, no positive diagonal entry), so ACS-FW has \
+             nothing to approximate and no point to prefer",
+        ));
+    }
+    Ok(())
 }
 
 /// Without `distinct`, Frank–Wolfe stops once ‖L − L(w)‖² ≤ this × ‖L‖²: the batch then
@@ -149,7 +188,7 @@ pub(crate) fn frank_wolfe_by_columns(pool: &dyn PoolVectors, iterations: usize, 
     let mut kw = vec![0.0; n]; // ⟨L(w), L_n⟩
     let (mut w_kw, mut l_kw) = (0.0, 0.0); // ‖L(w)‖², ⟨L, L(w)⟩
     let mut objective = vec![total_sq];
-    let mut picks = Vec::with_capacity(iterations);
+    let mut picks = Vec::with_capacity(iterations.min(n));
     let mut chosen = vec![false; n];
     for _ in 0..iterations {
         let candidate = (0..n)

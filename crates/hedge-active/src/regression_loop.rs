@@ -296,6 +296,25 @@ impl LoopConfig {
         if self.budget > pool {
             return Err(invalid("budget", self.budget, format!("the pool has only {pool} points")));
         }
+        // The fits a run makes: every round (init, then each batch until the budget) fits
+        // `ensemble` networks, each of `steps` (mse) or `epochs` × minibatches (paper) optimiser
+        // steps, each a small network's step (libtorch's per-call overhead dominates) plus about
+        // 1e4 multiply–adds per labelled row.
+        let rounds = (self.budget - self.init) as f64 / self.batch as f64 + 1.0;
+        let labels = self.budget as f64;
+        let (flag, count, steps_per_count) = match self.model.recipe {
+            crate::neural_linear::NeuralLinearRecipe::Mse => ("--steps", self.model.steps, 1.0),
+            crate::neural_linear::NeuralLinearRecipe::Paper => {
+                ("--epochs", self.model.epochs, (labels / self.model.batch_size.max(1) as f64).ceil())
+            }
+        };
+        hedge_run::Workload::new("active run: one seed of one method's network fits", move |v| {
+            use hedge_run::budget::rates::{DENSE_PER_SECOND, SMALL_STEP_SECONDS};
+            v[0] * rounds * v[1] * steps_per_count * (SMALL_STEP_SECONDS + 1e4 * labels / DENSE_PER_SECOND)
+        })
+        .knob("--ensemble", self.ensemble as f64, 1.0)
+        .knob(flag, count as f64, 1.0)
+        .check()?;
         if let Some(j) = self.projections {
             // The projected pool: J values per point, in f64, with the Frank–Wolfe copies.
             let pool = pool as f64;

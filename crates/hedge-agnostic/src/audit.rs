@@ -172,6 +172,10 @@ pub fn probe(
 ) -> Result<ProbeResult> {
     let (n, d) = (train_f.size()[0], train_f.size()[1]);
     let m = test_f.size()[0];
+    if config.steps == 0 {
+        // An untrained probe's accuracy would be reported as if it measured something.
+        return Err(invalid("probe steps", 0, "a probe needs at least one training step (the audit's default: 500)"));
+    }
     if n < 2 || m < 1 || train_a.size() != [n] || test_a.size() != [m] || test_f.size()[1] != d {
         return Err(invalid(
             "probe data",

@@ -55,6 +55,13 @@ fn check_rows(x: &[f64], d: usize, z: &[i64]) -> Result<usize> {
     if let Some(&bad) = z.iter().find(|&&c| c < 0) {
         return Err(invalid("erasure labels", bad, "labels must be class indices ≥ 0"));
     }
+    // The d × d covariance, its eigenvectors and the eraser's projection (a few of each), and
+    // the n × k one-hot concept: what fitting takes beyond the rows themselves.
+    let (n, k) = (z.len() as f64, z.iter().max().map_or(1.0, |&m| m as f64 + 1.0));
+    hedge_run::Footprint::new("fitting an eraser", move |v| 8.0 * (6.0 * v[0] * v[0] + n * v[1] + 3.0 * n * v[0]))
+        .knob("features (columns of x)", d as f64, 1.0)
+        .knob("concept classes (largest label + 1)", k, 2.0)
+        .check()?;
     Ok(z.len())
 }
 

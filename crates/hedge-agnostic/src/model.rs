@@ -111,6 +111,22 @@ impl ParamGuard for ModelConfig {
         if !ok || self.head_hidden < 1 || self.target_classes < 2 || self.protected_classes < 2 {
             return Err(invalid("model", format!("{self:?}"), "need ≥ 1 channel/input/unit and ≥ 2 classes per head"));
         }
+        // The dense layers' weights (the bottleneck, both heads' hidden and output layers), each
+        // float with its gradient and Adam's two moments; the conv extractor's are a few
+        // thousand and left out.
+        let (extractor, classes) = (self.extractor_dim() as f64, (self.target_classes + self.protected_classes) as f64);
+        let (mlp_inputs, mlp_hidden) = match self.extractor {
+            ExtractorKind::Mlp { inputs, hidden } => (inputs as f64, hidden as f64),
+            ExtractorKind::Cnn { .. } => (0.0, 0.0),
+        };
+        hedge_run::Footprint::new("an agnostic network's weights, gradients and Adam moments", move |v| {
+            let features = if v[0] > 0.0 { v[0] } else { extractor };
+            let params = extractor * v[0] + features * v[1] * 2.0 + v[1] * classes + mlp_inputs * mlp_hidden;
+            16.0 * params
+        })
+        .knob(if self.bottleneck.is_some() { "--bottleneck" } else { "" }, self.bottleneck.unwrap_or(0) as f64, 1.0)
+        .knob("head hidden units", self.head_hidden as f64, 1.0)
+        .check()?;
         Ok(())
     }
 }

@@ -16,6 +16,12 @@ pub enum BayesError {
     /// A NaN or infinite value in user data.
     #[error("non-finite value in {what} at {position}: remove or impute it before fitting")]
     NonFinite { what: String, position: String },
+    /// A finite value so large that squares and sums of squares of the data overflow float64.
+    #[error(
+        "in {what}, {value:e} at {position} is finite but so large that its square overflows float64 \
+         (every value must lie within ±1e150); rescale it, e.g. divide by a power of ten"
+    )]
+    Huge { what: String, position: String, value: f64 },
     /// A matrix that stayed indefinite even after adding the largest allowed jitter.
     #[error(
         "{what} is not positive definite even with {jitter:.3e} added to its diagonal; \

@@ -147,6 +147,20 @@ impl GpConfig {
         if y.len() < 2 {
             return Err(BayesError::NotEnoughData { what: "GP regression".into(), found: y.len(), needed: 2 });
         }
+        check_exact_gp_size(x.nrows(), x.ncols())?;
+        if self.optimise {
+            // Each start's L-BFGS iterations each factorise the n × n kernel (n³/3) and form
+            // the gradient of every kernel hyper-parameter (n² per input dimension), besides a
+            // fixed cost per iteration that dominates for small n.
+            let (n, d) = (x.nrows() as f64, x.ncols() as f64);
+            hedge_run::Workload::new("GP fit: marginal-likelihood search", move |v| {
+                use hedge_run::budget::rates::{DENSE_PER_SECOND, SMALL_STEP_SECONDS};
+                (v[0] + 1.0) * v[1] * (SMALL_STEP_SECONDS + (n * n * n / 3.0 + n * n * (d + 2.0)) / DENSE_PER_SECOND)
+            })
+            .knob("restarts", self.restarts as f64, 0.0)
+            .knob("max_iters", self.max_iters as f64, 1.0)
+            .check()?;
+        }
         let scaler = TargetScaler::new(y, self.normalise_y);
         let ys = scaler.forward(y);
         let mut hyper = self.initial(x.ncols());
@@ -204,10 +218,24 @@ impl ParamGuard for GpConfig {
     }
 }
 
+/// Refuses an exact GP whose n × n matrices (the kernel, its Cholesky factor, its inverse for
+/// the gradient, and one derivative per input dimension) would not fit the memory budget: a
+/// sparse GP is the model for that many rows.
+fn check_exact_gp_size(rows: usize, columns: usize) -> Result<()> {
+    let d = columns as f64;
+    hedge_run::Footprint::new("an exact GP's n × n matrices (a sparse GP holds n × m)", move |v| {
+        8.0 * v[0] * v[0] * (4.0 + d)
+    })
+    .knob("training rows", rows as f64, 2.0)
+    .check()?;
+    Ok(())
+}
+
 /// Conditions a GP with *fixed* hyper-parameters (on the standardised scale when
 /// `config.normalise_y`), skipping the search.
 pub fn fit_with(config: &GpConfig, x: MatRef<'_, f64>, y: &[f64], hyper: GpHyperParameters) -> Result<FittedGp> {
     linalg::check_training_data(x, y, "GP")?;
+    check_exact_gp_size(x.nrows(), x.ncols())?;
     let scaler = TargetScaler::new(y, config.normalise_y);
     let ys = scaler.forward(y);
     FittedGp::new(x, y, &ys, scaler, hyper, Vec::new())

@@ -127,7 +127,52 @@ pub fn check_rows(x: MatRef<'_, f64>, n: usize, what: &str) -> Result<()> {
 pub fn check_training_data(x: MatRef<'_, f64>, y: &[f64], model: &str) -> Result<()> {
     check_rows(x, y.len(), &format!("{model} inputs vs targets"))?;
     check_finite_matrix(x, &format!("{model} inputs"))?;
-    check_finite_slice(y, &format!("{model} targets"))
+    check_finite_slice(y, &format!("{model} targets"))?;
+    check_magnitude_matrix(x, &format!("{model} inputs"))?;
+    check_magnitude_slice(y, &format!("{model} targets"))
+}
+
+/// The largest magnitude a data value may have: its square (1e300) and a sum of a million such
+/// squares stay within float64's range (about 1.8e308), so means, variances and kernels of the
+/// data stay finite.
+pub const LARGEST_DATA_MAGNITUDE: f64 = 1e150;
+
+/// Fails on the largest value of a matrix beyond [`LARGEST_DATA_MAGNITUDE`], naming its column.
+pub fn check_magnitude_matrix(m: MatRef<'_, f64>, what: &str) -> Result<()> {
+    let mut worst: Option<(usize, usize, f64)> = None;
+    for j in 0..m.ncols() {
+        for i in 0..m.nrows() {
+            let v = m[(i, j)];
+            if v.abs() > LARGEST_DATA_MAGNITUDE && worst.is_none_or(|(_, _, w)| v.abs() > w.abs()) {
+                worst = Some((i, j, v));
+            }
+        }
+    }
+    match worst {
+        Some((i, j, value)) => Err(BayesError::Huge {
+            what: what.to_string(),
+            position: format!("column {j} (row {i}; the column's largest magnitude)"),
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Fails on the largest value of a vector beyond [`LARGEST_DATA_MAGNITUDE`].
+pub fn check_magnitude_slice(v: &[f64], what: &str) -> Result<()> {
+    let worst = v
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.abs() > LARGEST_DATA_MAGNITUDE)
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+    match worst {
+        Some((i, &value)) => Err(BayesError::Huge {
+            what: what.to_string(),
+            position: format!("index {i} (the largest magnitude)"),
+            value,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Test inputs for a model trained on `columns` inputs: the same width, no NaN or infinity.

@@ -262,6 +262,31 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
     if args.dims.is_empty() || args.dims.contains(&0) {
         bail!("--dims needs positive embedding dimensions, e.g. 2,3,16");
     }
+    if args.points == 0 || args.queries == 0 {
+        bail!("--points and --queries must each be at least 1");
+    }
+    // Before anything is drawn: the points, the queries and the graph at the widest dimension,
+    // and the exact search every query is checked against (queries × points × D per dimension).
+    let widest = *args.dims.iter().max().expect("checked non-empty") as f64;
+    let m = ann.max_connections as f64;
+    hedge_run::Footprint::new("bench search: the points, queries and graph at the widest --dims", |v| {
+        v[0] * (v[2] * 8.0 + 2.0 * m * 4.0 + 64.0) + v[1] * (v[2] * 4.0 + 10.0 * 12.0)
+    })
+    .knob("--points", args.points as f64, 1.0)
+    .knob("--queries", args.queries as f64, 1.0)
+    .knob("--dims (widest)", widest, 1.0)
+    .check()?;
+    let dims: f64 = args.dims.iter().map(|&d| d as f64).sum();
+    // Distance computations run at about 1e9 a second (scattered reads, not dense arithmetic):
+    // each insert computes about ef_construction × M of them, each query's exact check one per
+    // point, every one over D coordinates.
+    hedge_run::Workload::new("bench search: building and exact checking at every --dims", |v| {
+        v[2] * (v[0] * ann.ef_construction as f64 * m + v[1] * v[0]) / 1e9
+    })
+    .knob("--points", args.points as f64, 1.0)
+    .knob("--queries", args.queries as f64, 1.0)
+    .knob("", dims, 1.0)
+    .check()?;
     println!(
         "| D | points | build s | inserts/s | queries/s (k = 10) | recall@10 | build RSS MiB | index file MiB | exact s |"
     );

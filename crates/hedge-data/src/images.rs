@@ -531,6 +531,30 @@ pub fn export_folder(
         };
         chosen[c] = true;
     }
+    // Counted before anything is written: a class without enough images is refused up front,
+    // not after a folder of partial exports.
+    let mut available = vec![0usize; classes];
+    for &label in &split.labels {
+        available[label as usize] += 1;
+    }
+    if selection.count_per_class == 0 {
+        return Err(DataError::invalid("--per-class", 0, "export at least one image per class"));
+    }
+    if let Some(c) = (0..classes)
+        .find(|&c| chosen[c] && available[c].saturating_sub(selection.skip_per_class) < selection.count_per_class)
+    {
+        return Err(DataError::invalid(
+            "--per-class",
+            selection.count_per_class,
+            format!(
+                "class '{}' has {} images, {} after the {} skipped; ask for at most that many per class",
+                names[c],
+                available[c],
+                available[c].saturating_sub(selection.skip_per_class),
+                selection.skip_per_class
+            ),
+        ));
+    }
     let mut seen = vec![0usize; classes];
     let mut written = vec![0usize; classes];
     for (i, &label) in split.labels.iter().enumerate() {
@@ -547,16 +571,6 @@ pub fn export_folder(
         let side = crate::mnist::DIGIT_SIDE;
         write_png(&dir.join(format!("{i:05}.png")), side, side, 1, split.image(i))?;
         written[c] += 1;
-    }
-    if let Some(c) = (0..classes).find(|&c| chosen[c] && written[c] < selection.count_per_class) {
-        return Err(DataError::invalid(
-            "count_per_class",
-            selection.count_per_class,
-            format!(
-                "class '{}' has only {} images after the {} skipped",
-                names[c], written[c], selection.skip_per_class
-            ),
-        ));
     }
     Ok((0..classes).filter(|&c| chosen[c]).map(|c| (names[c].to_string(), written[c])).collect())
 }

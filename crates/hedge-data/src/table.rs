@@ -537,6 +537,10 @@ pub fn regression_set(root: &crate::DataRoot, dataset: &str, table: Option<&Tabl
     RegressionSource::parse(dataset, table)?.load(root)
 }
 
+/// The largest magnitude a numeric cell may have: its square (1e300), and sums of many such
+/// squares, stay within float64's range.
+pub const LARGEST_MAGNITUDE: f64 = 1e150;
+
 /// A column is numeric when every cell parses as a finite number, text otherwise; a column
 /// mixing the two in a way that looks like a typo (mostly numbers) is refused.
 fn parse_column(values: &[String], name: &str, path: &Path) -> Result<Column> {
@@ -555,7 +559,25 @@ fn parse_column(values: &[String], name: &str, path: &Path) -> Result<Column> {
                 ),
             ));
         }
-        return Ok(Column::Numeric(parsed.into_iter().map(|p| p.expect("all parsed")).collect()));
+        let numbers: Vec<f64> = parsed.into_iter().map(|p| p.expect("all parsed")).collect();
+        // Finite, but so large that squares (variances, kernels, losses) overflow: named as what
+        // it is, here, rather than as a NaN or a "divergence" several steps later.
+        let largest = (0..numbers.len()).max_by(|&a, &b| numbers[a].abs().total_cmp(&numbers[b].abs()));
+        if let Some(row) = largest.filter(|&r| numbers[r].abs() > LARGEST_MAGNITUDE) {
+            return Err(DataError::format(
+                path,
+                "CSV table",
+                format!(
+                    "column '{name}' holds {} (data row {}, line {}, its largest magnitude): finite, but so large \
+                     that its square overflows float64 (every value must lie within ±1e150); rescale the column, \
+                     e.g. divide it by a power of ten",
+                    values[row],
+                    row + 1,
+                    row + 2
+                ),
+            ));
+        }
+        return Ok(Column::Numeric(numbers));
     }
     // Mostly numbers with a few words: a typo or a missing-value marker hedge does not know.
     if numbers * 10 >= values.len() * 9 {

@@ -750,6 +750,18 @@ impl HibConfig {
         }
     }
 
+    /// Estimated multiply–adds of one training step, forward and backward (about three times the
+    /// forward): the two 5 × 5 convolutions of every image and the Monte-Carlo sample pairs of
+    /// every pair. What [`hedge_run::Workload`]s of whole trainings count.
+    pub fn step_operations(&self) -> f64 {
+        let [c, h, w] = self.input_shape().map(|v| v as f64);
+        let (c1, c2) = (self.channels[0] as f64, self.channels[1] as f64);
+        let per_image = 25.0 * (c * c1 * h * w + c1 * c2 * h * w / 4.0);
+        let k = self.effective_samples() as f64;
+        3.0 * (self.batch.images() as f64 * per_image
+            + self.pairs_per_step() as f64 * k * k * (2.0 * self.dim as f64 + 8.0))
+    }
+
     /// Estimated bytes of one training step's Monte-Carlo tensors: per pair K² sample pairs,
     /// each with D differences, their squares and about eight scalars (distance, logit, two
     /// log-sigmoids and their intermediates), in f32, about doubled by what autograd keeps for

@@ -41,10 +41,11 @@ impl Default for EmbedOptions {
 
 /// What Monte-Carlo match probabilities of `rows` pairs of `samples` samples each (K² sample
 /// pairs per row, each D differences, their squares and a few scalars, in f32, doubled for
-/// intermediates) take, with `--samples` as the knob.
-pub fn mc_footprint(what: &str, rows: f64, samples: f64, dim: usize) -> hedge_run::Footprint<'static> {
+/// intermediates) take, with `flag` (`--samples` on the command line, `samples` in Python) as the
+/// knob.
+pub fn mc_footprint(what: &str, flag: &str, rows: f64, samples: f64, dim: usize) -> hedge_run::Footprint<'static> {
     let per = (2 * dim + 8) as f64 * 4.0 * 2.0;
-    hedge_run::Footprint::new(what, move |v| rows * v[0] * v[0] * per).knob("--samples", samples, 1.0)
+    hedge_run::Footprint::new(what, move |v| rows * v[0] * v[0] * per).knob(flag, samples, 1.0)
 }
 
 /// Embeds every image of `dataset` under `corruption`.
@@ -57,8 +58,14 @@ pub fn embed_dataset(
 ) -> Result<EmbeddedSet> {
     // η of each image: samples² pairs per image of a chunk.
     let rows = options.batch.clamp(1, dataset.len().max(1)) as f64;
-    mc_footprint("embedding: η's Monte-Carlo samples", rows, options.samples.max(1) as f64, net.dim as usize)
-        .check()?;
+    mc_footprint(
+        "embedding: η's Monte-Carlo samples",
+        "--samples",
+        rows,
+        options.samples.max(1) as f64,
+        net.dim as usize,
+    )
+    .check()?;
     let _generator = crate::seeded_generator(options.seed);
     // Test-time corruption is deterministic per image (Corruption::Corrupt) or absent, so
     // this generator is never drawn from for the paper's twin sets.

@@ -704,6 +704,22 @@ pub fn evaluate_model(
     }
     let needs = want.needs();
     let has = |m| want.contains(m);
+    if stochastic {
+        // Each repeat scores the verification pairs three times (clean, corrupt, mixed) and
+        // every probe's candidates in two galleries, each pair with its sample pairs (or
+        // quadrature nodes) of D differences.
+        let per_pair = match options.base.estimator {
+            MatchEstimator::MonteCarlo { samples } => (samples.max(1) as f64).powi(2),
+            MatchEstimator::Quadrature { points } => (points.max(1) as f64).powi(clean.embedding.dim() as i32),
+        } * (2.0 * clean.embedding.dim() as f64 + 8.0);
+        let pairs = (options.matching_pairs + options.non_matching_pairs) as f64;
+        let probes = clean.len() as f64 * options.base.candidates as f64;
+        hedge_run::Workload::new("hib eval: the repeats' match probabilities", move |v| {
+            v[0] * (3.0 * pairs + 2.0 * probes) * per_pair / hedge_run::budget::rates::DENSE_PER_SECOND
+        })
+        .knob("--repeats", options.repeats as f64, 1.0)
+        .check()?;
+    }
     // Embedded sets live on the CPU; so must the match head, whatever device trained it.
     let matcher = &matcher.to_cpu();
     let pairs = hedge_data::verification_pairs(

@@ -168,10 +168,17 @@ pub fn evaluate_run(
     settings.check_ref()?;
     let config = run.read_config()?.hib;
     if let MatchEstimator::MonteCarlo { samples } = settings.estimator {
-        // The largest Monte-Carlo tensor: 250 probes x their candidates, samples² pairs each.
-        let rows = 250.0 * settings.candidates.clamp(EvalOptions::default().knn_k, 20_000) as f64;
-        crate::embed::mc_footprint("hib eval: one chunk of candidate pairs", rows, samples as f64, config.dim)
-            .check()?;
+        // The largest Monte-Carlo tensor: 250 probes x their candidates (at most 20,000 are
+        // scored at once), samples² pairs each: both numbers are knobs, so a refusal names the
+        // one that is too large.
+        let per = (2 * config.dim + 8) as f64 * 4.0 * 2.0;
+        let least = EvalOptions::default().knn_k as f64;
+        hedge_run::Footprint::new("hib eval: one chunk of candidate pairs", move |v| {
+            250.0 * v[0].clamp(least, 20_000.0) * v[1] * v[1] * per
+        })
+        .knob("--candidates", settings.candidates as f64, least)
+        .knob("--samples", samples as f64, 1.0)
+        .check()?;
     }
     let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
     let (mut test, validation_digits) = run_images(run, &config, data, settings.split, settings.validation_digits)?;

@@ -18,6 +18,9 @@ pub const BUDGET_ENV: &str = "HEDGE_MEMORY_BUDGET";
 /// The share of the machine's memory one command may plan to take by default: leaves room for
 /// the operating system, libtorch's own workspace and estimates that are off by a factor.
 pub const DEFAULT_SHARE: f64 = 0.5;
+/// The words every refusal over the memory budget contains, by which the Python bindings raise
+/// `MemoryError` for it.
+pub const OVER_MEMORY_BUDGET: &str = "over the memory budget";
 /// Assumed when the machine's memory cannot be read (not Linux).
 const FALLBACK_MACHINE_BYTES: u64 = 8 << 30;
 
@@ -101,66 +104,78 @@ impl MemoryBudget {
     /// [`RunError::OverBudget`]: the estimate, the budget, and for each of the footprint's
     /// numbers the largest value that fits with the others unchanged.
     pub fn check(&self, footprint: &Footprint) -> Result<()> {
-        let values: Vec<f64> = footprint.knobs.iter().map(|k| k.value).collect();
-        let need = (footprint.bytes)(&values);
-        if need.is_finite() && need <= self.bytes {
-            return Ok(());
-        }
-        let mut fixes = Vec::new();
-        for (i, knob) in footprint.knobs.iter().enumerate() {
-            if knob.flag.is_empty() {
-                continue;
-            }
-            if let Some(fit) = self.largest_fit(footprint, &values, i) {
-                fixes.push(format!("{} {}", knob.flag, group_digits(fit)));
-            }
-        }
-        let settings = footprint
-            .knobs
-            .iter()
-            .filter(|k| !k.flag.is_empty())
-            .map(|k| format!("{} {}", k.flag, group_digits(k.value)))
-            .collect::<Vec<_>>();
-        let fixes = if fixes.is_empty() {
-            "None of these numbers alone brings it within the budget; lower several, or raise the budget".to_string()
-        } else {
-            format!("Largest values that fit, the others unchanged: {}", fixes.join("; "))
-        };
-        Err(RunError::OverBudget(format!(
-            "{} would take about {} ({}), over the memory budget of {} ({}). {fixes}",
-            footprint.what,
-            human_bytes(need),
-            settings.join(", "),
-            human_bytes(self.bytes),
-            self.source
-        )))
+        over_limit(footprint, self.bytes, human_bytes, "the memory budget", &self.source).map_err(RunError::OverBudget)
     }
+}
 
-    /// The largest whole value of knob `i` (at least its minimum, below its value) whose footprint
-    /// fits, the other knobs at `values`; `None` when even the minimum does not fit.
-    fn largest_fit(&self, footprint: &Footprint, values: &[f64], i: usize) -> Option<f64> {
-        let knob = &footprint.knobs[i];
-        let fits = |v: f64| {
-            let mut at = values.to_vec();
-            at[i] = v;
-            let need = (footprint.bytes)(&at);
-            need.is_finite() && need <= self.bytes
-        };
-        let (mut lo, mut hi) = (knob.min, knob.value.min(9.0e15));
-        if !fits(lo) || hi <= lo {
-            return None;
-        }
-        // Invariant: fits(lo), !fits(hi) (or hi is the value itself, which does not fit).
-        while hi - lo > 1.0 {
-            let mid = ((lo + hi) / 2.0).floor();
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(lo)
+/// `Err(message)` when `estimate`'s amount at its knobs' values exceeds `limit`: the amount, the
+/// limit (`render`ed, called `limit_name`, from `source`), and for each knob the largest whole
+/// value that fits with the others unchanged.
+fn over_limit(
+    estimate: &Footprint,
+    limit: f64,
+    render: fn(f64) -> String,
+    limit_name: &str,
+    source: &str,
+) -> std::result::Result<(), String> {
+    let values: Vec<f64> = estimate.knobs.iter().map(|k| k.value).collect();
+    let need = (estimate.bytes)(&values);
+    if need.is_finite() && need <= limit {
+        return Ok(());
     }
+    let mut fixes = Vec::new();
+    for (i, knob) in estimate.knobs.iter().enumerate() {
+        if knob.flag.is_empty() {
+            continue;
+        }
+        if let Some(fit) = largest_fit(estimate, &values, i, limit) {
+            fixes.push(format!("{} {}", knob.flag, group_digits(fit)));
+        }
+    }
+    let settings = estimate
+        .knobs
+        .iter()
+        .filter(|k| !k.flag.is_empty())
+        .map(|k| format!("{} {}", k.flag, group_digits(k.value)))
+        .collect::<Vec<_>>();
+    let fixes = if fixes.is_empty() {
+        format!("None of these numbers alone brings it within {limit_name}; lower several, or raise {limit_name}")
+    } else {
+        format!("Largest values that fit, the others unchanged: {}", fixes.join("; "))
+    };
+    Err(format!(
+        "{} would take about {} ({}), over {limit_name} of {} ({source}). {fixes}",
+        estimate.what,
+        render(need),
+        settings.join(", "),
+        render(limit),
+    ))
+}
+
+/// The largest whole value of knob `i` (at least its minimum, below its value) whose amount fits
+/// `limit`, the other knobs at `values`; `None` when even the minimum does not fit.
+fn largest_fit(estimate: &Footprint, values: &[f64], i: usize, limit: f64) -> Option<f64> {
+    let knob = &estimate.knobs[i];
+    let fits = |v: f64| {
+        let mut at = values.to_vec();
+        at[i] = v;
+        let need = (estimate.bytes)(&at);
+        need.is_finite() && need <= limit
+    };
+    let (mut lo, mut hi) = (knob.min, knob.value.min(9.0e15));
+    if !fits(lo) || hi <= lo {
+        return None;
+    }
+    // Invariant: fits(lo), !fits(hi) (or hi is the value itself, which does not fit).
+    while hi - lo > 1.0 {
+        let mid = ((lo + hi) / 2.0).floor();
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
 }
 
 /// A number a user gave that a footprint grows with.
@@ -201,6 +216,133 @@ impl<'a> Footprint<'a> {
     /// Checks the footprint against [`MemoryBudget::from_env`].
     pub fn check(&self) -> Result<()> {
         MemoryBudget::from_env()?.check(self)
+    }
+}
+
+/// The environment variable that sets the work bound.
+pub const WORK_ENV: &str = "HEDGE_WORK_BOUND";
+/// The default work bound: one day of estimated time. Estimates are for a 2-core machine at the
+/// rates in [`rates`]; a command planned past the bound is refused before it starts, since a
+/// loop count with a few zeros too many is far more often a typo than a plan. Longer plans (the
+/// paper's 500,000-step schedule on a CPU: days) raise it with `HEDGE_WORK_BOUND`.
+pub const DEFAULT_WORK_SECONDS: f64 = 86_400.0;
+
+/// The throughputs work estimates divide by: a 2-core CPU, measured on hedge's own kernels
+/// and rounded up, so that an estimate errs short and only truly long work is refused.
+pub mod rates {
+    /// Multiply–adds a second of dense tensor arithmetic (convolutions, matrix products,
+    /// Cholesky factorisations): the HIB network trains at about 2,000 images a second on 2
+    /// cores at about 3.3·10⁷ multiply–adds per image (forward and backward).
+    pub const DENSE_PER_SECOND: f64 = 1e11;
+    /// Seconds of one optimiser step of a small network (a few thousand weights), libtorch's
+    /// per-call overhead included.
+    pub const SMALL_STEP_SECONDS: f64 = 1e-4;
+    /// Seconds of one iteration of a loop whose every iteration hands work to the thread pool
+    /// and back (a Frank–Wolfe step over a small pool): the hand-off, whatever the work.
+    pub const PARALLEL_ITERATION_SECONDS: f64 = 1e-5;
+    /// Seconds of one scalar sampling step (one Gibbs sweep: two random variates and a few
+    /// sums; `hedge bayes gibbs --burn-in 10000000` measured 73 ns a sweep).
+    pub const SCALAR_STEP_SECONDS: f64 = 5e-8;
+}
+
+/// How much time one command may plan to take before it starts, and where that number came
+/// from: the bound on loops a user's numbers drive (repeats, restarts, ensemble members, seeds,
+/// Gibbs sweeps, images written), as [`MemoryBudget`] is on memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkBound {
+    pub seconds: f64,
+    /// In words, for the error message.
+    pub source: String,
+}
+
+impl WorkBound {
+    /// The bound `HEDGE_WORK_BOUND` sets (`12h`, `7d`, `90m`, `3600s` or seconds), else
+    /// [`DEFAULT_WORK_SECONDS`].
+    ///
+    /// # Errors
+    /// [`RunError::InvalidConfig`] when the variable is set but not a duration.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var(WORK_ENV) {
+            Ok(text) if !text.trim().is_empty() => Self::parse(&text),
+            _ => Ok(WorkBound {
+                seconds: DEFAULT_WORK_SECONDS,
+                source: format!(
+                    "hedge's default, one day; times are estimated for 2 cores; set {WORK_ENV} (e.g. 7d or 48h) to \
+                     raise it"
+                ),
+            }),
+        }
+    }
+
+    /// Reads a bound written as a duration: a number with an optional unit `s`, `m`, `h` or
+    /// `d` (`12h`, `7d`, `3600`).
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || RunError::InvalidConfig {
+            field: "HEDGE_WORK_BOUND",
+            value: text.to_string(),
+            reason: "expected a duration such as 12h, 7d, 90m or 3600 (seconds)".into(),
+        };
+        let t = text.trim();
+        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E')).unwrap_or(t.len());
+        let (number, unit) = t.split_at(split);
+        let number: f64 = number.parse().map_err(|_| bad())?;
+        let scale = match unit.trim() {
+            "" | "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            _ => return Err(bad()),
+        };
+        let seconds = number * scale;
+        if !(seconds.is_finite() && seconds >= 1.0) {
+            return Err(bad());
+        }
+        Ok(WorkBound { seconds, source: format!("{WORK_ENV}={t}; times are estimated for 2 cores") })
+    }
+
+    /// Refuses `workload` when its estimate exceeds the bound.
+    ///
+    /// # Errors
+    /// [`RunError::OverWorkBound`]: the estimate, the bound, and for each of the workload's
+    /// numbers the largest value that fits with the others unchanged.
+    pub fn check(&self, workload: &Workload) -> Result<()> {
+        over_limit(&workload.0, self.seconds, human_duration, "the work bound", &self.source)
+            .map_err(RunError::OverWorkBound)
+    }
+}
+
+/// An estimate of the time a command would take (seconds on a 2-core machine, at
+/// [`rates`]), as a function of the numbers a user gave: a [`Footprint`] whose amount is time.
+pub struct Workload<'a>(Footprint<'a>);
+
+impl<'a> Workload<'a> {
+    /// A workload of `what` whose estimated seconds `seconds` computes from the knobs' values.
+    pub fn new(what: impl Into<String>, seconds: impl Fn(&[f64]) -> f64 + 'a) -> Self {
+        Workload(Footprint::new(what, seconds))
+    }
+
+    /// Adds the number `value` given with `flag` (at least `min`).
+    pub fn knob(self, flag: impl Into<String>, value: f64, min: f64) -> Self {
+        Workload(self.0.knob(flag, value, min))
+    }
+
+    /// Checks the workload against [`WorkBound::from_env`].
+    pub fn check(&self) -> Result<()> {
+        WorkBound::from_env()?.check(self)
+    }
+}
+
+/// `seconds` in words: `42 s`, `3.5 hours`, `12.0 days`, `3.2e9 years`.
+pub fn human_duration(seconds: f64) -> String {
+    let days = seconds / 86_400.0;
+    if !seconds.is_finite() || days >= 3650.0 {
+        format!("{:.1e} years", days / 365.25)
+    } else if days >= 2.0 {
+        format!("{days:.1} days")
+    } else if seconds >= 7200.0 {
+        format!("{:.1} hours", seconds / 3600.0)
+    } else {
+        format!("{seconds:.0} s")
     }
 }
 
@@ -287,6 +429,23 @@ mod tests {
         );
         let e = budget(1e9).check(&fp).unwrap_err().to_string();
         assert!(e.contains("--alphas") && e.contains("bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_loop_count_over_the_work_bound_is_refused_naming_the_count_that_fits() {
+        // 10 s a repeat: 1,000 repeats is 2.8 hours, within a day; 1e12 repeats is not.
+        let bound = WorkBound { seconds: 86_400.0, source: "test".into() };
+        let work = |repeats: f64| Workload::new("an evaluation", |v| 10.0 * v[0]).knob("--repeats", repeats, 1.0);
+        bound.check(&work(1000.0)).unwrap();
+        let e = bound.check(&work(1e12)).unwrap_err().to_string();
+        assert!(e.contains("work bound") && e.contains("--repeats 8,640") && e.contains("3.2e5 years"), "{e}");
+        for bad in ["lots", "0", "-1", "inf", "3 weeks"] {
+            let e = WorkBound::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("HEDGE_WORK_BOUND") && e.contains("12h"), "{bad}: {e}");
+        }
+        assert_eq!(WorkBound::parse("12h").unwrap().seconds, 43_200.0);
+        assert_eq!(WorkBound::parse("2d").unwrap().seconds, 172_800.0);
+        assert_eq!(WorkBound::parse("1e6").unwrap().seconds, 1e6);
     }
 
     #[test]

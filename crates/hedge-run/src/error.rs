@@ -35,6 +35,10 @@ pub enum RunError {
     #[error("{0}")]
     OverBudget(String),
 
+    /// A command's work estimate over the work bound ([`crate::budget::WorkBound`]).
+    #[error("{0}")]
+    OverWorkBound(String),
+
     /// A setting outside its valid range (every crate of hedge names this variant the same).
     #[error("invalid setting '{field}' = {value}: {reason}")]
     InvalidConfig { field: &'static str, value: String, reason: String },

@@ -1,7 +1,7 @@
 //! The ground every hedge crate stands on, below the data and the algorithms:
 //!
 //! - [`params`]: settings checked once ([`ParamGuard`], [`Checked`]);
-//! - [`budget`]: memory estimates checked before memory is taken;
+//! - [`budget`]: memory and work estimates checked before memory is taken or a loop starts;
 //! - [`generator`]: the one lock on libtorch's process-wide random generator;
 //! - [`atomic`]: files written through a temporary sibling and a rename, output folders hedge
 //!   owns (`--overwrite` replaces only what hedge wrote);
@@ -22,7 +22,7 @@ pub mod rundir;
 pub mod undefined;
 
 pub use atomic::{check_out_not_inside, prepare_output_dir, write_atomic};
-pub use budget::{Footprint, MemoryBudget};
+pub use budget::{Footprint, MemoryBudget, WorkBound, Workload};
 pub use error::{libtorch_message, Result, RunError};
 pub use experiment::{run_resumable, Experiment, ExperimentProgress};
 pub use generator::{lock_generator, GeneratorGuard};

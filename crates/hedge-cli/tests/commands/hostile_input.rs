@@ -14,7 +14,11 @@ use common::s;
 /// `hedge args` with the environment `env` added.
 fn hedge_with(env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_hedge"));
-    command.args(args).env("OMP_WAIT_POLICY", "passive").env_remove("HEDGE_MEMORY_BUDGET");
+    command
+        .args(args)
+        .env("OMP_WAIT_POLICY", "passive")
+        .env_remove("HEDGE_MEMORY_BUDGET")
+        .env_remove("HEDGE_WORK_BOUND");
     for (k, v) in env {
         command.env(k, v);
     }
@@ -90,14 +94,62 @@ fn sizes_a_user_types_are_checked_against_the_memory_budget_before_any_work() {
         "--projections",
     );
     over_budget(&["bayes", "gibbs", "--samples", "1000000000000"], "--samples");
+    over_budget(&["bayes", "gibbs", "--chains", "1000000000000"], "--chains");
     over_budget(&["bayes", "spike-slab", "--d", "1000000000"], "--d");
     over_budget(&["bench", "acs-fw", "--pool", "1000000000000"], "--pool");
+    // Each of these once ended in a panic (rc 101) or an abort (rc 134).
+    over_budget(&["active", "classify", "--projections", "10000000", "--out", o], "--projections");
+    over_budget(&["active", "classify", "--samples", "1000000000000", "--out", o], "--samples");
+    over_budget(&["agnostic", "sweep", "--dataset", "adult", "--bottleneck", "100000000", "--out", o], "--bottleneck");
+    for flag in ["--points", "--queries", "--dims"] {
+        over_budget(&["bench", "search", flag, "1000000000000"], flag);
+    }
+    // The number that is too large is the one named: 1e12 candidates, not the samples.
+    over_budget(&["hib", "eval", "--run", run, "--candidates", "1000000000000"], "the others unchanged: --candidates");
     assert!(!out.exists(), "no refused command left a folder behind");
     // The budget is the user's to set: a tiny one refuses the default spike-slab run, naming it.
     let err = refused_cleanly(&hedge_with(&[("HEDGE_MEMORY_BUDGET", "1KB")], &["bayes", "spike-slab"]));
     assert!(err.contains("HEDGE_MEMORY_BUDGET=1KB") && err.contains("--d"), "{err}");
     let err = refused_cleanly(&hedge_with(&[("HEDGE_MEMORY_BUDGET", "lots")], &["bayes", "spike-slab"]));
     assert!(err.contains("HEDGE_MEMORY_BUDGET") && err.contains("16GiB"), "{err}");
+}
+
+/// A command over the work bound: refused naming `flag`, with the largest value that fits.
+fn over_work_bound(args: &[&str], flag: &str) {
+    let err = refused_cleanly(&hedge_with(&[], args));
+    assert!(err.contains("work bound") && err.contains(flag), "{args:?}: {err}");
+    assert!(err.contains("Largest values that fit"), "{args:?}: {err}");
+}
+
+/// Loop counts that once ran until killed (or, for the seeds of a reproduction, aborted) are
+/// refused before the first iteration by the work bound; the bound is the user's to raise.
+#[test]
+fn loop_counts_a_user_types_are_checked_against_the_work_bound_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = s(&out);
+    let run = committed_run();
+    let run = s(&run);
+    over_work_bound(&["active", "run", "--dataset", "uci/yacht", "--ensemble", "1000000000", "--out", o], "--ensemble");
+    over_work_bound(&["active", "run", "--dataset", "uci/yacht", "--ensemble", "1000000", "--out", o], "--ensemble");
+    over_work_bound(&["hib", "eval", "--run", run, "--repeats", "1000000000000"], "--repeats");
+    over_work_bound(&["hib", "reproduce", "--seeds", "1000000000000", "--out", o], "--seeds");
+    over_work_bound(&["bayes", "gibbs", "--thin", "100000000000"], "--thin");
+    over_work_bound(&["bayes", "gibbs", "--burn-in", "1000000000000"], "--burn-in");
+    over_work_bound(&["bayes", "gp", "--dataset", "uci/yacht", "--restarts", "100000000", "--out", o], "restarts");
+    assert!(!out.exists(), "no refused command left a folder behind");
+    // A bound the user set is the one applied, and named.
+    let err = refused_cleanly(&hedge_with(
+        &[("HEDGE_WORK_BOUND", "1s")],
+        &["bayes", "gibbs", "--burn-in", "1000000000", "--samples", "4"],
+    ));
+    assert!(err.contains("HEDGE_WORK_BOUND=1s") && err.contains("--burn-in"), "{err}");
+    let err = refused_cleanly(&hedge_with(&[("HEDGE_WORK_BOUND", "soon")], &["bayes", "gibbs"]));
+    assert!(err.contains("HEDGE_WORK_BOUND") && err.contains("12h"), "{err}");
+    // More images per class than a class holds: refused before a single PNG is written.
+    let err = refused_cleanly(&hedge_with(&[], &["data", "export-images", "--per-class", "1000000000000", "--out", o]));
+    assert!(err.contains("--per-class") && err.contains("6000 images"), "{err}");
+    assert!(!out.exists(), "the refused export wrote nothing");
 }
 
 /// A PNG of `side` x `side` pixels (grey) by its header, with a small compressed body.
@@ -239,8 +291,9 @@ fn errors_name_the_real_cause_and_failed_starts_leave_no_stub() {
     ));
     assert!(err.contains("diverged") && err.contains("--lr") && !err.contains("cholesky"), "{err}");
     assert!(!out.exists(), "no stub folder");
-    // Targets near 1e200: stopped before a NaN reaches rounds.jsonl (it used to be written as
-    // null, which the run could not read back), naming the magnitude; the GP likewise.
+    // Targets near 1e200: refused as the table is read, before a NaN could reach rounds.jsonl
+    // (it used to be written as null, which the run could not read back), naming the column
+    // and the magnitude.
     let mut csv = String::from("x1,x2,y\n");
     for i in 0..200 {
         let (a, b) = ((i * 37 % 101) as f64 / 101.0, (i * 53 % 97) as f64 / 97.0);
@@ -251,10 +304,18 @@ fn errors_name_the_real_cause_and_failed_starts_leave_no_stub() {
     let huge = t("huge.csv");
     let args = ["active", "run", "--data", s(&huge), "--target", "y", "--method", "random", "--seeds", "1"];
     let err = refused_cleanly(&hedge_with(&[], &[&args[..], &["--out", s(&out)]].concat()));
-    assert!(err.contains("no silent NaN") && err.contains("e200") && err.contains("rescale"), "{err}");
+    assert!(err.contains("column 'y'") && err.contains("e200") && err.contains("so large"), "{err}");
+    assert!(err.contains("rescale") && !err.contains("lower --lr"), "{err}");
     assert!(!out.exists(), "no stub folder");
-    let err = refused_cleanly(&hedge_with(&[], &["bayes", "gp", "--data", s(&huge), "--target", "y"]));
-    assert!(err.contains("no silent NaN") && err.contains("rescale"), "{err}");
+    // Every command that reads the table names the cause the same way: a huge but finite
+    // value, its column, where it is and how large (`data check` first of all).
+    for args in
+        [&["bayes", "gp", "--data", s(&huge), "--target", "y"][..], &["data", "check", s(&huge), "--target", "y"]]
+    {
+        let err = refused_cleanly(&hedge_with(&[], args));
+        assert!(err.contains("column 'y'") && err.contains("e200") && err.contains("so large"), "{args:?}: {err}");
+        assert!(err.contains("rescale") && !err.contains("non-finite"), "{args:?}: {err}");
+    }
 }
 
 /// Every command that writes a folder, pointed at a folder of the user's with `--overwrite` where

@@ -538,12 +538,20 @@ impl ParamGuard for GibbsDemo {
             return Err(invalid("n/true_sd", format!("{}/{}", self.n, self.true_sd), "need n ≥ 1 and true sd > 0"));
         }
         // The data, and every chain's kept draws of μ and β (f64).
-        let chains = self.sampler.chains as f64;
-        hedge_run::Footprint::new("gibbs: the data and every chain's kept draws", move |v| {
-            (v[0] + chains * v[1] * 2.0) * 8.0
+        let s = &self.sampler;
+        hedge_run::Footprint::new("gibbs: the data and every chain's kept draws", |v| (v[0] + v[1] * v[2] * 2.0) * 8.0)
+            .knob("--n", self.n as f64, 1.0)
+            .knob("--chains", s.chains as f64, 2.0)
+            .knob("--samples", s.samples as f64, 4.0)
+            .check()?;
+        // Every chain's sweeps: the burn-in, then `thin` per kept draw.
+        hedge_run::Workload::new("gibbs: every chain's sweeps", |v| {
+            v[0] * (v[1] + v[2] * v[3]) * hedge_run::budget::rates::SCALAR_STEP_SECONDS
         })
-        .knob("--n", self.n as f64, 1.0)
-        .knob("--samples", self.sampler.samples as f64, 4.0)
+        .knob("--chains", s.chains as f64, 2.0)
+        .knob("--burn-in", s.burn_in as f64, 0.0)
+        .knob("--samples", s.samples as f64, 4.0)
+        .knob("--thin", s.thin as f64, 1.0)
         .check()?;
         Ok(())
     }
