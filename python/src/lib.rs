@@ -5,7 +5,7 @@
 //! the argument; a size over the memory budget is a `MemoryError`, a loop over the work bound a
 //! `ValueError`, both with the library's message naming the argument and the value that fits.
 //! No call lets a Rust panic out as pyo3's `PanicException` (a `BaseException` that a user's
-//! `except Exception` does not catch): every binding's body runs inside [`guarded`].
+//! `except Exception` does not catch): every binding's body runs inside `guarded`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
