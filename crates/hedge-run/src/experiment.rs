@@ -109,7 +109,7 @@ where
         })?;
         on_run_finished(run);
     }
-    Ok(dir.read_json_lines(log)?)
+    Ok(dir.checkpointed_json_lines(log)?)
 }
 
 /// An experiment run through [`run_resumable`] in a run directory: the definition (`Self`,

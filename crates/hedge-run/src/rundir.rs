@@ -227,16 +227,37 @@ impl RunDirectory {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(RunError::io(&path, e)),
         };
-        let complete = if text.ends_with('\n') { &text[..] } else { &text[..text.rfind('\n').map_or(0, |i| i + 1)] };
-        complete
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l)
-                    .map_err(|e| RunError::format(&path, "JSON lines", format!("line {}: {e}", i + 1)))
-            })
-            .collect()
+        parse_json_lines(&complete_lines(&text), &path, 0)
+    }
+
+    /// The lines of the log `name` its last checkpoint covers: what an experiment's resume
+    /// keeps and every report reads (the one reading of an experiment's log). The log is checked
+    /// against the manifest (an edited or shortened committed part is refused); lines written
+    /// after the commit belong to work no checkpoint holds and are left out with a warning
+    /// naming them (a resume cuts them from the file; a report leaves the file as it is). A run
+    /// whose manifest does not record its logs (older versions) or that has none reads whole.
+    pub fn checkpointed_json_lines<T: DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
+        let committed = self.manifest()?.and_then(|m| {
+            let log = m.logs.iter().find(|l| l.name == name).cloned()?;
+            Some((m, log))
+        });
+        let Some((m, log)) = committed else { return self.read_json_lines(name) };
+        let path = self.check_log(&m, &log)?;
+        let text = std::fs::read_to_string(&path).map_err(|e| RunError::io(&path, e))?;
+        let (held, beyond) = text.split_at(log.bytes as usize);
+        let before = held.lines().count();
+        let extra = complete_lines(beyond).lines().filter(|l| !l.trim().is_empty()).count();
+        if extra > 0 {
+            tracing::warn!(
+                "{}: lines {}–{} were written after the last checkpoint ({MANIFEST_FILE}, step {}): they belong to work \
+                 no checkpoint holds and are left out (--resume removes them)",
+                path.display(),
+                before + 1,
+                before + extra,
+                m.step
+            );
+        }
+        parse_json_lines(held, &path, 0)
     }
 
     /// Rewrites the JSON-lines file `name` keeping the lines `keep` accepts, byte for byte (one
@@ -364,6 +385,20 @@ impl RunDirectory {
             for log in &m.logs {
                 let path = self.check_log(m, log)?;
                 // Lines after the commit belong to work the checkpoint does not hold.
+                let text = std::fs::read(&path).map_err(|e| RunError::io(&path, e))?;
+                let (held, beyond) = text.split_at(log.bytes as usize);
+                let extra = beyond.iter().filter(|&&b| b == b'\n').count();
+                if extra > 0 {
+                    let before = held.iter().filter(|&&b| b == b'\n').count();
+                    tracing::warn!(
+                        "{}: lines {}–{} were written after the last checkpoint ({MANIFEST_FILE}, step {}); the \
+                         resume removes them and redoes their work",
+                        path.display(),
+                        before + 1,
+                        before + extra,
+                        m.step
+                    );
+                }
                 let f = std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| RunError::write(&path, e))?;
                 f.set_len(log.bytes).map_err(|e| RunError::write(&path, e))?;
             }
@@ -416,6 +451,28 @@ impl RunDirectory {
         }
         Ok(())
     }
+}
+
+/// `text` up to its last newline: a last line without one is a write a crash cut short.
+fn complete_lines(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_string()
+    } else {
+        text[..text.rfind('\n').map_or(0, |i| i + 1)].to_string()
+    }
+}
+
+/// Every non-empty line of `text` as a `T`, an error naming the file and line (counted from
+/// `first_line` + 1) otherwise.
+fn parse_json_lines<T: DeserializeOwned>(text: &str, path: &Path, first_line: usize) -> Result<Vec<T>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| RunError::format(path, "JSON lines", format!("line {}: {e}", first_line + i + 1)))
+        })
+        .collect()
 }
 
 /// A checkpoint being written: files are staged, then [`Checkpoint::commit`] makes them the
@@ -512,6 +569,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A report reads exactly what the last checkpoint committed: lines appended after it are
+    /// left out (and left on disk), an edit inside it is refused.
+    #[test]
+    fn a_log_reads_back_as_far_as_its_checkpoint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDirectory::create(&tmp.path().join("run"), false).unwrap();
+        for step in 1..=3u64 {
+            dir.append_json_line("log.jsonl", &step).unwrap();
+        }
+        dir.checkpoint(3).commit().unwrap();
+        dir.append_json_line("log.jsonl", &4u64).unwrap();
+        dir.append_json_line("log.jsonl", &3u64).unwrap();
+        assert_eq!(dir.checkpointed_json_lines::<u64>("log.jsonl").unwrap(), [1, 2, 3]);
+        assert_eq!(dir.read_json_lines::<u64>("log.jsonl").unwrap(), [1, 2, 3, 4, 3]);
+        let path = dir.file("log.jsonl");
+        std::fs::write(&path, "1\n9\n3\n4\n").unwrap();
+        let e = dir.checkpointed_json_lines::<u64>("log.jsonl").unwrap_err().to_string();
+        assert!(e.contains("differ") && e.contains("--overwrite"), "{e}");
+    }
 
     /// A toy job with the shape of a training run: a config, a log line per step, a
     /// checkpoint (two files that must agree) every second step, and a result at the end.

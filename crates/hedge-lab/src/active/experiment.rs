@@ -164,7 +164,7 @@ impl Experiment for RegressionExperiment {
     }
 
     fn report_in(&self, dir: &RunDirectory) -> Result<RegressionSummary> {
-        regression_report(dir, self, &dir.read_json_lines(ROUNDS_FILE)?)
+        regression_report(dir, self, &dir.checkpointed_json_lines(ROUNDS_FILE)?)
     }
 }
 
@@ -578,7 +578,7 @@ impl Experiment for ClassificationExperiment {
     }
 
     fn report_in(&self, dir: &RunDirectory) -> Result<ClassificationSummary> {
-        classification_report(dir, self, &dir.read_json_lines(ROUNDS_FILE)?)
+        classification_report(dir, self, &dir.checkpointed_json_lines(ROUNDS_FILE)?)
     }
 }
 

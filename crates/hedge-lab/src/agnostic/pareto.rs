@@ -156,7 +156,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
             }
             _ => dataset = Some(config.dataset),
         }
-        let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
+        let audits: Vec<SweepAudit> = dir.checkpointed_json_lines(METRICS_FILE)?;
         let method = method_label(&config);
         let mut by_alpha: BTreeMap<String, (f64, Vec<&SweepAudit>)> = BTreeMap::new();
         for a in &audits {

@@ -541,7 +541,7 @@ impl Experiment for SweepConfig {
     }
 
     fn report_in(&self, dir: &RunDirectory) -> Result<SweepSummary> {
-        let audits: Vec<SweepAudit> = dir.read_json_lines(METRICS_FILE)?;
+        let audits: Vec<SweepAudit> = dir.checkpointed_json_lines(METRICS_FILE)?;
         if audits.is_empty() {
             return Err(invalid("metrics.jsonl", dir.path().display(), "no finished network to report"));
         }

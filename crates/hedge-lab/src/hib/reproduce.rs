@@ -451,7 +451,7 @@ impl Experiment for ReproduceConfig {
                 // (and the variants of this model) train exactly that many steps: the same
                 // recipe for every seed, whatever else the machine was doing when they started.
                 let planner = m.steps_from.as_deref().unwrap_or(&m.key);
-                let finished: Vec<FinishedRun> = dir.read_json_lines(RUNS_LOG)?;
+                let finished: Vec<FinishedRun> = dir.checkpointed_json_lines(RUNS_LOG)?;
                 let planned = finished.iter().find(|r| r.model == planner && r.seed == 0).map(|r| r.steps);
                 let run_plan = match planned {
                     Some(steps) if plan.budget_minutes.is_some() => {
@@ -471,7 +471,7 @@ impl Experiment for ReproduceConfig {
             |_| {},
         )?;
         let summary = self.report_in(dir)?;
-        let results = self.model_runs(&dir.read_json_lines(RUNS_LOG)?)?.0;
+        let results = self.model_runs(&dir.checkpointed_json_lines(RUNS_LOG)?)?.0;
         if self.figures {
             draw_figures(self, dir.path(), &results, data)?;
         }
@@ -482,7 +482,7 @@ impl Experiment for ReproduceConfig {
     }
 
     fn report_in(&self, dir: &RunDirectory) -> Result<ReproduceSummary> {
-        let finished: Vec<FinishedRun> = dir.read_json_lines(RUNS_LOG)?;
+        let finished: Vec<FinishedRun> = dir.checkpointed_json_lines(RUNS_LOG)?;
         let (results, other) = self.model_runs(&finished)?;
         let mut summary = summarise(self, &results)?;
         if let Some(split) = self.other_split() {

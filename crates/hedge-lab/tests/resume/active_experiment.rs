@@ -160,5 +160,19 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
     assert!(e.contains("rounds.jsonl") && e.contains("differ"), "{e}");
     // Restored, it reports again.
     std::fs::write(&log, &full).unwrap();
-    assert_eq!(RegressionExperiment::report(&out).unwrap().methods.len(), 2);
+    let reported = RegressionExperiment::report(&out).unwrap();
+    assert_eq!(reported.methods.len(), 2);
+    // Lines after the last checkpoint (a forged round, a duplicated one) are work no checkpoint
+    // holds: the report leaves them out, exactly as resume does, and gives the same numbers.
+    let last = full.lines().last().unwrap();
+    let forged = last.replacen("\"test_rmse\":", "\"test_rmse\":0.001,\"was\":", 1);
+    for extra in [format!("{forged}\n"), format!("{last}\n")] {
+        std::fs::write(&log, format!("{full}{extra}")).unwrap();
+        assert_eq!(RegressionExperiment::report(&out).unwrap(), reported);
+        // The report changed nothing on disk; the resume cuts the lines and finds nothing to do.
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("{full}{extra}"));
+        let (_, resumed) = RegressionExperiment::resume(&out, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap();
+        assert_eq!(resumed, reported);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), full);
+    }
 }
