@@ -30,6 +30,7 @@ pub fn prepare_resume(
     steps: Option<usize>,
     keep_every: Option<usize>,
 ) -> Result<(crate::run::RunConfig, TrainPlan)> {
+    run.check_config_unedited()?;
     let mut config = run.read_config()?;
     let mut plan = read_plan(run)?;
     if let Some(keep_every) = keep_every {
@@ -329,5 +330,23 @@ mod tests {
         assert_eq!((config.hib.steps, resumed.keep_every, resumed.budget_minutes), (3000, 250, None));
         assert_eq!(run.read_config().unwrap().hib.steps, 3000);
         assert_eq!(read_plan(&run).unwrap().keep_every, 250);
+
+        // Once a checkpoint has recorded the definition, an edit by hand (the learning rate, 1e-3
+        // to 0.5) is refused, naming the field and both values; the recorded change above
+        // (--steps 3000) is not one.
+        run.directory().checkpoint(1000).commit().unwrap();
+        let path = run.file(crate::run::CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lr = format!("\"learning_rate\": {}", HibConfig::default().learning_rate);
+        assert!(text.contains(&lr), "{text}");
+        std::fs::write(&path, text.replace(&lr, "\"learning_rate\": 0.5")).unwrap();
+        let msg = prepare_resume(&run, None, None).unwrap_err().to_string();
+        assert!(
+            msg.contains("edited after the run started") && msg.contains("hib.learning_rate: 0.001 → 0.5"),
+            "{msg}"
+        );
+        assert!(msg.contains("--steps"), "{msg}");
+        std::fs::write(&path, text).unwrap();
+        prepare_resume(&run, None, None).unwrap();
     }
 }

@@ -22,14 +22,17 @@ pub const MONITOR_FILE: &str = "monitor.jsonl";
 /// The weights with the best validation score so far, and which step they are.
 pub const BEST_MODEL_FILE: &str = "model_best.safetensors";
 pub const BEST_FILE: &str = "best.json";
+/// The sealed copy of `config.json` ([`hedge_run::RunDirectory::write_sealed_json`]).
+pub const SEALED_CONFIG_FILE: &str = "sealed-config.json";
 /// Folder of the models kept along the way (`--keep-every`).
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// Where a run keeps its `TrainPlan` (`crate::experiment`), so that `--resume` watches and stops as the run began.
 pub const PLAN_FILE: &str = "plan.json";
 
 /// Every file name a training run writes at its top level (evaluations `eval*.json` aside).
-const RUN_FILES: [&str; 14] = [
+const RUN_FILES: [&str; 15] = [
     CONFIG_FILE,
+    SEALED_CONFIG_FILE,
     PLAN_FILE,
     METRICS_FILE,
     MODEL_FILE,
@@ -215,8 +218,21 @@ impl RunDir {
         self.path.join(name)
     }
 
+    /// Writes `config.json` and seals it: every write of a run's definition is hedge's own (a new
+    /// run, a planned step count, `--resume --steps`), so each is recorded in the sealed copy
+    /// that [`Self::check_config_unedited`] compares with.
     pub fn write_config(&self, config: &RunConfig) -> Result<()> {
-        self.write_json(CONFIG_FILE, config)
+        Ok(self.dir.write_sealed_json(CONFIG_FILE, config)?)
+    }
+
+    /// Refuses a run whose `config.json` was edited by hand after it started, naming the changed
+    /// fields.
+    pub fn check_config_unedited(&self) -> Result<()> {
+        Ok(self.dir.check_sealed(
+            CONFIG_FILE,
+            "A resumed run trains what was started: change the step count with --resume --steps N \
+             (recorded), or start a new run with the other settings",
+        )?)
     }
 
     pub fn read_config(&self) -> Result<RunConfig> {

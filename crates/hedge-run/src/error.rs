@@ -31,6 +31,10 @@ pub enum RunError {
     #[error("'{path}' failed the integrity check: {what}")]
     Integrity { path: PathBuf, what: String },
 
+    /// A run's definition edited after it started ([`crate::rundir::RunDirectory::check_sealed`]).
+    #[error("'{path}' was edited after the run started, so resuming would mix two experiments; changed: {changes}. {how_to_change}")]
+    EditedDefinition { path: PathBuf, changes: String, how_to_change: String },
+
     /// A command's memory estimate over the budget ([`crate::budget`]).
     #[error("{0}")]
     OverBudget(String),

@@ -16,6 +16,9 @@ use crate::RunError;
 
 /// The experiment's definition, written first: `--resume` reads it back.
 pub const CONFIG_FILE: &str = "config.json";
+/// The sealed copy of [`CONFIG_FILE`] ([`RunDirectory::write_sealed_json`]): what `--resume`
+/// checks the definition against.
+pub const SEALED_CONFIG_FILE: &str = "sealed-config.json";
 /// One JSON line per finished step.
 pub const ROUNDS_FILE: &str = "rounds.jsonl";
 /// Where the experiment stands (checkpointed after every step).
@@ -178,7 +181,7 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     ) -> Result<Self::Summary, Self::Error> {
         self.check(data)?;
         dir.remove_files(&written_files::<Self>())?;
-        dir.write_json(CONFIG_FILE, self)?;
+        dir.write_sealed_json(CONFIG_FILE, self)?;
         self.continue_in(dir, data, &mut progress)
     }
 
@@ -189,6 +192,11 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
         mut progress: impl FnMut(Self::Finished),
     ) -> Result<(Self, Self::Summary), Self::Error> {
         let dir = RunDirectory::open_to_resume(out)?;
+        dir.check_sealed(
+            CONFIG_FILE,
+            "A resumed experiment runs what was started: to run other settings, start a new experiment (another \
+             --out, or --overwrite)",
+        )?;
         let experiment: Self = dir.read_json(CONFIG_FILE)?;
         let data = experiment.load(root)?;
         experiment.check(&data)?;
@@ -199,6 +207,11 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     /// Rebuilds the report of the experiment in `out` from what it logged.
     fn report(out: &Path) -> Result<Self::Summary, Self::Error> {
         let dir = RunDirectory::open(out)?;
+        dir.check_sealed(
+            CONFIG_FILE,
+            "A report describes the experiment that ran: restore config.json, or run a new experiment with the \
+             other settings",
+        )?;
         let experiment: Self = dir.read_json(CONFIG_FILE)?;
         experiment.report_in(&dir)
     }
@@ -206,7 +219,7 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
 
 /// Every file an experiment of type `X` writes.
 fn written_files<X: Experiment>() -> Vec<&'static str> {
-    let mut files = vec![CONFIG_FILE, PROGRESS_FILE, MANIFEST_FILE];
+    let mut files = vec![CONFIG_FILE, SEALED_CONFIG_FILE, PROGRESS_FILE, MANIFEST_FILE];
     files.extend(X::FILES);
     files
 }

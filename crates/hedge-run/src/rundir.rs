@@ -26,6 +26,9 @@ use crate::{Result, RunError};
 /// The manifest that commits a checkpoint.
 pub const MANIFEST_FILE: &str = "checkpoint.json";
 const PENDING_PREFIX: &str = ".pending-";
+/// The prefix of a sealed copy: `sealed-config.json` holds what `config.json` was when the run
+/// started (or was last changed through a flag that records the change).
+pub const SEALED_PREFIX: &str = "sealed-";
 const TEMP_PREFIX: &str = ".tmp-";
 
 /// `checkpoint.json`: which files make up the last committed checkpoint.
@@ -41,6 +44,11 @@ pub struct CheckpointManifest {
     /// checkpoint does not hold. (Absent in manifests written before logs were recorded.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logs: Vec<ManifestEntry>,
+    /// The sealed copies of the run's definition (`sealed-config.json`, see
+    /// [`RunDirectory::write_sealed_json`]) as they stood at the commit. (Absent in manifests
+    /// written before definitions were sealed.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sealed: Vec<ManifestEntry>,
 }
 
 /// One file of a checkpoint.
@@ -351,6 +359,71 @@ impl RunDirectory {
         Checkpoint { dir: self, step, files: Vec::new() }
     }
 
+    /// Writes `value` to `name` and seals it: the copy `sealed-<name>` records the run's
+    /// definition as it started (or as a recorded flag changed it), every later checkpoint
+    /// records the copy's hash, and [`Self::check_sealed`] refuses the run when `name` no longer
+    /// matches it.
+    pub fn write_sealed_json<T: Serialize + ?Sized>(&self, name: &str, value: &T) -> Result<()> {
+        // The copy first: a write cut short between the two leaves a copy no checkpoint has
+        // recorded, which `check_sealed` recognises as hedge's own unfinished write.
+        self.write_json(&format!("{SEALED_PREFIX}{name}"), value)?;
+        self.write_json(name, value)
+    }
+
+    /// Refuses the run when `name` differs from its sealed copy (an edit after the run started),
+    /// naming every changed field with both values; `how_to_change` says what to do instead
+    /// (the flags that change a run on purpose, or a new run). A copy that no checkpoint has
+    /// recorded yet is hedge's own write cut short between the copy and the file: the file is
+    /// completed from the copy, with a warning. A run started before definitions were sealed
+    /// has no copy and passes.
+    pub fn check_sealed(&self, name: &str, how_to_change: &str) -> Result<()> {
+        let copy = format!("{SEALED_PREFIX}{name}");
+        if !self.has(&copy) {
+            return Ok(());
+        }
+        let sealed: serde_json::Value = self.read_json(&copy)?;
+        let mut changes = Vec::new();
+        match self.read_json_if_present::<serde_json::Value>(name)? {
+            Some(current) => json_differences("", &sealed, &current, &mut changes),
+            None => changes.push(format!("{name} is missing")),
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let copy_sha = sha256_file(&self.file(&copy))?;
+        let recorded =
+            self.manifest()?.is_some_and(|m| m.sealed.iter().any(|e| e.name == copy && e.sha256 == copy_sha));
+        if !recorded {
+            tracing::warn!(
+                "{}: completing hedge's own write of the run's definition, cut short before any checkpoint recorded \
+                 it ({})",
+                self.file(name).display(),
+                changes.join("; ")
+            );
+            return self.write_json(name, &sealed);
+        }
+        Err(RunError::EditedDefinition {
+            path: self.file(name),
+            changes: changes.join("; "),
+            how_to_change: how_to_change.to_string(),
+        })
+    }
+
+    /// Every sealed copy in the folder, as a manifest records it.
+    fn sealed_copies(&self) -> Result<Vec<ManifestEntry>> {
+        let mut copies = Vec::new();
+        let entries = std::fs::read_dir(&self.path).map_err(|e| RunError::io(&self.path, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(SEALED_PREFIX) && entry.path().is_file() {
+                let bytes = std::fs::read(entry.path()).map_err(|e| RunError::io(entry.path(), e))?;
+                copies.push(ManifestEntry { name, sha256: sha256_hex(&bytes), bytes: bytes.len() as u64 });
+            }
+        }
+        copies.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(copies)
+    }
+
     /// The last committed checkpoint, if the run has one.
     pub fn manifest(&self) -> Result<Option<CheckpointManifest>> {
         self.read_json_if_present(MANIFEST_FILE)
@@ -453,6 +526,30 @@ impl RunDirectory {
     }
 }
 
+/// Every leaf where `new` differs from `old`, as `path: old → new` (a field only one side has
+/// shows `(absent)` on the other).
+fn json_differences(path: &str, old: &serde_json::Value, new: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let at = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                match (a.get(k), b.get(k)) {
+                    (Some(x), Some(y)) => json_differences(&at, x, y, out),
+                    (Some(x), None) => out.push(format!("{at}: {x} → (absent)")),
+                    (None, Some(y)) => out.push(format!("{at}: (absent) → {y}")),
+                    (None, None) => {}
+                }
+            }
+        }
+        _ if old != new => {
+            out.push(format!("{}: {old} → {new}", if path.is_empty() { "(the whole file)" } else { path }))
+        }
+        _ => {}
+    }
+}
+
 /// `text` up to its last newline: a last line without one is a write a crash cut short.
 fn complete_lines(text: &str) -> String {
     if text.ends_with('\n') {
@@ -523,7 +620,8 @@ impl Checkpoint<'_> {
     /// are but are no longer part of the checkpoint.
     pub fn commit(self) -> Result<CheckpointManifest> {
         let logs = self.dir.logs()?;
-        let manifest = CheckpointManifest { step: self.step, files: self.files, logs };
+        let sealed = self.dir.sealed_copies()?;
+        let manifest = CheckpointManifest { step: self.step, files: self.files, logs, sealed };
         self.dir.write_json(MANIFEST_FILE, &manifest)?;
         for entry in &manifest.files {
             let path = self.dir.file(&entry.name);

@@ -230,9 +230,9 @@ fn a_run_stopped_after_any_single_write_resumes_to_the_same_bytes() {
     let straight = RunDir::create(&root.path().join("straight")).unwrap();
     start(&straight).unwrap();
     let writes = straight.writes_done();
-    // plan + config, then 3 checkpoints (4 files staged, the manifest, 4 renames), 4 metrics
-    // lines and 2 kept models.
-    assert_eq!(writes, 2 + 3 * 9 + 4 + 2);
+    // plan + config (its sealed copy, then the file), then 3 checkpoints (4 files staged, the
+    // manifest, 4 renames), 4 metrics lines and 2 kept models.
+    assert_eq!(writes, 3 + 3 * 9 + 4 + 2);
     let expected = deterministic_files(&straight);
     let expected_metrics: Vec<(usize, f64)> =
         straight.read_metrics().unwrap().iter().map(|m| (m.step, m.loss)).collect();

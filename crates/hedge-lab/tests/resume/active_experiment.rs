@@ -175,4 +175,15 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
         assert_eq!(resumed, reported);
         assert_eq!(std::fs::read_to_string(&log).unwrap(), full);
     }
+    // An edited definition (one seed becomes three) is refused by resume and report alike,
+    // naming the field, instead of running or reporting a third seed.
+    let config = out.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("\"seeds\": 1", "\"seeds\": 3")).unwrap();
+    let e = RegressionExperiment::resume(&out, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap_err().to_string();
+    assert!(e.contains("edited after the run started") && e.contains("seeds: 1 → 3"), "{e}");
+    let e = RegressionExperiment::report(&out).unwrap_err().to_string();
+    assert!(e.contains("seeds: 1 → 3"), "{e}");
+    std::fs::write(&config, text).unwrap();
+    assert_eq!(RegressionExperiment::report(&out).unwrap(), reported);
 }

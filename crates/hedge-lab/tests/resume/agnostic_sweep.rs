@@ -50,9 +50,9 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
     let straight = config.run(&data, &root.path().join("straight"), false, |_| {}).unwrap();
     let expected = audits(&root.path().join("straight"));
     assert_eq!(expected.len(), 2);
-    // config, then per network a log line and a checkpoint (staged, manifest, rename), then
-    // summary and table.
-    let writes = 1 + 2 * 4 + 2;
+    // config (its sealed copy, then the file), then per network a log line and a checkpoint
+    // (staged, manifest, rename), then summary and table.
+    let writes = 2 + 2 * 4 + 2;
     for stop in 1..writes {
         let path = root.path().join(format!("stopped-{stop}"));
         let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);

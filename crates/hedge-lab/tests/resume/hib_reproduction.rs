@@ -57,16 +57,16 @@ fn a_reproduction_stopped_after_any_single_write_resumes_to_the_same_tables() {
     let expected = results(&straight);
     assert_eq!(RunDirectory::open(&straight).unwrap().read_json_lines::<serde_json::Value>(RUNS_LOG).unwrap().len(), 3);
 
-    // config.json, then per run a log line and a checkpoint (staged, manifest, rename), then
-    // summary.json, Tables 1 and 2 and the README.
-    let writes = 1 + 3 * 4 + 4;
+    // config.json (its sealed copy, then the file), then per run a log line and a checkpoint
+    // (staged, manifest, rename), then summary.json, Tables 1 and 2 and the README.
+    let writes = 2 + 3 * 4 + 4;
     for stop in 1..writes {
         let path = root.path().join(format!("stopped-{stop}"));
         let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
         // Stopped after its first run was logged and checkpointed, the reproduction trains the
         // other two on resuming; stopped elsewhere, its trained run folders are there already
         // (they are written apart from the reproduction's own files) and are read back.
-        if stop != 5 {
+        if stop != 6 {
             copy_runs(&straight, &path);
         }
         let e = config.run_in(&dir, &data, |_| {}).unwrap_err().to_string();
