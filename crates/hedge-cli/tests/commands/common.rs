@@ -28,7 +28,8 @@ pub fn s(p: &Path) -> &str {
 
 /// Files that record what was asked for, not what was measured: a `null` there is an option
 /// left unset.
-const INPUT_FILES: [&str; 5] = ["config.json", "plan.json", "progress.json", "state.json", "manifest.json"];
+const INPUT_FILES: [&str; 6] =
+    ["config.json", "sealed-config.json", "plan.json", "progress.json", "state.json", "manifest.json"];
 
 /// Every `null` a command wrote into a result file under `dir` (JSON or JSON lines, recursively)
 /// is named, with its reason, in that file's own `undefined` list: no number is silently missing.

@@ -146,6 +146,12 @@ fn loop_counts_a_user_types_are_checked_against_the_work_bound_before_any_work()
     assert!(err.contains("HEDGE_WORK_BOUND=1s") && err.contains("--burn-in"), "{err}");
     let err = refused_cleanly(&hedge_with(&[("HEDGE_WORK_BOUND", "soon")], &["bayes", "gibbs"]));
     assert!(err.contains("HEDGE_WORK_BOUND") && err.contains("12h"), "{err}");
+    // An untrained probe's accuracy is not a measurement: zero probe steps are refused up front.
+    let err = refused_cleanly(&hedge_with(
+        &[],
+        &["agnostic", "sweep", "--dataset", "adult", "--probe-steps", "0", "--out", o],
+    ));
+    assert!(err.contains("probe_steps") && err.contains("--probe-steps"), "{err}");
     // More images per class than a class holds: refused before a single PNG is written.
     let err = refused_cleanly(&hedge_with(&[], &["data", "export-images", "--per-class", "1000000000000", "--out", o]));
     assert!(err.contains("--per-class") && err.contains("6000 images"), "{err}");

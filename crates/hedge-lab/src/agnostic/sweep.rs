@@ -578,6 +578,14 @@ impl ParamGuard for SweepConfig {
         if self.repeats == 0 {
             return Err(invalid("repeats", self.repeats, "must be ≥ 1"));
         }
+        if self.probe_steps == 0 {
+            // Refused here, before any network trains, as the probe itself refuses it.
+            return Err(invalid(
+                "probe_steps",
+                0,
+                "a probe needs at least one training step (--probe-steps; the audit's default: 500)",
+            ));
+        }
         if self.alphas.is_empty() {
             return Err(invalid("alphas", "[]", "give at least one α"));
         }
