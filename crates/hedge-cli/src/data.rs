@@ -103,6 +103,11 @@ fn check(args: CheckArgs) -> Result<()> {
         let mut spec = hedge_data::TableSpec::new(target);
         spec.protected = args.protected;
         let table = hedge_data::Table::read_csv(&args.path, &spec)?;
+        // What every command refuses, refused here too: a numeric target goes through the
+        // regression commands' checks (a constant target, too few rows for the splits).
+        if table.target.column.levels().is_none() {
+            table.regression(hedge_data::table::USER_SPLITS, hedge_data::table::USER_TEST_FRACTION)?;
+        }
         println!("{}: {} rows, {} inputs", args.path.display(), table.rows(), table.features());
         println!("inputs: {}", table.feature_names.join(", "));
         for label in std::iter::once(&table.target).chain(table.protected.as_ref()) {

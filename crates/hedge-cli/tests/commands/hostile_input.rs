@@ -313,6 +313,10 @@ fn errors_name_the_real_cause_and_failed_starts_leave_no_stub() {
     assert!(err.contains("column 'y'") && err.contains("e200") && err.contains("so large"), "{err}");
     assert!(err.contains("rescale") && !err.contains("lower --lr"), "{err}");
     assert!(!out.exists(), "no stub folder");
+    // A constant target, which every regression command refuses, is refused by `data check` too.
+    std::fs::write(t("constant.csv"), "x,y\n1,5\n2,5\n3,5\n4,5\n").unwrap();
+    let err = refused_cleanly(&hedge_with(&[], &["data", "check", s(&t("constant.csv")), "--target", "y"]));
+    assert!(err.contains("'y' is 5 in every row"), "{err}");
     // Every command that reads the table names the cause the same way: a huge but finite
     // value, its column, where it is and how large (`data check` first of all).
     for args in
