@@ -76,10 +76,8 @@ impl MemoryBudget {
             budget.source = format!("{BUDGET_ENV}={t} of this machine's {}", human_bytes(machine as f64));
             return Ok(budget);
         }
-        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let number: f64 = number.parse().map_err(|_| bad())?;
-        let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        let (number, unit) = number_and_unit(t, false).ok_or_else(bad)?;
+        let scale = match unit.to_ascii_lowercase().as_str() {
             "" | "b" => 1.0,
             "kb" => 1e3,
             "mb" => 1e6,
@@ -283,10 +281,8 @@ impl WorkBound {
             reason: "expected a duration such as 12h, 7d, 90m or 3600 (seconds)".into(),
         };
         let t = text.trim();
-        let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E')).unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let number: f64 = number.parse().map_err(|_| bad())?;
-        let scale = match unit.trim() {
+        let (number, unit) = number_and_unit(t, true).ok_or_else(bad)?;
+        let scale = match unit {
             "" | "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
@@ -330,6 +326,16 @@ impl<'a> Workload<'a> {
     pub fn check(&self) -> Result<()> {
         WorkBound::from_env()?.check(self)
     }
+}
+
+/// `text` as a leading number and the unit after it (`"8GiB"` → 8, `"GiB"`), the number in
+/// scientific notation too when `exponent`; `None` when no number leads.
+fn number_and_unit(text: &str, exponent: bool) -> Option<(f64, &str)> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || (exponent && (c == 'e' || c == 'E'))))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    Some((number.parse().ok()?, unit.trim()))
 }
 
 /// `seconds` in words: `42 s`, `3.5 hours`, `12.0 days`, `3.2e9 years`.
