@@ -221,7 +221,7 @@ fn gp(args: GpArgs) -> Result<()> {
     };
     if let Some(out) = &args.out {
         // Before the fit, so minutes of optimisation never end in a refused folder.
-        hedge_run::atomic::check_output_dir(out, args.overwrite)?;
+        hedge_run::atomic::check_output_dir(out, hedge_lab::bayes::experiment::GP_FIT_KIND, args.overwrite)?;
     }
     // Read only for the papers' UCI sets: a fit on your own CSV file needs no HEDGE_DATA_DIR.
     let root = hedge_data::DataRoot::from_env();
@@ -241,7 +241,10 @@ fn gp(args: GpArgs) -> Result<()> {
     let fit = run.fit_split(&data, split, show_progress(&bar))?;
     bar.finish_and_clear();
     if let Some(out) = &args.out {
-        fit.write(&hedge_run::RunDirectory::create(out, args.overwrite)?, &crate::command_line())?;
+        fit.write(
+            &hedge_run::RunDirectory::create(out, hedge_lab::bayes::experiment::GP_FIT_KIND, args.overwrite)?,
+            &crate::command_line(),
+        )?;
     }
     let r = &fit.report;
     if args.json {

@@ -243,9 +243,9 @@ fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
         storage,
     };
     if let Some(dir) = &args.export {
-        hedge_run::atomic::check_output_dir(dir, args.overwrite)?;
+        hedge_run::atomic::check_output_dir(dir, hedge_lab::active::bench::ACS_FW_EXPORT_KIND, args.overwrite)?;
     }
-    let report = bench.run(args.export.as_deref())?;
+    let report = bench.run(args.export.as_deref(), args.overwrite)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
@@ -305,11 +305,11 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         anyhow::bail!("--seconds {} must be a positive number of seconds per target", args.seconds);
     }
     if let Some(out) = &args.out {
-        hedge_run::prepare_output_dir(out, false)?;
+        hedge_run::prepare_output_dir(out, "fuzz campaign", false)?;
     }
     let data_dir = hedge_data::data_dir().ok();
     if let Some(folder) = &args.seeds {
-        hedge_run::prepare_output_dir(folder, false)?;
+        hedge_run::prepare_output_dir(folder, "fuzz seeds", false)?;
         for name in &args.target {
             let seeds = if name == "toml" {
                 hedge_embed::config::config_fuzz_seeds()

@@ -175,10 +175,13 @@ pub fn index(args: IndexArgs) -> Result<()> {
     Ok(())
 }
 
+/// The kind of folder `hib search` writes (its ownership marker).
+const SEARCH_KIND: &str = "hib search results";
+
 pub fn search(args: SearchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = args.device;
-    hedge_run::atomic::check_output_dir(&args.out, args.overwrite)?;
+    hedge_run::atomic::check_output_dir(&args.out, SEARCH_KIND, args.overwrite)?;
     hedge_run::check_out_not_inside(&args.out, &args.probe, "--probe")?;
     hedge_run::check_out_not_inside(&args.out, &args.index, "--index")?;
     let files = IndexFiles::open(&args.index)?;
@@ -188,7 +191,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
         identifier.rules.manifest.calibration.rechoose(risk)?;
     }
     let (results, summary) = identifier.identify(&probes)?;
-    hedge_run::prepare_output_dir(&args.out, args.overwrite)?;
+    hedge_run::prepare_output_dir(&args.out, SEARCH_KIND, args.overwrite)?;
     let mut jsonl = String::new();
     for r in &results {
         jsonl.push_str(&serde_json::to_string(r)?);

@@ -499,6 +499,9 @@ pub struct ExportSelection {
     pub classes: Vec<String>,
 }
 
+/// The kind of folder [`export_folder`] writes (its ownership marker).
+pub const IMAGE_EXPORT_KIND: &str = "image export";
+
 /// Writes images of an MNIST-layout split (MNIST, Fashion-MNIST) as
 /// `out/<class name>/<index>.png`, 28 x 28 grey: an image folder in the layout
 /// [`ImageSet::read_folder`] takes, to try `--data` on or to see the layout. Of each chosen
@@ -515,7 +518,7 @@ pub fn export_folder(
     selection: &ExportSelection,
     out: &Path,
 ) -> Result<Vec<(String, usize)>> {
-    hedge_run::atomic::check_output_dir(out, false)?;
+    hedge_run::atomic::check_output_dir(out, IMAGE_EXPORT_KIND, false)?;
     let classes = split.labels.iter().map(|&l| l as usize + 1).max().unwrap_or(0);
     if names.len() < classes {
         return Err(DataError::invalid("names", names.len(), format!("the split has {classes} classes; name each")));
@@ -555,6 +558,8 @@ pub fn export_folder(
             ),
         ));
     }
+    // Marked as hedge's export (the marker is a dot file, which reading the folder skips).
+    hedge_run::atomic::prepare_output_dir(out, IMAGE_EXPORT_KIND, false)?;
     let mut seen = vec![0usize; classes];
     let mut written = vec![0usize; classes];
     for (i, &label) in split.labels.iter().enumerate() {

@@ -69,6 +69,26 @@ impl MnistSplit {
                 format!("label {l} at index {i} is not a digit 0-9"),
             ));
         }
+        // Every split of MNIST and Fashion-MNIST holds all ten classes (about a tenth each): a
+        // file without one is damaged or from another set, and a run on it would be silently
+        // wrong (a one-class "Fashion-MNIST" exports, trains and scores without complaint).
+        let mut seen = [false; 10];
+        for &l in &labels.data {
+            seen[l as usize] = true;
+        }
+        if let Some(missing) = seen.iter().position(|&s| !s) {
+            return Err(DataError::format(
+                labels_path,
+                "MNIST labels",
+                format!(
+                    "no image is labelled {missing} ({} of the 10 classes appear in {} labels); every split of MNIST \
+                     and Fashion-MNIST has all ten, so the file is damaged or from another set: restore it from \
+                     the source its folder's SOURCE.md names",
+                    seen.iter().filter(|&&s| s).count(),
+                    labels.data.len()
+                ),
+            ));
+        }
         Ok(MnistSplit { pixels: images.data, labels: labels.data })
     }
 }
@@ -95,5 +115,34 @@ impl Mnist {
             train: MnistSplit::load(&pick("train-images-idx3-ubyte"), &pick("train-labels-idx1-ubyte"))?,
             test: MnistSplit::load(&pick("t10k-images-idx3-ubyte"), &pick("t10k-labels-idx1-ubyte"))?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IDX file of `dims` unsigned bytes (magic 0x0000_08NN, NN the number of dimensions).
+    fn idx(dims: &[u32], data: &[u8]) -> Vec<u8> {
+        let mut bytes = vec![0, 0, 8, dims.len() as u8];
+        for d in dims {
+            bytes.extend(d.to_be_bytes());
+        }
+        bytes.extend(data);
+        bytes
+    }
+
+    #[test]
+    fn a_labels_file_without_every_class_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let images = dir.path().join("images");
+        let labels = dir.path().join("labels");
+        std::fs::write(&images, idx(&[20, 28, 28], &[7; 20 * 28 * 28])).unwrap();
+        let all: Vec<u8> = (0..20).map(|i| i % 10).collect();
+        std::fs::write(&labels, idx(&[20], &all)).unwrap();
+        assert_eq!(MnistSplit::load(&images, &labels).unwrap().len(), 20);
+        std::fs::write(&labels, idx(&[20], &[0; 20])).unwrap();
+        let e = MnistSplit::load(&images, &labels).unwrap_err().to_string();
+        assert!(e.contains("no image is labelled 1") && e.contains("1 of the 10") && e.contains("labels"), "{e}");
     }
 }

@@ -1003,6 +1003,9 @@ pub fn build_index(
     Ok(gallery_part.manifest)
 }
 
+/// The kind of folder an index is (its ownership marker).
+pub const INDEX_KIND: &str = "hib index";
+
 /// The files of an index folder (besides hedge's folder marker).
 const INDEX_FOLDER_FILES: [&str; 4] = [INDEX_FILE, GALLERY_FILE, ANN_FILE, VALIDATION_CSV];
 
@@ -1015,7 +1018,7 @@ fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
     if !overwrite {
         return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
     }
-    hedge_run::atomic::check_output_dir(out, true)?;
+    hedge_run::atomic::check_output_dir(out, INDEX_KIND, true)?;
     let foreign = hedge_run::atomic::entries_besides_marker(out)
         .into_iter()
         .find(|name| !INDEX_FOLDER_FILES.contains(&name.as_str()));
@@ -1041,7 +1044,7 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
     let result = (|| -> Result<()> {
-        hedge_run::atomic::mark_as_hedges(&tmp)?;
+        hedge_run::atomic::mark_as_hedges(&tmp, INDEX_KIND)?;
         let e = &gallery.embedding;
         let variance = e.variance.as_ref().map_or_else(|| e.mean.zeros_like(), Tensor::shallow_clone);
         let labels = Tensor::from_slice(&gallery.labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>());

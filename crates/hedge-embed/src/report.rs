@@ -494,6 +494,10 @@ pub struct VerificationReport {
     pub split: NDigitSplit,
     pub step: usize,
     pub variants: Twin<QuickVerification>,
+    /// Why the trained model is unusable, where it is ([`crate::run_eval::collapse_warning`]):
+    /// a training that collapsed ends with this warning, in the log and here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The verification pairs of a [`VerificationReport`].

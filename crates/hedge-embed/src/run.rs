@@ -30,7 +30,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 pub const PLAN_FILE: &str = "plan.json";
 
 /// Every file name a training run writes at its top level (evaluations `eval*.json` aside).
-const RUN_FILES: [&str; 15] = [
+const RUN_FILES: [&str; 18] = [
     CONFIG_FILE,
     SEALED_CONFIG_FILE,
     PLAN_FILE,
@@ -46,7 +46,14 @@ const RUN_FILES: [&str; 15] = [
     "verification.json",
     "curve.json",
     "curve.png",
+    crate::data::OWN_SPLIT_FILE,
+    // `hedge bench recipe` writes its report into the run it trained.
+    "bench.json",
+    "bench.md",
 ];
+
+/// The kind of folder a training run is (its ownership marker).
+pub const RUN_KIND: &str = "hib training run";
 
 /// What `config.json` holds: the resolved hyper-parameters and how the run was started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,7 +125,7 @@ impl RunDir {
                  or choose another --out",
             ));
         }
-        let dir = RunDirectory::create(path, true)?;
+        let dir = RunDirectory::create(path, RUN_KIND, true)?;
         let run = RunDir { path: path.to_path_buf(), dir };
         if overwrite {
             run.remove_run_files()?;

@@ -10,6 +10,7 @@ use tch::Device;
 use tracing::info;
 
 use crate::data::HibData;
+use crate::embed::EmbeddedSet;
 use crate::evaluate::{
     evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
     Twin,
@@ -38,23 +39,52 @@ pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Re
     let test = data.role(&trainer.config, split)?;
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let net = trainer.inference_net();
-    let score = |corruption: Corruption| -> Result<QuickVerification> {
+    let mut warnings = Vec::new();
+    let mut score = |corruption: Corruption| -> Result<QuickVerification> {
         let set = embed_dataset(net, &test, &corruption, trainer.device, EmbedOptions::default())?;
         let ap = verification_ap(&net.matcher, &set, &pairs, 8, 0)?;
+        if matches!(corruption, Corruption::Clean) {
+            warnings.extend(collapse_warning(&set, ap));
+        }
         Ok(QuickVerification { mean_eta: set.eta.mean(tch::Kind::Float).double_value(&[]), verification_ap: ap })
     };
+    let variants =
+        Twin { clean: score(Corruption::Clean)?, corrupt: score(Corruption::Corrupt { seed: CORRUPT_SEED })? };
+    for w in &warnings {
+        tracing::warn!("{}: {w}", run.path.display());
+    }
     let report = VerificationReport {
         pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
         data_protocol: trainer.config.protocol,
         split,
         step: trainer.step(),
-        variants: Twin {
-            clean: score(Corruption::Clean)?,
-            corrupt: score(Corruption::Corrupt { seed: CORRUPT_SEED })?,
-        },
+        variants,
+        warnings,
     };
     run.write_json("verification.json", &report)?;
     Ok(report)
+}
+
+/// Verification AP at or below this on balanced pairs is chance (.5): nothing was learned.
+pub const CHANCE_AP: f64 = 0.52;
+
+/// Why a trained model is unusable, if it is: every image embeds to the same point (the spread
+/// of the means across images is under a millionth of their size), or the verification AP on
+/// balanced pairs is at chance ([`CHANCE_AP`]). Both are what a learning rate far too high
+/// ends in, and both would otherwise pass for a finished run.
+pub fn collapse_warning(set: &EmbeddedSet, verification_ap: f64) -> Option<String> {
+    let means = set.embedding.mean.flatten(1, -1).to_kind(tch::Kind::Double);
+    let spread = if means.size()[0] > 1 { means.std_dim(0, false, false).max().double_value(&[]) } else { f64::NAN };
+    let size = means.abs().max().double_value(&[]).max(1.0);
+    let fix = "the training collapsed: lower --lr (or --head-lr-scale), or check the data";
+    if spread.is_finite() && spread <= 1e-6 * size {
+        return Some(format!(
+            "every image embeds to the same point (spread of the means across images {spread:.2e}); verification \
+             AP {verification_ap:.3}: {fix}"
+        ));
+    }
+    (verification_ap <= CHANCE_AP)
+        .then(|| format!("verification AP {verification_ap:.3} is at chance (.5 on balanced pairs): {fix}"))
 }
 
 /// What a run's evaluation measures, and how.
@@ -376,6 +406,34 @@ pub fn embed_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tch::Tensor;
+
+    fn set(means: &[[f32; 2]]) -> EmbeddedSet {
+        let mean = Tensor::from_slice(means.as_flattened()).view([-1, 2]);
+        let n = means.len();
+        EmbeddedSet {
+            embedding: crate::Embedding::point(mean),
+            labels: vec![0; n],
+            eta: Tensor::zeros([n as i64], (tch::Kind::Float, Device::Cpu)),
+        }
+    }
+
+    #[test]
+    fn a_collapsed_model_is_named_and_a_working_one_is_not() {
+        // Every image at one point (what --lr 10 ends in): named whatever the AP.
+        let w = collapse_warning(&set(&[[3.0, -1.0]; 5]), 0.5).unwrap();
+        assert!(w.contains("same point") && w.contains("--lr"), "{w}");
+        // Spread under a millionth of the size is still one point (float noise).
+        let w = collapse_warning(&set(&[[1000.0, 1.0], [1000.0 + 1e-4, 1.0]]), 0.9);
+        assert!(w.is_some_and(|w| w.contains("same point")));
+        // Spread, but AP at chance.
+        let spread = set(&[[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]]);
+        let w = collapse_warning(&spread, 0.51).unwrap();
+        assert!(w.contains("at chance") && w.contains("0.510"), "{w}");
+        // A model that learned something.
+        assert_eq!(collapse_warning(&spread, 0.96), None);
+        assert_eq!(collapse_warning(&spread, CHANCE_AP + 0.01), None);
+    }
 
     fn row(step: usize, repeats: Option<usize>) -> CurvePoint {
         let repeats = repeats.map_or("null".to_string(), |r| r.to_string());

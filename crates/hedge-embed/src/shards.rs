@@ -144,7 +144,7 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
     let result = (|| -> Result<ShardSet> {
-        hedge_run::atomic::mark_as_hedges(&tmp)?;
+        hedge_run::atomic::mark_as_hedges(&tmp, SHARD_SET_KIND)?;
         let mut entries = Vec::with_capacity(shards);
         for s in 0..shards {
             let (first, len) = (s * items / shards, (s + 1) * items / shards - s * items / shards);
@@ -283,12 +283,15 @@ pub fn seal_shard_set(
         next += items;
     }
     let set = ShardSet { format: SHARDS_FORMAT, source, source_sha256: String::new(), items: next, shards: entries };
-    hedge_run::atomic::mark_as_hedges(folder)?;
+    hedge_run::atomic::mark_as_hedges(folder, SHARD_SET_KIND)?;
     let text = serde_json::to_string_pretty(&set).expect("a shard set serialises");
     hedge_run::write_atomic(&folder.join(SHARDS_FILE), text.as_bytes())?;
     // Read back through the checks a search applies.
     ShardSet::read(folder)
 }
+
+/// The kind of folder a shard set is (its ownership marker).
+pub const SHARD_SET_KIND: &str = "hib shard set";
 
 /// A shard set replaces its folder whole: `overwrite` is accepted only for a folder hedge made
 /// that holds nothing but `shards.json` and `shard-*` folders.
@@ -299,7 +302,7 @@ pub fn check_shard_set_out(out: &Path, overwrite: bool) -> Result<()> {
     if !overwrite {
         return Err(EmbedError::input(out, "already exists; choose another folder, or pass overwrite to replace it"));
     }
-    hedge_run::atomic::check_output_dir(out, true)?;
+    hedge_run::atomic::check_output_dir(out, SHARD_SET_KIND, true)?;
     if let Some(name) = hedge_run::atomic::entries_besides_marker(out)
         .into_iter()
         .find(|n| n != SHARDS_FILE && !n.starts_with("shard-"))

@@ -43,12 +43,21 @@ pub fn entries_besides_marker(dir: &Path) -> Vec<String> {
     names
 }
 
-/// What [`OWNER_FILE`] records: hedge made the whole folder, or wrote these files into a
-/// folder it did not make (reports written beside their inputs).
+/// What [`OWNER_FILE`] records: hedge made the whole folder (and which kind of folder, written by
+/// which command), or wrote these files into a folder it did not make (reports written beside
+/// their inputs).
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 struct Ownership {
     hedge: String,
     folder: bool,
+    /// What the folder holds ("hib training run", "active-learning experiment", ...): a folder
+    /// of one kind is never overwritten by a command that writes another. Markers written before
+    /// hedge recorded kinds have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    /// The command that wrote the folder (`hedge hib train`), for the messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
     #[serde(default)]
     files: Vec<String>,
 }
@@ -63,9 +72,25 @@ fn write_ownership(dir: &Path, o: &Ownership) -> Result<()> {
     write_atomic(&dir.join(OWNER_FILE), format!("{text}\n").as_bytes())
 }
 
+/// The command this process runs, as a user typed it up to its first flag (`hedge hib train`).
+fn current_command() -> String {
+    let mut args = std::env::args();
+    let program = args
+        .next()
+        .map(|a| Path::new(&a).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(a))
+        .unwrap_or_else(|| "hedge".into());
+    std::iter::once(program).chain(args.take_while(|a| !a.starts_with('-')).take(3)).collect::<Vec<_>>().join(" ")
+}
+
 /// Whether hedge made `dir` (its [`OWNER_FILE`] says so).
 pub fn is_hedge_folder(dir: &Path) -> bool {
     ownership(dir).is_some_and(|o| o.folder)
+}
+
+/// The kind of folder `dir` is, as its [`OWNER_FILE`] records it (`None` when hedge did not make
+/// it or made it before it recorded kinds).
+pub fn folder_kind(dir: &Path) -> Option<String> {
+    ownership(dir).filter(|o| o.folder).and_then(|o| o.kind)
 }
 
 /// Whether hedge wrote the file `name` in `dir` (it made the folder, or recorded the file).
@@ -73,26 +98,35 @@ pub fn hedge_wrote(dir: &Path, name: &str) -> bool {
     ownership(dir).is_some_and(|o| o.folder || o.files.iter().any(|f| f == name))
 }
 
-/// Makes `out` ready to hold a new experiment's files: creates it and marks it as hedge's, or
-/// refuses one that already holds files unless `overwrite` and hedge made it (then files the
-/// experiment writes replace theirs, each atomically; others are left alone). Commands call this
-/// after every check and data load, so a bad argument never leaves an empty folder behind.
-pub fn prepare_output_dir(out: &Path, overwrite: bool) -> Result<()> {
-    check_output_dir(out, overwrite)?;
+/// Makes `out` ready to hold a new folder of `kind` ("hib training run"): creates it and marks
+/// it as hedge's, or refuses one that already holds files unless `overwrite`, hedge made it and
+/// it is a folder of the same kind (then files the command writes replace theirs, each
+/// atomically; the command removes the rest of its own earlier files; others are left alone).
+/// Commands call this after every check and data load, so a bad argument never leaves an empty
+/// folder behind.
+pub fn prepare_output_dir(out: &Path, kind: &str, overwrite: bool) -> Result<()> {
+    check_output_dir(out, kind, overwrite)?;
     std::fs::create_dir_all(out).map_err(|e| RunError::write(out, e))?;
-    mark_as_hedges(out)
+    mark_as_hedges(out, kind)
 }
 
-/// Marks `dir` as made by hedge (its [`OWNER_FILE`]; kept if already there).
-pub fn mark_as_hedges(dir: &Path) -> Result<()> {
-    if is_hedge_folder(dir) {
+/// Marks `dir` as a folder of `kind` made by hedge, written by this process's command (its
+/// [`OWNER_FILE`]).
+pub fn mark_as_hedges(dir: &Path, kind: &str) -> Result<()> {
+    let mut o = ownership(dir).unwrap_or_default();
+    let command = current_command();
+    if o.folder && o.kind.as_deref() == Some(kind) && o.command.as_deref() == Some(command.as_str()) {
         return Ok(());
     }
-    let mut o = ownership(dir).unwrap_or_default();
     o.hedge = env!("CARGO_PKG_VERSION").into();
     o.folder = true;
+    o.kind = Some(kind.into());
+    o.command = Some(command);
     write_ownership(dir, &o)
 }
+
+/// The kind of a folder [`prepare_report_files`] made for its reports.
+pub const REPORT_FOLDER: &str = "report folder";
 
 /// Makes `out` ready for the report files `names` written beside other files (a Pareto front
 /// beside its sweeps): creates it if needed; refuses when one of `names` is already there,
@@ -115,7 +149,11 @@ pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Resu
     std::fs::create_dir_all(out).map_err(|e| RunError::write(out, e))?;
     let mut o = ownership(out).unwrap_or_default();
     o.hedge = env!("CARGO_PKG_VERSION").into();
-    o.folder |= fresh;
+    if fresh {
+        o.folder = true;
+        o.kind = Some(REPORT_FOLDER.into());
+        o.command = Some(current_command());
+    }
     for name in names {
         if !o.files.iter().any(|f| f == name) {
             o.files.push((*name).into());
@@ -126,7 +164,7 @@ pub fn prepare_report_files(out: &Path, names: &[&str], overwrite: bool) -> Resu
 
 /// The refusal of [`prepare_output_dir`] without creating anything: commands that compute for
 /// minutes before writing call it first, so the work never ends in a refused folder.
-pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
+pub fn check_output_dir(out: &Path, kind: &str, overwrite: bool) -> Result<()> {
     // `symlink_metadata`: a link to nothing "does not exist" for `exists`, yet blocks the folder.
     if std::fs::symlink_metadata(out).is_ok() && !out.is_dir() {
         return Err(RunError::OutputNotFolder { path: out.to_path_buf() });
@@ -142,10 +180,27 @@ pub fn check_output_dir(out: &Path, overwrite: bool) -> Result<()> {
             example: names[0].clone(),
         });
     }
-    if !is_hedge_folder(out) {
+    let Some(o) = ownership(out).filter(|o| o.folder) else {
         return Err(RunError::OutputNotHedges { path: out.to_path_buf(), example: names[0].clone() });
+    };
+    match o.kind {
+        Some(theirs) if theirs != kind => Err(RunError::OutputOfAnotherKind {
+            path: out.to_path_buf(),
+            theirs,
+            command: o.command.unwrap_or_else(|| "an earlier hedge command".into()),
+            ours: kind.to_string(),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            tracing::warn!(
+                "'{}' was made by hedge {} before it recorded which kind of folder it made; --overwrite takes it as \
+                 a {kind} (if another command wrote it, stop and choose another --out: files of both would mix)",
+                out.display(),
+                o.hedge
+            );
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Refuses a single output file `path` (flag `flag`) that would replace something of the
@@ -215,15 +270,44 @@ mod tests {
     fn an_output_folder_with_files_is_refused_unless_overwrite() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        prepare_output_dir(&out, false).unwrap();
+        prepare_output_dir(&out, "test run", false).unwrap();
         assert!(out.is_dir() && is_hedge_folder(&out));
         // Holding only hedge's marker, it counts as empty: a failed start blocks no rerun.
-        prepare_output_dir(&out, false).unwrap();
+        prepare_output_dir(&out, "test run", false).unwrap();
         write_atomic(&out.join("rounds.jsonl"), b"{}\n").unwrap();
-        let e = prepare_output_dir(&out, false).unwrap_err().to_string();
+        let e = prepare_output_dir(&out, "test run", false).unwrap_err().to_string();
         assert!(e.contains("rounds.jsonl") && e.contains("--overwrite"), "{e}");
-        prepare_output_dir(&out, true).unwrap();
+        prepare_output_dir(&out, "test run", true).unwrap();
         assert_eq!(std::fs::read(out.join("rounds.jsonl")).unwrap(), b"{}\n", "overwrite deletes nothing itself");
+    }
+
+    #[test]
+    fn overwrite_is_refused_in_a_folder_of_another_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        prepare_output_dir(&out, "active-learning experiment", false).unwrap();
+        write_atomic(&out.join("rounds.jsonl"), b"{}\n").unwrap();
+        let e = prepare_output_dir(&out, "hib training run", true).unwrap_err().to_string();
+        assert!(
+            e.contains("holds a active-learning experiment")
+                && e.contains("writes a hib training run")
+                && e.contains("another --out"),
+            "{e}"
+        );
+        assert_eq!(folder_kind(&out).as_deref(), Some("active-learning experiment"), "a refusal changes no marker");
+        // The same kind is replaced; a folder holding only a marker takes the new kind.
+        prepare_output_dir(&out, "active-learning experiment", true).unwrap();
+        let empty = dir.path().join("empty");
+        prepare_output_dir(&empty, "active-learning experiment", false).unwrap();
+        prepare_output_dir(&empty, "hib training run", false).unwrap();
+        assert_eq!(folder_kind(&empty).as_deref(), Some("hib training run"));
+        // A marker from before kinds were recorded is taken as the new kind (with a warning).
+        let old = dir.path().join("old");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(old.join(OWNER_FILE), "{\"hedge\": \"0.1.0\", \"folder\": true, \"files\": []}").unwrap();
+        std::fs::write(old.join("config.json"), "{}").unwrap();
+        prepare_output_dir(&old, "hib training run", true).unwrap();
+        assert_eq!(folder_kind(&old).as_deref(), Some("hib training run"));
     }
 
     #[test]
@@ -232,14 +316,14 @@ mod tests {
         let mine = dir.path().join("photos");
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(mine.join("holiday.png"), b"not hedge's").unwrap();
-        let e = prepare_output_dir(&mine, true).unwrap_err().to_string();
+        let e = prepare_output_dir(&mine, "test run", true).unwrap_err().to_string();
         assert!(e.contains("holiday.png") && e.contains("did not make") && e.contains("another --out"), "{e}");
         assert!(!is_hedge_folder(&mine), "a refused folder is not marked");
         assert_eq!(std::fs::read(mine.join("holiday.png")).unwrap(), b"not hedge's");
         // An empty folder of the user's is fine to write into (nothing to lose); it becomes hedge's.
         let empty = dir.path().join("empty");
         std::fs::create_dir(&empty).unwrap();
-        prepare_output_dir(&empty, false).unwrap();
+        prepare_output_dir(&empty, "test run", false).unwrap();
         assert!(is_hedge_folder(&empty));
     }
 
@@ -272,7 +356,7 @@ mod tests {
         let file = dir.path().join("notes.txt");
         std::fs::write(&file, b"mine").unwrap();
         for overwrite in [false, true] {
-            let e = prepare_output_dir(&file, overwrite).unwrap_err().to_string();
+            let e = prepare_output_dir(&file, "test run", overwrite).unwrap_err().to_string();
             assert!(e.contains("notes.txt") && e.contains("not a folder"), "{e}");
         }
         assert_eq!(std::fs::read(&file).unwrap(), b"mine");

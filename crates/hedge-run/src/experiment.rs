@@ -135,6 +135,10 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     /// manifest (removed when a new experiment starts over it with `--overwrite`).
     const FILES: &'static [&'static str];
 
+    /// The kind of folder the experiment writes (recorded in its ownership marker): `--overwrite`
+    /// refuses a folder of another kind, so two commands' files never mix.
+    const KIND: &'static str;
+
     /// The data the definition names, from `root`.
     fn load(&self, root: &Self::Root) -> Result<Self::Data, Self::Error>;
 
@@ -163,7 +167,7 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
     ) -> Result<Self::Summary, Self::Error> {
         self.check(data)?;
         let made_here = !out.exists();
-        let dir = RunDirectory::create(out, overwrite)?;
+        let dir = RunDirectory::create(out, Self::KIND, overwrite)?;
         let result = self.run_in(&dir, data, &mut progress);
         if result.is_err() {
             dir.abandon_if_unstarted(&written_files::<Self>(), made_here);

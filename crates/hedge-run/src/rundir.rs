@@ -77,11 +77,12 @@ pub struct RunDirectory {
 }
 
 impl RunDirectory {
-    /// Makes `path` a new run directory: creates it, or refuses one that already holds files
-    /// unless `overwrite` (then the experiment's files replace theirs; others are left alone).
-    /// Call it after every check and data load, so a bad argument leaves no folder behind.
-    pub fn create(path: &Path, overwrite: bool) -> Result<Self> {
-        crate::atomic::prepare_output_dir(path, overwrite)?;
+    /// Makes `path` a new run directory of `kind` ("hib training run"): creates it, or refuses
+    /// one that already holds files unless `overwrite` and it is hedge's folder of the same kind
+    /// (then the experiment's files replace theirs; others are left alone). Call it after every
+    /// check and data load, so a bad argument leaves no folder behind.
+    pub fn create(path: &Path, kind: &str, overwrite: bool) -> Result<Self> {
+        crate::atomic::prepare_output_dir(path, kind, overwrite)?;
         Ok(Self::at(path))
     }
 
@@ -673,7 +674,7 @@ mod tests {
     #[test]
     fn a_log_reads_back_as_far_as_its_checkpoint() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDirectory::create(&tmp.path().join("run"), false).unwrap();
+        let dir = RunDirectory::create(&tmp.path().join("run"), "test run", false).unwrap();
         for step in 1..=3u64 {
             dir.append_json_line("log.jsonl", &step).unwrap();
         }
@@ -732,7 +733,7 @@ mod tests {
     #[test]
     fn a_run_stopped_after_any_write_resumes_to_the_same_files() {
         let root = tempfile::tempdir().unwrap();
-        let straight = RunDirectory::create(&root.path().join("straight"), false).unwrap();
+        let straight = RunDirectory::create(&root.path().join("straight"), "test run", false).unwrap();
         job(&straight, 5).unwrap();
         let writes = straight.writes_done();
         // config, 5 log lines, 3 checkpoints of (2 staged + manifest + 2 renames), result.
@@ -740,7 +741,7 @@ mod tests {
         let expected = files(straight.path());
         for stop in 1..writes {
             let path = root.path().join(format!("stopped-{stop}"));
-            let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+            let dir = RunDirectory::create(&path, "test run", false).unwrap().stop_after_writes(stop);
             let err = job(&dir, 5).unwrap_err();
             assert!(matches!(err, RunError::WriterStopped { .. }), "{err}");
             let resumed = RunDirectory::open_to_resume(&path).unwrap();
@@ -752,7 +753,7 @@ mod tests {
     #[test]
     fn a_damaged_checkpoint_file_is_named() {
         let root = tempfile::tempdir().unwrap();
-        let dir = RunDirectory::create(root.path(), false).unwrap();
+        let dir = RunDirectory::create(root.path(), "test run", false).unwrap();
         job(&dir, 2).unwrap();
         std::fs::write(dir.file("b.json"), "7\n").unwrap();
         let e = RunDirectory::open_to_resume(root.path()).unwrap_err().to_string();
@@ -762,7 +763,7 @@ mod tests {
     #[test]
     fn logs_are_part_of_the_checkpoint() {
         let root = tempfile::tempdir().unwrap();
-        let dir = RunDirectory::create(root.path(), false).unwrap();
+        let dir = RunDirectory::create(root.path(), "test run", false).unwrap();
         job(&dir, 4).unwrap();
         let log = dir.file("log.jsonl");
         assert_eq!(dir.manifest().unwrap().unwrap().logs.len(), 1);
@@ -786,7 +787,7 @@ mod tests {
     #[test]
     fn a_line_cut_short_by_a_crash_is_skipped() {
         let root = tempfile::tempdir().unwrap();
-        let dir = RunDirectory::create(root.path(), false).unwrap();
+        let dir = RunDirectory::create(root.path(), "test run", false).unwrap();
         std::fs::write(dir.file("log.jsonl"), "1\n2\n{\"half").unwrap();
         assert_eq!(dir.read_json_lines::<u64>("log.jsonl").unwrap(), vec![1, 2]);
         std::fs::write(dir.file("log.jsonl"), "1\n{oops\n").unwrap();

@@ -386,3 +386,80 @@ fn no_command_replaces_a_folder_hedge_did_not_make() {
         assert_eq!(extra.len(), files.len(), "{args:?} added files: {extra:?}");
     }
 }
+
+/// One command per folder: `--overwrite` into a folder another command made is refused (its
+/// files, and the marker saying what it is, stay as they were); into a folder the same command
+/// made, it replaces that command's files (an ACS-FW export over an earlier export, once refused
+/// because exports wrote no marker).
+#[test]
+fn no_command_overwrites_a_folder_another_command_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gibbs = tmp.path().join("gibbs");
+    let export = tmp.path().join("export");
+    let index = tmp.path().join("index");
+    let ok = |args: &[&str]| {
+        let o = hedge_with(&[], args);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    ok(&["bayes", "gibbs", "--samples", "200", "--burn-in", "50", "--out", s(&gibbs)]);
+    ok(&[
+        "bench",
+        "acs-fw",
+        "--pool",
+        "100",
+        "--projections",
+        "10",
+        "--batch",
+        "5",
+        "--repeats",
+        "1",
+        "--export",
+        s(&export),
+    ]);
+    // An index folder as `hib index` marks it (building one needs a trained run).
+    hedge_run::prepare_output_dir(&index, hedge_embed::identification::INDEX_KIND, false).unwrap();
+    std::fs::write(index.join("index.json"), "{}").unwrap();
+    let snapshot = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = [snapshot(&gibbs), snapshot(&export), snapshot(&index)];
+    let run = committed_run();
+    let (g, x, i) = (s(&gibbs), s(&export), s(&index));
+    let crossings: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["hib", "train", "--steps", "1", "--overwrite", "--out", g], "Gibbs sampler demo"),
+        (vec!["active", "run", "--dataset", "uci/yacht", "--overwrite", "--out", g], "Gibbs sampler demo"),
+        (vec!["agnostic", "sweep", "--dataset", "adult", "--overwrite", "--out", x], "ACS-FW benchmark export"),
+        (vec!["bayes", "gp", "--dataset", "uci/yacht", "--overwrite", "--out", x], "ACS-FW benchmark export"),
+        (vec!["bayes", "spike-slab", "--overwrite", "--out", g], "Gibbs sampler demo"),
+        (vec!["hib", "search", "--index", i, "--probe", s(&run), "--overwrite", "--out", i], "hib index"),
+        (vec!["bench", "acs-fw", "--pool", "100", "--overwrite", "--export", g], "Gibbs sampler demo"),
+    ];
+    for (args, theirs) in crossings {
+        let err = refused_cleanly(&hedge_with(&[], &args));
+        assert!(err.contains(&format!("holds a {theirs}")) && err.contains("another --out"), "{args:?}: {err}");
+    }
+    assert_eq!(before, [snapshot(&gibbs), snapshot(&export), snapshot(&index)], "a refusal changes nothing");
+    // The same command replaces its own folder.
+    ok(&[
+        "bench",
+        "acs-fw",
+        "--pool",
+        "100",
+        "--projections",
+        "10",
+        "--batch",
+        "5",
+        "--repeats",
+        "1",
+        "--overwrite",
+        "--export",
+        x,
+    ]);
+    ok(&["bayes", "gibbs", "--samples", "200", "--burn-in", "50", "--overwrite", "--out", g]);
+}

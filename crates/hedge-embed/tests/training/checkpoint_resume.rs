@@ -188,6 +188,25 @@ fn a_run_directory_with_files_is_never_overwritten() {
     assert!(err.contains("config.json"), "{err}");
 }
 
+/// `--overwrite` over an earlier run removes every file a run writes, its own-data split
+/// included (once left behind, and then read as the new run's split), and nothing of the user's.
+#[test]
+fn overwrite_removes_every_file_of_the_earlier_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run");
+    let run = RunDir::create(&path).unwrap();
+    let written =
+        ["config.json", "data_split.json", "metrics.jsonl", "model.safetensors", "eval-final.json", "bench.md"];
+    for name in written {
+        std::fs::write(run.file(name), "earlier run").unwrap();
+    }
+    std::fs::write(run.file("notes.txt"), "mine").unwrap();
+    RunDir::create_with(&path, true).unwrap();
+    let left: Vec<String> = hedge_run::atomic::entries_besides_marker(&path);
+    assert_eq!(left, ["notes.txt"], "only the user's file stays");
+    assert_eq!(hedge_run::atomic::folder_kind(&path).as_deref(), Some(hedge_embed::run::RUN_KIND));
+}
+
 /// The files of a finished run that must not depend on where it was interrupted (the logs and
 /// `state.json` also hold wall-clock seconds, so they are compared field by field instead).
 fn deterministic_files(run: &RunDir) -> Vec<(String, Vec<u8>)> {

@@ -148,17 +148,21 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The kind of folder `bench acs-fw --export` writes (its ownership marker).
+pub const ACS_FW_EXPORT_KIND: &str = "ACS-FW benchmark export";
+
 /// Largest pool whose streamed batch is also run in memory to compare picks.
 const COMPARE_BYTES: u64 = 2 << 30;
 
 impl AcsFwBench {
     /// Times every case; with `export`, writes `pool_N_J.npz` (vectors, picks_b) for in-memory
     /// cases, keeps the streamed pools as `pool_N_J.npy`, and writes `rust.json` into that folder.
-    /// Streamed pools are otherwise written to a temporary folder and removed.
-    pub fn run(&self, export: Option<&Path>) -> Result<AcsFwReport> {
+    /// Streamed pools are otherwise written to a temporary folder and removed. The export folder
+    /// must be empty, or (with `overwrite`) an earlier export: it is marked as one.
+    pub fn run(&self, export: Option<&Path>, overwrite: bool) -> Result<AcsFwReport> {
         self.check_ref()?;
         if let Some(dir) = export {
-            std::fs::create_dir_all(dir).map_err(|e| invalid("export", dir.display(), e.to_string()))?;
+            hedge_run::prepare_output_dir(dir, ACS_FW_EXPORT_KIND, overwrite)?;
         }
         let mut cases = Vec::new();
         for &n in &self.pool {
@@ -328,7 +332,7 @@ mod tests {
             repeats: 1,
             storage: vec![PoolStorage::InMemory, PoolStorage::Streamed],
         };
-        let report = bench.run(Some(dir.path())).unwrap();
+        let report = bench.run(Some(dir.path()), false).unwrap();
         assert_eq!(report.cases.len(), 2);
         let (held, streamed) = (&report.cases[0], &report.cases[1]);
         assert!(held.iterations_run <= 4 && held.batch_points >= 1 && held.seconds_per_batch > 0.0);

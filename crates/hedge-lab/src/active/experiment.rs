@@ -29,6 +29,9 @@ pub const SUMMARY_FILE: &str = "summary.json";
 pub const TABLE_FILE: &str = "table.md";
 /// What an active-learning experiment writes besides its definition and checkpoint.
 const EXPERIMENT_FILES: [&str; 3] = [ROUNDS_FILE, SUMMARY_FILE, TABLE_FILE];
+/// The kind of folder `active run` writes (its ownership marker; regression and classification
+/// experiments write the same files).
+pub const ACTIVE_EXPERIMENT_KIND: &str = "active-learning experiment";
 
 /// `progress.json` of an active-learning experiment: the runs (seed × method, seeds outer)
 /// finished, the lines of `rounds.jsonl` that belong to the checkpoint, and the loop under way.
@@ -120,6 +123,7 @@ impl Experiment for RegressionExperiment {
     type Finished = RunFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
+    const KIND: &'static str = ACTIVE_EXPERIMENT_KIND;
 
     /// The UCI set `dataset` names (`uci/<name>`), from `root`, or the user's CSV file (which
     /// needs no data root).
@@ -524,6 +528,7 @@ impl Experiment for ClassificationExperiment {
     type Finished = RunFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
+    const KIND: &'static str = ACTIVE_EXPERIMENT_KIND;
 
     fn load(&self, root: &DataRoot) -> Result<Mnist> {
         Ok(Mnist::load(&root.dir()?.join(&self.dataset))?)

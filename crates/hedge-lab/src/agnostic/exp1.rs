@@ -44,7 +44,7 @@ impl Exp1Config {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.data.seed.wrapping_add(7));
         let context_test = ImageSet::new(&ContextSet::backgrounds_only(self.data.test, &backgrounds, &mut rng));
         let tensors = ContextTensors::new(&data);
-        let dir = RunDirectory::create(out, overwrite)?;
+        let dir = RunDirectory::create(out, "agnostic Experiment 1", overwrite)?;
         dir.write_json("config.json", self)?;
         let points = cross_domain(&tensors, &context_test, self.model, &self.train, self.every)?;
         let mut lines = Vec::new();

@@ -478,6 +478,7 @@ impl Experiment for SweepConfig {
     type Finished = NetworkFinished;
     type Error = LabError;
     const FILES: &'static [&'static str] = &[METRICS_FILE, SUMMARY_FILE, TABLE_FILE];
+    const KIND: &'static str = "agnostic sweep";
 
     fn load(&self, root: &DataRoot) -> Result<PreparedData> {
         PreparedData::rebuild(self, root)
@@ -962,6 +963,30 @@ pub struct SweepSummary {
     /// The fields left `null` and why (a spread over one repeat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undefined: Vec<hedge_run::undefined::Undefined>,
+    /// Why the numbers should not be trusted, where they should not (too few test rows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Fewer test rows than this under an accuracy, and its standard error at .5 exceeds .05: too
+/// wide to tell a probe from chance or one α from another.
+pub const FEWEST_MEASURED_ROWS: usize = 100;
+
+/// The warning a sweep on a small table ends with: its accuracies rest on `test_rows` rows and
+/// its probes' on half of them.
+pub fn small_table_warning(description: &DataDescription) -> Option<String> {
+    let test_rows = match description {
+        DataDescription::UserTable { test_rows, .. } | DataDescription::Tabular { test_rows, .. } => *test_rows,
+        _ => return None,
+    };
+    let probe_rows = test_rows / 2;
+    (probe_rows < FEWEST_MEASURED_ROWS).then(|| {
+        format!(
+            "the probes are scored on {probe_rows} rows and the network on {test_rows} (one standard error at .5: \
+             ±{:.2}), too few to tell a probe from chance; use a table with more rows, or a larger --test-fraction",
+            0.5 / (probe_rows.max(1) as f64).sqrt()
+        )
+    })
 }
 
 /// Rebuilds `summary.json`, `table.md` and the figures of the sweep in `out` from its
@@ -1008,7 +1033,11 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         dataset: config.dataset.name().to_string(),
         protected_chance: chance,
         undefined: Vec::new(),
+        warnings: small_table_warning(&config.data).into_iter().collect(),
     };
+    for w in &summary.warnings {
+        tracing::warn!("{}: {w}", dir.path().display());
+    }
     let undefined = hedge_run::undefined::explain_nulls(
         &summary,
         &[hedge_run::undefined::NullReason::new("*.std", hedge_eval::ONE_RUN_SPREAD)],
@@ -1054,6 +1083,9 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
             alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), agnostic(a))).collect::<Vec<_>>().join(", ")
         ));
     }
+    for w in &summary.warnings {
+        md.push_str(&format!("\n**Warning:** {w}.\n"));
+    }
     md.push_str(&format!("\nCommand: `{}`\n", config.command));
     dir.write_bytes(TABLE_FILE, md.as_bytes())?;
     let curve = |(title, label): &Curve| -> hedge_plot::MeanCurve {
@@ -1090,6 +1122,20 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_on_too_few_test_rows_says_so() {
+        let table =
+            |test_rows| DataDescription::Tabular { features: 3, protected: "s".into(), test_rows, train_rows: 14 };
+        // 20 rows at the default 0.3: 6 test rows, 3 per probe half; SE at .5 = .5 / sqrt(3).
+        let w = small_table_warning(&table(6)).unwrap();
+        assert!(w.contains("scored on 3 rows") && w.contains("on 6") && w.contains("±0.29"), "{w}");
+        assert!(small_table_warning(&table(2 * FEWEST_MEASURED_ROWS - 1)).is_some());
+        // Adult's 16,281 test rows, and an image set, are no cause for a warning.
+        assert_eq!(small_table_warning(&table(16_281)), None);
+        assert_eq!(small_table_warning(&table(2 * FEWEST_MEASURED_ROWS)), None);
+        assert_eq!(small_table_warning(&DataDescription::ContextSettings(ContextMnistConfig::default())), None);
+    }
 
     fn assert_close(a: &BTreeMap<String, SummaryNode>, b: &BTreeMap<String, SummaryNode>, at: &str) {
         assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{at}");
@@ -1164,7 +1210,7 @@ mod tests {
             )));
             let committed: SweepSummary = dir.read_json(SUMMARY_FILE).unwrap();
             let copy = tempfile::tempdir().unwrap();
-            let scratch = RunDirectory::create(copy.path(), false).unwrap();
+            let scratch = RunDirectory::create(copy.path(), "agnostic sweep", false).unwrap();
             let rebuilt = write_report(&scratch, &config, &audits).unwrap();
             // Older sweeps were summarised from floats parsed less exactly (last-digit
             // differences) and, on Context-MNIST, with the probes' chance rate instead of the

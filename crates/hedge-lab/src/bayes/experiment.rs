@@ -251,6 +251,11 @@ impl GpFit {
     }
 }
 
+/// The kind of folder a GP fit writes (its ownership marker).
+pub const GP_FIT_KIND: &str = "GP fit";
+/// The kind of folder a GP suite writes (one GP fit folder per dataset in it).
+pub const GP_SUITE_KIND: &str = "GP suite";
+
 /// Fits `template` on every dataset of `datasets` into `out/<name>/`, reusing each dataset whose
 /// `result.json` exists (the suite resumes), and writes `summary.json` (the reports) and
 /// `table.md`. Returns the reports and the table.
@@ -263,7 +268,7 @@ pub fn gp_suite(
     mut on_dataset: impl FnMut(&str, bool),
     mut observer: impl FnMut(FitProgress),
 ) -> Result<(Vec<GpReport>, String)> {
-    let suite = RunDirectory::create(out, true)?;
+    let suite = RunDirectory::create(out, GP_SUITE_KIND, true)?;
     let mut reports = Vec::new();
     for name in datasets {
         let folder = out.join(name);
@@ -275,7 +280,7 @@ pub fn gp_suite(
             let run = GpRun { dataset: format!("uci/{name}"), ..template.clone() };
             let fit = run.fit(root, &mut observer)?;
             // The suite owns its datasets' folders (one without result.json is a failed fit).
-            fit.write(&RunDirectory::create(&folder, true)?, command)?;
+            fit.write(&RunDirectory::create(&folder, GP_FIT_KIND, true)?, command)?;
             fit.report
         };
         reports.push(report);
@@ -355,7 +360,7 @@ impl LengthscaleStudy {
     /// `lengthscales.md` and `lengthscales.png`. Returns the rows and the table.
     pub fn run(&self, out: &Path, overwrite: bool) -> Result<(Vec<LengthscaleRow>, String)> {
         self.check_ref()?;
-        let dir = RunDirectory::create(out, overwrite)?;
+        let dir = RunDirectory::create(out, "GP lengthscale study", overwrite)?;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
         let train_x: Vec<f64> = (0..self.points).map(|_| -5.0 + 10.0 * rng.random::<f64>()).collect();
         let train_y: Vec<f64> =
@@ -483,7 +488,7 @@ impl GibbsDemo {
         self.check_ref()?;
         if let Some(out) = out {
             // Refuse a folder with files before sampling, not after.
-            hedge_run::atomic::check_output_dir(out, overwrite)?;
+            hedge_run::atomic::check_output_dir(out, "Gibbs sampler demo", overwrite)?;
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.sampler.seed.wrapping_add(12345));
         let x: Vec<f64> =
@@ -513,7 +518,7 @@ impl GibbsDemo {
             truth: Truth { beta: 1.0 / (self.true_sd * self.true_sd), mu: self.true_mean },
         };
         if let Some(out) = out {
-            let dir = RunDirectory::create(out, overwrite)?;
+            let dir = RunDirectory::create(out, "Gibbs sampler demo", overwrite)?;
             dir.write_json("config.json", self)?;
             dir.write_json("summary.json", &summary)?;
             let flat = |c: &[Vec<f64>]| {
@@ -598,7 +603,7 @@ impl SpikeSlabDemo {
     pub fn run(&self, out: Option<&Path>, overwrite: bool) -> Result<SpikeSlabResult> {
         self.check_ref()?;
         if let Some(out) = out {
-            hedge_run::atomic::check_output_dir(out, overwrite)?;
+            hedge_run::atomic::check_output_dir(out, "spike-and-slab demo", overwrite)?;
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
         let x = Mat::from_fn(self.n, self.d, |_, _| rng.sample::<f64, _>(StandardNormal));
@@ -639,7 +644,7 @@ impl SpikeSlabDemo {
             included: fit.included.clone(),
         };
         if let Some(out) = out {
-            let dir = RunDirectory::create(out, overwrite)?;
+            let dir = RunDirectory::create(out, "spike-and-slab demo", overwrite)?;
             dir.write_json("config.json", self)?;
             dir.write_json("result.json", &result)?;
             let mut csv = String::from("index,true_weight,posterior_mean,posterior_sd,included\n");

@@ -398,6 +398,7 @@ impl Experiment for ReproduceConfig {
     type Finished = FinishedRun;
     type Error = crate::LabError;
 
+    const KIND: &'static str = "hib reproduction";
     const FILES: &'static [&'static str] = &[
         RUNS_LOG,
         "summary.json",

@@ -52,7 +52,12 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
 
     // The writes of a run: the config, then per round a log line and a checkpoint (progress
     // staged, manifest, rename), then summary and table.
-    let counted = RunDirectory::create(&root.path().join("counted"), false).unwrap();
+    let counted = RunDirectory::create(
+        &root.path().join("counted"),
+        hedge_lab::active::experiment::ACTIVE_EXPERIMENT_KIND,
+        false,
+    )
+    .unwrap();
     counted.write_json(CONFIG_FILE, &exp).unwrap();
     let x = faer::Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
     let per_seed = exp.methods.len();
@@ -77,7 +82,9 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
     // Stop after every write of the rounds and of the report (+2), resume, compare.
     for stop in 1..writes + 2 {
         let path = root.path().join(format!("stopped-{stop}"));
-        let stopped = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+        let stopped = RunDirectory::create(&path, hedge_lab::active::experiment::ACTIVE_EXPERIMENT_KIND, false)
+            .unwrap()
+            .stop_after_writes(stop);
         stopped.write_json(CONFIG_FILE, &exp).unwrap();
         if let Err(e) = run_rounds(&stopped) {
             assert!(e.to_string().contains("fault injection"), "stop {stop}: {e}");

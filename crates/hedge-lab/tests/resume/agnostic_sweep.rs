@@ -55,7 +55,7 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
     let writes = 2 + 2 * 4 + 2;
     for stop in 1..writes {
         let path = root.path().join(format!("stopped-{stop}"));
-        let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+        let dir = RunDirectory::create(&path, "agnostic sweep", false).unwrap().stop_after_writes(stop);
         let e = config.run_in(&dir, &data, |_| {}).unwrap_err().to_string();
         assert!(e.contains("fault injection"), "stop {stop}: {e}");
         let (_, summary) = SweepConfig::resume(&path, &hedge_data::DataRoot::at(&data_dir), |_| {}).unwrap();

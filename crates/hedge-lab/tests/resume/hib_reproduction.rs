@@ -62,7 +62,7 @@ fn a_reproduction_stopped_after_any_single_write_resumes_to_the_same_tables() {
     let writes = 2 + 3 * 4 + 4;
     for stop in 1..writes {
         let path = root.path().join(format!("stopped-{stop}"));
-        let dir = RunDirectory::create(&path, false).unwrap().stop_after_writes(stop);
+        let dir = RunDirectory::create(&path, "hib reproduction", false).unwrap().stop_after_writes(stop);
         // Stopped after its first run was logged and checkpointed, the reproduction trains the
         // other two on resuming; stopped elsewhere, its trained run folders are there already
         // (they are written apart from the reproduction's own files) and are read back.
