@@ -289,8 +289,8 @@ mod tests {
         write_atomic(&out.join("rounds.jsonl"), b"{}\n").unwrap();
         let e = prepare_output_dir(&out, "hib training run", true).unwrap_err().to_string();
         assert!(
-            e.contains("holds a active-learning experiment")
-                && e.contains("writes a hib training run")
+            e.contains("kind 'active-learning experiment'")
+                && e.contains("of kind 'hib training run'")
                 && e.contains("another --out"),
             "{e}"
         );

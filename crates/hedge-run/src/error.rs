@@ -53,7 +53,7 @@ pub enum RunError {
     #[error("'{path}' holds files hedge did not make there (e.g. '{example}'; the folder has no .hedge-owned marker), so --overwrite cannot replace anything in it; choose another --out (if an earlier hedge version wrote this folder before it marked its folders, delete the folder yourself)")]
     OutputNotHedges { path: PathBuf, example: String },
 
-    #[error("'{path}' holds a {theirs} (written by `{command}`), and this command writes a {ours}: --overwrite replaces only a folder of its own kind, so that two commands' files never mix; choose another --out, or delete that folder yourself")]
+    #[error("'{path}' is a folder of kind '{theirs}' (written by `{command}`), and this command writes one of kind '{ours}': --overwrite replaces only a folder of its own kind, so that two commands' files never mix; choose another --out, or delete that folder yourself")]
     OutputOfAnotherKind { path: PathBuf, theirs: String, command: String, ours: String },
 
     #[error("--out '{path}' is not a folder (a file or a link to nothing is there); choose another --out")]

@@ -442,7 +442,7 @@ fn no_command_overwrites_a_folder_another_command_made() {
     ];
     for (args, theirs) in crossings {
         let err = refused_cleanly(&hedge_with(&[], &args));
-        assert!(err.contains(&format!("holds a {theirs}")) && err.contains("another --out"), "{args:?}: {err}");
+        assert!(err.contains(&format!("of kind '{theirs}'")) && err.contains("another --out"), "{args:?}: {err}");
     }
     assert_eq!(before, [snapshot(&gibbs), snapshot(&export), snapshot(&index)], "a refusal changes nothing");
     // The same command replaces its own folder.
