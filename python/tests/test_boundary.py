@@ -241,3 +241,22 @@ def test_acs_fw_refuses_a_pool_it_cannot_weigh_instead_of_returning_an_empty_bat
     # A well-posed pool still gives min(batch_size, N) distinct points.
     batch = active.acs_fw(np.random.default_rng(0).normal(size=(50, 10)), batch_size=3)
     assert len(batch.indices) == 3
+
+
+# --- One command per folder: a folder of another kind is never overwritten. ---
+
+
+def test_overwrite_refuses_a_folder_another_command_made(data_dir, tmp_path):
+    """``hib.train(..., overwrite=True)`` into a folder hedge made for an agnostic sweep (its
+    ``.hedge-owned`` marker, as ``hedge agnostic sweep`` writes it) is refused naming both kinds,
+    and the sweep's files stay as they were."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    marker = '{"hedge": "0.1.0", "folder": true, "kind": "agnostic sweep", "command": "hedge agnostic sweep", "files": []}'
+    (sweep / ".hedge-owned").write_text(marker)
+    (sweep / "table.md").write_text("the sweep's table")
+    with pytest.raises(ValueError, match=r"of kind 'agnostic sweep'.*of kind 'hib training run'"):
+        hib.train(sweep, config={"steps": 1}, overwrite=True, progress=False)
+    assert sorted(p.name for p in sweep.iterdir()) == [".hedge-owned", "table.md"]
+    assert (sweep / "table.md").read_text() == "the sweep's table"
+    assert (sweep / ".hedge-owned").read_text() == marker
