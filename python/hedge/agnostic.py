@@ -27,7 +27,17 @@ import numpy as np
 from . import _hedge
 from ._arrays import Estimator, matrix, vector
 
-__all__ = ["Audit", "Leace", "ProbeChoice", "ProbeResult", "audit", "group_balancing_weights", "probe"]
+__all__ = [
+    "Audit",
+    "Eraser",
+    "Leace",
+    "ProbeChoice",
+    "ProbeResult",
+    "audit",
+    "erasers",
+    "group_balancing_weights",
+    "probe",
+]
 
 #: The audit's pass criterion: the tuned MLP probe reads at most this much more accuracy from
 #: the features than from the decisions (results/agnostic/decision-floor/).
@@ -138,6 +148,47 @@ class Leace(Estimator):
 
     def fit_transform(self, X, concept, sample_weight=None) -> np.ndarray:
         return self.fit(X, concept, sample_weight).transform(X)
+
+
+def erasers() -> dict:
+    """The registered concept erasers, ``{kind: what it does}``: every one :class:`Eraser` and
+    ``hedge agnostic sweep --removal`` take (an eraser added to hedge appears here by itself)."""
+    return dict(_hedge.eraser_kinds())
+
+
+class Eraser(Estimator):
+    """Any registered concept eraser (:func:`erasers`), fitted on features and concept labels and
+    applied at ``strength`` (1: full erasure; lower values move each row part of the way).
+    ``params`` are the eraser's settings (``Eraser("inlp", params={"iterations": 4})``); an
+    unknown kind or parameter is a ``ValueError`` naming the known ones. Fitted attributes:
+    ``rank_`` (dimensions erased) and ``reads_concept_`` (whether :meth:`transform` needs each
+    row's concept label, as quadratic LEACE's oracle does)."""
+
+    def __init__(self, kind: str = "leace", strength: float = 1.0, params: Optional[dict] = None, seed: int = 0):
+        self.kind = kind
+        self.strength = strength
+        self.params = params
+        self.seed = seed
+
+    def fit(self, X, concept, sample_weight=None) -> "Eraser":
+        x = matrix(X)
+        z = _concept(concept, x.shape[0], "concept")
+        w = None if sample_weight is None else vector(sample_weight, x.shape[0], "sample_weight")
+        self.eraser_ = _hedge.eraser_fit(str(self.kind), json.dumps(self.params or {}), x, z, w, int(self.seed))
+        self.rank_ = self.eraser_.rank
+        self.reads_concept_ = self.eraser_.reads_concept
+        self.n_features_in_ = x.shape[1]
+        return self
+
+    def transform(self, X, concept=None) -> np.ndarray:
+        """``X`` ``[n, d]`` with the concept erased at ``strength``."""
+        self._check_fitted("eraser_")
+        x = matrix(X, n_features=self.n_features_in_)
+        z = None if concept is None else _concept(concept, x.shape[0], "concept")
+        return self.eraser_.erase(x, z, float(self.strength))
+
+    def fit_transform(self, X, concept, sample_weight=None) -> np.ndarray:
+        return self.fit(X, concept, sample_weight).transform(X, concept)
 
 
 def _split(train_features, train_concept, test_features, test_concept):

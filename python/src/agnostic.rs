@@ -3,7 +3,8 @@
 //! mutual-information lower bound — on features or on a classifier's decisions (the floor).
 
 use hedge_agnostic::audit::{probe, probe_pair, ProbeConfig, ProbeKind};
-use hedge_agnostic::erasure::Leace;
+use hedge_agnostic::eraser::{EraserSpec, ERASERS};
+use hedge_agnostic::erasure::{Erasure, Leace};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -52,6 +53,115 @@ impl LeaceEraser {
     fn rank(&self) -> usize {
         self.0.rank
     }
+}
+
+/// A fitted registered eraser (`hedge.agnostic.Eraser`): any kind of
+/// `hedge_agnostic::eraser::ERASERS`, fitted at strength 1 and applied at any strength.
+#[pyclass(module = "hedge._hedge")]
+pub struct FittedEraser {
+    // A Mutex makes the class Sync (a fitted eraser holds libtorch tensors, which are Send only).
+    erasure: std::sync::Mutex<Erasure>,
+    features: usize,
+    rank: usize,
+    reads_concept: bool,
+}
+
+#[pymethods]
+impl FittedEraser {
+    /// `x` `[n, d]` with the concept erased at `strength` ∈ [0, 1]; `concept` `[n]` is needed
+    /// by erasers that read each row's label (`reads_concept`).
+    #[pyo3(signature = (x, concept, strength))]
+    fn erase<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'_, f64>,
+        concept: Option<PyReadonlyArray1<'_, i64>>,
+        strength: f64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        crate::guarded(|| {
+            let (n, d) = (x.as_array().nrows(), x.as_array().ncols());
+            if d != self.features {
+                return Err(PyValueError::new_err(format!(
+                    "`X` has {d} features but the eraser was fitted on {}",
+                    self.features
+                )));
+            }
+            if !(0.0..=1.0).contains(&strength) {
+                return Err(PyValueError::new_err(format!("strength {strength} must lie in [0, 1]")));
+            }
+            let labels = match (&concept, self.reads_concept) {
+                (Some(c), _) if c.len()? != n => {
+                    return Err(PyValueError::new_err(format!("`concept` has {} labels for {n} rows", c.len()?)))
+                }
+                (Some(c), _) => Tensor::from_slice(c.as_slice()?),
+                (None, false) => Tensor::zeros([n as i64], (Kind::Int64, tch::Device::Cpu)),
+                (None, true) => {
+                    return Err(PyValueError::new_err(
+                        "this eraser reads each row's concept label when erasing: pass `concept`",
+                    ))
+                }
+            };
+            let f = Tensor::from_slice(x.as_slice()?).reshape([n as i64, d as i64]);
+            let mut erasure = self.erasure.lock().map_err(|_| PyValueError::new_err("the eraser is unusable"))?;
+            erasure.set_strength(strength).map_err(value_error)?;
+            let erased: Vec<f64> = Vec::try_from(erasure.erase(&f, &labels).flatten(0, -1)).map_err(value_error)?;
+            Ok(numpy::ndarray::Array2::from_shape_vec((n, d), erased).expect("n·d values").into_pyarray(py))
+        })
+    }
+    /// The number of dimensions erased.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    /// Whether erasing needs each row's concept label.
+    #[getter]
+    fn reads_concept(&self) -> bool {
+        self.reads_concept
+    }
+}
+
+/// Fits the registered eraser `kind` with `params` (a JSON object) on `x` `[n, d]` and `concept`.
+#[pyfunction]
+#[pyo3(signature = (kind, params, x, concept, weights = None, seed = 0))]
+pub fn eraser_fit(
+    py: Python<'_>,
+    kind: &str,
+    params: &str,
+    x: PyReadonlyArray2<'_, f64>,
+    concept: PyReadonlyArray1<'_, i64>,
+    weights: Option<PyReadonlyArray1<'_, f64>>,
+    seed: u64,
+) -> PyResult<FittedEraser> {
+    crate::guarded(|| {
+        let mut spec = EraserSpec::new(kind);
+        let params: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(params).map_err(|e| PyValueError::new_err(format!("eraser parameters: {e}")))?;
+        for (k, v) in params {
+            spec = spec.with(&k, v);
+        }
+        let eraser = spec.build().map_err(value_error)?;
+        let (n, d) = (x.as_array().nrows(), x.as_array().ncols());
+        let (x, z) = (x.as_slice()?.to_vec(), concept.as_slice()?.to_vec());
+        let w = weights.map(|w| w.as_slice().map(<[f64]>::to_vec)).transpose()?;
+        let erasure = py
+            .detach(|| {
+                let f = Tensor::from_slice(&x).reshape([n as i64, d as i64]);
+                Erasure::fit(eraser.as_ref(), 1.0, &f, &Tensor::from_slice(&z), w.as_deref(), seed)
+            })
+            .map_err(value_error)?;
+        Ok(FittedEraser {
+            features: d,
+            rank: erasure.rank(),
+            reads_concept: erasure.reads_concept(),
+            erasure: std::sync::Mutex::new(erasure),
+        })
+    })
+}
+
+/// The registered erasers: (kind, what it does).
+#[pyfunction]
+pub fn eraser_kinds() -> Vec<(String, String)> {
+    ERASERS.iter().map(|r| (r.kind.to_string(), r.about.to_string())).collect()
 }
 
 #[pyfunction]

@@ -71,6 +71,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bayes::LinearPosterior>()?;
     m.add_class::<bayes::ProbitPosterior>()?;
     m.add_class::<agnostic::LeaceEraser>()?;
+    m.add_class::<agnostic::FittedEraser>()?;
     m.add_class::<hib_run::HibRun>()?;
     m.add_class::<ann::AnnGraph>()?;
     m.add_class::<shards::GalleryShard>()?;
@@ -101,6 +102,8 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::lcmd_heaviest_cluster, m)?,
         wrap_pyfunction!(active::lcmd_farthest_pick, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,
+        wrap_pyfunction!(agnostic::eraser_fit, m)?,
+        wrap_pyfunction!(agnostic::eraser_kinds, m)?,
         wrap_pyfunction!(ann::ann_build, m)?,
         wrap_pyfunction!(ann::ann_load, m)?,
         wrap_pyfunction!(ann::ann_from_bytes, m)?,

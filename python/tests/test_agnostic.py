@@ -82,3 +82,35 @@ def test_bad_arguments_are_refused():
         agnostic.probe(x, [0, 1, 0, 1], x, [0, 1, 0, 1], kind="svm")
     with pytest.raises(ValueError, match="both `train_decisions` and `test_decisions`"):
         agnostic.audit(x, [0, 1, 0, 1], x, [0, 1, 0, 1], train_decisions=x)
+
+
+def test_every_registered_eraser_runs_through_one_class(pooled):
+    """``agnostic.Eraser(kind)`` reaches every eraser of the library's registry: LEACE through
+    it is the same map as :class:`Leace`; the mean-difference eraser equalises the parity
+    classes' means (checked with NumPy) and removes one dimension; INLP takes its parameter;
+    quadratic LEACE, an oracle, refuses to erase without the rows' labels; unknown kinds and
+    parameters are refused naming the known ones."""
+    xtr, ztr, _, xte, zte, _ = pooled
+    assert {"leace", "inlp", "quadratic-leace", "mean-difference"} <= set(agnostic.erasers())
+    np.testing.assert_allclose(
+        agnostic.Eraser("leace").fit(xtr, ztr).transform(xte), agnostic.Leace().fit(xtr, ztr).transform(xte), atol=1e-10
+    )
+    md = agnostic.Eraser("mean-difference").fit(xtr, ztr)
+    erased = md.transform(xtr)
+    assert md.rank_ == 1 and not md.reads_concept_
+    gap = erased[ztr == 1].mean(0) - erased[ztr == 0].mean(0)
+    assert np.abs(gap).max() < 1e-9 * np.abs(xtr).max()
+    # An orthogonal projection: what it removes is one direction, orthogonal to what it keeps.
+    removed = xtr - erased
+    assert np.linalg.matrix_rank(removed - removed.mean(0), tol=1e-8) == 1
+    np.testing.assert_allclose(agnostic.Eraser("mean-difference", strength=0.0).fit(xtr, ztr).transform(xte), xte)
+    assert agnostic.Eraser("inlp", params={"iterations": 2}).fit(xtr, ztr).rank_ >= 2
+    quadratic = agnostic.Eraser("quadratic-leace").fit(xtr, ztr)
+    assert quadratic.reads_concept_
+    with pytest.raises(ValueError, match="pass `concept`"):
+        quadratic.transform(xte)
+    assert quadratic.transform(xte, zte).shape == xte.shape
+    with pytest.raises(ValueError, match="leace, inlp"):
+        agnostic.Eraser("pca").fit(xtr, ztr)
+    with pytest.raises(ValueError, match="no parameters"):
+        agnostic.Eraser("leace", params={"iterations": 3}).fit(xtr, ztr)

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use tch::nn::{self, Module, OptimizerConfig};
 use tch::{Device, Kind, Tensor};
 
+use crate::eraser::{Eraser, EraserSpec, FittedEraser, Registration};
 use crate::error::{invalid, Result};
 use crate::gaussian::{barycentre, effective_rows, oas_shrink, transport_map, weighted_moments};
 use crate::model::{AgnosticNet, ModelConfig};
@@ -41,7 +42,9 @@ fn matrix(x: &[f64], n: usize, d: usize) -> Mat<f64> {
 }
 
 /// Checks `x` holds `n` finite rows of `d` values and `z` one label in `0..` per row.
-fn check_rows(x: &[f64], d: usize, z: &[i64]) -> Result<usize> {
+/// Refuses rows an eraser cannot fit (shapes, non-finite values, negative labels, a size over
+/// the memory budget); returns the number of rows.
+pub(crate) fn check_rows(x: &[f64], d: usize, z: &[i64]) -> Result<usize> {
     if d == 0 || x.len() % d != 0 || x.len() / d != z.len() || z.len() < 2 {
         return Err(invalid(
             "erasure data",
@@ -66,7 +69,7 @@ fn check_rows(x: &[f64], d: usize, z: &[i64]) -> Result<usize> {
 }
 
 /// `weights` scaled to sum to 1 (uniform when absent), refused unless finite, ≥ 0 and not all 0.
-fn normalised_weights(weights: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
+pub(crate) fn normalised_weights(weights: Option<&[f64]>, n: usize) -> Result<Vec<f64>> {
     match weights {
         Some(w) if w.len() != n || w.iter().any(|v| !(v.is_finite() && *v >= 0.0)) || w.iter().sum::<f64>() <= 0.0 => {
             Err(invalid("erasure weights", w.len(), format!("need {n} finite weights ≥ 0, not all 0")))
@@ -295,34 +298,49 @@ pub fn inlp(
 /// How a sweep removes the concept. With an eraser, each network is trained without an
 /// adversary (α = 0), the eraser is fitted on its frozen features, G_y is retrained on the erased
 /// features, and the sweep's α is the erasure strength (0: nothing erased, 1: all of it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+/// Written as `{"kind": "adversary"}` or an eraser's settings ([`EraserSpec`]).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Removal {
     /// The training's own adversary (`TrainConfig::adversary`) at weight α.
     #[default]
     Adversary,
-    /// LEACE on the frozen features.
-    Leace,
-    /// INLP with this many logistic-regression rounds.
-    Inlp { iterations: usize },
-    /// [`QuadraticLeace`] on the frozen features: class means and covariances made equal, with
-    /// the concept label of every row read when erasing (an oracle).
-    QuadraticLeace,
+    /// A registered eraser ([`crate::eraser::ERASERS`]) on the frozen features.
+    Erase(EraserSpec),
 }
 
 impl Removal {
+    /// The registered eraser `kind` with its default parameters.
+    pub fn eraser(kind: &str) -> Self {
+        Removal::Erase(EraserSpec::new(kind))
+    }
+
     /// Whether the concept is removed after training (α is then a strength, not a weight).
-    pub fn is_post_hoc(self) -> bool {
+    pub fn is_post_hoc(&self) -> bool {
         !matches!(self, Removal::Adversary)
     }
 
-    pub fn name(self) -> String {
+    /// How reports name it (`adversary`, `leace`, `inlp-10`).
+    pub fn name(&self) -> String {
         match self {
             Removal::Adversary => "adversary".into(),
-            Removal::Leace => "leace".into(),
-            Removal::Inlp { iterations } => format!("inlp-{iterations}"),
-            Removal::QuadraticLeace => "quadratic-leace".into(),
+            Removal::Erase(spec) => spec.label(),
         }
+    }
+}
+
+impl Serialize for Removal {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Removal::Adversary => EraserSpec::new("adversary").serialize(serializer),
+            Removal::Erase(spec) => spec.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Removal {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let spec = EraserSpec::deserialize(deserializer)?;
+        Ok(if spec.kind == "adversary" && spec.params.is_empty() { Removal::Adversary } else { Removal::Erase(spec) })
     }
 }
 
@@ -331,111 +349,217 @@ fn rows_of(t: &Tensor) -> Result<Vec<f64>> {
     Vec::try_from(t.to_kind(Kind::Double).flatten(0, -1)).map_err(|e| invalid("features", e, "copy"))
 }
 
-/// A fitted eraser as tensors (f64).
-enum ErasureMap {
-    /// x − s·(x − μ)Pᵀ: `mean` `[1, d]`, `projection_t` Pᵀ `[d, d]`.
-    Linear { mean: Tensor, projection_t: Tensor },
-    /// x + s·(μ̄ + (x − μ_z)T_z − x): `global_mean` `[1, d]`, `class_means` `[k, d]`, `maps`
-    /// `[k, d, d]` (each T_z symmetric).
-    Quadratic { global_mean: Tensor, class_means: Tensor, maps: Tensor },
-}
-
-/// A frozen network's features seen through a fitted eraser, with a fresh G_y (the same shape
-/// as the network's) trained on the erased features.
-pub struct ErasedFeatures {
-    map: ErasureMap,
-    strength: f64,
-    /// Dimensions the eraser removes (the feature width for the quadratic eraser, which moves
-    /// every direction).
-    pub rank: usize,
-    head: nn::Sequential,
-    vars: nn::VarStore,
-}
-
 fn double_matrix(m: &Mat<f64>) -> Tensor {
     let values: Vec<f64> = (0..m.nrows()).flat_map(|i| (0..m.ncols()).map(move |j| m[(i, j)])).collect();
     Tensor::from_slice(&values).reshape([m.nrows() as i64, m.ncols() as i64])
 }
 
-impl ErasedFeatures {
-    /// Fits `removal` on features `fit_f` with concept `fit_a` (rows weighted by `fit_weights`),
-    /// then trains a fresh G_y of `hidden` units on the erased `train_f` (concept `train_a`) →
-    /// `train_y` (Adam 1e-3, minibatches of 128, `steps` steps, seeded by `seed`).
+/// A fitted affine eraser as tensors (f64): x − s·(x − μ)Pᵀ (LEACE, INLP).
+struct LinearMap {
+    /// μ, `[1, d]`.
+    mean: Tensor,
+    /// Pᵀ, `[d, d]`.
+    projection_t: Tensor,
+    rank: usize,
+}
+
+impl From<Leace> for LinearMap {
+    fn from(eraser: Leace) -> Self {
+        let d = eraser.mean.len() as i64;
+        LinearMap {
+            mean: Tensor::from_slice(&eraser.mean).reshape([1, d]),
+            projection_t: double_matrix(&eraser.projection.transpose().to_owned()),
+            rank: eraser.rank,
+        }
+    }
+}
+
+impl FittedEraser for LinearMap {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn displacement(&self, x: &Tensor, _concept: &Tensor) -> Tensor {
+        -(x - &self.mean).matmul(&self.projection_t)
+    }
+}
+
+/// A fitted quadratic eraser as tensors (f64): x + s·(μ̄ + (x − μ_z)T_z − x).
+struct QuadraticMap {
+    /// μ̄, `[1, d]`.
+    global_mean: Tensor,
+    /// μ_z, `[k, d]`.
+    class_means: Tensor,
+    /// T_z, `[k, d, d]` (each symmetric).
+    maps: Tensor,
+    dims: usize,
+}
+
+impl FittedEraser for QuadraticMap {
+    fn rank(&self) -> usize {
+        self.dims
+    }
+
+    fn reads_concept(&self) -> bool {
+        true
+    }
+
+    fn displacement(&self, x: &Tensor, concept: &Tensor) -> Tensor {
+        let centred = (x - self.class_means.index_select(0, concept)).unsqueeze(1);
+        let image = centred.bmm(&self.maps.index_select(0, concept)).squeeze_dim(1) + &self.global_mean;
+        image - x
+    }
+}
+
+/// [`Leace`] as an [`Eraser`] (`{"kind": "leace"}`).
+pub struct LeaceEraser;
+
+impl Eraser for LeaceEraser {
+    fn fit(
+        &self,
+        x: &[f64],
+        d: usize,
+        z: &[i64],
+        weights: Option<&[f64]>,
+        _seed: u64,
+    ) -> Result<Box<dyn FittedEraser>> {
+        Ok(Box::new(LinearMap::from(Leace::fit_weighted(x, d, z, weights)?)))
+    }
+}
+
+/// [`inlp`] as an [`Eraser`] (`{"kind": "inlp", "iterations": 10}`): `iterations` rounds of
+/// logistic regression, 300 steps each.
+pub struct InlpEraser {
+    pub iterations: usize,
+}
+
+impl Eraser for InlpEraser {
+    fn fit(&self, x: &[f64], d: usize, z: &[i64], weights: Option<&[f64]>, seed: u64) -> Result<Box<dyn FittedEraser>> {
+        Ok(Box::new(LinearMap::from(inlp(x, d, z, weights, self.iterations, 300, seed)?)))
+    }
+
+    fn check_width(&self, feature_dim: usize) -> Result<()> {
+        if self.iterations > feature_dim {
+            return Err(invalid(
+                "inlp_iterations",
+                self.iterations,
+                format!("give at most {feature_dim} (each round removes at least one of the features' dimensions)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// [`QuadraticLeace`] as an [`Eraser`] (`{"kind": "quadratic-leace"}`; reads each row's concept
+/// label when erasing).
+pub struct QuadraticLeaceEraser;
+
+impl Eraser for QuadraticLeaceEraser {
+    fn fit(
+        &self,
+        x: &[f64],
+        d: usize,
+        z: &[i64],
+        weights: Option<&[f64]>,
+        _seed: u64,
+    ) -> Result<Box<dyn FittedEraser>> {
+        let eraser = QuadraticLeace::fit_weighted(x, d, z, weights)?;
+        let means: Vec<f64> = eraser.class_means.concat();
+        let maps: Vec<Tensor> = eraser.maps.iter().map(double_matrix).collect();
+        Ok(Box::new(QuadraticMap {
+            global_mean: Tensor::from_slice(&eraser.global_mean).reshape([1, d as i64]),
+            class_means: Tensor::from_slice(&means).reshape([eraser.class_means.len() as i64, d as i64]),
+            maps: Tensor::stack(&maps, 0),
+            dims: d,
+        }))
+    }
+}
+
+/// LEACE's registration in [`crate::eraser::ERASERS`].
+pub const LEACE: Registration = Registration {
+    kind: "leace",
+    about: "LEACE (Belrose et al. 2023): the least-squares affine edit after which no linear probe beats a constant",
+    build: |spec| {
+        spec.only(&[])?;
+        Ok(Box::new(LeaceEraser))
+    },
+};
+
+/// INLP's registration in [`crate::eraser::ERASERS`].
+pub const INLP: Registration = Registration {
+    kind: "inlp",
+    about: "INLP (Ravfogel et al. 2020): project out a logistic probe's directions, `iterations` times (default 10)",
+    build: |spec| {
+        spec.only(&["iterations"])?;
+        let iterations = spec.count("iterations", 10)?;
+        if iterations == 0 {
+            return Err(invalid("inlp_iterations", 0, "give at least one round"));
+        }
+        Ok(Box::new(InlpEraser { iterations }))
+    },
+};
+
+/// Quadratic LEACE's registration in [`crate::eraser::ERASERS`].
+pub const QUADRATIC_LEACE: Registration = Registration {
+    kind: "quadratic-leace",
+    about: "quadratic LEACE: every concept class's feature mean and covariance moved onto one Gaussian (an oracle: \
+            reads each row's concept label when erasing)",
+    build: |spec| {
+        spec.only(&[])?;
+        Ok(Box::new(QuadraticLeaceEraser))
+    },
+};
+
+/// A fitted eraser applied at a strength: fit and transform, nothing else.
+pub struct Erasure {
+    fitted: Box<dyn FittedEraser>,
+    strength: f64,
+}
+
+impl Erasure {
+    /// Fits `eraser` on features `f` with concept `concept` (rows weighted by `weights`), to
+    /// erase at `strength` (0: nothing, 1: all of it).
     ///
     /// # Shapes
-    /// `fit_f`: `[m, d]`, `fit_a`: `[m]` i64; `train_f`: `[n, d]`, `train_a`, `train_y`: `[n]` i64.
-    #[allow(clippy::too_many_arguments)]
+    /// `f`: `[m, d]`, `concept`: `[m]` i64.
     pub fn fit(
-        removal: Removal,
+        eraser: &dyn Eraser,
         strength: f64,
-        fit_f: &Tensor,
-        fit_a: &Tensor,
-        fit_weights: Option<&[f64]>,
-        train_f: &Tensor,
-        train_a: &Tensor,
-        train_y: &Tensor,
-        hidden: i64,
-        steps: usize,
+        f: &Tensor,
+        concept: &Tensor,
+        weights: Option<&[f64]>,
         seed: u64,
     ) -> Result<Self> {
         if !(0.0..=1.0).contains(&strength) {
             return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
         }
-        let d = fit_f.size()[1];
-        let values = rows_of(fit_f)?;
-        let labels: Vec<i64> = Vec::try_from(fit_a).map_err(|e| invalid("concept labels", e, "copy"))?;
-        let linear = |eraser: Leace| {
-            let map = ErasureMap::Linear {
-                mean: Tensor::from_slice(&eraser.mean).reshape([1, d]),
-                projection_t: double_matrix(&eraser.projection.transpose().to_owned()),
-            };
-            (map, eraser.rank)
-        };
-        let (map, rank) = match removal {
-            Removal::Leace => linear(Leace::fit_weighted(&values, d as usize, &labels, fit_weights)?),
-            Removal::Inlp { iterations } => {
-                linear(inlp(&values, d as usize, &labels, fit_weights, iterations, 300, seed)?)
-            }
-            Removal::QuadraticLeace => {
-                let eraser = QuadraticLeace::fit_weighted(&values, d as usize, &labels, fit_weights)?;
-                let means: Vec<f64> = eraser.class_means.concat();
-                let maps: Vec<Tensor> = eraser.maps.iter().map(double_matrix).collect();
-                let map = ErasureMap::Quadratic {
-                    global_mean: Tensor::from_slice(&eraser.global_mean).reshape([1, d]),
-                    class_means: Tensor::from_slice(&means).reshape([eraser.class_means.len() as i64, d]),
-                    maps: Tensor::stack(&maps, 0),
-                };
-                (map, d as usize)
-            }
-            Removal::Adversary => return Err(invalid("removal", "adversary", "is not a post-hoc eraser")),
-        };
-        let _generator = crate::seeded_generator(seed as i64);
-        let vars = nn::VarStore::new(Device::Cpu);
-        let root = vars.root();
-        let classes = train_y.max().int64_value(&[]) + 1;
-        let head = nn::seq()
-            .add(nn::linear(&root / "fc1", d, hidden, Default::default()))
-            .add_fn(|x| x.relu())
-            .add(nn::linear(&root / "fc2", hidden, hidden, Default::default()))
-            .add_fn(|x| x.relu())
-            .add(nn::linear(&root / "out", hidden, classes.max(2), Default::default()));
-        let erased = ErasedFeatures { map, strength, rank, head, vars };
-        let inputs = erased.erase(train_f, train_a);
-        let mut opt = nn::Adam::default()
-            .build(&erased.vars, 1e-3)
-            .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
-        let n = inputs.size()[0];
-        for _ in 0..steps {
-            let i = Tensor::randint(n, [128.min(n)], (Kind::Int64, Device::Cpu));
-            let loss =
-                erased.head.forward(&inputs.index_select(0, &i)).cross_entropy_for_logits(&train_y.index_select(0, &i));
-            opt.backward_step(&loss);
+        let d = f.size()[1] as usize;
+        let values = rows_of(f)?;
+        let labels: Vec<i64> = Vec::try_from(concept).map_err(|e| invalid("concept labels", e, "copy"))?;
+        Ok(Erasure { fitted: eraser.fit(&values, d, &labels, weights, seed)?, strength })
+    }
+
+    /// Dimensions the eraser removes.
+    pub fn rank(&self) -> usize {
+        self.fitted.rank()
+    }
+
+    /// Erases at `strength` from now on.
+    pub fn set_strength(&mut self, strength: f64) -> Result<()> {
+        if !(0.0..=1.0).contains(&strength) {
+            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
         }
-        Ok(erased)
+        self.strength = strength;
+        Ok(())
+    }
+
+    /// Whether erasing reads each row's concept label ([`FittedEraser::reads_concept`]).
+    pub fn reads_concept(&self) -> bool {
+        self.fitted.reads_concept()
     }
 
     /// `f` with the concept erased at the fitted strength; `concept` (each row's concept label)
-    /// is read by the quadratic eraser only.
+    /// is read only by erasers that need it.
     ///
     /// # Shapes
     /// `f`: `[n, d]`, `concept`: `[n]` i64 → `[n, d]`.
@@ -444,21 +568,75 @@ impl ErasedFeatures {
         // difference of nearly equal single-precision products would leave class-mean residue.
         tch::no_grad(|| {
             let x = f.to_kind(Kind::Double);
-            let moved = match &self.map {
-                ErasureMap::Linear { mean, projection_t } => -(&x - mean).matmul(projection_t),
-                ErasureMap::Quadratic { global_mean, class_means, maps } => {
-                    let centred = (&x - class_means.index_select(0, concept)).unsqueeze(1);
-                    let image = centred.bmm(&maps.index_select(0, concept)).squeeze_dim(1) + global_mean;
-                    image - &x
-                }
-            };
-            (&x + moved * self.strength).to_kind(f.kind())
+            (&x + self.fitted.displacement(&x, concept) * self.strength).to_kind(f.kind())
         })
+    }
+}
+
+/// A fresh G_y (two hidden ReLU layers of `hidden` units) trained on erased features: what
+/// reads the target after a post-hoc eraser.
+pub struct RetrainedHead {
+    head: nn::Sequential,
+    _vars: nn::VarStore,
+}
+
+impl RetrainedHead {
+    /// Trains on `inputs` → `labels` (Adam 1e-3, minibatches of 128, `steps` steps, seeded by
+    /// `seed`).
+    ///
+    /// # Shapes
+    /// `inputs`: `[n, d]`, `labels`: `[n]` i64.
+    pub fn fit(inputs: &Tensor, labels: &Tensor, hidden: i64, steps: usize, seed: u64) -> Result<Self> {
+        let _generator = crate::seeded_generator(seed as i64);
+        let vars = nn::VarStore::new(Device::Cpu);
+        let root = vars.root();
+        let d = inputs.size()[1];
+        let classes = labels.max().int64_value(&[]) + 1;
+        let head = nn::seq()
+            .add(nn::linear(&root / "fc1", d, hidden, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&root / "fc2", hidden, hidden, Default::default()))
+            .add_fn(|x| x.relu())
+            .add(nn::linear(&root / "out", hidden, classes.max(2), Default::default()));
+        let mut opt =
+            nn::Adam::default().build(&vars, 1e-3).map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
+        let n = inputs.size()[0];
+        for _ in 0..steps {
+            let i = Tensor::randint(n, [128.min(n)], (Kind::Int64, Device::Cpu));
+            let loss = head.forward(&inputs.index_select(0, &i)).cross_entropy_for_logits(&labels.index_select(0, &i));
+            opt.backward_step(&loss);
+        }
+        Ok(RetrainedHead { head, _vars: vars })
+    }
+
+    /// Its logits.
+    pub fn logits(&self, inputs: &Tensor) -> Tensor {
+        tch::no_grad(|| self.head.forward(inputs))
+    }
+}
+
+/// A frozen network's features seen through a fitted eraser, with a fresh G_y (the same shape
+/// as the network's) trained on the erased features: what the audit reads after a post-hoc
+/// removal.
+pub struct ErasedFeatures {
+    pub erasure: Erasure,
+    pub head: RetrainedHead,
+}
+
+impl ErasedFeatures {
+    /// Dimensions the eraser removes.
+    pub fn rank(&self) -> usize {
+        self.erasure.rank()
+    }
+
+    /// `f` with the concept erased ([`Erasure::erase`]).
+    pub fn erase(&self, f: &Tensor, concept: &Tensor) -> Tensor {
+        self.erasure.erase(f, concept)
     }
 
     /// The retrained G_y's logits on erased features.
     pub fn target_logits(&self, erased: &Tensor) -> Tensor {
-        tch::no_grad(|| self.head.forward(erased))
+        self.head.logits(erased)
     }
 }
 
@@ -509,29 +687,29 @@ pub fn fit_with_removal(
     model: ModelConfig,
     data: &TrainingData<'_>,
     config: &TrainConfig,
-    removal: Removal,
+    removal: &Removal,
 ) -> Result<(AgnosticNet, Option<ErasedFeatures>, f64)> {
-    if !removal.is_post_hoc() {
-        let (net, seconds) = fit(model, data, config)?;
-        return Ok((net, None, seconds));
-    }
+    let spec = match removal {
+        Removal::Adversary => {
+            let (net, seconds) = fit(model, data, config)?;
+            return Ok((net, None, seconds));
+        }
+        Removal::Erase(spec) => spec,
+    };
     let start = std::time::Instant::now();
     let (net, _) = fit(model, data, &config.with_alpha(0.0))?;
     let target_f = net.frozen_features(data.target_x);
     let weights = group_balancing_weights(data.target_y, data.target_p)?;
-    let erased = ErasedFeatures::fit(
-        removal,
-        config.alpha,
-        &target_f,
-        data.target_p,
-        Some(&weights),
-        &target_f,
-        data.target_p,
+    let eraser = spec.build()?;
+    let erasure = Erasure::fit(eraser.as_ref(), config.alpha, &target_f, data.target_p, Some(&weights), config.seed)?;
+    let head = RetrainedHead::fit(
+        &erasure.erase(&target_f, data.target_p),
         data.target_y,
         model.head_hidden,
         config.steps,
         config.seed,
     )?;
+    let erased = ErasedFeatures { erasure, head };
     Ok((net, Some(erased), start.elapsed().as_secs_f64()))
 }
 

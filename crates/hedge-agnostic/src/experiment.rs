@@ -175,7 +175,7 @@ pub fn run_context(
         context_p: &data.context_train.protected,
         target_twin_x: Some(&data.target_train.flipped),
     };
-    let (net, erased, train_seconds) = fit_with_removal(model, &training, train_config, removal)?;
+    let (net, erased, train_seconds) = fit_with_removal(model, &training, train_config, &removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };
     let target_acc =
         |set: &ImageSet| audit::accuracy(&view.target_logits(&view.features(&set.x, &set.protected)), &set.target);

@@ -112,7 +112,7 @@ pub fn run_tabular(
         context_p: &empty_p,
         target_twin_x: None,
     };
-    let (net, erased, train_seconds) = fit_with_removal(model, &training, config, removal)?;
+    let (net, erased, train_seconds) = fit_with_removal(model, &training, config, &removal)?;
     let view = FeatureView { net: &net, erased: erased.as_ref() };
     let f = view.features(&data.test.x, &data.test.protected);
     let predicted = view.target_logits(&f).argmax(1, false);

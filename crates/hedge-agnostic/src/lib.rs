@@ -24,6 +24,7 @@
 
 pub mod audit;
 pub mod domain;
+pub mod eraser;
 pub mod erasure;
 mod error;
 pub mod experiment;
@@ -31,6 +32,7 @@ pub mod fairness;
 pub mod gaussian;
 pub mod grl;
 pub mod independence;
+pub mod mean_difference;
 pub mod model;
 pub mod train;
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_agnostic::erasure::Removal;
 use hedge_agnostic::train::DecisionPenaltyForm;
@@ -78,14 +78,32 @@ impl From<DatasetArg> for SweepDataset {
     }
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum RemovalArg {
-    Adversary,
-    Leace,
-    Inlp,
-    /// Quadratic LEACE: each background's feature mean and covariance moved onto one Gaussian
-    /// (reads every image's background label when erasing: an oracle).
-    QuadraticLeace,
+/// `--removal` and its parameters as settings (`inlp` takes `--inlp-iterations`; any eraser
+/// takes `--eraser-param KEY=VALUE`).
+fn removal_of(kind: &str, inlp_iterations: usize, params: &[String]) -> Result<Removal> {
+    if kind == "adversary" {
+        if let Some(p) = params.first() {
+            bail!("--eraser-param {p}: the adversary takes no eraser parameters (choose an eraser with --removal)");
+        }
+        return Ok(Removal::Adversary);
+    }
+    let mut spec = hedge_agnostic::eraser::EraserSpec::new(kind);
+    if kind == "inlp" {
+        spec = spec.with("iterations", inlp_iterations);
+    }
+    for p in params {
+        let Some((key, value)) = p.split_once('=') else {
+            bail!("--eraser-param {p}: write KEY=VALUE");
+        };
+        let value = serde_json::from_str::<serde_json::Value>(value)
+            .ok()
+            .filter(serde_json::Value::is_number)
+            .unwrap_or_else(|| serde_json::Value::String(value.to_string()));
+        spec = spec.with(key, value);
+    }
+    // An unknown eraser or parameter is refused here, naming the registered ones.
+    spec.build().with_context(|| format!("--removal {kind}"))?;
+    Ok(Removal::Erase(spec))
 }
 
 #[derive(Args)]
@@ -135,15 +153,19 @@ pub struct SweepArgs {
     /// independence penalty (HSIC) instead of an adversary.
     #[arg(long, value_enum, default_value = "reversal")]
     adversary: Adversary,
-    /// How the concept is removed: the adversary during training (--adversary), or post hoc on
-    /// the frozen features of a network trained without one, with G_y retrained on top: LEACE
-    /// (closed-form linear erasure) or INLP (iterated null-space projection). Post hoc, α is the
-    /// erasure strength (0: none, 1: all).
-    #[arg(long, value_enum, default_value = "adversary")]
-    removal: RemovalArg,
+    /// How the concept is removed: `adversary` (during training, --adversary), or post hoc by a
+    /// registered eraser on the frozen features of a network trained without one, with G_y
+    /// retrained on top: leace (closed-form linear erasure), inlp (iterated null-space
+    /// projection), quadratic-leace (an oracle reading each row's concept), mean-difference (a
+    /// baseline). Post hoc, α is the erasure strength (0: none, 1: all).
+    #[arg(long, default_value = "adversary")]
+    removal: String,
     /// INLP's rounds of logistic regression (with --removal inlp).
     #[arg(long, default_value_t = 10)]
     inlp_iterations: usize,
+    /// A parameter of the --removal eraser, KEY=VALUE (repeatable; numbers are read as numbers).
+    #[arg(long = "eraser-param", value_name = "KEY=VALUE")]
+    eraser_params: Vec<String>,
     /// G_p updates per feature update (1: plain GRL).
     #[arg(long, default_value_t = 1)]
     adversary_steps: usize,
@@ -324,15 +346,10 @@ fn sweep(args: SweepArgs) -> Result<()> {
             },
         };
         let alphas = parse_alphas(&args.alphas).with_context(|| format!("--alphas '{}'", args.alphas))?;
-        let removal = match args.removal {
-            RemovalArg::Adversary => Removal::Adversary,
-            RemovalArg::Leace => Removal::Leace,
-            RemovalArg::Inlp => Removal::Inlp { iterations: args.inlp_iterations },
-            RemovalArg::QuadraticLeace => Removal::QuadraticLeace,
-        };
+        let removal = removal_of(&args.removal, args.inlp_iterations, &args.eraser_params)?;
         // Settings are checked before the data is built, the data before --out is touched.
         train.with_alpha(alphas[0]).check_ref()?;
-        check_method(removal, adversary, dataset)?;
+        check_method(&removal, adversary, dataset)?;
         let model = ModelConfig::default().with_negative_slope(args.negative_slope).with_bottleneck(args.bottleneck);
         model.check_ref()?;
         let (data, description, model) = PreparedData::build(dataset, &options, model, &root)?;

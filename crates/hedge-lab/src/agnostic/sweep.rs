@@ -376,13 +376,13 @@ impl PreparedData {
         &self,
         model: ModelConfig,
         config: &TrainConfig,
-        removal: Removal,
+        removal: &Removal,
         probe_steps: usize,
         repeat: u64,
     ) -> Result<(SweepAudit, AgnosticNet)> {
         Ok(match self {
             PreparedData::Context(d) => {
-                let (a, net) = run_context(d, model, config, removal, probe_steps, repeat)?;
+                let (a, net) = run_context(d, model, config, removal.clone(), probe_steps, repeat)?;
                 (SweepAudit::Context(a), net)
             }
             PreparedData::Domain(d) => {
@@ -391,7 +391,7 @@ impl PreparedData {
                 (SweepAudit::Domain(a), net)
             }
             PreparedData::Tabular(d) => {
-                let (a, net) = run_tabular(d, model, config, removal, probe_steps, repeat)?;
+                let (a, net) = run_tabular(d, model, config, removal.clone(), probe_steps, repeat)?;
                 (SweepAudit::Tabular(a), net)
             }
         })
@@ -503,7 +503,7 @@ impl Experiment for SweepConfig {
             |index, _: Option<()>, on_step| {
                 let (repeat, alpha) = networks[index];
                 let config = self.train.with_alpha(alpha).with_seed(repeat);
-                let (audit, net) = data.run(self.model, &config, self.removal, self.probe_steps, repeat)?;
+                let (audit, net) = data.run(self.model, &config, &self.removal, self.probe_steps, repeat)?;
                 let bad = audit.non_finite_fields();
                 if !bad.is_empty() {
                     return Err(LabError::NonFinite {
@@ -552,7 +552,7 @@ impl Experiment for SweepConfig {
 }
 
 /// Refuses a removal or adversary the dataset cannot take (checked before any data is built).
-pub fn check_method(removal: Removal, adversary: Adversary, dataset: SweepDataset) -> Result<()> {
+pub fn check_method(removal: &Removal, adversary: Adversary, dataset: SweepDataset) -> Result<()> {
     if adversary.needs_twins() && dataset != SweepDataset::ContextMnist {
         return Err(invalid(
             "adversary",
@@ -560,15 +560,17 @@ pub fn check_method(removal: Removal, adversary: Adversary, dataset: SweepDatase
             "needs a flipped twin of every training image, which only context-mnist has",
         ));
     }
-    match removal {
-        Removal::Inlp { iterations: 0 } => Err(invalid("inlp_iterations", 0, "give at least one round")),
-        r if r.is_post_hoc() && dataset == SweepDataset::MnistM => Err(invalid(
+    let Removal::Erase(spec) = removal else { return Ok(()) };
+    // Builds the eraser: an unknown kind or parameter is refused here, before any data is built.
+    spec.build()?;
+    if dataset == SweepDataset::MnistM {
+        return Err(invalid(
             "removal",
-            r.name(),
+            removal.name(),
             "MNIST -> MNIST-M aligns domains during training; it takes the adversary only",
-        )),
-        _ => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 impl ParamGuard for SweepConfig {
@@ -594,18 +596,9 @@ impl ParamGuard for SweepConfig {
         for &a in &self.alphas {
             self.train.with_alpha(a).check_ref()?;
         }
-        check_method(self.removal, self.train.adversary, self.dataset)?;
-        if let Removal::Inlp { iterations } = self.removal {
-            if iterations as i64 > self.model.feature_dim() {
-                return Err(invalid(
-                    "inlp_iterations",
-                    iterations,
-                    format!(
-                        "give at most {} (each round removes at least one of the features' dimensions)",
-                        self.model.feature_dim()
-                    ),
-                ));
-            }
+        check_method(&self.removal, self.train.adversary, self.dataset)?;
+        if let Removal::Erase(spec) = &self.removal {
+            spec.build()?.check_width(self.model.feature_dim() as usize)?;
         }
         Ok(self.model.check_ref()?)
     }
@@ -1044,7 +1037,7 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     );
     let summary = SweepSummary { undefined, ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
-    let removal = match config.removal {
+    let removal = match &config.removal {
         Removal::Adversary => String::new(),
         r => format!(
             " Removal: {} on the frozen features of a network trained without an adversary, G_y retrained on \
