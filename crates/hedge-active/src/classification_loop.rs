@@ -1,43 +1,20 @@
 //! The pool-based active-learning loop for image classification with the CNN + Laplace
-//! last layer: `init` random labels, then batches chosen by Random, MaxEnt, BALD or ACS-FW
-//! (random projections) until `budget` labels; test accuracy and log-likelihood every round.
+//! last layer: `init` random labels, then batches chosen by an acquisition (Random, MaxEnt,
+//! BALD, ACS-FW on random projections, LCMD, least confidence, or a user's own) until `budget`
+//! labels; test accuracy and log-likelihood every round.
 
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::acquisition::{bald, categorical_entropy, random_batch, top_b};
-use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace};
+use crate::acquire::{Acquisition, ClassProbabilities, PoolFeatures, Predictive, Reads};
+use crate::acquisition::categorical_entropy;
+use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace, PoolPredictions};
 use crate::error::{invalid, ActiveError, Result};
-use crate::frank_wolfe::frank_wolfe;
+use crate::frank_wolfe::PoolVectors;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
 use hedge_run::ParamGuard;
 use rand_chacha::ChaCha8Rng;
-
-/// Which images to label next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum ClassMethod {
-    Random,
-    /// Top-b entropy of the MC predictive.
-    Maxent,
-    /// Top-b mutual information between label and last-layer weights.
-    Bald,
-    /// Frank–Wolfe on J-dimensional random projections.
-    AcsFw,
-}
-
-impl ClassMethod {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClassMethod::Random => "random",
-            ClassMethod::Maxent => "maxent",
-            ClassMethod::Bald => "bald",
-            ClassMethod::AcsFw => "acs-fw",
-        }
-    }
-}
 
 /// Loop settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -72,7 +49,8 @@ impl Default for ClassLoopConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassRoundMetrics {
     pub seed: u64,
-    pub method: ClassMethod,
+    /// The acquisition's name.
+    pub method: String,
     pub round: usize,
     pub labels: usize,
     /// Accuracy of the network's own prediction (last layer at its MAP).
@@ -125,16 +103,23 @@ impl ClassLoopConfig {
         self.model.check_ref()
     }
 
-    /// Runs one seed of `method`: `init` random pool images labelled, then rounds until `budget`.
+    /// Refuses an acquisition that reads what the network's predictive does not give, before
+    /// any network is fitted.
+    pub fn check_acquisition(&self, acquisition: &dyn Acquisition) -> Result<()> {
+        crate::acquire::check_reads(acquisition, MODEL, OFFERS, FIX)
+    }
+
+    /// Runs one seed of `acquisition`: `init` random pool images labelled, then rounds until
+    /// `budget`.
     pub fn run(
         &self,
         pool: &ImageSet<'_>,
         test: &ImageSet<'_>,
         classes: i64,
-        method: ClassMethod,
+        acquisition: &dyn Acquisition,
         seed: u64,
     ) -> Result<Vec<ClassRoundMetrics>> {
-        self.run_from(pool, test, classes, method, seed, None, |_, _| Ok(()))
+        self.run_from(pool, test, classes, acquisition, seed, None, |_, _| Ok(()))
     }
 
     /// [`ClassLoopConfig::run`] continued from `resume` (a state an earlier call reported),
@@ -146,7 +131,7 @@ impl ClassLoopConfig {
         pool: &ImageSet<'_>,
         test: &ImageSet<'_>,
         classes: i64,
-        method: ClassMethod,
+        acquisition: &dyn Acquisition,
         seed: u64,
         resume: Option<LoopState>,
         on_round: impl FnMut(&ClassRoundMetrics, Option<&LoopState>) -> Result<()>,
@@ -162,9 +147,16 @@ impl ClassLoopConfig {
         self.check(n)?;
         let model = ImagePool { config: self, pool, test, test_labels: Vec::try_from(test.labels)?, classes };
         let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
-        run_loop(&model, schedule, method, seed, rand_chacha::ChaCha8Rng::seed_from_u64(seed), resume, on_round)
+        let rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        run_loop(&model, schedule, acquisition, self.distinct, seed, rng, resume, on_round)
     }
 }
+
+const MODEL: &str = "the CNN with a Laplace last layer";
+/// What its predictive gives: everything but a regression's mean and variance.
+const OFFERS: &[Reads] = &[Reads::Entropy, Reads::ClassProbabilities, Reads::LogPosteriorVectors, Reads::Features];
+const FIX: &str = "a classification runs the acquisitions that read class probabilities, entropies, features or \
+                   ACS-FW's vectors; drop it from --method";
 
 /// The CNN + Laplace last layer on one seed's pool and test images.
 struct ImagePool<'a, 'b> {
@@ -180,12 +172,23 @@ fn positions(p: &[usize]) -> Tensor {
 }
 
 impl ActiveModel for ImagePool<'_, '_> {
-    type Method = ClassMethod;
     type Fitted = FittedCnnLaplace;
     type Round = ClassRoundMetrics;
 
     fn pool_len(&self) -> usize {
         self.pool.labels.size()[0] as usize
+    }
+
+    fn describe(&self) -> String {
+        MODEL.into()
+    }
+
+    fn offers(&self) -> &[Reads] {
+        OFFERS
+    }
+
+    fn fix(&self) -> &str {
+        FIX
     }
 
     fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedCnnLaplace> {
@@ -197,7 +200,7 @@ impl ActiveModel for ImagePool<'_, '_> {
         )
     }
 
-    fn evaluate(&self, model: &FittedCnnLaplace, info: RoundInfo<ClassMethod>) -> Result<ClassRoundMetrics> {
+    fn evaluate(&self, model: &FittedCnnLaplace, info: RoundInfo<'_>) -> Result<ClassRoundMetrics> {
         let test_phi = model.features(self.test.images);
         let predictive = to_vec(&model.predict(&test_phi, self.config.samples).mean)?;
         let map_logits = to_vec(&test_phi.matmul(&model.mean.tr()))?;
@@ -213,7 +216,7 @@ impl ActiveModel for ImagePool<'_, '_> {
         let n = self.test_labels.len().max(1) as f64;
         Ok(ClassRoundMetrics {
             seed: info.seed,
-            method: info.method,
+            method: info.method.to_string(),
             round: info.round,
             labels: info.labels,
             test_accuracy: correct as f64 / n,
@@ -226,29 +229,13 @@ impl ActiveModel for ImagePool<'_, '_> {
         })
     }
 
-    fn select(
-        &self,
-        model: &FittedCnnLaplace,
-        method: ClassMethod,
-        unlabelled: &[usize],
-        b: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Vec<usize>> {
-        if method == ClassMethod::Random {
-            return Ok(random_batch(unlabelled.len(), b, rng));
-        }
-        let c = self.classes as usize;
-        let phi = model.features(&self.pool.images.index_select(0, &positions(unlabelled)));
-        let pred = model.predict(&phi, self.config.samples);
-        Ok(match method {
-            ClassMethod::Maxent => top_b(&categorical_entropy(&to_vec(&pred.mean)?, c), b),
-            ClassMethod::Bald => {
-                top_b(&bald(&to_vec(&pred.probabilities)?, self.config.samples as usize, unlabelled.len(), c)?, b)
-            }
-            _ => {
-                let projections = model.projections(&phi, &pred.mean, self.config.projections)?;
-                frank_wolfe(&projections, b, self.config.distinct)?.indices
-            }
+    fn predictive<'a>(&'a self, fitted: &'a FittedCnnLaplace, unlabelled: &'a [usize]) -> Box<dyn Predictive + 'a> {
+        Box::new(ImagePredictive {
+            pool: self,
+            model: fitted,
+            unlabelled,
+            phi: std::cell::OnceCell::new(),
+            draws: std::cell::OnceCell::new(),
         })
     }
 
@@ -256,6 +243,73 @@ impl ActiveModel for ImagePool<'_, '_> {
         round.selection_seconds = seconds;
         round.batch_size = batch_size;
     }
+}
+
+/// What a round's network predicts about the unlabelled pool images. The last-layer features
+/// and the MC predictive are made once, on first use, in the order the acquisitions always
+/// asked for them (so libtorch's random stream, and with it every batch, stays as it was).
+struct ImagePredictive<'a, 'b> {
+    pool: &'a ImagePool<'a, 'b>,
+    model: &'a FittedCnnLaplace,
+    /// Pool positions, ascending.
+    unlabelled: &'a [usize],
+    /// `[unlabelled, features + 1]`.
+    phi: std::cell::OnceCell<Tensor>,
+    /// The MC predictive of [`ClassLoopConfig::samples`] draws.
+    draws: std::cell::OnceCell<PoolPredictions>,
+}
+
+impl ImagePredictive<'_, '_> {
+    fn phi(&self) -> &Tensor {
+        self.phi.get_or_init(|| self.model.features(&self.pool.pool.images.index_select(0, &positions(self.unlabelled))))
+    }
+
+    fn draws(&self) -> &PoolPredictions {
+        self.draws.get_or_init(|| self.model.predict(self.phi(), self.pool.config.samples))
+    }
+}
+
+impl Predictive for ImagePredictive<'_, '_> {
+    fn len(&self) -> usize {
+        self.unlabelled.len()
+    }
+
+    fn entropy(&self) -> Result<Vec<f64>> {
+        Ok(categorical_entropy(&to_vec(&self.draws().mean)?, self.pool.classes as usize))
+    }
+
+    fn class_probabilities(&self) -> Result<ClassProbabilities> {
+        let draws = self.draws();
+        Ok(ClassProbabilities {
+            samples: self.pool.config.samples as usize,
+            points: self.unlabelled.len(),
+            classes: self.pool.classes as usize,
+            draws: to_vec(&draws.probabilities)?,
+            mean: to_vec(&draws.mean)?,
+        })
+    }
+
+    /// J random projections, drawn by libtorch from the network's posterior (not from `rng`).
+    fn log_posterior_vectors(&self, _rng: &mut ChaCha8Rng) -> Result<Box<dyn PoolVectors>> {
+        Ok(Box::new(self.model.projections(self.phi(), &self.draws().mean, self.pool.config.projections)?))
+    }
+
+    fn features(&self) -> Result<PoolFeatures> {
+        let mut is_unlabelled = vec![false; self.pool.pool_len()];
+        for &p in self.unlabelled {
+            is_unlabelled[p] = true;
+        }
+        let labelled: Vec<usize> = (0..is_unlabelled.len()).filter(|&p| !is_unlabelled[p]).collect();
+        let labelled = self.model.features(&self.pool.pool.images.index_select(0, &positions(&labelled)));
+        Ok(PoolFeatures { labelled: to_mat(&labelled)?, unlabelled: to_mat(self.phi())? })
+    }
+}
+
+/// A `[n, k]` tensor as an f64 matrix.
+fn to_mat(t: &Tensor) -> Result<faer::Mat<f64>> {
+    let (n, k) = (t.size()[0] as usize, t.size()[1] as usize);
+    let values = to_vec(t)?;
+    Ok(faer::Mat::from_fn(n, k, |i, j| values[i * k + j]))
 }
 
 /// Standardises raw 28 × 28 uint8 images with the pool's mean and standard deviation.
@@ -283,6 +337,7 @@ pub fn labels_tensor(labels: &[u8]) -> Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquire::ACQUISITIONS;
 
     /// Synthetic 3-class images (class = which third of the image is bright): every method
     /// reaches the budget, and 60 labels classify better than 6.
@@ -317,13 +372,13 @@ mod tests {
             model: CnnLaplaceConfig { steps: 40, channels: (4, 8), features: 8, ..Default::default() },
             ..Default::default()
         };
-        for method in [ClassMethod::Random, ClassMethod::Maxent, ClassMethod::Bald, ClassMethod::AcsFw] {
+        for method in ACQUISITIONS {
             let rounds = config
                 .run(&ImageSet { images: &pi, labels: &pl }, &ImageSet { images: &ti, labels: &tl }, 3, method, 0)
                 .unwrap();
             let last = rounds.last().unwrap();
-            assert_eq!(last.labels, 60, "{method:?}");
-            assert!(last.test_accuracy > 0.9, "{method:?}: accuracy {}", last.test_accuracy);
+            assert_eq!(last.labels, 60, "{}", method.name);
+            assert!(last.test_accuracy > 0.9, "{}: accuracy {}", method.name, last.test_accuracy);
             assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite() && r.test_log_likelihood <= 0.0));
         }
     }

@@ -12,6 +12,16 @@ pub enum ActiveError {
     /// A score or prediction that is NaN or infinite, stopped where it would have been written.
     #[error("no silent NaN: {what}; {fix}")]
     NonFinite { what: String, fix: String },
+    /// A model asked for a quantity of its predictive it does not give (an acquisition that
+    /// reads class probabilities on a regression model, say).
+    #[error("this model's predictive does not give {what}: choose an acquisition that reads what it gives")]
+    NotOffered { what: &'static str },
+    /// An acquisition returned a batch the loop cannot label.
+    #[error("acquisition '{acquisition}' returned {fault}: a batch is distinct rows of the predictive, at least one and at most the round's size")]
+    BadBatch { acquisition: String, fault: String },
+    /// A user's acquisition (a Python callable) failed; its own message follows.
+    #[error("acquisition '{acquisition}' failed: {message}")]
+    Callback { acquisition: String, message: String },
     /// An error from the Bayesian model underneath.
     #[error(transparent)]
     Model(#[from] hedge_bayes::BayesError),

@@ -2,6 +2,7 @@
 //! Pinsler et al. 2019) over closed-form or projected log-posterior vectors, and baseline
 //! acquisitions. Builds on `hedge-bayes`.
 
+pub mod acquire;
 pub mod acquisition;
 pub mod bivariate;
 #[cfg(feature = "torch")]
@@ -11,6 +12,7 @@ pub mod classification_loop;
 mod error;
 pub mod fisher;
 pub mod frank_wolfe;
+pub mod least_confidence;
 #[cfg(feature = "torch")]
 pub mod neural_linear;
 pub mod pool;
@@ -19,6 +21,7 @@ pub mod regression_loop;
 #[cfg(feature = "torch")]
 pub mod torch_rng;
 
+pub use acquire::{acquisition, Acquisition, Predictive, Reads, Request, ACQUISITIONS};
 pub use error::{ActiveError, Result};
 pub use frank_wolfe::{
     frank_wolfe, FwBatch, GramMatrix, PoolShard, PoolVectors, Projections, ShardSetup, ShardedFrankWolfe, Vertex,

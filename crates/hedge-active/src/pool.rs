@@ -10,14 +10,14 @@ use std::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::acquire::{check_batch, check_reads, Acquisition, Predictive, Reads, Request};
 use crate::acquisition::random_batch;
 use crate::error::{invalid, Result};
 
 /// What a model family offers the loop: fit on labelled pool points, measure the fit on its
-/// test set, and choose the next batch among the unlabelled points.
+/// test set, and say what the fit predicts about the unlabelled points, from which an
+/// [`Acquisition`] chooses the next batch.
 pub trait ActiveModel {
-    /// The acquisition methods it offers.
-    type Method: Copy;
     /// A fitted model.
     type Fitted;
     /// One round's measurements.
@@ -25,30 +25,30 @@ pub trait ActiveModel {
 
     /// Points in the pool.
     fn pool_len(&self) -> usize;
+    /// The model family, for messages ("NeuralLinear", "the GP surrogate").
+    fn describe(&self) -> String;
+    /// What its predictives give.
+    fn offers(&self) -> &[Reads];
+    /// How to run an acquisition that reads what it does not give (a flag to change).
+    fn fix(&self) -> &str;
     /// Fits on the pool positions `labelled` (in the order they were labelled), initialised
     /// from `seed`.
     fn fit(&self, labelled: &[usize], seed: u64) -> Result<Self::Fitted>;
     /// The round's measurements of `fitted` on the test set.
-    fn evaluate(&self, fitted: &Self::Fitted, round: RoundInfo<Self::Method>) -> Result<Self::Round>;
-    /// `b` positions into `unlabelled` (pool positions, ascending) to label next; random
-    /// choices draw from `rng`.
-    fn select(
-        &self,
-        fitted: &Self::Fitted,
-        method: Self::Method,
-        unlabelled: &[usize],
-        b: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Vec<usize>>;
+    fn evaluate(&self, fitted: &Self::Fitted, round: RoundInfo<'_>) -> Result<Self::Round>;
+    /// What `fitted` predicts about the pool positions `unlabelled` (ascending; every other
+    /// position is labelled), computed when an acquisition asks.
+    fn predictive<'a>(&'a self, fitted: &'a Self::Fitted, unlabelled: &'a [usize]) -> Box<dyn Predictive + 'a>;
     /// Records in a round the seconds its selection took and the batch it chose.
     fn record_selection(round: &mut Self::Round, seconds: f64, batch_size: usize);
 }
 
 /// What the loop tells [`ActiveModel::evaluate`] about the round.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RoundInfo<M> {
+pub struct RoundInfo<'a> {
     pub seed: u64,
-    pub method: M,
+    /// The acquisition's name.
+    pub method: &'a str,
     pub round: usize,
     /// Labelled points the model was fitted on.
     pub labels: usize,
@@ -66,20 +66,24 @@ pub struct Schedule {
     pub budget: usize,
 }
 
-/// Runs one seed of `method` on `model`: `init` random labels drawn from `rng` (seeded by the
+/// Runs one seed of `acquisition` on `model`: `init` random labels drawn from `rng` (seeded by the
 /// caller, which may have drawn its split from it first), then rounds until `budget`, the
 /// network of round r seeded with `seed · 1000 + r`. With `resume` (a state an earlier call
 /// reported) it continues from there. `on_round` sees every round with the state to continue
-/// from (`None` after the last); returns the rounds this call ran.
+/// from (`None` after the last); returns the rounds this call ran. An acquisition that reads
+/// what the model does not give is refused before the first fit; `distinct` asks it for full
+/// batches ([`Request`]).
 pub fn run_loop<M: ActiveModel>(
     model: &M,
     schedule: Schedule,
-    method: M::Method,
+    acquisition: &dyn Acquisition,
+    distinct: bool,
     seed: u64,
     mut rng: ChaCha8Rng,
     resume: Option<LoopState>,
     mut on_round: impl FnMut(&M::Round, Option<&LoopState>) -> Result<()>,
 ) -> Result<Vec<M::Round>> {
+    check_reads(acquisition, &model.describe(), model.offers(), model.fix())?;
     let n = model.pool_len();
     let (first_round, mut labelled) = match resume {
         Some(state) => {
@@ -98,7 +102,7 @@ pub fn run_loop<M: ActiveModel>(
         let start = Instant::now();
         let fitted = model.fit(&labelled, seed.wrapping_mul(1000).wrapping_add(round as u64))?;
         let fit_seconds = start.elapsed().as_secs_f64();
-        let info = RoundInfo { seed, method, round, labels: labelled.len(), fit_seconds };
+        let info = RoundInfo { seed, method: acquisition.name(), round, labels: labelled.len(), fit_seconds };
         let mut metrics = model.evaluate(&fitted, info)?;
         let unlabelled: Vec<usize> = (0..n).filter(|&i| !is_labelled[i]).collect();
         let room = schedule.budget.saturating_sub(labelled.len());
@@ -109,7 +113,9 @@ pub fn run_loop<M: ActiveModel>(
         }
         let b = schedule.batch.min(room).min(unlabelled.len());
         let start = Instant::now();
-        let chosen = model.select(&fitted, method, &unlabelled, b, &mut rng)?;
+        let request = Request { size: b, distinct };
+        let chosen = acquisition.select(model.predictive(&fitted, &unlabelled).as_ref(), request, &mut rng)?;
+        check_batch(acquisition.name(), &chosen, unlabelled.len(), request)?;
         M::record_selection(&mut metrics, start.elapsed().as_secs_f64(), chosen.len());
         for &c in &chosen {
             labelled.push(unlabelled[c]);

@@ -8,45 +8,16 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use crate::acquisition::{lcmd, nig_projections, random_batch, student_t_entropy, top_b};
+use crate::acquire::{Acquisition, PoolFeatures, Predictive, Reads};
+use crate::acquisition::{nig_projections, student_t_entropy};
 use crate::error::{invalid, ActiveError, Result};
 use crate::fisher::linear_nig;
-use crate::frank_wolfe::{frank_wolfe, GramMatrix, Projections};
+use crate::frank_wolfe::{GramMatrix, PoolVectors, Projections};
 use crate::neural_linear::NeuralLinearConfig;
 use crate::pool::{run_loop, ActiveModel, LoopState, RoundInfo, Schedule};
 use hedge_bayes::model::{student_t_log_density, Prediction};
 use hedge_run::ParamGuard;
 use rand_chacha::ChaCha8Rng;
-
-/// Which points to label next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Method {
-    Random,
-    /// Top-b predictive entropy.
-    Maxent,
-    /// Frank–Wolfe on the closed-form NIG inner products of the last-layer features.
-    AcsFw,
-    /// Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023;
-    /// [`crate::acquisition::lcmd`]).
-    #[cfg_attr(
-        feature = "clap",
-        value(help = "Largest cluster maximum distance on the last-layer features (Holzmüller et al. 2023)")
-    )]
-    Lcmd,
-}
-
-impl Method {
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Random => "random",
-            Method::Maxent => "maxent",
-            Method::AcsFw => "acs-fw",
-            Method::Lcmd => "lcmd",
-        }
-    }
-}
 
 /// Which labels the targets are standardised on before each fit (RMSE and log-likelihood are
 /// always reported on the original scale).
@@ -242,7 +213,8 @@ impl Default for LoopConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoundMetrics {
     pub seed: u64,
-    pub method: Method,
+    /// The acquisition's name.
+    pub method: String,
     pub round: usize,
     pub labels: usize,
     pub test_rmse: f64,
@@ -325,18 +297,27 @@ impl LoopConfig {
         self.model.check_ref()
     }
 
-    /// Refuses an acquisition the surrogate cannot drive (ACS-FW and LCMD need NeuralLinear's
-    /// last-layer features).
-    pub fn check_method(&self, method: Method) -> Result<()> {
-        if self.surrogate == Surrogate::Gp && !matches!(method, Method::Random | Method::Maxent) {
-            return Err(invalid(
-                "method",
-                method.name(),
-                "the GP surrogate runs random and maxent only (ACS-FW and LCMD read NeuralLinear's \
-                 last-layer features); drop it from --method or use --surrogate neural-linear",
-            ));
+    /// Refuses an acquisition the surrogate cannot drive (ACS-FW and LCMD read NeuralLinear's
+    /// last-layer features), before any network is fitted.
+    pub fn check_acquisition(&self, acquisition: &dyn Acquisition) -> Result<()> {
+        let (model, offers, fix) = self.surrogate_offers();
+        crate::acquire::check_reads(acquisition, model, offers, fix)
+    }
+
+    /// The surrogate's name, what its predictive gives and how to get the rest.
+    fn surrogate_offers(&self) -> (&'static str, &'static [Reads], &'static str) {
+        match self.surrogate {
+            Surrogate::NeuralLinear => (
+                "NeuralLinear regression",
+                &[Reads::Entropy, Reads::MeanVariance, Reads::LogPosteriorVectors, Reads::Features],
+                "a regression runs random, maxent, acs-fw and lcmd; drop it from --method",
+            ),
+            Surrogate::Gp => (
+                "the GP surrogate",
+                &[Reads::Entropy, Reads::MeanVariance],
+                "the GP surrogate runs random and maxent only; drop it from --method or use --surrogate neural-linear",
+            ),
         }
-        Ok(())
     }
 
     /// Test points out of `n`: ⌊n · test_fraction⌋, n / 5 for the paper's 0.2 (the small margin
@@ -360,9 +341,9 @@ impl LoopConfig {
         Ok((test, n - test))
     }
 
-    /// Runs one seed of `method` on inputs `x` (`[n, d]`, raw) and targets `y`.
-    pub fn run(&self, x: &Mat<f64>, y: &[f64], method: Method, seed: u64) -> Result<Vec<RoundMetrics>> {
-        self.run_from(x, y, method, seed, None, |_, _| Ok(()))
+    /// Runs one seed of `acquisition` on inputs `x` (`[n, d]`, raw) and targets `y`.
+    pub fn run(&self, x: &Mat<f64>, y: &[f64], acquisition: &dyn Acquisition, seed: u64) -> Result<Vec<RoundMetrics>> {
+        self.run_from(x, y, acquisition, seed, None, |_, _| Ok(()))
     }
 
     /// [`LoopConfig::run`] continued from `resume` (a state an earlier call reported), calling
@@ -373,12 +354,12 @@ impl LoopConfig {
         &self,
         x: &Mat<f64>,
         y: &[f64],
-        method: Method,
+        acquisition: &dyn Acquisition,
         seed: u64,
         resume: Option<LoopState>,
         on_round: impl FnMut(&RoundMetrics, Option<&LoopState>) -> Result<()>,
     ) -> Result<Vec<RoundMetrics>> {
-        self.check_method(method)?;
+        self.check_acquisition(acquisition)?;
         let n = y.len();
         if x.nrows() != n {
             return Err(ActiveError::ShapeMismatch {
@@ -404,7 +385,7 @@ impl LoopConfig {
         };
         let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
         // The acquisition stream continues from the split's shuffle.
-        run_loop(&model, schedule, method, seed, rng, resume, on_round)
+        run_loop(&model, schedule, acquisition, self.distinct, seed, rng, resume, on_round)
     }
 }
 
@@ -520,12 +501,23 @@ impl RegressionPool<'_> {
 }
 
 impl ActiveModel for RegressionPool<'_> {
-    type Method = Method;
     type Fitted = FittedRegression;
     type Round = RoundMetrics;
 
     fn pool_len(&self) -> usize {
         self.pool.len()
+    }
+
+    fn describe(&self) -> String {
+        self.config.surrogate_offers().0.to_string()
+    }
+
+    fn offers(&self) -> &[Reads] {
+        self.config.surrogate_offers().1
+    }
+
+    fn fix(&self) -> &str {
+        self.config.surrogate_offers().2
     }
 
     fn fit(&self, labelled: &[usize], seed: u64) -> Result<FittedRegression> {
@@ -568,7 +560,7 @@ impl ActiveModel for RegressionPool<'_> {
         Ok(FittedRegression { model, gp, y_mean, y_scale })
     }
 
-    fn evaluate(&self, fitted: &FittedRegression, info: RoundInfo<Method>) -> Result<RoundMetrics> {
+    fn evaluate(&self, fitted: &FittedRegression, info: RoundInfo<'_>) -> Result<RoundMetrics> {
         let (test_rmse, test_log_likelihood) = fitted.score(&fitted.model, self.test_x.as_ref(), &self.test_y)?;
         // No silent NaN: a round whose scores are not finite stops the run here, before it is logged.
         if !(test_rmse.is_finite() && test_log_likelihood.is_finite()) {
@@ -577,7 +569,7 @@ impl ActiveModel for RegressionPool<'_> {
                 what: format!(
                     "seed {}, {}, round {} ({} labels): test RMSE {test_rmse}, log-likelihood {test_log_likelihood}",
                     info.seed,
-                    info.method.name(),
+                    info.method,
                     info.round,
                     info.labels
                 ),
@@ -595,7 +587,7 @@ impl ActiveModel for RegressionPool<'_> {
         };
         Ok(RoundMetrics {
             seed: info.seed,
-            method: info.method,
+            method: info.method.to_string(),
             round: info.round,
             labels: info.labels,
             test_rmse,
@@ -608,68 +600,8 @@ impl ActiveModel for RegressionPool<'_> {
         })
     }
 
-    fn select(
-        &self,
-        fitted: &FittedRegression,
-        method: Method,
-        unlabelled: &[usize],
-        b: usize,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Vec<usize>> {
-        let ux = self.rows(unlabelled);
-        Ok(match method {
-            Method::Random => random_batch(unlabelled.len(), b, rng),
-            Method::Maxent => {
-                let members = fitted.model.predict(ux.as_ref())?;
-                let h: Vec<f64> = match members.as_slice() {
-                    [p] => p.observed_variance().iter().map(|&s| student_t_entropy(s, p.dof())).collect(),
-                    // The mixture's entropy has no closed form; its variance ranks alike for
-                    // unimodal members and is what the members disagree on.
-                    _ => (0..ux.nrows()).map(|i| mixture_moments(&members, i).1).collect(),
-                };
-                top_b(&h, b)
-            }
-            Method::AcsFw => {
-                let members = fitted.model.neural_linear()?;
-                let k = members.len() as f64;
-                match self.config.projections {
-                    Some(j) => {
-                        let blocks = members
-                            .iter()
-                            .map(|m| Ok(nig_projections(m.features(ux.as_ref()).as_ref(), &m.posterior, j, rng)?.0))
-                            .collect::<Result<Vec<_>>>()?;
-                        let projected = Projections(concat_columns(&blocks, 1.0 / k.sqrt()));
-                        frank_wolfe(&projected, b, self.config.distinct)?.indices
-                    }
-                    None => {
-                        let mut gram = linear_nig(members[0].features(ux.as_ref()).as_ref(), &members[0].posterior)?.0;
-                        for m in &members[1..] {
-                            gram += linear_nig(m.features(ux.as_ref()).as_ref(), &m.posterior)?.0;
-                        }
-                        if members.len() > 1 {
-                            gram *= faer::Scale(1.0 / k);
-                        }
-                        frank_wolfe(&GramMatrix(gram), b, self.config.distinct)?.indices
-                    }
-                }
-            }
-            Method::Lcmd => {
-                let mut is_unlabelled = vec![false; self.pool.len()];
-                for &p in unlabelled {
-                    is_unlabelled[p] = true;
-                }
-                let labelled: Vec<usize> = (0..self.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
-                let members = fitted.model.neural_linear()?;
-                let features = |x: &Mat<f64>| match members {
-                    [m] => m.features(x.as_ref()),
-                    _ => concat_columns(
-                        &members.iter().map(|m| m.features(x.as_ref())).collect::<Vec<_>>(),
-                        1.0 / (members.len() as f64).sqrt(),
-                    ),
-                };
-                lcmd(features(&self.rows(&labelled)).as_ref(), features(&ux).as_ref(), b)?
-            }
-        })
+    fn predictive<'a>(&'a self, fitted: &'a FittedRegression, unlabelled: &'a [usize]) -> Box<dyn Predictive + 'a> {
+        Box::new(RegressionPredictive { pool: self, fitted, unlabelled, rows: std::cell::OnceCell::new() })
     }
 
     fn record_selection(round: &mut RoundMetrics, seconds: f64, batch_size: usize) {
@@ -678,9 +610,95 @@ impl ActiveModel for RegressionPool<'_> {
     }
 }
 
+/// What a round's fit predicts about the unlabelled pool points.
+struct RegressionPredictive<'a> {
+    pool: &'a RegressionPool<'a>,
+    fitted: &'a FittedRegression,
+    /// Pool positions, ascending.
+    unlabelled: &'a [usize],
+    /// Their standardised inputs, made on first use.
+    rows: std::cell::OnceCell<Mat<f64>>,
+}
+
+impl RegressionPredictive<'_> {
+    fn rows(&self) -> &Mat<f64> {
+        self.rows.get_or_init(|| self.pool.rows(self.unlabelled))
+    }
+}
+
+impl Predictive for RegressionPredictive<'_> {
+    fn len(&self) -> usize {
+        self.unlabelled.len()
+    }
+
+    fn entropy(&self) -> Result<Vec<f64>> {
+        let ux = self.rows();
+        let members = self.fitted.model.predict(ux.as_ref())?;
+        Ok(match members.as_slice() {
+            [p] => p.observed_variance().iter().map(|&s| student_t_entropy(s, p.dof())).collect(),
+            // The mixture's entropy has no closed form; its variance ranks alike for
+            // unimodal members and is what the members disagree on.
+            _ => (0..ux.nrows()).map(|i| mixture_moments(&members, i).1).collect(),
+        })
+    }
+
+    fn mean_variance(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        let ux = self.rows();
+        let members = self.fitted.model.predict(ux.as_ref())?;
+        Ok((0..ux.nrows()).map(|i| mixture_moments(&members, i)).unzip())
+    }
+
+    /// J random projections per ensemble member side by side (scaled by 1/√K), or the members'
+    /// mean closed-form Gram matrix.
+    fn log_posterior_vectors(&self, rng: &mut ChaCha8Rng) -> Result<Box<dyn PoolVectors>> {
+        let ux = self.rows();
+        let members = self.fitted.model.neural_linear()?;
+        let k = members.len() as f64;
+        Ok(match self.pool.config.projections {
+            Some(j) => {
+                let blocks = members
+                    .iter()
+                    .map(|m| Ok(nig_projections(m.features(ux.as_ref()).as_ref(), &m.posterior, j, rng)?.0))
+                    .collect::<Result<Vec<_>>>()?;
+                Box::new(Projections(concat_columns(&blocks, 1.0 / k.sqrt())))
+            }
+            None => {
+                let mut gram = linear_nig(members[0].features(ux.as_ref()).as_ref(), &members[0].posterior)?.0;
+                for m in &members[1..] {
+                    gram += linear_nig(m.features(ux.as_ref()).as_ref(), &m.posterior)?.0;
+                }
+                if members.len() > 1 {
+                    gram *= faer::Scale(1.0 / k);
+                }
+                Box::new(GramMatrix(gram))
+            }
+        })
+    }
+
+    /// Every member's features side by side (scaled by 1/√K, so that squared distances are the
+    /// members' mean).
+    fn features(&self) -> Result<PoolFeatures> {
+        let mut is_unlabelled = vec![false; self.pool.pool.len()];
+        for &p in self.unlabelled {
+            is_unlabelled[p] = true;
+        }
+        let labelled: Vec<usize> = (0..self.pool.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
+        let members = self.fitted.model.neural_linear()?;
+        let features = |x: &Mat<f64>| match members {
+            [m] => m.features(x.as_ref()),
+            _ => concat_columns(
+                &members.iter().map(|m| m.features(x.as_ref())).collect::<Vec<_>>(),
+                1.0 / (members.len() as f64).sqrt(),
+            ),
+        };
+        Ok(PoolFeatures { labelled: features(&self.pool.rows(&labelled)), unlabelled: features(self.rows()) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquire::{ACS_FW, LCMD, MAXENT, RANDOM};
 
     /// The paper's split stays n / 5 for every size (old runs resume unchanged); another
     /// fraction holds out ⌊n·f⌋ points; fractions outside (0, 1) are refused by name; configs
@@ -717,7 +735,7 @@ mod tests {
         let labels_of = |config: &LoopConfig| {
             let mut last = Vec::new();
             let rounds = config
-                .run_from(&x, &y, Method::Random, 3, None, |_, state| {
+                .run_from(&x, &y, &RANDOM, 3, None, |_, state| {
                     if let Some(s) = state {
                         last = s.labelled.clone();
                     }
@@ -743,8 +761,8 @@ mod tests {
         let (first, last) = (&gp_rounds[0], gp_rounds.last().unwrap());
         assert!(last.test_rmse < 0.7 * first.test_rmse, "{} → {}", first.test_rmse, last.test_rmse);
         assert!(gp_rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
-        assert_eq!(gp.run(&x, &y, Method::Maxent, 0).unwrap().last().unwrap().labels, 100);
-        for method in [Method::AcsFw, Method::Lcmd] {
+        assert_eq!(gp.run(&x, &y, &MAXENT, 0).unwrap().last().unwrap().labels, 100);
+        for method in [&ACS_FW, &LCMD] {
             let err = gp.run(&x, &y, method, 0).unwrap_err().to_string();
             assert!(err.contains("'method'") && err.contains("--surrogate neural-linear"), "{err}");
         }
@@ -759,23 +777,23 @@ mod tests {
         let y: Vec<f64> = (0..n).map(|i| 3.0 * x[(i, 0)] - 2.0 * x[(i, 1)] + x[(i, 2)].powi(2) + 10.0).collect();
         let config =
             LoopConfig { model: NeuralLinearConfig { steps: 300, ..Default::default() }, ..Default::default() };
-        for method in [Method::Random, Method::Maxent, Method::AcsFw, Method::Lcmd] {
+        for method in [&RANDOM, &MAXENT, &ACS_FW, &LCMD] {
             let rounds = config.run(&x, &y, method, 0).unwrap();
             let last = rounds.last().unwrap();
-            assert_eq!(last.labels, 100, "{method:?}");
+            assert_eq!(last.labels, 100, "{}", method.name);
             assert_eq!(rounds[0].labels, 20);
-            assert!(last.test_rmse < rounds[0].test_rmse, "{method:?}: {} → {}", rounds[0].test_rmse, last.test_rmse);
+            assert!(last.test_rmse < rounds[0].test_rmse, "{}: {} → {}", method.name, rounds[0].test_rmse, last.test_rmse);
             assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
-            if method != Method::AcsFw {
+            if method.name != ACS_FW.name {
                 assert_eq!(rounds.len(), 9);
             }
         }
-        let distinct = LoopConfig { distinct: true, ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
+        let distinct = LoopConfig { distinct: true, ..config }.run(&x, &y, &ACS_FW, 0).unwrap();
         assert_eq!(distinct.len(), 9);
         // The default form is J random projections; the closed-form N × N inner products also
         // reach the budget and learn.
         assert_eq!(config.projections, Some(DEFAULT_PROJECTIONS));
-        let closed = LoopConfig { projections: None, ..config }.run(&x, &y, Method::AcsFw, 0).unwrap();
+        let closed = LoopConfig { projections: None, ..config }.run(&x, &y, &ACS_FW, 0).unwrap();
         assert_eq!(closed.last().unwrap().labels, 100);
         assert!(closed.last().unwrap().test_rmse < closed[0].test_rmse);
     }
@@ -846,19 +864,19 @@ mod tests {
             model: NeuralLinearConfig { steps: 300, ..Default::default() },
             ..Default::default()
         };
-        for method in [Method::Random, Method::Maxent, Method::AcsFw, Method::Lcmd] {
+        for method in [&RANDOM, &MAXENT, &ACS_FW, &LCMD] {
             let rounds = three.run(&x, &y, method, 0).unwrap();
             let last = rounds.last().unwrap();
-            assert_eq!(last.labels, 100, "{method:?}");
-            assert!(last.test_rmse < rounds[0].test_rmse, "{method:?}: {} → {}", rounds[0].test_rmse, last.test_rmse);
+            assert_eq!(last.labels, 100, "{}", method.name);
+            assert!(last.test_rmse < rounds[0].test_rmse, "{}: {} → {}", method.name, rounds[0].test_rmse, last.test_rmse);
             assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
         }
-        let closed = LoopConfig { projections: None, ..three }.run(&x, &y, Method::AcsFw, 0).unwrap();
+        let closed = LoopConfig { projections: None, ..three }.run(&x, &y, &ACS_FW, 0).unwrap();
         assert_eq!(closed.last().unwrap().labels, 100);
-        let err = LoopConfig { ensemble: 0, ..three }.run(&x, &y, Method::Random, 0).unwrap_err().to_string();
+        let err = LoopConfig { ensemble: 0, ..three }.run(&x, &y, &RANDOM, 0).unwrap_err().to_string();
         assert!(err.contains("'ensemble'"), "{err}");
         let err =
-            LoopConfig { surrogate: Surrogate::Gp, ..three }.run(&x, &y, Method::Random, 0).unwrap_err().to_string();
+            LoopConfig { surrogate: Surrogate::Gp, ..three }.run(&x, &y, &RANDOM, 0).unwrap_err().to_string();
         assert!(err.contains("'ensemble'") && err.contains("use 1"), "{err}");
     }
 
@@ -871,7 +889,7 @@ mod tests {
         let y: Vec<f64> = (0..n).map(|i| x[(i, 0)] * x[(i, 1)] - x[(i, 2)] + 4.0).collect();
         let config =
             LoopConfig { model: NeuralLinearConfig { steps: 100, ..Default::default() }, ..Default::default() };
-        for method in [Method::Random, Method::Maxent, Method::AcsFw] {
+        for method in [&RANDOM, &MAXENT, &ACS_FW] {
             let mut states = Vec::new();
             let straight = config
                 .run_from(&x, &y, method, 3, None, |_, s| {
@@ -887,7 +905,8 @@ mod tests {
             assert_eq!(
                 rest.iter().map(key).collect::<Vec<_>>(),
                 straight[3..].iter().map(key).collect::<Vec<_>>(),
-                "{method:?}"
+                "{}",
+                method.name
             );
         }
     }

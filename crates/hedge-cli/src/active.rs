@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use hedge_active::classification_loop::{ClassLoopConfig, ClassMethod};
+use hedge_active::classification_loop::ClassLoopConfig;
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
-use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Method, Surrogate, DEFAULT_PROJECTIONS};
+use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Surrogate, DEFAULT_PROJECTIONS};
 use hedge_lab::active::experiment::{
     ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE,
 };
@@ -24,13 +24,21 @@ pub enum ActiveCommand {
     Classify(ClassifyArgs),
 }
 
+/// Every registered acquisition, with its summary in `--help`.
+fn acquisitions() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        hedge_active::ACQUISITIONS.iter().map(|r| clap::builder::PossibleValue::new(r.name).help(r.about)),
+    )
+}
+
 #[derive(Args)]
 pub struct ClassifyArgs {
     /// Folder under $HEDGE_DATA_DIR with the four IDX files: fashion-mnist or mnist.
     #[arg(long, default_value = "fashion-mnist")]
     dataset: String,
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,bald,acs-fw")]
-    method: Vec<ClassMethod>,
+    /// Acquisitions to compare (bald and least-confidence read class probabilities).
+    #[arg(long, value_delimiter = ',', default_value = "random,maxent,bald,acs-fw", value_parser = acquisitions())]
+    method: Vec<String>,
     /// Seeds 0..S (each its own pool, test subset, initial labels and networks).
     #[arg(long, default_value_t = 3)]
     seeds: u64,
@@ -86,9 +94,10 @@ pub struct RunArgs {
     dataset: Option<String>,
     #[command(flatten)]
     table: crate::own_data::TableArgs,
-    /// Acquisition methods to compare.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "random,maxent,acs-fw")]
-    method: Vec<Method>,
+    /// Acquisitions to compare (a regression runs those that read entropies, features or
+    /// ACS-FW's vectors).
+    #[arg(long, value_delimiter = ',', default_value = "random,maxent,acs-fw", value_parser = acquisitions())]
+    method: Vec<String>,
     /// Seeds 0..S (each its own pool/test split and initial labels).
     #[arg(long, default_value_t = 10)]
     seeds: u64,
@@ -211,7 +220,7 @@ fn run_experiment(args: RunArgs) -> Result<()> {
         let source = hedge_data::RegressionSource::parse(&dataset, table.as_ref())?;
         let active_protocol = args.protocol.unwrap_or(ActiveProtocol::default_for(&source));
         // Only a run with ACS-FW records a form for it.
-        let projections = match (args.method.contains(&Method::AcsFw), args.closed_form) {
+        let projections = match (args.method.iter().any(|m| m == "acs-fw"), args.closed_form) {
             (true, false) => Some(args.projections.unwrap_or(DEFAULT_PROJECTIONS)),
             _ => None,
         };

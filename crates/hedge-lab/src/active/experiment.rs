@@ -18,10 +18,10 @@ use tch::Tensor;
 
 use crate::error::{invalid, LabError, Result};
 use hedge_active::classification_loop::{
-    images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassMethod, ClassRoundMetrics, ImageSet,
+    images_tensor, labels_tensor, pixel_moments, ClassLoopConfig, ClassRoundMetrics, ImageSet,
 };
 use hedge_active::pool::LoopState;
-use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
+use hedge_active::regression_loop::{LoopConfig, RoundMetrics};
 pub use hedge_run::Experiment;
 
 pub use hedge_run::experiment::{CONFIG_FILE, PROGRESS_FILE, ROUNDS_FILE};
@@ -62,9 +62,10 @@ pub struct RegressionExperiment {
     /// A user's table: which column of the CSV file `dataset` is the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<TableSpec>,
-    /// Acquisition methods, in the order they run for each seed.
+    /// Acquisitions by their registered names ([`hedge_active::ACQUISITIONS`]), in the order
+    /// they run for each seed.
     #[serde(default = "all_regression_methods")]
-    pub methods: Vec<Method>,
+    pub methods: Vec<String>,
     #[serde(rename = "loop")]
     pub loop_config: LoopConfig,
     /// The split and scaling, in words ([`Self::protocol_for`]).
@@ -77,8 +78,8 @@ pub struct RegressionExperiment {
     pub seeds: u64,
 }
 
-fn all_regression_methods() -> Vec<Method> {
-    vec![Method::Random, Method::Maxent, Method::AcsFw]
+fn all_regression_methods() -> Vec<String> {
+    ["random", "maxent", "acs-fw"].map(String::from).to_vec()
 }
 
 /// What `progress` callbacks are told after each finished loop.
@@ -135,8 +136,8 @@ impl Experiment for RegressionExperiment {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
-        for &method in &self.methods {
-            self.loop_config.check_method(method)?;
+        for method in &self.methods {
+            self.loop_config.check_acquisition(hedge_active::acquisition(method)?)?;
         }
         self.loop_config.check_split(data.rows())?;
         Ok(())
@@ -151,7 +152,9 @@ impl Experiment for RegressionExperiment {
         let x = Mat::from_fn(data.rows(), data.features, |i, j| data.row(i)[j]);
         let per_seed = self.methods.len();
         let runs = self.seeds as usize * per_seed;
-        let job = |index: usize| (index / per_seed, self.methods[index % per_seed]);
+        let acquisitions =
+            self.methods.iter().map(|m| hedge_active::acquisition(m)).collect::<hedge_active::Result<Vec<_>>>()?;
+        let job = |index: usize| (index / per_seed, acquisitions[index % per_seed]);
         let rounds: Vec<RoundMetrics> = run_resumable(
             dir,
             runs,
@@ -161,7 +164,7 @@ impl Experiment for RegressionExperiment {
             },
             |index| {
                 let (seed, method) = job(index);
-                progress(RunFinished { index, runs, seed: seed as u64, method: method.name() })
+                progress(RunFinished { index, runs, seed: seed as u64, method: method.name })
             },
         )?;
         regression_report(dir, self, &rounds)
@@ -237,7 +240,7 @@ pub struct PairedDifference {
 
 /// Pinsler et al. 2019, Table 1 (final test RMSE after 100 acquired labels, 120 in all with the
 /// 20 initial ones, NeuralLinear, mean over 40 seeds) for the datasets and methods it reports.
-pub fn paper_final_rmse(source: &RegressionSource, method: Method) -> Option<f64> {
+pub fn paper_final_rmse(source: &RegressionSource, method: &str) -> Option<f64> {
     let [random, maxent, acs_fw] = match source.uci_name()? {
         "yacht" => [1.272, 0.923, 1.031],
         "bostonHousing" => [4.068, 3.640, 3.799],
@@ -246,17 +249,17 @@ pub fn paper_final_rmse(source: &RegressionSource, method: Method) -> Option<f64
         _ => return None,
     };
     match method {
-        Method::Random => Some(random),
-        Method::Maxent => Some(maxent),
-        Method::AcsFw => Some(acs_fw),
-        Method::Lcmd => None,
+        "random" => Some(random),
+        "maxent" => Some(maxent),
+        "acs-fw" => Some(acs_fw),
+        _ => None,
     }
 }
 
 /// Methods present in the rounds, in the experiment's order (a report of an unfinished or
 /// older experiment shows what it has).
-fn present<M: PartialEq + Copy>(order: &[M], has: impl Fn(M) -> bool) -> Vec<M> {
-    order.iter().copied().filter(|&m| has(m)).collect()
+fn present(order: &[String], has: impl Fn(&str) -> bool) -> Vec<&str> {
+    order.iter().map(String::as_str).filter(|&m| has(m)).collect()
 }
 
 fn regression_report(
@@ -334,7 +337,7 @@ fn regression_report(
         };
         md.push_str(&format!(
             "| {} | {} | {} |{gp_cells} {} | {:.1} | {:.4} |\n",
-            method.name(),
+            method,
             m.final_rmse.plus_minus(3, false),
             m.paper_final_rmse.map_or("–".to_string(), |v| format!("{v:.3}")),
             m.final_log_likelihood.plus_minus(3, false),
@@ -343,18 +346,18 @@ fn regression_report(
         ));
         let per_seed: Vec<Vec<(usize, f64)>> =
             runs.iter().map(|run| run.iter().map(|r| (r.labels, r.test_rmse)).collect()).collect();
-        curves.push((method.name().to_string(), band(grid_curve(&per_seed, l.init, l.batch, l.budget))));
-        summary.insert(method.name().to_string(), m);
+        curves.push((method.to_string(), band(grid_curve(&per_seed, l.init, l.batch, l.budget))));
+        summary.insert(method.to_string(), m);
     }
     // Each method's last round per seed, read through `value` (seeds without it left out).
-    let finals = |value: fn(&RoundMetrics) -> Option<f64>| -> Vec<(&'static str, BTreeMap<u64, f64>)> {
+    let finals = |value: fn(&RoundMetrics) -> Option<f64>| -> Vec<(&str, BTreeMap<u64, f64>)> {
         methods
             .iter()
             .map(|&m| {
                 let by_seed = (0..experiment.seeds)
                     .filter_map(|s| Some((s, value(all.iter().rfind(|r| r.method == m && r.seed == s)?)?)))
                     .collect();
-                (m.name(), by_seed)
+                (m, by_seed)
             })
             .collect()
     };
@@ -477,8 +480,9 @@ pub struct ClassificationExperiment {
     pub dataset: String,
     #[serde(rename = "loop")]
     pub loop_config: ClassLoopConfig,
+    /// Acquisitions by their registered names ([`hedge_active::ACQUISITIONS`]).
     #[serde(default = "all_class_methods")]
-    pub methods: Vec<ClassMethod>,
+    pub methods: Vec<String>,
     /// Pool images drawn per seed from the training split.
     pub pool: usize,
     pub protocol: String,
@@ -489,8 +493,8 @@ pub struct ClassificationExperiment {
     pub threads: i32,
 }
 
-fn all_class_methods() -> Vec<ClassMethod> {
-    vec![ClassMethod::Random, ClassMethod::Maxent, ClassMethod::Bald, ClassMethod::AcsFw]
+fn all_class_methods() -> Vec<String> {
+    ["random", "maxent", "bald", "acs-fw"].map(String::from).to_vec()
 }
 
 /// One seed's pool and test images, standardised on the pool.
@@ -548,6 +552,9 @@ impl Experiment for ClassificationExperiment {
         if self.seeds == 0 || self.methods.is_empty() {
             return Err(invalid("seeds/methods", format!("{}/{}", self.seeds, self.methods.len()), "need ≥ 1 of each"));
         }
+        for method in &self.methods {
+            self.loop_config.check_acquisition(hedge_active::acquisition(method)?)?;
+        }
         Ok(self.loop_config.check(self.pool)?)
     }
 
@@ -559,7 +566,9 @@ impl Experiment for ClassificationExperiment {
     ) -> Result<ClassificationSummary> {
         let per_seed = self.methods.len();
         let runs = self.seeds as usize * per_seed;
-        let job = |index: usize| ((index / per_seed) as u64, self.methods[index % per_seed]);
+        let acquisitions =
+            self.methods.iter().map(|m| hedge_active::acquisition(m)).collect::<hedge_active::Result<Vec<_>>>()?;
+        let job = |index: usize| ((index / per_seed) as u64, acquisitions[index % per_seed]);
         let mut images: Option<(u64, SeedImages)> = None;
         let rounds: Vec<ClassRoundMetrics> = run_resumable(
             dir,
@@ -576,7 +585,7 @@ impl Experiment for ClassificationExperiment {
             },
             |index| {
                 let (seed, method) = job(index);
-                progress(RunFinished { index, runs, seed, method: method.name() })
+                progress(RunFinished { index, runs, seed, method: method.name })
             },
         )?;
         classification_report(dir, self, &rounds)
@@ -646,15 +655,15 @@ fn classification_report(
         };
         md.push_str(&format!(
             "| {} | {} | {} | {} | {:.1} | {:.3} |\n",
-            method.name(),
+            method,
             m.final_accuracy.plus_minus(4, false),
             m.final_predictive_accuracy.plus_minus(4, false),
             m.final_log_likelihood.plus_minus(3, false),
             m.rounds.mean,
             m.selection_seconds.mean
         ));
-        curves.push((method.name().to_string(), band(curve)));
-        summary.insert(method.name().to_string(), m);
+        curves.push((method.to_string(), band(curve)));
+        summary.insert(method.to_string(), m);
     }
     let summary = ClassificationSummary {
         dataset: experiment.dataset.clone(),
@@ -703,7 +712,7 @@ mod tests {
             command: String::new(),
             dataset: "uci/toy".into(),
             table: None,
-            methods: vec![Method::Random],
+            methods: vec!["random".into()],
             loop_config: LoopConfig { init: 5, batch: 5, budget: 10, test_fraction, ..LoopConfig::default() },
             protocol: String::new(),
             active_protocol: Default::default(),

@@ -3,7 +3,7 @@
 //! the rounds and summary of an uninterrupted one.
 
 use hedge_active::neural_linear::NeuralLinearConfig;
-use hedge_active::regression_loop::{LoopConfig, Method, RoundMetrics};
+use hedge_active::regression_loop::{LoopConfig, RoundMetrics};
 use hedge_data::UciDataset;
 use hedge_lab::active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_run::RunDirectory;
@@ -13,7 +13,7 @@ fn experiment() -> RegressionExperiment {
         command: "test".into(),
         dataset: "uci/yacht".into(),
         table: None,
-        methods: vec![Method::Random, Method::Maxent, Method::AcsFw],
+        methods: ["random", "maxent", "acs-fw"].map(String::from).to_vec(),
         loop_config: LoopConfig {
             init: 20,
             batch: 10,
@@ -28,8 +28,8 @@ fn experiment() -> RegressionExperiment {
 }
 
 /// What must not depend on interruptions (the seconds a fit took do).
-fn key(r: &RoundMetrics) -> (u64, Method, usize, usize, u64, u64, usize) {
-    (r.seed, r.method, r.round, r.labels, r.test_rmse.to_bits(), r.test_log_likelihood.to_bits(), r.batch_size)
+fn key(r: &RoundMetrics) -> (u64, String, usize, usize, u64, u64, usize) {
+    (r.seed, r.method.clone(), r.round, r.labels, r.test_rmse.to_bits(), r.test_log_likelihood.to_bits(), r.batch_size)
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
             exp.seeds as usize * per_seed,
             |i, resume, on_round| {
                 exp.loop_config
-                    .run_from(&x, &data.targets, exp.methods[i % per_seed], (i / per_seed) as u64, resume, on_round)
+                    .run_from(&x, &data.targets, hedge_active::acquisition(&exp.methods[i % per_seed])?, (i / per_seed) as u64, resume, on_round)
                     .map(|_| ())
             },
             |_| {},
@@ -105,7 +105,7 @@ fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh_only
     std::fs::write(root.path().join("notes.txt"), "mine").unwrap();
     let mut exp = experiment();
     exp.seeds = 1;
-    exp.methods = vec![Method::Random];
+    exp.methods = vec!["random".into()];
     let e = exp.run(&data, root.path(), false, |_| {}).unwrap_err().to_string();
     assert!(e.contains("--overwrite") && e.contains("notes.txt"), "{e}");
     // A folder hedge did not make is refused even with --overwrite.
@@ -133,7 +133,7 @@ fn a_log_cut_short_is_refused_by_resume_and_report_never_rebuilt_into_a_smaller_
     let root = tempfile::tempdir().unwrap();
     let mut exp = experiment();
     exp.seeds = 1;
-    exp.methods = vec![Method::Random, Method::Maxent];
+    exp.methods = vec!["random".into(), "maxent".into()];
     exp.loop_config.budget = 30;
     let out = root.path().join("run");
     let summary = exp.run(&data, &out, false, |_| {}).unwrap();
