@@ -8,13 +8,18 @@
   batch. For a Gaussian regression predictive, MaxEnt is ``top_b(std, b)``.
 * :func:`lcmd` -- LCMD (Holzmueller et al., JMLR 2023): clusters around the labelled points,
   farthest point of the heaviest cluster.
+* :func:`pool_loop` -- hedge's pool-based loop on your regression data (NeuralLinear or a GP
+  refitted every round), driven by a registered acquisition (:func:`acquisitions`) or by your
+  own: a callable that reads the round's :class:`PoolPredictive` and returns scores or rows.
 
 Pool indices are rows of the pool arrays you pass.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import json
+from dataclasses import dataclass, fields
+from typing import Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -24,6 +29,10 @@ from .bayes import BayesianLinearRegression, BayesianProbitRegression
 
 __all__ = [
     "Batch",
+    "PoolPredictive",
+    "Round",
+    "acquisitions",
+    "pool_loop",
     "acs_fw",
     "acs_fw_select",
     "bald",
@@ -144,3 +153,97 @@ def lcmd(labelled_features, pool_features, batch_size: int) -> np.ndarray:
     labelled = matrix(labelled_features, "labelled_features")
     pool = matrix(pool_features, "pool_features", n_features=labelled.shape[1])
     return np.asarray(_hedge.lcmd_batch(labelled, pool, _batch_size(batch_size)), dtype=np.int64)
+
+
+PoolPredictive = _hedge.PoolPredictive
+"""What a round's fit predicts about the unlabelled pool points, as your acquisition reads it:
+``entropy``, ``mean`` and ``variance`` ``[n]`` (standardised targets), ``features`` ``[n, k]`` and
+``labelled_features`` (NeuralLinear's last layer; the GP has none: reading them raises
+``ValueError``), ``batch_size`` (rows to return), ``distinct`` and ``seed`` (drawn from the loop's
+own stream: use it for any random choice, so that a resumed loop chooses alike). ``len()`` is
+the number of unlabelled points."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of :func:`pool_loop` (after fitting on ``labels`` points)."""
+
+    seed: int
+    method: str
+    round: int
+    labels: int
+    test_rmse: float
+    test_log_likelihood: float
+    """mean Student-t log density of the test targets (original scale)."""
+    fit_seconds: float
+    selection_seconds: float
+    batch_size: int
+    """points added after this round (0 after the last)."""
+    gp_test_rmse: Optional[float] = None
+    gp_test_log_likelihood: Optional[float] = None
+
+
+def acquisitions() -> dict:
+    """The registered acquisitions: ``{name: (what it does, [what it reads])}``."""
+    return {name: (about, list(reads)) for name, about, reads in _hedge.acquisition_kinds()}
+
+
+def _rows_from(choice, predictive) -> list:
+    """Your acquisition's answer as rows: integers are rows, floats one score per point (the
+    ``batch_size`` highest are taken)."""
+    out = np.asarray(choice)
+    if out.ndim != 1:
+        raise ValueError(f"an acquisition returns a 1-D array of rows or scores; got shape {out.shape}")
+    if out.dtype.kind in "iu":
+        return [int(i) for i in out]
+    if out.dtype.kind == "f":
+        if out.shape[0] != len(predictive):
+            raise ValueError(
+                f"an acquisition's scores hold one value per unlabelled point ({len(predictive)}); "
+                f"got {out.shape[0]}"
+            )
+        return list(_hedge.top_b_indices(np.ascontiguousarray(out, dtype=np.float64), predictive.batch_size))
+    raise ValueError(f"an acquisition returns integer rows or float scores; got dtype {out.dtype}")
+
+
+def pool_loop(
+    X,
+    y,
+    acquisition: Union[str, Callable[[PoolPredictive], object]] = "acs-fw",
+    *,
+    seed: int = 0,
+    settings: Optional[dict] = None,
+) -> list:
+    """One seed of hedge's pool-based active-learning loop on your regression data, as
+    ``hedge active run`` runs it: a ``test_fraction`` of the rows held out, ``init`` random
+    labels, then rounds of fit -> score on the test rows -> acquire ``batch`` more until
+    ``budget`` labels. Returns a :class:`Round` per round.
+
+    ``acquisition`` is a registered name (:func:`acquisitions`) or your own callable, which gets
+    the round's :class:`PoolPredictive` and returns either ``batch_size`` integer rows of it or
+    one float score per unlabelled point (the highest are labelled). An exception it raises
+    stops the loop and comes back to you as it was raised.
+
+    ``settings`` overrides the loop's settings in their serde form (the ``loop`` section of an
+    experiment's ``config.json``), e.g. ``{"budget": 60, "model": {"epochs": 100}}``; a key that
+    does not exist is refused by name.
+    """
+    x = matrix(X, "X")
+    targets = np.ascontiguousarray(np.asarray(y, dtype=np.float64).reshape(-1))
+    if callable(acquisition):
+        user = acquisition
+
+        def call(predictive):
+            return _rows_from(user(predictive), predictive)
+
+        name = getattr(user, "__name__", type(user).__name__)
+        chosen = call
+    elif isinstance(acquisition, str):
+        name, chosen = acquisition, acquisition
+    else:
+        raise ValueError(f"`acquisition` is a registered name or a callable; got {type(acquisition).__name__}")
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"`seed` = {seed} must be a non-negative integer")
+    lines = _hedge.pool_loop(x, targets, chosen, name, json.dumps(settings or {}), int(seed))
+    known = {f.name for f in fields(Round)}
+    return [Round(**{k: v for k, v in json.loads(line).items() if k in known}) for line in lines]

@@ -402,3 +402,169 @@ impl ShardedFrankWolfe {
         })
     }
 }
+
+/// What a round's fit predicts about the unlabelled pool, as a user's acquisition reads it:
+/// arrays made before the call (a quantity the model does not give is `None`, and reading it
+/// raises a `ValueError` that says so).
+#[pyclass(module = "hedge._hedge", frozen, name = "PoolPredictive")]
+pub struct PyPoolPredictive {
+    model: String,
+    #[pyo3(get)]
+    batch_size: usize,
+    #[pyo3(get)]
+    distinct: bool,
+    #[pyo3(get)]
+    seed: u64,
+    entropy: Option<Vec<f64>>,
+    mean_variance: Option<(Vec<f64>, Vec<f64>)>,
+    features: Option<(faer::Mat<f64>, faer::Mat<f64>)>,
+}
+
+impl PyPoolPredictive {
+    fn given<'a, T>(&self, what: &str, value: &'a Option<T>) -> PyResult<&'a T> {
+        value.as_ref().ok_or_else(|| PyValueError::new_err(format!("{} gives no {what}", self.model)))
+    }
+}
+
+#[pymethods]
+impl PyPoolPredictive {
+    fn __len__(&self) -> usize {
+        self.entropy.as_ref().map_or(0, Vec::len)
+    }
+    #[getter]
+    fn entropy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.given("entropy", &self.entropy)?.clone().into_pyarray(py))
+    }
+    #[getter]
+    fn mean<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.given("predictive mean", &self.mean_variance)?.0.clone().into_pyarray(py))
+    }
+    #[getter]
+    fn variance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(self.given("predictive variance", &self.mean_variance)?.1.clone().into_pyarray(py))
+    }
+    #[getter]
+    fn features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        Ok(matrix_to_numpy(py, &self.given("last-layer features", &self.features)?.1))
+    }
+    #[getter]
+    fn labelled_features<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        Ok(matrix_to_numpy(py, &self.given("last-layer features", &self.features)?.0))
+    }
+}
+
+/// A Python callable as an acquisition: called with a [`PyPoolPredictive`], it returns the rows
+/// to label (`hedge.active.pool_loop` turns scores into the top rows before they come here).
+struct CallableAcquisition {
+    name: String,
+    /// The surrogate, for messages.
+    model: String,
+    callable: Py<PyAny>,
+    /// The exception the callable raised, re-raised as it was once the loop has stopped.
+    raised: std::sync::Mutex<Option<PyErr>>,
+}
+
+impl hedge_active::Acquisition for CallableAcquisition {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn reads(&self) -> &[hedge_active::Reads] {
+        &[]
+    }
+
+    fn select(
+        &self,
+        predictive: &dyn hedge_active::Predictive,
+        request: hedge_active::Request,
+        rng: &mut rand_chacha::ChaCha8Rng,
+    ) -> hedge_active::Result<Vec<usize>> {
+        use rand::Rng;
+        fn given<T>(r: hedge_active::Result<T>) -> hedge_active::Result<Option<T>> {
+            match r {
+                Err(hedge_active::ActiveError::NotOffered { .. }) => Ok(None),
+                r => r.map(Some),
+            }
+        }
+        let seed = rng.random();
+        let entropy = given(predictive.entropy())?;
+        let mean_variance = given(predictive.mean_variance())?;
+        let features = given(predictive.features())?.map(|f| (f.labelled, f.unlabelled));
+        Python::attach(|py| {
+            let argument = PyPoolPredictive {
+                model: self.model.clone(),
+                batch_size: request.size,
+                distinct: request.distinct,
+                seed,
+                entropy,
+                mean_variance,
+                features,
+            };
+            self.callable.call1(py, (argument,)).and_then(|chosen| chosen.extract::<Vec<usize>>(py)).map_err(|e| {
+                let message = e.to_string();
+                *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                hedge_active::ActiveError::Callback { acquisition: self.name.clone(), message }
+            })
+        })
+    }
+}
+
+/// One seed of the regression pool loop (`hedge.active.pool_loop`): `settings` (a JSON object)
+/// overrides the default `LoopConfig` in its serde form, `acquisition` is a registered name or a
+/// callable; the rounds come back as JSON lines of `RoundMetrics`.
+#[pyfunction]
+#[pyo3(signature = (x, y, acquisition, name, settings, seed))]
+pub fn pool_loop(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, f64>,
+    acquisition: Bound<'_, PyAny>,
+    name: String,
+    settings: &str,
+    seed: u64,
+) -> PyResult<Vec<String>> {
+    let overrides: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(settings).map_err(|e| PyValueError::new_err(format!("pool_loop settings: {e}")))?;
+    let config =
+        hedge_run::with_overrides(&hedge_active::regression_loop::LoopConfig::default(), &overrides, "settings")
+            .map_err(value_error)?;
+    let x = matrix(&x);
+    let y = y.as_array().to_vec();
+    let callable = if acquisition.is_instance_of::<pyo3::types::PyString>() {
+        None
+    } else {
+        let model = match config.surrogate {
+            hedge_active::regression_loop::Surrogate::NeuralLinear => "NeuralLinear",
+            hedge_active::regression_loop::Surrogate::Gp => "the GP surrogate",
+        };
+        Some(CallableAcquisition {
+            name,
+            model: model.into(),
+            callable: acquisition.clone().unbind(),
+            raised: Default::default(),
+        })
+    };
+    let registered = match &callable {
+        None => Some(hedge_active::acquisition(&acquisition.extract::<String>()?).map_err(value_error)?),
+        Some(_) => None,
+    };
+    let chosen: &dyn hedge_active::Acquisition = match (&callable, registered) {
+        (Some(c), _) => c,
+        (None, Some(r)) => r,
+        (None, None) => unreachable!("one of the two is set above"),
+    };
+    let rounds = crate::guarded(|| py.detach(|| config.run(&x, &y, chosen, seed)).map_err(value_error));
+    if let Some(raised) = callable.and_then(|c| c.raised.into_inner().unwrap_or_else(|p| p.into_inner())) {
+        return Err(raised);
+    }
+    rounds?.iter().map(|r| serde_json::to_string(r).map_err(value_error)).collect()
+}
+
+/// The registered acquisitions: (name, what it does, what it reads).
+#[pyfunction]
+pub fn acquisition_kinds() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    hedge_active::ACQUISITIONS
+        .iter()
+        .map(|r| (r.name, r.about, r.reads.iter().map(|w| w.describe()).collect()))
+        .collect()
+}

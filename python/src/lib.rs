@@ -78,6 +78,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<active::PoolShard>()?;
     m.add_class::<active::ShardedFrankWolfe>()?;
     m.add_class::<active::LcmdShard>()?;
+    m.add_class::<active::PyPoolPredictive>()?;
     m.add_class::<shards::ShardRules>()?;
     m.add_class::<shards::EmbeddedProbes>()?;
     m.add_function(wrap_pyfunction!(shards::hib_shard_index, m)?)?;
@@ -99,6 +100,8 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::entropy_scores, m)?,
         wrap_pyfunction!(active::top_b_indices, m)?,
         wrap_pyfunction!(active::lcmd_batch, m)?,
+        wrap_pyfunction!(active::pool_loop, m)?,
+        wrap_pyfunction!(active::acquisition_kinds, m)?,
         wrap_pyfunction!(active::lcmd_heaviest_cluster, m)?,
         wrap_pyfunction!(active::lcmd_farthest_pick, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,

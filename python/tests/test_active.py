@@ -148,3 +148,82 @@ def test_bad_arguments_are_refused_with_the_fix():
         active.linear_gram(object(), np.eye(3))
     with pytest.raises(ValueError, match="must be \\[samples, pool, classes\\]"):
         active.bald(np.ones((3, 4)))
+
+
+def _smooth_regression(n=300):
+    """A smooth 3-input function of deterministic inputs (the Rust loop tests' set)."""
+    i = np.arange(n)
+    X = np.stack([np.sin(i * (j + 3) * 0.37) * 2 for j in range(3)], axis=1)
+    return X, 3 * X[:, 0] - 2 * X[:, 1] + X[:, 2] ** 2 + 10
+
+
+# Short fits: the loop's own default (the mse recipe) with fewer steps, four acquisition rounds.
+SHORT = {"budget": 60, "model": {"steps": 300}}
+
+
+def test_a_callable_acquisition_runs_in_the_pool_loop_as_a_registered_one():
+    """A user's MaxEnt (scores = the predictive's entropy) chooses exactly what the registered
+    one does, round after round; a user's rows are labelled as given; the predictive it sees
+    shrinks by one batch per round."""
+    X, y = _smooth_regression()
+    registered = active.pool_loop(X, y, "maxent", settings=SHORT)
+    seen = []
+
+    def my_maxent(predictive):
+        seen.append((len(predictive), predictive.batch_size, predictive.features.shape))
+        assert predictive.labelled_features.shape[0] + len(predictive) == 240  # the pool: 80 % of 300
+        return predictive.entropy
+
+    mine = active.pool_loop(X, y, my_maxent, settings=SHORT)
+    assert [r.test_rmse for r in mine] == [r.test_rmse for r in registered]
+    assert [r.labels for r in mine] == [20, 30, 40, 50, 60]
+    assert {r.method for r in mine} == {"my_maxent"}
+    assert [s[:2] for s in seen] == [(220, 10), (210, 10), (200, 10), (190, 10)]
+    assert all(s[2][0] == s[0] for s in seen)
+
+    # Rows: the lowest-variance points (the opposite of MaxEnt), as integers.
+    def least_variance(predictive):
+        return np.argsort(predictive.variance, kind="stable")[: predictive.batch_size]
+
+    rows = active.pool_loop(X, y, least_variance, settings=SHORT)
+    assert [r.labels for r in rows] == [20, 30, 40, 50, 60]
+    assert [r.batch_size for r in rows] == [10, 10, 10, 10, 0]
+
+    # Random choices from the round's seed repeat exactly.
+    def seeded(predictive):
+        return np.random.default_rng(predictive.seed).permutation(len(predictive))[: predictive.batch_size]
+
+    once, again = (active.pool_loop(X, y, seeded, settings=SHORT) for _ in range(2))
+    assert [r.test_rmse for r in once] == [r.test_rmse for r in again]
+
+
+def test_a_callable_acquisition_s_mistakes_are_reported_as_such():
+    X, y = _smooth_regression()
+
+    class Stop(Exception):
+        pass
+
+    def raises(predictive):
+        raise Stop("my acquisition gave up")
+
+    with pytest.raises(Stop, match="gave up"):
+        active.pool_loop(X, y, raises, settings=SHORT)
+
+    def twice(predictive):
+        return np.zeros(predictive.batch_size, dtype=np.int64)
+
+    with pytest.raises(ValueError, match=r"acquisition 'twice' returned row 0 twice"):
+        active.pool_loop(X, y, twice, settings=SHORT)
+    with pytest.raises(ValueError, match="one value per unlabelled point"):
+        active.pool_loop(X, y, lambda p: np.ones(3), settings=SHORT)
+    # The GP has no last-layer features: reading them says so.
+    with pytest.raises(ValueError, match="the GP surrogate gives no last-layer features"):
+        active.pool_loop(X, y, lambda p: p.features[:, 0], settings={"budget": 30, "surrogate": "gp"})
+    # A registered acquisition that reads what the model does not give is refused before any fit.
+    with pytest.raises(ValueError, match="class probabilities.*NeuralLinear regression does not give"):
+        active.pool_loop(X, y, "bald", settings=SHORT)
+    with pytest.raises(ValueError, match="no such acquisition; hedge has random, maxent"):
+        active.pool_loop(X, y, "max-ent", settings=SHORT)
+    with pytest.raises(ValueError, match=r"model\.stpes"):
+        active.pool_loop(X, y, "random", settings={"model": {"stpes": 10}})
+    assert set(active.acquisitions()) >= {"random", "maxent", "bald", "acs-fw", "lcmd", "least-confidence"}

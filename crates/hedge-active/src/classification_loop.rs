@@ -146,9 +146,9 @@ impl ClassLoopConfig {
         }
         self.check(n)?;
         let model = ImagePool { config: self, pool, test, test_labels: Vec::try_from(test.labels)?, classes };
-        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
+        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget, distinct: self.distinct };
         let rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        run_loop(&model, schedule, acquisition, self.distinct, seed, rng, resume, on_round)
+        run_loop(&model, schedule, acquisition, seed, rng, resume, on_round)
     }
 }
 
@@ -261,7 +261,8 @@ struct ImagePredictive<'a, 'b> {
 
 impl ImagePredictive<'_, '_> {
     fn phi(&self) -> &Tensor {
-        self.phi.get_or_init(|| self.model.features(&self.pool.pool.images.index_select(0, &positions(self.unlabelled))))
+        self.phi
+            .get_or_init(|| self.model.features(&self.pool.pool.images.index_select(0, &positions(self.unlabelled))))
     }
 
     fn draws(&self) -> &PoolPredictions {

@@ -64,6 +64,8 @@ pub struct Schedule {
     pub batch: usize,
     /// Labels after the last round.
     pub budget: usize,
+    /// Whether every batch must hold `batch` points ([`Request::distinct`]).
+    pub distinct: bool,
 }
 
 /// Runs one seed of `acquisition` on `model`: `init` random labels drawn from `rng` (seeded by the
@@ -71,13 +73,11 @@ pub struct Schedule {
 /// network of round r seeded with `seed · 1000 + r`. With `resume` (a state an earlier call
 /// reported) it continues from there. `on_round` sees every round with the state to continue
 /// from (`None` after the last); returns the rounds this call ran. An acquisition that reads
-/// what the model does not give is refused before the first fit; `distinct` asks it for full
-/// batches ([`Request`]).
+/// what the model does not give is refused before the first fit.
 pub fn run_loop<M: ActiveModel>(
     model: &M,
     schedule: Schedule,
     acquisition: &dyn Acquisition,
-    distinct: bool,
     seed: u64,
     mut rng: ChaCha8Rng,
     resume: Option<LoopState>,
@@ -113,7 +113,7 @@ pub fn run_loop<M: ActiveModel>(
         }
         let b = schedule.batch.min(room).min(unlabelled.len());
         let start = Instant::now();
-        let request = Request { size: b, distinct };
+        let request = Request { size: b, distinct: schedule.distinct };
         let chosen = acquisition.select(model.predictive(&fitted, &unlabelled).as_ref(), request, &mut rng)?;
         check_batch(acquisition.name(), &chosen, unlabelled.len(), request)?;
         M::record_selection(&mut metrics, start.elapsed().as_secs_f64(), chosen.len());

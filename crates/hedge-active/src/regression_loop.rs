@@ -383,9 +383,9 @@ impl LoopConfig {
             test_y: test.iter().map(|&i| y[i]).collect(),
             standardiser,
         };
-        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget };
+        let schedule = Schedule { init: self.init, batch: self.batch, budget: self.budget, distinct: self.distinct };
         // The acquisition stream continues from the split's shuffle.
-        run_loop(&model, schedule, acquisition, self.distinct, seed, rng, resume, on_round)
+        run_loop(&model, schedule, acquisition, seed, rng, resume, on_round)
     }
 }
 
@@ -419,10 +419,11 @@ impl FittedSurrogate {
         }
     }
 
-    fn neural_linear(&self) -> Result<&[crate::neural_linear::FittedNeuralLinear]> {
+    /// The NeuralLinear members, for `what` (which the GP does not give).
+    fn neural_linear(&self, what: Reads) -> Result<&[crate::neural_linear::FittedNeuralLinear]> {
         match self {
             FittedSurrogate::NeuralLinear(members) => Ok(members),
-            FittedSurrogate::Gp(_) => Err(invalid("surrogate", "gp", "this acquisition needs NeuralLinear's features")),
+            FittedSurrogate::Gp(_) => Err(ActiveError::NotOffered { what: what.describe() }),
         }
     }
 }
@@ -568,10 +569,7 @@ impl ActiveModel for RegressionPool<'_> {
             return Err(ActiveError::NonFinite {
                 what: format!(
                     "seed {}, {}, round {} ({} labels): test RMSE {test_rmse}, log-likelihood {test_log_likelihood}",
-                    info.seed,
-                    info.method,
-                    info.round,
-                    info.labels
+                    info.seed, info.method, info.round, info.labels
                 ),
                 fix: format!(
                     "the targets reach |y| = {largest:e}; rescale the target column (e.g. to its units in thousands) \
@@ -652,7 +650,7 @@ impl Predictive for RegressionPredictive<'_> {
     /// mean closed-form Gram matrix.
     fn log_posterior_vectors(&self, rng: &mut ChaCha8Rng) -> Result<Box<dyn PoolVectors>> {
         let ux = self.rows();
-        let members = self.fitted.model.neural_linear()?;
+        let members = self.fitted.model.neural_linear(Reads::LogPosteriorVectors)?;
         let k = members.len() as f64;
         Ok(match self.pool.config.projections {
             Some(j) => {
@@ -683,7 +681,7 @@ impl Predictive for RegressionPredictive<'_> {
             is_unlabelled[p] = true;
         }
         let labelled: Vec<usize> = (0..self.pool.pool.len()).filter(|&p| !is_unlabelled[p]).collect();
-        let members = self.fitted.model.neural_linear()?;
+        let members = self.fitted.model.neural_linear(Reads::Features)?;
         let features = |x: &Mat<f64>| match members {
             [m] => m.features(x.as_ref()),
             _ => concat_columns(
@@ -782,7 +780,13 @@ mod tests {
             let last = rounds.last().unwrap();
             assert_eq!(last.labels, 100, "{}", method.name);
             assert_eq!(rounds[0].labels, 20);
-            assert!(last.test_rmse < rounds[0].test_rmse, "{}: {} → {}", method.name, rounds[0].test_rmse, last.test_rmse);
+            assert!(
+                last.test_rmse < rounds[0].test_rmse,
+                "{}: {} → {}",
+                method.name,
+                rounds[0].test_rmse,
+                last.test_rmse
+            );
             assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
             if method.name != ACS_FW.name {
                 assert_eq!(rounds.len(), 9);
@@ -868,15 +872,20 @@ mod tests {
             let rounds = three.run(&x, &y, method, 0).unwrap();
             let last = rounds.last().unwrap();
             assert_eq!(last.labels, 100, "{}", method.name);
-            assert!(last.test_rmse < rounds[0].test_rmse, "{}: {} → {}", method.name, rounds[0].test_rmse, last.test_rmse);
+            assert!(
+                last.test_rmse < rounds[0].test_rmse,
+                "{}: {} → {}",
+                method.name,
+                rounds[0].test_rmse,
+                last.test_rmse
+            );
             assert!(rounds.iter().all(|r| r.test_log_likelihood.is_finite()));
         }
         let closed = LoopConfig { projections: None, ..three }.run(&x, &y, &ACS_FW, 0).unwrap();
         assert_eq!(closed.last().unwrap().labels, 100);
         let err = LoopConfig { ensemble: 0, ..three }.run(&x, &y, &RANDOM, 0).unwrap_err().to_string();
         assert!(err.contains("'ensemble'"), "{err}");
-        let err =
-            LoopConfig { surrogate: Surrogate::Gp, ..three }.run(&x, &y, &RANDOM, 0).unwrap_err().to_string();
+        let err = LoopConfig { surrogate: Surrogate::Gp, ..three }.run(&x, &y, &RANDOM, 0).unwrap_err().to_string();
         assert!(err.contains("'ensemble'") && err.contains("use 1"), "{err}");
     }
 

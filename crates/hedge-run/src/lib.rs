@@ -26,5 +26,5 @@ pub use budget::{Footprint, MemoryBudget, WorkBound, Workload};
 pub use error::{libtorch_message, Result, RunError};
 pub use experiment::{run_resumable, Experiment, ExperimentProgress};
 pub use generator::{lock_generator, GeneratorGuard};
-pub use params::{Checked, ParamGuard};
+pub use params::{with_overrides, Checked, ParamGuard};
 pub use rundir::{Checkpoint, CheckpointManifest, RunDirectory};

@@ -68,7 +68,14 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
             exp.seeds as usize * per_seed,
             |i, resume, on_round| {
                 exp.loop_config
-                    .run_from(&x, &data.targets, hedge_active::acquisition(&exp.methods[i % per_seed])?, (i / per_seed) as u64, resume, on_round)
+                    .run_from(
+                        &x,
+                        &data.targets,
+                        hedge_active::acquisition(&exp.methods[i % per_seed])?,
+                        (i / per_seed) as u64,
+                        resume,
+                        on_round,
+                    )
                     .map(|_| ())
             },
             |_| {},
