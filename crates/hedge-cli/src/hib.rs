@@ -39,6 +39,13 @@ pub enum HibCommand {
     Search(crate::identification::SearchArgs),
 }
 
+/// Every registered pair loss, with its summary in `--help`.
+fn losses() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        hedge_embed::pair_loss::LOSSES.iter().map(|r| clap::builder::PossibleValue::new(r.name).help(r.about)),
+    )
+}
+
 #[derive(Args)]
 pub struct TimeToQualityArgs {
     /// Run directories with a monitor.jsonl (label=DIR or DIR; comma-separated).
@@ -203,8 +210,9 @@ pub struct TrainArgs {
     /// Mixture components (with --model mog).
     #[arg(long)]
     components: Option<usize>,
-    #[arg(long, value_enum)]
-    loss: Option<LossKind>,
+    /// The pair loss (a registered name).
+    #[arg(long, value_parser = losses())]
+    loss: Option<String>,
     /// Margin of the contrastive loss.
     #[arg(long)]
     margin: Option<f64>,
@@ -435,8 +443,8 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
             ),
         }
     }
-    if let Some(v) = args.loss {
-        c.loss = v;
+    if let Some(v) = &args.loss {
+        c.loss = LossKind::named(v)?;
     }
     if let Some(v) = args.margin {
         c.margin = v;

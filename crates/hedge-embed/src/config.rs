@@ -57,16 +57,8 @@ impl EmbeddingKind {
     }
 }
 
-/// The pair loss.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum LossKind {
-    /// Soft contrastive loss, −log p(m = m̂ | ·) with p = σ(−a‖z1 − z2‖ + b) (Eqs. 2–3, 5).
-    Soft,
-    /// Hadsell et al.'s contrastive loss with margin `margin` (Eq. 1); point embeddings only.
-    Contrastive,
-}
+/// The pair loss: a name registered in [`crate::pair_loss::LOSSES`].
+pub use crate::pair_loss::LossKind;
 
 /// Which digit images a run's validation images show (N-digit MNIST).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -283,7 +275,7 @@ pub fn onednn_isa_has_bf16(isa: &str) -> bool {
 /// | `dim` | 2 | embedding dimension D | ≥ 1 |
 /// | `model` | gaussian | point, gaussian or mog | |
 /// | `components` | 2 | mixture components C (mog only; gaussian is C = 1) | ≥ 1 |
-/// | `loss` | soft | soft or contrastive | contrastive needs `model = point` |
+/// | `loss` | soft | a name in [`crate::pair_loss::LOSSES`]: soft, contrastive, focal | contrastive needs `model = point`; `pair_set = all` needs soft |
 /// | `margin` | 1.0 | contrastive margin M | > 0 |
 /// | `steps` | 20000 | optimiser steps | ≥ 1 |
 /// | `batch_pairs` | 128 | pairs per step (2x images), independent batches | ≥ 2 |
@@ -419,7 +411,7 @@ impl Default for HibConfig {
             digits: 2,
             dim: 2,
             model: EmbeddingKind::Gaussian,
-            loss: LossKind::Soft,
+            loss: LossKind::SOFT,
             margin: 1.0,
             steps: 20_000,
             batch: BatchComposition::Independent { pairs: DEFAULT_BATCH_PAIRS },
@@ -936,13 +928,8 @@ impl ParamGuard for HibConfig {
                 format!("at most {MAX_COMPONENTS} mixture components (the paper uses 1 and 2)"),
             );
         }
-        if self.loss == LossKind::Contrastive && self.model != EmbeddingKind::Point {
-            return fail(
-                "loss",
-                "contrastive",
-                "contrastive is defined for point embeddings (Eq. 1); use --loss soft for stochastic ones",
-            );
-        }
+        // What the loss itself cannot train with (contrastive: point embeddings only).
+        crate::pair_loss::PairLoss::check(self.loss.loss(), self)?;
         if !(self.margin.is_finite() && self.margin > 0.0) {
             return fail("margin", self.margin, "the contrastive margin must be > 0");
         }
@@ -1075,9 +1062,6 @@ impl ParamGuard for HibConfig {
                 );
             }
         }
-        if self.pair_set == PairSet::All && self.loss != LossKind::Soft {
-            return fail("pair_set", "all", "all pairs is implemented for the soft contrastive loss; use --loss soft");
-        }
         if self.channels.contains(&0) {
             return fail("channels", format!("{:?}", self.channels), "each conv layer needs at least one channel");
         }
@@ -1162,7 +1146,7 @@ mod tests {
             (HibConfig::default().with_beta(-1.0), "beta"),
             (HibConfig::default().with_model(EmbeddingKind::Mixture { components: 3 }).with_samples(8), "samples"),
             (HibConfig::default().with_model(EmbeddingKind::Mixture { components: 0 }), "components"),
-            (HibConfig::default().with_loss(LossKind::Contrastive), "loss"),
+            (HibConfig::default().with_loss(LossKind::CONTRASTIVE), "loss"),
             (HibConfig::default().with_batch(BatchComposition::Grouped { classes: 8, per_class: 1 }), "group_classes"),
             (HibConfig::default().with_batch(BatchComposition::Independent { pairs: 1 }), "batch_pairs"),
             (HibConfig::default().with_occlusion_probability(1.5), "occlusion_probability"),

@@ -124,6 +124,32 @@ pub fn vib_loss(
     VibLoss { total, pair, kl }
 }
 
+/// The VIB loss over every pair of a batch (`pair_set = all`): the matching and the
+/// non-matching pairs' mean soft contrastive losses, each weighted 1/2 (what balanced sampling
+/// gives in expectation), plus β times twice the mean KL per image (a pair holds two inputs, as
+/// in Eq. 8). Each image's K samples are drawn once and shared by all its pairs.
+///
+/// Returns (total, pair, kl).
+pub fn all_pair_loss(
+    matcher: &MatchHead,
+    embedding: &Embedding,
+    (left, right, is_match): (&Tensor, &Tensor, &Tensor),
+    k: i64,
+    beta: f64,
+) -> (Tensor, Tensor, Tensor) {
+    let z = embedding.sample(k);
+    let (log_p, log_not_p) = matcher.log_match(&z.index_select(0, left), &z.index_select(0, right));
+    let per_pair = soft_contrastive(&log_p, &log_not_p, is_match);
+    let pos = is_match.to_kind(Kind::Float);
+    let neg = 1.0 - &pos;
+    let matching = (&per_pair * &pos).sum(Kind::Float) / pos.sum(Kind::Float);
+    let non_matching = (&per_pair * &neg).sum(Kind::Float) / neg.sum(Kind::Float);
+    let pair = (matching + non_matching) * 0.5;
+    let kl = embedding.kl_to_standard_normal(&z).mean(Kind::Float) * 2.0;
+    let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
+    (total, pair, kl)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,14 +8,15 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, Device, Kind, Tensor};
 
-use crate::config::{BatchComposition, HibConfig, LossKind, MatchInit, PairSet, ValidationDigits};
+use crate::config::{BatchComposition, HibConfig, MatchInit, PairSet, ValidationDigits};
 use crate::distribution::{index_tensor, Embedding};
 use crate::ema::Ema;
 use crate::embed::{images_to_tensor, non_finite_count};
-use crate::loss::{contrastive, soft_contrastive, vib_loss, MatchHead};
+use crate::loss::MatchHead;
 use crate::model::HibNet;
 use crate::monitor::{split_off_classes, split_off_images, validation_classes, MonitorRecord, QualityTarget, WatchSet};
 use crate::optim::Adam;
+use crate::pair_loss::{LossInput, PairLoss};
 use crate::run::{
     BestModel, RunDir, RunState, StepMetrics, BEST_FILE, BEST_MODEL_FILE, CHECKPOINTS_DIR, EMA_FILE, MODEL_FILE,
     MONITOR_FILE, OPTIMIZER_FILE, STATE_FILE,
@@ -475,38 +476,17 @@ impl Trainer {
         if self.step == 0 && self.config.match_init == MatchInit::FirstBatch {
             init_offset_from_distances(&self.net.matcher, &left, &right);
         }
-        let mut scored_pairs = batch.pairs;
-        let (total, pair, kl) = match (&self.all_pairs, self.config.loss) {
-            (Some((l, r, is_match)), LossKind::Soft) => {
-                scored_pairs = is_match.size()[0] as usize;
-                let loss = all_pair_loss(
-                    &self.net.matcher,
-                    &embedding,
-                    (l, r, is_match),
-                    self.config.effective_samples() as i64,
-                    self.config.beta,
-                );
-                (loss.0, loss.1, loss.2)
-            }
-            (_, LossKind::Soft) => {
-                let l = vib_loss(
-                    &self.net.matcher,
-                    &left,
-                    &right,
-                    &batch.is_match,
-                    self.config.effective_samples() as i64,
-                    self.config.beta,
-                );
-                (l.total, l.pair, l.kl)
-            }
-            (_, LossKind::Contrastive) => {
-                let l =
-                    contrastive(&left.mean.select(1, 0), &right.mean.select(1, 0), &batch.is_match, self.config.margin)
-                        .mean(Kind::Float);
-                let zero = l.zeros_like();
-                (l.shallow_clone(), l, zero)
-            }
-        };
+        let all_pairs = self.all_pairs.as_ref().map(|(l, r, m)| (l, r, m));
+        let terms = self.config.loss.loss().loss(&LossInput {
+            matcher: &self.net.matcher,
+            embedding: &embedding,
+            left: &left,
+            right: &right,
+            is_match: &batch.is_match,
+            all_pairs,
+            config: &self.config,
+        });
+        let (total, pair, kl, scored_pairs) = (terms.total, terms.pair, terms.kl, terms.pairs);
         self.adam.learning_rate = self.config.learning_rate_at(self.step);
         self.adam.zero_grad();
         total.backward();
@@ -680,32 +660,6 @@ fn all_pairs(classes: usize, per_class: usize, device: Device) -> (Tensor, Tenso
     )
 }
 
-/// The VIB loss over every pair of a batch (`pair_set = all`): the matching and the
-/// non-matching pairs' mean soft contrastive losses, each weighted 1/2 (what balanced sampling
-/// gives in expectation), plus β times twice the mean KL per image (a pair holds two inputs, as
-/// in Eq. 8). Each image's K samples are drawn once and shared by all its pairs.
-///
-/// Returns (total, pair, kl).
-fn all_pair_loss(
-    matcher: &MatchHead,
-    embedding: &Embedding,
-    (left, right, is_match): (&Tensor, &Tensor, &Tensor),
-    k: i64,
-    beta: f64,
-) -> (Tensor, Tensor, Tensor) {
-    let z = embedding.sample(k);
-    let (log_p, log_not_p) = matcher.log_match(&z.index_select(0, left), &z.index_select(0, right));
-    let per_pair = soft_contrastive(&log_p, &log_not_p, is_match);
-    let pos = is_match.to_kind(Kind::Float);
-    let neg = 1.0 - &pos;
-    let matching = (&per_pair * &pos).sum(Kind::Float) / pos.sum(Kind::Float);
-    let non_matching = (&per_pair * &neg).sum(Kind::Float) / neg.sum(Kind::Float);
-    let pair = (matching + non_matching) * 0.5;
-    let kl = embedding.kl_to_standard_normal(&z).mean(Kind::Float) * 2.0;
-    let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
-    (total, pair, kl)
-}
-
 /// Sets b = a · median‖μ1 − μ2‖ over the pairs (first components), so p(m) = 1/2 at the
 /// typical distance of the untrained network.
 fn init_offset_from_distances(matcher: &MatchHead, left: &Embedding, right: &Embedding) {
@@ -793,7 +747,7 @@ mod tests {
         let z = Tensor::from_slice(&[0.0f32, 1.0, 3.0, 6.0]).reshape([4, 1, 1]);
         let e = Embedding::point(z.reshape([4, 1]));
         let pairs = all_pairs(2, 2, Device::Cpu);
-        let (total, pair, kl) = all_pair_loss(&head, &e, (&pairs.0, &pairs.1, &pairs.2), 1, 1e-4);
+        let (total, pair, kl) = crate::loss::all_pair_loss(&head, &e, (&pairs.0, &pairs.1, &pairs.2), 1, 1e-4);
         let sig = |t: f64| 1.0 / (1.0 + (-t).exp());
         let p = |d: f64| sig(-d + 0.5);
         let matching = (-(p(1.0)).ln() - (p(3.0)).ln()) / 2.0;

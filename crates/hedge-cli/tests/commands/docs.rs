@@ -128,3 +128,33 @@ fn a_citation_in_the_prose_is_no_number_by_hand() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && e.contains("numbers by hand"), "{e}");
 }
+
+/// ARCHITECTURE.md's worked examples of the three extension points are the code the crates
+/// compile: every Rust block of the loss, acquisition and eraser sections appears, line for
+/// line (ignoring indentation; `…` stands for left-out code), in the file the section names.
+#[test]
+fn architecture_s_worked_examples_are_the_compiled_code() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    for (section, files) in [
+        ("### A loss (HIB)", &["crates/hedge-embed/src/focal.rs", "crates/hedge-embed/src/pair_loss.rs"][..]),
+        (
+            "### An acquisition function",
+            &["crates/hedge-active/src/least_confidence.rs", "crates/hedge-active/src/acquire.rs"][..],
+        ),
+        ("### An eraser", &["crates/hedge-agnostic/src/mean_difference.rs", "crates/hedge-agnostic/src/eraser.rs"][..]),
+    ] {
+        let start = text.find(section).unwrap_or_else(|| panic!("ARCHITECTURE.md has no '{section}'"));
+        let body = &text[start + section.len()..];
+        let body = &body[..body.find("\n### ").unwrap_or(body.len())];
+        let sources: String = files.iter().map(|f| std::fs::read_to_string(root().join(f)).unwrap()).collect();
+        let source_lines: Vec<&str> = sources.lines().map(str::trim).collect();
+        let blocks: Vec<&str> = body.split("```rust").skip(1).map(|b| &b[..b.find("```").unwrap()]).collect();
+        assert_eq!(blocks.len(), 2, "{section}: the example and its registration line");
+        for line in blocks.iter().flat_map(|b| b.lines()).map(str::trim) {
+            if line.is_empty() || line.contains('…') {
+                continue;
+            }
+            assert!(source_lines.contains(&line), "{section}: `{line}` is not in {files:?}");
+        }
+    }
+}

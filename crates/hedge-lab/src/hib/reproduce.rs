@@ -249,7 +249,7 @@ pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
     }
     if c.appendix_b {
         for m in MARGINS {
-            let config = base.clone().with_model(EmbeddingKind::Point).with_loss(LossKind::Contrastive).with_margin(m);
+            let config = base.clone().with_model(EmbeddingKind::Point).with_loss(LossKind::CONTRASTIVE).with_margin(m);
             v.push(ReproduceModel {
                 steps_from: Some("point".into()),
                 ..model(
