@@ -11,7 +11,7 @@ use hedge_embed::experiment::{start_run, train_run, TrainPlan};
 use hedge_embed::identification::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
 use hedge_embed::run_eval::embed_run;
 use hedge_embed::train::{load_model, TrainEvent};
-use hedge_embed::{HibConfig, HibData, OwnImages, RunDir};
+use hedge_embed::{HibConfig, HibData, RunDir};
 use numpy::PyReadonlyArray4;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -77,18 +77,9 @@ pub fn hib_train(
         let mut config = hib_config(settings, config_file)?;
         let hib_data = HibData::new(DataRoot::from_env());
         if let Some(path) = data {
-            // Absolute, so that the run finds its images from any folder (as `hib train --data`).
-            let path = std::fs::canonicalize(&path)
-                .map_err(|e| value_error(format!("cannot resolve data '{}': {e}", path.display())))?;
-            let set = hib_data.own_images(&path).map_err(value_error)?;
-            let classes = set.class_names.len();
-            config = config.with_data(OwnImages {
-                path,
-                shape: [set.channels, set.height, set.width],
-                unseen_classes: unseen_classes.unwrap_or((classes / 5).max(2)),
-                seen_test_fraction,
-                split_seed,
-            });
+            config = hib_data
+                .with_own_images(config, &path, unseen_classes, seen_test_fraction, split_seed)
+                .map_err(value_error)?;
         }
         let plan = TrainPlan::default();
         let command = format!("python: hedge.hib.train({})", out.display());

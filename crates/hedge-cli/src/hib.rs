@@ -9,12 +9,13 @@ use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
 use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, with_group, EvalSettings};
 use hedge_embed::{
-    BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, LossKind, MatchEstimator, MatchInit, MetricSet,
-    Norm, PairSet, RunDir,
+    BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, MatchEstimator, MatchInit, MetricSet, Norm,
+    PairSet, RunDir,
 };
-use hedge_embed::{ConvPrecision, LrSchedule, NDigitProtocol, Steps, ValidationDigits};
+use hedge_embed::{ConvPrecision, LrSchedule, ModelKind, NDigitProtocol, Steps, ValidationDigits};
 use hedge_lab::hib::run::{curve, train_with_progress};
 use hedge_run::ParamGuard;
+use serde::Serialize;
 
 #[derive(Subcommand)]
 pub enum HibCommand {
@@ -143,13 +144,6 @@ pub struct EvalArgs {
     threads: usize,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ModelArg {
-    Point,
-    Gaussian,
-    Mog,
-}
-
 /// The split a command names, or the protocol's main test split of the run's config.
 pub fn split_or_main(split: Option<&str>, run: &RunDir) -> Result<NDigitSplit> {
     Ok(match split {
@@ -179,14 +173,9 @@ pub struct TrainArgs {
     /// Continue the run in this directory from its last checkpoint.
     #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "weight_decay", "dropout", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
-    /// Digits per image (N).
-    #[arg(long)]
-    digits: Option<usize>,
-    /// Which N-digit MNIST tables: instance (the paper's: every class in training and in test,
-    /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
-    /// [default: the config's, else instance].
-    #[arg(long, value_enum, conflicts_with = "data")]
-    protocol: Option<NDigitProtocol>,
+    /// The settings a flag can override, in HibConfig's serde form.
+    #[command(flatten)]
+    settings: SettingFlags,
     /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
     /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
     /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
@@ -202,20 +191,6 @@ pub struct TrainArgs {
     /// With --data: seed of the class and image splits.
     #[arg(long, requires = "data", default_value_t = 0)]
     split_seed: u64,
-    /// Embedding dimension (D).
-    #[arg(long)]
-    dim: Option<usize>,
-    #[arg(long, value_enum)]
-    model: Option<ModelArg>,
-    /// Mixture components (with --model mog).
-    #[arg(long)]
-    components: Option<usize>,
-    /// The pair loss (a registered name).
-    #[arg(long, value_parser = losses())]
-    loss: Option<String>,
-    /// Margin of the contrastive loss.
-    #[arg(long)]
-    margin: Option<f64>,
     /// Total optimiser steps (with --resume: the new total).
     #[arg(long)]
     steps: Option<usize>,
@@ -227,73 +202,9 @@ pub struct TrainArgs {
     /// scoring every within-class pair and as many cross-class ones.
     #[arg(long, value_name = "CLASSESxIMAGES")]
     group: Option<String>,
-    /// Weight of the KL term.
-    #[arg(long)]
-    beta: Option<f64>,
-    /// Monte-Carlo samples per input.
-    #[arg(long)]
-    samples: Option<usize>,
-    /// Adam learning rate.
-    #[arg(long)]
-    lr: Option<f64>,
-    /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4).
-    #[arg(long, value_enum)]
-    lr_schedule: Option<LrSchedule>,
-    /// Linear learning-rate warm-up over this many steps before the schedule.
-    #[arg(long)]
-    warmup: Option<usize>,
-    /// Learning-rate multiplier of the match head's a and b.
-    #[arg(long)]
-    head_lr_scale: Option<f64>,
-    /// How b starts: fixed (init_b) or first-batch (a times the first batch's median distance).
-    #[arg(long, value_enum)]
-    match_init: Option<MatchInit>,
-    /// Normalisation after each convolution.
-    #[arg(long, value_enum)]
-    norm: Option<Norm>,
-    /// Widths of the two convolutions, A,B (the paper's network: 32,64).
-    #[arg(long, value_delimiter = ',', value_name = "A,B")]
-    channels: Option<Vec<usize>>,
-    /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
-    #[arg(long)]
-    ema: Option<f64>,
-    /// Decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate
-    /// (e.g. 1e-4; 0: off, the paper's plain Adam; biases and the match head never decay; not
-    /// in the paper).
-    #[arg(long, value_name = "DECAY")]
-    weight_decay: Option<f64>,
-    /// Drop the trunk's features out before the head with this probability while training (e.g.
-    /// 0.5; 0: off, the paper's network; not in the paper).
-    #[arg(long, value_name = "P")]
-    dropout: Option<f64>,
     /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
     #[arg(long, requires = "group")]
     all_pairs: bool,
-    /// Train on images made afresh each step from the training images' own digit images: each
-    /// digit of a sampled image replaced by a random training image of the same digit (more digit
-    /// combinations per class; not in the paper). N-digit MNIST only.
-    #[arg(long)]
-    recompose: bool,
-    /// Move each training digit image within its 28-pixel cell by up to N pixels each way,
-    /// uniformly each step, the space it leaves black (an augmentation; not in the paper; 0: off,
-    /// at most 8). N-digit MNIST only.
-    #[arg(long, value_name = "N")]
-    digit_shift: Option<usize>,
-    /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
-    /// classes: watched as `validation`, the best kept as model_best.safetensors.
-    #[arg(long)]
-    validation_classes: Option<usize>,
-    /// Hold this share of every class's training images out (seeded, e.g. 0.05: 50 of each
-    /// N = 2 class's 1,000) to choose the model on images it never trained on: watched as
-    /// `validation`, the best kept as model_best.safetensors (the instance protocol's model choice).
-    #[arg(long)]
-    validation_fraction: Option<f64>,
-    /// The validation images' digit images: shared (the held-out images as the table has them;
-    /// their digit images recur in training images) or unused (each digit redrawn, seeded, from
-    /// the MNIST training digits no training image uses, so validation meets new digits as the
-    /// test images do; not in the paper) [default: the config's, else shared].
-    #[arg(long, value_enum)]
-    validation_digits: Option<ValidationDigits>,
     /// Stop after this many minutes of training (evaluation excluded); without --steps the
     /// step count is planned from the speed of the first steps so schedules end on time.
     #[arg(long)]
@@ -310,12 +221,6 @@ pub struct TrainArgs {
     /// they never choose the model.
     #[arg(long, value_delimiter = ',')]
     watch: Vec<String>,
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Number format of the convolutions (auto: $HEDGE_CONV_PRECISION where set, else bf16 where
-    /// the hardware has it).
-    #[arg(long, value_enum)]
-    precision: Option<ConvPrecision>,
     /// cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
     device: tch::Device,
@@ -329,6 +234,131 @@ pub struct TrainArgs {
     /// Skip the closing verification check on the protocol's test split.
     #[arg(long)]
     no_eval: bool,
+}
+
+/// The flags of `hib train` that set a [`HibConfig`] field, serialised under the field's name in
+/// the config's serde form (`--lr` as `learning_rate`): laid over the recipe as overrides
+/// ([`hedge_run::with_overrides`]), so a flag is one line here and nothing else.
+#[derive(Args, Serialize)]
+pub struct SettingFlags {
+    /// Digits per image (N).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digits: Option<usize>,
+    /// Which N-digit MNIST tables: instance (the paper's: every class in training and in test,
+    /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
+    /// [default: the config's, else instance].
+    #[arg(long, value_enum, conflicts_with = "data")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<NDigitProtocol>,
+    /// Embedding dimension (D).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dim: Option<usize>,
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<ModelKind>,
+    /// Mixture components (with --model mog).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    components: Option<usize>,
+    /// The pair loss (a registered name).
+    #[arg(long, value_parser = losses())]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    loss: Option<String>,
+    /// Margin of the contrastive loss.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    margin: Option<f64>,
+    /// Weight of the KL term.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    beta: Option<f64>,
+    /// Monte-Carlo samples per input.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    samples: Option<usize>,
+    /// Adam learning rate.
+    #[arg(long)]
+    #[serde(rename = "learning_rate", skip_serializing_if = "Option::is_none")]
+    lr: Option<f64>,
+    /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4).
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lr_schedule: Option<LrSchedule>,
+    /// Linear learning-rate warm-up over this many steps before the schedule.
+    #[arg(long)]
+    #[serde(rename = "warmup_steps", skip_serializing_if = "Option::is_none")]
+    warmup: Option<usize>,
+    /// Learning-rate multiplier of the match head's a and b.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head_lr_scale: Option<f64>,
+    /// How b starts: fixed (init_b) or first-batch (a times the first batch's median distance).
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    match_init: Option<MatchInit>,
+    /// Normalisation after each convolution.
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    norm: Option<Norm>,
+    /// Widths of the two convolutions, A,B (the paper's network: 32,64).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channels: Option<Vec<usize>>,
+    /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
+    #[arg(long)]
+    #[serde(rename = "ema_decay", skip_serializing_if = "Option::is_none")]
+    ema: Option<f64>,
+    /// Decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate
+    /// (e.g. 1e-4; 0: off, the paper's plain Adam; biases and the match head never decay; not
+    /// in the paper).
+    #[arg(long, value_name = "DECAY")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight_decay: Option<f64>,
+    /// Drop the trunk's features out before the head with this probability while training (e.g.
+    /// 0.5; 0: off, the paper's network; not in the paper).
+    #[arg(long, value_name = "P")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropout: Option<f64>,
+    /// Train on images made afresh each step from the training images' own digit images: each
+    /// digit of a sampled image replaced by a random training image of the same digit (more digit
+    /// combinations per class; not in the paper). N-digit MNIST only.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    recompose: bool,
+    /// Move each training digit image within its 28-pixel cell by up to N pixels each way,
+    /// uniformly each step, the space it leaves black (an augmentation; not in the paper; 0: off,
+    /// at most 8). N-digit MNIST only.
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digit_shift: Option<usize>,
+    /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
+    /// classes: watched as `validation`, the best kept as model_best.safetensors.
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_classes: Option<usize>,
+    /// Hold this share of every class's training images out (seeded, e.g. 0.05: 50 of each
+    /// N = 2 class's 1,000) to choose the model on images it never trained on: watched as
+    /// `validation`, the best kept as model_best.safetensors (the instance protocol's model choice).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_fraction: Option<f64>,
+    /// The validation images' digit images: shared (the held-out images as the table has them;
+    /// their digit images recur in training images) or unused (each digit redrawn, seeded, from
+    /// the MNIST training digits no training image uses, so validation meets new digits as the
+    /// test images do; not in the paper) [default: the config's, else shared].
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    validation_digits: Option<ValidationDigits>,
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    /// Number format of the convolutions (auto: $HEDGE_CONV_PRECISION where set, else bf16 where
+    /// the hardware has it).
+    #[arg(long, value_enum)]
+    #[serde(rename = "conv_precision", skip_serializing_if = "Option::is_none")]
+    precision: Option<ConvPrecision>,
 }
 
 #[derive(Args)]
@@ -398,56 +428,29 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
 /// The config of `hib train`'s flags over its `--config` over the defaults, checked; a user's
 /// `--data` is decoded here, through `data`, which keeps it for the rest of the command.
 fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
-    let mut c = match &args.config {
+    let base = match &args.config {
         Some(path) => HibConfig::from_toml_file(path).context("--config")?,
         None => HibConfig::default(),
     };
-    if let Some(v) = args.digits {
-        c.digits = v;
-    }
-    if let Some(v) = args.protocol {
-        c.protocol = v;
-    }
-    if let Some(path) = &args.data {
-        // Absolute, so that --resume and `hib eval` find the images from any folder.
-        let path =
-            std::fs::canonicalize(path).with_context(|| format!("cannot resolve --data '{}'", path.display()))?;
-        let set = data.own_images(&path)?;
-        let classes = set.class_names.len();
-        c = c.with_data(hedge_embed::OwnImages {
-            path,
-            shape: [set.channels, set.height, set.width],
-            unseen_classes: args.unseen_classes.unwrap_or((classes / 5).max(2)),
-            seen_test_fraction: args.seen_test_fraction,
-            split_seed: args.split_seed,
-        });
-    }
-    if let Some(v) = args.dim {
-        c.dim = v;
-    }
-    if let Some(v) = args.model {
-        c.model = match (v, c.model) {
-            (ModelArg::Point, _) => EmbeddingKind::Point,
-            (ModelArg::Gaussian, _) => EmbeddingKind::Gaussian,
-            // A config's mixture keeps its components unless --components says otherwise.
-            (ModelArg::Mog, EmbeddingKind::Mixture { components }) => EmbeddingKind::Mixture { components },
-            (ModelArg::Mog, _) => EmbeddingKind::MOG2,
-        };
-    }
-    if let Some(components) = args.components {
-        match c.model {
-            EmbeddingKind::Mixture { .. } => c.model = EmbeddingKind::Mixture { components },
-            other => bail!(
-                "--components {components} applies to mixtures, but the model is {:?}; add --model mog",
-                other.kind()
-            ),
+    if let Some(v) = &args.settings.channels {
+        if v.len() != 2 {
+            bail!("--channels takes two widths, A,B (e.g. 64,128); got {} values", v.len());
         }
     }
-    if let Some(v) = &args.loss {
-        c.loss = LossKind::named(v)?;
+    let serde_json::Value::Object(overrides) = serde_json::to_value(&args.settings)? else {
+        unreachable!("a struct of named flags serialises as an object")
+    };
+    let mut c = hedge_run::with_overrides(&base, &overrides, "hib train's flags")?;
+    if let Some(components) = args.settings.components {
+        if !matches!(c.model, EmbeddingKind::Mixture { .. }) {
+            bail!(
+                "--components {components} applies to mixtures, but the model is {:?}; add --model mog",
+                c.model.kind()
+            );
+        }
     }
-    if let Some(v) = args.margin {
-        c.margin = v;
+    if let Some(path) = &args.data {
+        c = data.with_own_images(c, path, args.unseen_classes, args.seen_test_fraction, args.split_seed)?;
     }
     if args.steps.is_some() || args.budget_minutes.is_some() {
         // Without --steps a budget plans the count from the first steps' speed; beside
@@ -461,66 +464,8 @@ fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
     if let Some(v) = &args.group {
         c = with_group(c, v)?;
     }
-    if let Some(v) = args.beta {
-        c.beta = v;
-    }
-    if let Some(v) = args.samples {
-        c.samples = v;
-    }
-    if let Some(v) = args.lr {
-        c.learning_rate = v;
-    }
-    if let Some(v) = args.seed {
-        c.seed = v;
-    }
-    if let Some(v) = args.lr_schedule {
-        c.lr_schedule = v;
-    }
-    if let Some(v) = args.precision {
-        c.conv_precision = v;
-    }
-    if let Some(v) = args.warmup {
-        c.warmup_steps = v;
-    }
-    if let Some(v) = args.head_lr_scale {
-        c.head_lr_scale = v;
-    }
-    if let Some(v) = args.match_init {
-        c.match_init = v;
-    }
-    if let Some(v) = args.norm {
-        c.norm = v;
-    }
-    if let Some(v) = args.ema {
-        c.ema_decay = v;
-    }
-    if let Some(v) = args.weight_decay {
-        c.weight_decay = v;
-    }
-    if let Some(v) = args.dropout {
-        c.dropout = v;
-    }
-    if let Some(v) = &args.channels {
-        let [a, b] = v[..] else { bail!("--channels takes two widths, A,B (e.g. 64,128); got {} values", v.len()) };
-        c.channels = [a, b];
-    }
     if args.all_pairs {
         c.pair_set = PairSet::All;
-    }
-    if args.recompose {
-        c.recompose = true;
-    }
-    if let Some(v) = args.digit_shift {
-        c.digit_shift = v;
-    }
-    if let Some(v) = args.validation_classes {
-        c.validation_classes = v;
-    }
-    if let Some(v) = args.validation_fraction {
-        c.validation_fraction = v;
-    }
-    if let Some(v) = args.validation_digits {
-        c.validation_digits = v;
     }
     c.check_ref()?;
     Ok(c)

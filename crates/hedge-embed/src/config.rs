@@ -10,6 +10,7 @@ use hedge_run::ParamGuard;
 /// what each choice needs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ModelKind {
     /// A point `z = f(x)` (Section 2.1).
     Point,

@@ -64,6 +64,31 @@ impl HibData {
         Ok(table)
     }
 
+    /// `config` training on the user's labelled images at `path` (a folder or an .npz; the
+    /// open-set protocol): the path made absolute, so that a resumed run and `hib eval` find the
+    /// images from any folder, the input shape read from the images, and `unseen_classes`
+    /// whole classes held out (default: a fifth of the classes, at least 2). The rule
+    /// `hib train --data` and Python's `hedge.hib.train(data=...)` share.
+    pub fn with_own_images(
+        &self,
+        config: HibConfig,
+        path: &Path,
+        unseen_classes: Option<usize>,
+        seen_test_fraction: f64,
+        split_seed: u64,
+    ) -> Result<HibConfig> {
+        let path = std::fs::canonicalize(path).map_err(|e| crate::EmbedError::io(path, e))?;
+        let set = self.own_images(&path)?;
+        let classes = set.class_names.len();
+        Ok(config.with_data(OwnImages {
+            path,
+            shape: [set.channels, set.height, set.width],
+            unseen_classes: unseen_classes.unwrap_or((classes / 5).max(2)),
+            seen_test_fraction,
+            split_seed,
+        }))
+    }
+
     /// A user's image folder or `.npz`, decoded the first time it is asked for.
     ///
     /// # Errors
