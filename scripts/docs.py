@@ -29,11 +29,14 @@ with uncommitted edits): while a reproduction runs, its folder's summary is gone
 run ends, and the working tree's blocks would read that half-written folder. Standard library only; `scripts/test.sh` runs `--check`, so a
 number that its result file no longer supports fails the tests.
 
-Prose: a decimal number outside generated blocks and code, in README.md or a results/**/README.md,
-that no generated block of the same file holds and that is no setting or published reference of
-a result folder (a numeric value of a `config.json` or a `reference/*.json` under results/), nor
-a citation (a paper's section, table or equation, a software version: "Section 4.3", "tch 0.26"),
-is a number by hand. `scripts/prose-baseline.json` counts them per file; `--check` fails when a file
+Prose: a number outside generated blocks and code, in any Markdown file of the repository, is a
+number by hand: a decimal, an integer or a percentage, with or without a unit ("0.937", "4.6x",
+"58 ms", "26 MB", "120 labels", "12 %"), even where a generated block of the same file or a
+result folder's config.json holds the same value (prose is not regenerated: when the result moves,
+the copy in the prose goes stale). Not counted: citations (a paper's section, table, figure or
+equation, an issue, a software version: "Section 4.3", "Table 1", "issue 33", "tch 0.26"), the
+numbers of an ordered list, and numbers inside words, paths and links ("bf16", "seed0",
+"1810.00319"). `scripts/prose-baseline.json` counts them per file; `--check` fails when a file
 has more than its count (a new number by hand: generate it, or say it without the number) or
 fewer (run `python3 scripts/docs.py`, which lowers the counts and never raises them).
 `--prose F.md` lists a file's numbers by hand with their lines. A copy outside the repository is
@@ -108,10 +111,15 @@ BASELINE = os.path.join(ROOT, "scripts", "prose-baseline.json")
 # A decimal number, not a piece of a version ("2.13.0"); a number that ends a sentence counts (its
 # full stop is no decimal point: the pattern once skipped every "... 0.937.").
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?!\w|\.\d)")
+# Any number in prose: an integer (thousands separated by commas or not), a decimal, a
+# percentage, with a unit or none after it ("4.6x", "58ms"), not inside a word, path, link or
+# version ("bf16", "seed0", "v2", "2.13.0", "1810.00319").
+NUMBER = re.compile(r"(?<![\w.\-/#:=@\\])\d+(?:,\d{3})*(?:\.\d+)?(?![\d.]\d|[\w.]*[/\\]|-\w)")
 # A number that names a place in a paper or a software version is no measurement: "Section 4.3",
 # "Appendix B.2", "Table 1", "tch 0.26", "Ray 2.60".
-CITATION = re.compile(r"\b(?:Sections?|Appendix|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|§|tch|libtorch|torch|"
-                      r"PyTorch|Ray|Python|faer|version|v)\s*\d+(?:\.\d+)+(?:[–-]\d+(?:\.\d+)*)?")
+CITATION = re.compile(r"\b(?:Sections?|Appendix|Tables?|Figures?|Fig\.|Eqs?\.|Equations?|Algorithm|Lemma|"
+                      r"Theorem|Proposition|issues?|PR|§|tch|libtorch|torch|PyTorch|Ray|Python|faer|version|v)"
+                      r"\s*\d+(?:\.\d+)*(?:\s*(?:[–-]|and|,)\s*\d+(?:\.\d+)*)*")
 
 
 def published_settings():
@@ -139,30 +147,44 @@ def published_settings():
     return found
 
 
-def hand_numbers(text, settings):
-    """(line, number) of each decimal number by hand in `text` (see the module's docs)."""
-    generated = set()
-    for m in MARKER.finditer(text):
-        generated |= set(DECIMAL.findall(m.group(0)))
+def hand_numbers(text, settings=None):
+    """(line, number) of each number by hand in `text` (see the module's docs). `settings` is
+    no longer read: a setting written in prose goes stale as a result does."""
     outside = MARKER.sub(lambda m: "\n" * m.group(0).count("\n"), text)
     outside = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), outside, flags=re.S)
+    outside = re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), outside, flags=re.S)
     found = []
     for i, line in enumerate(outside.split("\n"), 1):
         line = re.sub(r"`[^`]*`", "", line)
-        line = re.sub(r"<!--.*?-->", "", line)
+        line = re.sub(r"\]\([^)]*\)", "]", line)  # a link's target
+        line = re.sub(r"<[^>]+>", "", line)  # an HTML tag
+        line = re.sub(r"^\s*(?:[-*]\s+)?\d+\.\s", "", line)  # an ordered list's number
+        line = re.sub(r"^#+\s*\d+(?:\.\d+)*\.?\s", "", line)  # a numbered heading
         line = CITATION.sub("", line)
-        for n in DECIMAL.findall(line):
-            if n not in generated and float(n) not in settings:
-                found.append((i, n))
+        found += [(i, n) for n in NUMBER.findall(line)]
     return found
 
 
+# Folders whose Markdown is not the project's own prose: builds, environments, vendored data.
+NOT_PROSE = {".git", "target", ".venv", "node_modules", "shared", "__pycache__", ".pytest_cache"}
+
+
 def markdown_files():
-    files = ["README.md", "python/README.md"]
-    for base, dirs, names in os.walk(os.path.join(ROOT, "results")):
-        dirs.sort()
+    """Every Markdown file of the repository (git's tracked and new ones where git is there, so a
+    file git ignores is not the project's), README.md first."""
+    import subprocess
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.split()
+        files = [f for f in listed if os.path.isfile(os.path.join(ROOT, f)) and not set(f.split("/")) & NOT_PROSE]
+        return sorted(files, key=lambda f: (f != "README.md", f))
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    files = []
+    for base, dirs, names in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_PROSE and not d.startswith("."))
         files += [os.path.relpath(os.path.join(base, n), ROOT) for n in sorted(names) if n.endswith(".md")]
-    return files
+    return sorted(files, key=lambda f: (f != "README.md", f))
 
 
 def main(check, listing, files, prose=None, alias=None):
@@ -187,10 +209,10 @@ def main(check, listing, files, prose=None, alias=None):
                 print(f"{rel}: {m.group(1)}:{m.group(2)}")
             continue
         new = regenerate(text, cache, os.path.dirname(path))
-        if os.path.basename(rel) == "README.md":
-            if check:
-                for head in unchecked_tables(text):
-                    unchecked.append(f"{rel}: {head}")
+        if os.path.basename(rel) == "README.md" and check:
+            for head in unchecked_tables(text):
+                unchecked.append(f"{rel}: {head}")
+        if True:
             key = os.path.relpath(path, ROOT)
             if key.startswith(".."):
                 key = alias

@@ -129,6 +129,91 @@ fn a_citation_in_the_prose_is_no_number_by_hand() {
     assert!(!o.status.success() && e.contains("numbers by hand"), "{e}");
 }
 
+/// `--check` on a copy of the repository's Markdown file `rel` holding `body`, outside the
+/// repository and held to `rel`'s count of numbers by hand.
+fn check_copy_as(rel: &str, body: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(Path::new(rel).file_name().unwrap());
+    std::fs::write(&copy, body).unwrap();
+    Command::new("python3")
+        .arg(root().join("scripts/docs.py"))
+        .args(["--check", "--as", rel, "--file"])
+        .arg(&copy)
+        .output()
+        .expect("python3 runs scripts/docs.py")
+}
+
+/// `sentence` added to the prose of `rel` (before its first line starting with `before`) makes
+/// the check fail with one number by hand more than the file's count; the unedited copy passes.
+fn one_more_number_fails(rel: &str, before: &str, sentence: &str) {
+    let text = std::fs::read_to_string(root().join(rel)).unwrap();
+    let o = check_copy_as(rel, &text);
+    assert!(o.status.success(), "{rel} holds its count: {}", String::from_utf8_lossy(&o.stderr));
+    let at = text.find(&format!("\n{before}")).unwrap_or_else(|| panic!("{rel} has a line starting '{before}'")) + 1;
+    let edited = format!("{}{sentence}\n\n{}", &text[..at], &text[at..]);
+    let o = check_copy_as(rel, &edited);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("numbers by hand") && e.contains("1 more"), "{sentence}: {e}");
+}
+
+/// Hole 1 of issue 81: a number equal to a setting of a result folder (a learning rate in a
+/// config.json) is still written by hand, and goes stale as the setting changes.
+#[test]
+fn a_setting_copied_into_the_prose_is_a_number_by_hand() {
+    let configs = std::fs::read_to_string(root().join("results/hib/recipe.toml")).unwrap();
+    assert!(configs.contains("learning_rate = 0.01"), "the recipe this test quotes");
+    one_more_number_fails("README.md", "## Layout", "The recipe trains at a learning rate of 0.01.");
+}
+
+/// Hole 2: a number that a generated block of the same file holds, copied into the prose, does
+/// not follow the block when its result file changes.
+#[test]
+fn a_generated_number_copied_into_the_prose_is_a_number_by_hand() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let begin = text.find("<!-- hib:open-set:begin -->").expect("README.md has the hib:open-set block");
+    let cell = begin + text[begin..].find("| 0.").expect("a number in the block") + 2;
+    let number: String = text[cell..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    assert!(number.len() >= 4, "{number}");
+    one_more_number_fails("README.md", "## Layout", &format!("Open-set verification reaches AP {number}."));
+}
+
+/// Hole 3: a decimal with a unit.
+#[test]
+fn a_number_with_a_unit_is_a_number_by_hand() {
+    one_more_number_fails("README.md", "## Layout", "The index is 4.6x faster than before.");
+    one_more_number_fails("README.md", "## Layout", "A query takes 58 ms.");
+}
+
+/// Hole 4: integers and percentages.
+#[test]
+fn integers_and_percentages_are_numbers_by_hand() {
+    one_more_number_fails("README.md", "## Layout", "The full reproduction takes 37 minutes.");
+    one_more_number_fails("README.md", "## Layout", "KNN accuracy is 12 % below the paper.");
+    one_more_number_fails("README.md", "## Layout", "The reference ran 20,000 steps.");
+}
+
+/// Hole 5: every Markdown file is checked, not only those named README.md.
+#[test]
+fn a_number_by_hand_in_any_markdown_file_fails_the_check() {
+    one_more_number_fails("ARCHITECTURE.md", "## Where a new piece goes", "Adding a loss took 12 minutes.");
+    one_more_number_fails(
+        "results/hib/open-set/levers/time-to-quality-validation.md",
+        "| run | metric |",
+        "The baseline reached it at 7.9 minutes.",
+    );
+}
+
+/// What is no measurement stays out of the count: an ordered list's numbers, numbers inside
+/// words, paths and links, and citations of issues, tables and equations.
+#[test]
+fn list_numbers_words_paths_and_citations_are_no_numbers_by_hand() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let plain = "1. Train in bf16 on `seed0` (see [the paper](https://arxiv.org/abs/1810.00319), issue 81, \
+                 Table 1 and Eq. 8; results/hib/n2-d2).\n\n## Layout";
+    let o = check_copy_as("README.md", &text.replacen("## Layout", plain, 1));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// ARCHITECTURE.md's worked examples of the three extension points are the code the crates
 /// compile: every Rust block of the loss, acquisition and eraser sections appears, line for
 /// line (ignoring indentation; `…` stands for left-out code), in the file the section names.
