@@ -22,23 +22,7 @@ use crate::value_error;
 
 /// `"cpu"`, `"cuda"` or `"cuda:N"` as a libtorch device, refused when it is not there.
 pub(crate) fn device(name: &str) -> PyResult<Device> {
-    let cuda = |n: usize| {
-        if !tch::Cuda::is_available() || n >= tch::Cuda::device_count() as usize {
-            return Err(PyValueError::new_err(format!(
-                "device {name:?}: this machine's libtorch sees {} CUDA device(s); use \"cpu\"",
-                tch::Cuda::device_count()
-            )));
-        }
-        Ok(Device::Cuda(n))
-    };
-    match name {
-        "cpu" => Ok(Device::Cpu),
-        "cuda" => cuda(0),
-        other => match other.strip_prefix("cuda:").and_then(|n| n.parse().ok()) {
-            Some(n) => cuda(n),
-            None => Err(PyValueError::new_err(format!("device {other:?}: use \"cpu\", \"cuda\" or \"cuda:N\""))),
-        },
-    }
+    hedge_run::torch::parse_device(name).map_err(value_error)
 }
 
 /// A HIB config from JSON settings over the defaults (a `HibConfig` as config files write it:

@@ -143,10 +143,12 @@ pub const ACQUISITIONS: &[Registration] = &[RANDOM, MAXENT, BALD, ACS_FW, LCMD, 
 
 /// The registered acquisition called `name`; the error lists the names there are.
 pub fn acquisition(name: &str) -> Result<&'static Registration> {
-    ACQUISITIONS.iter().find(|r| r.name == name).ok_or_else(|| ActiveError::InvalidConfig {
-        field: "method",
-        value: name.to_string(),
-        reason: format!("no such acquisition; hedge has {}", acquisition_names()),
+    ACQUISITIONS.iter().find(|r| r.name == name).ok_or_else(|| {
+        ActiveError::Run(hedge_run::RunError::InvalidConfig {
+            field: "method",
+            value: name.to_string(),
+            reason: format!("no such acquisition; hedge has {}", acquisition_names()),
+        })
     })
 }
 
@@ -159,11 +161,11 @@ pub fn acquisition_names() -> String {
 /// `fix`.
 pub fn check_reads(acquisition: &dyn Acquisition, model: &str, offers: &[Reads], fix: &str) -> Result<()> {
     match acquisition.reads().iter().find(|r| !offers.contains(r)) {
-        Some(missing) => Err(ActiveError::InvalidConfig {
+        Some(missing) => Err(ActiveError::Run(hedge_run::RunError::InvalidConfig {
             field: "method",
             value: acquisition.name().to_string(),
             reason: format!("it reads {}, which {model} does not give; {fix}", missing.describe()),
-        }),
+        })),
         None => Ok(()),
     }
 }

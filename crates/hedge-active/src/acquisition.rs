@@ -396,6 +396,9 @@ mod tests {
         let wrong = Mat::from_fn(1, 3, |_, _| 0.0);
         assert!(lcmd(wrong.as_ref(), pool.as_ref(), 1).is_err());
         let none = Mat::<f64>::zeros(0, 2);
-        assert!(matches!(lcmd(none.as_ref(), pool.as_ref(), 1), Err(ActiveError::InvalidConfig { .. })));
+        assert!(matches!(
+            lcmd(none.as_ref(), pool.as_ref(), 1),
+            Err(ActiveError::Run(hedge_run::RunError::InvalidConfig { .. }))
+        ));
     }
 }

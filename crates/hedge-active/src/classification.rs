@@ -118,7 +118,7 @@ impl CnnLaplaceConfig {
             });
         }
         // Held for the whole fit: every minibatch is drawn from the generator.
-        let _generator = crate::torch_rng::seeded(self.seed);
+        let _generator = hedge_run::torch::seeded_generator(self.seed as i64);
         let vs = nn::VarStore::new(Device::Cpu);
         let root = vs.root();
         let (c1, c2) = self.channels;
@@ -286,7 +286,7 @@ impl FittedCnnLaplace {
     pub fn sample_last_layer(&self, samples: i64) -> Tensor {
         let dim = self.mean.numel() as i64;
         let z = {
-            let _generator = crate::torch_rng::lock();
+            let _generator = hedge_run::lock_generator();
             Tensor::randn([dim, samples], (Kind::Double, Device::Cpu))
         };
         // H = LLᵀ: x = L⁻ᵀz has covariance H⁻¹.
@@ -342,7 +342,7 @@ mod tests {
         let labels = Tensor::arange(n, (Kind::Int64, Device::Cpu)).remainder(2);
         let base = labels.to_kind(Kind::Float).view([n, 1, 1, 1]) * 2.0 - 1.0;
         let noise = {
-            let _generator = crate::torch_rng::seeded(0);
+            let _generator = hedge_run::torch::seeded_generator(0);
             Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu))
         };
         let images = base.expand([n, 1, 28, 28], false) + noise * 0.5;
@@ -384,7 +384,7 @@ mod tests {
         let n = 32;
         let labels = Tensor::arange(n, (Kind::Int64, Device::Cpu)).remainder(3);
         let images = {
-            let _generator = crate::torch_rng::seeded(1);
+            let _generator = hedge_run::torch::seeded_generator(1);
             Tensor::randn([n, 1, 28, 28], (Kind::Float, Device::Cpu))
         };
         let config = CnnLaplaceConfig { steps: 20, channels: (2, 4), features: 4, ..Default::default() };

@@ -3,9 +3,6 @@
 /// Errors from acquisition functions and the active-learning loop.
 #[derive(Debug, thiserror::Error)]
 pub enum ActiveError {
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -41,5 +38,5 @@ pub enum ActiveError {
 pub type Result<T> = std::result::Result<T, ActiveError>;
 
 pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> ActiveError {
-    ActiveError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+    ActiveError::Run(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
 }

@@ -476,7 +476,7 @@ pub fn stream_block_rows(j: usize) -> usize {
 ///
 /// # Errors
 /// [`ActiveError::Data`] naming the file when it cannot be read;
-/// [`ActiveError::InvalidConfig`] for an empty pool or zero iterations.
+/// [`hedge_run::RunError::InvalidConfig`] for an empty pool or zero iterations.
 pub fn frank_wolfe_streamed(pool: &mut NpyRowReader, iterations: usize, distinct: bool) -> Result<FwBatch> {
     let block_rows = stream_block_rows(pool.cols());
     frank_wolfe_streamed_in_blocks(pool, iterations, distinct, block_rows)

@@ -18,8 +18,6 @@ pub mod neural_linear;
 pub mod pool;
 #[cfg(feature = "torch")]
 pub mod regression_loop;
-#[cfg(feature = "torch")]
-pub mod torch_rng;
 
 pub use acquire::{acquisition, Acquisition, Predictive, Reads, Request, ACQUISITIONS};
 pub use error::{ActiveError, Result};

@@ -277,7 +277,7 @@ impl NeuralLinearConfig {
                 found: format!("{} rows", x.nrows()),
             });
         }
-        let _generator = crate::torch_rng::seeded(self.seed);
+        let _generator = hedge_run::torch::seeded_generator(self.seed as i64);
         let vs = nn::VarStore::new(Device::Cpu);
         let body = match self.recipe {
             NeuralLinearRecipe::Mse => self.train_mse(&vs, x, y)?,
@@ -618,7 +618,10 @@ mod tests {
         assert_eq!(power, NeuralLinearConfig::paper_for(&RegressionSource::Uci("power-plant".into())));
         assert_eq!((power.learning_rate, power.weight_decay, power.nig.a0, power.nig.b0), (1e-3, 3.0, 1.0, 3.0));
         let bad = NeuralLinearConfig { final_learning_rate: 0.1, ..NeuralLinearConfig::paper() };
-        assert!(matches!(bad.check_ref(), Err(ActiveError::InvalidConfig { field: "final_learning_rate", .. })));
+        assert!(matches!(
+            bad.check_ref(),
+            Err(ActiveError::Run(hedge_run::RunError::InvalidConfig { field: "final_learning_rate", .. }))
+        ));
         // Config files written before the recipe existed read as the mse recipe.
         let mut old = serde_json::to_value(NeuralLinearConfig::default()).unwrap();
         for key in ["recipe", "epochs", "batch_size", "final_learning_rate", "init"] {
@@ -633,7 +636,7 @@ mod tests {
     #[test]
     fn pytorch_init_starts_the_layers_as_pytorch_does() {
         let extremes = |init: LayerInit| {
-            let _generator = crate::torch_rng::seeded(3);
+            let _generator = hedge_run::torch::seeded_generator(3);
             let vs = nn::VarStore::new(Device::Cpu);
             let config = NeuralLinearConfig::paper().with_init(init);
             let _body = config.body(&vs, 8, true);

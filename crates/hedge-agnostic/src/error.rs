@@ -3,9 +3,6 @@
 /// Errors from models, training and the audit.
 #[derive(Debug, thiserror::Error)]
 pub enum AgnosticError {
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -33,5 +30,5 @@ pub enum AgnosticError {
 pub type Result<T> = std::result::Result<T, AgnosticError>;
 
 pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> AgnosticError {
-    AgnosticError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+    AgnosticError::Run(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
 }

@@ -43,11 +43,4 @@ pub use hedge_run::{Checked, ParamGuard};
 pub use model::{AgnosticNet, ExtractorKind, ModelConfig};
 pub use train::{fit, train, train_observed, Adversary, Objective, StepLog, TrainConfig, TrainingData};
 
-/// Takes the process's tensor generator ([`hedge_run::lock_generator`], shared with the other
-/// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
-/// other threads do.
-pub fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
-    let guard = hedge_run::lock_generator();
-    tch::manual_seed(seed);
-    guard
-}
+pub use hedge_run::torch::seeded_generator;

@@ -3,10 +3,6 @@ use std::path::PathBuf;
 /// Everything that can go wrong while building, searching, saving or loading an index.
 #[derive(Debug, thiserror::Error)]
 pub enum AnnError {
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
-
     /// A memory estimate over the budget, or a file that could not be written atomically.
     #[error(transparent)]
     Files(#[from] hedge_run::RunError),
@@ -25,7 +21,7 @@ pub enum AnnError {
 
 impl AnnError {
     pub fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
-        AnnError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+        AnnError::Files(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
     }
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

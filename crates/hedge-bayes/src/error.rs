@@ -3,10 +3,6 @@
 /// Errors from fitting and evaluating Bayesian models.
 #[derive(Debug, thiserror::Error)]
 pub enum BayesError {
-    /// A hyper-parameter outside its valid range (caught by `check()` before any work is done;
-    /// every crate of hedge names this variant the same).
-    #[error("invalid hyper-parameter '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
     /// Inputs whose shapes do not agree.
     #[error("shape mismatch in {what}: expected {expected}, found {found}")]
     ShapeMismatch { what: String, expected: String, found: String },
@@ -43,7 +39,7 @@ pub enum BayesError {
 pub type Result<T> = std::result::Result<T, BayesError>;
 
 pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> BayesError {
-    BayesError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+    BayesError::Run(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
 }
 
 /// Fails unless `v` is a finite number > 0.

@@ -197,7 +197,7 @@ impl ParamGuard for GpConfig {
     /// Validates the hyper-parameters.
     ///
     /// # Errors
-    /// [`BayesError::InvalidConfig`] naming the first bad field.
+    /// [`hedge_run::RunError::InvalidConfig`] naming the first bad field.
     fn check_ref(&self) -> Result<()> {
         check_positive("signal_variance", self.signal_variance)?;
         check_positive("lengthscale", self.lengthscale)?;

@@ -97,7 +97,7 @@ impl SparseGpConfig {
         // on 277 rows used 277).
         let m = self.inducing;
         if m > x.nrows() {
-            return Err(BayesError::InvalidConfig {
+            return Err(BayesError::Run(hedge_run::RunError::InvalidConfig {
                 field: "inducing",
                 value: m.to_string(),
                 reason: format!(
@@ -106,7 +106,7 @@ impl SparseGpConfig {
                     x.nrows(),
                     x.nrows()
                 ),
-            });
+            }));
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.gp.seed);
         let mut rows = sample(&mut rng, x.nrows(), m).into_vec();

@@ -38,10 +38,6 @@ pub enum DataError {
     #[error("'{path}' failed the integrity check: {what}")]
     Integrity { path: PathBuf, what: String },
 
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
-
     /// Writing a file or a run directory, or a memory estimate over the budget.
     #[error(transparent)]
     Run(#[from] hedge_run::RunError),
@@ -73,7 +69,7 @@ impl From<FormatIssue> for String {
 
 impl DataError {
     pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
-        DataError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+        DataError::Run(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

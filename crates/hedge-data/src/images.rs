@@ -739,17 +739,20 @@ mod tests {
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0);
         assert_eq!(data.render_batch(&[5], &Corruption::Clean, &mut rng), set.image(5));
         // Not made of digits: no pool to recompose from, and a recomposed batch is the images.
-        assert!(matches!(data.digit_pool(), Err(crate::DataError::InvalidConfig { field: "recompose", .. })));
+        assert!(matches!(
+            data.digit_pool(),
+            Err(crate::DataError::Run(hedge_run::RunError::InvalidConfig { field: "recompose", .. }))
+        ));
         let no_pool = crate::DigitPool { by_digit: Default::default() };
         assert_eq!(data.render_recomposed_batch(&[5], &no_pool, &Corruption::Clean, &mut rng), set.image(5));
         // Nor are there new digits to validate on.
         assert!(matches!(
             data.unused_digits(),
-            Err(crate::DataError::InvalidConfig { field: "validation_digits", .. })
+            Err(crate::DataError::Run(hedge_run::RunError::InvalidConfig { field: "validation_digits", .. }))
         ));
         assert!(matches!(
             data.with_digits_redrawn(&no_pool, &mut rng),
-            Err(crate::DataError::InvalidConfig { field: "validation_digits", .. })
+            Err(crate::DataError::Run(hedge_run::RunError::InvalidConfig { field: "validation_digits", .. }))
         ));
         // Every stored pixel is > 0, so zeros are the occlusion: the same square in both planes.
         let mut occluded = 0;

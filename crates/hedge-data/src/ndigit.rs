@@ -559,11 +559,11 @@ impl ImageDataset {
     /// A user's image set ([`ImageDataset::from_images`]), which is not made of digits.
     pub fn digit_pool(&self) -> Result<DigitPool> {
         let Pixels::Mnist(source) = &self.source else {
-            return Err(DataError::InvalidConfig {
+            return Err(DataError::Run(hedge_run::RunError::InvalidConfig {
                 field: "recompose",
                 value: "true".into(),
                 reason: "recomposing images from their digits needs N-digit MNIST, not a user's image set".into(),
-            });
+            }));
         };
         let mut by_digit: [Vec<u32>; 10] = Default::default();
         for &part in &self.parts {

@@ -42,7 +42,7 @@ pub struct BalancedPairSampler {
 
 impl BalancedPairSampler {
     /// # Errors
-    /// [`DataError::InvalidConfig`] when there are fewer than two classes or no class has
+    /// [`hedge_run::RunError::InvalidConfig`] when there are fewer than two classes or no class has
     /// two images (then no balanced batch exists).
     pub fn new(labels: &[u32]) -> Result<Self> {
         let mut by_class: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
@@ -130,7 +130,7 @@ pub struct GroupedPairSampler {
 
 impl GroupedPairSampler {
     /// # Errors
-    /// [`DataError::InvalidConfig`] when `classes < 2`, `per_class < 2`, the labels have fewer
+    /// [`hedge_run::RunError::InvalidConfig`] when `classes < 2`, `per_class < 2`, the labels have fewer
     /// than `classes` classes, or a class has fewer than `per_class` images.
     pub fn new(labels: &[u32], classes: usize, per_class: usize) -> Result<Self> {
         let mut map: BTreeMap<u32, Vec<usize>> = BTreeMap::new();

@@ -192,7 +192,7 @@ impl ConvPrecision {
     /// device do best ([`ConvPrecision::for_hardware`]); `F32` and `Bf16` stay as they are.
     ///
     /// # Errors
-    /// [`EmbedError::InvalidConfig`] when the environment variable holds anything but `f32`,
+    /// [`hedge_run::RunError::InvalidConfig`] when the environment variable holds anything but `f32`,
     /// `bf16` or `auto`.
     pub fn resolve(self, device: tch::Device) -> Result<ConvPrecision> {
         Ok(match self {
@@ -216,7 +216,7 @@ impl ConvPrecision {
 /// none).
 ///
 /// # Errors
-/// [`EmbedError::InvalidConfig`] naming the variable when it holds anything else.
+/// [`hedge_run::RunError::InvalidConfig`] naming the variable when it holds anything else.
 pub fn forced_conv_precision() -> Result<Option<ConvPrecision>> {
     match std::env::var(CONV_PRECISION_ENV) {
         Err(std::env::VarError::NotPresent) => Ok(None),
@@ -229,7 +229,7 @@ pub fn forced_conv_precision() -> Result<Option<ConvPrecision>> {
 /// none (case and surrounding spaces ignored).
 ///
 /// # Errors
-/// [`EmbedError::InvalidConfig`] naming the variable and the values it takes.
+/// [`hedge_run::RunError::InvalidConfig`] naming the variable and the values it takes.
 pub fn parse_forced_conv_precision(value: &str) -> Result<Option<ConvPrecision>> {
     match value.trim().to_ascii_lowercase().as_str() {
         "" | "auto" => Ok(None),
@@ -685,7 +685,7 @@ impl HibConfig {
     /// without one predates protocols and is open-set).
     ///
     /// # Errors
-    /// [`EmbedError::InvalidConfig`] with the parser's message (line, column, field).
+    /// [`hedge_run::RunError::InvalidConfig`] with the parser's message (line, column, field).
     pub fn from_toml(text: &str) -> Result<Self> {
         #[derive(Deserialize)]
         struct ProtocolOnly {
@@ -705,13 +705,13 @@ impl HibConfig {
     /// read `--config`.
     ///
     /// # Errors
-    /// [`EmbedError::Io`] naming the file when it cannot be read; [`EmbedError::InvalidConfig`]
+    /// [`EmbedError::Io`] naming the file when it cannot be read; [`hedge_run::RunError::InvalidConfig`]
     /// naming it, with the parser's line, column and field, when it is not a HIB recipe.
     pub fn from_toml_file(path: &std::path::Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| EmbedError::io(path, e))?;
         Self::from_toml(&text).map_err(|e| {
             let why = match e {
-                EmbedError::InvalidConfig { reason, .. } => reason,
+                EmbedError::Files(hedge_run::RunError::InvalidConfig { reason, .. }) => reason,
                 other => other.to_string(),
             };
             EmbedError::invalid("config", path.display(), format!("not a HIB recipe (TOML of HibConfig fields): {why}"))
@@ -874,7 +874,7 @@ impl ParamGuard for HibConfig {
     /// Validates every hyper-parameter; call once before building a model.
     ///
     /// # Errors
-    /// [`EmbedError::InvalidConfig`] naming the field, its value and what it may be.
+    /// [`hedge_run::RunError::InvalidConfig`] naming the field, its value and what it may be.
     fn check_ref(&self) -> Result<()> {
         if self.conv_precision == ConvPrecision::Auto {
             // Refused here, once, rather than where the network is built.

@@ -3,10 +3,6 @@ use std::path::PathBuf;
 /// Everything that can go wrong while configuring, training or using an embedding model.
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
-
     #[error(transparent)]
     Data(#[from] hedge_data::DataError),
     /// An error writing or resuming a run's files, or a memory estimate over the budget.
@@ -51,7 +47,7 @@ pub enum EmbedError {
 impl EmbedError {
     /// A setting outside its valid range.
     pub fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Self {
-        EmbedError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+        EmbedError::Files(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
     }
 
     /// A file that could not be read.

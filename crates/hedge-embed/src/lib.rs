@@ -76,48 +76,6 @@ pub use run::{RunConfig, RunDir, RunState, StepMetrics};
 pub use run_eval::{evaluate_run, EvalSettings};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
-/// Parses `cpu`, `cuda`, `cuda:N` or `auto` (CUDA when available, else CPU).
-pub fn parse_device(s: &str) -> Result<tch::Device> {
-    match s {
-        "cpu" => Ok(tch::Device::Cpu),
-        "auto" => Ok(tch::Device::cuda_if_available()),
-        "cuda" => cuda_device(0),
-        other => match other.strip_prefix("cuda:").and_then(|n| n.parse::<usize>().ok()) {
-            Some(n) => cuda_device(n),
-            None => Err(EmbedError::invalid("device", format!("'{other}'"), "use cpu, cuda, cuda:N or auto")),
-        },
-    }
-}
+pub use hedge_run::torch::{device_name, parse_device};
 
-fn cuda_device(n: usize) -> Result<tch::Device> {
-    if tch::Cuda::is_available() && n < tch::Cuda::device_count() as usize {
-        Ok(tch::Device::Cuda(n))
-    } else {
-        Err(EmbedError::invalid(
-            "device",
-            format!("cuda:{n}"),
-            format!(
-                "libtorch sees {} CUDA device(s); use --device cpu, or install the CUDA build with HEDGE_CUDA=1 scripts/setup-libtorch.sh",
-                if tch::Cuda::is_available() { tch::Cuda::device_count() } else { 0 }
-            ),
-        ))
-    }
-}
-
-/// A short description of a device for logs and configs.
-pub fn device_name(d: tch::Device) -> String {
-    match d {
-        tch::Device::Cpu => "cpu".into(),
-        tch::Device::Cuda(n) => format!("cuda:{n}"),
-        other => format!("{other:?}").to_lowercase(),
-    }
-}
-
-/// Takes the process's tensor generator ([`hedge_run::lock_generator`], shared with the other
-/// pillars) and seeds it: draws made while the guard lives depend on `seed` alone, whatever
-/// other threads do.
-pub(crate) fn seeded_generator(seed: i64) -> hedge_run::GeneratorGuard {
-    let guard = hedge_run::lock_generator();
-    tch::manual_seed(seed);
-    guard
-}
+pub(crate) use hedge_run::torch::seeded_generator;

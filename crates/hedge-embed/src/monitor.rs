@@ -249,7 +249,7 @@ pub fn first_reaching(records: &[MonitorRecord], set: &str, metric: QuickMetric,
 /// shuffle of the sorted class list, so the choice depends on nothing else), sorted.
 ///
 /// # Errors
-/// [`crate::EmbedError::InvalidConfig`] when fewer than two classes would remain for training.
+/// [`hedge_run::RunError::InvalidConfig`] when fewer than two classes would remain for training.
 pub fn validation_classes(data: &ImageDataset, count: usize, seed: u64) -> Result<Vec<u32>> {
     use rand::seq::SliceRandom;
     use rand_chacha::rand_core::SeedableRng;

@@ -46,7 +46,7 @@ pub struct LossTerms {
 pub trait PairLoss: Send + Sync {
     /// The name settings give it.
     fn name(&self) -> &str;
-    /// Refuses settings it cannot train with (an [`EmbedError::InvalidConfig`] naming the field).
+    /// Refuses settings it cannot train with (an [`hedge_run::RunError::InvalidConfig`] naming the field).
     fn check(&self, config: &HibConfig) -> Result<()>;
     /// The step's loss.
     fn loss(&self, input: &LossInput<'_>) -> LossTerms;

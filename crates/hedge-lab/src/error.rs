@@ -4,9 +4,6 @@
 /// that are not finite) and those of the crates it runs.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
-    #[error("invalid setting '{field}' = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: String },
     /// A metric or weight that is NaN or infinite where it was about to be written.
     #[error("{what} is not finite (NaN or infinity), so '{file}' was not written: {fix}")]
     NonFinite { what: String, file: String, fix: String },
@@ -39,5 +36,5 @@ pub enum LabError {
 pub type Result<T, E = LabError> = std::result::Result<T, E>;
 
 pub(crate) fn invalid(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> LabError {
-    LabError::InvalidConfig { field, value: value.to_string(), reason: reason.into() }
+    LabError::Run(hedge_run::RunError::InvalidConfig { field, value: value.to_string(), reason: reason.into() })
 }

@@ -43,7 +43,8 @@ pub enum RunError {
     #[error("{0}")]
     OverWorkBound(String),
 
-    /// A setting outside its valid range (every crate of hedge names this variant the same).
+    /// A setting outside its valid range: the one such error of hedge, every crate's error
+    /// carries it (`ActiveError::Run`, `EmbedError::Files`, ...).
     #[error("invalid setting '{field}' = {value}: {reason}")]
     InvalidConfig { field: &'static str, value: String, reason: String },
 

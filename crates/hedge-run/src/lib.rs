@@ -19,6 +19,8 @@ pub mod experiment;
 pub mod generator;
 pub mod params;
 pub mod rundir;
+#[cfg(feature = "torch")]
+pub mod torch;
 pub mod undefined;
 
 pub use atomic::{check_out_not_inside, prepare_output_dir, write_atomic};
