@@ -44,9 +44,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # Passing tests' output is printed too (the short training prints its AP).
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --release --workspace --no-fail-fast --success-output final --failure-output final
-  cargo test --release --workspace --doc
+  # A doctest is linked in a temporary folder, where the binaries' relative rpath does not reach
+  # libtorch (every crate's doctest links it: hedge-run's `torch` helpers are on in the workspace).
+  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --release --workspace --doc
 else
-  cargo test --release --workspace -- --show-output
+  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --release --workspace -- --show-output
 fi
 # Both precision paths of HIB's convolutions (README: "Precision of the convolutions"). Everything
 # above ran on the path `auto` takes on this CPU; the tests whose models go through hedge's
