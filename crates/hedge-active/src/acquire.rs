@@ -61,6 +61,16 @@ pub struct PoolFeatures {
     pub unlabelled: Mat<f64>,
 }
 
+/// The labelled pool positions (ascending) of a pool of `pool` points whose unlabelled ones are
+/// `unlabelled`: what [`PoolFeatures::labelled`] holds the features of.
+pub fn labelled_positions(pool: usize, unlabelled: &[usize]) -> Vec<usize> {
+    let mut is_unlabelled = vec![false; pool];
+    for &p in unlabelled {
+        is_unlabelled[p] = true;
+    }
+    (0..pool).filter(|&p| !is_unlabelled[p]).collect()
+}
+
 /// What a fitted model predicts about the unlabelled points of the pool, computed when an
 /// acquisition asks for it. Indices an acquisition returns are rows of this predictive. A
 /// model leaves out what it cannot give (the default: [`ActiveError::NotOffered`]).

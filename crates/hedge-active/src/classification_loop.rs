@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::acquire::{Acquisition, ClassProbabilities, PoolFeatures, Predictive, Reads};
+use crate::acquire::{labelled_positions, Acquisition, ClassProbabilities, PoolFeatures, Predictive, Reads};
 use crate::acquisition::categorical_entropy;
 use crate::classification::{to_vec, CnnLaplaceConfig, FittedCnnLaplace, PoolPredictions};
 use crate::error::{invalid, ActiveError, Result};
@@ -296,11 +296,7 @@ impl Predictive for ImagePredictive<'_, '_> {
     }
 
     fn features(&self) -> Result<PoolFeatures> {
-        let mut is_unlabelled = vec![false; self.pool.pool_len()];
-        for &p in self.unlabelled {
-            is_unlabelled[p] = true;
-        }
-        let labelled: Vec<usize> = (0..is_unlabelled.len()).filter(|&p| !is_unlabelled[p]).collect();
+        let labelled = labelled_positions(self.pool.pool_len(), self.unlabelled);
         let labelled = self.model.features(&self.pool.pool.images.index_select(0, &positions(&labelled)));
         Ok(PoolFeatures { labelled: to_mat(&labelled)?, unlabelled: to_mat(self.phi())? })
     }

@@ -26,9 +26,7 @@ pub enum ActiveCommand {
 
 /// Every registered acquisition, with its summary in `--help`.
 fn acquisitions() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        hedge_active::ACQUISITIONS.iter().map(|r| clap::builder::PossibleValue::new(r.name).help(r.about)),
-    )
+    crate::registered(hedge_active::ACQUISITIONS.iter().map(|r| (r.name, r.about)))
 }
 
 #[derive(Args)]

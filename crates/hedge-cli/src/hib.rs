@@ -42,9 +42,7 @@ pub enum HibCommand {
 
 /// Every registered pair loss, with its summary in `--help`.
 fn losses() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        hedge_embed::pair_loss::LOSSES.iter().map(|r| clap::builder::PossibleValue::new(r.name).help(r.about)),
-    )
+    crate::registered(hedge_embed::pair_loss::LOSSES.iter().map(|r| (r.name, r.about)))
 }
 
 #[derive(Args)]

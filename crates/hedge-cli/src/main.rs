@@ -162,3 +162,13 @@ pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
 pub(crate) fn command_line() -> String {
     std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
+
+/// A flag's values from a library registry (name, summary): the names clap accepts, each with its
+/// summary in `--help`.
+pub(crate) fn registered(
+    entries: impl IntoIterator<Item = (&'static str, &'static str)>,
+) -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        entries.into_iter().map(|(name, about)| clap::builder::PossibleValue::new(name).help(about)),
+    )
+}
