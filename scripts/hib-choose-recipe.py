@@ -10,14 +10,14 @@ nothing) wins, and its seed-0 run's config.json gives the recipe: the settings t
 study's protocol, validation share and precision. The others (loss, beta, samples, occlusion, ...)
 stay hedge's defaults, the paper's, as in every lever run; each table run sets digits, dim, model,
 steps and seed itself. Every lever of the study (--levers; default: those
-scripts/hib-levers-instance.sh trains when given none) must have finished at least --min-seeds seeds, so a lever
+studies/hib/<study>.toml trains) must have finished at least --min-seeds seeds, so a lever
 still training, or not started, cannot lose by being absent. The recipe is written to a
 temporary file beside --out (default results/hib/recipe.toml) and renamed over it; --dry-run
 prints it instead.
 
     python3 scripts/hib-choose-recipe.py --ab-study weight-decay [--min-seeds 2] [--out FILE] [--dry-run]
 
-adds an A/B study's arm (scripts/hib-levers-ab.sh) to the base recipe the arms were trained on
+adds an A/B study's arm (studies/hib/ab-<study>.toml) to the base recipe the arms were trained on
 (results/hib/ab-recipe.toml): of the arms that beat the study's control runs on the validation
 score at every seed both have (the same images, digits and step count), the one with the best
 mean wins, and the settings its seed-0 run sets away from hedge's defaults (weight decay, dropout,
@@ -37,22 +37,24 @@ from readme_blocks.hib import (AB_KEYS, AB_STUDIES, HIB, RECIPE_STUDY, lever_run
                                load_toml_recipe, ranked_levers, recipe_keys)
 
 
-def study_levers():
-    """The levers scripts/hib-levers-instance.sh trains when given none (its `runs=(...)` line)."""
-    with open(os.path.join(ROOT, "scripts", "hib-levers-instance.sh")) as f:
-        m = re.search(r"^\s*runs=\(([a-z0-9 -]+)\)$", f.read(), re.M)
-    if not m:
-        sys.exit("hib-choose-recipe: scripts/hib-levers-instance.sh has no default `runs=(...)` line; pass --levers")
-    return m.group(1).split()
+def plan_runs(name):
+    """The names of the [[runs]] of the study plan studies/hib/<name>.toml."""
+    import tomllib
+    path = os.path.join(ROOT, "studies", "hib", f"{name}.toml")
+    if not os.path.exists(path):
+        sys.exit(f"hib-choose-recipe: no study plan {os.path.relpath(path, ROOT)}; pass --levers")
+    with open(path, "rb") as f:
+        return [run["name"] for run in tomllib.load(f).get("runs", [])]
+
+
+def study_levers(study):
+    """The levers the study plan of `study` trains (studies/hib/<study>.toml)."""
+    return plan_runs(study)
 
 
 def ab_study_arms(study):
-    """The lever arms scripts/hib-levers-ab.sh trains for `study` (its `STUDY) levers=(...)` line)."""
-    with open(os.path.join(ROOT, "scripts", "hib-levers-ab.sh")) as f:
-        m = re.search(rf"^\s*{re.escape(study)}\) levers=\(([a-z0-9 -]+)\);", f.read(), re.M)
-    if not m:
-        sys.exit(f"hib-choose-recipe: scripts/hib-levers-ab.sh trains no study {study!r}")
-    return m.group(1).split()
+    """The lever arms the A/B study plan studies/hib/ab-<study>.toml trains beside its control."""
+    return [arm for arm in plan_runs(f"ab-{study}") if arm != "control"]
 
 
 def finished_scores(study, arms):
@@ -74,7 +76,7 @@ def choose_ab_arm(study, min_seeds):
     if short or len(control) < min_seeds:
         sys.exit(f"hib-choose-recipe: results/hib/{study}: fewer than {min_seeds} finished seeds for "
                  f"{', '.join(short + ([f'control ({len(control)})'] if len(control) < min_seeds else []))}; "
-                 f"finish them (scripts/hib-levers-ab.sh {study}) or lower --min-seeds")
+                 f"finish them (hedge hib study --plan studies/hib/ab-{study}.toml) or lower --min-seeds")
     best, verdicts = None, []
     for arm in arms:
         seeds = sorted(scores[arm])
@@ -146,7 +148,7 @@ def main():
     parser.add_argument("--study", default=RECIPE_STUDY, help="a lever study's folder under results/hib")
     parser.add_argument("--min-seeds", type=int, default=2, help="seeds every lever must have finished")
     parser.add_argument("--out", default=os.path.join(HIB, "recipe.toml"))
-    parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the lever script's default list)")
+    parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the study plan's runs)")
     parser.add_argument("--dry-run", action="store_true", help="print the recipe, write nothing")
     parser.add_argument("--ab-study", choices=sorted(AB_STUDIES), help="add the best arm of this A/B study to results/hib/ab-recipe.toml")
     args = parser.parse_args()
@@ -154,14 +156,14 @@ def main():
         return main_ab(args)
 
     if not lever_runs(args.study):
-        sys.exit(f"hib-choose-recipe: results/hib/{args.study} holds no lever run (scripts/hib-levers-instance.sh makes them)")
-    levers = args.levers.split(",") if args.levers else study_levers()
+        sys.exit(f"hib-choose-recipe: results/hib/{args.study} holds no lever run (hedge hib study --plan studies/hib/{args.study}.toml makes them)")
+    levers = args.levers.split(",") if args.levers else study_levers(args.study)
     ranked = ranked_levers(args.study)
     counts = {lever: len(runs) for lever, _, runs in ranked}
     short = [f"{lever} ({counts.get(lever, 0)})" for lever in levers if counts.get(lever, 0) < args.min_seeds]
     if short:
         sys.exit(f"hib-choose-recipe: results/hib/{args.study}: these levers have fewer than {args.min_seeds} "
-                 f"finished seeds: {', '.join(short)}; finish them (scripts/hib-levers-instance.sh SEED) "
+                 f"finished seeds: {', '.join(short)}; finish them (hedge hib study --plan studies/hib/{args.study}.toml) "
                  f"or lower --min-seeds")
     winner, mean, runs = ranked[0]
     folder = min(runs)[2]

@@ -11,7 +11,7 @@ use hedge_embed::experiment::{start_run, train_run, TrainPlan};
 use hedge_embed::identification::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
 use hedge_embed::run_eval::embed_run;
 use hedge_embed::train::{load_model, TrainEvent};
-use hedge_embed::{HibConfig, HibData, RunDir};
+use hedge_embed::{HibConfig, HibData, OwnImagesRequest, RunDir, SettingsRequest};
 use numpy::PyReadonlyArray4;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -25,16 +25,18 @@ pub(crate) fn device(name: &str) -> PyResult<Device> {
     hedge_run::torch::parse_device(name).map_err(value_error)
 }
 
-/// A HIB config from JSON settings over the defaults (a `HibConfig` as config files write it:
-/// flat, e.g. `{"model": "mog", "components": 2, "dim": 2, "steps": 500}`), or a TOML recipe.
-fn hib_config(settings: Option<&str>, toml_file: Option<PathBuf>) -> PyResult<HibConfig> {
-    match (settings, toml_file) {
-        (Some(_), Some(_)) => Err(PyValueError::new_err("give settings or a TOML config file, not both")),
-        (None, Some(path)) => HibConfig::from_toml_file(&path).map_err(value_error),
-        (Some(json), None) => serde_json::from_str(json)
-            .map_err(|e| value_error(format!("HIB settings: {e} (the names are HibConfig's)"))),
-        (None, None) => Ok(HibConfig::default()),
-    }
+/// What `hedge.hib.train`'s `config` asks for: settings by name (JSON of an object, `HibConfig`'s
+/// names as `config.json` writes them) over a TOML recipe over the defaults.
+fn settings_request(settings: Option<&str>, recipe: Option<PathBuf>) -> PyResult<SettingsRequest> {
+    let overrides = match settings {
+        None => serde_json::Map::new(),
+        Some(json) => match serde_json::from_str(json) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(_) => return Err(value_error("HIB settings: give a dict of HibConfig settings by name")),
+            Err(e) => return Err(value_error(format!("HIB settings: {e}"))),
+        },
+    };
+    Ok(SettingsRequest::new("settings", overrides).with_recipe(recipe))
 }
 
 /// Trains a new run in `out`; `progress(step, planned_steps, loss)` is called every
@@ -58,13 +60,10 @@ pub fn hib_train(
 ) -> PyResult<String> {
     crate::guarded(|| {
         let device = device(device_name)?;
-        let mut config = hib_config(settings, config_file)?;
+        let own_images = data.map(|path| OwnImagesRequest { path, unseen_classes, seen_test_fraction, split_seed });
+        let request = settings_request(settings, config_file)?.with_own_images(own_images);
         let hib_data = HibData::new(DataRoot::from_env());
-        if let Some(path) = data {
-            config = hib_data
-                .with_own_images(config, &path, unseen_classes, seen_test_fraction, split_seed)
-                .map_err(value_error)?;
-        }
+        let config = hib_data.resolve(&request).map_err(value_error)?;
         let plan = TrainPlan::default();
         let command = format!("python: hedge.hib.train({})", out.display());
         let (run, config) =

@@ -1,4 +1,4 @@
-# Sourced by scripts/hib-test-seen.sh, scripts/hib-levers-n3.sh and scripts/hib-levers-ab.sh:
+# Sourced by scripts/hib-test-seen.sh (and, in the history, the lever scripts studies/hib/*.toml replaced):
 # a run's report on a split with the weights its table scores (model_best.safetensors where
 # validation chose them, else its own), as JSON into OUT (written beside it, then renamed).
 # $hedge is the binary.

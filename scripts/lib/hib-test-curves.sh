@@ -1,4 +1,4 @@
-# Sourced by scripts/hib-table.sh and scripts/hib-levers-instance.sh: the four Table 1 numbers
+# Sourced by scripts/hib-table.sh (and, in the history, the instance lever script studies/hib/instance-levers.toml replaced): the four Table 1 numbers
 # on the test split against training minutes for the given runs (the test watches in each run's
 # monitor.jsonl, each run labelled by its folder's name): OUT (when each first reached the
 # paper's value, or its best and when) and one PNG per number beside it. $hedge is the binary;

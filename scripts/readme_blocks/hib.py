@@ -22,11 +22,11 @@
   every other setting with a table moved aside); `n2-d2-tables` the same setting's
   summary beside every table moved aside from it, with the gain over each of as many seeds;
 - `recompose`, `digit-shift`, `weight-decay`, `dropout` (results/hib/time-to-quality.md): the A/B
-  studies of scripts/hib-levers-ab.sh, each arm's validation and test numbers and its gap to the
+  studies of studies/hib/ab-*.toml, each arm's validation and test numbers and its gap to the
   control, seed by seed and over the run;
 - `test-seen` (results/hib/README.md): the N = 3 tables' runs on the instance test table and on
   test_seen (100 classes of 100 images, the paper's first version's N = 3 test set);
-- `n3-levers` (results/hib/time-to-quality.md): the batch shapes of scripts/hib-levers-n3.sh at
+- `n3-levers` (results/hib/time-to-quality.md): the batch shapes of studies/hib/n3-levers.toml at
   N = 3, D = 2, each run on both N = 3 test sets beside the first table's MoG-1 and the paper.
 - `precision` (README.md): per result folder, how many committed runs trained their convolutions
   in bf16 and how many in f32 (each run's `config.json`), and on which device.
@@ -74,7 +74,7 @@ WATCH_KEYS = ("ap_clean", "ap_corrupt", "knn_clean", "knn_corrupt")
 LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set", "learning_rate", "warmup_steps",
               "lr_schedule", "norm", "ema_decay", "channels")
 STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
-# What an arm of an A/B study (scripts/hib-levers-ab.sh) adds to the recipe, with the value a
+# What an arm of an A/B study (studies/hib/ab-*.toml) adds to the recipe, with the value a
 # config written before the field existed means (hedge's default, the paper's).
 AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared"}
 # The A/B studies that train arms on the shared base recipe (`results/hib/ab-recipe.toml`), in the
@@ -303,7 +303,7 @@ def recipes_line():
     if not named:
         return ""
     return (f"Recipe each setting trained (its `config.json`, named by the `{RECIPE_STUDY}/` lever whose "
-            "seed 0 trained it, and the arm of an A/B study, `scripts/hib-levers-ab.sh`, added to it where "
+            "seed 0 trained it, and the arm of an A/B study, `studies/hib/ab-*.toml`, added to it where "
             "one was): " + "; ".join(named) + ".")
 
 
@@ -1035,7 +1035,7 @@ BLOCKS["long-run-gallery"] = long_run_gallery_block
 
 
 def ab_block(study, levers, control_study=None):
-    """scripts/hib-levers-ab.sh STUDY's runs: each finished run's (`<arm>-seed<N>.test.json`)
+    """The runs of A/B study STUDY (studies/hib/ab-STUDY.toml; committed by its former shell loop): each finished run's (`<arm>-seed<N>.test.json`)
     steps, the validation images at the step they chose (best.json) and the test split with those
     weights, then each of `levers` (an arm name, or several in the script's order) − control seed
     by seed. The control runs are `control_study`'s where the study shares another's (the same
@@ -1048,7 +1048,7 @@ def ab_block(study, levers, control_study=None):
         runs.update({(arm, seed): folder for arm, seed, folder in lever_runs(control_study)
                      if arm == "control" and os.path.exists(f"{folder}.test.json")})
     if not runs or (control_study is not None and not any(arm in levers for arm, _ in runs)):
-        return f"Not run yet (`scripts/hib-levers-ab.sh {study}`)."
+        return f"Not run yet (`hedge hib study --plan studies/hib/ab-{study}.toml`)."
     tests = {key: load(f"{folder}.test.json") for key, folder in runs.items()}
     # Runs written before `validation_digits` existed validated on the held-out images' own digits.
     digits = sorted({load(os.path.join(folder, "config.json"))["hib"].get("validation_digits", "shared")
@@ -1427,7 +1427,7 @@ def ms_a_step(run):
 
 
 def n3_levers_block(folder="n3-levers"):
-    """scripts/hib-levers-n3.sh's batch shapes at N = 3, D = 2 (MoG-1, seed 0, one budget): each
+    """The batch shapes of studies/hib/n3-levers.toml at N = 3, D = 2 (MoG-1, seed 0, one budget): each
     run's step count and pace (config.json, state.json), the step its validation images chose
     (best.json, with its validation score) and those weights on both N = 3 test sets (`<lever>-seed0.test.json`,
     `.test_seen.json`), beside the first N = 3, D = 2 table's MoG-1 and the paper."""
@@ -1455,7 +1455,7 @@ def n3_levers_block(folder="n3-levers"):
         rows.append(f"| {classes} x {images} | {hib['steps']:,} ({ms_a_step(run):.0f} ms) | {best['step']:,} | "
                     f"{best['score']:.4f} | {four_cells(test)} | {four_cells(seen)} |")
     if not rows:
-        return "No run has ended yet (`scripts/hib-levers-n3.sh`)."
+        return "No run has ended yet (`hedge hib study --plan studies/hib/n3-levers.toml`)."
     # The table the study set out from (trained before it, on the recipe without weight decay).
     table = "n3-d2-l-peak1e-2-16x16"
     table_run = os.path.join(HIB, table, "runs", "mog1-seed0")

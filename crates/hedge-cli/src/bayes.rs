@@ -7,7 +7,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use hedge_bayes::gibbs::{GibbsConfig, MeanPrior};
 use hedge_bayes::spike_slab::SpikeSlabConfig;
 use hedge_bayes::{KernelKind, SparseMethod};
-use hedge_lab::bayes::experiment::{gp_suite, GibbsDemo, GpRun, LengthscaleStudy, SpikeSlabDemo};
+use hedge_lab::bayes::experiment::{
+    gp_suite_table, GibbsDemo, GpRun, GpSuite, GpSuiteEnv, LengthscaleStudy, SpikeSlabDemo,
+};
+use hedge_run::Experiment;
 
 #[derive(Subcommand)]
 pub enum BayesCommand {
@@ -43,9 +46,14 @@ pub struct GpSuiteArgs {
     max_iters: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Results directory.
+    /// Results directory: a new one, or this suite's own, which the command continues from its
+    /// last finished fit.
     #[arg(long)]
     out: PathBuf,
+    /// Start over in an --out that holds an earlier suite (its files are replaced; other files
+    /// are left alone).
+    #[arg(long)]
+    overwrite: bool,
 }
 
 #[derive(Args)]
@@ -269,33 +277,27 @@ fn gp(args: GpArgs) -> Result<()> {
 }
 
 fn gp_suite_command(args: GpSuiteArgs) -> Result<()> {
-    let template = GpRun {
-        dataset: String::new(),
+    let suite = GpSuite {
+        datasets: args.datasets,
         split: args.split,
         sparse: args.sparse,
         method: args.method,
-        kernel: KernelKind::Ard,
         restarts: args.restarts,
         max_iters: args.max_iters,
         seed: args.seed,
-        table: None,
+        command: crate::command_line(),
     };
     let bar = fit_spinner(false);
-    let (_, table) = gp_suite(
-        &template,
-        &args.datasets,
-        &hedge_data::DataRoot::from_env(),
-        &args.out,
-        &crate::command_line(),
-        |name, reused| {
-            if reused {
-                bar.suspend(|| eprintln!("{name}: reusing {}", args.out.join(name).join("result.json").display()));
-            }
-        },
-        show_progress(&bar),
-    )?;
+    let shown = bar.clone();
+    let observer = std::rc::Rc::new(std::cell::RefCell::new(move |p: hedge_bayes::gp::FitProgress| {
+        show_progress(&shown)(p)
+    }));
+    let env = GpSuiteEnv { data: hedge_data::DataRoot::from_env(), observer };
+    let reports = suite.run_or_resume(&env, &args.out, args.overwrite, |r| {
+        bar.suspend(|| eprintln!("{}: fitted ({:.1} s)", r.dataset, r.fit_seconds))
+    })?;
     bar.finish_and_clear();
-    print!("{table}");
+    print!("{}", gp_suite_table(suite.split, &reports, &suite.command));
     Ok(())
 }
 

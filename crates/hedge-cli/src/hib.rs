@@ -3,18 +3,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::hib_args::SplitArg;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
-use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, with_group, EvalSettings};
+use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, EvalSettings};
 use hedge_embed::{
-    BatchComposition, EmbeddingKind, EvalReport, HibConfig, HibData, MatchEstimator, MatchInit, MetricSet, Norm,
-    PairSet, RunDir,
+    BatchComposition, EvalReport, HibData, MatchEstimator, MatchInit, MetricSet, Norm, OwnImagesRequest, PairSet,
+    RunDir, SettingsRequest,
 };
-use hedge_embed::{ConvPrecision, LrSchedule, ModelKind, NDigitProtocol, Steps, ValidationDigits};
+use hedge_embed::{ConvPrecision, LrSchedule, ModelKind, NDigitProtocol, ValidationDigits};
 use hedge_lab::hib::run::{curve, train_with_progress};
-use hedge_run::ParamGuard;
 use serde::Serialize;
 
 #[derive(Subcommand)]
@@ -29,6 +28,9 @@ pub enum HibCommand {
     Curve(CurveArgs),
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
     Reproduce(Box<crate::reproduce::ReproduceArgs>),
+    /// Train and evaluate a grid of runs from a plan file (a lever study, seeds of recipes):
+    /// runs/<name>/ each, runs.jsonl, summary.json and table.md; --resume continues it.
+    Study(Box<crate::study::StudyArgs>),
     /// Quality against training wall-clock of runs trained with --watch-every: when each reached
     /// the paper's Table 1 values (Markdown) and one plot per metric.
     TimeToQuality(TimeToQualityArgs),
@@ -192,17 +194,6 @@ pub struct TrainArgs {
     /// Total optimiser steps (with --resume: the new total).
     #[arg(long)]
     steps: Option<usize>,
-    /// Pairs per step (two images each) of the paper's independent batches (replaces a
-    /// config's grouped batches).
-    #[arg(long, conflicts_with = "group")]
-    batch: Option<usize>,
-    /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
-    /// scoring every within-class pair and as many cross-class ones.
-    #[arg(long, value_name = "CLASSESxIMAGES")]
-    group: Option<String>,
-    /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
-    #[arg(long, requires = "group")]
-    all_pairs: bool,
     /// Stop after this many minutes of training (evaluation excluded); without --steps the
     /// step count is planned from the speed of the first steps so schedules end on time.
     #[arg(long)]
@@ -301,9 +292,13 @@ pub struct SettingFlags {
     #[serde(skip_serializing_if = "Option::is_none")]
     norm: Option<Norm>,
     /// Widths of the two convolutions, A,B (the paper's network: 32,64).
-    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    #[arg(long, value_name = "A,B", value_parser = channel_widths)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    channels: Option<Vec<usize>>,
+    channels: Option<[usize; 2]>,
+    /// How a step's pairs are drawn (--batch, --group, --all-pairs).
+    #[command(flatten)]
+    #[serde(flatten)]
+    batch: BatchFlags,
     /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
     #[arg(long)]
     #[serde(rename = "ema_decay", skip_serializing_if = "Option::is_none")]
@@ -359,6 +354,58 @@ pub struct SettingFlags {
     precision: Option<ConvPrecision>,
 }
 
+/// `hib train`'s batch flags, serialised as the config's batch fields: `--batch N` as
+/// `batch = "independent"`, `batch_pairs = N`; `--group AxB` as `batch = "grouped"`,
+/// `group_classes = A`, `group_size = B`; `--all-pairs` as `pair_set = "all"`.
+#[derive(Args)]
+pub struct BatchFlags {
+    /// Pairs per step (two images each) of the paper's independent batches (replaces a
+    /// config's grouped batches).
+    #[arg(long, conflicts_with = "group")]
+    batch: Option<usize>,
+    /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
+    /// scoring every within-class pair and as many cross-class ones.
+    #[arg(long, value_name = "CLASSESxIMAGES", value_parser = group_shape)]
+    group: Option<BatchComposition>,
+    /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
+    #[arg(long, requires = "group")]
+    all_pairs: bool,
+}
+
+impl Serialize for BatchFlags {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(pairs) = self.batch {
+            map.serialize_entry("batch", "independent")?;
+            map.serialize_entry("batch_pairs", &pairs)?;
+        }
+        if let Some(BatchComposition::Grouped { classes, per_class }) = self.group {
+            map.serialize_entry("batch", "grouped")?;
+            map.serialize_entry("group_classes", &classes)?;
+            map.serialize_entry("group_size", &per_class)?;
+        }
+        if self.all_pairs {
+            map.serialize_entry("pair_set", &PairSet::All)?;
+        }
+        map.end()
+    }
+}
+
+fn group_shape(spec: &str) -> std::result::Result<BatchComposition, String> {
+    BatchComposition::parse_grouped(spec).map_err(|e| e.to_string())
+}
+
+/// `--channels A,B`: two conv widths.
+fn channel_widths(spec: &str) -> std::result::Result<[usize; 2], String> {
+    let widths: Vec<usize> = spec
+        .split(',')
+        .map(|w| w.trim().parse().map_err(|_| format!("'{w}' is no width")))
+        .collect::<std::result::Result<_, _>>()?;
+    <[usize; 2]>::try_from(widths.as_slice())
+        .map_err(|_| format!("takes two widths, A,B (e.g. 64,128); got {} values", widths.len()))
+}
+
 #[derive(Args)]
 pub struct EmbedArgs {
     /// Run directory written by `hedge hib train`.
@@ -402,6 +449,7 @@ pub fn run(command: HibCommand) -> Result<()> {
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
+        HibCommand::Study(args) => crate::study::run(*args),
         HibCommand::TimeToQuality(args) => time_to_quality(args),
         HibCommand::Index(args) => crate::identification::index(*args),
         HibCommand::Search(args) => crate::identification::search(args),
@@ -423,50 +471,22 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
     Ok(())
 }
 
-/// The config of `hib train`'s flags over its `--config` over the defaults, checked; a user's
-/// `--data` is decoded here, through `data`, which keeps it for the rest of the command.
-fn resolve_config(args: &TrainArgs, data: &HibData) -> Result<HibConfig> {
-    let base = match &args.config {
-        Some(path) => HibConfig::from_toml_file(path).context("--config")?,
-        None => HibConfig::default(),
-    };
-    if let Some(v) = &args.settings.channels {
-        if v.len() != 2 {
-            bail!("--channels takes two widths, A,B (e.g. 64,128); got {} values", v.len());
-        }
-    }
+/// Where `hib train`'s settings come from: its `--config`, its flags by their names in the
+/// config's serde form, `--data`, the length ([`HibData::resolve`] lays them over the defaults).
+fn settings_request(args: &TrainArgs) -> Result<SettingsRequest> {
     let serde_json::Value::Object(overrides) = serde_json::to_value(&args.settings)? else {
         unreachable!("a struct of named flags serialises as an object")
     };
-    let mut c = hedge_run::with_overrides(&base, &overrides, "hib train's flags")?;
-    if let Some(components) = args.settings.components {
-        if !matches!(c.model, EmbeddingKind::Mixture { .. }) {
-            bail!(
-                "--components {components} applies to mixtures, but the model is {:?}; add --model mog",
-                c.model.kind()
-            );
-        }
-    }
-    if let Some(path) = &args.data {
-        c = data.with_own_images(c, path, args.unseen_classes, args.seen_test_fraction, args.split_seed)?;
-    }
-    if args.steps.is_some() || args.budget_minutes.is_some() {
-        // Without --steps a budget plans the count from the first steps' speed; beside
-        // --steps it only caps the wall-clock.
-        let steps = Steps::from_flags(args.steps, args.budget_minutes, c.steps);
-        c = c.with_training(steps);
-    }
-    if let Some(pairs) = args.batch {
-        c.batch = BatchComposition::Independent { pairs };
-    }
-    if let Some(v) = &args.group {
-        c = with_group(c, v)?;
-    }
-    if args.all_pairs {
-        c.pair_set = PairSet::All;
-    }
-    c.check_ref()?;
-    Ok(c)
+    let own_images = args.data.as_ref().map(|path| OwnImagesRequest {
+        path: path.clone(),
+        unseen_classes: args.unseen_classes,
+        seen_test_fraction: args.seen_test_fraction,
+        split_seed: args.split_seed,
+    });
+    Ok(SettingsRequest::new("hib train's flags", overrides)
+        .with_recipe(args.config.clone())
+        .with_own_images(own_images)
+        .with_length(args.steps, args.budget_minutes))
 }
 
 /// The watch plan of `hedge hib train`'s flags.
@@ -514,7 +534,7 @@ fn train(args: TrainArgs) -> Result<()> {
             (run, rc.hib, true, plan)
         }
         None => {
-            let config = resolve_config(&args, &data)?;
+            let config = data.resolve(&settings_request(&args)?)?;
             let plan = train_plan(&args)?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             let (run, config) = start_run(&data, config, &plan, device, out, args.overwrite, &crate::command_line())?;

@@ -11,6 +11,7 @@ mod identification;
 mod own_data;
 mod reproduce;
 mod runlog;
+mod study;
 
 use clap::{Parser, Subcommand};
 

@@ -116,6 +116,18 @@ pub enum BatchComposition {
 }
 
 impl BatchComposition {
+    /// Grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
+    ///
+    /// # Errors
+    /// [`hedge_run::RunError::InvalidConfig`] naming `group` when `spec` is not two numbers around an `x`.
+    pub fn parse_grouped(spec: &str) -> Result<BatchComposition> {
+        let parsed = spec.split_once('x').and_then(|(p, k)| Some((p.trim().parse().ok()?, k.trim().parse().ok()?)));
+        let Some((classes, per_class)) = parsed else {
+            return Err(EmbedError::invalid("group", format!("'{spec}'"), "expected CLASSESxIMAGES, e.g. 32x8"));
+        };
+        Ok(BatchComposition::Grouped { classes, per_class })
+    }
+
     /// Images per step.
     pub fn images(self) -> usize {
         match self {

@@ -48,6 +48,7 @@ pub mod paper;
 pub mod report;
 pub mod run;
 pub mod run_eval;
+pub mod settings;
 pub mod shards;
 pub mod train;
 
@@ -74,6 +75,7 @@ pub use optim::Adam;
 pub use report::{EvalReport, ReproduceSummary};
 pub use run::{RunConfig, RunDir, RunState, StepMetrics};
 pub use run_eval::{evaluate_run, EvalSettings};
+pub use settings::{OwnImagesRequest, SettingsRequest};
 pub use train::{build_model, load_model, RunOptions, TrainEvent, Trainer};
 
 pub use hedge_run::torch::{device_name, parse_device};

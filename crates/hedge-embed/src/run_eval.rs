@@ -24,11 +24,7 @@ use hedge_run::ParamGuard;
 
 /// `config` with grouped batches of `spec` = "CLASSESxIMAGES" (e.g. "32x8").
 pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
-    let parsed = spec.split_once('x').and_then(|(p, k)| Some((p.trim().parse().ok()?, k.trim().parse().ok()?)));
-    let Some((classes, per_class)) = parsed else {
-        return Err(EmbedError::invalid("group", format!("'{spec}'"), "expected CLASSESxIMAGES, e.g. 32x8"));
-    };
-    Ok(config.with_batch(BatchComposition::Grouped { classes, per_class }))
+    Ok(config.with_batch(BatchComposition::parse_grouped(spec)?))
 }
 
 /// Verification AP on the protocol's main test split (`test` or `test_unseen`; 5,000 + 5,000

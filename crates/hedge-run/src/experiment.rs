@@ -208,6 +208,50 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
         Ok((experiment, summary))
     }
 
+    /// Whether `started`, the definition a folder holds, is this experiment (so that starting
+    /// this one there continues it). By default equal in every field; a definition that records
+    /// its command line compares without it, so a command given again with other flags that do
+    /// not change the definition (threads, device) still continues.
+    fn is_started_as(&self, started: &Self) -> bool;
+
+    /// Starts the experiment in `out`, or continues it where `out` already holds this very
+    /// experiment ([`Experiment::is_started_as`]): one command that a study calls again after
+    /// any interruption, without testing for files. A folder that holds another experiment is
+    /// refused (its `--resume`, another `--out`, or `overwrite` to start over).
+    fn run_or_resume(
+        &self,
+        root: &Self::Root,
+        out: &Path,
+        overwrite: bool,
+        mut progress: impl FnMut(Self::Finished),
+    ) -> Result<Self::Summary, Self::Error> {
+        if !overwrite && out.join(SEALED_CONFIG_FILE).is_file() {
+            let dir = RunDirectory::open(out)?;
+            dir.check_sealed(
+                CONFIG_FILE,
+                "A resumed experiment runs what was started: to run other settings, start a new experiment \
+                 (another --out, or --overwrite)",
+            )?;
+            let started: Self = dir.read_json(CONFIG_FILE)?;
+            if !self.is_started_as(&started) {
+                return Err(RunError::InvalidConfig {
+                    field: "out",
+                    value: out.display().to_string(),
+                    reason: format!(
+                        "holds a {} of other settings (its {CONFIG_FILE}): give those to continue it, or start \
+                         this one in another --out or with --overwrite",
+                        Self::KIND
+                    ),
+                }
+                .into());
+            }
+            drop(dir);
+            return Self::resume(out, root, progress).map(|(_, summary)| summary);
+        }
+        let data = self.load(root)?;
+        self.run(&data, out, overwrite, &mut progress)
+    }
+
     /// Rebuilds the report of the experiment in `out` from what it logged.
     fn report(out: &Path) -> Result<Self::Summary, Self::Error> {
         let dir = RunDirectory::open(out)?;

@@ -128,6 +128,10 @@ impl Experiment for RegressionExperiment {
 
     /// The UCI set `dataset` names (`uci/<name>`), from `root`, or the user's CSV file (which
     /// needs no data root).
+    fn is_started_as(&self, started: &Self) -> bool {
+        Self { command: started.command.clone(), ..self.clone() } == *started
+    }
+
     fn load(&self, root: &DataRoot) -> Result<UciDataset> {
         Ok(self.source()?.load(root)?)
     }
@@ -533,6 +537,10 @@ impl Experiment for ClassificationExperiment {
     type Error = LabError;
     const FILES: &'static [&'static str] = &EXPERIMENT_FILES;
     const KIND: &'static str = ACTIVE_EXPERIMENT_KIND;
+
+    fn is_started_as(&self, started: &Self) -> bool {
+        Self { command: started.command.clone(), ..self.clone() } == *started
+    }
 
     fn load(&self, root: &DataRoot) -> Result<Mnist> {
         Ok(Mnist::load(&root.dir()?.join(&self.dataset))?)

@@ -480,6 +480,10 @@ impl Experiment for SweepConfig {
     const FILES: &'static [&'static str] = &[METRICS_FILE, SUMMARY_FILE, TABLE_FILE];
     const KIND: &'static str = "agnostic sweep";
 
+    fn is_started_as(&self, started: &Self) -> bool {
+        Self { command: started.command.clone(), ..self.clone() } == *started
+    }
+
     fn load(&self, root: &DataRoot) -> Result<PreparedData> {
         PreparedData::rebuild(self, root)
     }

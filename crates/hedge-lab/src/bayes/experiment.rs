@@ -1,6 +1,6 @@
 //! The `hedge bayes` experiments as a library, each writing a run directory of typed files:
 //! GP regression on a standard UCI split ([`GpRun`], `result.json`), the suite over several
-//! datasets ([`gp_suite`]), the lengthscale study ([`LengthscaleStudy`]), the Gibbs sampler on
+//! datasets ([`GpSuite`]), the lengthscale study ([`LengthscaleStudy`]), the Gibbs sampler on
 //! simulated normal data ([`GibbsDemo`]) and spike-and-slab EM on a simulated sparse regression
 //! ([`SpikeSlabDemo`]).
 
@@ -256,43 +256,61 @@ pub const GP_FIT_KIND: &str = "GP fit";
 /// The kind of folder a GP suite writes (one GP fit folder per dataset in it).
 pub const GP_SUITE_KIND: &str = "GP suite";
 
-/// Fits `template` on every dataset of `datasets` into `out/<name>/`, reusing each dataset whose
-/// `result.json` exists (the suite resumes), and writes `summary.json` (the reports) and
-/// `table.md`. Returns the reports and the table.
-pub fn gp_suite(
-    template: &GpRun,
-    datasets: &[String],
-    root: &DataRoot,
-    out: &Path,
-    command: &str,
-    mut on_dataset: impl FnMut(&str, bool),
-    mut observer: impl FnMut(FitProgress),
-) -> Result<(Vec<GpReport>, String)> {
-    let suite = RunDirectory::create(out, GP_SUITE_KIND, true)?;
-    let mut reports = Vec::new();
-    for name in datasets {
-        let folder = out.join(name);
-        let done = folder.join("result.json").is_file();
-        on_dataset(name, done);
-        let report = if done {
-            RunDirectory::open(&folder)?.read_json("result.json")?
-        } else {
-            let run = GpRun { dataset: format!("uci/{name}"), ..template.clone() };
-            let fit = run.fit(root, &mut observer)?;
-            // The suite owns its datasets' folders (one without result.json is a failed fit).
-            fit.write(&RunDirectory::create(&folder, GP_FIT_KIND, true)?, command)?;
-            fit.report
-        };
-        reports.push(report);
+/// The log of a GP suite's finished fits (one [`GpReport`] a dataset).
+pub const GP_SUITE_LOG: &str = "fits.jsonl";
+
+/// `hedge bayes gp-suite`: one GP fit (ARD-RBF kernel) on split `split` of each UCI set of
+/// `datasets`, each into `<out>/<name>/` (a GP fit folder), on hedge's resumable engine: every
+/// finished fit is logged and checkpointed, so the same command given again continues the suite
+/// ([`Experiment::run_or_resume`]); `summary.json` (the reports) and `table.md` follow the last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpSuite {
+    /// UCI set names (folders under the data root's `uci/`).
+    pub datasets: Vec<String>,
+    pub split: usize,
+    /// Pseudo-inputs of a sparse GP (`None`: the exact GP).
+    pub sparse: Option<usize>,
+    pub method: SparseMethod,
+    /// Random restarts (`None`: 2 for the exact GP, 0 for a sparse one).
+    pub restarts: Option<usize>,
+    pub max_iters: usize,
+    pub seed: u64,
+    pub command: String,
+}
+
+/// Where a GP suite reads its sets, and who is told of each fit's progress.
+pub struct GpSuiteEnv {
+    pub data: DataRoot,
+    pub observer: std::rc::Rc<std::cell::RefCell<dyn FnMut(FitProgress)>>,
+}
+
+impl GpSuite {
+    /// The fit of one dataset of the suite.
+    fn run_of(&self, name: &str) -> GpRun {
+        GpRun {
+            dataset: format!("uci/{name}"),
+            split: self.split,
+            sparse: self.sparse,
+            method: self.method,
+            kernel: KernelKind::Ard,
+            restarts: self.restarts,
+            max_iters: self.max_iters,
+            seed: self.seed,
+            table: None,
+        }
     }
+}
+
+/// `table.md` of a suite's reports.
+pub fn gp_suite_table(split: usize, reports: &[GpReport], command: &str) -> String {
     let mut md = format!(
-        "GP regression, ARD-RBF kernel, standard split {} (inputs standardised on the training rows; \
+        "GP regression, ARD-RBF kernel, standard split {split} (inputs standardised on the training rows; \
          RMSE and mean test NLL on the original target scale).\n\n\
          | dataset | model | train | test | RMSE | NLL | log marginal likelihood | noise variance | fit s |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
-        template.split
+         |---|---|---|---|---|---|---|---|---|\n"
     );
-    for r in &reports {
+    for r in reports {
         md.push_str(&format!(
             "| {} | {} | {} | {} | {:.4} | {:.3} | {:.1} | {:.3e} | {:.1} |\n",
             r.dataset,
@@ -307,9 +325,75 @@ pub fn gp_suite(
         ));
     }
     md.push_str(&format!("\nCommand: `{command}`\n"));
-    suite.write_bytes("table.md", md.as_bytes())?;
-    suite.write_json("summary.json", &reports)?;
-    Ok((reports, md))
+    md
+}
+
+impl hedge_run::Experiment for GpSuite {
+    type Data = GpSuiteEnvData;
+    type Root = GpSuiteEnv;
+    type Summary = Vec<GpReport>;
+    type Finished = GpReport;
+    type Error = LabError;
+
+    const KIND: &'static str = GP_SUITE_KIND;
+    const FILES: &'static [&'static str] = &[GP_SUITE_LOG, "summary.json", "table.md"];
+
+    fn is_started_as(&self, started: &Self) -> bool {
+        Self { command: started.command.clone(), ..self.clone() } == *started
+    }
+
+    fn load(&self, root: &GpSuiteEnv) -> Result<GpSuiteEnvData> {
+        // Every set is there and intact before the first fit.
+        for name in &self.datasets {
+            hedge_data::regression_set(&root.data, &format!("uci/{name}"), None)?;
+        }
+        Ok(GpSuiteEnvData { data: root.data.clone(), observer: std::rc::Rc::clone(&root.observer) })
+    }
+
+    fn check(&self, _data: &GpSuiteEnvData) -> Result<()> {
+        if self.datasets.is_empty() {
+            return Err(invalid("datasets", "none", "name at least one UCI set, e.g. yacht"));
+        }
+        Ok(())
+    }
+
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        data: &GpSuiteEnvData,
+        progress: &mut dyn FnMut(GpReport),
+    ) -> Result<Vec<GpReport>> {
+        hedge_run::run_resumable::<GpReport, (), LabError>(
+            dir,
+            GP_SUITE_LOG,
+            self.datasets.len(),
+            |index, _, on_step| {
+                let name = &self.datasets[index];
+                let fit = self.run_of(name).fit(&data.data, |p| (data.observer.borrow_mut())(p))?;
+                // The suite owns its datasets' folders: a fit stopped before it was logged is
+                // fitted again over what it left.
+                fit.write(&RunDirectory::create(&dir.path().join(name), GP_FIT_KIND, true)?, &self.command)?;
+                on_step(&fit.report, None)?;
+                progress(fit.report);
+                Ok(())
+            },
+            |_| {},
+        )?;
+        self.report_in(dir)
+    }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<Vec<GpReport>> {
+        let reports: Vec<GpReport> = dir.checkpointed_json_lines(GP_SUITE_LOG)?;
+        dir.write_bytes("table.md", gp_suite_table(self.split, &reports, &self.command).as_bytes())?;
+        dir.write_json("summary.json", &reports)?;
+        Ok(reports)
+    }
+}
+
+/// What a GP suite fits with: the data root and the fit observer.
+pub struct GpSuiteEnvData {
+    data: DataRoot,
+    observer: std::rc::Rc<std::cell::RefCell<dyn FnMut(FitProgress)>>,
 }
 
 /// The lengthscale study: GP priors and posteriors of one simulated function at six

@@ -6,4 +6,5 @@ pub mod figures;
 pub mod identification;
 pub mod reproduce;
 pub mod run;
+pub mod study;
 pub mod time_to_quality;

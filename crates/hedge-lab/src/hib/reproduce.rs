@@ -413,6 +413,10 @@ impl Experiment for ReproduceConfig {
         "README.md",
     ];
 
+    fn is_started_as(&self, started: &Self) -> bool {
+        Self { command: started.command.clone(), ..self.clone() } == *started
+    }
+
     fn load(&self, root: &ReproduceEnv) -> Result<ReproduceData> {
         let data = ReproduceData::new(root);
         // The tables the runs train and are scored on exist and are intact before anything runs.
@@ -530,16 +534,16 @@ impl ReproduceConfig {
 }
 
 /// The evaluations of one run: on the tables' split and on the other one, if the protocol has one.
-struct RunEvals {
-    main: EvalReport,
-    other: Option<EvalReport>,
+pub(crate) struct RunEvals {
+    pub(crate) main: EvalReport,
+    pub(crate) other: Option<EvalReport>,
 }
 
 /// Trains (or resumes, or reuses) one run and returns its evaluation on the tables' split and the
 /// protocol's other test split. A run that held validation images or classes out is evaluated on
 /// every split with the weights they chose (`model_best.safetensors`), so both columns score the
 /// same model.
-fn train_and_eval(
+pub(crate) fn train_and_eval(
     dir: &Path,
     data: &ReproduceData,
     config: &HibConfig,
