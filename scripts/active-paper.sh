@@ -7,7 +7,7 @@
 #
 #   scripts/active-paper.sh [SET...]        SET: yacht bostonHousing energy power-plant (default: all)
 #
-# Each folder resumes where it stopped (`hedge active run --resume`), so the script can be started
+# Each folder continues where it stopped (the same `hedge active run` command, given again), so the script can be started
 # again after an interruption, in a later session too. HEDGE (default ./target/release/hedge) is
 # the binary.
 set -euo pipefail

@@ -1,4 +1,4 @@
-//! A gallery split into shards (`hedge_embed::shards`) for `hedge.scale.ShardedIdentifier`: a
+//! A gallery split into shards (`hedge_identify::shards`) for `hedge.scale.ShardedIdentifier`: a
 //! shard answers with its nearest items and their embedding rows, the driver merges the answers
 //! and decides once. Shard answers cross processes as NumPy arrays and torch tensors.
 
@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use hedge_data::ImageSet;
-use hedge_embed::identification::{summarise, Gallery, IndexManifest, RecallSkipped, Rules};
-use hedge_embed::shards::{
+use hedge_embed::{EmbeddedSet, Embedding};
+use hedge_identify::shards::{
     check_shard_set_out, merge_candidates, seal_shard_set, shard_index, write_embedded_shard, ShardCandidates, ShardSet,
 };
-use hedge_embed::{EmbeddedSet, Embedding};
+use hedge_identify::{summarise, Gallery, IndexManifest, RecallSkipped, Rules};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
@@ -55,7 +55,7 @@ pub fn hib_shard_index(
     })
 }
 
-/// The description every shard of a set written from embeddings shares (`hedge_embed::shards`'s
+/// The description every shard of a set written from embeddings shares (`hedge_identify::shards`'s
 /// `write_embedded_shard`): the run, its weights' SHA-256, the gallery's identities and source,
 /// the graph and search settings, as JSON.
 #[pyfunction]
@@ -164,7 +164,7 @@ impl GalleryShard {
                 let set = ShardSet::read(&folder)?;
                 let files = set.open_shard(&folder, shard)?;
                 let entry = &set.shards[shard];
-                Ok::<_, hedge_embed::EmbedError>(GalleryShard {
+                Ok::<_, hedge_identify::IdentifyError>(GalleryShard {
                     gallery: Mutex::new(files.load_gallery()?),
                     first_item: entry.first_item,
                     name: entry.name.clone(),
@@ -282,7 +282,7 @@ impl ShardRules {
             py.detach(|| {
                 let set = ShardSet::read(&folder)?;
                 let files = set.open_shard(&folder, 0)?;
-                Ok::<_, hedge_embed::EmbedError>(ShardRules {
+                Ok::<_, hedge_identify::IdentifyError>(ShardRules {
                     rules: Mutex::new(files.load_rules(run.as_deref(), device)?),
                 })
             })
@@ -344,7 +344,7 @@ impl ShardRules {
                 let results = rules.decide(&probes.images, &set, &gathered.candidates())?;
                 let rate = probes.images.len() as f64 / (seconds + start.elapsed().as_secs_f64()).max(1e-9);
                 let summary = summarise(&results, &rules.manifest, Err(RecallSkipped::Sharded), rate);
-                Ok::<_, hedge_embed::EmbedError>((results, summary))
+                Ok::<_, hedge_identify::IdentifyError>((results, summary))
             })();
             // The re-chosen threshold holds for this call only.
             rules.manifest.calibration = stored;

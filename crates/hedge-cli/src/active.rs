@@ -67,9 +67,12 @@ pub struct ClassifyArgs {
     /// Intra-op threads for libtorch (0: its default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// The experiment's folder: a new one, or this experiment's own, which the same command given
+    /// again continues from its last finished round.
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
-    /// Replace the files an earlier run wrote in --out (without it, a folder holding files is refused).
+    /// Start over in an --out that holds an earlier experiment: the files it wrote are replaced
+    /// (without it, a folder holding other files or another experiment is refused).
     #[arg(long)]
     overwrite: bool,
     /// Continue the experiment in this directory from its last finished round (its
@@ -265,9 +268,8 @@ fn run_experiment(args: RunArgs) -> Result<()> {
             active_protocol,
             seeds: args.seeds,
         };
-        let data = experiment.load(&root)?;
         let out = args.out.clone().expect("clap requires --out without --resume");
-        experiment.run(&data, &out, args.overwrite, progress(&bar))?;
+        experiment.run_or_resume(&root, &out, args.overwrite, progress(&bar))?;
         out
     };
     bar.finish_and_clear();

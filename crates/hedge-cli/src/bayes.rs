@@ -289,9 +289,8 @@ fn gp_suite_command(args: GpSuiteArgs) -> Result<()> {
     };
     let bar = fit_spinner(false);
     let shown = bar.clone();
-    let observer = std::rc::Rc::new(std::cell::RefCell::new(move |p: hedge_bayes::gp::FitProgress| {
-        show_progress(&shown)(p)
-    }));
+    let observer =
+        std::rc::Rc::new(std::cell::RefCell::new(move |p: hedge_bayes::gp::FitProgress| show_progress(&shown)(p)));
     let env = GpSuiteEnv { data: hedge_data::DataRoot::from_env(), observer };
     let reports = suite.run_or_resume(&env, &args.out, args.overwrite, |r| {
         bar.suspend(|| eprintln!("{}: fitted ({:.1} s)", r.dataset, r.fit_seconds))

@@ -314,7 +314,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
             let seeds = if name == "toml" {
                 hedge_embed::config::config_fuzz_seeds()
             } else if name == "ann-graph" {
-                hedge_embed::identification::Hnsw::fuzz_seeds()
+                hedge_identify::Hnsw::fuzz_seeds()
             } else {
                 let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
                     format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph)")
@@ -340,9 +340,9 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
         } else if name == "ann-graph" {
             fuzz_fn(
                 "ann-graph",
-                hedge_embed::identification::Hnsw::fuzz,
+                hedge_identify::Hnsw::fuzz,
                 false,
-                &hedge_embed::identification::Hnsw::fuzz_seeds(),
+                &hedge_identify::Hnsw::fuzz_seeds(),
                 budget,
                 u64::MAX,
                 args.seed,

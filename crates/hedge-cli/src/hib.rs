@@ -29,7 +29,7 @@ pub enum HibCommand {
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
     Reproduce(Box<crate::reproduce::ReproduceArgs>),
     /// Train and evaluate a grid of runs from a plan file (a lever study, seeds of recipes):
-    /// runs/<name>/ each, runs.jsonl, summary.json and table.md; --resume continues it.
+    /// `runs/<name>/` each, runs.jsonl, summary.json and table.md; --resume continues it.
     Study(Box<crate::study::StudyArgs>),
     /// Quality against training wall-clock of runs trained with --watch-every: when each reached
     /// the paper's Table 1 values (Markdown) and one plot per metric.
@@ -225,7 +225,7 @@ pub struct TrainArgs {
     no_eval: bool,
 }
 
-/// The flags of `hib train` that set a [`HibConfig`] field, serialised under the field's name in
+/// The flags of `hib train` that set a [`hedge_embed::HibConfig`] field, serialised under the field's name in
 /// the config's serde form (`--lr` as `learning_rate`): laid over the recipe as overrides
 /// ([`hedge_run::with_overrides`]), so a flag is one line here and nothing else.
 #[derive(Args, Serialize)]

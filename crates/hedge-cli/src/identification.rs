@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use hedge_data::ImageSet;
-use hedge_embed::identification::{
+use hedge_identify::{
     build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
     UncertaintyScore,
 };

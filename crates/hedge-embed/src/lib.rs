@@ -5,9 +5,9 @@
 //! Pieces, each usable on its own: [`HibConfig`] (validated hyper-parameters), [`HibNet`]
 //! (the network), [`Embedding`] (a batch of distributions), [`MatchHead`] and the losses in
 //! [`loss`], [`Adam`], [`Trainer`], [`RunDir`], dataset-level [`embed`] tools, runs evaluated
-//! in [`run_eval`] with typed reports in [`report`], and the identification service (an index of
-//! a gallery with the abstention rule) in [`identification`]. The paper's reproduction, progress
-//! bars and figures are built on these in `hedge-lab`.
+//! in [`run_eval`] with typed reports in [`report`]. The identification service (an index of a
+//! gallery with the abstention rule) is built on these in `hedge-identify`; the paper's
+//! reproduction, progress bars and figures in `hedge-lab`.
 //!
 //! ```no_run
 //! use hedge_data::{DataRoot, NDigitProtocol, NDigitSplit};
@@ -38,7 +38,6 @@ mod error;
 pub mod evaluate;
 pub mod experiment;
 pub mod focal;
-pub mod identification;
 pub mod loss;
 pub mod model;
 pub mod monitor;
@@ -49,7 +48,6 @@ pub mod report;
 pub mod run;
 pub mod run_eval;
 pub mod settings;
-pub mod shards;
 pub mod train;
 
 pub use config::{

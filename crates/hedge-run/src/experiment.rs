@@ -238,7 +238,7 @@ pub trait Experiment: Serialize + DeserializeOwned + Sized {
                     field: "out",
                     value: out.display().to_string(),
                     reason: format!(
-                        "holds a {} of other settings (its {CONFIG_FILE}): give those to continue it, or start \
+                        "holds another {} (its {CONFIG_FILE}): give its settings to continue it, or start \
                          this one in another --out or with --overwrite",
                         Self::KIND
                     ),

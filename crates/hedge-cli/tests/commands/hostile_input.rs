@@ -406,7 +406,7 @@ fn no_command_overwrites_a_folder_another_command_made() {
     let small_export = ["bench", "acs-fw", "--pool", "100", "--projections", "10", "--batch", "5", "--repeats", "1"];
     ok(&[&small_export[..], &["--export", s(&export)]].concat());
     // An index folder as `hib index` marks it (building one needs a trained run).
-    hedge_run::prepare_output_dir(&index, hedge_embed::identification::INDEX_KIND, false).unwrap();
+    hedge_run::prepare_output_dir(&index, hedge_identify::INDEX_KIND, false).unwrap();
     std::fs::write(index.join("index.json"), "{}").unwrap();
     let snapshot = |dir: &Path| -> Vec<(String, Vec<u8>)> {
         let mut files: Vec<_> = std::fs::read_dir(dir)

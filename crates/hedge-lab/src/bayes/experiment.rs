@@ -262,7 +262,7 @@ pub const GP_SUITE_LOG: &str = "fits.jsonl";
 /// `hedge bayes gp-suite`: one GP fit (ARD-RBF kernel) on split `split` of each UCI set of
 /// `datasets`, each into `<out>/<name>/` (a GP fit folder), on hedge's resumable engine: every
 /// finished fit is logged and checkpointed, so the same command given again continues the suite
-/// ([`Experiment::run_or_resume`]); `summary.json` (the reports) and `table.md` follow the last.
+/// ([`hedge_run::Experiment::run_or_resume`]); `summary.json` (the reports) and `table.md` follow the last.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GpSuite {

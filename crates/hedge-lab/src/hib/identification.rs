@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use hedge_embed::identification::{Calibration, ProbeResult, UncertaintyScore};
+use hedge_identify::{Calibration, ProbeResult, UncertaintyScore};
 
 use crate::Result;
 

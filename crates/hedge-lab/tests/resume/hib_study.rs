@@ -84,7 +84,7 @@ fn a_study_stopped_after_any_single_write_resumes_to_the_same_table() {
     // Another plan over the study's folder is refused, naming the folder.
     let other = Study { repeats: 2, ..study.clone() };
     let e = other.run_or_resume(&env, &straight, false, |_| {}).unwrap_err().to_string();
-    assert!(e.contains("hib study of other settings") && e.contains("straight"), "{e}");
+    assert!(e.contains("holds another hib study") && e.contains("straight"), "{e}");
     // A log cut short of its checkpoint is refused, not reported without a run.
     let log = straight.join(RUNS_LOG);
     let full = std::fs::read_to_string(&log).unwrap();

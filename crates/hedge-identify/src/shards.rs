@@ -12,7 +12,7 @@
 //! [`ShardCandidates::gather`]: each shard's nearest items with their distances and embedding
 //! rows), keeps each probe's `candidates` nearest over all shards ([`merge_candidates`]), and
 //! applies the exact match-probability re-rank and the abstention rule once
-//! ([`crate::identification::Rules::decide`]). Where every shard's ANN search finds its exact nearest items, the merged candidates are the
+//! ([`crate::index::Rules::decide`]). Where every shard's ANN search finds its exact nearest items, the merged candidates are the
 //! single index's and so are the answers.
 
 use std::path::{Path, PathBuf};
@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::distribution::Embedding;
-use crate::identification::{
+use crate::index::{
     rewrite_calibration, swap_into_place, write_index, Calibration, Gallery, IndexFiles, IndexManifest, GALLERY_FILE,
     INDEX_FILE,
 };
-use crate::{EmbedError, Result};
+use crate::{IdentifyError, Result};
+use hedge_embed::distribution::Embedding;
 use hedge_run::rundir::sha256_file;
 
 /// The description of a shard set.
@@ -61,13 +61,17 @@ impl ShardSet {
     pub fn read(folder: &Path) -> Result<Self> {
         let path = folder.join(SHARDS_FILE);
         if !path.is_file() {
-            return Err(EmbedError::input(folder, format!("has no {SHARDS_FILE}; write a shard set with shard_index")));
+            return Err(IdentifyError::input(
+                folder,
+                format!("has no {SHARDS_FILE}; write a shard set with shard_index"),
+            ));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
-        let set: ShardSet = serde_json::from_str(&text)
-            .map_err(|e| EmbedError::input(&path, format!("is not a shard set description ({e}); write it again")))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| IdentifyError::io(&path, e))?;
+        let set: ShardSet = serde_json::from_str(&text).map_err(|e| {
+            IdentifyError::input(&path, format!("is not a shard set description ({e}); write it again"))
+        })?;
         if set.format != SHARDS_FORMAT {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 &path,
                 format!("has format {}; this hedge reads {SHARDS_FORMAT}", set.format),
             ));
@@ -76,7 +80,7 @@ impl ShardSet {
         for s in &set.shards {
             let plain = s.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
             if s.first_item != next || s.items == 0 || !plain {
-                return Err(EmbedError::input(
+                return Err(IdentifyError::input(
                     &path,
                     format!("shard '{}' does not continue the items at {next}; write the shard set again", s.name),
                 ));
@@ -84,7 +88,7 @@ impl ShardSet {
             next += s.items;
         }
         if next != set.items || set.shards.is_empty() {
-            return Err(EmbedError::input(&path, format!("its shards hold {next} items, not {}", set.items)));
+            return Err(IdentifyError::input(&path, format!("its shards hold {next} items, not {}", set.items)));
         }
         Ok(set)
     }
@@ -95,18 +99,18 @@ impl ShardSet {
         let entry = self
             .shards
             .get(i)
-            .ok_or_else(|| EmbedError::invalid("shard", i, format!("the set has {} shards", self.shards.len())))?;
+            .ok_or_else(|| IdentifyError::invalid("shard", i, format!("the set has {} shards", self.shards.len())))?;
         let dir = folder.join(&entry.name);
         let index_json = dir.join(INDEX_FILE);
         if !index_json.is_file() || sha256_file(&index_json)? != entry.index_sha256 {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 &index_json,
                 format!("is missing or differs from the SHA-256 in {SHARDS_FILE}; the shard was damaged: write the set again"),
             ));
         }
         let files = IndexFiles::open(&dir)?;
         if files.manifest().item_names.len() != entry.items {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 &index_json,
                 format!("holds {} items, {SHARDS_FILE} says {}", files.manifest().item_names.len(), entry.items),
             ));
@@ -122,7 +126,7 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
     let files = IndexFiles::open(index)?;
     let items = files.manifest().item_names.len();
     if shards == 0 || shards > items {
-        return Err(EmbedError::invalid(
+        return Err(IdentifyError::invalid(
             "shards",
             shards,
             format!("give 1 to {items} (the index holds {items} items)"),
@@ -135,14 +139,14 @@ pub fn shard_index(index: &Path, out: &Path, shards: usize, overwrite: bool) -> 
         .into_iter()
         .find(|(name, _)| name == "eta")
         .map(|(_, t)| t)
-        .ok_or_else(|| EmbedError::input(index.join(GALLERY_FILE), "has no tensor 'eta'; rebuild the index"))?;
+        .ok_or_else(|| IdentifyError::input(index.join(GALLERY_FILE), "has no tensor 'eta'; rebuild the index"))?;
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(EmbedError::input(out, "its parent folder does not exist; create it first"));
+        return Err(IdentifyError::input(out, "its parent folder does not exist; create it first"));
     }
     let tmp = hedge_run::atomic::temp_sibling(out);
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
+    std::fs::create_dir(&tmp).map_err(|e| IdentifyError::io(&tmp, e))?;
     let result = (|| -> Result<ShardSet> {
         hedge_run::atomic::mark_as_hedges(&tmp, SHARD_SET_KIND)?;
         let mut entries = Vec::with_capacity(shards);
@@ -198,25 +202,25 @@ pub fn write_embedded_shard(
     out: &Path,
 ) -> Result<()> {
     if labels.is_empty() {
-        return Err(EmbedError::invalid("items", 0, "a shard holds at least one item"));
+        return Err(IdentifyError::invalid("items", 0, "a shard holds at least one item"));
     }
     if eta.size() != [labels.len() as i64] {
-        return Err(EmbedError::invalid(
+        return Err(IdentifyError::invalid(
             "eta",
             format!("{:?}", eta.size()),
             format!("one η per item ([{}])", labels.len()),
         ));
     }
     if template.class_names.is_empty() {
-        return Err(EmbedError::invalid("class_names", 0, "the template names the gallery's identities"));
+        return Err(IdentifyError::invalid("class_names", 0, "the template names the gallery's identities"));
     }
     let mut manifest = template.clone();
     manifest.item_names = item_names;
     manifest.files.clear();
     manifest.sha256.clear();
-    let variance = if manifest.model == crate::config::ModelKind::Point { None } else { embedding.variance };
-    if variance.is_none() && manifest.model != crate::config::ModelKind::Point {
-        return Err(EmbedError::invalid("variance", "none", "a stochastic model's shard needs the variances"));
+    let variance = if manifest.model == hedge_embed::ModelKind::Point { None } else { embedding.variance };
+    if variance.is_none() && manifest.model != hedge_embed::ModelKind::Point {
+        return Err(IdentifyError::invalid("variance", "none", "a stochastic model's shard needs the variances"));
     }
     let gallery = Gallery::from_embedding(manifest, Embedding { mean: embedding.mean, variance }, labels)?;
     write_index(&gallery, eta, out, false)
@@ -225,7 +229,7 @@ pub fn write_embedded_shard(
 /// Finishes a shard set whose shards [`write_embedded_shard`] wrote into `folder`, named and
 /// sized by `shards` in item order: with `validation` (where the probes came from, and each
 /// probe's uncertainty and whether its top identity was right, e.g. from
-/// [`Rules::validate`](crate::identification::Rules::validate) over candidates gathered from
+/// [`Rules::validate`](crate::index::Rules::validate) over candidates gathered from
 /// these shards), the abstention rule for the shards' target risk is chosen once and written
 /// into every shard; then `shards.json`. Every shard must share one template (run, weights,
 /// identities, settings).
@@ -235,7 +239,7 @@ pub fn seal_shard_set(
     shards: &[(String, usize)],
     validation: Option<(String, &[f64], &[bool])>,
 ) -> Result<ShardSet> {
-    let first = shards.first().ok_or_else(|| EmbedError::invalid("shards", 0, "give at least one shard"))?;
+    let first = shards.first().ok_or_else(|| IdentifyError::invalid("shards", 0, "give at least one shard"))?;
     let template = IndexFiles::open(&folder.join(&first.0))?.manifest().clone();
     let calibration = validation
         .map(|(source, uncertainty, correct)| {
@@ -259,7 +263,7 @@ pub fn seal_shard_set(
             == (&template.weights_sha256, &template.class_names, template.dim, template.components)
             && (manifest.ann, manifest.search) == (template.ann, template.search);
         if !same {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 dir.join(INDEX_FILE),
                 format!(
                     "was written under another run, identities or settings than {}; write every shard of a set \
@@ -269,7 +273,7 @@ pub fn seal_shard_set(
             ));
         }
         if manifest.item_names.len() != *items {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 dir.join(INDEX_FILE),
                 format!("holds {} items, not the {items} the set lists", manifest.item_names.len()),
             ));
@@ -300,14 +304,17 @@ pub fn check_shard_set_out(out: &Path, overwrite: bool) -> Result<()> {
         return Ok(());
     }
     if !overwrite {
-        return Err(EmbedError::input(out, "already exists; choose another folder, or pass overwrite to replace it"));
+        return Err(IdentifyError::input(
+            out,
+            "already exists; choose another folder, or pass overwrite to replace it",
+        ));
     }
     hedge_run::atomic::check_output_dir(out, SHARD_SET_KIND, true)?;
     if let Some(name) = hedge_run::atomic::entries_besides_marker(out)
         .into_iter()
         .find(|n| n != SHARDS_FILE && !n.starts_with("shard-"))
     {
-        return Err(EmbedError::input(
+        return Err(IdentifyError::input(
             out,
             format!("holds '{name}', which is not part of a shard set; move it out first or choose another folder"),
         ));
@@ -371,7 +378,7 @@ impl ShardCandidates {
     }
 }
 
-/// Candidates gathered for a batch of probes, ready for [`Rules::decide`](crate::identification::Rules::decide)
+/// Candidates gathered for a batch of probes, ready for [`Rules::decide`](crate::index::Rules::decide)
 /// through [`Gathered::candidates`].
 #[derive(Debug)]
 pub struct Gathered {
@@ -383,8 +390,8 @@ pub struct Gathered {
 }
 
 impl Gathered {
-    pub fn candidates(&self) -> crate::identification::Candidates<'_> {
-        crate::identification::Candidates {
+    pub fn candidates(&self) -> crate::index::Candidates<'_> {
+        crate::index::Candidates {
             embedding: &self.embedding,
             labels: &self.labels,
             item_names: &self.item_names,
@@ -396,10 +403,10 @@ impl Gathered {
 /// Each probe's `keep` nearest candidates over every shard's answer, nearest first (ties: the
 /// earlier shard, then the earlier slot), as one set of rows.
 pub fn merge_candidates(parts: &[ShardCandidates], keep: usize) -> Result<Gathered> {
-    let first = parts.first().ok_or_else(|| EmbedError::invalid("shards", 0, "give at least one shard's answer"))?;
+    let first = parts.first().ok_or_else(|| IdentifyError::invalid("shards", 0, "give at least one shard's answer"))?;
     let probes = first.probes;
     if let Some(p) = parts.iter().find(|p| p.probes != probes) {
-        return Err(EmbedError::invalid(
+        return Err(IdentifyError::invalid(
             "shards",
             p.probes,
             format!("every shard must answer the same {probes} probes"),
@@ -431,7 +438,9 @@ pub fn merge_candidates(parts: &[ShardCandidates], keep: usize) -> Result<Gather
         if let Some(v) = &part.embedding.variance {
             variances.push(v.get(at as i64));
         }
-        labels.push(u32::try_from(part.labels[at]).map_err(|_| EmbedError::invalid("labels", part.labels[at], "≥ 0"))?);
+        labels.push(
+            u32::try_from(part.labels[at]).map_err(|_| IdentifyError::invalid("labels", part.labels[at], "≥ 0"))?,
+        );
         item_names.push(part.names[at].clone());
     }
     let (c, d) = (first.embedding.components(), first.embedding.dim());

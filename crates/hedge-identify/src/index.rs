@@ -20,14 +20,14 @@ use hedge_run::undefined::{explain_nulls, NullReason};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use crate::config::ModelKind;
-use crate::distribution::{index_tensor, Embedding};
-use crate::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
-use crate::evaluate::{match_probability_quadrature, MatchEstimator};
-use crate::loss::MatchHead;
-use crate::run::RunDir;
-use crate::train::{load_model, weights_path};
-use crate::{EmbedError, Result};
+use crate::{IdentifyError, Result};
+use hedge_embed::distribution::{index_tensor, Embedding};
+use hedge_embed::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
+use hedge_embed::evaluate::{match_probability_quadrature, MatchEstimator};
+use hedge_embed::loss::MatchHead;
+use hedge_embed::run::RunDir;
+use hedge_embed::train::{load_model, weights_path};
+use hedge_embed::ModelKind;
 
 /// The index's description, the last file written.
 pub const INDEX_FILE: &str = "index.json";
@@ -152,7 +152,7 @@ impl Calibration {
         target_risk: f64,
     ) -> Result<Self> {
         if uncertainty.is_empty() || uncertainty.len() != correct.len() {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "validation",
                 uncertainty.len(),
                 "need at least one validation probe with a known identity",
@@ -177,7 +177,7 @@ impl Calibration {
     /// The rule for another target risk on the same validation probes.
     pub fn rechoose(&mut self, target_risk: f64) -> Result<()> {
         if !(0.0..=1.0).contains(&target_risk) {
-            return Err(EmbedError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
+            return Err(IdentifyError::invalid("target_risk", target_risk, "a risk is an error rate in [0, 1]"));
         }
         let n = self.uncertainty.len();
         let mut errors = 0usize;
@@ -257,7 +257,7 @@ impl SearchOptions {
 
     pub fn check(&self) -> Result<()> {
         if self.top_k == 0 {
-            return Err(EmbedError::invalid("top_k", 0, "report at least 1 identity per probe"));
+            return Err(IdentifyError::invalid("top_k", 0, "report at least 1 identity per probe"));
         }
         // Per probe of a chunk of 250: its candidates' ids, means and match probabilities (about
         // 1 KB each with the re-rank's intermediates) and its top-k identities.
@@ -266,14 +266,14 @@ impl SearchOptions {
             .knob("--top-k", self.top_k as f64, 1.0)
             .check()?;
         if self.candidates < self.top_k {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "candidates",
                 self.candidates,
                 format!("must be at least top_k ({}): the re-rank picks identities among them", self.top_k),
             ));
         }
         if self.eta_samples < 1 {
-            return Err(EmbedError::invalid("eta_samples", self.eta_samples, "give at least 1"));
+            return Err(IdentifyError::invalid("eta_samples", self.eta_samples, "give at least 1"));
         }
         Ok(())
     }
@@ -362,17 +362,17 @@ impl IndexManifest {
     /// SHA-256, that it lists exactly the index's files, and its settings as if typed.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let manifest: IndexManifest = serde_json::from_str(text).map_err(|e| {
-            EmbedError::input(path, format!("is not an index description ({e}); rebuild it with `hedge hib index`"))
+            IdentifyError::input(path, format!("is not an index description ({e}); rebuild it with `hedge hib index`"))
         })?;
         if manifest.format != INDEX_FORMAT {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 path,
                 format!("is index format {}, this hedge reads {INDEX_FORMAT}; rebuild it", manifest.format),
             ));
         }
         // A fuzzing build skips the hash, which no mutation would match, to reach what follows.
         if !cfg!(fuzzing) && manifest.self_hash().1 != manifest.sha256 {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 path,
                 "was edited or damaged after `hedge hib index` wrote it (its SHA-256 field no longer matches its \
                  contents); rebuild the index with `hedge hib index`",
@@ -380,13 +380,13 @@ impl IndexManifest {
         }
         let listed: std::collections::BTreeSet<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
         if let Some(missing) = INDEX_FOLDER_FILES[1..].iter().find(|n| !listed.contains(*n)) {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 path,
                 format!("does not list {missing} among its files, so it cannot be checked; rebuild the index"),
             ));
         }
         if let Some(stranger) = listed.iter().find(|n| !INDEX_FOLDER_FILES[1..].contains(*n)) {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 path,
                 format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
             ));
@@ -439,7 +439,7 @@ pub struct Gallery {
 pub struct Rules {
     pub manifest: IndexManifest,
     matcher: MatchHead,
-    net: crate::HibNet,
+    net: hedge_embed::HibNet,
     _vars: tch::nn::VarStore,
     device: Device,
 }
@@ -529,7 +529,7 @@ pub enum RecallSkipped {
 fn check_shape(images: &ImageSet, shape: [usize; 3], role: &str) -> Result<()> {
     let got = [images.channels, images.height, images.width];
     if got != shape {
-        return Err(EmbedError::input(
+        return Err(IdentifyError::input(
             &images.source,
             format!(
                 "{role} images are {} x {} x {} (C x H x W) but the run's model takes {} x {} x {}; resize them \
@@ -547,19 +547,19 @@ fn component_rows(mean: &Tensor) -> Result<Vec<f32>> {
 }
 
 fn embed_images(
-    net: &crate::HibNet,
+    net: &hedge_embed::HibNet,
     images: &ImageSet,
     device: Device,
     options: &SearchOptions,
 ) -> Result<EmbeddedSet> {
     let data = ImageDataset::from_images(images.clone(), NDigitSplit::TestUnseen);
-    embed_dataset(
+    Ok(embed_dataset(
         net,
         &data,
         &Corruption::Clean,
         device,
         EmbedOptions { batch: 500, samples: options.eta_samples, seed: options.seed },
-    )
+    )?)
 }
 
 impl Gallery {
@@ -571,21 +571,21 @@ impl Gallery {
         let n = labels.len();
         let want = [n as i64, manifest.components as i64, manifest.dim as i64];
         if embedding.mean.size() != want || embedding.variance.as_ref().is_some_and(|v| v.size() != want) {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "embedding",
                 format!("{:?}", embedding.mean.size()),
                 format!("means (and variances) of {n} items must be [{n}, {}, {}]", manifest.components, manifest.dim),
             ));
         }
         if manifest.item_names.len() != n {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "item_names",
                 manifest.item_names.len(),
                 format!("name each of the {n} items"),
             ));
         }
         if let Some(&bad) = labels.iter().find(|&&l| l as usize >= manifest.class_names.len()) {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "labels",
                 bad,
                 format!("labels index the {} identities of class_names", manifest.class_names.len()),
@@ -634,7 +634,7 @@ impl Gallery {
     /// built over their component means with the same settings (a shard).
     pub fn subset(&self, items: &[usize]) -> Result<Gallery> {
         if let Some(&bad) = items.iter().find(|&&i| i >= self.len()) {
-            return Err(EmbedError::invalid("items", bad, format!("the gallery holds {} items", self.len())));
+            return Err(IdentifyError::invalid("items", bad, format!("the gallery holds {} items", self.len())));
         }
         let mut manifest = self.manifest.clone();
         manifest.item_names = items.iter().map(|&i| self.manifest.item_names[i].clone()).collect();
@@ -727,7 +727,7 @@ impl Rules {
         let (rows, items): (Vec<usize>, Vec<usize>) =
             proposals.iter().enumerate().flat_map(|(i, p)| p.iter().map(move |&j| (i, j))).unzip();
         let mut probabilities = Vec::with_capacity(rows.len());
-        let _generator = crate::seeded_generator(self.manifest.search.seed);
+        let _generator = hedge_run::torch::seeded_generator(self.manifest.search.seed);
         tch::no_grad(|| -> Result<()> {
             for (r, g) in rows.chunks(20_000).zip(items.chunks(20_000)) {
                 let left = probes.select_rows(&index_tensor(r));
@@ -789,7 +789,7 @@ impl Rules {
     /// proposed rows and the abstention rule, applied once.
     pub fn decide(&self, probes: &ImageSet, set: &EmbeddedSet, candidates: &Candidates) -> Result<Vec<ProbeResult>> {
         if candidates.proposals.len() != probes.len() || set.embedding.batch() as usize != probes.len() {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "candidates",
                 candidates.proposals.len(),
                 format!("give one proposal list per probe ({} probes)", probes.len()),
@@ -797,18 +797,18 @@ impl Rules {
         }
         let rows = candidates.labels.len();
         if candidates.item_names.len() != rows || candidates.embedding.batch() as usize != rows {
-            return Err(EmbedError::invalid(
+            return Err(IdentifyError::invalid(
                 "candidates",
                 rows,
                 "labels, item names and embedding rows must have the same length",
             ));
         }
         if let Some(&bad) = candidates.proposals.iter().flatten().find(|&&r| r >= rows) {
-            return Err(EmbedError::invalid("candidates", bad, format!("rows run 0..{rows}")));
+            return Err(IdentifyError::invalid("candidates", bad, format!("rows run 0..{rows}")));
         }
         let names = &self.manifest.class_names;
         if let Some(&bad) = candidates.labels.iter().find(|&&l| l as usize >= names.len()) {
-            return Err(EmbedError::invalid("candidates", bad, format!("labels run 0..{}", names.len())));
+            return Err(IdentifyError::invalid("candidates", bad, format!("labels run 0..{}", names.len())));
         }
         let top_k = self.manifest.search.top_k;
         let (ranked, eta) = self.answer(set, candidates, top_k)?;
@@ -1016,14 +1016,17 @@ fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
         return Ok(());
     }
     if !overwrite {
-        return Err(EmbedError::input(out, "already exists; choose another --out, or pass --overwrite to replace it"));
+        return Err(IdentifyError::input(
+            out,
+            "already exists; choose another --out, or pass --overwrite to replace it",
+        ));
     }
     hedge_run::atomic::check_output_dir(out, INDEX_KIND, true)?;
     let foreign = hedge_run::atomic::entries_besides_marker(out)
         .into_iter()
         .find(|name| !INDEX_FOLDER_FILES.contains(&name.as_str()));
     if let Some(name) = foreign {
-        return Err(EmbedError::input(
+        return Err(IdentifyError::input(
             out,
             format!(
                 "holds '{name}', which is not part of a hedge index; --overwrite replaces an index folder whole, \
@@ -1038,11 +1041,11 @@ fn check_index_out(out: &Path, overwrite: bool) -> Result<()> {
 pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite: bool) -> Result<()> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     if !parent.is_dir() {
-        return Err(EmbedError::input(out, "its parent folder does not exist; create it first"));
+        return Err(IdentifyError::input(out, "its parent folder does not exist; create it first"));
     }
     let tmp = hedge_run::atomic::temp_sibling(out);
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| EmbedError::io(&tmp, e))?;
+    std::fs::create_dir(&tmp).map_err(|e| IdentifyError::io(&tmp, e))?;
     let result = (|| -> Result<()> {
         hedge_run::atomic::mark_as_hedges(&tmp, INDEX_KIND)?;
         let e = &gallery.embedding;
@@ -1057,7 +1060,7 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
         let mut manifest = gallery.manifest.clone();
         for name in [GALLERY_FILE, ANN_FILE, VALIDATION_CSV] {
             let path = tmp.join(name);
-            let bytes = std::fs::metadata(&path).map_err(|e| EmbedError::io(&path, e))?.len();
+            let bytes = std::fs::metadata(&path).map_err(|e| IdentifyError::io(&path, e))?.len();
             manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
         }
         hedge_run::write_atomic(&tmp.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
@@ -1086,7 +1089,7 @@ pub(crate) fn rewrite_calibration(dir: &Path, calibration: &Calibration) -> Resu
     manifest.calibration = calibration.clone();
     let csv = dir.join(VALIDATION_CSV);
     hedge_run::write_atomic(&csv, calibration.csv().as_bytes())?;
-    let bytes = std::fs::metadata(&csv).map_err(|e| EmbedError::io(&csv, e))?.len();
+    let bytes = std::fs::metadata(&csv).map_err(|e| IdentifyError::io(&csv, e))?.len();
     let sha256 = sha256_file(&csv)?;
     for entry in manifest.files.iter_mut().filter(|f| f.name == VALIDATION_CSV) {
         (entry.sha256, entry.bytes) = (sha256.clone(), bytes);
@@ -1105,11 +1108,11 @@ pub(crate) fn swap_into_place(tmp: &Path, out: &Path, replace: bool) -> Result<(
             std::process::id(),
             out.file_name().unwrap_or_default().to_string_lossy()
         ));
-        std::fs::rename(out, &old).map_err(|e| EmbedError::io(out, e))?;
-        std::fs::rename(tmp, out).map_err(|e| EmbedError::io(out, e))?;
+        std::fs::rename(out, &old).map_err(|e| IdentifyError::io(out, e))?;
+        std::fs::rename(tmp, out).map_err(|e| IdentifyError::io(out, e))?;
         let _ = std::fs::remove_dir_all(&old);
     } else {
-        std::fs::rename(tmp, out).map_err(|e| EmbedError::io(out, e))?;
+        std::fs::rename(tmp, out).map_err(|e| IdentifyError::io(out, e))?;
     }
     Ok(())
 }
@@ -1126,14 +1129,17 @@ impl IndexFiles {
     pub fn open(dir: &Path) -> Result<Self> {
         let path = dir.join(INDEX_FILE);
         if !path.is_file() {
-            return Err(EmbedError::input(dir, format!("has no {INDEX_FILE}; build an index with `hedge hib index`")));
+            return Err(IdentifyError::input(
+                dir,
+                format!("has no {INDEX_FILE}; build an index with `hedge hib index`"),
+            ));
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| EmbedError::io(&path, e))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| IdentifyError::io(&path, e))?;
         let manifest = IndexManifest::parse(&text, &path)?;
         for entry in &manifest.files {
             let file = dir.join(&entry.name);
             if !file.is_file() || sha256_file(&file)? != entry.sha256 {
-                return Err(EmbedError::input(
+                return Err(IdentifyError::input(
                     &file,
                     format!(
                         "is missing or differs from the SHA-256 in {INDEX_FILE}; the index was damaged: rebuild it"
@@ -1161,7 +1167,7 @@ impl IndexFiles {
         let config = run.read_config()?.hib;
         let weights = weights_path(&run, &config);
         if sha256_file(&weights)? != self.manifest.weights_sha256 {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 &weights,
                 "are not the weights the gallery was embedded with (SHA-256 differs); rebuild the index with this run",
             ));
@@ -1170,7 +1176,7 @@ impl IndexFiles {
         if (config.dim, config.model.kind(), config.model.components())
             != (manifest.dim, manifest.model, manifest.components)
         {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 self.dir.join(INDEX_FILE),
                 format!(
                     "describes a {:?} model of dim {} x {} components, but the run's config.json has {:?}, dim {} x \
@@ -1194,10 +1200,9 @@ impl IndexFiles {
         let gallery_path = self.dir.join(GALLERY_FILE);
         let stored: HashMap<String, Tensor> = Tensor::read_safetensors(&gallery_path)?.into_iter().collect();
         let get = |name: &str| {
-            stored
-                .get(name)
-                .map(Tensor::shallow_clone)
-                .ok_or_else(|| EmbedError::input(&gallery_path, format!("has no tensor '{name}'; rebuild the index")))
+            stored.get(name).map(Tensor::shallow_clone).ok_or_else(|| {
+                IdentifyError::input(&gallery_path, format!("has no tensor '{name}'; rebuild the index"))
+            })
         };
         let mean = get("mean")?;
         // Point galleries store zeros as their variance; the scorer must see none.
@@ -1207,7 +1212,7 @@ impl IndexFiles {
         // The description and the gallery must agree before a search indexes one by another
         // (a mismatch here would otherwise be an index out of bounds mid-search).
         let index_json = self.dir.join(INDEX_FILE);
-        let disagree = |what: String| Err(EmbedError::input(&index_json, format!("{what}; rebuild the index")));
+        let disagree = |what: String| Err(IdentifyError::input(&index_json, format!("{what}; rebuild the index")));
         let mean_size = mean.size();
         if mean_size.len() != 3
             || mean_size[0] != labels.len() as i64
@@ -1247,7 +1252,7 @@ impl IndexFiles {
         }
         ann.set_ef_search(manifest.ann.ef_search)?;
         if ann.len() != labels.len() * manifest.components {
-            return Err(EmbedError::input(
+            return Err(IdentifyError::input(
                 &self.dir,
                 format!(
                     "its graph holds {} points but the gallery {} x {} components; rebuild the index",
@@ -1297,7 +1302,7 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
     use rand_distr::{Distribution, StandardNormal};
     ann.check()?;
     if points < 10 || queries == 0 {
-        return Err(EmbedError::invalid("points", points, "need at least 10 points and 1 query"));
+        return Err(IdentifyError::invalid("points", points, "need at least 10 points and 1 query"));
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let identities = points / 10;
@@ -1351,7 +1356,7 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
 fn tempfile_dir() -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("hedge-bench-search-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| EmbedError::io(&dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| IdentifyError::io(&dir, e))?;
     Ok(dir)
 }
 
