@@ -173,16 +173,6 @@ impl QuickMetric {
             QuickMetric::KnnCorrupt => "KNN accuracy, corrupt",
         }
     }
-
-    /// The paper's Table 1 value of this row for a model column.
-    pub fn paper_value(self, model: &crate::paper::PaperModel) -> f64 {
-        match self {
-            QuickMetric::ApClean => model.verification_ap.clean,
-            QuickMetric::ApCorrupt => model.verification_ap.corrupt,
-            QuickMetric::KnnClean => model.knn_accuracy.clean,
-            QuickMetric::KnnCorrupt => model.knn_accuracy.corrupt,
-        }
-    }
 }
 
 /// Stop training once a watched set reaches a value (e.g. the paper's AP): what the recipe

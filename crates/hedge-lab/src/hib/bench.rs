@@ -301,7 +301,7 @@ impl RecipeBench {
                 "the paper reports point, MoG-1 and MoG-2 only",
             )
         })?;
-        let paper = hedge_embed::paper::table1(2, 2)
+        let paper = crate::hib::paper::table1(2, 2)
             .and_then(|t| t.model(column).copied())
             .ok_or_else(|| crate::error::invalid("model", column, "the paper has no such column"))?;
         let split: NDigitSplit = config.protocol.main_test_split();
@@ -311,7 +311,11 @@ impl RecipeBench {
             watch_splits: vec![split],
             targets: QuickMetric::ALL
                 .iter()
-                .map(|&metric| QualityTarget { set: "validation".into(), metric, value: metric.paper_value(&paper) })
+                .map(|&metric| QualityTarget {
+                    set: "validation".into(),
+                    metric,
+                    value: crate::hib::paper::quick_metric_value(&paper, metric),
+                })
                 .collect(),
             ..Default::default()
         };
@@ -322,7 +326,7 @@ impl RecipeBench {
             || crate::error::invalid("watch_every", self.watch_every, "no evaluation ran; lower --watch-every");
         let mut metrics = Vec::new();
         for metric in QuickMetric::ALL {
-            let target = metric.paper_value(&paper);
+            let target = crate::hib::paper::quick_metric_value(&paper, metric);
             let test = first_reaching(&records, split.name(), metric, target).ok_or_else(no_watch)?;
             let validation = first_reaching(&records, "validation", metric, target).ok_or_else(no_watch)?;
             metrics.push(RecipeMetricReport {

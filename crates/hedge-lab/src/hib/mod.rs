@@ -4,7 +4,9 @@
 pub mod bench;
 pub mod figures;
 pub mod identification;
+pub mod paper;
 pub mod reproduce;
 pub mod run;
 pub mod study;
+pub mod summary;
 pub mod time_to_quality;

@@ -15,15 +15,13 @@ use tch::Device;
 use tracing::info;
 
 use crate::hib::figures::{cloud, embedding_ellipses};
+use crate::hib::paper::{self, PaperModel};
 use crate::hib::run::{curve, train_with_progress};
+use crate::hib::summary::{ModelSummary, OtherSplit, ReproduceSummary, ValidationChoice};
 use crate::Result;
 use hedge_embed::evaluate::{HibMetric, MetricSet};
 use hedge_embed::experiment::{new_run, TrainPlan};
-use hedge_embed::paper::{self, PaperModel};
-use hedge_embed::report::{
-    mean, CurvePoint, EvalReport, Metric, ModelSummary, OtherSplit, ReproduceSummary, TwinStats, ValidationChoice,
-    Variant, VerificationStats,
-};
+use hedge_embed::report::{mean, CurvePoint, EvalReport, Metric, TwinStats, Variant, VerificationStats};
 use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
 use hedge_embed::run_eval::{embed_run_twins, eval_file_name, evaluate_run, read_eval, with_group, EvalSettings};
 use hedge_embed::{
@@ -1117,7 +1115,7 @@ pub fn appendix_d_table(digits: usize, dim: usize, lines: &[NumberLines]) -> Str
             runs.iter().sum::<f64>() / runs.len().max(1) as f64,
         );
     }
-    if let Some(p) = hedge_embed::paper::appendix_d(digits, dim) {
+    if let Some(p) = crate::hib::paper::appendix_d(digits, dim) {
         let _ = writeln!(
             t,
             "| paper, HIB (a single Gaussian) | {} | — | {}–{} | — | {:.1} |\n| paper, point | {} | — | {}–{} | — | {:.1} |",

@@ -34,7 +34,7 @@ impl RunCurve {
 pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, dim: usize) -> String {
     use hedge_embed::monitor::{first_reaching, QuickMetric};
     use std::fmt::Write as _;
-    let paper = hedge_embed::paper::table1(digits, dim);
+    let paper = crate::hib::paper::table1(digits, dim);
     let spacing = watch_spacing(curves, set);
     let mut t = format!(
         "Time to quality, N = {digits}, D = {dim}, `{set}`: training wall-clock (minutes, evaluation excluded) at which each \
@@ -45,7 +45,7 @@ pub fn time_to_quality_markdown(curves: &[RunCurve], set: &str, digits: usize, d
     for c in curves {
         let column = c.paper_column.as_deref().and_then(|k| paper.as_ref().and_then(|p| p.model(k)));
         for metric in QuickMetric::ALL {
-            let target = column.map(|m| metric.paper_value(m));
+            let target = column.map(|m| crate::hib::paper::quick_metric_value(m, metric));
             let Some(r) = first_reaching(&c.records, set, metric, target.unwrap_or(f64::INFINITY)) else { continue };
             let _ = writeln!(
                 t,

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use hedge_embed::ReproduceSummary;
 use hedge_lab::hib::reproduce::{ReproduceConfig, ReproduceEnv, RUNS_LOG};
+use hedge_lab::hib::summary::ReproduceSummary;
 use hedge_run::{Experiment, RunDirectory};
 
 /// Tables 1 and 2 and the summary without what differs between two folders trained apart

@@ -182,6 +182,17 @@ pub fn appendix_d(digits: usize, dim: usize) -> Option<PaperNumberLine> {
     })
 }
 
+/// The paper's Table 1 value of a watched metric's row for a model column.
+pub fn quick_metric_value(model: &PaperModel, metric: hedge_embed::monitor::QuickMetric) -> f64 {
+    use hedge_embed::monitor::QuickMetric;
+    match metric {
+        QuickMetric::ApClean => model.verification_ap.clean,
+        QuickMetric::ApCorrupt => model.verification_ap.corrupt,
+        QuickMetric::KnnClean => model.knn_accuracy.clean,
+        QuickMetric::KnnCorrupt => model.knn_accuracy.corrupt,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,3 +240,4 @@ mod tests {
         assert_eq!(rows[2].mog1_tau_knn, 0.29);
     }
 }
+
