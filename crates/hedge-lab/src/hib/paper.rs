@@ -240,4 +240,3 @@ mod tests {
         assert_eq!(rows[2].mog1_tau_knn, 0.29);
     }
 }
-
