@@ -10,6 +10,8 @@ use hedge_lab::hib::reproduce::{ReproduceConfig, ReproduceEnv, RUNS_LOG};
 use hedge_lab::hib::summary::ReproduceSummary;
 use hedge_run::{Experiment, RunDirectory};
 
+use crate::copy_runs;
+
 /// Tables 1 and 2 and the summary without what differs between two folders trained apart
 /// (their run paths and wall-clock).
 fn results(dir: &Path) -> (String, String, ReproduceSummary) {
@@ -21,18 +23,6 @@ fn results(dir: &Path) -> (String, String, ReproduceSummary) {
         m.train_seconds.clear();
     }
     (read("table1.md"), read("table2.md"), summary)
-}
-
-/// Copies the trained run folders of `from` into `to`, as a reproduction stopped later than
-/// its training would have left them.
-fn copy_runs(from: &Path, to: &Path) {
-    for run in std::fs::read_dir(from.join("runs")).unwrap().flatten() {
-        let target = to.join("runs").join(run.file_name());
-        std::fs::create_dir_all(&target).unwrap();
-        for file in std::fs::read_dir(run.path()).unwrap().flatten().filter(|f| f.path().is_file()) {
-            std::fs::copy(file.path(), target.join(file.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

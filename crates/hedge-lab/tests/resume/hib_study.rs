@@ -12,6 +12,8 @@ use hedge_lab::hib::reproduce::{ReproduceData, ReproduceEnv};
 use hedge_lab::hib::study::{Study, StudyPlan, StudySummary, RUNS_LOG};
 use hedge_run::{Experiment, RunDirectory};
 
+use crate::copy_runs;
+
 const PLAN: &str = r#"
 steps = 2
 eval_images_per_class = 10
@@ -26,18 +28,6 @@ model = ["point", "gaussian"]
 fn results(dir: &Path) -> (String, StudySummary) {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
     (read("table.md"), serde_json::from_str(&read("summary.json")).unwrap())
-}
-
-/// Copies the trained run folders of `from` into `to`, as a study stopped later than its
-/// training would have left them.
-fn copy_runs(from: &Path, to: &Path) {
-    for run in std::fs::read_dir(from.join("runs")).unwrap().flatten() {
-        let target = to.join("runs").join(run.file_name());
-        std::fs::create_dir_all(&target).unwrap();
-        for file in std::fs::read_dir(run.path()).unwrap().flatten().filter(|f| f.path().is_file()) {
-            std::fs::copy(file.path(), target.join(file.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]
