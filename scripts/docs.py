@@ -12,10 +12,8 @@ Markdown file; everything outside the markers is left as it is. The families:
 
 - `hib:NAME` — HIB tables (`readme_blocks/hib.py`);
 - `active:NAME` — active-learning tables (`readme_blocks/active.py`);
-- `agnostic:NAME` — concept-agnostic tables (`readme_blocks/agnostic.py`);
-- `bayes:NAME` — Bayesian-toolbox tables (`readme_blocks/bayes.py`);
-- `bench:NAME` — benchmark and fuzz tables (`readme_blocks/bench.py`);
-- `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`),
+- `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`, or
+  a fragment `hedge report` writes from typed result files into `results/<area>/report/`),
   copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
   folder of the file that holds the block (what `hib reproduce` writes into its README).
 
@@ -46,11 +44,10 @@ import os
 import re
 import sys
 
-from readme_blocks import active, agnostic, bayes, bench, hib
+from readme_blocks import active, hib
 from readme_blocks.common import ROOT
 
-FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS, "agnostic": agnostic.BLOCKS, "bayes": bayes.BLOCKS,
-            "bench": bench.BLOCKS}
+FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS}
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 
@@ -167,6 +164,10 @@ def hand_numbers(text, settings=None):
 
 # Folders whose Markdown is not the project's own prose: builds, environments, vendored data.
 NOT_PROSE = {".git", "target", ".venv", "node_modules", "shared", "__pycache__", ".pytest_cache"}
+# The fragments `hedge report` writes from typed result files (`hedge report --check` and the test
+# `the_committed_fragments_are_what_the_result_files_give` hold them to those files): generated
+# text, no prose.
+FRAGMENT = re.compile(r"^results/[^/]+/report/[^/]+\.md$")
 
 
 def markdown_files():
@@ -176,14 +177,16 @@ def markdown_files():
     try:
         listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"], cwd=ROOT,
                                 capture_output=True, text=True, check=True).stdout.split()
-        files = [f for f in listed if os.path.isfile(os.path.join(ROOT, f)) and not set(f.split("/")) & NOT_PROSE]
+        files = [f for f in listed if os.path.isfile(os.path.join(ROOT, f)) and not set(f.split("/")) & NOT_PROSE
+                 and not FRAGMENT.match(f)]
         return sorted(files, key=lambda f: (f != "README.md", f))
     except (OSError, subprocess.CalledProcessError):
         pass
     files = []
     for base, dirs, names in os.walk(ROOT):
         dirs[:] = sorted(d for d in dirs if d not in NOT_PROSE and not d.startswith("."))
-        files += [os.path.relpath(os.path.join(base, n), ROOT) for n in sorted(names) if n.endswith(".md")]
+        files += [os.path.relpath(os.path.join(base, n), ROOT) for n in sorted(names)
+                  if n.endswith(".md") and not FRAGMENT.match(os.path.relpath(os.path.join(base, n), ROOT))]
     return sorted(files, key=lambda f: (f != "README.md", f))
 
 

@@ -9,6 +9,7 @@ mod hib;
 mod hib_args;
 mod identification;
 mod own_data;
+mod report;
 mod reproduce;
 mod runlog;
 mod study;
@@ -55,6 +56,9 @@ enum Command {
         #[command(subcommand)]
         command: bench::BenchCommand,
     },
+    /// Writes the tables and measured sentences the READMEs include (results/<area>/report/)
+    /// from the result files.
+    Report(report::ReportArgs),
 }
 
 fn main() {
@@ -77,6 +81,7 @@ fn main() {
         Command::Bayes { command } => bayes::run(command),
         Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
+        Command::Report(args) => report::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {}", error_message(&e));

@@ -9,5 +9,6 @@ pub mod agnostic;
 pub mod bayes;
 mod error;
 pub mod hib;
+pub mod report;
 
 pub use error::{LabError, Result};

@@ -65,15 +65,18 @@ pub enum RunError {
 }
 
 impl RunError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// A file that could not be read.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         RunError::Io { path: path.into(), source }
     }
 
-    pub(crate) fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// A file that could not be written.
+    pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         RunError::Write { path: path.into(), source }
     }
 
-    pub(crate) fn format(path: impl Into<PathBuf>, format: &'static str, what: impl Into<String>) -> Self {
+    /// A file whose contents are not the `format` they should be.
+    pub fn format(path: impl Into<PathBuf>, format: &'static str, what: impl Into<String>) -> Self {
         RunError::Format { path: path.into(), format, what: what.into() }
     }
 }

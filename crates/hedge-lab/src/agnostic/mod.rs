@@ -4,4 +4,5 @@
 pub mod exp1;
 pub mod gradcam;
 pub mod pareto;
+pub mod report;
 pub mod sweep;
