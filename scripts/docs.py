@@ -11,7 +11,6 @@ A generated block sits between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAM
 Markdown file; everything outside the markers is left as it is. The families:
 
 - `hib:NAME` — HIB tables (`readme_blocks/hib.py`);
-- `active:NAME` — active-learning tables (`readme_blocks/active.py`);
 - `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`, or
   a fragment `hedge report` writes from typed result files into `results/<area>/report/`),
   copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
@@ -44,10 +43,10 @@ import os
 import re
 import sys
 
-from readme_blocks import active, hib
+from readme_blocks import hib
 from readme_blocks.common import ROOT
 
-FAMILIES = {"hib": hib.BLOCKS, "active": active.BLOCKS}
+FAMILIES = {"hib": hib.BLOCKS}
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 

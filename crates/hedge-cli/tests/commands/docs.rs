@@ -73,7 +73,7 @@ fn a_number_edited_by_hand_in_a_generated_hib_table_fails_the_check() {
 
 #[test]
 fn a_number_edited_by_hand_in_a_generated_active_learning_table_fails_the_check() {
-    an_edit_inside_the_block_fails_the_check("results/active/README.md", "active:final-rmse");
+    an_edit_inside_the_block_fails_the_check("results/active/README.md", "include:results/active/report/final-rmse.md");
 }
 
 #[test]

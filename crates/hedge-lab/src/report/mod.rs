@@ -7,7 +7,7 @@
 //! `the_committed_fragments_are_what_the_result_files_give`) fails when a committed fragment is
 //! not what its result files give now.
 //!
-//! Each area's fragments come from its own module ([`crate::agnostic::report`],
+//! Each area's fragments come from its own module ([`crate::active::report`], [`crate::agnostic::report`],
 //! [`crate::bayes::report`], [`bench`]): a function per fragment, reading the result files
 //! through [`Results`] into the types that wrote them.
 
@@ -95,7 +95,8 @@ impl Results {
 
 /// Every fragment of every area, from the result files under `results`.
 pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
-    let mut all = crate::agnostic::report::fragments(results)?;
+    let mut all = crate::active::report::fragments(results)?;
+    all.extend(crate::agnostic::report::fragments(results)?);
     all.extend(crate::bayes::report::fragments(results)?);
     all.extend(bench::fragments(results)?);
     Ok(all)
