@@ -5,6 +5,7 @@ pub mod bench;
 pub mod figures;
 pub mod identification;
 pub mod paper;
+pub mod report;
 pub mod reproduce;
 pub mod run;
 pub mod study;

@@ -8,6 +8,7 @@
 //! not what its result files give now.
 //!
 //! Each area's fragments come from its own module ([`crate::active::report`], [`crate::agnostic::report`],
+//! [`crate::hib::report`],
 //! [`crate::bayes::report`], [`bench`]): a function per fragment, reading the result files
 //! through [`Results`] into the types that wrote them.
 
@@ -97,6 +98,7 @@ impl Results {
 pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     let mut all = crate::active::report::fragments(results)?;
     all.extend(crate::agnostic::report::fragments(results)?);
+    all.extend(crate::hib::report::fragments(results)?);
     all.extend(crate::bayes::report::fragments(results)?);
     all.extend(bench::fragments(results)?);
     Ok(all)
