@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes every generated table of hedge's Markdown files from the result files that hold it.
+"""Copies what hedge wrote into the Markdown files that include it, and checks their prose.
 
     python3 scripts/docs.py                       rewrite every generated block
     python3 scripts/docs.py --check               exit 1 if a block differs from what the files give
@@ -8,12 +8,10 @@
     python3 scripts/docs.py --committed [--check] the same from HEAD's committed files only
 
 A generated block sits between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->` in a
-Markdown file; everything outside the markers is left as it is. The families:
-
-- `hib:NAME` — HIB tables (`readme_blocks/hib.py`);
-- `include:PATH` — a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`, or
-  a fragment `hedge report` writes from typed result files into `results/<area>/report/`),
-  copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
+Markdown file; everything outside the markers is left as it is. The one family is
+`include:PATH`: a Markdown file hedge wrote (a run's `table.md`, `pareto.md`, `bench.md`, or a
+fragment `hedge report` writes from the typed result files into `results/<area>/report/`: every
+table and measured sentence a README shows), copied as it is; PATH is relative to the repository root, or, when it starts with `./`, to the
   folder of the file that holds the block (what `hib reproduce` writes into its README).
 
 Every Markdown file of the repository (README.md, python/README.md and everything under results/) is scanned, so a
@@ -43,10 +41,7 @@ import os
 import re
 import sys
 
-from readme_blocks import hib
-from readme_blocks.common import ROOT
-
-FAMILIES = {"hib": hib.BLOCKS}
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 MARKER = re.compile(r"<!-- ([a-z]+):([A-Za-z0-9_./-]+):begin -->.*?<!-- \1:\2:end -->", re.S)
 
 
@@ -64,14 +59,10 @@ def include(path, folder):
 
 
 def block(family, name, folder):
-    if family == "include":
-        return include(name, folder)
-    blocks = FAMILIES.get(family)
-    if blocks is None:
-        raise SystemExit(f"docs: unknown family '{family}' (known: include, {', '.join(FAMILIES)})")
-    if name not in blocks:
-        raise SystemExit(f"docs: unknown block '{family}:{name}' (known: {', '.join(blocks)})")
-    return blocks[name]()
+    if family != "include":
+        raise SystemExit(f"docs: unknown family '{family}:{name}': hedge report writes every table into "
+                         "results/<area>/report/, which a README includes as `include:PATH`")
+    return include(name, folder)
 
 
 def regenerate(text, cache, folder):

@@ -31,10 +31,74 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from readme_blocks.common import ROOT  # noqa: E402
-from readme_blocks.hib import (AB_KEYS, AB_STUDIES, HIB, RECIPE_STUDY, lever_runs, load,  # noqa: E402
-                               load_toml_recipe, ranked_levers, recipe_keys)
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HIB = os.path.join(ROOT, "results", "hib")
+# What a lever of an instance lever study may change, and what the study fixed for all of its
+# levers (the recipe this script writes; hedge-lab's HIB report names a table's recipe by them).
+LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set", "learning_rate", "warmup_steps",
+              "lr_schedule", "norm", "ema_decay", "channels")
+STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
+# What an arm of an A/B study (studies/hib/ab-*.toml) adds to the recipe, with the value a
+# config written before the field existed means (hedge's default, the paper's).
+AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared"}
+# The A/B studies that train arms on the shared base recipe, with the study whose control runs
+# they are measured against.
+AB_STUDIES = {"recompose": "recompose", "digit-shift": "digit-shift", "weight-decay": "digit-shift",
+              "dropout": "digit-shift"}
+RECIPE_STUDY = "instance-levers-f32"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def lever_runs(study):
+    """(lever, seed, folder) of every `<lever>-seed<N>` run folder under results/hib/<study>."""
+    base = os.path.join(HIB, study)
+    if not os.path.isdir(base):
+        return []
+    runs = []
+    for d in sorted(os.listdir(base)):
+        m = re.fullmatch(r"(.+)-seed([0-9]+)", d)
+        if m and os.path.isdir(os.path.join(base, d)):
+            runs.append((m.group(1), int(m.group(2)), os.path.join(base, d)))
+    return runs
+
+
+def ranked_levers(study):
+    """(lever, mean validation score, runs) of a lever study's finished runs, best first; runs are
+    (seed, best validation score, folder)."""
+    scores = {}
+    for lever, seed, folder in lever_runs(study):
+        if os.path.exists(os.path.join(folder, "done")):
+            scores.setdefault(lever, []).append((seed, load(os.path.join(folder, "best.json"))["score"], folder))
+    means = {lever: sum(s for _, s, _ in runs) / len(runs) for lever, runs in scores.items()}
+    return [(lever, means[lever], scores[lever]) for lever in sorted(scores, key=lambda k: -means[k])]
+
+
+def recipe_keys(config):
+    """The recipe fields of a run's `hib` config: LEVER_KEYS and STUDY_KEYS less the batch settings
+    its batch composition does not use, then the A/B keys the config sets away from their defaults."""
+    keys = []
+    for key in LEVER_KEYS + STUDY_KEYS:
+        if key == "batch_pairs" and config["batch"] == "grouped":
+            continue
+        if key in ("group_classes", "group_size") and config["batch"] != "grouped":
+            continue
+        keys.append(key)
+    return keys + [key for key, default in AB_KEYS.items() if config.get(key, default) != default]
+
+
+def load_toml_recipe(path=os.path.join(HIB, "recipe.toml")):
+    """A recipe file's `key = value` lines (this script writes JSON-compatible values)."""
+    recipe = {}
+    with open(path) as f:
+        for line in f:
+            m = re.fullmatch(r"(\w+) = (.+)", line.strip())
+            if m:
+                recipe[m.group(1)] = json.loads(m.group(2))
+    return recipe
 
 
 def plan_runs(name):

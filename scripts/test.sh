@@ -32,7 +32,9 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
   rustup component add rustfmt clippy
 fi
 cargo fmt --all --check
-# Every generated table of the READMEs is written from its result files; a stale one fails here.
+# Every table of the READMEs is a fragment `hedge report` wrote (results/<area>/report/; the test
+# the_committed_fragments_are_what_the_result_files_give holds them to their result files); a
+# README whose copy differs from its fragment, or prose with a new number by hand, fails here.
 python3 scripts/docs.py --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 # The ACS-FW core builds without libtorch (hedge-active without its default `torch` feature).

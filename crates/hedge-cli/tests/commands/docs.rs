@@ -1,5 +1,6 @@
-//! The generated tables of the READMEs are written from their result files by `scripts/docs.py`
-//! (blocks between `<!-- FAMILY:NAME:begin -->` and `<!-- FAMILY:NAME:end -->`);
+//! The generated tables of the READMEs are written from their result files by `hedge report`
+//! (`results/<area>/report/`) and copied in by `scripts/docs.py` (blocks between
+//! `<!-- include:PATH:begin -->` and `<!-- include:PATH:end -->`);
 //! `scripts/test.sh` runs its `--check`. These tests check that the check can fail: a number
 //! edited by hand in a generated table is caught, a number added by hand to the prose is caught,
 //! and the committed files pass.
@@ -68,7 +69,7 @@ fn an_edit_inside_the_block_fails_the_check(file: &str, marker: &str) {
 
 #[test]
 fn a_number_edited_by_hand_in_a_generated_hib_table_fails_the_check() {
-    an_edit_inside_the_block_fails_the_check("README.md", "hib:open-set");
+    an_edit_inside_the_block_fails_the_check("README.md", "include:results/hib/report/open-set.md");
 }
 
 #[test]
@@ -170,7 +171,9 @@ fn a_setting_copied_into_the_prose_is_a_number_by_hand() {
 #[test]
 fn a_generated_number_copied_into_the_prose_is_a_number_by_hand() {
     let text = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let begin = text.find("<!-- hib:open-set:begin -->").expect("README.md has the hib:open-set block");
+    let begin = text
+        .find("<!-- include:results/hib/report/open-set.md:begin -->")
+        .expect("README.md includes the open-set table");
     let cell = begin + text[begin..].find("| 0.").expect("a number in the block") + 2;
     let number: String = text[cell..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
     assert!(number.len() >= 4, "{number}");

@@ -6,6 +6,7 @@ pub mod figures;
 pub mod identification;
 pub mod paper;
 pub mod report;
+mod report_tables;
 pub mod reproduce;
 pub mod run;
 pub mod study;

@@ -51,7 +51,9 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("corrupt-drop", corrupt_drop(r)?),
         ("pairing-drop", pairing_drop(r)?),
     ];
-    Ok(pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect())
+    let mut all: Vec<Fragment> = pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect();
+    all.extend(super::report_tables::fragments(results)?);
+    Ok(all)
 }
 
 // ----- the four Table 1 numbers --------------------------------------------------------------
@@ -527,19 +529,19 @@ const GPU_RUNS: [(&str, &str, &str); 2] = [("point-seed0", "point", "point"), ("
 
 /// One call on a GPU machine (`scripts/gpu/hib-paper-schedule.sh` appends it to `sessions.jsonl`).
 #[derive(Debug, Deserialize)]
-struct GpuCall {
-    date: String,
-    device: String,
+pub(super) struct GpuCall {
+    pub(super) date: String,
+    pub(super) device: String,
     torch: String,
-    runs: BTreeMap<String, GpuCallRun>,
+    pub(super) runs: BTreeMap<String, GpuCallRun>,
 }
 
 #[derive(Debug, Deserialize)]
-struct GpuCallRun {
-    from_step: usize,
-    from_seconds: f64,
-    to_step: usize,
-    to_seconds: f64,
+pub(super) struct GpuCallRun {
+    pub(super) from_step: usize,
+    pub(super) from_seconds: f64,
+    pub(super) to_step: usize,
+    pub(super) to_seconds: f64,
 }
 
 fn paper_schedule_gpu(results: &Results) -> Result<String> {

@@ -7,10 +7,10 @@
 //! `the_committed_fragments_are_what_the_result_files_give`) fails when a committed fragment is
 //! not what its result files give now.
 //!
-//! Each area's fragments come from its own module ([`crate::active::report`], [`crate::agnostic::report`],
-//! [`crate::hib::report`],
-//! [`crate::bayes::report`], [`bench`]): a function per fragment, reading the result files
-//! through [`Results`] into the types that wrote them.
+//! Each area's fragments come from its own module ([`crate::active::report`],
+//! [`crate::agnostic::report`], [`crate::bayes::report`], [`crate::hib::report`],
+//! [`mod@bench`]): a function per fragment, reading the result files through [`Results`] into the
+//! types that wrote them.
 
 pub mod bench;
 pub mod format;

@@ -1,1 +1,0 @@
-"""The generated blocks of hedge's Markdown files, one module per pillar (see scripts/docs.py)."""
