@@ -124,8 +124,8 @@ pub struct BayesBenchArgs {
     /// Training rows for the exact GP (taken from kin8nm split 0).
     #[arg(long, value_delimiter = ',', default_value = "2000,5000")]
     exact_rows: Vec<usize>,
-    /// Pseudo-inputs for FITC and VFE on protein split 0.
-    #[arg(long, value_delimiter = ',', default_value = "256,512")]
+    /// Pseudo-inputs for FITC and VFE on protein split 0 (`--inducing` alone: no sparse GP).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "256,512")]
     inducing: Vec<usize>,
     /// Timed objective-and-gradient evaluations per case.
     #[arg(long, default_value_t = 3)]

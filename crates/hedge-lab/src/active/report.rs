@@ -86,9 +86,46 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("fashion-mnist", a.fashion_mnist()?),
         ("fashion-paired", a.fashion_paired()?),
         ("fashion-at-100", a.fashion_at_100()?),
+        ("acs-fw-1m", acs_fw_1m(results)?),
     ];
     out.extend(a.ensembles()?);
     Ok(out.into_iter().map(|(n, text)| Fragment::new("active", n, text)).collect())
+}
+
+/// `scripts/bench-acs-fw-1m.sh`'s record: the pool in memory and streamed, each a fresh process.
+#[derive(Debug, Deserialize)]
+struct AcsFwMillion {
+    date: String,
+    machine: String,
+    in_memory: super::bench::AcsFwReport,
+    streamed: super::bench::AcsFwReport,
+}
+
+/// ACS-FW on 10⁶ projections: ms a batch in memory and streamed, and the streamed run's working
+/// memory (peak resident memory less the resident memory before the first batch).
+fn acs_fw_1m(results: &Results) -> Result<String> {
+    const FILE: &str = "results/active/bench-acs-fw-1m.json";
+    let b: AcsFwMillion = results.json(FILE)?;
+    let first =
+        |r: &super::bench::AcsFwReport| r.cases.first().cloned().ok_or_else(|| missing(FILE, "a report without cases"));
+    let (memory, streamed) = (first(&b.in_memory)?, first(&b.streamed)?);
+    let working = streamed
+        .peak_rss_bytes
+        .zip(streamed.rss_before_bytes)
+        .map(|(peak, before)| peak.saturating_sub(before) as f64 / 1e6)
+        .ok_or_else(|| missing(FILE, "no resident memory recorded (Linux only)"))?;
+    Ok(format!(
+        "{} projections (J = {}, batches of {}): {} ms in memory, {} ms streamed from disk with ≈ {} MB of working \
+         memory (`results/active/bench-acs-fw-1m.json`, {}, {})",
+        if memory.pool == 1_000_000 { "10⁶".to_string() } else { thousands(memory.pool as u64) },
+        memory.projections,
+        memory.iterations,
+        fixed(memory.seconds_per_batch * 1e3, 0),
+        fixed(streamed.seconds_per_batch * 1e3, 0),
+        fixed(working, 0),
+        b.machine,
+        b.date
+    ))
 }
 
 // ----- numbers -------------------------------------------------------------------------------

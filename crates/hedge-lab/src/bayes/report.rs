@@ -1,7 +1,11 @@
-//! The Bayesian toolbox's fragment `results/bayes/report/gp.md`: the GP suite's runs (the exact
-//! ARD GP on standard split 0, FITC and VFE on protein) in one table, from each folder's
-//! `summary.json`.
+//! The Bayesian toolbox's fragments: `gp.md`, the GP suite's runs (the exact ARD GP on standard
+//! split 0, FITC and VFE on protein) in one table, from each folder's `summary.json`; and
+//! `gp-speed.md`, hedge's exact GP against scikit-learn's on the same rows
+//! (`bench-gp-sklearn.json`, `scripts/bench-gp-sklearn.sh`).
 
+use serde::Deserialize;
+
+use super::bench::GpBenchReport;
 use super::experiment::GpReport;
 use crate::report::format::{fixed, num, table, thousands};
 use crate::report::{Fragment, Results};
@@ -12,7 +16,60 @@ const GP_RUNS: [&str; 3] = ["gp-split0", "protein-fitc256", "protein-vfe256"];
 
 /// Every fragment of the Bayesian toolbox.
 pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
-    Ok(vec![Fragment::new("bayes", "gp", gp(results)?)])
+    Ok(vec![Fragment::new("bayes", "gp", gp(results)?), Fragment::new("bayes", "gp-speed", gp_speed(results)?)])
+}
+
+/// `scripts/bench-gp-sklearn.sh`'s record: both sides on the same kin8nm rows.
+#[derive(Debug, Deserialize)]
+struct GpAgainstSklearn {
+    date: String,
+    machine: String,
+    scikit_learn: String,
+    hedge: GpBenchReport,
+    sklearn: Vec<SklearnGpFit>,
+}
+
+/// One line of `benches/sklearn_gp.py`.
+#[derive(Debug, Deserialize)]
+struct SklearnGpFit {
+    rows: usize,
+    fit_seconds: f64,
+    log_marginal_likelihood_standardised: f64,
+}
+
+/// The exact GP against scikit-learn's: the optima both reach and the ratio of fit times.
+fn gp_speed(results: &Results) -> Result<String> {
+    const FILE: &str = "results/bayes/bench-gp-sklearn.json";
+    let b: GpAgainstSklearn = results.json(FILE)?;
+    let (mut rows, mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for sk in &b.sklearn {
+        let case = b
+            .hedge
+            .cases
+            .iter()
+            .find(|c| c.model == "exact" && c.rows == sk.rows)
+            .ok_or_else(|| crate::report::missing(FILE, format!("no hedge fit on {} rows", sk.rows)))?;
+        let (fit, lml) = case
+            .fit_seconds
+            .zip(case.log_marginal_likelihood)
+            .ok_or_else(|| crate::report::missing(FILE, "a hedge case without its fit (run with --fit)"))?;
+        rows.push(thousands(sk.rows as u64));
+        ours.push(num(lml, 4));
+        theirs.push(num(sk.log_marginal_likelihood_standardised, 4));
+        ratios.push(format!("{}x", fixed(sk.fit_seconds / fit, 1)));
+    }
+    Ok(format!(
+        "The exact GP reaches the same optimum as scikit-learn's `GaussianProcessRegressor` on {} kin8nm rows (log \
+         marginal likelihoods {}, scikit-learn {} {}) {} faster per fit (`results/bayes/bench-gp-sklearn.json`, {}, {}, \
+         `scripts/bench-gp-sklearn.sh`).",
+        rows.join(" and "),
+        ours.join(" and "),
+        b.scikit_learn,
+        theirs.join(" and "),
+        ratios.join(" and "),
+        b.machine,
+        b.date
+    ))
 }
 
 fn gp(results: &Results) -> Result<String> {
