@@ -23,12 +23,9 @@
 //! ```
 
 pub mod audit;
-pub mod domain;
 pub mod eraser;
 pub mod erasure;
 mod error;
-pub mod experiment;
-pub mod fairness;
 pub mod gaussian;
 pub mod grl;
 pub mod independence;

@@ -10,9 +10,9 @@ use hedge_run::RunDirectory;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use super::context::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
 use crate::error::{invalid, Result};
 use crate::LabError;
-use hedge_agnostic::experiment::{cross_domain, ContextTensors, CrossDomainPoint, ImageSet};
 use hedge_agnostic::{ModelConfig, TrainConfig};
 use hedge_run::ParamGuard;
 

@@ -346,13 +346,13 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
     *chance = mlp(runs[0]).chance;
     // A Context-MNIST number over the runs: None unless every run is a Context-MNIST audit that
     // has it (older audits lack the numbers added later).
-    let context_if = |f: &dyn Fn(&hedge_agnostic::experiment::ContextAudit) -> Option<f64>| {
+    let context_if = |f: &dyn Fn(&super::context::ContextAudit) -> Option<f64>| {
         let v: Option<Vec<f64>> =
             runs.iter().map(|a| if let SweepAudit::Context(c) = a { f(c) } else { None }).collect();
         v.map(|v| Spread::of(&v))
     };
-    let context = |f: &dyn Fn(&hedge_agnostic::experiment::ContextAudit) -> f64| context_if(&|c| Some(f(c)));
-    let tabular = |f: &dyn Fn(&hedge_agnostic::fairness::FairnessAudit) -> f64| {
+    let context = |f: &dyn Fn(&super::context::ContextAudit) -> f64| context_if(&|c| Some(f(c)));
+    let tabular = |f: &dyn Fn(&super::fairness::FairnessAudit) -> f64| {
         let v: Option<Vec<f64>> =
             runs.iter().map(|a| if let SweepAudit::Tabular(t) = a { Some(f(t)) } else { None }).collect();
         v.map(|v| Spread::of(&v))

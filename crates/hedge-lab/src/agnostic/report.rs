@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use hedge_agnostic::experiment::ContextAudit;
-use hedge_agnostic::fairness::FairnessAudit;
+use super::context::ContextAudit;
+use super::fairness::FairnessAudit;
 use serde::Deserialize;
 
 use super::gradcam::{MapShares, MapsSummary};

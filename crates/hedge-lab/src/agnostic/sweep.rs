@@ -13,13 +13,13 @@ use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
+use super::context::{run_context, ContextAudit, ContextTensors, ImageSet};
+use super::domain::{run_domain, DomainAudit, DomainTensors};
+use super::fairness::{run_tabular, FairnessAudit, TabularTensors};
 use crate::error::{invalid, Result};
 use crate::LabError;
 use hedge_agnostic::audit::activation_maps;
-use hedge_agnostic::domain::{run_domain, DomainAudit, DomainTensors};
 use hedge_agnostic::erasure::Removal;
-use hedge_agnostic::experiment::{run_context, ContextAudit, ContextTensors, ImageSet};
-use hedge_agnostic::fairness::{run_tabular, FairnessAudit, TabularTensors};
 use hedge_agnostic::{Adversary, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
 use hedge_run::{run_resumable, Experiment, ParamGuard};
 
@@ -1067,7 +1067,7 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", ")
     ));
     if config.dataset == SweepDataset::ContextMnist {
-        use hedge_agnostic::experiment::criterion;
+        use super::context::criterion;
         let agnostic =
             |alpha: f64| of_alpha(alpha).filter(|a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())).count();
         md.push_str(&format!(

@@ -6,12 +6,12 @@ use hedge_data::{Adult, AdultSplit};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{self, ProbeResult};
-use crate::erasure::{fit_with_removal, FeatureView, Removal};
-use crate::error::Result;
-use crate::experiment::{labels, ProbeAccuracy};
-use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{TrainConfig, TrainingData};
+use super::context::{labels, ProbeAccuracy};
+use crate::Result;
+use hedge_agnostic::audit::{self, ProbeResult};
+use hedge_agnostic::erasure::{fit_with_removal, FeatureView, Removal};
+use hedge_agnostic::model::{AgnosticNet, ModelConfig};
+use hedge_agnostic::train::{TrainConfig, TrainingData};
 
 /// One Adult split as tensors.
 pub struct TabularSet {
@@ -56,7 +56,7 @@ impl TabularTensors {
     pub fn new(adult: &Adult, seed: u64) -> Self {
         let features = adult.features();
         let test = TabularSet::new(&adult.test, features);
-        let _generator = crate::seeded_generator(seed as i64);
+        let _generator = hedge_run::torch::seeded_generator(seed as i64);
         let order = Tensor::randperm(adult.test.len() as i64, (Kind::Int64, tch::Device::Cpu));
         let half = adult.test.len() as i64 / 2;
         Self {

@@ -8,11 +8,11 @@ use hedge_data::{Backgrounds, Mnist, MnistSplit};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{self, ProbeResult};
-use crate::error::Result;
-use crate::experiment::{images, labels, ProbeAccuracy};
-use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{fit, TrainConfig, TrainingData};
+use super::context::{images, labels, ProbeAccuracy};
+use crate::Result;
+use hedge_agnostic::audit::{self, ProbeResult};
+use hedge_agnostic::model::{AgnosticNet, ModelConfig};
+use hedge_agnostic::train::{fit, TrainConfig, TrainingData};
 
 /// Source (MNIST, grey digits in three channels) and target (MNIST-M) images as tensors.
 pub struct DomainTensors {

@@ -5,11 +5,11 @@ use hedge_data::{ContextMnist, ContextSet};
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
-use crate::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
-use crate::erasure::{fit_with_removal, FeatureView, Removal};
-use crate::error::Result;
-use crate::model::{AgnosticNet, ModelConfig};
-use crate::train::{train_observed, TrainConfig, TrainingData};
+use crate::Result;
+use hedge_agnostic::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
+use hedge_agnostic::erasure::{fit_with_removal, FeatureView, Removal};
+use hedge_agnostic::model::{AgnosticNet, ModelConfig};
+use hedge_agnostic::train::{train_observed, TrainConfig, TrainingData};
 
 /// A Context-MNIST split as tensors.
 pub struct ImageSet {
@@ -287,7 +287,7 @@ pub fn cross_domain(
         ("target", &data.target_train, &data.target_train.target),
         ("context", &data.context_train, &data.context_train.protected),
     ] {
-        let _generator = crate::seeded_generator(config.seed as i64);
+        let _generator = hedge_run::torch::seeded_generator(config.seed as i64);
         let net = AgnosticNet::new(model)?;
         let training = TrainingData {
             target_x: &set.x,
