@@ -1,7 +1,7 @@
 //! `hedge bench …`: throughput of the default HIB network, and seconds per GP fit.
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use hedge_embed::HibConfig;
 use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
 use hedge_lab::bayes::bench::GpBench;
@@ -80,12 +80,6 @@ pub struct RecipeBenchArgs {
     json: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum StorageArg {
-    InMemory,
-    Streamed,
-}
-
 #[derive(Args)]
 pub struct AcsFwBenchArgs {
     /// Pool sizes N.
@@ -103,7 +97,7 @@ pub struct AcsFwBenchArgs {
     /// Where the pool lives: in memory, or streamed from an .npy file one pass per
     /// Frank–Wolfe iteration (for pools larger than memory); each is a case of its own.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "in-memory")]
-    storage: Vec<StorageArg>,
+    storage: Vec<PoolStorage>,
     /// Directory for pool_N_J.npz (vectors, picks_b), streamed pools (pool_N_J.npy) and rust.json.
     #[arg(long)]
     export: Option<std::path::PathBuf>,
@@ -204,74 +198,23 @@ fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
         max_iters: args.max_iters,
     };
     let report = bench.run(&hedge_data::DataRoot::from_env())?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
-    }
-    println!("| model | data | rows | M | s / evaluation (value + gradient) | fit s | iterations |");
-    println!("|---|---|---|---|---|---|---|");
-    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
-    for r in &report.cases {
-        println!(
-            "| {} | {} | {} | {} | {:.3} | {} | {} |",
-            r.model,
-            r.dataset,
-            r.rows,
-            or_dash(r.inducing.map(|m| m.to_string())),
-            r.seconds_per_evaluation,
-            or_dash(r.fit_seconds.map(|s| format!("{s:.2}"))),
-            or_dash(r.iterations.map(|i| i.to_string())),
-        );
-    }
+    println!("{}", if args.json { serde_json::to_string(&report)? } else { report.markdown() });
     Ok(())
 }
 
 fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
-    let storage = args
-        .storage
-        .iter()
-        .map(|s| match s {
-            StorageArg::InMemory => PoolStorage::InMemory,
-            StorageArg::Streamed => PoolStorage::Streamed,
-        })
-        .collect();
     let bench = AcsFwBench {
         pool: args.pool,
         projections: args.projections,
         batch: args.batch,
         repeats: args.repeats,
-        storage,
+        storage: args.storage,
     };
     if let Some(dir) = &args.export {
         hedge_run::atomic::check_output_dir(dir, hedge_lab::active::bench::ACS_FW_EXPORT_KIND, args.overwrite)?;
     }
     let report = bench.run(args.export.as_deref(), args.overwrite)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&report)?);
-        return Ok(());
-    }
-    println!("| pool N | J | storage | pool MB | iterations b | iterations run | batch points | ms / batch | RSS before MB | peak RSS MB | same picks as in memory |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    let mb = |bytes: u64| format!("{:.1}", bytes as f64 / 1e6);
-    for r in &report.cases {
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
-            r.pool,
-            r.projections,
-            match r.storage {
-                PoolStorage::InMemory => "in memory",
-                PoolStorage::Streamed => "streamed",
-            },
-            mb(r.pool_bytes),
-            r.iterations,
-            r.iterations_run,
-            r.batch_points,
-            r.seconds_per_batch * 1e3,
-            r.rss_before_bytes.map_or("-".to_string(), mb),
-            r.peak_rss_bytes.map_or("-".to_string(), mb),
-            r.same_picks_as_in_memory.map_or("-".to_string(), |s| s.to_string()),
-        );
-    }
+    println!("{}", if args.json { serde_json::to_string(&report)? } else { report.markdown() });
     Ok(())
 }
 
@@ -300,7 +243,6 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
 }
 
 fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
-    use hedge_data::fuzz::{fuzz, fuzz_fn, Target};
     if !(args.seconds.is_finite() && args.seconds > 0.0) {
         anyhow::bail!("--seconds {} must be a positive number of seconds per target", args.seconds);
     }
@@ -310,23 +252,8 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
     let data_dir = hedge_data::data_dir().ok();
     if let Some(folder) = &args.seeds {
         hedge_run::prepare_output_dir(folder, "fuzz seeds", false)?;
-        for name in &args.target {
-            let seeds = if name == "toml" {
-                hedge_embed::config::config_fuzz_seeds()
-            } else if name == "ann-graph" {
-                hedge_identify::Hnsw::fuzz_seeds()
-            } else {
-                let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
-                    format!("unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph)")
-                })?;
-                target.seeds(data_dir.as_deref())
-            };
-            let dir = folder.join(name);
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            for (i, seed) in seeds.iter().enumerate() {
-                hedge_run::write_atomic(&dir.join(format!("seed-{i}")), seed)?;
-            }
-            println!("{name}: {} seed(s) in {}", seeds.len(), dir.display());
+        for (name, count, dir) in hedge_lab::fuzz::write_seeds(&args.target, folder, data_dir.as_deref())? {
+            println!("{name}: {count} seed(s) in {}", dir.display());
         }
         return Ok(());
     }
@@ -334,31 +261,7 @@ fn bench_fuzz(args: FuzzBenchArgs) -> Result<()> {
     let mut reports = Vec::new();
     println!("{}", hedge_data::fuzz::CampaignReport::MARKDOWN_HEADER);
     for name in &args.target {
-        let report = if name == "toml" {
-            let seeds = hedge_embed::config::config_fuzz_seeds();
-            fuzz_fn("toml", hedge_embed::config::fuzz_config_file, true, &seeds, budget, u64::MAX, args.seed)
-        } else if name == "ann-graph" {
-            fuzz_fn(
-                "ann-graph",
-                hedge_identify::Hnsw::fuzz,
-                false,
-                &hedge_identify::Hnsw::fuzz_seeds(),
-                budget,
-                u64::MAX,
-                args.seed,
-            )
-        } else {
-            let target = Target::ALL.into_iter().find(|t| t.name() == name).with_context(|| {
-                format!(
-                    "unknown --target '{name}' (idx, npy, npz, uci, adult, jpeg, csv, png, image-npz, toml, ann-graph)"
-                )
-            })?;
-            let seeds = target.seeds(data_dir.as_deref());
-            if seeds.is_empty() {
-                anyhow::bail!("the {name} target needs a seed file: set HEDGE_DATA_DIR to the folder holding bsds500/");
-            }
-            fuzz(target, &seeds, budget, u64::MAX, args.seed)
-        };
+        let report = hedge_lab::fuzz::campaign(name, budget, args.seed, data_dir.as_deref())?;
         println!("{}", report.markdown_row());
         if let Some(out) = &args.out {
             for (i, input) in report.panics.iter().enumerate() {

@@ -3,13 +3,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hedge_data::ImageSet;
-use hedge_identify::{
-    build_index, search_bench, AnnConfig, IndexFiles, IndexRequest, ProbeResult, SearchOptions, SearchSummary,
-    UncertaintyScore,
-};
+use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
+use hedge_lab::hib::identification;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ScoreArg {
@@ -198,63 +196,12 @@ pub fn search(args: SearchArgs) -> Result<()> {
         jsonl.push('\n');
     }
     hedge_run::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
-    hedge_run::write_atomic(&args.out.join("search.csv"), &results_csv(&results, summary.top_k)?)?;
+    hedge_run::write_atomic(&args.out.join("search.csv"), &identification::results_csv(&results, summary.top_k))?;
     hedge_run::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
     let figure = args.out.join("risk_coverage.png");
     hedge_lab::hib::identification::risk_coverage_figure(&figure, &identifier.rules.manifest.calibration, &results)?;
-    print_summary(&summary);
-    println!("results: {}", args.out.display());
+    println!("{}\nresults: {}", identification::summary_lines(&summary), args.out.display());
     Ok(())
-}
-
-/// One row per probe: its name, label, η, whether it abstained, the prediction, then identity and
-/// probability of each of the `top_k` matches.
-fn results_csv(results: &[ProbeResult], top_k: usize) -> Result<Vec<u8>> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> =
-        ["probe", "label", "eta", "margin", "abstained", "prediction"].iter().map(|s| s.to_string()).collect();
-    for k in 1..=top_k {
-        header.push(format!("identity_{k}"));
-        header.push(format!("probability_{k}"));
-    }
-    writer.write_record(&header)?;
-    for r in results {
-        let mut row = vec![
-            r.probe.clone(),
-            r.label.clone().unwrap_or_default(),
-            r.eta.to_string(),
-            r.margin.to_string(),
-            r.abstained.to_string(),
-            r.prediction.clone().unwrap_or_default(),
-        ];
-        for k in 0..top_k {
-            match r.matches.get(k) {
-                Some(m) => row.extend([m.identity.clone(), m.probability.to_string()]),
-                None => row.extend([String::new(), String::new()]),
-            }
-        }
-        writer.write_record(&row)?;
-    }
-    writer.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
-}
-
-fn print_summary(s: &SearchSummary) {
-    println!(
-        "{} probes ({} of gallery identities): top-1 accuracy {:.4}, top-{} {:.4} at full coverage",
-        s.probes, s.known_identity, s.accuracy, s.top_k, s.top_k_accuracy
-    );
-    match s.accuracy_answered {
-        Some(a) => println!(
-            "abstention rule {:?} (target risk {}): coverage {:.4}, accuracy among answered {:.4}",
-            s.rule, s.target_risk, s.coverage, a
-        ),
-        None => println!("abstention rule {:?} (target risk {}): every probe abstained", s.rule, s.target_risk),
-    }
-    match s.ann_recall_at_10 {
-        Some(r) => println!("ANN recall@10 against exact search: {r:.4}"),
-        None => println!("ANN recall@10: not measured (gallery x probes over 10^9 distances)"),
-    }
-    println!("{:.0} probes/s (embedding, ANN, re-rank)", s.probes_per_second);
 }
 
 pub fn bench(args: SearchBenchArgs) -> Result<()> {
@@ -262,56 +209,10 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
         hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
     }
     let ann = args.ann.config()?;
-    if args.dims.is_empty() || args.dims.contains(&0) {
-        bail!("--dims needs positive embedding dimensions, e.g. 2,3,16");
-    }
-    if args.points == 0 || args.queries == 0 {
-        bail!("--points and --queries must each be at least 1");
-    }
-    // Before anything is drawn: the points, the queries and the graph at the widest dimension,
-    // and the exact search every query is checked against (queries × points × D per dimension).
-    let widest = *args.dims.iter().max().expect("checked non-empty") as f64;
-    let m = ann.max_connections as f64;
-    hedge_run::Footprint::new("bench search: the points, queries and graph at the widest --dims", |v| {
-        v[0] * (v[2] * 8.0 + 2.0 * m * 4.0 + 64.0) + v[1] * (v[2] * 4.0 + 10.0 * 12.0)
-    })
-    .knob("--points", args.points as f64, 1.0)
-    .knob("--queries", args.queries as f64, 1.0)
-    .knob("--dims (widest)", widest, 1.0)
-    .check()?;
-    let dims: f64 = args.dims.iter().map(|&d| d as f64).sum();
-    // Distance computations run at about 1e9 a second (scattered reads, not dense arithmetic):
-    // each insert computes about ef_construction × M of them, each query's exact check one per
-    // point, every one over D coordinates.
-    hedge_run::Workload::new("bench search: building and exact checking at every --dims", |v| {
-        v[2] * (v[0] * ann.ef_construction as f64 * m + v[1] * v[0]) / 1e9
-    })
-    .knob("--points", args.points as f64, 1.0)
-    .knob("--queries", args.queries as f64, 1.0)
-    .knob("", dims, 1.0)
-    .check()?;
-    println!(
-        "| D | points | build s | inserts/s | queries/s (k = 10) | recall@10 | build RSS MiB | index file MiB | exact s |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let mut rows = Vec::new();
-    for &dim in &args.dims {
-        let row = search_bench(dim, args.points, args.queries, &ann, args.seed)?;
-        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-        println!(
-            "| {} | {} | {:.1} | {:.0} | {:.0} | {:.4} | {} | {:.0} | {:.1} |",
-            row.dim,
-            row.points,
-            row.build_seconds,
-            row.inserts_per_second,
-            row.queries_per_second,
-            row.recall_at_10,
-            row.build_rss_bytes.map_or("-".into(), |b| format!("{:.0}", mib(b))),
-            mib(row.dump_bytes),
-            row.exact_seconds
-        );
-        rows.push(row);
-    }
+    println!("{}", identification::SEARCH_BENCH_HEADER);
+    let rows = identification::search_bench_suite(&args.dims, args.points, args.queries, &ann, args.seed, |row| {
+        println!("{}", identification::search_bench_row(row))
+    })?;
     if let Some(out) = &args.out {
         hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }

@@ -13,6 +13,8 @@ pub enum LabError {
     #[error(transparent)]
     Embed(#[from] hedge_embed::EmbedError),
     #[error(transparent)]
+    Identify(#[from] hedge_identify::IdentifyError),
+    #[error(transparent)]
     Agnostic(#[from] hedge_agnostic::AgnosticError),
     #[error(transparent)]
     Active(#[from] hedge_active::ActiveError),

@@ -8,6 +8,7 @@ pub mod active;
 pub mod agnostic;
 pub mod bayes;
 mod error;
+pub mod fuzz;
 pub mod hib;
 pub mod report;
 

@@ -32,6 +32,7 @@ pub struct AcsFwBench {
 /// Where a benchmarked pool lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum PoolStorage {
     /// An N × J matrix in memory ([`frank_wolfe`]).
     InMemory,
@@ -73,6 +74,37 @@ pub struct AcsFwReport {
     /// Every field left `null`, and why (absent when none is).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undefined: Vec<hedge_run::undefined::Undefined>,
+}
+
+impl AcsFwReport {
+    /// The report as a Markdown table, a row per case.
+    pub fn markdown(&self) -> String {
+        let mb = |bytes: u64| format!("{:.1}", bytes as f64 / 1e6);
+        let mut out = String::from(
+            "| pool N | J | storage | pool MB | iterations b | iterations run | batch points | ms / batch | RSS before \
+             MB | peak RSS MB | same picks as in memory |\n|---|---|---|---|---|---|---|---|---|---|---|",
+        );
+        for r in &self.cases {
+            out.push_str(&format!(
+                "\n| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
+                r.pool,
+                r.projections,
+                match r.storage {
+                    PoolStorage::InMemory => "in memory",
+                    PoolStorage::Streamed => "streamed",
+                },
+                mb(r.pool_bytes),
+                r.iterations,
+                r.iterations_run,
+                r.batch_points,
+                r.seconds_per_batch * 1e3,
+                r.rss_before_bytes.map_or("-".to_string(), mb),
+                r.peak_rss_bytes.map_or("-".to_string(), mb),
+                r.same_picks_as_in_memory.map_or("-".to_string(), |s| s.to_string()),
+            ));
+        }
+        out
+    }
 }
 
 /// Pool vectors shaped like log-likelihood changes of similar points: a shared positive mean

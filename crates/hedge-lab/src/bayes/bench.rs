@@ -54,6 +54,29 @@ pub struct GpBenchReport {
     pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
 
+impl GpBenchReport {
+    /// The report as a Markdown table, a row per case.
+    pub fn markdown(&self) -> String {
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".to_string());
+        let mut out = String::from(
+            "| model | data | rows | M | s / evaluation (value + gradient) | fit s | iterations |\n|---|---|---|---|---|---|---|",
+        );
+        for r in &self.cases {
+            out.push_str(&format!(
+                "\n| {} | {} | {} | {} | {:.3} | {} | {} |",
+                r.model,
+                r.dataset,
+                r.rows,
+                or_dash(r.inducing.map(|m| m.to_string())),
+                r.seconds_per_evaluation,
+                or_dash(r.fit_seconds.map(|s| format!("{s:.2}"))),
+                or_dash(r.iterations.map(|i| i.to_string())),
+            ));
+        }
+        out
+    }
+}
+
 impl GpBench {
     /// Times every case on the UCI sets under `root`.
     pub fn run(&self, root: &hedge_data::DataRoot) -> Result<GpBenchReport> {

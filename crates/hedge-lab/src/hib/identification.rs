@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use hedge_identify::{Calibration, ProbeResult, UncertaintyScore};
+use hedge_identify::{
+    search_bench, AnnConfig, Calibration, ProbeResult, SearchBenchRow, SearchSummary, UncertaintyScore,
+};
 
 use crate::Result;
 
@@ -47,3 +49,137 @@ pub fn risk_coverage_figure(path: &Path, calibration: &Calibration, results: &[P
     )?;
     Ok(())
 }
+
+/// One row per probe: its name, label, η, margin, whether it abstained, the prediction, then
+/// identity and probability of each of the `top_k` matches (`search.csv`).
+pub fn results_csv(results: &[ProbeResult], top_k: usize) -> Vec<u8> {
+    let mut header: Vec<String> =
+        ["probe", "label", "eta", "margin", "abstained", "prediction"].iter().map(|s| s.to_string()).collect();
+    for k in 1..=top_k {
+        header.push(format!("identity_{k}"));
+        header.push(format!("probability_{k}"));
+    }
+    let mut out = csv_line(&header);
+    for r in results {
+        let mut row = vec![
+            r.probe.clone(),
+            r.label.clone().unwrap_or_default(),
+            r.eta.to_string(),
+            r.margin.to_string(),
+            r.abstained.to_string(),
+            r.prediction.clone().unwrap_or_default(),
+        ];
+        for k in 0..top_k {
+            match r.matches.get(k) {
+                Some(m) => row.extend([m.identity.clone(), m.probability.to_string()]),
+                None => row.extend([String::new(), String::new()]),
+            }
+        }
+        out.push_str(&csv_line(&row));
+    }
+    out.into_bytes()
+}
+
+/// A CSV record (RFC 4180): a field holding a comma, a quote or a line break is quoted, its
+/// quotes doubled.
+fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| if f.contains([',', '"', '\n', '\r']) { format!("\"{}\"", f.replace('"', "\"\"")) } else { f.clone() })
+        .collect();
+    format!("{}\n", quoted.join(","))
+}
+
+/// A search's summary in the four lines `hedge hib search` prints.
+pub fn summary_lines(s: &SearchSummary) -> String {
+    let rule = match s.accuracy_answered {
+        Some(a) => format!(
+            "abstention rule {:?} (target risk {}): coverage {:.4}, accuracy among answered {:.4}",
+            s.rule, s.target_risk, s.coverage, a
+        ),
+        None => format!("abstention rule {:?} (target risk {}): every probe abstained", s.rule, s.target_risk),
+    };
+    let recall = match s.ann_recall_at_10 {
+        Some(r) => format!("ANN recall@10 against exact search: {r:.4}"),
+        None => "ANN recall@10: not measured (gallery x probes over 10^9 distances)".into(),
+    };
+    format!(
+        "{} probes ({} of gallery identities): top-1 accuracy {:.4}, top-{} {:.4} at full coverage\n{rule}\n{recall}\n\
+         {:.0} probes/s (embedding, ANN, re-rank)",
+        s.probes, s.known_identity, s.accuracy, s.top_k, s.top_k_accuracy, s.probes_per_second
+    )
+}
+
+/// The ANN benchmark at every dimension of `dims` (`hedge bench search`): the points, queries and
+/// graph at the widest dimension checked against the memory budget, and the distance
+/// computations against the work bound, before anything is drawn; `on_row` sees each row as it
+/// is measured.
+pub fn search_bench_suite(
+    dims: &[usize],
+    points: usize,
+    queries: usize,
+    ann: &AnnConfig,
+    seed: u64,
+    mut on_row: impl FnMut(&SearchBenchRow),
+) -> Result<Vec<SearchBenchRow>> {
+    if dims.is_empty() || dims.contains(&0) {
+        return Err(crate::error::invalid(
+            "dims",
+            format!("{dims:?}"),
+            "give positive embedding dimensions, e.g. 2,3,16",
+        ));
+    }
+    if points == 0 || queries == 0 {
+        return Err(crate::error::invalid("points/queries", format!("{points}/{queries}"), "each must be at least 1"));
+    }
+    let widest = *dims.iter().max().expect("checked non-empty") as f64;
+    let m = ann.max_connections as f64;
+    hedge_run::Footprint::new("bench search: the points, queries and graph at the widest --dims", |v| {
+        v[0] * (v[2] * 8.0 + 2.0 * m * 4.0 + 64.0) + v[1] * (v[2] * 4.0 + 10.0 * 12.0)
+    })
+    .knob("--points", points as f64, 1.0)
+    .knob("--queries", queries as f64, 1.0)
+    .knob("--dims (widest)", widest, 1.0)
+    .check()?;
+    let total_dims: f64 = dims.iter().map(|&d| d as f64).sum();
+    // Distance computations run at about 1e9 a second (scattered reads, not dense arithmetic):
+    // each insert computes about ef_construction × M of them, each query's exact check one per
+    // point, every one over D coordinates.
+    let ef = ann.ef_construction as f64;
+    hedge_run::Workload::new("bench search: building and exact checking at every --dims", |v| {
+        v[2] * (v[0] * ef * m + v[1] * v[0]) / 1e9
+    })
+    .knob("--points", points as f64, 1.0)
+    .knob("--queries", queries as f64, 1.0)
+    .knob("", total_dims, 1.0)
+    .check()?;
+    let mut rows = Vec::new();
+    for &dim in dims {
+        let row = search_bench(dim, points, queries, ann, seed)?;
+        on_row(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// A benchmark row as `hedge bench search` prints it, under [`SEARCH_BENCH_HEADER`].
+pub fn search_bench_row(row: &SearchBenchRow) -> String {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    format!(
+        "| {} | {} | {:.1} | {:.0} | {:.0} | {:.4} | {} | {:.0} | {:.1} |",
+        row.dim,
+        row.points,
+        row.build_seconds,
+        row.inserts_per_second,
+        row.queries_per_second,
+        row.recall_at_10,
+        row.build_rss_bytes.map_or("-".into(), |b| format!("{:.0}", mib(b))),
+        mib(row.dump_bytes),
+        row.exact_seconds
+    )
+}
+
+/// The header of [`search_bench_row`]'s table.
+pub const SEARCH_BENCH_HEADER: &str =
+    "| D | points | build s | inserts/s | queries/s (k = 10) | recall@10 | build RSS MiB \
+     | index file MiB | exact s |\n|---|---|---|---|---|---|---|---|---|";
