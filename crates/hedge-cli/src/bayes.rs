@@ -326,33 +326,7 @@ fn gibbs(args: GibbsArgs) -> Result<()> {
         true_sd: args.true_sd,
     };
     let summary = demo.run(args.out.as_deref(), args.overwrite)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
-        return Ok(());
-    }
-    println!(
-        "{} observations from N({}, {}²); {} chains × {} kept draws (burn-in {}, thin {}) in {:.3} s",
-        args.n, args.true_mean, args.true_sd, args.chains, args.samples, args.burn_in, args.thin, summary.seconds
-    );
-    println!("{:<6} {:>8} {:>10} {:>9} {:>22} {:>9} {:>7}", "", "truth", "mean", "sd", "95% interval", "ESS", "R-hat");
-    for (name, t, s) in [("μ", summary.truth.mu, &summary.mu), ("β", summary.truth.beta, &summary.beta)] {
-        println!(
-            "{:<6} {:>8.4} {:>10.4} {:>9.4} {:>22} {:>9.0} {:>7.4}",
-            name,
-            t,
-            s.mean,
-            s.sd,
-            format!("[{:.4}, {:.4}]", s.interval_95.0, s.interval_95.1),
-            s.ess,
-            s.r_hat
-        );
-    }
-    if let Some(e) = summary.exact_posterior {
-        println!(
-            "exact normal-gamma posterior: E[μ] = {:.4} (sd {:.4}), E[β] = {:.4} (sd {:.4})",
-            e.mu_mean, e.mu_sd, e.beta_mean, e.beta_sd
-        );
-    }
+    println!("{}", if args.json { serde_json::to_string(&summary)? } else { demo.summary_text(&summary) });
     Ok(())
 }
 
@@ -367,28 +341,6 @@ fn spike_slab(args: SpikeSlabArgs) -> Result<()> {
         seed: args.seed,
     };
     let r = demo.run(args.out.as_deref(), args.overwrite)?;
-    if args.json {
-        println!("{}", serde_json::to_string(&r)?);
-        return Ok(());
-    }
-    println!(
-        "{} × {} design, {} non-zero weights, noise sd {}; EM: {} iterations ({}), {:.3} s",
-        args.n,
-        args.d,
-        args.nonzero,
-        args.noise,
-        r.iterations,
-        if r.converged { "converged" } else { "iteration limit" },
-        r.seconds
-    );
-    println!("true support      {:?}", r.true_support);
-    println!("recovered support {:?}{}", r.recovered_support, if r.exact_recovery { "  (exact)" } else { "" });
-    println!("θ = {:.3}, σ² = {:.4} (true {:.4})", r.theta, r.noise_variance, r.true_noise_variance);
-    println!("{:>5} {:>10} {:>10} {:>9}", "index", "true w", "E[w]", "sd");
-    for (j, &t) in r.true_weights.iter().enumerate() {
-        if t != 0.0 || r.included[j] {
-            println!("{j:>5} {:>10.4} {:>10.4} {:>9.4}", t, r.weights[j], r.weight_sd[j]);
-        }
-    }
+    println!("{}", if args.json { serde_json::to_string(&r)? } else { demo.result_text(&r) });
     Ok(())
 }

@@ -565,6 +565,39 @@ pub struct GibbsSummary {
 }
 
 impl GibbsDemo {
+    /// The run in words and a table (`hedge bayes gibbs`): the data, the chains, and per
+    /// parameter the truth beside the posterior's mean, sd, 95 % interval, ESS and R-hat.
+    pub fn summary_text(&self, summary: &GibbsSummary) -> String {
+        let c = &self.sampler;
+        let mut out = format!(
+            "{} observations from N({}, {}²); {} chains × {} kept draws (burn-in {}, thin {}) in {:.3} s\n",
+            self.n, self.true_mean, self.true_sd, c.chains, c.samples, c.burn_in, c.thin, summary.seconds
+        );
+        out.push_str(&format!(
+            "{:<6} {:>8} {:>10} {:>9} {:>22} {:>9} {:>7}",
+            "", "truth", "mean", "sd", "95% interval", "ESS", "R-hat"
+        ));
+        for (name, t, s) in [("μ", summary.truth.mu, &summary.mu), ("β", summary.truth.beta, &summary.beta)] {
+            out.push_str(&format!(
+                "\n{:<6} {:>8.4} {:>10.4} {:>9.4} {:>22} {:>9.0} {:>7.4}",
+                name,
+                t,
+                s.mean,
+                s.sd,
+                format!("[{:.4}, {:.4}]", s.interval_95.0, s.interval_95.1),
+                s.ess,
+                s.r_hat
+            ));
+        }
+        if let Some(e) = summary.exact_posterior {
+            out.push_str(&format!(
+                "\nexact normal-gamma posterior: E[μ] = {:.4} (sd {:.4}), E[β] = {:.4} (sd {:.4})",
+                e.mu_mean, e.mu_sd, e.beta_mean, e.beta_sd
+            ));
+        }
+        out
+    }
+
     /// Simulates, samples and (with `out`) writes `config.json`, `summary.json`, `draws.npz` and
     /// `trace.png`; the directory is created after the sampler has run, refusing one with files
     /// unless `overwrite`, and checked before.
@@ -682,6 +715,38 @@ pub struct SpikeSlabResult {
 }
 
 impl SpikeSlabDemo {
+    /// The run in words and a table (`hedge bayes spike-slab`): the design, EM's iterations,
+    /// the true and recovered supports, and each weight that is non-zero or included.
+    pub fn result_text(&self, r: &SpikeSlabResult) -> String {
+        let mut out = format!(
+            "{} × {} design, {} non-zero weights, noise sd {}; EM: {} iterations ({}), {:.3} s\n",
+            self.n,
+            self.d,
+            self.nonzero,
+            self.noise_sd,
+            r.iterations,
+            if r.converged { "converged" } else { "iteration limit" },
+            r.seconds
+        );
+        out.push_str(&format!("true support      {:?}\n", r.true_support));
+        out.push_str(&format!(
+            "recovered support {:?}{}\n",
+            r.recovered_support,
+            if r.exact_recovery { "  (exact)" } else { "" }
+        ));
+        out.push_str(&format!(
+            "θ = {:.3}, σ² = {:.4} (true {:.4})\n",
+            r.theta, r.noise_variance, r.true_noise_variance
+        ));
+        out.push_str(&format!("{:>5} {:>10} {:>10} {:>9}", "index", "true w", "E[w]", "sd"));
+        for (j, &t) in r.true_weights.iter().enumerate() {
+            if t != 0.0 || r.included[j] {
+                out.push_str(&format!("\n{j:>5} {:>10.4} {:>10.4} {:>9.4}", t, r.weights[j], r.weight_sd[j]));
+            }
+        }
+        out
+    }
+
     /// Simulates and fits; with `out`, writes `config.json`, `result.json` and `weights.csv`
     /// (the folder checked before the fit).
     pub fn run(&self, out: Option<&Path>, overwrite: bool) -> Result<SpikeSlabResult> {
