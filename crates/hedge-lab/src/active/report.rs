@@ -17,7 +17,7 @@ use hedge_active::regression_loop::RoundMetrics;
 use serde::Deserialize;
 
 use super::experiment::{ClassificationSummary, RegressionSummary};
-use crate::report::format::{fixed, short, table, thousands};
+use crate::report::format::{fixed, range, short, table, thousands};
 use crate::report::{missing, Fragment, Results};
 use crate::Result;
 
@@ -188,10 +188,6 @@ fn first_min<T: Copy>(items: &[(T, f64)]) -> T {
 /// The first of the highest (as Python's `max` keeps it).
 fn first_max<T: Copy>(items: &[(T, f64)]) -> T {
     items.iter().fold(items[0], |best, x| if x.1 > best.1 { *x } else { best }).0
-}
-
-fn lo_hi(values: &[f64]) -> (f64, f64) {
-    crate::report::format::range(values)
 }
 
 /// A Python float read back from how [`Active::m`] wrote it.
@@ -880,8 +876,8 @@ impl Active<'_> {
         let unsigned = |a: Pick, b: Pick| -> Result<String> { Ok(self.d0(a, b)?.trim_start_matches('+').to_string()) };
         let energy = hp("energy");
         let gp_d = self.diffs(Pick::gp(ep, "acs-fw"), Pick::gp(ec, "acs-fw"), None)?;
-        let (sel_lo, sel_hi) = lo_hi(&sel);
-        let (per_lo, per_hi) = lo_hi(&per);
+        let (sel_lo, sel_hi) = range(&sel);
+        let (per_lo, per_hi) = range(&per);
         Ok([
             format!(
                 "- **energy: ACS-FW reaches the paper's number**, {} against {} ({} se), and the",
@@ -1028,7 +1024,7 @@ impl Active<'_> {
             row.push(multiples.iter().map(|x| fixed(*x, 2)).collect::<Vec<_>>().join(" / "));
             rows.push(row);
         }
-        let (lo, hi) = lo_hi(&ratios);
+        let (lo, hi) = range(&ratios);
         Ok(format!(
             "hedge's first recipe (`--recipe mse`, {} seeds, `mse-recipe/<dataset>/`), final test RMSE (mean ± se; \
              paper in brackets); the RMSEs are {}–{}x the paper's:\n\n{}",
@@ -1062,7 +1058,7 @@ impl Active<'_> {
     fn mse_notes(&self) -> Result<String> {
         let run = |d: &str| format!("mse-recipe/{d}");
         let spread = |v: &[f64]| {
-            let (lo, hi) = lo_hi(v);
+            let (lo, hi) = range(v);
             hi - lo
         };
         let pp_paper: Vec<f64> =
@@ -1082,8 +1078,8 @@ impl Active<'_> {
             multiples.push((d, v));
         }
         let all: Vec<f64> = multiples.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-        let (lo, hi) = lo_hi(&all);
-        let worst: Vec<(&str, f64)> = multiples.iter().map(|(d, v)| (*d, lo_hi(v).1)).collect();
+        let (lo, hi) = range(&all);
+        let worst: Vec<(&str, f64)> = multiples.iter().map(|(d, v)| (*d, range(v).1)).collect();
         let (closest, furthest) = (first_min(&worst), first_max(&worst));
         let small: Vec<f64> = DATASETS
             .iter()
@@ -1107,7 +1103,7 @@ impl Active<'_> {
                 within = within.max(m.abs() / s);
             }
         }
-        let (small_lo, small_hi) = lo_hi(&small);
+        let (small_lo, small_hi) = range(&small);
         let count = |d: &[f64], lower: bool| d.iter().filter(|x| if lower { **x < 0.0 } else { **x > 0.0 }).count();
         Ok([
             format!(
@@ -1174,7 +1170,7 @@ impl Active<'_> {
                 Ok(self.method(&s, &run, "acs-fw")?.rounds.mean)
             })
             .collect::<Result<_>>()?;
-        let (lo, hi) = lo_hi(&r);
+        let (lo, hi) = range(&r);
         Ok(format!("(hence {}–{} rounds\ninstead of 8).", fixed(lo, 1), fixed(hi, 1)))
     }
 
@@ -2290,8 +2286,8 @@ impl Active<'_> {
         };
         let fits: Vec<f64> = curves.iter().flat_map(|(_, c)| c.iter().map(|r| r.fit_seconds)).collect();
         let per: Vec<f64> = METHODS.iter().map(|(m, _)| self.seconds_per_seed(run, m)).collect::<Result<_>>()?;
-        let (fit_lo, fit_hi) = lo_hi(&fits);
-        let (per_lo, per_hi) = lo_hi(&per);
+        let (fit_lo, fit_hi) = range(&fits);
+        let (per_lo, per_hi) = range(&per);
         Ok([
             format!(
                 "- bmdal's ordering holds: LCMD best (better than Random on every seed; at {early} labels {}",

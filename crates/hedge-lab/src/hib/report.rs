@@ -60,16 +60,16 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
 
 /// AP clean, AP corrupt, KNN clean, KNN corrupt of a report, a curve point, a table's model or
 /// the paper.
-fn four(ap: &VerificationStats, knn: &TwinStats) -> [f64; 4] {
+pub(super) fn four(ap: &VerificationStats, knn: &TwinStats) -> [f64; 4] {
     let v = |x: Option<f64>| x.unwrap_or(f64::NAN);
     [v(ap.clean), v(ap.corrupt), v(knn.clean), v(knn.corrupt)]
 }
 
-fn four_paper(p: &PaperModel) -> [f64; 4] {
+pub(super) fn four_paper(p: &PaperModel) -> [f64; 4] {
     [p.verification_ap.clean, p.verification_ap.corrupt, p.knn_accuracy.clean, p.knn_accuracy.corrupt]
 }
 
-fn four_eval(e: &EvalReport) -> [f64; 4] {
+pub(super) fn four_eval(e: &EvalReport) -> [f64; 4] {
     four(&e.verification_ap, &e.knn_accuracy)
 }
 
@@ -78,7 +78,7 @@ fn four_curve(c: &CurvePoint) -> [f64; 4] {
 }
 
 /// The four numbers with three decimals (`dot`: without the leading zero, `.959`).
-fn cells4(values: [f64; 4], dot: bool) -> Vec<String> {
+pub(super) fn cells4(values: [f64; 4], dot: bool) -> Vec<String> {
     values
         .iter()
         .map(|v| {
@@ -113,11 +113,14 @@ struct TablePaper {
     paper: Option<BTreeMap<String, PaperModel>>,
 }
 
+/// The paper's Table 1 entries `folder/summary.json` records, if it records them.
+pub(super) fn table_paper(results: &Results, folder: &str) -> Result<Option<BTreeMap<String, PaperModel>>> {
+    Ok(results.json::<TablePaper>(&format!("{folder}/summary.json"))?.paper)
+}
+
 /// The paper's Table 1 entries a table's `summary.json` records.
 fn paper_of(results: &Results, folder: &str) -> Result<BTreeMap<String, PaperModel>> {
-    let file = format!("{folder}/summary.json");
-    let s: TablePaper = results.json(&file)?;
-    s.paper.ok_or_else(|| missing(&file, "no paper values"))
+    table_paper(results, folder)?.ok_or_else(|| missing(&format!("{folder}/summary.json"), "no paper values"))
 }
 
 fn paper_model<'a>(paper: &'a BTreeMap<String, PaperModel>, model: &str) -> Result<&'a PaperModel> {

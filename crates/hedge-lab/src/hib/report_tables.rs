@@ -9,16 +9,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use hedge_embed::report::{EvalReport, TwinStats, VerificationStats};
+use hedge_embed::report::EvalReport;
 use hedge_embed::run::{BestModel, RunConfig, RunState};
 use hedge_embed::{MonitorRecord, NDigitProtocol, NDigitSplit, QuickEval};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::paper::PaperModel;
-use super::report::GpuCall;
+use super::report::{cells4, four, four_eval, four_paper, table_paper, GpuCall};
 use super::summary::{ModelSummary, ReproduceSummary};
-use crate::report::format::{fixed, short, thousands, thousands_fixed};
+use crate::report::format::{fixed, range, short, thousands, thousands_fixed};
 use crate::report::{missing, Fragment, Results};
 use crate::Result;
 
@@ -195,20 +195,8 @@ fn v(x: Option<f64>) -> f64 {
     x.unwrap_or(f64::NAN)
 }
 
-fn four(ap: &VerificationStats, knn: &TwinStats) -> [f64; 4] {
-    [v(ap.clean), v(ap.corrupt), v(knn.clean), v(knn.corrupt)]
-}
-
-fn four_paper(p: &PaperModel) -> [f64; 4] {
-    [p.verification_ap.clean, p.verification_ap.corrupt, p.knn_accuracy.clean, p.knn_accuracy.corrupt]
-}
-
 fn four_quick(q: &QuickEval) -> [f64; 4] {
     [q.ap_clean, q.ap_corrupt, q.knn_clean, q.knn_corrupt]
-}
-
-fn four_eval(e: &EvalReport) -> [f64; 4] {
-    four(&e.verification_ap, &e.knn_accuracy)
 }
 
 fn four_model(m: &ModelSummary) -> [f64; 4] {
@@ -217,18 +205,7 @@ fn four_model(m: &ModelSummary) -> [f64; 4] {
 
 /// `a / b / c / d` with three decimals (`dot`: `.973` rather than `0.973`).
 fn fmt4(values: [f64; 4], dot: bool) -> String {
-    values
-        .iter()
-        .map(|x| {
-            let t = fixed(*x, 3);
-            if dot {
-                t[1..].to_string()
-            } else {
-                t
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" / ")
+    cells4(values, dot).join(" / ")
 }
 
 fn plus3(x: f64) -> String {
@@ -237,10 +214,6 @@ fn plus3(x: f64) -> String {
 
 fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
-}
-
-fn lo_hi(values: &[f64]) -> (f64, f64) {
-    crate::report::format::range(values)
 }
 
 /// A Table 1 cell of a table's model: `value` or `value ± sd`.
@@ -747,13 +720,9 @@ fn paper_mog1_n2d2(results: &Results) -> Result<[f64; 4]> {
 }
 
 fn paper_model(results: &Results, folder: &str, model: &str) -> Result<[f64; 4]> {
-    #[derive(Deserialize)]
-    struct TablePaper {
-        paper: Option<BTreeMap<String, PaperModel>>,
-    }
-    let file = format!("{folder}/summary.json");
-    let s: TablePaper = results.json(&file)?;
-    s.paper.and_then(|p| p.get(model).map(four_paper)).ok_or_else(|| missing(&file, format!("no paper {model}")))
+    table_paper(results, folder)?
+        .and_then(|p| p.get(model).map(four_paper))
+        .ok_or_else(|| missing(&format!("{folder}/summary.json"), format!("no paper {model}")))
 }
 
 fn recipe_45min(results: &Results) -> Result<String> {
@@ -968,7 +937,7 @@ fn long_run_cost(results: &Results) -> Result<String> {
         }
     }
     if !per_step.is_empty() {
-        let (lo, hi) = lo_hi(&per_step);
+        let (lo, hi) = range(&per_step);
         rows.push(format!(
             "| CPU with native bf16, 2 threads, f32 (the first N = 2, D = 2 table) | 32 x 8 images, the recipe's MoG-1, {} \
              seed{} | {}–{} | {}–{} h |",
@@ -1069,7 +1038,7 @@ fn long_run_progress(results: &Results) -> Result<String> {
         let steps = planned_steps(results, &mog1.runs)?;
         let minutes: Vec<f64> =
             mog1.runs.iter().map(|r| Ok(state(results, r)?.seconds / 60.0)).collect::<Result<_>>()?;
-        let (lo, hi) = lo_hi(&minutes);
+        let (lo, hi) = range(&minutes);
         out.push(format!(
             "| the first N = 2, D = 2 table's MoG-1 (`{N2D2_FIRST}/`, {} seeds of {} steps, its cosine ended) | {}–{} | {} |",
             mog1.seeds,
@@ -1294,7 +1263,7 @@ fn ab(results: &Results, study: &str, levers: &[&str], control_study: Option<&st
         for k in 0..4 {
             let column: Vec<f64> = of_arm.iter().map(|t| t[k]).collect();
             means[k] = mean(&column);
-            let (lo, hi) = lo_hi(&column);
+            let (lo, hi) = range(&column);
             ranges[k] = hi - lo;
         }
         let spread = if of_arm.len() > 1 {
@@ -1665,14 +1634,10 @@ fn digit_overlap(results: &Results) -> Result<String> {
 /// The paper's Table 1 values for an instance table folder's setting: from its own summary,
 /// else the open-set one (the paper's values are the same under either protocol).
 fn paper_values(results: &Results, folder: &str) -> Result<BTreeMap<String, PaperModel>> {
-    #[derive(Deserialize)]
-    struct TablePaper {
-        paper: Option<BTreeMap<String, PaperModel>>,
-    }
     let of = aside(folder).map_or(folder, |a| a.0);
     for path in [format!("{HIB}/{folder}"), format!("{HIB}/open-set/{of}")] {
         if has(results, &path, "summary.json") {
-            if let Some(p) = results.json::<TablePaper>(&format!("{path}/summary.json"))?.paper {
+            if let Some(p) = table_paper(results, &path)? {
                 if !p.is_empty() {
                     return Ok(p);
                 }
@@ -1998,14 +1963,14 @@ fn reference(results: &Results) -> Result<String> {
                     continue;
                 }
                 let (ma, mb) = (mean(&a), mean(&b));
-                let range = |x: &[f64]| {
-                    let (lo, hi) = lo_hi(x);
+                let width = |x: &[f64]| {
+                    let (lo, hi) = range(x);
                     hi - lo
                 };
-                let agree = (mb - ma).abs() <= REFERENCE_TOLERANCE.max(range(&a).max(range(&b)));
+                let agree = (mb - ma).abs() <= REFERENCE_TOLERANCE.max(width(&a).max(width(&b)));
                 verdicts.push(agree);
                 let show = |values: &[f64], seeds: &[(u64, [Option<f64>; 6])]| {
-                    let (lo, hi) = lo_hi(values);
+                    let (lo, hi) = range(values);
                     let tail =
                         if values.len() > 1 { format!(" [{}, {}]", fixed(lo, 3), fixed(hi, 3)) } else { String::new() };
                     let mut s: Vec<u64> = seeds.iter().map(|x| x.0).collect();
