@@ -219,7 +219,7 @@ impl HibRun {
                 "samples",
                 batch.min(dataset.len()) as f64,
                 samples as f64,
-                self.config.dim,
+                self.config.model.dim,
             )
             .check()
             .map_err(value_error)?;
@@ -269,7 +269,7 @@ pub(crate) fn index_settings(
         .with_ef_construction(ef_construction)
         .with_ef_search(ef_search);
     ann.check().map_err(value_error)?;
-    let dim = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib.dim;
+    let dim = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib.model.dim;
     let search = SearchOptions::for_dim(dim).with_candidates(candidates).with_top_k(top_k);
     search.check().map_err(value_error)?;
     let score = match abstain_by {

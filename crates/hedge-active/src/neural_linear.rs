@@ -14,7 +14,6 @@
 use faer::{Mat, MatRef};
 use hedge_bayes::linear::{FittedNigLinear, NigLinearConfig};
 use hedge_bayes::Prediction;
-use hedge_data::RegressionSource;
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 use tch::nn::{self, Module, ModuleT, OptimizerConfig};
@@ -200,42 +199,10 @@ fn to_tensor(x: MatRef<'_, f64>) -> Tensor {
 }
 
 impl NeuralLinearConfig {
-    /// The paper's recipe with its settings for yacht, Boston housing and energy (for power
-    /// plant: learning rate 1e-3, weight decay 3.0, b₀ = 3; [`NeuralLinearConfig::paper_for`]).
+    /// The paper's recipe with its settings for yacht, Boston housing and energy (hedge-lab's
+    /// `active::protocol` sets power plant's).
     pub fn paper() -> Self {
         Self { weight_decay: 1.0, ..Self::default() }.with_recipe(NeuralLinearRecipe::Paper)
-    }
-
-    /// The paper's recipe with its per-dataset settings (power plant's; the others' and a
-    /// user's table take [`NeuralLinearConfig::paper`]).
-    pub fn paper_for(source: &RegressionSource) -> Self {
-        let paper = Self::paper();
-        if source.uci_name() == Some("power-plant") {
-            Self { learning_rate: 1e-3, weight_decay: 3.0, nig: paper.nig.with_prior(paper.nig.a0, 3.0), ..paper }
-        } else {
-            paper
-        }
-    }
-
-    /// The paper's recipe with the authors' own experiment settings for the four UCI sets of
-    /// Pinsler et al. (their public scripts, as stated in hedge's issue 34): minibatches of
-    /// min(labelled, 32) for yacht and power plant, the largest power of two not above half the
-    /// labelled count for Boston housing and energy; [`NeuralLinearConfig::paper_for`] otherwise.
-    ///
-    /// # Errors
-    /// A dataset the authors' scripts do not cover.
-    pub fn authors_for(source: &RegressionSource) -> Result<Self> {
-        let paper = Self::paper_for(source);
-        match source.uci_name() {
-            Some("yacht" | "power-plant") => Ok(Self { batch_size: 32, minibatch: Minibatch::Fixed, ..paper }),
-            Some("bostonHousing" | "energy") => Ok(Self { minibatch: Minibatch::HalfPowerOfTwo, ..paper }),
-            _ => Err(invalid(
-                "dataset",
-                source.label(),
-                "the authors' minibatch rule is known for yacht, bostonHousing, energy and power-plant only; use \
-                 hedge's protocol (--protocol hedge) for other data",
-            )),
-        }
     }
 
     /// Points per minibatch when `labelled` points are labelled.
@@ -496,23 +463,9 @@ fn non_finite_features(phi: &Tensor) -> ActiveError {
 mod tests {
     use super::*;
 
-    /// The authors' minibatch rules (issue 34): min(labelled, 32) for yacht and power plant,
-    /// the largest power of two not above half the labelled count for Boston and energy.
+    /// hedge's fixed minibatch of 64 on a config written before the minibatch rules existed.
     #[test]
-    fn the_authors_minibatch_rules_give_their_sizes() {
-        let half = NeuralLinearConfig::authors_for(&RegressionSource::Uci("energy".into())).unwrap();
-        let sizes: Vec<usize> = [20, 30, 40, 64, 100, 120].iter().map(|&n| half.minibatch_size(n)).collect();
-        assert_eq!(sizes, [8, 8, 16, 32, 32, 32]);
-        assert_eq!(
-            NeuralLinearConfig::authors_for(&RegressionSource::Uci("bostonHousing".into())).unwrap().minibatch,
-            Minibatch::HalfPowerOfTwo
-        );
-        let up_to_32 = NeuralLinearConfig::authors_for(&RegressionSource::Uci("yacht".into())).unwrap();
-        assert_eq!([20, 32, 120].map(|n| up_to_32.minibatch_size(n)), [20, 32, 32]);
-        // Power plant keeps its own learning rate, weight decay and prior.
-        let power = NeuralLinearConfig::authors_for(&RegressionSource::Uci("power-plant".into())).unwrap();
-        assert_eq!((power.batch_size, power.learning_rate, power.weight_decay), (32, 1e-3, 3.0));
-        // hedge's fixed 64 on a config written before the rule existed, and a set the scripts lack.
+    fn a_config_without_a_minibatch_rule_takes_64() {
         let old: NeuralLinearConfig = serde_json::from_str(
             r#"{"hidden": 30, "layers": 2, "steps": 1, "learning_rate": 0.01, "weight_decay": 1.0,
                 "nig": {"prior_precision": 1.0, "a0": 1.0, "b0": 1.0}, "seed": 0}"#,
@@ -520,8 +473,6 @@ mod tests {
         .unwrap();
         assert_eq!((old.minibatch, old.minibatch_size(120), old.minibatch_size(20)), (Minibatch::Fixed, 64, 20));
         assert!(!serde_json::to_string(&old).unwrap().contains("minibatch"), "an old config writes back as it was");
-        let e = NeuralLinearConfig::authors_for(&RegressionSource::Uci("concrete".into())).unwrap_err().to_string();
-        assert!(e.contains("concrete") && e.contains("--protocol hedge"), "{e}");
     }
 
     /// The paper recipe's objective against SciPy's Student-t on a fixed feature matrix.
@@ -608,15 +559,12 @@ mod tests {
     }
 
     #[test]
-    fn paper_settings_follow_the_dataset() {
-        let yacht = NeuralLinearConfig::paper_for(&RegressionSource::Uci("yacht".into()));
+    fn the_paper_recipe_and_a_bad_final_rate() {
+        let paper = NeuralLinearConfig::paper();
         assert_eq!(
-            (yacht.recipe, yacht.learning_rate, yacht.weight_decay, yacht.nig.b0),
+            (paper.recipe, paper.learning_rate, paper.weight_decay, paper.nig.b0),
             (NeuralLinearRecipe::Paper, 1e-2, 1.0, 1.0)
         );
-        let power = NeuralLinearConfig::paper_for(&RegressionSource::Uci("power-plant".into()));
-        assert_eq!(power, NeuralLinearConfig::paper_for(&RegressionSource::Uci("power-plant".into())));
-        assert_eq!((power.learning_rate, power.weight_decay, power.nig.a0, power.nig.b0), (1e-3, 3.0, 1.0, 3.0));
         let bad = NeuralLinearConfig { final_learning_rate: 0.1, ..NeuralLinearConfig::paper() };
         assert!(matches!(
             bad.check_ref(),

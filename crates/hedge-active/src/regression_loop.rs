@@ -116,72 +116,11 @@ pub struct LoopConfig {
 /// The paper's 80/20 pool/test split.
 pub const PAPER_TEST_FRACTION: f64 = 0.2;
 
-/// Points the authors' regression loop acquires after its initial labels (it stops at
-/// `init + 100` labels and reports the model fitted on all of them).
-pub const PAPER_ACQUIRED: usize = 100;
-
 /// ACS-FW's default number of random projections J of the NIG posterior. Over the four UCI sets
 /// J = 10 scored a lower final RMSE than the closed-form inner products in every paired
 /// comparison run (40 seeds each, both protocols; `results/active/README.md`), at a fraction of
 /// the selection time, so it is the default form; the closed form stays available (`None`).
 pub const DEFAULT_PROJECTIONS: usize = 10;
-
-/// Whose experiment settings a regression run follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum ActiveProtocol {
-    /// The authors' (Pinsler et al.) experiment scripts: `init + 100` labels (120 with 20
-    /// initial ones), their per-dataset minibatch rule ([`NeuralLinearConfig::authors_for`]).
-    #[cfg_attr(
-        feature = "clap",
-        value(
-            help = "The authors' experiment scripts: init + 100 labels (120 with 20 initial ones), their per-dataset minibatch rule"
-        )
-    )]
-    Paper,
-    /// hedge's runs before the authors' settings were known: 100 labels in total, minibatches
-    /// of 64 (files written before protocols existed read as this).
-    #[default]
-    Hedge,
-}
-
-impl ActiveProtocol {
-    /// The protocol a regression run on `source` follows unless told otherwise: the authors' for
-    /// the four UCI sets their scripts cover, hedge's for any other data.
-    pub fn default_for(source: &hedge_data::RegressionSource) -> Self {
-        match source.uci_name() {
-            Some("yacht" | "bostonHousing" | "energy" | "power-plant") => ActiveProtocol::Paper,
-            _ => ActiveProtocol::Hedge,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ActiveProtocol::Paper => "paper",
-            ActiveProtocol::Hedge => "hedge",
-        }
-    }
-
-    /// Labels after the last round when the loop starts with `init`.
-    pub fn budget(self, init: usize) -> usize {
-        match self {
-            ActiveProtocol::Paper => init + PAPER_ACQUIRED,
-            ActiveProtocol::Hedge => 100,
-        }
-    }
-
-    /// The paper recipe's network settings for `dataset` under this protocol.
-    ///
-    /// # Errors
-    /// The paper protocol on a dataset the authors' scripts do not cover.
-    pub fn paper_recipe(self, source: &hedge_data::RegressionSource) -> Result<NeuralLinearConfig> {
-        match self {
-            ActiveProtocol::Paper => NeuralLinearConfig::authors_for(source),
-            ActiveProtocol::Hedge => Ok(NeuralLinearConfig::paper_for(source)),
-        }
-    }
-}
 
 fn paper_test_fraction() -> f64 {
     PAPER_TEST_FRACTION

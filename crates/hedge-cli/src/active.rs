@@ -6,10 +6,11 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use hedge_active::classification_loop::ClassLoopConfig;
 use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig};
-use hedge_active::regression_loop::{ActiveProtocol, LoopConfig, Surrogate, DEFAULT_PROJECTIONS};
+use hedge_active::regression_loop::{LoopConfig, Surrogate, DEFAULT_PROJECTIONS};
 use hedge_lab::active::experiment::{
     ClassificationExperiment, Experiment, RegressionExperiment, RunFinished, TABLE_FILE,
 };
+use hedge_lab::active::protocol::ActiveProtocol;
 
 #[derive(Subcommand)]
 pub enum ActiveCommand {

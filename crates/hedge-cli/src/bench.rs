@@ -222,7 +222,7 @@ fn bench_recipe(args: RecipeBenchArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let mut recipe = HibConfig::from_toml_file(&args.config).context("--config")?;
     if let Some(protocol) = args.protocol {
-        recipe.protocol = protocol;
+        recipe.data.protocol = protocol;
     }
     let bench = RecipeBench { recipe, budget_minutes: args.budget_minutes, watch_every: args.watch_every };
     let data = hedge_embed::HibData::new(hedge_data::DataRoot::from_env());

@@ -2,17 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::hib_args::SplitArg;
+use crate::hib_args::{BatchFlags, SplitArg};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
 use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, EvalSettings};
-use hedge_embed::{
-    BatchComposition, EvalReport, HibData, MatchEstimator, MatchInit, MetricSet, Norm, OwnImagesRequest, PairSet,
-    RunDir, SettingsRequest,
-};
 use hedge_embed::{ConvPrecision, LrSchedule, ModelKind, NDigitProtocol, ValidationDigits};
+use hedge_embed::{
+    EvalReport, HibData, MatchEstimator, MatchInit, MetricSet, Norm, OwnImagesRequest, RunDir, SettingsRequest,
+};
 use hedge_lab::hib::run::{curve, train_with_progress};
 use serde::Serialize;
 
@@ -148,7 +147,7 @@ pub struct EvalArgs {
 pub fn split_or_main(split: Option<&str>, run: &RunDir) -> Result<NDigitSplit> {
     Ok(match split {
         Some(s) => NDigitSplit::parse(s)?,
-        None => run.read_config()?.hib.protocol.main_test_split(),
+        None => run.read_config()?.hib.data.protocol.main_test_split(),
     })
 }
 
@@ -354,48 +353,6 @@ pub struct SettingFlags {
     precision: Option<ConvPrecision>,
 }
 
-/// `hib train`'s batch flags, serialised as the config's batch fields: `--batch N` as
-/// `batch = "independent"`, `batch_pairs = N`; `--group AxB` as `batch = "grouped"`,
-/// `group_classes = A`, `group_size = B`; `--all-pairs` as `pair_set = "all"`.
-#[derive(Args)]
-pub struct BatchFlags {
-    /// Pairs per step (two images each) of the paper's independent batches (replaces a
-    /// config's grouped batches).
-    #[arg(long, conflicts_with = "group")]
-    batch: Option<usize>,
-    /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
-    /// scoring every within-class pair and as many cross-class ones.
-    #[arg(long, value_name = "CLASSESxIMAGES", value_parser = group_shape)]
-    group: Option<BatchComposition>,
-    /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
-    #[arg(long, requires = "group")]
-    all_pairs: bool,
-}
-
-impl Serialize for BatchFlags {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(pairs) = self.batch {
-            map.serialize_entry("batch", "independent")?;
-            map.serialize_entry("batch_pairs", &pairs)?;
-        }
-        if let Some(BatchComposition::Grouped { classes, per_class }) = self.group {
-            map.serialize_entry("batch", "grouped")?;
-            map.serialize_entry("group_classes", &classes)?;
-            map.serialize_entry("group_size", &per_class)?;
-        }
-        if self.all_pairs {
-            map.serialize_entry("pair_set", &PairSet::All)?;
-        }
-        map.end()
-    }
-}
-
-fn group_shape(spec: &str) -> std::result::Result<BatchComposition, String> {
-    BatchComposition::parse_grouped(spec).map_err(|e| e.to_string())
-}
-
 /// `--channels A,B`: two conv widths.
 fn channel_widths(spec: &str) -> std::result::Result<[usize; 2], String> {
     let widths: Vec<usize> = spec
@@ -442,7 +399,7 @@ pub fn run(command: HibCommand) -> Result<()> {
             let run = RunDir::open(&args.run)?;
             let split = match args.split {
                 Some(s) => s.into(),
-                None => run.read_config()?.hib.protocol.main_test_split(),
+                None => run.read_config()?.hib.data.protocol.main_test_split(),
             };
             let data = HibData::new(hedge_data::DataRoot::from_env());
             curve(&run, &data, args.repeats, split, args.device, &crate::command_line())?;
@@ -614,7 +571,7 @@ fn eval(args: EvalArgs) -> Result<()> {
     // A report on other weights, of some metrics, of a subset of images or of validation images
     // with other digits than the run's goes to stdout only: the run's eval.json holds the whole
     // evaluation of its own model.
-    let run_digits = run.read_config()?.hib.validation_digits;
+    let run_digits = run.read_config()?.hib.data.validation_digits;
     let own_digits = args.validation_digits.is_none_or(|d| d == run_digits);
     if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() && own_digits {
         save_eval(&run, &report)?;

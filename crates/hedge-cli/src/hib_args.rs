@@ -1,8 +1,10 @@
-//! The value enums `hedge hib` and `hedge hib reproduce` share (both modules import them from
-//! here, so neither imports the other's).
+//! The value enums and flags `hedge hib` and `hedge hib reproduce` share (both modules import
+//! them from here, so neither imports the other's).
 
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use hedge_data::NDigitSplit;
+use hedge_embed::{BatchComposition, PairSet};
+use serde::Serialize;
 
 /// A test split on the command line.
 #[derive(Clone, Copy, ValueEnum)]
@@ -26,4 +28,46 @@ impl From<SplitArg> for NDigitSplit {
 /// passes down (an unknown name or an absent GPU is refused with the usage line).
 pub fn device(s: &str) -> Result<tch::Device, String> {
     hedge_embed::parse_device(s).map_err(|e| e.to_string())
+}
+
+/// The batch flags of `hib train` and `hib reproduce`, serialised as the config's batch fields: `--batch N` as
+/// `batch = "independent"`, `batch_pairs = N`; `--group AxB` as `batch = "grouped"`,
+/// `group_classes = A`, `group_size = B`; `--all-pairs` as `pair_set = "all"`.
+#[derive(Args)]
+pub struct BatchFlags {
+    /// Pairs per step (two images each) of the paper's independent batches (replaces a
+    /// config's grouped batches).
+    #[arg(long, conflicts_with = "group")]
+    batch: Option<usize>,
+    /// Grouped batches instead of the paper's independent pairs: CLASSESxIMAGES (e.g. 32x8),
+    /// scoring every within-class pair and as many cross-class ones.
+    #[arg(long, value_name = "CLASSESxIMAGES", value_parser = group_shape)]
+    group: Option<BatchComposition>,
+    /// Score every pair of a grouped batch (matching and non-matching halves weighted 1/2).
+    #[arg(long, requires = "group")]
+    all_pairs: bool,
+}
+
+impl Serialize for BatchFlags {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(pairs) = self.batch {
+            map.serialize_entry("batch", "independent")?;
+            map.serialize_entry("batch_pairs", &pairs)?;
+        }
+        if let Some(BatchComposition::Grouped { classes, per_class }) = self.group {
+            map.serialize_entry("batch", "grouped")?;
+            map.serialize_entry("group_classes", &classes)?;
+            map.serialize_entry("group_size", &per_class)?;
+        }
+        if self.all_pairs {
+            map.serialize_entry("pair_set", &PairSet::All)?;
+        }
+        map.end()
+    }
+}
+
+fn group_shape(spec: &str) -> std::result::Result<BatchComposition, String> {
+    BatchComposition::parse_grouped(spec).map_err(|e| e.to_string())
 }

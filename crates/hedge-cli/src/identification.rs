@@ -136,7 +136,7 @@ pub fn index(args: IndexArgs) -> Result<()> {
         hedge_run::check_out_not_inside(&args.out, v, "--validation")?;
     }
     let run = hedge_embed::RunDir::open(&args.run)?;
-    let dim = run.read_config()?.hib.dim;
+    let dim = run.read_config()?.hib.model.dim;
     let search = SearchOptions::for_dim(dim).with_candidates(args.candidates).with_top_k(args.top_k);
     // Sizes first: nothing is read while a flag would refuse the work.
     search.check()?;

@@ -3,24 +3,23 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use hedge_embed::{HibConfig, NDigitProtocol};
+use hedge_embed::{HibData, NDigitProtocol, SettingsRequest};
 use hedge_lab::hib::reproduce::{reproduce, table1, table2, FinishedRun, ReproduceConfig, ReproduceEnv};
 use hedge_run::Experiment;
+use serde::Serialize;
 
-use crate::hib_args::SplitArg;
+use crate::hib_args::{BatchFlags, SplitArg};
 use hedge_embed::LrSchedule;
 
 #[derive(Args)]
 pub struct ReproduceArgs {
-    /// Digits per image (N).
-    #[arg(long, default_value_t = 2)]
-    digits: usize,
-    /// Embedding dimension (D).
-    #[arg(long, default_value_t = 2)]
-    dim: usize,
-    /// Training steps per model (default 20,000; with --budget-minutes, planned from speed).
+    /// The settings every model shares, by their names in the config's serde form.
+    #[command(flatten)]
+    settings: ReproduceSettingFlags,
+    /// Training steps per model [default: the recipe's, else 20,000; with --budget-minutes,
+    /// planned from speed].
     #[arg(long)]
     steps: Option<usize>,
     /// Minutes of training per model (evaluation excluded): the step count is planned from the
@@ -36,11 +35,6 @@ pub struct ReproduceArgs {
     /// the flags below override it.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Which N-digit MNIST tables: instance (the paper's tables: every class in training and
-    /// in test) or open-set (test_unseen's classes never trained on; hedge's extension)
-    /// [default: the recipe's, else instance].
-    #[arg(long, value_enum)]
-    protocol: Option<NDigitProtocol>,
     /// The test split Tables 1 and 2 are computed on [default: test (instance) or test_unseen
     /// (open-set), test_seen then beside it].
     #[arg(long, value_enum)]
@@ -64,15 +58,6 @@ pub struct ReproduceArgs {
     /// recorded in summary.json and every eval.json (the tables beside the paper use all).
     #[arg(long, value_name = "N")]
     eval_per_class: Option<usize>,
-    /// Adam learning rate.
-    #[arg(long)]
-    lr: Option<f64>,
-    /// Learning-rate schedule (default: the recipe's, else constant).
-    #[arg(long, value_enum)]
-    lr_schedule: Option<LrSchedule>,
-    /// Grouped batches CLASSESxIMAGES (e.g. 32x8) instead of the paper's 128 independent pairs.
-    #[arg(long, value_name = "CLASSESxIMAGES")]
-    group: Option<String>,
     /// Also train MoG-1 with beta = 0 (Table 5).
     #[arg(long)]
     beta_sweep: bool,
@@ -102,45 +87,71 @@ pub struct ReproduceArgs {
     overwrite: bool,
     /// Continue the reproduction in this folder from its last finished run (a run under way
     /// continues from its own last checkpoint).
-    #[arg(long, conflicts_with_all = ["config", "steps", "budget_minutes", "finish_planned_steps", "protocol", "split", "lr", "lr_schedule", "group", "beta_sweep", "appendix_g", "appendix_b", "curves", "no_figures", "eval_per_class"])]
+    #[arg(long, conflicts_with_all = ["config", "steps", "budget_minutes", "finish_planned_steps", "digits", "dim", "protocol", "split", "lr", "lr_schedule", "batch", "group", "beta_sweep", "appendix_g", "appendix_b", "curves", "no_figures", "eval_per_class"])]
     resume: Option<PathBuf>,
 }
 
+/// The settings of `hib reproduce` that every model shares, serialised under their names in the
+/// config's serde form and laid over `--config` ([`SettingsRequest`]).
+#[derive(Args, Serialize)]
+struct ReproduceSettingFlags {
+    /// Digits per image (N).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digits: Option<usize>,
+    /// Embedding dimension (D).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dim: Option<usize>,
+    /// Which N-digit MNIST tables: instance (the paper's tables: every class in training and
+    /// in test) or open-set (test_unseen's classes never trained on; hedge's extension)
+    /// [default: the recipe's, else instance].
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    protocol: Option<NDigitProtocol>,
+    /// Adam learning rate.
+    #[arg(long)]
+    #[serde(rename = "learning_rate", skip_serializing_if = "Option::is_none")]
+    lr: Option<f64>,
+    /// Learning-rate schedule [default: the recipe's, else constant].
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lr_schedule: Option<LrSchedule>,
+    /// How a step's pairs are drawn (--batch, --group, --all-pairs; default: the paper's 128
+    /// independent pairs).
+    #[command(flatten)]
+    #[serde(flatten)]
+    batch: BatchFlags,
+}
+
 impl ReproduceArgs {
-    /// The library's configuration of these arguments (the recipe file read and parsed).
-    fn config(&self) -> Result<ReproduceConfig> {
-        let recipe = match &self.config {
-            Some(path) => Some(HibConfig::from_toml_file(path).context("--config")?),
-            None => None,
+    /// The library's configuration of these arguments: the settings resolved and checked once
+    /// (defaults ← `--config` ← the setting flags ← the length).
+    fn config(&self, data: &hedge_data::DataRoot) -> Result<ReproduceConfig> {
+        let serde_json::Value::Object(overrides) = serde_json::to_value(&self.settings)? else {
+            unreachable!("a struct of named flags serialises as an object")
         };
-        let protocol: NDigitProtocol = match (self.protocol, &recipe) {
-            (Some(p), _) => p,
-            (None, Some(r)) => r.protocol,
-            (None, None) => NDigitProtocol::Instance,
-        };
+        let request = SettingsRequest::new("hib reproduce's flags", overrides)
+            .with_recipe(self.config.clone())
+            .with_length(self.steps, self.budget_minutes);
+        let hib = HibData::new(data.clone()).resolve(&request)?;
         Ok(ReproduceConfig {
-            digits: self.digits,
-            dim: self.dim,
-            steps: self.steps,
+            split: self.split.map_or(hib.data.protocol.main_test_split(), Into::into),
+            hib,
             budget_minutes: self.budget_minutes,
             finish_planned_steps: self.finish_planned_steps,
-            recipe,
-            protocol,
-            split: self.split.map_or(protocol.main_test_split(), Into::into),
             watch_every: self.watch_every,
             seeds: self.seeds,
             extra_seeds: self.extra_seeds,
             repeats: self.repeats,
             eval_images_per_class: self.eval_per_class,
-            learning_rate: self.lr,
-            lr_schedule: self.lr_schedule,
-            group: self.group.clone(),
             beta_sweep: self.beta_sweep,
             appendix_g: self.appendix_g,
             appendix_b: self.appendix_b,
             curves: self.curves,
             figures: !self.no_figures,
             command: crate::command_line(),
+            ..Default::default()
         })
     }
 }
@@ -153,7 +164,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         Some(dir) => (ReproduceConfig::resume(dir, &env, finished)?.1, dir.clone()),
         None => {
             let out = args.out.clone().expect("clap requires --out without --resume");
-            (reproduce(&args.config()?, &env, &out, args.overwrite)?, out)
+            (reproduce(&args.config(&env.data)?, &env, &out, args.overwrite)?, out)
         }
     };
     println!("{}", table1(&summary));

@@ -53,7 +53,7 @@ pub fn run(args: StudyArgs) -> Result<()> {
                     let steps = match &run.steps_from {
                         Some(planner) => format!("{planner}'s planned steps"),
                         None if !run.hib.steps_planned() => "planned from its budget".into(),
-                        None => format!("{} steps", run.hib.steps),
+                        None => format!("{} steps", run.hib.schedule.steps),
                     };
                     println!("{}: {steps}\n  {}", run.name, serde_json::to_string(&run.hib)?);
                 }

@@ -21,7 +21,8 @@ pub enum ModelKind {
 }
 
 /// What an input is embedded as, with the settings only that choice has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "EmbeddingFields", into = "EmbeddingFields")]
 pub enum EmbeddingKind {
     /// A point `z = f(x)` (Section 2.1).
     Point,
@@ -104,7 +105,8 @@ impl LrSchedule {
 }
 
 /// How a training batch is put together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "BatchFields", into = "BatchFields")]
 pub enum BatchComposition {
     /// The paper's two-stream sampler: `pairs` independent pairs, half matching, each image
     /// used once (Section 2.3).
@@ -280,97 +282,339 @@ pub fn onednn_isa_has_bf16(isa: &str) -> bool {
         || isa.starts_with("AVX10")
 }
 
-/// Hyper-parameters of a HIB model and its training.
+/// Hyper-parameters of a HIB model and its training, in five sections (model, loss, optimiser,
+/// data, schedule) and a seed.
 ///
-/// | name | default | purpose | range |
-/// |---|---|---|---|
-/// | `digits` | 2 | N of N-digit MNIST | 2 or 3 |
-/// | `dim` | 2 | embedding dimension D | ≥ 1 |
-/// | `model` | gaussian | point, gaussian or mog | |
-/// | `components` | 2 | mixture components C (mog only; gaussian is C = 1) | ≥ 1 |
-/// | `loss` | soft | a name in [`crate::pair_loss::LOSSES`]: soft, contrastive, focal | contrastive needs `model = point`; `pair_set = all` needs soft |
-/// | `margin` | 1.0 | contrastive margin M | > 0 |
-/// | `steps` | 20000 | optimiser steps | ≥ 1 |
-/// | `batch_pairs` | 128 | pairs per step (2x images), independent batches | ≥ 2 |
-/// | `batch` | independent | independent (paper) or grouped batches | |
-/// | `group_classes`, `group_size` | 32, 8 | classes per grouped batch, images per class | ≥ 2 |
+/// Config files, `config.json` and overrides by name use one flat serde form: each section's
+/// settings by their own names (`learning_rate = 3e-3`, `batch = "grouped"`), never the section's.
+/// Absent names keep their defaults; an unknown name is refused with the list of known ones.
 ///
-/// (The table lists the names config files use: `model` with `components`, and `batch` with
-/// `batch_pairs` or `group_classes` and `group_size`, are [`EmbeddingKind`] and
-/// [`BatchComposition`] in the struct, so a setting exists only where it applies.)
-/// | `beta` | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
-/// | `samples` | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
-/// | `learning_rate` | 1e-3 | Adam step size | > 0 |
-/// | `lr_schedule` | constant | constant, cosine decay to 0, or step (÷10 at 1/2 and 3/4 of the steps) | |
-/// | `warmup_steps` | 0 | linear warm-up from 0 before the schedule starts | < `steps` |
-/// | `head_lr_scale` | 1 | learning-rate multiplier of the match head's a and b | > 0 |
-/// | `match_init` | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
-/// | `norm` | none | none or batch normalisation after each convolution | |
-/// | `ema_decay` | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
-/// | `dropout` | 0 | training only: dropout of the trunk's features before the head, with this probability (0: off, the paper's network; not in the paper) | [0, 1) |
-/// | `weight_decay` | 0 | decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate (0: off, the paper's Adam; biases and the match head never decay) | ≥ 0, `weight_decay · learning_rate` < 1 |
-/// | `pair_set` | sampled | grouped batches: sampled pairs or all pairs | |
-/// | `recompose` | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
-/// | `digit_shift` | 0 | training images only: each digit image moved within its 28-pixel cell by up to this many pixels each way (rows and columns drawn uniformly), the space it leaves black (an augmentation; not in the paper) | ≤ 8, N-digit MNIST only |
-/// | `protocol` | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
-/// | `validation_classes` | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
-/// | `validation_fraction` | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
-/// | `validation_seed` | 0 | which classes or images are held out | |
-/// | `validation_digits` | shared | the held-out images' own digit images, or new ones redrawn from the MNIST training digits no training image uses (unused; not in the paper) | unused: N-digit MNIST, with validation |
-/// | `channels` | [32, 64] | widths of the two conv layers | ≥ 1 |
-/// | `occlusion_probability` | 0.2 | chance each training digit is occluded | [0, 1] |
-/// | `min_variance` | 1e-6 | floor added to softplus variances | > 0 |
-/// | `init_a`, `init_b` | 1, 0 | initial soft-threshold scale a > 0 and offset b | |
-/// | `conv_precision` | auto | f32, bf16, or auto (`HEDGE_CONV_PRECISION` where set, else bf16 where the hardware has it) | |
-/// | `seed` | 0 | seed of data order, occlusions, initialisation and noise | |
-/// | `log_every` | 50 | steps between metrics lines | ≥ 1 |
-/// | `checkpoint_every` | 1000 | steps between checkpoints | ≥ 1 |
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(from = "HibConfigFile", into = "HibConfigFile")]
+/// | name | section | default | purpose | range |
+/// |---|---|---|---|---|
+/// | `model` | model | gaussian | point, gaussian or mog | |
+/// | `components` | model | 2 | mixture components C (mog only; gaussian is C = 1) | ≥ 1 |
+/// | `dim` | model | 2 | embedding dimension D | ≥ 1 |
+/// | `channels` | model | [32, 64] | widths of the two conv layers | ≥ 1 |
+/// | `norm` | model | none | none or batch normalisation after each convolution | |
+/// | `dropout` | model | 0 | training only: dropout of the trunk's features before the head, with this probability (0: off, the paper's network; not in the paper) | [0, 1) |
+/// | `min_variance` | model | 1e-6 | floor added to softplus variances | > 0 |
+/// | `match_init` | model | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
+/// | `init_a`, `init_b` | model | 1, 0 | initial soft-threshold scale a > 0 and offset b | |
+/// | `conv_precision` | model | auto | f32, bf16, or auto (`HEDGE_CONV_PRECISION` where set, else bf16 where the hardware has it) | |
+/// | `loss` | loss | soft | a name in [`crate::pair_loss::LOSSES`]: soft, contrastive, focal | contrastive needs `model = point`; `pair_set = all` needs soft |
+/// | `margin` | loss | 1.0 | contrastive margin M | > 0 |
+/// | `beta` | loss | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
+/// | `samples` | loss | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
+/// | `learning_rate` | optimiser | 1e-3 | Adam step size | > 0 |
+/// | `head_lr_scale` | optimiser | 1 | learning-rate multiplier of the match head's a and b | > 0 |
+/// | `weight_decay` | optimiser | 0 | decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate (0: off, the paper's Adam; biases and the match head never decay) | ≥ 0, `weight_decay · learning_rate` < 1 |
+/// | `ema_decay` | optimiser | 0 | decay of an exponential moving average of the weights, evaluated instead of them (0: off) | [0, 1) |
+/// | `digits` | data | 2 | N of N-digit MNIST | 2 or 3 |
+/// | `protocol` | data | instance | N-digit MNIST tables: instance (the paper's: every class in train and test) or open-set (test classes never trained on) | |
+/// | `data` | data | none | a user's images instead of N-digit MNIST ([`OwnImages`]) | |
+/// | `batch` | data | independent | independent (paper) or grouped batches | |
+/// | `batch_pairs` | data | 128 | pairs per step (2x images), independent batches | ≥ 2 |
+/// | `group_classes`, `group_size` | data | 32, 8 | classes per grouped batch, images per class | ≥ 2 |
+/// | `pair_set` | data | sampled | grouped batches: sampled pairs or all pairs | |
+/// | `occlusion_probability` | data | 0.2 | chance each training digit is occluded | [0, 1] |
+/// | `recompose` | data | false | train on images made afresh each step from the training images' own digit images (a class's digits, other images of the same digits; not in the paper) | N-digit MNIST only |
+/// | `digit_shift` | data | 0 | training images only: each digit image moved within its 28-pixel cell by up to this many pixels each way (rows and columns drawn uniformly), the space it leaves black (an augmentation; not in the paper) | ≤ 8, N-digit MNIST only |
+/// | `validation_classes` | data | 0 | open-set: training classes held out (all their images) to choose models on unseen classes | leaves ≥ 2 |
+/// | `validation_fraction` | data | 0 | share of every training class's images held out (seeded) to choose models on seen classes | [0, 0.5] |
+/// | `validation_seed` | data | 0 | which classes or images are held out | |
+/// | `validation_digits` | data | shared | the held-out images' own digit images, or new ones redrawn from the MNIST training digits no training image uses (unused; not in the paper) | unused: N-digit MNIST, with validation |
+/// | `steps` | schedule | 20000 | optimiser steps | ≥ 1 |
+/// | `lr_schedule` | schedule | constant | constant, cosine decay to 0, or step (÷10 at 1/2 and 3/4 of the steps) | |
+/// | `warmup_steps` | schedule | 0 | linear warm-up from 0 before the schedule starts | < `steps` |
+/// | `log_every` | schedule | 50 | steps between metrics lines | ≥ 1 |
+/// | `checkpoint_every` | schedule | 1000 | steps between checkpoints | ≥ 1 |
+/// | `seed` | | 0 | seed of data order, occlusions, initialisation and noise | |
+///
+/// (`model` with `components`, and `batch` with `batch_pairs` or `group_classes` and
+/// `group_size`, are [`EmbeddingKind`] and [`BatchComposition`] in the struct, so a setting
+/// exists only where it applies; a file carries the settings of the choices not taken with their
+/// defaults, and they are ignored.)
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(try_from = "serde_json::Map<String, serde_json::Value>")]
 pub struct HibConfig {
-    pub digits: usize,
+    #[serde(flatten)]
+    pub model: ModelSettings,
+    #[serde(flatten)]
+    pub loss: LossSettings,
+    #[serde(flatten)]
+    pub optimiser: OptimiserSettings,
+    #[serde(flatten)]
+    pub data: DataSettings,
+    #[serde(flatten)]
+    pub schedule: ScheduleSettings,
+    pub seed: u64,
+}
+
+/// The network, and what it embeds an input as.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSettings {
+    /// `model` and `components` in the serde form.
+    #[serde(flatten)]
+    pub embedding: EmbeddingKind,
     pub dim: usize,
-    pub model: EmbeddingKind,
-    pub loss: LossKind,
-    pub margin: f64,
-    pub steps: usize,
-    pub batch: BatchComposition,
-    pub beta: f64,
-    pub samples: usize,
-    pub learning_rate: f64,
-    pub lr_schedule: LrSchedule,
-    pub warmup_steps: usize,
-    pub head_lr_scale: f64,
-    pub match_init: MatchInit,
+    pub channels: [usize; 2],
     pub norm: Norm,
-    pub ema_decay: f64,
-    /// Decoupled weight decay ([`crate::optim::Adam::set_weight_decay`]); 0 is the paper's plain Adam.
-    pub weight_decay: f64,
     /// Dropout probability of the trunk's features while training ([`crate::HibNet::forward_t`]).
     pub dropout: f64,
+    pub min_variance: f64,
+    pub match_init: MatchInit,
+    pub init_a: f64,
+    pub init_b: f64,
+    pub conv_precision: ConvPrecision,
+}
+
+impl Default for ModelSettings {
+    fn default() -> Self {
+        ModelSettings {
+            embedding: EmbeddingKind::Gaussian,
+            dim: 2,
+            channels: [32, 64],
+            norm: Norm::None,
+            dropout: 0.0,
+            min_variance: 1e-6,
+            match_init: MatchInit::Fixed,
+            init_a: 1.0,
+            init_b: 0.0,
+            conv_precision: ConvPrecision::Auto,
+        }
+    }
+}
+
+/// The pair loss and the variational bottleneck.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LossSettings {
+    /// `loss` in the serde form.
+    #[serde(rename = "loss")]
+    pub kind: LossKind,
+    pub margin: f64,
+    pub beta: f64,
+    pub samples: usize,
+}
+
+impl Default for LossSettings {
+    fn default() -> Self {
+        LossSettings { kind: LossKind::SOFT, margin: 1.0, beta: 1e-4, samples: 8 }
+    }
+}
+
+/// The optimiser's step sizes, weight decay and weight average.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OptimiserSettings {
+    pub learning_rate: f64,
+    pub head_lr_scale: f64,
+    /// Decoupled weight decay ([`crate::optim::Adam::set_weight_decay`]); 0 is the paper's plain Adam.
+    pub weight_decay: f64,
+    pub ema_decay: f64,
+}
+
+impl Default for OptimiserSettings {
+    fn default() -> Self {
+        OptimiserSettings { learning_rate: 1e-3, head_lr_scale: 1.0, weight_decay: 0.0, ema_decay: 0.0 }
+    }
+}
+
+/// What the network trains and is evaluated on, and how batches are drawn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DataSettings {
+    pub digits: usize,
+    /// Which N-digit MNIST tables (ignored with `own_images`, whose split is always open-set
+    /// style). Absent in the `config.json` of runs written before protocols existed, which were
+    /// all open-set; [`HibConfig::from_toml`] reads an absent one in a recipe as instance.
+    #[serde(default = "open_set")]
+    pub protocol: NDigitProtocol,
+    /// A user's images instead of N-digit MNIST (`None`: N-digit MNIST with `digits` digits);
+    /// `data` in the serde form.
+    #[serde(rename = "data", skip_serializing_if = "Option::is_none")]
+    pub own_images: Option<OwnImages>,
+    /// `batch`, `batch_pairs`, `group_classes` and `group_size` in the serde form.
+    #[serde(flatten)]
+    pub batch: BatchComposition,
     pub pair_set: PairSet,
+    pub occlusion_probability: f64,
     /// Train on images recomposed each step from the training split's digit images
     /// ([`hedge_data::ImageDataset::render_recomposed_batch`]) instead of the table's own.
     pub recompose: bool,
     /// Pixels each training digit image may move each way ([`hedge_data::ImageDataset::render_training_batch`]).
     pub digit_shift: usize,
-    /// Which N-digit MNIST tables (ignored with `data`, whose split is always open-set style).
-    pub protocol: NDigitProtocol,
     pub validation_classes: usize,
     pub validation_fraction: f64,
     pub validation_seed: u64,
     pub validation_digits: ValidationDigits,
-    pub channels: [usize; 2],
-    pub occlusion_probability: f64,
-    pub min_variance: f64,
-    pub init_a: f64,
-    pub init_b: f64,
-    pub conv_precision: ConvPrecision,
-    pub seed: u64,
+}
+
+fn open_set() -> NDigitProtocol {
+    NDigitProtocol::OpenSet
+}
+
+impl Default for DataSettings {
+    fn default() -> Self {
+        DataSettings {
+            digits: 2,
+            protocol: NDigitProtocol::Instance,
+            own_images: None,
+            batch: BatchComposition::Independent { pairs: DEFAULT_BATCH_PAIRS },
+            pair_set: PairSet::Sampled,
+            occlusion_probability: 0.2,
+            recompose: false,
+            digit_shift: 0,
+            validation_classes: 0,
+            validation_fraction: 0.0,
+            validation_seed: 0,
+            validation_digits: ValidationDigits::Shared,
+        }
+    }
+}
+
+/// How long training runs, its learning-rate schedule, and how often it logs and checkpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScheduleSettings {
+    pub steps: usize,
+    pub lr_schedule: LrSchedule,
+    pub warmup_steps: usize,
     pub log_every: usize,
     pub checkpoint_every: usize,
-    /// A user's images instead of N-digit MNIST (`None`: N-digit MNIST with `digits` digits).
-    pub data: Option<OwnImages>,
+}
+
+impl Default for ScheduleSettings {
+    fn default() -> Self {
+        ScheduleSettings {
+            steps: 20_000,
+            lr_schedule: LrSchedule::Constant,
+            warmup_steps: 0,
+            log_every: 50,
+            checkpoint_every: 1000,
+        }
+    }
+}
+
+/// The serde form of [`EmbeddingKind`]: `model` by name, and `components` (used by `mog` only).
+#[derive(Serialize, Deserialize)]
+#[serde(default)]
+struct EmbeddingFields {
+    model: ModelKind,
+    components: usize,
+}
+
+impl Default for EmbeddingFields {
+    fn default() -> Self {
+        EmbeddingKind::Gaussian.into()
+    }
+}
+
+impl From<EmbeddingFields> for EmbeddingKind {
+    fn from(f: EmbeddingFields) -> Self {
+        match f.model {
+            ModelKind::Point => EmbeddingKind::Point,
+            ModelKind::Gaussian => EmbeddingKind::Gaussian,
+            ModelKind::Mog => EmbeddingKind::Mixture { components: f.components },
+        }
+    }
+}
+
+impl From<EmbeddingKind> for EmbeddingFields {
+    fn from(e: EmbeddingKind) -> Self {
+        let components = match e {
+            EmbeddingKind::Mixture { components } => components,
+            _ => DEFAULT_COMPONENTS,
+        };
+        EmbeddingFields { model: e.kind(), components }
+    }
+}
+
+/// The serde form of [`BatchComposition`]: `batch` by name, `batch_pairs` (independent) and
+/// `group_classes`, `group_size` (grouped).
+#[derive(Serialize, Deserialize)]
+#[serde(default)]
+struct BatchFields {
+    batch: BatchKind,
+    batch_pairs: usize,
+    group_classes: usize,
+    group_size: usize,
+}
+
+impl Default for BatchFields {
+    fn default() -> Self {
+        BatchComposition::Independent { pairs: DEFAULT_BATCH_PAIRS }.into()
+    }
+}
+
+impl From<BatchFields> for BatchComposition {
+    fn from(f: BatchFields) -> Self {
+        match f.batch {
+            BatchKind::Independent => BatchComposition::Independent { pairs: f.batch_pairs },
+            BatchKind::Grouped => BatchComposition::Grouped { classes: f.group_classes, per_class: f.group_size },
+        }
+    }
+}
+
+impl From<BatchComposition> for BatchFields {
+    fn from(b: BatchComposition) -> Self {
+        let (pairs, (classes, per_class)) = (DEFAULT_BATCH_PAIRS, DEFAULT_GROUP);
+        match b {
+            BatchComposition::Independent { pairs } => BatchFields {
+                batch: BatchKind::Independent,
+                batch_pairs: pairs,
+                group_classes: classes,
+                group_size: per_class,
+            },
+            BatchComposition::Grouped { classes, per_class } => BatchFields {
+                batch: BatchKind::Grouped,
+                batch_pairs: pairs,
+                group_classes: classes,
+                group_size: per_class,
+            },
+        }
+    }
+}
+
+/// The flat form read: every name known, then each section from the names it owns. serde's
+/// `flatten` reports a wrongly typed value without its name, so a failing read is retried one
+/// name at a time over the defaults to name it.
+impl TryFrom<serde_json::Map<String, serde_json::Value>> for HibConfig {
+    type Error = String;
+
+    fn try_from(form: serde_json::Map<String, serde_json::Value>) -> std::result::Result<Self, String> {
+        let known = HibConfig::setting_names();
+        let unknown: Vec<&str> = form.keys().map(String::as_str).filter(|k| !known.iter().any(|n| n == k)).collect();
+        if !unknown.is_empty() {
+            return Err(format!(
+                "unknown field{} {}, expected one of {}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        fn read(form: &serde_json::Map<String, serde_json::Value>) -> serde_json::Result<HibConfig> {
+            let value = serde_json::Value::Object(form.clone());
+            Ok(HibConfig {
+                model: serde_json::from_value(value.clone())?,
+                loss: serde_json::from_value(value.clone())?,
+                optimiser: serde_json::from_value(value.clone())?,
+                data: serde_json::from_value(value.clone())?,
+                schedule: serde_json::from_value(value)?,
+                seed: form.get("seed").map(|s| serde_json::from_value(s.clone())).transpose()?.unwrap_or_default(),
+            })
+        }
+        read(&form).map_err(|e| {
+            let culprit = form.iter().find(|(name, value)| {
+                read(&serde_json::Map::from_iter([((*name).clone(), (*value).clone())])).is_err()
+            });
+            match culprit {
+                Some((name, _)) => format!("field `{name}`: {e}"),
+                None => e.to_string(),
+            }
+        })
+    }
 }
 
 /// A user's image set ([`hedge_data::ImageSet`]) and how it is split: whole classes held out as
@@ -418,106 +662,6 @@ impl Steps {
 /// [`HibConfig::with_training`] writes it and only [`HibConfig::steps_planned`] reads it.
 const UNPLANNED_STEPS: usize = 100_000_000;
 
-impl Default for HibConfig {
-    fn default() -> Self {
-        HibConfig {
-            digits: 2,
-            dim: 2,
-            model: EmbeddingKind::Gaussian,
-            loss: LossKind::SOFT,
-            margin: 1.0,
-            steps: 20_000,
-            batch: BatchComposition::Independent { pairs: DEFAULT_BATCH_PAIRS },
-            beta: 1e-4,
-            samples: 8,
-            learning_rate: 1e-3,
-            lr_schedule: LrSchedule::Constant,
-            warmup_steps: 0,
-            head_lr_scale: 1.0,
-            match_init: MatchInit::Fixed,
-            norm: Norm::None,
-            ema_decay: 0.0,
-            weight_decay: 0.0,
-            dropout: 0.0,
-            pair_set: PairSet::Sampled,
-            recompose: false,
-            digit_shift: 0,
-            protocol: NDigitProtocol::Instance,
-            validation_classes: 0,
-            validation_fraction: 0.0,
-            validation_seed: 0,
-            validation_digits: ValidationDigits::Shared,
-            channels: [32, 64],
-            occlusion_probability: 0.2,
-            min_variance: 1e-6,
-            init_a: 1.0,
-            init_b: 0.0,
-            conv_precision: ConvPrecision::Auto,
-            seed: 0,
-            log_every: 50,
-            checkpoint_every: 1000,
-            data: None,
-        }
-    }
-}
-
-/// [`HibConfig`] as config files and `config.json` write it: flat, every setting named once,
-/// settings of the choices not taken present with their defaults (and ignored).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-struct HibConfigFile {
-    digits: usize,
-    dim: usize,
-    model: ModelKind,
-    components: usize,
-    loss: LossKind,
-    margin: f64,
-    steps: usize,
-    batch_pairs: usize,
-    batch: BatchKind,
-    group_classes: usize,
-    group_size: usize,
-    beta: f64,
-    samples: usize,
-    learning_rate: f64,
-    lr_schedule: LrSchedule,
-    warmup_steps: usize,
-    head_lr_scale: f64,
-    match_init: MatchInit,
-    norm: Norm,
-    ema_decay: f64,
-    /// Absent (0) in the `config.json` of runs written before it existed.
-    weight_decay: f64,
-    /// Absent (0) in the `config.json` of runs written before it existed.
-    dropout: f64,
-    pair_set: PairSet,
-    /// Absent (false) in the `config.json` of runs written before it existed.
-    recompose: bool,
-    /// Absent (0) in the `config.json` of runs written before it existed.
-    digit_shift: usize,
-    /// Absent in the `config.json` of runs written before protocols existed, which were all
-    /// open-set (the "number" tables); [`HibConfig::from_toml`] reads an absent one as instance.
-    /// (Its own `default`, not the struct's: the struct's default names `instance`.)
-    #[serde(default)]
-    protocol: Option<NDigitProtocol>,
-    validation_classes: usize,
-    validation_fraction: f64,
-    validation_seed: u64,
-    /// Absent (shared) in the `config.json` of runs written before it existed.
-    validation_digits: ValidationDigits,
-    channels: [usize; 2],
-    occlusion_probability: f64,
-    min_variance: f64,
-    init_a: f64,
-    init_b: f64,
-    conv_precision: ConvPrecision,
-    seed: u64,
-    log_every: usize,
-    checkpoint_every: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<OwnImages>,
-}
-
 /// Defaults of the settings that belong to one choice (a mixture's `components`, an
 /// independent batch's pairs, a grouped batch's shape); a config file carries them for the
 /// choices not taken.
@@ -529,101 +673,12 @@ const DEFAULT_GROUP: (usize, usize) = (32, 8);
 /// edges: a shift of 8 already cuts ink off).
 const MAX_DIGIT_SHIFT: usize = 8;
 
-impl Default for HibConfigFile {
-    fn default() -> Self {
-        HibConfig::default().into()
-    }
-}
-
-/// `Self { <the fields a config file and the struct share, copied from $from>, <extra> }`:
-/// the shared fields are listed once for both directions of the conversion.
-macro_rules! with_shared_fields {
-    ($from:ident { $($extra:tt)* }) => {
-        Self {
-            $($extra)*
-            digits: $from.digits,
-            dim: $from.dim,
-            loss: $from.loss,
-            margin: $from.margin,
-            steps: $from.steps,
-            beta: $from.beta,
-            samples: $from.samples,
-            learning_rate: $from.learning_rate,
-            lr_schedule: $from.lr_schedule,
-            warmup_steps: $from.warmup_steps,
-            head_lr_scale: $from.head_lr_scale,
-            match_init: $from.match_init,
-            norm: $from.norm,
-            ema_decay: $from.ema_decay,
-            weight_decay: $from.weight_decay,
-            dropout: $from.dropout,
-            pair_set: $from.pair_set,
-            recompose: $from.recompose,
-            digit_shift: $from.digit_shift,
-            validation_classes: $from.validation_classes,
-            validation_fraction: $from.validation_fraction,
-            validation_seed: $from.validation_seed,
-            validation_digits: $from.validation_digits,
-            channels: $from.channels,
-            occlusion_probability: $from.occlusion_probability,
-            min_variance: $from.min_variance,
-            init_a: $from.init_a,
-            init_b: $from.init_b,
-            conv_precision: $from.conv_precision,
-            seed: $from.seed,
-            log_every: $from.log_every,
-            checkpoint_every: $from.checkpoint_every,
-            data: $from.data,
-        }
-    };
-}
-
-impl From<HibConfigFile> for HibConfig {
-    fn from(f: HibConfigFile) -> Self {
-        with_shared_fields!(f {
-            protocol: f.protocol.unwrap_or(NDigitProtocol::OpenSet),
-            model: match f.model {
-                ModelKind::Point => EmbeddingKind::Point,
-                ModelKind::Gaussian => EmbeddingKind::Gaussian,
-                ModelKind::Mog => EmbeddingKind::Mixture { components: f.components },
-            },
-            batch: match f.batch {
-                BatchKind::Independent => BatchComposition::Independent { pairs: f.batch_pairs },
-                BatchKind::Grouped => BatchComposition::Grouped { classes: f.group_classes, per_class: f.group_size },
-            },
-        })
-    }
-}
-
-impl From<HibConfig> for HibConfigFile {
-    fn from(c: HibConfig) -> Self {
-        let (batch, batch_pairs, (group_classes, group_size)) = match c.batch {
-            BatchComposition::Independent { pairs } => (BatchKind::Independent, pairs, DEFAULT_GROUP),
-            BatchComposition::Grouped { classes, per_class } => {
-                (BatchKind::Grouped, DEFAULT_BATCH_PAIRS, (classes, per_class))
-            }
-        };
-        with_shared_fields!(c {
-            protocol: Some(c.protocol),
-            model: c.model.kind(),
-            components: match c.model {
-                EmbeddingKind::Mixture { components } => components,
-                _ => DEFAULT_COMPONENTS,
-            },
-            batch_pairs,
-            batch,
-            group_classes,
-            group_size,
-        })
-    }
-}
-
 macro_rules! with {
-    ($($name:ident: $field:ident: $ty:ty),* $(,)?) => {
+    ($($name:ident: $($field:ident).+: $ty:ty),* $(,)?) => {
         $(
-            #[doc = concat!("Sets `", stringify!($field), "`.")]
+            #[doc = concat!("Sets `", stringify!($($field).+), "`.")]
             pub fn $name(mut self, value: $ty) -> Self {
-                self.$field = value;
+                self.$($field).+ = value;
                 self
             }
         )*
@@ -632,46 +687,58 @@ macro_rules! with {
 
 impl HibConfig {
     with!(
-        with_digits: digits: usize,
-        with_dim: dim: usize,
-        with_model: model: EmbeddingKind,
-        with_loss: loss: LossKind,
-        with_margin: margin: f64,
-        with_steps: steps: usize,
-        with_batch: batch: BatchComposition,
-        with_beta: beta: f64,
-        with_samples: samples: usize,
-        with_learning_rate: learning_rate: f64,
-        with_lr_schedule: lr_schedule: LrSchedule,
-        with_warmup_steps: warmup_steps: usize,
-        with_head_lr_scale: head_lr_scale: f64,
-        with_match_init: match_init: MatchInit,
-        with_norm: norm: Norm,
-        with_ema_decay: ema_decay: f64,
-        with_weight_decay: weight_decay: f64,
-        with_dropout: dropout: f64,
-        with_pair_set: pair_set: PairSet,
-        with_recompose: recompose: bool,
-        with_digit_shift: digit_shift: usize,
-        with_protocol: protocol: NDigitProtocol,
-        with_validation_classes: validation_classes: usize,
-        with_validation_fraction: validation_fraction: f64,
-        with_validation_seed: validation_seed: u64,
-        with_validation_digits: validation_digits: ValidationDigits,
-        with_channels: channels: [usize; 2],
-        with_occlusion_probability: occlusion_probability: f64,
-        with_min_variance: min_variance: f64,
-        with_conv_precision: conv_precision: ConvPrecision,
+        with_model: model.embedding: EmbeddingKind,
+        with_dim: model.dim: usize,
+        with_channels: model.channels: [usize; 2],
+        with_norm: model.norm: Norm,
+        with_dropout: model.dropout: f64,
+        with_min_variance: model.min_variance: f64,
+        with_match_init: model.match_init: MatchInit,
+        with_conv_precision: model.conv_precision: ConvPrecision,
+        with_loss: loss.kind: LossKind,
+        with_margin: loss.margin: f64,
+        with_beta: loss.beta: f64,
+        with_samples: loss.samples: usize,
+        with_learning_rate: optimiser.learning_rate: f64,
+        with_head_lr_scale: optimiser.head_lr_scale: f64,
+        with_weight_decay: optimiser.weight_decay: f64,
+        with_ema_decay: optimiser.ema_decay: f64,
+        with_digits: data.digits: usize,
+        with_protocol: data.protocol: NDigitProtocol,
+        with_batch: data.batch: BatchComposition,
+        with_pair_set: data.pair_set: PairSet,
+        with_occlusion_probability: data.occlusion_probability: f64,
+        with_recompose: data.recompose: bool,
+        with_digit_shift: data.digit_shift: usize,
+        with_validation_classes: data.validation_classes: usize,
+        with_validation_fraction: data.validation_fraction: f64,
+        with_validation_seed: data.validation_seed: u64,
+        with_validation_digits: data.validation_digits: ValidationDigits,
+        with_steps: schedule.steps: usize,
+        with_lr_schedule: schedule.lr_schedule: LrSchedule,
+        with_warmup_steps: schedule.warmup_steps: usize,
+        with_log_every: schedule.log_every: usize,
+        with_checkpoint_every: schedule.checkpoint_every: usize,
         with_seed: seed: u64,
-        with_log_every: log_every: usize,
-        with_checkpoint_every: checkpoint_every: usize,
     );
 
-    /// Sets `data` (a user's images instead of N-digit MNIST), whose split holds unseen classes
-    /// out: the protocol becomes open-set.
+    /// The names of the serde form, each setting's own (`learning_rate`, `batch`, `data`, …):
+    /// what config files, `config.json` and overrides may name.
+    pub fn setting_names() -> Vec<String> {
+        let mut names = match serde_json::to_value(HibConfig::default()) {
+            Ok(serde_json::Value::Object(form)) => form.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        // Written only when set.
+        names.push("data".to_string());
+        names
+    }
+
+    /// Sets `data.own_images` (a user's images instead of N-digit MNIST), whose split holds
+    /// unseen classes out: the protocol becomes open-set.
     pub fn with_data(mut self, data: OwnImages) -> Self {
-        self.data = Some(data);
-        self.protocol = NDigitProtocol::OpenSet;
+        self.data.own_images = Some(data);
+        self.data.protocol = NDigitProtocol::OpenSet;
         self
     }
 
@@ -679,7 +746,7 @@ impl HibConfig {
     /// trainer plans from the speed of the first steps (the plan's `budget_minutes` says how
     /// many minutes; [`HibConfig::steps_planned`] is false until then).
     pub fn with_training(mut self, steps: Steps) -> Self {
-        self.steps = match steps {
+        self.schedule.steps = match steps {
             Steps::Fixed(n) => n,
             Steps::Budget { .. } => UNPLANNED_STEPS,
         };
@@ -689,26 +756,37 @@ impl HibConfig {
     /// Whether `steps` is a step count (given, or planned from a budget's first steps), not a
     /// budget still to be planned.
     pub fn steps_planned(&self) -> bool {
-        self.steps != UNPLANNED_STEPS
+        self.schedule.steps != UNPLANNED_STEPS
     }
 
-    /// A config file's text (TOML, any [`HibConfig`] fields; the others keep their defaults).
-    /// A file that names no `protocol` is the paper's, `instance` (a run's `config.json`
-    /// without one predates protocols and is open-set).
+    /// A config file's text (TOML, any [`HibConfig`] settings by name; the others keep their
+    /// defaults). A file that names no `protocol` is the paper's, `instance` (a run's
+    /// `config.json` without one predates protocols and is open-set).
     ///
     /// # Errors
-    /// [`hedge_run::RunError::InvalidConfig`] with the parser's message (line, column, field).
+    /// [`hedge_run::RunError::InvalidConfig`] with the parser's message (line, column), or
+    /// naming the setting and its line.
     pub fn from_toml(text: &str) -> Result<Self> {
-        #[derive(Deserialize)]
-        struct ProtocolOnly {
-            protocol: Option<NDigitProtocol>,
-        }
-        let parse_error = |e: toml::de::Error| EmbedError::invalid("config", "TOML", e.to_string());
-        let mut config: HibConfig = toml::from_str(text).map_err(parse_error)?;
-        // Every field but `protocol` is ignored here (no deny_unknown_fields).
-        let named: ProtocolOnly = toml::from_str(text).map_err(parse_error)?;
-        if named.protocol.is_none() && config.data.is_none() {
-            config.protocol = NDigitProtocol::Instance;
+        let invalid = |why: String| EmbedError::invalid("config", "TOML", why);
+        let table: toml::Table = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let form = match serde_json::to_value(&table) {
+            Ok(serde_json::Value::Object(form)) => form,
+            _ => return Err(invalid("not a table of settings".into())),
+        };
+        let named_protocol = form.contains_key("protocol");
+        let mut config = HibConfig::try_from(form).map_err(|why| {
+            // The line of the setting the message names, as the TOML parser would give it.
+            let line = why.strip_prefix("field `").and_then(|rest| rest.split_once('`')).and_then(|(name, _)| {
+                text.lines()
+                    .position(|l| l.trim_start().strip_prefix(name).is_some_and(|r| r.trim_start().starts_with('=')))
+            });
+            match line {
+                Some(line) => invalid(format!("line {}: {why}", line + 1)),
+                None => invalid(why),
+            }
+        })?;
+        if !named_protocol && config.data.own_images.is_none() {
+            config.data.protocol = NDigitProtocol::Instance;
         }
         Ok(config)
     }
@@ -733,17 +811,17 @@ impl HibConfig {
     /// `[channels, height, width]` of the network's input: N-digit MNIST's `[1, 28, 28N]`, or
     /// the user's images'.
     pub fn input_shape(&self) -> [usize; 3] {
-        self.data.as_ref().map_or([1, 28, 28 * self.digits], |d| d.shape)
+        self.data.own_images.as_ref().map_or([1, 28, 28 * self.data.digits], |d| d.shape)
     }
 
     /// Mixture components: 1 for point and Gaussian models.
     pub fn effective_components(&self) -> usize {
-        self.model.components()
+        self.model.embedding.components()
     }
 
     /// Pairs one training step scores.
     pub fn pairs_per_step(&self) -> usize {
-        match (self.batch, self.pair_set) {
+        match (self.data.batch, self.data.pair_set) {
             (BatchComposition::Independent { pairs }, _) => pairs,
             (BatchComposition::Grouped { classes, per_class }, PairSet::Sampled) => {
                 classes.saturating_mul(per_class).saturating_mul(per_class.saturating_sub(1))
@@ -760,11 +838,11 @@ impl HibConfig {
     /// every pair. What [`hedge_run::Workload`]s of whole trainings count.
     pub fn step_operations(&self) -> f64 {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
-        let (c1, c2) = (self.channels[0] as f64, self.channels[1] as f64);
+        let (c1, c2) = (self.model.channels[0] as f64, self.model.channels[1] as f64);
         let per_image = 25.0 * (c * c1 * h * w + c1 * c2 * h * w / 4.0);
         let k = self.effective_samples() as f64;
-        3.0 * (self.batch.images() as f64 * per_image
-            + self.pairs_per_step() as f64 * k * k * (2.0 * self.dim as f64 + 8.0))
+        3.0 * (self.data.batch.images() as f64 * per_image
+            + self.pairs_per_step() as f64 * k * k * (2.0 * self.model.dim as f64 + 8.0))
     }
 
     /// Estimated bytes of one training step's Monte-Carlo tensors: per pair K² sample pairs,
@@ -773,7 +851,7 @@ impl HibConfig {
     /// the backward pass. Part of [`Self::step_footprint`].
     pub fn mc_bytes_per_step(&self) -> u128 {
         let k = self.effective_samples() as u128;
-        let per_sample_pair = 2 * self.dim as u128 + 8;
+        let per_sample_pair = 2 * self.model.dim as u128 + 8;
         self.pairs_per_step() as u128 * k * k * per_sample_pair * 4 * 2
     }
 
@@ -788,11 +866,11 @@ impl HibConfig {
     pub fn step_footprint(&self) -> hedge_run::Footprint<'_> {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
         let (hw, features) = (h * w, (h / 4.0).floor() * (w / 4.0).floor());
-        let stochastic = self.model != EmbeddingKind::Point;
-        let copies = if self.ema_decay > 0.0 { 5.0 } else { 4.0 };
+        let stochastic = self.model.embedding != EmbeddingKind::Point;
+        let copies = if self.optimiser.ema_decay > 0.0 { 5.0 } else { 4.0 };
         let bytes = move |config: &HibConfig, v: &[f64]| {
             let [batch_a, batch_b, samples, dim, components, c1, c2] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6]];
-            let (images, pairs) = match (config.batch, config.pair_set) {
+            let (images, pairs) = match (config.data.batch, config.data.pair_set) {
                 (BatchComposition::Independent { .. }, _) => (2.0 * batch_a, batch_a),
                 (BatchComposition::Grouped { .. }, PairSet::Sampled) => {
                     (batch_a * batch_b, batch_a * batch_b * (batch_b - 1.0))
@@ -808,7 +886,7 @@ impl HibConfig {
             let k = if stochastic { samples } else { 1.0 };
             images * per_image * 4.0 + parameters * 4.0 * copies + pairs * k * k * (2.0 * dim + 8.0) * 4.0 * 2.0
         };
-        let (batch_a, batch_b, flag_a) = match self.batch {
+        let (batch_a, batch_b, flag_a) = match self.data.batch {
             BatchComposition::Independent { pairs } => (pairs, 1, "--batch (pairs)"),
             BatchComposition::Grouped { classes, per_class } => (classes, per_class, "--group CLASSES"),
         };
@@ -817,35 +895,39 @@ impl HibConfig {
             batch_a as f64,
             2.0,
         );
-        footprint = if matches!(self.batch, BatchComposition::Grouped { .. }) {
+        footprint = if matches!(self.data.batch, BatchComposition::Grouped { .. }) {
             footprint.knob("--group IMAGES", batch_b as f64, 2.0)
         } else {
             footprint.knob("", 1.0, 1.0)
         };
         footprint = footprint
             .knob("--samples", self.effective_samples() as f64, 1.0)
-            .knob("--dim", self.dim as f64, 1.0)
+            .knob("--dim", self.model.dim as f64, 1.0)
             .knob("--components", self.effective_components() as f64, 1.0)
-            .knob("channels[0]", self.channels[0] as f64, 1.0)
-            .knob("channels[1]", self.channels[1] as f64, 1.0);
+            .knob("channels[0]", self.model.channels[0] as f64, 1.0)
+            .knob("channels[1]", self.model.channels[1] as f64, 1.0);
         footprint
     }
 
     /// Monte-Carlo samples actually drawn: 1 for a point embedding (it is its own sample).
     pub fn effective_samples(&self) -> usize {
-        match self.model {
+        match self.model.embedding {
             EmbeddingKind::Point => 1,
-            _ => self.samples,
+            _ => self.loss.samples,
         }
     }
 
     /// The learning rate of step `step` (0-based): a linear warm-up over `warmup_steps`, then
     /// `lr_schedule` over the remaining steps.
     pub fn learning_rate_at(&self, step: usize) -> f64 {
-        if step < self.warmup_steps {
-            return self.learning_rate * (step + 1) as f64 / self.warmup_steps as f64;
+        if step < self.schedule.warmup_steps {
+            return self.optimiser.learning_rate * (step + 1) as f64 / self.schedule.warmup_steps as f64;
         }
-        self.lr_schedule.at(self.learning_rate, step - self.warmup_steps, self.steps.saturating_sub(self.warmup_steps))
+        self.schedule.lr_schedule.at(
+            self.optimiser.learning_rate,
+            step - self.schedule.warmup_steps,
+            self.schedule.steps.saturating_sub(self.schedule.warmup_steps),
+        )
     }
 }
 
@@ -888,16 +970,16 @@ impl ParamGuard for HibConfig {
     /// # Errors
     /// [`hedge_run::RunError::InvalidConfig`] naming the field, its value and what it may be.
     fn check_ref(&self) -> Result<()> {
-        if self.conv_precision == ConvPrecision::Auto {
+        if self.model.conv_precision == ConvPrecision::Auto {
             // Refused here, once, rather than where the network is built.
             forced_conv_precision()?;
         }
         fn fail(field: &'static str, value: impl std::fmt::Display, reason: impl Into<String>) -> Result<()> {
             Err(EmbedError::invalid(field, value, reason))
         }
-        match &self.data {
-            None if !(2..=3).contains(&self.digits) => {
-                return fail("digits", self.digits, "N-digit MNIST has standard tables for 2 and 3");
+        match &self.data.own_images {
+            None if !(2..=3).contains(&self.data.digits) => {
+                return fail("digits", self.data.digits, "N-digit MNIST has standard tables for 2 and 3");
             }
             None => {}
             Some(own) => {
@@ -921,17 +1003,17 @@ impl ParamGuard for HibConfig {
                 }
             }
         }
-        if self.dim == 0 {
+        if self.model.dim == 0 {
             return fail("dim", 0, "the embedding needs at least one dimension");
         }
-        if self.dim > MAX_DIM {
+        if self.model.dim > MAX_DIM {
             return fail(
                 "dim",
-                self.dim,
+                self.model.dim,
                 format!("at most {MAX_DIM} (the paper embeds in 2 or 3 dimensions; a larger head would not fit a 28 x 28 input's network sensibly)"),
             );
         }
-        if self.model == (EmbeddingKind::Mixture { components: 0 }) {
+        if self.model.embedding == (EmbeddingKind::Mixture { components: 0 }) {
             return fail("components", 0, "a mixture needs at least one component");
         }
         if self.effective_components() > MAX_COMPONENTS {
@@ -942,14 +1024,14 @@ impl ParamGuard for HibConfig {
             );
         }
         // What the loss itself cannot train with (contrastive: point embeddings only).
-        crate::pair_loss::PairLoss::check(self.loss.loss(), self)?;
-        if !(self.margin.is_finite() && self.margin > 0.0) {
-            return fail("margin", self.margin, "the contrastive margin must be > 0");
+        crate::pair_loss::PairLoss::check(self.loss.kind.loss(), self)?;
+        if !(self.loss.margin.is_finite() && self.loss.margin > 0.0) {
+            return fail("margin", self.loss.margin, "the contrastive margin must be > 0");
         }
-        if self.steps == 0 {
+        if self.schedule.steps == 0 {
             return fail("steps", 0, "train for at least one step");
         }
-        match self.batch {
+        match self.data.batch {
             BatchComposition::Independent { pairs } if pairs < 2 => {
                 return fail("batch_pairs", pairs, "a balanced batch needs at least 2 pairs");
             }
@@ -962,112 +1044,123 @@ impl ParamGuard for HibConfig {
             }
             _ => {}
         }
-        if !(self.beta.is_finite() && self.beta >= 0.0) {
-            return fail("beta", self.beta, "the KL weight must be finite and >= 0");
+        if !(self.loss.beta.is_finite() && self.loss.beta >= 0.0) {
+            return fail("beta", self.loss.beta, "the KL weight must be finite and >= 0");
         }
         let c = self.effective_components();
-        if self.model != EmbeddingKind::Point && (self.samples == 0 || !self.samples.is_multiple_of(c)) {
+        if self.model.embedding != EmbeddingKind::Point
+            && (self.loss.samples == 0 || !self.loss.samples.is_multiple_of(c))
+        {
             return fail(
                 "samples",
-                self.samples,
+                self.loss.samples,
                 format!("stratified sampling draws the same number from each of the {c} components, so use a positive multiple of {c}"),
             );
         }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return fail("learning_rate", self.learning_rate, "must be > 0");
+        if !(self.optimiser.learning_rate.is_finite() && self.optimiser.learning_rate > 0.0) {
+            return fail("learning_rate", self.optimiser.learning_rate, "must be > 0");
         }
-        if self.warmup_steps >= self.steps {
+        if self.schedule.warmup_steps >= self.schedule.steps {
             return fail(
                 "warmup_steps",
-                self.warmup_steps,
-                format!("the warm-up must end before training does ({} steps)", self.steps),
+                self.schedule.warmup_steps,
+                format!("the warm-up must end before training does ({} steps)", self.schedule.steps),
             );
         }
-        if !(self.head_lr_scale.is_finite() && self.head_lr_scale > 0.0) {
-            return fail("head_lr_scale", self.head_lr_scale, "the match head's learning-rate multiplier must be > 0");
+        if !(self.optimiser.head_lr_scale.is_finite() && self.optimiser.head_lr_scale > 0.0) {
+            return fail(
+                "head_lr_scale",
+                self.optimiser.head_lr_scale,
+                "the match head's learning-rate multiplier must be > 0",
+            );
         }
-        if !(0.0..1.0).contains(&self.ema_decay) {
-            return fail("ema_decay", self.ema_decay, "use 0 (off) or a decay in (0, 1) such as 0.999");
+        if !(0.0..1.0).contains(&self.optimiser.ema_decay) {
+            return fail("ema_decay", self.optimiser.ema_decay, "use 0 (off) or a decay in (0, 1) such as 0.999");
         }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return fail("dropout", self.dropout, "use 0 (off) or a probability in (0, 1) such as 0.5");
+        if !(0.0..1.0).contains(&self.model.dropout) {
+            return fail("dropout", self.model.dropout, "use 0 (off) or a probability in (0, 1) such as 0.5");
         }
         // Each step multiplies a decayed weight by 1 − learning rate · weight_decay: at 1 or more
         // the weights would vanish or flip sign in one step.
-        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0 && self.weight_decay * self.learning_rate < 1.0)
+        if !(self.optimiser.weight_decay.is_finite()
+            && self.optimiser.weight_decay >= 0.0
+            && self.optimiser.weight_decay * self.optimiser.learning_rate < 1.0)
         {
             return fail(
                 "weight_decay",
-                self.weight_decay,
+                self.optimiser.weight_decay,
                 format!(
                     "use 0 (off) or a decay ≥ 0 whose product with the learning rate ({}) is below 1, such as 1e-4",
-                    self.learning_rate
+                    self.optimiser.learning_rate
                 ),
             );
         }
-        if self.pair_set == PairSet::All && !matches!(self.batch, BatchComposition::Grouped { .. }) {
+        if self.data.pair_set == PairSet::All && !matches!(self.data.batch, BatchComposition::Grouped { .. }) {
             return fail("pair_set", "all", "all pairs needs grouped batches (--group CLASSESxIMAGES)");
         }
-        if self.recompose && self.data.is_some() {
+        if self.data.recompose && self.data.own_images.is_some() {
             return fail(
                 "recompose",
                 true,
                 "recomposing images from their digits needs N-digit MNIST; leave it off with your own images (data)",
             );
         }
-        if self.digit_shift > MAX_DIGIT_SHIFT {
+        if self.data.digit_shift > MAX_DIGIT_SHIFT {
             return fail(
                 "digit_shift",
-                self.digit_shift,
+                self.data.digit_shift,
                 format!("move a digit at most {MAX_DIGIT_SHIFT} pixels of its 28 (2 is a usual augmentation)"),
             );
         }
-        if self.digit_shift > 0 && self.data.is_some() {
+        if self.data.digit_shift > 0 && self.data.own_images.is_some() {
             return fail(
                 "digit_shift",
-                self.digit_shift,
+                self.data.digit_shift,
                 "shifting digit images needs N-digit MNIST; leave it 0 with your own images (data)",
             );
         }
-        if self.data.is_some() && self.protocol == NDigitProtocol::Instance {
+        if self.data.own_images.is_some() && self.data.protocol == NDigitProtocol::Instance {
             return fail(
                 "protocol",
                 "instance",
                 "your own images (data) are split with unseen classes held out; the protocol is open-set",
             );
         }
-        if !(self.validation_fraction.is_finite() && (0.0..=0.5).contains(&self.validation_fraction)) {
+        if !(self.data.validation_fraction.is_finite() && (0.0..=0.5).contains(&self.data.validation_fraction)) {
             return fail(
                 "validation_fraction",
-                self.validation_fraction,
+                self.data.validation_fraction,
                 "hold out a share in [0, 0.5] of each class's training images (e.g. 0.05)",
             );
         }
-        if self.validation_classes > 0 && self.validation_fraction > 0.0 {
+        if self.data.validation_classes > 0 && self.data.validation_fraction > 0.0 {
             return fail(
                 "validation_classes",
-                self.validation_classes,
+                self.data.validation_classes,
                 "choose models on held-out classes (validation_classes) or on held-out images of every class \
                  (validation_fraction), not both",
             );
         }
-        if self.validation_classes > 0 && self.protocol == NDigitProtocol::Instance && self.data.is_none() {
+        if self.data.validation_classes > 0
+            && self.data.protocol == NDigitProtocol::Instance
+            && self.data.own_images.is_none()
+        {
             return fail(
                 "validation_classes",
-                self.validation_classes,
+                self.data.validation_classes,
                 "the instance protocol tests the training classes: choose models on held-out images of every class \
                  (--validation-fraction, e.g. 0.05), or use --protocol open-set",
             );
         }
-        if self.validation_digits == ValidationDigits::Unused {
-            if self.data.is_some() {
+        if self.data.validation_digits == ValidationDigits::Unused {
+            if self.data.own_images.is_some() {
                 return fail(
                     "validation_digits",
                     "unused",
                     "new digit images exist only for N-digit MNIST; leave it shared with your own images (data)",
                 );
             }
-            if self.validation_fraction == 0.0 && self.validation_classes == 0 {
+            if self.data.validation_fraction == 0.0 && self.data.validation_classes == 0 {
                 return fail(
                     "validation_digits",
                     "unused",
@@ -1075,32 +1168,36 @@ impl ParamGuard for HibConfig {
                 );
             }
         }
-        if self.channels.contains(&0) {
-            return fail("channels", format!("{:?}", self.channels), "each conv layer needs at least one channel");
+        if self.model.channels.contains(&0) {
+            return fail(
+                "channels",
+                format!("{:?}", self.model.channels),
+                "each conv layer needs at least one channel",
+            );
         }
-        if !(0.0..=1.0).contains(&self.occlusion_probability) {
-            return fail("occlusion_probability", self.occlusion_probability, "a probability lies in [0, 1]");
+        if !(0.0..=1.0).contains(&self.data.occlusion_probability) {
+            return fail("occlusion_probability", self.data.occlusion_probability, "a probability lies in [0, 1]");
         }
-        if !(self.min_variance.is_finite() && self.min_variance > 0.0) {
-            return fail("min_variance", self.min_variance, "the variance floor must be > 0");
+        if !(self.model.min_variance.is_finite() && self.model.min_variance > 0.0) {
+            return fail("min_variance", self.model.min_variance, "the variance floor must be > 0");
         }
-        if !(self.init_a.is_finite() && self.init_a > 0.0) {
-            return fail("init_a", self.init_a, "the distance scale a must be > 0");
+        if !(self.model.init_a.is_finite() && self.model.init_a > 0.0) {
+            return fail("init_a", self.model.init_a, "the distance scale a must be > 0");
         }
-        if !(self.init_b.is_finite() && self.init_b.abs() <= MAX_INIT_B) {
+        if !(self.model.init_b.is_finite() && self.model.init_b.abs() <= MAX_INIT_B) {
             return fail(
                 "init_b",
-                self.init_b,
+                self.model.init_b,
                 format!(
                     "give a finite offset within ±{MAX_INIT_B}: past it sigmoid(−a·d + b) is 0 or 1 for every pair, \
                      the loss is infinite and nothing trains (the default is 0)"
                 ),
             );
         }
-        if self.log_every == 0 {
+        if self.schedule.log_every == 0 {
             return fail("log_every", 0, "log at least every step (>= 1)");
         }
-        if self.checkpoint_every == 0 {
+        if self.schedule.checkpoint_every == 0 {
             return fail("checkpoint_every", 0, "checkpoint at least every step (>= 1)");
         }
         // Last: every number it reads has passed its own check.
@@ -1181,17 +1278,15 @@ mod tests {
                 "validation_classes",
             ),
             (
-                HibConfig {
-                    data: Some(OwnImages {
+                HibConfig::default()
+                    .with_data(OwnImages {
                         path: "/images".into(),
                         shape: [1, 28, 28],
                         unseen_classes: 2,
                         seen_test_fraction: 0.2,
                         split_seed: 0,
-                    }),
-                    ..HibConfig::default().with_protocol(NDigitProtocol::OpenSet)
-                }
-                .with_recompose(true),
+                    })
+                    .with_recompose(true),
                 "recompose",
             ),
             (HibConfig::default().with_validation_digits(ValidationDigits::Unused), "validation_digits"),
@@ -1316,8 +1411,8 @@ mod tests {
             "model = \"mog\"\ncomponents = 3\nsamples = 9\nbatch = \"grouped\"\ngroup_classes = 16\ngroup_size = 4\n",
         )
         .unwrap();
-        assert_eq!(c.model, EmbeddingKind::Mixture { components: 3 });
-        assert_eq!(c.batch, BatchComposition::Grouped { classes: 16, per_class: 4 });
+        assert_eq!(c.model.embedding, EmbeddingKind::Mixture { components: 3 });
+        assert_eq!(c.data.batch, BatchComposition::Grouped { classes: 16, per_class: 4 });
         c.check_ref().unwrap();
         let json = serde_json::to_value(&c).unwrap();
         assert_eq!(json["model"], "mog");
@@ -1326,8 +1421,8 @@ mod tests {
         assert_eq!((json["group_classes"].as_u64(), json["group_size"].as_u64()), (Some(16), Some(4)));
         // A Gaussian ignores `components`, an independent batch the group shape, as before.
         let g: HibConfig = toml::from_str("model = \"gaussian\"\ncomponents = 5\nbatch_pairs = 64\n").unwrap();
-        assert_eq!(g.model, EmbeddingKind::Gaussian);
-        assert_eq!(g.batch, BatchComposition::Independent { pairs: 64 });
+        assert_eq!(g.model.embedding, EmbeddingKind::Gaussian);
+        assert_eq!(g.data.batch, BatchComposition::Independent { pairs: 64 });
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib");
         let mut checked = 0;
         let mut stack = vec![root];
@@ -1378,7 +1473,7 @@ mod tests {
         let budget = HibConfig::default().with_training(Steps::Budget { minutes: 2.0 });
         assert!(!budget.steps_planned() && budget.check_ref().is_ok());
         let fixed = budget.with_training(Steps::Fixed(300));
-        assert!(fixed.steps_planned() && fixed.steps == 300);
+        assert!(fixed.steps_planned() && fixed.schedule.steps == 300);
     }
 
     /// Every command reads `--config` through one function: a missing file and a bad field are
@@ -1393,17 +1488,17 @@ mod tests {
         let e = HibConfig::from_toml_file(&path).unwrap_err().to_string();
         assert!(e.contains("recipe.toml") && e.contains("line 1") && e.contains("not a HIB recipe"), "{e}");
         std::fs::write(&path, "dim = 3\n").unwrap();
-        assert_eq!(HibConfig::from_toml_file(&path).unwrap().dim, 3);
+        assert_eq!(HibConfig::from_toml_file(&path).unwrap().model.dim, 3);
     }
 
     #[test]
     fn an_absent_protocol_is_instance_in_a_config_file_and_open_set_in_an_old_run() {
-        assert_eq!(HibConfig::from_toml("dim = 3\n").unwrap().protocol, NDigitProtocol::Instance);
+        assert_eq!(HibConfig::from_toml("dim = 3\n").unwrap().data.protocol, NDigitProtocol::Instance);
         let open = HibConfig::from_toml("protocol = \"open-set\"\nvalidation_classes = 10\n").unwrap();
-        assert_eq!(open.protocol, NDigitProtocol::OpenSet);
+        assert_eq!(open.data.protocol, NDigitProtocol::OpenSet);
         open.check_ref().unwrap();
         let old: HibConfig = serde_json::from_str(r#"{"dim": 2, "validation_classes": 10}"#).unwrap();
-        assert_eq!(old.protocol, NDigitProtocol::OpenSet);
+        assert_eq!(old.data.protocol, NDigitProtocol::OpenSet);
         let json = serde_json::to_value(HibConfig::default()).unwrap();
         assert_eq!(json["protocol"], "instance");
         let e = HibConfig::from_toml("protocol = \"closed\"\n").unwrap_err().to_string();

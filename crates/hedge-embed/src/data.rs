@@ -129,8 +129,8 @@ impl HibData {
     /// shape the run was made with (the model would not fit them), and every error of
     /// [`ImageSet::read`].
     pub fn role(&self, config: &HibConfig, split: NDigitSplit) -> Result<ImageDataset> {
-        let Some(own) = &config.data else {
-            return self.split(config.digits, config.protocol, split);
+        let Some(own) = &config.data.own_images else {
+            return self.split(config.data.digits, config.data.protocol, split);
         };
         if matches!(split, NDigitSplit::Test | NDigitSplit::Validation) {
             return Err(crate::EmbedError::invalid(
@@ -151,7 +151,7 @@ impl HibData {
 
     /// The split of a user's images that `config.data` describes (`None` for N-digit MNIST).
     pub fn own_split(&self, config: &HibConfig) -> Result<Option<OwnSplit>> {
-        let Some(own) = &config.data else { return Ok(None) };
+        let Some(own) = &config.data.own_images else { return Ok(None) };
         let set = self.checked_own(own)?;
         let names = |part: &ImageSet| -> Vec<String> {
             let mut classes: Vec<u32> = part.labels.clone();

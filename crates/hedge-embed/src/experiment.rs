@@ -49,7 +49,7 @@ pub fn prepare_resume(
                 ),
             ));
         }
-        config.hib.steps = steps;
+        config.hib.schedule.steps = steps;
         crate::ParamGuard::check_ref(&config.hib)?;
         run.write_config(&config)?;
         // An explicit new total replaces the budget the run was started with.
@@ -238,8 +238,8 @@ pub fn start_run(
     overwrite: bool,
     command: &str,
 ) -> Result<(RunDir, HibConfig)> {
-    config.conv_precision = config.conv_precision.resolve(device)?;
-    if let Some(own) = &config.data {
+    config.model.conv_precision = config.model.conv_precision.resolve(device)?;
+    if let Some(own) = &config.data.own_images {
         hedge_run::check_out_not_inside(out, &own.path, "--data")?;
     }
     let train_set = data.role(&config, NDigitSplit::Train)?;
@@ -261,7 +261,7 @@ pub fn start_run(
 /// The paper's Table 1 column of a configuration: point, MoG-1 (one Gaussian) or MoG-2.
 pub fn paper_column(config: &HibConfig) -> Option<&'static str> {
     use crate::EmbeddingKind;
-    match config.model {
+    match config.model.embedding {
         EmbeddingKind::Point => Some("point"),
         EmbeddingKind::Gaussian | EmbeddingKind::Mixture { components: 1 } => Some("mog1"),
         EmbeddingKind::Mixture { components: 2 } => Some("mog2"),
@@ -324,11 +324,11 @@ mod tests {
 
         let (config, resumed) = prepare_resume(&run, None, None).unwrap();
         assert_eq!((resumed.keep_every, resumed.budget_minutes), (500, Some(20.0)));
-        assert_eq!(config.hib.steps, HibConfig::default().steps);
+        assert_eq!(config.hib.schedule.steps, HibConfig::default().schedule.steps);
 
         let (config, resumed) = prepare_resume(&run, Some(3000), Some(250)).unwrap();
-        assert_eq!((config.hib.steps, resumed.keep_every, resumed.budget_minutes), (3000, 250, None));
-        assert_eq!(run.read_config().unwrap().hib.steps, 3000);
+        assert_eq!((config.hib.schedule.steps, resumed.keep_every, resumed.budget_minutes), (3000, 250, None));
+        assert_eq!(run.read_config().unwrap().hib.schedule.steps, 3000);
         assert_eq!(read_plan(&run).unwrap().keep_every, 250);
 
         // Once a checkpoint has recorded the definition, an edit by hand (the learning rate, 1e-3
@@ -337,7 +337,7 @@ mod tests {
         run.directory().checkpoint(1000).commit().unwrap();
         let path = run.file(crate::run::CONFIG_FILE);
         let text = std::fs::read_to_string(&path).unwrap();
-        let lr = format!("\"learning_rate\": {}", HibConfig::default().learning_rate);
+        let lr = format!("\"learning_rate\": {}", HibConfig::default().optimiser.learning_rate);
         assert!(text.contains(&lr), "{text}");
         std::fs::write(&path, text.replace(&lr, "\"learning_rate\": 0.5")).unwrap();
         let msg = prepare_resume(&run, None, None).unwrap_err().to_string();

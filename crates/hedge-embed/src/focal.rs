@@ -21,7 +21,7 @@ pub const REGISTRATION: Registration = Registration {
         let (log_p, log_not_p) = input.matcher.log_match(&z1, &z2);
         let pair = focal(&log_p.where_self(input.is_match, &log_not_p), GAMMA).mean(Kind::Float);
         let kl = (input.left.kl_to_standard_normal(&z1) + input.right.kl_to_standard_normal(&z2)).mean(Kind::Float);
-        let beta = input.config.beta;
+        let beta = input.config.loss.beta;
         let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
         LossTerms { total, pair, kl, pairs: input.is_match.size()[0] as usize }
     },

@@ -35,36 +35,37 @@ impl HibNet {
     /// Builds the network's variables under `vs` (names: `trunk.conv1`, `trunk.conv2`, `head`,
     /// `match.a_raw`, `match.b`; with batch norm also `trunk.norm1`, `trunk.norm2`). `config` must have passed [`crate::ParamGuard::check_ref`].
     pub fn new(vs: &nn::Path, config: &HibConfig) -> Self {
-        let [c1, c2] = config.channels.map(|c| c as i64);
+        let [c1, c2] = config.model.channels.map(|c| c as i64);
         let conv = nn::ConvConfig { padding: 2, ..Default::default() };
         let trunk = vs / "trunk";
         // "Same" convolutions keep the size; each of the two max-pools floors it by half.
         let [in_channels, height, width] = config.input_shape().map(|v| v as i64);
         let features = c2 * (height / 4) * (width / 4);
-        let dim = config.dim as i64;
+        let dim = config.model.dim as i64;
         let components = config.effective_components() as i64;
-        let outputs = match config.model.kind() {
+        let outputs = match config.model.embedding.kind() {
             ModelKind::Point => dim,
             _ => components * 2 * dim,
         };
         HibNet {
             conv1: nn::conv2d(&trunk / "conv1", in_channels, c1, 5, conv),
             conv2: nn::conv2d(&trunk / "conv2", c1, c2, 5, conv),
-            norms: (config.norm == Norm::Batch).then(|| {
+            norms: (config.model.norm == Norm::Batch).then(|| {
                 [
                     nn::batch_norm2d(&trunk / "norm1", c1, Default::default()),
                     nn::batch_norm2d(&trunk / "norm2", c2, Default::default()),
                 ]
             }),
             head: nn::linear(vs / "head", features, outputs, Default::default()),
-            matcher: MatchHead::new(vs / "match", config.init_a, config.init_b),
-            kind: config.model.kind(),
+            matcher: MatchHead::new(vs / "match", config.model.init_a, config.model.init_b),
+            kind: config.model.embedding.kind(),
             components,
             dim,
-            min_variance: config.min_variance,
-            dropout: config.dropout,
+            min_variance: config.model.min_variance,
+            dropout: config.model.dropout,
             // `check_ref` refused a bad HEDGE_CONV_PRECISION, so the fallback is never taken.
             bf16: config
+                .model
                 .conv_precision
                 .resolve(vs.device())
                 .unwrap_or_else(|_| ConvPrecision::for_hardware(vs.device()))

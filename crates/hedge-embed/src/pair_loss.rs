@@ -152,13 +152,13 @@ impl std::str::FromStr for LossKind {
 
 /// Refuses `pair_set = all` for a loss that scores sampled pairs only.
 pub fn sampled_pairs_only(config: &HibConfig) -> Result<()> {
-    if config.pair_set == PairSet::All {
+    if config.data.pair_set == PairSet::All {
         return Err(EmbedError::invalid(
             "pair_set",
             "all",
             format!(
                 "all pairs is implemented for the soft contrastive loss; use --loss soft, not {}",
-                config.loss.name()
+                config.loss.kind.name()
             ),
         ));
     }
@@ -176,11 +176,12 @@ pub const SOFT: Registration = Registration {
         match input.all_pairs {
             Some(pairs) => {
                 let (total, pair, kl) =
-                    all_pair_loss(input.matcher, input.embedding, pairs, samples, input.config.beta);
+                    all_pair_loss(input.matcher, input.embedding, pairs, samples, input.config.loss.beta);
                 LossTerms { total, pair, kl, pairs: pairs.2.size()[0] as usize }
             }
             None => {
-                let l = vib_loss(input.matcher, input.left, input.right, input.is_match, samples, input.config.beta);
+                let l =
+                    vib_loss(input.matcher, input.left, input.right, input.is_match, samples, input.config.loss.beta);
                 LossTerms { total: l.total, pair: l.pair, kl: l.kl, pairs: input.is_match.size()[0] as usize }
             }
         }
@@ -192,7 +193,7 @@ pub const CONTRASTIVE: Registration = Registration {
     name: "contrastive",
     about: "Hadsell et al.'s contrastive loss with margin `margin` (Eq. 1); point embeddings only",
     check: |config| {
-        if config.model != EmbeddingKind::Point {
+        if config.model.embedding != EmbeddingKind::Point {
             return Err(EmbedError::invalid(
                 "loss",
                 "contrastive",
@@ -206,7 +207,7 @@ pub const CONTRASTIVE: Registration = Registration {
             &input.left.mean.select(1, 0),
             &input.right.mean.select(1, 0),
             input.is_match,
-            input.config.margin,
+            input.config.loss.margin,
         )
         .mean(Kind::Float);
         let kl = l.zeros_like();

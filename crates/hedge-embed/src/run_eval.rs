@@ -31,7 +31,7 @@ pub fn with_group(config: HibConfig, spec: &str) -> Result<HibConfig> {
 /// pairs), clean and corrupt, written to `verification.json`: the quick check a training command
 /// ends with. The full evaluation (KNN, uncertainty correlations) is [`evaluate_run`].
 pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Result<VerificationReport> {
-    let split = trainer.config.protocol.main_test_split();
+    let split = trainer.config.data.protocol.main_test_split();
     let test = data.role(&trainer.config, split)?;
     let pairs = verification_pairs(&test.labels, 5000, 5000, PAIR_SEED)?;
     let net = trainer.inference_net();
@@ -51,7 +51,7 @@ pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Re
     }
     let report = VerificationReport {
         pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
-        data_protocol: trainer.config.protocol,
+        data_protocol: trainer.config.data.protocol,
         split,
         step: trainer.step(),
         variants,
@@ -197,7 +197,7 @@ pub fn evaluate_run(
         // The largest Monte-Carlo tensor: 250 probes x their candidates (at most 20,000 are
         // scored at once), samples² pairs each: both numbers are knobs, so a refusal names the
         // one that is too large.
-        let per = (2 * config.dim + 8) as f64 * 4.0 * 2.0;
+        let per = (2 * config.model.dim + 8) as f64 * 4.0 * 2.0;
         let least = EvalOptions::default().knn_k as f64;
         hedge_run::Footprint::new("hib eval: one chunk of candidate pairs", move |v| {
             250.0 * v[0].clamp(least, 20_000.0) * v[1] * v[1] * per
@@ -222,20 +222,20 @@ pub fn evaluate_run(
         metrics: settings.metrics,
         ..Default::default()
     };
-    let stochastic = config.model.is_stochastic();
+    let stochastic = config.model.embedding.is_stochastic();
     let eval = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
     let report = EvalReport::new(
         &eval,
         EvalContext {
             run: run.path.display().to_string(),
             weights: weights.map(|w| w.display().to_string()),
-            data_protocol: config.protocol,
+            data_protocol: config.data.protocol,
             split: settings.split,
-            model: config.model.kind(),
+            model: config.model.embedding.kind(),
             components: config.effective_components(),
-            digits: config.digits,
-            dim: config.dim,
-            steps: config.steps,
+            digits: config.data.digits,
+            dim: config.model.dim,
+            steps: config.schedule.steps,
             match_estimator: settings.estimator,
             eval_seconds: started.elapsed().as_secs_f64(),
             command: command.to_string(),
@@ -259,7 +259,7 @@ fn run_images(
     if split != NDigitSplit::Validation {
         return Ok((data.role(config, split)?, None));
     }
-    let config = config.clone().with_validation_digits(validation_digits.unwrap_or(config.validation_digits));
+    let config = config.clone().with_validation_digits(validation_digits.unwrap_or(config.data.validation_digits));
     let images = crate::train::validation_images(&config, data.role(&config, NDigitSplit::Train)?)?;
     let images = images.ok_or_else(|| {
         EmbedError::invalid(
@@ -271,7 +271,7 @@ fn run_images(
             ),
         )
     })?;
-    Ok((images, Some(config.validation_digits)))
+    Ok((images, Some(config.data.validation_digits)))
 }
 
 /// Writes `report` into `run` as [`eval_file_name`] of its split, so evaluating `test_seen`

@@ -84,13 +84,13 @@ impl HibData {
         };
         let mut config = hedge_run::with_overrides(&base, &request.overrides, &request.source)?;
         if let Some(components) = request.overrides.get("components") {
-            if !matches!(config.model, EmbeddingKind::Mixture { .. }) {
+            if !matches!(config.model.embedding, EmbeddingKind::Mixture { .. }) {
                 return Err(EmbedError::invalid(
                     "components",
                     components,
                     format!(
                         "components apply to mixtures, but the model is {:?}; set the model to mog",
-                        config.model.kind()
+                        config.model.embedding.kind()
                     ),
                 ));
             }
@@ -100,7 +100,7 @@ impl HibData {
                 self.with_own_images(config, &own.path, own.unseen_classes, own.seen_test_fraction, own.split_seed)?;
         }
         if request.steps.is_some() || request.budget_minutes.is_some() {
-            let steps = Steps::from_flags(request.steps, request.budget_minutes, config.steps);
+            let steps = Steps::from_flags(request.steps, request.budget_minutes, config.schedule.steps);
             config = config.with_training(steps);
         }
         config.check_ref()?;
@@ -144,7 +144,7 @@ mod tests {
     fn a_default_request_is_the_default_config_on_the_paper_s_protocol() {
         let got = data().resolve(&SettingsRequest::new("settings", Map::new())).unwrap();
         assert_eq!(got, HibConfig::default());
-        assert_eq!(got.protocol, hedge_data::NDigitProtocol::Instance);
+        assert_eq!(got.data.protocol, hedge_data::NDigitProtocol::Instance);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn build_model(config: &HibConfig, device: Device) -> Result<(nn::VarStore, 
 /// the run kept an average, else `model.safetensors`.
 pub fn weights_path(run: &RunDir, config: &HibConfig) -> std::path::PathBuf {
     let ema = run.file(EMA_FILE);
-    if config.ema_decay > 0.0 && ema.is_file() {
+    if config.optimiser.ema_decay > 0.0 && ema.is_file() {
         ema
     } else {
         run.file(MODEL_FILE)
@@ -249,29 +249,29 @@ fn split_data(config: &HibConfig, dataset: ImageDataset) -> Result<SplitData> {
             ),
         ));
     }
-    let held_out = if config.validation_classes > 0 {
-        validation_classes(&dataset, config.validation_classes, config.validation_seed)?
+    let held_out = if config.data.validation_classes > 0 {
+        validation_classes(&dataset, config.data.validation_classes, config.data.validation_seed)?
     } else {
         Vec::new()
     };
     let (train, validation) = if !held_out.is_empty() {
         let (train, val) = split_off_classes(&dataset, &held_out, VALIDATION_PER_CLASS);
         (train, Some(val))
-    } else if config.validation_fraction > 0.0 {
-        let (train, val) = split_off_images(&dataset, config.validation_fraction, config.validation_seed)?;
+    } else if config.data.validation_fraction > 0.0 {
+        let (train, val) = split_off_images(&dataset, config.data.validation_fraction, config.data.validation_seed)?;
         (train, Some(val))
     } else {
         (dataset, None)
     };
-    let validation = match (validation, config.validation_digits) {
+    let validation = match (validation, config.data.validation_digits) {
         (Some(held_out_images), ValidationDigits::Unused) => {
             let pool = train.unused_digits()?;
-            let mut rng = ChaCha8Rng::seed_from_u64(config.validation_seed);
+            let mut rng = ChaCha8Rng::seed_from_u64(config.data.validation_seed);
             Some(held_out_images.with_digits_redrawn(&pool, &mut rng)?)
         }
         (validation, _) => validation,
     };
-    let sampler = match config.batch {
+    let sampler = match config.data.batch {
         BatchComposition::Independent { pairs } => {
             Sampler::Independent(BalancedPairSampler::new(&train.labels)?, pairs)
         }
@@ -298,28 +298,28 @@ impl Trainer {
     /// images' shape; the settings themselves were validated by [`ParamGuard::check`]).
     pub fn new(config: Checked<HibConfig>, dataset: ImageDataset, device: Device) -> Result<Self> {
         let mut config = config.into_inner();
-        config.conv_precision = config.conv_precision.resolve(device)?;
+        config.model.conv_precision = config.model.conv_precision.resolve(device)?;
         let SplitData { train: dataset, validation, held_out, sampler } = split_data(&config, dataset)?;
         let (vs, net) = build_model(&config, device)?;
-        let mut adam = Adam::new(&vs, config.learning_rate);
-        adam.scale_learning_rate("match.", config.head_lr_scale);
-        if config.weight_decay > 0.0 {
-            adam.set_weight_decay(config.weight_decay, HibNet::is_decayed);
+        let mut adam = Adam::new(&vs, config.optimiser.learning_rate);
+        adam.scale_learning_rate("match.", config.optimiser.head_lr_scale);
+        if config.optimiser.weight_decay > 0.0 {
+            adam.set_weight_decay(config.optimiser.weight_decay, HibNet::is_decayed);
         }
-        let averaged = if config.ema_decay > 0.0 {
+        let averaged = if config.optimiser.ema_decay > 0.0 {
             let (mut shadow, shadow_net) = build_model(&config, device)?;
             Ema::reset(&mut shadow, &vs)?;
-            Some(Averaged { vs: shadow, net: shadow_net, ema: Ema::new(config.ema_decay) })
+            Some(Averaged { vs: shadow, net: shadow_net, ema: Ema::new(config.optimiser.ema_decay) })
         } else {
             None
         };
-        let all_pairs = match config.batch {
-            BatchComposition::Grouped { classes, per_class } if config.pair_set == PairSet::All => {
+        let all_pairs = match config.data.batch {
+            BatchComposition::Grouped { classes, per_class } if config.data.pair_set == PairSet::All => {
                 Some(all_pairs(classes, per_class, device))
             }
             _ => None,
         };
-        let recomposition = if config.recompose { Some(dataset.digit_pool()?) } else { None };
+        let recomposition = if config.data.recompose { Some(dataset.digit_pool()?) } else { None };
         Ok(Trainer {
             config,
             device,
@@ -428,7 +428,7 @@ impl Trainer {
     fn batch(&self, step: usize) -> StepBatch {
         let mut rng = ChaCha8Rng::seed_from_u64(self.config.seed);
         rng.set_stream(step as u64);
-        let corruption = Corruption::Random { probability: self.config.occlusion_probability };
+        let corruption = Corruption::Random { probability: self.config.data.occlusion_probability };
         let (order, pairs, positions) = match &self.sampler {
             Sampler::Independent(sampler, count) => {
                 let pairs = sampler.sample(*count, &mut rng);
@@ -446,7 +446,7 @@ impl Trainer {
         let pixels = self.dataset.render_training_batch(
             &order,
             self.recomposition.as_ref(),
-            self.config.digit_shift,
+            self.config.data.digit_shift,
             &corruption,
             &mut rng,
         );
@@ -473,11 +473,11 @@ impl Trainer {
                 (embedding.narrow(0, b), embedding.narrow(b, b))
             }
         };
-        if self.step == 0 && self.config.match_init == MatchInit::FirstBatch {
+        if self.step == 0 && self.config.model.match_init == MatchInit::FirstBatch {
             init_offset_from_distances(&self.net.matcher, &left, &right);
         }
         let all_pairs = self.all_pairs.as_ref().map(|(l, r, m)| (l, r, m));
-        let terms = self.config.loss.loss().loss(&LossInput {
+        let terms = self.config.loss.kind.loss().loss(&LossInput {
             matcher: &self.net.matcher,
             embedding: &embedding,
             left: &left,
@@ -534,9 +534,9 @@ impl Trainer {
         mut on_event: impl FnMut(TrainEvent),
     ) -> Result<()> {
         let mut calibration_start = None;
-        while self.step < self.config.steps {
+        while self.step < self.config.schedule.steps {
             let m = self.train_step()?;
-            on_event(TrainEvent::Step { metrics: &m, planned_steps: self.config.steps });
+            on_event(TrainEvent::Step { metrics: &m, planned_steps: self.config.schedule.steps });
             if m.step == 5 {
                 calibration_start = Some(self.seconds);
             }
@@ -544,21 +544,21 @@ impl Trainer {
                 if m.step == CALIBRATION_STEPS {
                     let per_step = (self.seconds - t0) / (CALIBRATION_STEPS - 5) as f64;
                     let rest = ((budget - self.seconds) / per_step).floor().max(0.0) as usize;
-                    self.config.steps = (self.step + rest).max(self.config.warmup_steps + 1);
+                    self.config.schedule.steps = (self.step + rest).max(self.config.schedule.warmup_steps + 1);
                     if let Some(run) = run {
                         let mut rc = run.read_config()?;
-                        rc.hib.steps = self.config.steps;
+                        rc.hib.schedule.steps = self.config.schedule.steps;
                         run.write_config(&rc)?;
                     }
-                    on_event(TrainEvent::Planned { steps: self.config.steps, seconds_per_step: per_step });
+                    on_event(TrainEvent::Planned { steps: self.config.schedule.steps, seconds_per_step: per_step });
                 }
             }
-            let budget_hit = options.budget_reached(self.seconds) && self.step < self.config.steps;
-            let last = m.step == self.config.steps || budget_hit;
+            let budget_hit = options.budget_reached(self.seconds) && self.step < self.config.schedule.steps;
+            let last = m.step == self.config.schedule.steps || budget_hit;
             // Everything a step writes comes before its checkpoint: a run killed after the
             // checkpoint has written all of it, one killed before redoes the step.
             if let Some(run) = run {
-                if m.step % self.config.log_every == 0 || last {
+                if m.step % self.config.schedule.log_every == 0 || last {
                     run.append_metrics(&m)?;
                 }
                 if self.keep_every.is_some_and(|k| m.step % k == 0) {
@@ -579,7 +579,7 @@ impl Trainer {
                 target_reached = !options.targets.is_empty() && options.targets.iter().all(|t| t.reached(&record));
             }
             if let Some(run) = run {
-                if m.step % self.config.checkpoint_every == 0 || last || target_reached {
+                if m.step % self.config.schedule.checkpoint_every == 0 || last || target_reached {
                     self.checkpoint(run)?;
                 }
             }
@@ -598,7 +598,7 @@ impl Trainer {
     /// Evaluates the inference network on every watched set.
     pub fn watch(&self, sets: &[WatchSet]) -> Result<MonitorRecord> {
         let started = Instant::now();
-        let stochastic = self.config.model.is_stochastic();
+        let stochastic = self.config.model.embedding.is_stochastic();
         let mut out = std::collections::BTreeMap::new();
         for set in sets {
             out.insert(set.name.clone(), set.evaluate(self.inference_net(), self.device, stochastic)?);
@@ -717,8 +717,8 @@ mod tests {
             .collect();
         decayed.sort();
         assert_eq!(decayed, ["head.weight", "trunk.conv1.weight", "trunk.conv2.weight"]);
-        let mut adam = Adam::new(&vs, config.learning_rate);
-        assert_eq!(adam.set_weight_decay(config.weight_decay, HibNet::is_decayed), 3);
+        let mut adam = Adam::new(&vs, config.optimiser.learning_rate);
+        assert_eq!(adam.set_weight_decay(config.optimiser.weight_decay, HibNet::is_decayed), 3);
     }
 
     /// Dropout acts while training only: at inference a network with dropout embeds exactly as

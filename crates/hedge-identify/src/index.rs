@@ -341,9 +341,9 @@ impl IndexManifest {
             format: INDEX_FORMAT,
             run: std::fs::canonicalize(run_path).unwrap_or_else(|_| run_path.to_path_buf()),
             weights_sha256: sha256_file(&weights_path(&run, &config))?,
-            model: config.model.kind(),
-            dim: config.dim,
-            components: config.model.components(),
+            model: config.model.embedding.kind(),
+            dim: config.model.dim,
+            components: config.model.embedding.components(),
             input_shape: config.input_shape(),
             gallery_source: PathBuf::new(),
             class_names: Vec::new(),
@@ -1173,7 +1173,7 @@ impl IndexFiles {
             ));
         }
         let mut manifest = self.manifest.clone();
-        if (config.dim, config.model.kind(), config.model.components())
+        if (config.model.dim, config.model.embedding.kind(), config.model.embedding.components())
             != (manifest.dim, manifest.model, manifest.components)
         {
             return Err(IdentifyError::input(
@@ -1184,9 +1184,9 @@ impl IndexFiles {
                     manifest.model,
                     manifest.dim,
                     manifest.components,
-                    config.model.kind(),
-                    config.dim,
-                    config.model.components()
+                    config.model.embedding.kind(),
+                    config.model.dim,
+                    config.model.embedding.components()
                 ),
             ));
         }

@@ -113,7 +113,7 @@ fn resume_is_exact(config: fn(usize) -> HibConfig) {
     assert!(metrics.iter().all(|m| m.loss.is_finite() && m.a > 0.0));
     // Independent batches score 16 pairs a step; 4 x 4 groups score 4·4·3 = 48, or all
     // 16·15/2 = 120 pairs.
-    let pairs = match (config(1).batch, config(1).pair_set) {
+    let pairs = match (config(1).data.batch, config(1).data.pair_set) {
         (BatchComposition::Independent { pairs }, _) => pairs,
         (BatchComposition::Grouped { classes, per_class }, PairSet::Sampled) => classes * per_class * (per_class - 1),
         (BatchComposition::Grouped { classes, per_class }, PairSet::All) => {
@@ -317,5 +317,5 @@ fn a_budget_beside_a_step_count_does_not_replan_it() {
     .unwrap();
     assert_eq!(planned, None, "a given step count is never re-planned");
     assert_eq!(run.read_state().unwrap().step, 40);
-    assert_eq!(run.read_config().unwrap().hib.steps, 40);
+    assert_eq!(run.read_config().unwrap().hib.schedule.steps, 40);
 }

@@ -111,7 +111,7 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
         .unwrap();
     let planned = planned.expect("the step count is planned after the calibration steps");
     assert!(planned > 30 && planned < 1_000_000, "{planned}");
-    assert_eq!(run.read_config().unwrap().hib.steps, planned, "config.json holds the planned steps");
+    assert_eq!(run.read_config().unwrap().hib.schedule.steps, planned, "config.json holds the planned steps");
     // Training ends at the planned step or at the budget, within a step of it.
     assert!(trainer.step() == planned || stopped);
     assert!(trainer.seconds() < 20.0 + 5.0, "{}", trainer.seconds());

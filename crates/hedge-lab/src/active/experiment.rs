@@ -73,7 +73,7 @@ pub struct RegressionExperiment {
     /// Whose settings `loop_config` follows: the authors' (`paper`: 120 labels, their minibatch
     /// rule) or hedge's earlier ones (`hedge`: 100 labels; what files without it were).
     #[serde(default, rename = "labels_protocol")]
-    pub active_protocol: hedge_active::regression_loop::ActiveProtocol,
+    pub active_protocol: crate::active::protocol::ActiveProtocol,
     /// Seeds 0..seeds, each its own pool/test split and initial labels.
     pub seeds: u64,
 }
@@ -199,7 +199,7 @@ pub struct RegressionSummary {
     pub gp_paired_differences: Vec<PairedDifference>,
     /// `paper` (the authors' settings) or `hedge` (summaries written before it was recorded).
     #[serde(default)]
-    pub protocol: hedge_active::regression_loop::ActiveProtocol,
+    pub protocol: crate::active::protocol::ActiveProtocol,
     pub seeds: u64,
     /// The fields left `null` and why (a standard error over one seed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod experiment;
+pub mod protocol;
 pub mod report;

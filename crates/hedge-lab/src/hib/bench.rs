@@ -38,8 +38,8 @@ pub fn train_images_per_s(
     reuse: usize,
 ) -> Result<f64> {
     let (vs, net) = build_model(config, device)?;
-    let mut adam = Adam::new(&vs, config.learning_rate);
-    let pairs = (config.batch.images() / 2) as i64;
+    let mut adam = Adam::new(&vs, config.optimiser.learning_rate);
+    let pairs = (config.data.batch.images() / 2) as i64;
     let [c, h, w] = config.input_shape().map(|v| v as i64);
     let x = Tensor::rand([2 * pairs, c, h, w], (Kind::Float, device));
     let is_match = Tensor::arange(pairs, (Kind::Int64, device)).remainder(2).eq(0);
@@ -55,7 +55,8 @@ pub fn train_images_per_s(
                 mean: right.mean.roll([r].as_slice(), [0i64].as_slice()),
                 variance: right.variance.map(|v| v.roll([r].as_slice(), [0i64].as_slice())),
             };
-            let loss = vib_loss(&net.matcher, &left, &right, &is_match, config.effective_samples() as i64, config.beta);
+            let loss =
+                vib_loss(&net.matcher, &left, &right, &is_match, config.effective_samples() as i64, config.loss.beta);
             total += loss.total;
         }
         adam.zero_grad();
@@ -128,18 +129,18 @@ pub fn throughput(
     let train_ips = train_images_per_s(config, device, warmup, train_steps, reuse)?;
     let infer_ips = infer_images_per_s(config, device, infer_batch, warmup.min(3), infer_batches)?;
     Ok(ThroughputReport {
-        conv_precision: config.conv_precision,
+        conv_precision: config.model.conv_precision,
         device: hedge_embed::device_name(device),
         infer_batch_images: infer_batch,
         infer_batches_timed: infer_batches,
         infer_images_per_s: infer_ips,
         model: format!(
             "gaussian D={} K={} on {}-digit MNIST, channels {:?}",
-            config.dim, config.samples, config.digits, config.channels
+            config.model.dim, config.loss.samples, config.data.digits, config.model.channels
         ),
         pairs_per_image_pair: reuse.max(1),
         threads: tch::get_num_threads(),
-        train_batch_images: config.batch.images(),
+        train_batch_images: config.data.batch.images(),
         train_images_per_s: train_ips,
         train_pairs_per_s: train_ips / 2.0 * reuse.max(1) as f64,
         train_steps_timed: train_steps,
@@ -284,9 +285,9 @@ impl RecipeBench {
         let device = Device::Cpu;
         let steps = hedge_embed::Steps::Budget { minutes: self.budget_minutes };
         let mut config = self.recipe.clone().with_digits(2).with_dim(2).with_training(steps);
-        config.conv_precision = config.conv_precision.resolve(device)?;
+        config.model.conv_precision = config.model.conv_precision.resolve(device)?;
         config.check_ref()?;
-        if config.validation_fraction == 0.0 && config.validation_classes == 0 {
+        if config.data.validation_fraction == 0.0 && config.data.validation_classes == 0 {
             return Err(crate::error::invalid(
                 "validation_fraction",
                 0,
@@ -297,14 +298,14 @@ impl RecipeBench {
         let column = paper_column(&config).ok_or_else(|| {
             crate::error::invalid(
                 "model",
-                format!("{:?}", config.model),
+                format!("{:?}", config.model.embedding),
                 "the paper reports point, MoG-1 and MoG-2 only",
             )
         })?;
         let paper = crate::hib::paper::table1(2, 2)
             .and_then(|t| t.model(column).copied())
             .ok_or_else(|| crate::error::invalid("model", column, "the paper has no such column"))?;
-        let split: NDigitSplit = config.protocol.main_test_split();
+        let split: NDigitSplit = config.data.protocol.main_test_split();
         let plan = TrainPlan {
             budget_minutes: Some(self.budget_minutes),
             watch_every: self.watch_every,
@@ -341,7 +342,7 @@ impl RecipeBench {
             config: source.to_string(),
             metrics,
             model: column.to_string(),
-            protocol: config.protocol,
+            protocol: config.data.protocol,
             split,
             stopped_on_validation: plan.targets.iter().all(|t| t.reached(last)),
             threads: tch::get_num_threads(),

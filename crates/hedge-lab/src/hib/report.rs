@@ -348,7 +348,7 @@ fn own_data(results: &Results) -> Result<String> {
         let seen: EvalReport = results.json(&format!("{folder}/eval_test_seen.json"))?;
         rows.push(format!(
             "| `{run}` | D = {}, split seed {} | {} | {} | {} | {} | {} | {} |",
-            config.hib.dim,
+            config.hib.model.dim,
             split_seed(&config.command),
             split.unseen_classes.join(", "),
             pair(unseen.verification_ap.clean, unseen.verification_ap.corrupt),

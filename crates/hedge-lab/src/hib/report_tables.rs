@@ -303,7 +303,7 @@ fn open_set(results: &Results) -> Result<String> {
         }
         for model in s.models.values() {
             for run in &model.runs {
-                held_out.insert(config(results, run)?.hib.validation_classes);
+                held_out.insert(config(results, run)?.hib.data.validation_classes);
             }
         }
         if let Some(other) = &s.other_split {
@@ -453,8 +453,11 @@ struct RunRecipe {
     hib: Recipe,
 }
 
+/// A reproduction's `config.json`: its recipe (schema 1), or the settings it laid over its
+/// recipe (schema 2, [`crate::hib::reproduce::ReproduceConfig::hib`]).
 #[derive(Debug, Deserialize)]
 struct TableRecipe {
+    #[serde(alias = "hib")]
     recipe: Recipe,
 }
 
@@ -677,7 +680,7 @@ fn instance_levers(results: &Results, study: &str) -> Result<String> {
         if !has(results, &folder, "done") {
             continue;
         }
-        let steps = config(results, &folder)?.hib.steps;
+        let steps = config(results, &folder)?.hib.schedule.steps;
         let records = monitor(results, &folder)?;
         let b = best(results, &folder)?;
         let chosen = records
@@ -965,7 +968,8 @@ fn long_run_cost(results: &Results) -> Result<String> {
 
 /// The distinct step counts the run folders `runs` planned, lowest first.
 fn planned_steps(results: &Results, runs: &[String]) -> Result<Vec<usize>> {
-    let steps: BTreeSet<usize> = runs.iter().map(|r| Ok(config(results, r)?.hib.steps)).collect::<Result<_>>()?;
+    let steps: BTreeSet<usize> =
+        runs.iter().map(|r| Ok(config(results, r)?.hib.schedule.steps)).collect::<Result<_>>()?;
     Ok(steps.into_iter().collect())
 }
 
@@ -983,7 +987,7 @@ fn long_run_progress(results: &Results) -> Result<String> {
         return Ok("Not started.".into());
     }
     let st = state(results, LONG_RUN)?;
-    let steps = config(results, LONG_RUN)?.hib.steps;
+    let steps = config(results, LONG_RUN)?.hib.schedule.steps;
     let mut out = vec![format!(
         "Trained so far (`long-run/state.json`, where `--resume` starts): {} of {} steps, {} minutes of training.",
         thousands(st.step as u64),
@@ -1115,7 +1119,7 @@ fn long_run_length(results: &Results) -> Result<String> {
     if !has(results, LONG_RUN, "curve.json") {
         return Ok("The long run has not ended yet (no `curve.json`).".into());
     }
-    let steps = config(results, LONG_RUN)?.hib.steps;
+    let steps = config(results, LONG_RUN)?.hib.schedule.steps;
     let curve: Vec<hedge_embed::report::CurvePoint> = results.json(&format!("{LONG_RUN}/curve.json"))?;
     let last = curve.last().ok_or_else(|| missing(LONG_RUN, "an empty curve.json"))?;
     if last.step < steps {
@@ -1231,7 +1235,7 @@ fn ab(results: &Results, study: &str, levers: &[&str], control_study: Option<&st
     let mut sorted = runs.clone();
     sorted.sort_by_key(|((arm, seed), _)| (*seed, rank(arm)));
     for ((arm, seed), folder) in &sorted {
-        let steps = config(results, folder)?.hib.steps;
+        let steps = config(results, folder)?.hib.schedule.steps;
         let b = best(results, folder)?;
         out.push(format!(
             "| {arm} | {seed} | {} | {} | {} | {} |",
@@ -1382,8 +1386,8 @@ fn table_against_aside(results: &Results, setting: &str, aside_folder: &str) -> 
         let (a, b) = (four_eval(&new_eval), four_eval(&old_eval));
         rows.push(format!(
             "| {name} | {seed} | {} / {} | {} | {} | {} |",
-            thousands(config(results, &folder)?.hib.steps as u64),
-            thousands(config(results, &old)?.hib.steps as u64),
+            thousands(config(results, &folder)?.hib.schedule.steps as u64),
+            thousands(config(results, &old)?.hib.schedule.steps as u64),
             fmt4(a, true),
             fmt4(b, true),
             (0..4).map(|k| plus3(a[k] - b[k])).collect::<Vec<_>>().join(" / ")
@@ -1735,7 +1739,7 @@ fn n3_levers(results: &Results) -> Result<String> {
         if !reports.iter().all(|p| results.exists(p)) {
             if has(results, &run, "state.json") {
                 let st = state(results, &run)?;
-                let steps = config(results, &run)?.hib.steps;
+                let steps = config(results, &run)?.hib.schedule.steps;
                 pending.push(format!(
                     "{lever} (committed at step {} of {})",
                     thousands(st.step as u64),
@@ -1754,12 +1758,12 @@ fn n3_levers(results: &Results) -> Result<String> {
         }
         let hib = config(results, &run)?.hib;
         let (classes, images) = lever.split_once('x').unwrap_or((lever, ""));
-        if group_shape(&hib.batch) != Some((classes.to_string(), images.to_string())) {
+        if group_shape(&hib.data.batch) != Some((classes.to_string(), images.to_string())) {
             return Err(missing(&run, format!("config.json: not {lever} classes x images")));
         }
         rows.push(format!(
             "| {classes} x {images} | {} ({} ms) | {} | {} | {} | {} |",
-            thousands(hib.steps as u64),
+            thousands(hib.schedule.steps as u64),
             fixed(ms_a_step(results, &run)?, 0),
             thousands(b.step as u64),
             fixed(b.score, 4),
@@ -1776,12 +1780,12 @@ fn n3_levers(results: &Results) -> Result<String> {
     let seen_path = format!("{HIB}/test-seen/{table}/mog1-seed0.json");
     if has(results, &table_run, "eval.json") && results.exists(&seen_path) {
         let hib = config(results, &table_run)?.hib;
-        let (classes, images) = group_shape(&hib.batch).unwrap_or_default();
+        let (classes, images) = group_shape(&hib.data.batch).unwrap_or_default();
         let test: EvalReport = results.json(&format!("{table_run}/eval.json"))?;
         let seen: EvalReport = results.json(&seen_path)?;
         rows.push(format!(
             "| the first N = 3, D = 2 table's MoG-1 (`{table}/`, {classes} x {images}) | {} ({} ms) | | | {} | {} |",
-            thousands(hib.steps as u64),
+            thousands(hib.schedule.steps as u64),
             fixed(ms_a_step(results, &table_run)?, 0),
             fmt4(four_eval(&test), false),
             fmt4(four_eval(&seen), false)

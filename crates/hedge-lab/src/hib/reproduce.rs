@@ -40,26 +40,28 @@ pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
 /// The spread `summary.json` reports.
 pub const STD_CONVENTION: &str = "sample standard deviation over seeds (n - 1); null for one seed";
 
+/// The schema of [`ReproduceConfig`]'s serde form (`config.json` of a reproduction): 2 holds
+/// the settings as one [`HibConfig`] (`hib`); 1, written before `schema` existed, held a recipe
+/// with seven settings beside it, which [`ReproduceConfig`] still reads ([`v1`]).
+pub const REPRODUCE_SCHEMA: u32 = 2;
+
 /// What [`reproduce`] trains and writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ReproduceConfig {
-    /// Digits per image (N).
-    pub digits: usize,
-    /// Embedding dimension (D).
-    pub dim: usize,
-    /// Training steps per model (default: the recipe's when one is given, else 20,000; planned
-    /// from speed with a budget).
-    pub steps: Option<usize>,
+    /// [`REPRODUCE_SCHEMA`] when written.
+    pub schema: u32,
+    /// The settings every model starts from (each sets its own kind, and Table 5's its β):
+    /// hedge's defaults ← a recipe ← the command's flags ([`hedge_embed::SettingsRequest`]). Its
+    /// `steps` is unplanned with a budget ([`HibConfig::steps_planned`]); its `protocol` names the
+    /// tables every model trains and is tested on.
+    pub hib: HibConfig,
     /// Minutes of training per model (evaluation excluded): the step count is planned from the
     /// speed of the first steps so that schedules end on time.
     pub budget_minutes: Option<f64>,
     /// With a budget: train every planned step even if the machine slows down after planning,
     /// so other work beside a long reproduction changes its wall-clock, not its numbers.
     pub finish_planned_steps: bool,
-    /// The recipe (any [`HibConfig`] fields) applied to every model; the fields below override it.
-    pub recipe: Option<HibConfig>,
-    /// Which tables every model trains and is tested on (overrides the recipe's).
-    pub protocol: NDigitProtocol,
     /// The split Tables 1 and 2 are computed on (one of the protocol's test splits); the
     /// protocol's other test split, if it has one, is reported beside it.
     pub split: NDigitSplit,
@@ -74,10 +76,6 @@ pub struct ReproduceConfig {
     pub repeats: usize,
     /// Evaluate on the first this many images of every class only (smoke tests, quick looks).
     pub eval_images_per_class: Option<usize>,
-    pub learning_rate: Option<f64>,
-    pub lr_schedule: Option<LrSchedule>,
-    /// Grouped batches "CLASSESxIMAGES" instead of the recipe's batches.
-    pub group: Option<String>,
     /// Also train MoG-1 with β = 0 (Table 5).
     pub beta_sweep: bool,
     /// Also write Tables 6 and 7 (plurality KNN, gallery/probe variants).
@@ -94,25 +92,93 @@ pub struct ReproduceConfig {
     pub command: String,
 }
 
+impl Serialize for ReproduceConfig {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        ReproduceConfig::serialize(self, serializer)
+    }
+}
+
+/// Reads either schema: 1 (no `schema`) through [`v1::upgrade`], then the current form.
+impl<'de> Deserialize<'de> for ReproduceConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut form = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        match form.get("schema").map(|v| v.as_u64()) {
+            None => v1::upgrade(&mut form).map_err(D::Error::custom)?,
+            Some(Some(v)) if v == u64::from(REPRODUCE_SCHEMA) => {}
+            Some(other) => {
+                return Err(D::Error::custom(format!(
+                    "schema {other:?} of a reproduction's config: this hedge reads 1 and {REPRODUCE_SCHEMA}; \
+                     use the hedge that wrote it"
+                )))
+            }
+        }
+        ReproduceConfig::deserialize(serde_json::Value::Object(form)).map_err(D::Error::custom)
+    }
+}
+
+/// Schema 1 of [`ReproduceConfig`], read only: an optional recipe with the digits, dimension,
+/// protocol, steps, learning rate, schedule and grouped batch set beside it.
+pub mod v1 {
+    use super::*;
+
+    /// The settings schema 1 held outside its recipe.
+    #[derive(Deserialize)]
+    struct Settings {
+        digits: usize,
+        dim: usize,
+        steps: Option<usize>,
+        budget_minutes: Option<f64>,
+        recipe: Option<HibConfig>,
+        protocol: NDigitProtocol,
+        learning_rate: Option<f64>,
+        lr_schedule: Option<LrSchedule>,
+        group: Option<String>,
+    }
+
+    /// Replaces schema 1's settings in `form` by the one [`HibConfig`] they gave every model
+    /// (the recipe, or the defaults, with the settings beside it laid over).
+    ///
+    /// # Errors
+    /// A message naming what schema 1 lacks or holds wrongly.
+    pub fn upgrade(form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        let old: Settings =
+            serde_json::from_value(serde_json::Value::Object(form.clone())).map_err(|e| format!("schema 1: {e}"))?;
+        let recipe = old.recipe.clone().unwrap_or_default();
+        let default_steps = if old.recipe.is_some() { recipe.schedule.steps } else { 20_000 };
+        let steps = Steps::from_flags(old.steps, old.budget_minutes, default_steps);
+        let mut hib = recipe.with_protocol(old.protocol).with_digits(old.digits).with_dim(old.dim).with_training(steps);
+        if let Some(spec) = &old.group {
+            hib = with_group(hib, spec).map_err(|e| e.to_string())?;
+        }
+        if let Some(lr) = old.learning_rate {
+            hib = hib.with_learning_rate(lr);
+        }
+        if let Some(schedule) = old.lr_schedule {
+            hib = hib.with_lr_schedule(schedule);
+        }
+        for key in ["digits", "dim", "steps", "recipe", "protocol", "learning_rate", "lr_schedule", "group"] {
+            form.remove(key);
+        }
+        form.insert("hib".into(), serde_json::to_value(hib).map_err(|e| e.to_string())?);
+        form.insert("schema".into(), REPRODUCE_SCHEMA.into());
+        Ok(())
+    }
+}
+
 impl Default for ReproduceConfig {
     fn default() -> Self {
         ReproduceConfig {
-            digits: 2,
-            dim: 2,
-            steps: None,
+            schema: REPRODUCE_SCHEMA,
+            hib: HibConfig::default(),
             budget_minutes: None,
             finish_planned_steps: false,
-            recipe: None,
-            protocol: NDigitProtocol::Instance,
             split: NDigitSplit::Test,
             watch_every: 0,
             seeds: 1,
             extra_seeds: 1,
             repeats: 10,
             eval_images_per_class: None,
-            learning_rate: None,
-            lr_schedule: None,
-            group: None,
             beta_sweep: false,
             appendix_g: false,
             appendix_b: false,
@@ -125,15 +191,15 @@ impl Default for ReproduceConfig {
 
 impl ReproduceConfig {
     pub fn with_digits(mut self, digits: usize) -> Self {
-        self.digits = digits;
+        self.hib = self.hib.with_digits(digits);
         self
     }
     pub fn with_dim(mut self, dim: usize) -> Self {
-        self.dim = dim;
+        self.hib = self.hib.with_dim(dim);
         self
     }
     pub fn with_steps(mut self, steps: usize) -> Self {
-        self.steps = Some(steps);
+        self.hib = self.hib.with_steps(steps);
         self
     }
     pub fn with_seeds(mut self, seeds: u64) -> Self {
@@ -141,10 +207,25 @@ impl ReproduceConfig {
         self
     }
 
+    /// The digits per image (N) of every model.
+    pub fn digits(&self) -> usize {
+        self.hib.data.digits
+    }
+
+    /// The embedding dimension (D) of every model.
+    pub fn dim(&self) -> usize {
+        self.hib.model.dim
+    }
+
+    /// The tables every model trains and is tested on.
+    pub fn protocol(&self) -> NDigitProtocol {
+        self.hib.data.protocol
+    }
+
     /// The protocol's test split reported beside the tables' split (open-set: test_seen beside
     /// test_unseen and back; instance: none, it has one test split).
     pub fn other_split(&self) -> Option<NDigitSplit> {
-        self.protocol.test_splits().iter().copied().find(|&s| s != self.split)
+        self.protocol().test_splits().iter().copied().find(|&s| s != self.split)
     }
 }
 
@@ -171,7 +252,7 @@ impl ParamGuard for ReproduceConfig {
         if self.split == NDigitSplit::Train {
             return Err(crate::error::invalid("split", "train", "tables are computed on a test split"));
         }
-        self.protocol.check_split(self.split)?;
+        self.protocol().check_split(self.split)?;
         if self.repeats == 0 {
             return Err(crate::error::invalid("repeats", 0, "give at least 1"));
         }
@@ -181,7 +262,10 @@ impl ParamGuard for ReproduceConfig {
         for m in models(self)? {
             let one_seed = match self.budget_minutes {
                 Some(minutes) => minutes * 60.0,
-                None => m.config.steps as f64 * m.config.step_operations() / hedge_run::budget::rates::DENSE_PER_SECOND,
+                None => {
+                    m.config.schedule.steps as f64 * m.config.step_operations()
+                        / hedge_run::budget::rates::DENSE_PER_SECOND
+                }
             };
             if matches!(m.key.as_str(), "point" | "mog1" | "mog2") {
                 main += one_seed;
@@ -213,19 +297,7 @@ pub struct ReproduceModel {
 
 /// The models a reproduction trains, in order: point, MoG-1, MoG-2, then the extras.
 pub fn models(c: &ReproduceConfig) -> Result<Vec<ReproduceModel>> {
-    let recipe = c.recipe.clone().unwrap_or_default();
-    let default_steps = if c.recipe.is_some() { recipe.steps } else { 20_000 };
-    let steps = Steps::from_flags(c.steps, c.budget_minutes, default_steps);
-    let mut base = recipe.with_protocol(c.protocol).with_digits(c.digits).with_dim(c.dim).with_training(steps);
-    if let Some(spec) = &c.group {
-        base = with_group(base, spec)?;
-    }
-    if let Some(lr) = c.learning_rate {
-        base = base.with_learning_rate(lr);
-    }
-    if let Some(schedule) = c.lr_schedule {
-        base = base.with_lr_schedule(schedule);
-    }
+    let base = c.hib.clone();
     let model = |key: &str, label: &str, config: HibConfig, seeds: u64| ReproduceModel {
         key: key.into(),
         label: label.into(),
@@ -418,8 +490,8 @@ impl Experiment for ReproduceConfig {
     fn load(&self, root: &ReproduceEnv) -> Result<ReproduceData> {
         let data = ReproduceData::new(root);
         // The tables the runs train and are scored on exist and are intact before anything runs.
-        data.images.split(self.digits, self.protocol, NDigitSplit::Train)?;
-        data.images.split(self.digits, self.protocol, self.split)?;
+        data.images.split(self.digits(), self.protocol(), NDigitSplit::Train)?;
+        data.images.split(self.digits(), self.protocol(), self.split)?;
         Ok(data)
     }
 
@@ -458,14 +530,14 @@ impl Experiment for ReproduceConfig {
                 let planned = finished.iter().find(|r| r.model == planner && r.seed == 0).map(|r| r.steps);
                 let run_plan = match planned {
                     Some(steps) if plan.budget_minutes.is_some() => {
-                        config.steps = steps;
+                        config.schedule.steps = steps;
                         info!("{}: seed {seed} trains {planner} seed 0's {steps} planned steps", m.label);
                         TrainPlan { budget_minutes: None, ..plan.clone() }
                     }
                     _ => plan.clone(),
                 };
                 let e = train_and_eval(&run_dir, data, &config, &settings, &run_plan, &self.command)?;
-                let steps = RunDir::open(&run_dir)?.read_config()?.hib.steps;
+                let steps = RunDir::open(&run_dir)?.read_config()?.hib.schedule.steps;
                 let record = FinishedRun::new(m.key.clone(), *seed, steps, e.main, e.other);
                 on_step(&record, None)?;
                 progress(record);
@@ -555,10 +627,10 @@ pub(crate) fn train_and_eval(
         let run = RunDir::open_to_resume(dir)?;
         let stored = run.read_config()?.hib;
         let mut want = config.clone();
-        want.conv_precision = stored.conv_precision;
+        want.model.conv_precision = stored.model.conv_precision;
         if budgeted {
             // A budgeted run plans its own step count.
-            want.steps = stored.steps;
+            want.schedule.steps = stored.schedule.steps;
         }
         if stored != want {
             return Err(hedge_embed::EmbedError::run(
@@ -570,16 +642,16 @@ pub(crate) fn train_and_eval(
         (run, true)
     } else {
         let mut c = config.clone();
-        c.conv_precision = c.conv_precision.resolve(device)?;
+        c.model.conv_precision = c.model.conv_precision.resolve(device)?;
         (new_run(dir, false, &c, plan, device, command)?, false)
     };
     let stored = run.read_config()?.hib;
     let state = run.read_state()?;
-    let done = plan.finished(state.step, stored.steps, state.seconds);
+    let done = plan.finished(state.step, stored.schedule.steps, state.seconds);
     if !done {
         train_with_progress(&run, &data.images, &stored, device, resuming, plan)?;
     }
-    let other_split = stored.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
+    let other_split = stored.data.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
     let mut evals = Vec::new();
     for split in std::iter::once(settings.split).chain(other_split) {
         if done {
@@ -723,20 +795,20 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns]) -> Result<ReproduceSumm
     Ok(ReproduceSummary {
         budget_minutes: c.budget_minutes,
         command: c.command.clone(),
-        digits: c.digits,
-        dim: c.dim,
+        digits: c.digits(),
+        dim: c.dim(),
         extra_seeds: c.extra_seeds,
         models,
         other_split: None,
-        protocol: c.protocol,
-        paper: paper_columns(c.digits, c.dim),
+        protocol: c.protocol(),
+        paper: paper_columns(c.digits(), c.dim()),
         repeats: c.repeats,
         eval_images_per_class: c.eval_images_per_class,
         seconds,
         seeds: c.seeds,
         split: results.iter().flat_map(|(_, e)| e.first()).map(|e| e.split).next().unwrap_or(c.split),
         std_convention: STD_CONVENTION.to_string(),
-        steps: c.steps,
+        steps: c.hib.steps_planned().then_some(c.hib.schedule.steps),
         undefined: Vec::new(),
     })
 }
@@ -993,16 +1065,16 @@ pub fn table5(s: &ReproduceSummary) -> String {
 /// ours (paper). The paper's Table 6 "point" is its contrastive-loss point embedding.
 fn table67(c: &ReproduceConfig, results: &[ModelRuns], tau: bool) -> String {
     let split = c.split.name();
-    let paper_rows = paper::tables6_7(c.digits, c.dim);
+    let paper_rows = paper::tables6_7(c.digits(), c.dim());
     let mut t = if tau {
         format!(
             "Table 7 (Appendix G), N = {}, D = {}, {split}: KNN correlation with uncertainty by gallery/probe, MoG-1, ours (paper).\n\n| gallery | probe | MoG-1 |\n|---|---|---|\n",
-            c.digits, c.dim
+            c.digits(), c.dim()
         )
     } else {
         format!(
             "Table 6 (Appendix G), N = {}, D = {}, {split}: plurality KNN accuracy by gallery/probe, ours (paper).\n\n| gallery | probe | point | MoG-1 |\n|---|---|---|---|\n",
-            c.digits, c.dim
+            c.digits(), c.dim()
         )
     };
     // Per gallery/probe row of the first seed's report, the mean over seeds.
@@ -1155,7 +1227,7 @@ pub fn appendix_d_table(digits: usize, dim: usize, lines: &[NumberLines]) -> Str
 /// `appendix_d.md`.
 fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &ReproduceData) -> Result<()> {
     let device = data.device;
-    let mut test = data.images.split(c.digits, c.protocol, c.split)?;
+    let mut test = data.images.split(c.digits(), c.protocol(), c.split)?;
     if let Some(n) = c.eval_images_per_class {
         test = test.subset(&test.first_per_class(n));
     }
@@ -1163,8 +1235,8 @@ fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &R
     for (m, evals) in results.iter().filter(|(m, _)| TABLE1_MODELS.contains(&m.key.as_str())) {
         let Some(first) = evals.first() else { continue };
         let run = RunDir::open(Path::new(&first.run))?;
-        let title = format!("{} embeddings, N = {}, D = {}", m.label, c.digits, c.dim);
-        if c.dim >= 2 {
+        let title = format!("{} embeddings, N = {}, D = {}", m.label, c.digits(), c.dim());
+        if c.dim() >= 2 {
             let (clean, corrupt) = embed_run_twins(&run, &test, scored_weights(&run).as_deref(), device)?;
             embedding_ellipses(&out.join(format!("embeddings_{}.png", m.key)), &clean, &corrupt, 400, &title)?;
         } else {
@@ -1185,7 +1257,7 @@ fn draw_figures(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &R
         }
     }
     if !lines.is_empty() {
-        write(&out.join("appendix_d.md"), &appendix_d_table(c.digits, c.dim, &lines))?;
+        write(&out.join("appendix_d.md"), &appendix_d_table(c.digits(), c.dim(), &lines))?;
     }
     Ok(())
 }
@@ -1217,13 +1289,13 @@ fn number_lines(
         // them; the open-set protocol's are split between its seen and unseen test classes.
         let options = EmbedOptions { samples: 1, ..Default::default() };
         let parts = c
-            .protocol
+            .protocol()
             .test_splits()
             .iter()
             .map(|&split| {
                 embed_dataset(
                     &net,
-                    &data.images.split(c.digits, c.protocol, split)?,
+                    &data.images.split(c.digits(), c.protocol(), split)?,
                     &Corruption::Clean,
                     data.device,
                     options,
@@ -1272,7 +1344,7 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
             format!("{} {:.0} s", m.label, mean)
         })
         .collect();
-    let length = match (c.budget_minutes, c.steps) {
+    let length = match (c.budget_minutes, c.hib.steps_planned().then_some(c.hib.schedule.steps)) {
         (Some(m), _) if c.finish_planned_steps => format!(
             "a budget of {m} minutes of training per model: seed 0's steps were planned from the speed of its \
              first steps and all of them trained, however long that took; the other seeds and the Table 5 and \
@@ -1287,7 +1359,7 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         (None, Some(steps)) => format!("{steps} training steps per model"),
         (None, None) => "the recipe's training steps".to_string(),
     };
-    let protocol = match c.protocol {
+    let protocol = match c.protocol() {
         NDigitProtocol::Instance => {
             "Protocol: `instance` — every class in training and in test, disjoint images (the paper's tables: its \
              Appendix D scores the test set's 100 class centroids, and its Table 3 sizes, 100,000 training and 10,000 \
@@ -1300,7 +1372,7 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
         }
     };
     let other = c.other_split().map_or(String::new(), |o| format!(", `{}` beside them", o.name()));
-    let number_line = if c.dim == 1 {
+    let number_line = if c.dim() == 1 {
         " Appendix D, written with the figures: `appendix_d.md` (every seed's number-line score beside the paper's), \
          `number_line_<model>.json` (each seed's ordering) and `number_line_<model>-seed<N>.png`."
     } else {
@@ -1318,8 +1390,8 @@ fn readme(c: &ReproduceConfig, s: &ReproduceSummary) -> String {
          Files: `summary.json` (every number, with the paper's), `table*.md`, figures `*.png`, runs in `runs/` \
          (config.json, plan.json, metrics.jsonl, monitor.jsonl when watched, model.safetensors, model_best.safetensors when \
          validated (every split is scored with it), {eval_files}; checkpoints every 1,000 steps in `runs/*/checkpoints/`).{number_line}\n",
-        c.digits,
-        c.dim,
+        c.digits(),
+        c.dim(),
         s.command,
         recipe_changes(s),
         c.seeds,
@@ -1365,13 +1437,13 @@ fn recipe_changes(s: &ReproduceSummary) -> String {
 /// Per model and metric, the training time (seconds on this machine) of the first kept
 /// checkpoint at or above the paper's value, or the best value reached if none is.
 fn time_to_quality(c: &ReproduceConfig, curves: &BTreeMap<String, Vec<CurvePoint>>, results: &[ModelRuns]) -> String {
-    let paper = paper_columns(c.digits, c.dim).unwrap_or_default();
+    let paper = paper_columns(c.digits(), c.dim()).unwrap_or_default();
     let mut t = format!(
         "Time to quality, N = {}, D = {}: training wall-clock (2 threads, this machine) until a kept checkpoint \
          reaches the paper's value on {} (one Monte-Carlo repeat per checkpoint).\n\n\
          | model | metric | paper | reached at | best so far |\n|---|---|---|---|---|\n",
-        c.digits,
-        c.dim,
+        c.digits(),
+        c.dim(),
         c.split.name()
     );
     for (m, _) in results {
@@ -1430,7 +1502,7 @@ fn draw_curves(c: &ReproduceConfig, out: &Path, results: &[ModelRuns], data: &Re
         &named,
         "training steps",
         c.split.name(),
-        &format!("N = {}, D = {}: quality vs training steps", c.digits, c.dim),
+        &format!("N = {}, D = {}: quality vs training steps", c.digits(), c.dim()),
     )?;
     Ok(())
 }
@@ -1641,26 +1713,70 @@ mod tests {
         assert!(c.check_ref().unwrap_err().to_string().contains("seeds"));
         let c = ReproduceConfig { budget_minutes: Some(-1.0), ..Default::default() };
         assert!(c.check_ref().unwrap_err().to_string().contains("budget_minutes"));
-        let c = ReproduceConfig { group: Some("32by8".into()), ..Default::default() };
-        assert!(c.check_ref().unwrap_err().to_string().contains("CLASSESxIMAGES"));
         let c = ReproduceConfig { finish_planned_steps: true, ..Default::default() };
         assert!(c.check_ref().is_err());
         // The instance protocol has one test split; test_unseen is the open-set protocol's.
         let c = ReproduceConfig { split: NDigitSplit::TestUnseen, ..Default::default() };
         assert!(c.check_ref().unwrap_err().to_string().contains("open-set"));
         // An open-set recipe's validation classes under the instance protocol: refused, with the fix.
-        let recipe = HibConfig::default().with_protocol(NDigitProtocol::OpenSet).with_validation_classes(10);
-        let c = ReproduceConfig { recipe: Some(recipe), ..Default::default() };
+        let c = ReproduceConfig { hib: HibConfig::default().with_validation_classes(10), ..Default::default() };
         assert!(c.check_ref().unwrap_err().to_string().contains("--validation-fraction"));
     }
 
     #[test]
     fn the_other_split_is_the_protocols_other_test_split() {
         assert_eq!(ReproduceConfig::default().other_split(), None);
-        let open =
-            ReproduceConfig { protocol: NDigitProtocol::OpenSet, split: NDigitSplit::TestUnseen, ..Default::default() };
+        let open = ReproduceConfig {
+            hib: HibConfig::default().with_protocol(NDigitProtocol::OpenSet),
+            split: NDigitSplit::TestUnseen,
+            ..Default::default()
+        };
         assert_eq!(open.other_split(), Some(NDigitSplit::TestSeen));
         let seen = ReproduceConfig { split: NDigitSplit::TestSeen, ..open };
         assert_eq!(seen.other_split(), Some(NDigitSplit::TestUnseen));
+    }
+
+    /// A reproduction written before schemas (schema 1: a recipe and seven settings beside it)
+    /// reads as the one `HibConfig` it gave every model, and writes back as schema 2; a bad
+    /// setting of schema 1 is named, and a schema from a newer hedge is refused.
+    #[test]
+    fn schema_1_reads_as_the_settings_it_trained() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib");
+        let text = std::fs::read_to_string(root.join("n2-d2/config.json")).unwrap();
+        let v1: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v1.get("schema").is_none() && v1.get("recipe").is_some(), "the committed n2-d2 is schema 1");
+        let c: ReproduceConfig = serde_json::from_str(&text).unwrap();
+        let recipe: HibConfig = serde_json::from_value(v1["recipe"].clone()).unwrap();
+        // 45-minute budget: the steps are planned, not the recipe's 20,000.
+        let want = recipe.with_protocol(NDigitProtocol::Instance).with_training(Steps::Budget { minutes: 45.0 });
+        assert_eq!(c.hib, want);
+        assert_eq!(
+            (c.schema, c.seeds, c.budget_minutes, c.split),
+            (REPRODUCE_SCHEMA, 3, Some(45.0), NDigitSplit::Test)
+        );
+        let back: ReproduceConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        // Schema 1 without a recipe: the defaults with the settings beside it.
+        let old = r#"{"digits": 3, "dim": 3, "steps": 500, "budget_minutes": null, "finish_planned_steps": false,
+            "recipe": null, "protocol": "open-set", "split": "test_unseen", "watch_every": 0, "seeds": 1,
+            "extra_seeds": 1, "repeats": 10, "eval_images_per_class": null, "learning_rate": 0.003,
+            "lr_schedule": "cosine", "group": "16x8", "beta_sweep": false, "appendix_g": false,
+            "appendix_b": false, "curves": false, "command": "hedge hib reproduce"}"#;
+        let c: ReproduceConfig = serde_json::from_str(old).unwrap();
+        let want = HibConfig::default()
+            .with_protocol(NDigitProtocol::OpenSet)
+            .with_digits(3)
+            .with_dim(3)
+            .with_steps(500)
+            .with_batch(hedge_embed::BatchComposition::Grouped { classes: 16, per_class: 8 })
+            .with_learning_rate(0.003)
+            .with_lr_schedule(LrSchedule::Cosine);
+        assert_eq!(c.hib, want);
+        assert!(c.figures, "figures defaults to on");
+        let e = serde_json::from_str::<ReproduceConfig>(&old.replace("16x8", "16by8")).unwrap_err().to_string();
+        assert!(e.contains("CLASSESxIMAGES"), "{e}");
+        let newer = serde_json::to_string(&ReproduceConfig { schema: 9, ..Default::default() }).unwrap();
+        let e = serde_json::from_str::<ReproduceConfig>(&newer).unwrap_err().to_string();
+        assert!(e.contains("schema") && e.contains('9'), "{e}");
     }
 }

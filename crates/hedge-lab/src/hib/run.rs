@@ -24,33 +24,33 @@ pub fn train_with_progress(
     resuming: bool,
     plan: &TrainPlan,
 ) -> Result<Trainer> {
-    let batch = match config.batch {
+    let batch = match config.data.batch {
         BatchComposition::Independent { pairs } => format!("{pairs} independent pairs"),
         BatchComposition::Grouped { classes, per_class } => format!("{classes} classes x {per_class} images"),
     };
     let length = match plan.budget_minutes {
         Some(m) if !config.steps_planned() => format!("{m} minutes"),
-        _ => format!("{} steps", config.steps),
+        _ => format!("{} steps", config.schedule.steps),
     };
-    let images = match &config.data {
-        None => format!("{}-digit MNIST", config.digits),
+    let images = match &config.data.own_images {
+        None => format!("{}-digit MNIST", config.data.digits),
         Some(own) => format!("{} ({:?} images)", own.path.display(), own.shape),
     };
     info!(
         "training {:?} HIB, D = {}, {images}, {length} of {batch} on {} ({} threads) into {}",
-        config.model.kind(),
-        config.dim,
+        config.model.embedding.kind(),
+        config.model.dim,
         device_name(device),
         tch::get_num_threads(),
         run.path.display()
     );
-    let bar = ProgressBar::new(config.steps as u64);
+    let bar = ProgressBar::new(config.schedule.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} steps  {msg}  ETA {eta}").expect("valid template"),
     );
     // Without a terminal the bar is hidden; log a line every tenth of the run instead.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let mut log_every = (config.steps / 10).max(1);
+    let mut log_every = (config.schedule.steps / 10).max(1);
     let trainer = train_run(run, data, config, device, resuming, plan, |event| match event {
         TrainEvent::Step { metrics: m, planned_steps } => {
             if bar.length() != Some(planned_steps as u64) {

@@ -323,7 +323,7 @@ impl Study {
             budget_minutes: self.budget_minutes,
             finish_planned_steps: self.finish_planned_steps,
             watch_every: self.watch_every,
-            watch_splits: if self.watch_every > 0 { vec![config.protocol.main_test_split()] } else { vec![] },
+            watch_splits: if self.watch_every > 0 { vec![config.data.protocol.main_test_split()] } else { vec![] },
             keep_every: self.keep_every,
             ..Default::default()
         }
@@ -370,7 +370,7 @@ impl Experiment for Study {
                 let run_dir = dir.path().join("runs").join(&run.name);
                 info!("study run {} of {}: {} in {}", index + 1, self.runs.len(), run.name, run_dir.display());
                 let settings = EvalSettings {
-                    split: run.hib.protocol.main_test_split(),
+                    split: run.hib.data.protocol.main_test_split(),
                     repeats: self.repeats,
                     images_per_class: self.eval_images_per_class,
                     ..Default::default()
@@ -387,11 +387,11 @@ impl Experiment for Study {
                         ));
                     };
                     info!("{}: trains {planner}'s {} planned steps", run.name, planned.steps);
-                    config.steps = planned.steps;
+                    config.schedule.steps = planned.steps;
                     plan.budget_minutes = None;
                 }
                 let evals = train_and_eval(&run_dir, data, &config, &settings, &plan, &self.command)?;
-                let steps = RunDir::open(&run_dir)?.read_config()?.hib.steps;
+                let steps = RunDir::open(&run_dir)?.read_config()?.hib.schedule.steps;
                 let record = StudyRecord { name: run.name.clone(), steps, eval: evals.main, other: evals.other };
                 on_step(&record, None)?;
                 progress(record);

@@ -103,13 +103,13 @@ pub fn time_to_quality_report(
         let run = RunDir::open(dir)?;
         let config = run.read_config()?.hib;
         match shape {
-            None => shape = Some((config.digits, config.dim)),
-            Some(s) if s != (config.digits, config.dim) => {
+            None => shape = Some((config.data.digits, config.model.dim)),
+            Some(s) if s != (config.data.digits, config.model.dim) => {
                 return Err(hedge_embed::EmbedError::run(
                     dir,
                     format!(
                         "is N = {}, D = {}; the other runs are N = {}, D = {}",
-                        config.digits, config.dim, s.0, s.1
+                        config.data.digits, config.model.dim, s.0, s.1
                     ),
                 )
                 .into())

@@ -31,9 +31,10 @@ fn a_reproduction_stopped_after_any_single_write_resumes_to_the_same_tables() {
     tch::set_num_threads(1);
     let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: tch::Device::Cpu };
     let config = ReproduceConfig {
-        steps: Some(2),
+        hib: hedge_embed::HibConfig::default()
+            .with_steps(2)
+            .with_batch(hedge_embed::BatchComposition::Grouped { classes: 4, per_class: 4 }),
         repeats: 1,
-        group: Some("4x4".into()),
         eval_images_per_class: Some(10),
         command: "test".into(),
         // Drawing them takes seconds per resume; the CLI's smoke run checks them.
