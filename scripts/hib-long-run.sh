@@ -18,13 +18,11 @@ cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
 out=${OUT:-results/hib/long-run}
 steps=${STEPS:-100000}
-if [ -f "$out/config.json" ]; then
-    # --resume restores the watches (and every other setting) from the run's config.json.
-    "$hedge" hib train --resume "$out" --no-eval --threads 2 >>"$out.log" 2>&1
-else
-    "$hedge" hib train --config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --seed 0 \
-        --steps "$steps" --keep-every 10000 --no-eval --watch-every 5000 --watch test --threads 2 --out "$out" >"$out.log" 2>&1
-fi
+# --continue starts the run, or continues it from its own config.json and plan.json (watches
+# included) when "$out" holds it: the run trained an earlier recipe, which it keeps.
+"$hedge" hib train --config results/hib/recipe.toml --digits 2 --dim 2 --model gaussian --seed 0 \
+    --steps "$steps" --keep-every 10000 --no-eval --watch-every 5000 --watch test --threads 2 \
+    --out "$out" --continue >>"$out.log" 2>&1
 "$hedge" hib curve --run "$out" --repeats 10 --threads 2 >>"$out.log" 2>&1
 echo "$out: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$out/state.json") steps"
 exit

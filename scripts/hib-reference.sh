@@ -42,12 +42,9 @@ run_hedge() { # recipe model seed
     echo "== $dir" >&2
     local config=()
     [ "$1" = hedge ] && config=(--config reference/hib/hedge-recipe.toml)
-    if [ -f "$dir/state.json" ]; then
-        "$hedge" hib train --resume "$dir" --steps "$steps" --no-eval >> "$dir.log" 2>&1
-    else
-        "$hedge" hib train "${config[@]}" --protocol instance --digits 2 --dim 2 --model "$(model_flag "$2")" \
-            --seed "$3" --steps "$steps" --precision "$precision" --no-eval --out "$dir" > "$dir.log" 2>&1
-    fi
+    # --continue starts the run, or continues an unfinished one from its own settings.
+    "$hedge" hib train "${config[@]}" --protocol instance --digits 2 --dim 2 --model "$(model_flag "$2")" \
+        --seed "$3" --steps "$steps" --precision "$precision" --no-eval --out "$dir" --continue >> "$dir.log" 2>&1
     "$hedge" hib eval --run "$dir" --weights "$dir/model.safetensors" --json > "$dir/eval-final.json.tmp" 2>> "$dir.log"
     mv "$dir/eval-final.json.tmp" "$dir/eval-final.json"
 }

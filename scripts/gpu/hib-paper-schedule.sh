@@ -33,13 +33,10 @@ for model in gaussian point; do before[$model]=$(state $model); done
 pids=()
 for model in gaussian point; do
   run=runs/$model-seed0
-  if [ -f "$run/config.json" ]; then
-    ./hedge hib train --resume "$run" --device cuda --threads 4 >>"$run.log" 2>&1 &
-  else
-    ./hedge hib train --protocol instance --digits 2 --dim 2 --model "$model" --batch 128 \
-      --steps 500000 --seed 0 --device cuda --precision f32 --keep-every 10000 --no-eval \
-      --threads 4 --out "$run" >"$run.log" 2>&1 &
-  fi
+  # --continue starts the run, or continues it from its last checkpoint with its own settings.
+  ./hedge hib train --protocol instance --digits 2 --dim 2 --model "$model" --batch 128 \
+    --steps 500000 --seed 0 --device cuda --precision f32 --keep-every 10000 --no-eval \
+    --threads 4 --out "$run" --continue >>"$run.log" 2>&1 &
   pids+=($!)
 done
 # Polls rather than sleeping the whole budget: a run that fails at once (a library missing on a

@@ -169,6 +169,12 @@ pub struct TrainArgs {
     /// (other files are left alone).
     #[arg(long, requires = "out")]
     overwrite: bool,
+    /// Start the run in --out, or continue it there from its last checkpoint if --out holds one
+    /// hedge started: a continued run keeps its own settings and watches (its config.json and
+    /// plan.json; --steps is then the new total), and a setting flag that differs from them is
+    /// named in a warning, not applied. One command that a study script repeats until it is done.
+    #[arg(long = "continue", requires = "out", conflicts_with = "overwrite")]
+    continue_run: bool,
     /// Continue the run in this directory from its last checkpoint.
     #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "weight_decay", "dropout", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
@@ -446,6 +452,40 @@ fn settings_request(args: &TrainArgs) -> Result<SettingsRequest> {
         .with_length(args.steps, args.budget_minutes))
 }
 
+/// `hib train --continue` over a run: warns naming each setting the command asks for (a flag
+/// given, or a recipe's value other than the default) that differs from the run's own, which it
+/// keeps; the length is the new total and is not compared.
+fn warn_unapplied_settings(data: &HibData, args: &TrainArgs, own: &hedge_embed::HibConfig, path: &Path) {
+    let form = |config: &hedge_embed::HibConfig| match serde_json::to_value(config) {
+        Ok(serde_json::Value::Object(form)) => form,
+        _ => serde_json::Map::new(),
+    };
+    let Ok(request) = settings_request(args) else { return };
+    let Ok(mut asked) = data.resolve(&request) else { return };
+    // A run records the precision `auto` took.
+    asked.model.conv_precision = asked.model.conv_precision.resolve(args.device).unwrap_or(asked.model.conv_precision);
+    let (asked, own, defaults) = (form(&asked), form(own), form(&hedge_embed::HibConfig::default()));
+    let recipe =
+        request.recipe.as_deref().and_then(|p| hedge_embed::HibConfig::from_toml_file(p).ok()).map(|r| form(&r));
+    let named = |name: &str| {
+        request.overrides.contains_key(name) || recipe.as_ref().is_some_and(|r| r.get(name) != defaults.get(name))
+    };
+    let differing: Vec<String> = asked
+        .iter()
+        .filter(|(name, value)| name.as_str() != "steps" && named(name) && own.get(name.as_str()) != Some(value))
+        .map(|(name, value)| {
+            format!("{name} = {value} (the run's: {})", own.get(name).unwrap_or(&serde_json::Value::Null))
+        })
+        .collect();
+    if !differing.is_empty() {
+        tracing::warn!(
+            "{}: continuing the run with its own settings; not applied: {}",
+            path.display(),
+            differing.join(", ")
+        );
+    }
+}
+
 /// The watch plan of `hedge hib train`'s flags.
 fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
     if let Some(m) = args.budget_minutes {
@@ -484,10 +524,14 @@ fn train(args: TrainArgs) -> Result<()> {
     let device = args.device;
     // Every image this command reads comes through here, read once.
     let data = HibData::new(hedge_data::DataRoot::from_env());
-    let (run, config, resuming, plan) = match &args.resume {
+    let started = args.out.as_ref().filter(|out| args.continue_run && out.join("config.json").is_file());
+    let (run, config, resuming, plan) = match args.resume.as_ref().or(started) {
         Some(path) => {
             let run = RunDir::open_to_resume(path)?;
             let (rc, plan) = prepare_resume(&run, args.steps, args.keep_every)?;
+            if started.is_some() {
+                warn_unapplied_settings(&data, &args, &rc.hib, path);
+            }
             (run, rc.hib, true, plan)
         }
         None => {

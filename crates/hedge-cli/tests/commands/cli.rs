@@ -215,6 +215,42 @@ fn train_resume_and_embed_write_loadable_artefacts() {
     assert_eq!(std::fs::read(&mine).unwrap(), b"my own archive");
 }
 
+/// `hib train --continue` is one command a study script repeats: it starts the run, then
+/// continues it with the run's own settings (a differing flag is named in a warning, not
+/// applied), and --steps is the new total.
+#[test]
+fn continue_starts_a_run_then_continues_it_with_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let state = |run: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("state.json")).unwrap()).unwrap()
+    };
+    let o = hedge(&["hib", "train", "--steps", "3", "--batch", "8", "--no-eval", "--out", s(&run), "--continue"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(state(&run)["step"], 3);
+    let started = std::fs::read_to_string(run.join("config.json")).unwrap();
+    let o = hedge(&["hib", "train", "--steps", "5", "--lr", "0.01", "--no-eval", "--out", s(&run), "--continue"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(state(&run)["step"], 5);
+    let warning = stderr(&o);
+    assert!(warning.contains("not applied: learning_rate = 0.01 (the run's: 0.001)"), "{warning}");
+    // Only the flags that differ are named: the batch, given again, is the run's own.
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(&started).unwrap();
+    assert_eq!(
+        (config["hib"]["learning_rate"].as_f64(), config["hib"]["batch_pairs"].as_u64()),
+        (Some(0.001), Some(8))
+    );
+    assert_eq!(config["hib"]["model"], first["hib"]["model"]);
+    let o = hedge(&["hib", "train", "--steps", "5", "--batch", "8", "--no-eval", "--out", s(&run), "--continue"]);
+    assert!(o.status.success() && !stderr(&o).contains("not applied"), "{}", stderr(&o));
+    assert_eq!(state(&run)["step"], 5);
+    // --continue never replaces a run: it and --overwrite are refused together.
+    let o = hedge(&["hib", "train", "--steps", "5", "--out", s(&run), "--continue", "--overwrite"]);
+    assert!(!o.status.success() && stderr(&o).contains("--overwrite"), "{}", stderr(&o));
+}
+
 #[test]
 fn bench_prints_both_throughputs_as_json() {
     let o = hedge(&["bench", "train", "--json", "--steps", "2", "--warmup", "1"]);
