@@ -15,7 +15,7 @@ use std::time::Instant;
 
 pub use hedge_ann::{recall_at, AnnConfig, Hnsw};
 use hedge_data::{Corruption, ImageDataset, ImageSet, NDigitSplit};
-use hedge_run::rundir::{sha256_file, ManifestEntry};
+use hedge_run::rundir::{sha256_file, SealedFiles};
 use hedge_run::undefined::{explain_nulls, NullReason};
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
@@ -305,7 +305,7 @@ pub struct IndexManifest {
     pub embed_seconds: f64,
     pub build_seconds: f64,
     /// Every other file of the index, checked before it is read.
-    pub files: Vec<ManifestEntry>,
+    pub files: SealedFiles,
     /// SHA-256 of this description as written with this field empty: an edited `index.json`
     /// (renamed identities, another `dim`, an emptied `files`) is refused, not trusted. It
     /// catches damage and edits, not a forger who recomputes it.
@@ -353,7 +353,7 @@ impl IndexManifest {
             calibration: Calibration::choose(String::new(), score, &[0.0], &[true], target_risk)?,
             embed_seconds: 0.0,
             build_seconds: 0.0,
-            files: Vec::new(),
+            files: SealedFiles::default(),
             sha256: String::new(),
         })
     }
@@ -378,18 +378,8 @@ impl IndexManifest {
                  contents); rebuild the index with `hedge hib index`",
             ));
         }
-        let listed: std::collections::BTreeSet<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
-        if let Some(missing) = INDEX_FOLDER_FILES[1..].iter().find(|n| !listed.contains(*n)) {
-            return Err(IdentifyError::input(
-                path,
-                format!("does not list {missing} among its files, so it cannot be checked; rebuild the index"),
-            ));
-        }
-        if let Some(stranger) = listed.iter().find(|n| !INDEX_FOLDER_FILES[1..].contains(*n)) {
-            return Err(IdentifyError::input(
-                path,
-                format!("lists '{stranger}', which is not a file of a hedge index; rebuild the index"),
-            ));
+        if let Err(why) = manifest.files.lists_exactly(&INDEX_FOLDER_FILES[1..]) {
+            return Err(IdentifyError::input(path, format!("{why}; rebuild the index")));
         }
         // Settings read back are checked as if typed (an edited index was refused above; this
         // guards an index written by a hedge with other limits).
@@ -1058,11 +1048,7 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
         gallery.ann.save(&tmp.join(ANN_FILE))?;
         hedge_run::write_atomic(&tmp.join(VALIDATION_CSV), gallery.manifest.calibration.csv().as_bytes())?;
         let mut manifest = gallery.manifest.clone();
-        for name in [GALLERY_FILE, ANN_FILE, VALIDATION_CSV] {
-            let path = tmp.join(name);
-            let bytes = std::fs::metadata(&path).map_err(|e| IdentifyError::io(&path, e))?.len();
-            manifest.files.push(ManifestEntry { name: name.into(), sha256: sha256_file(&path)?, bytes });
-        }
+        manifest.files = SealedFiles::of(&tmp, [GALLERY_FILE, ANN_FILE, VALIDATION_CSV])?;
         hedge_run::write_atomic(&tmp.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
         Ok(())
     })();
@@ -1087,13 +1073,8 @@ pub(crate) fn write_index(gallery: &Gallery, eta: &Tensor, out: &Path, overwrite
 pub(crate) fn rewrite_calibration(dir: &Path, calibration: &Calibration) -> Result<IndexManifest> {
     let mut manifest = IndexFiles::open(dir)?.manifest;
     manifest.calibration = calibration.clone();
-    let csv = dir.join(VALIDATION_CSV);
-    hedge_run::write_atomic(&csv, calibration.csv().as_bytes())?;
-    let bytes = std::fs::metadata(&csv).map_err(|e| IdentifyError::io(&csv, e))?.len();
-    let sha256 = sha256_file(&csv)?;
-    for entry in manifest.files.iter_mut().filter(|f| f.name == VALIDATION_CSV) {
-        (entry.sha256, entry.bytes) = (sha256.clone(), bytes);
-    }
+    hedge_run::write_atomic(&dir.join(VALIDATION_CSV), calibration.csv().as_bytes())?;
+    manifest.files.reseal(dir, VALIDATION_CSV)?;
     hedge_run::write_atomic(&dir.join(INDEX_FILE), manifest.sealed_json().as_bytes())?;
     Ok(manifest)
 }
@@ -1136,16 +1117,11 @@ impl IndexFiles {
         }
         let text = std::fs::read_to_string(&path).map_err(|e| IdentifyError::io(&path, e))?;
         let manifest = IndexManifest::parse(&text, &path)?;
-        for entry in &manifest.files {
-            let file = dir.join(&entry.name);
-            if !file.is_file() || sha256_file(&file)? != entry.sha256 {
-                return Err(IdentifyError::input(
-                    &file,
-                    format!(
-                        "is missing or differs from the SHA-256 in {INDEX_FILE}; the index was damaged: rebuild it"
-                    ),
-                ));
-            }
+        if let Some(entry) = manifest.files.first_broken(dir)? {
+            return Err(IdentifyError::input(
+                dir.join(&entry.name),
+                format!("is missing or differs from the SHA-256 in {INDEX_FILE}; the index was damaged: rebuild it"),
+            ));
         }
         Ok(IndexFiles { dir: dir.to_path_buf(), manifest })
     }

@@ -37,18 +37,18 @@ pub struct CheckpointManifest {
     /// The step (or round, or finished unit of work) the checkpoint holds.
     pub step: u64,
     /// Every file of the checkpoint, in the order they were written.
-    pub files: Vec<ManifestEntry>,
+    pub files: SealedFiles,
     /// The JSON-lines logs of the run (every `*.jsonl` in its folder) as they stood at the
     /// commit: a resume and a report read them, so a log cut short or edited is refused instead
     /// of being rebuilt into a smaller result. Lines appended after the commit are work the
     /// checkpoint does not hold. (Absent in manifests written before logs were recorded.)
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub logs: Vec<ManifestEntry>,
+    #[serde(default, skip_serializing_if = "SealedFiles::is_empty")]
+    pub logs: SealedFiles,
     /// The sealed copies of the run's definition (`sealed-config.json`, see
     /// [`RunDirectory::write_sealed_json`]) as they stood at the commit. (Absent in manifests
     /// written before definitions were sealed.)
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sealed: Vec<ManifestEntry>,
+    #[serde(default, skip_serializing_if = "SealedFiles::is_empty")]
+    pub sealed: SealedFiles,
 }
 
 /// One file of a checkpoint.
@@ -59,6 +59,122 @@ pub struct ManifestEntry {
     /// Lower-case hex SHA-256 of the file's bytes.
     pub sha256: String,
     pub bytes: u64,
+}
+
+/// Files of a folder sealed by their SHA-256 and size: a checkpoint's files, logs and sealed
+/// copies ([`CheckpointManifest`]), an identification index's files. Its serde form is the list
+/// of [`ManifestEntry`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SealedFiles(Vec<ManifestEntry>);
+
+impl SealedFiles {
+    /// The files `names` of `dir` as they are now, in that order.
+    ///
+    /// # Errors
+    /// [`RunError::Io`] naming a file that cannot be read.
+    pub fn of<'a>(dir: &Path, names: impl IntoIterator<Item = &'a str>) -> Result<Self> {
+        names.into_iter().map(|name| ManifestEntry::of(dir, name)).collect::<Result<_>>().map(SealedFiles)
+    }
+
+    /// Every file of `dir` (not its sub-folders) whose name `wanted` accepts, sorted by name.
+    ///
+    /// # Errors
+    /// [`RunError::Io`] naming the folder or a file that cannot be read.
+    pub fn matching(dir: &Path, wanted: impl Fn(&str) -> bool) -> Result<Self> {
+        let entries = std::fs::read_dir(dir).map_err(|e| RunError::io(dir, e))?;
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| wanted(name))
+            .collect();
+        names.sort();
+        Self::of(dir, names.iter().map(String::as_str))
+    }
+
+    /// Adds `entry`, replacing one of the same name.
+    pub fn insert(&mut self, entry: ManifestEntry) {
+        self.0.retain(|f| f.name != entry.name);
+        self.0.push(entry);
+    }
+
+    /// Seals `name` of `dir` again as it is now (after a deliberate rewrite).
+    ///
+    /// # Errors
+    /// [`RunError::Io`] naming the file when it cannot be read.
+    pub fn reseal(&mut self, dir: &Path, name: &str) -> Result<()> {
+        self.insert(ManifestEntry::of(dir, name)?);
+        Ok(())
+    }
+
+    /// The entry of `name`.
+    pub fn get(&self, name: &str) -> Option<&ManifestEntry> {
+        self.0.iter().find(|f| f.name == name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, ManifestEntry> {
+        self.0.iter()
+    }
+
+    /// The first file that is missing from `dir` or differs from its seal.
+    ///
+    /// # Errors
+    /// [`RunError::Io`] naming a file that exists but cannot be read.
+    pub fn first_broken(&self, dir: &Path) -> Result<Option<&ManifestEntry>> {
+        for entry in &self.0 {
+            let path = dir.join(&entry.name);
+            if !path.is_file() || sha256_file(&path)? != entry.sha256 {
+                return Ok(Some(entry));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Checks that the seal lists exactly `expected`: the message names a file it lacks, or one
+    /// it lists that does not belong.
+    pub fn lists_exactly(&self, expected: &[&str]) -> std::result::Result<(), String> {
+        if let Some(missing) = expected.iter().find(|n| self.get(n).is_none()) {
+            return Err(format!("does not list {missing} among its files, so it cannot be checked"));
+        }
+        match self.0.iter().find(|f| !expected.contains(&f.name.as_str())) {
+            Some(stranger) => Err(format!("lists '{}', which is not one of its files", stranger.name)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a SealedFiles {
+    type Item = &'a ManifestEntry;
+    type IntoIter = std::slice::Iter<'a, ManifestEntry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl ManifestEntry {
+    /// The file `name` of `dir` as it is now.
+    ///
+    /// # Errors
+    /// [`RunError::Io`] naming the file when it cannot be read.
+    pub fn of(dir: &Path, name: &str) -> Result<Self> {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).map_err(|e| RunError::io(&path, e))?;
+        Ok(ManifestEntry { name: name.to_string(), sha256: sha256_hex(&bytes), bytes: bytes.len() as u64 })
+    }
 }
 
 /// Counts writes and, in fault-injection tests, stops the writer after a chosen one.
@@ -341,23 +457,13 @@ impl RunDirectory {
     }
 
     /// Every `*.jsonl` log in the folder, with its size and hash now.
-    fn logs(&self) -> Result<Vec<ManifestEntry>> {
-        let mut logs = Vec::new();
-        let entries = std::fs::read_dir(&self.path).map_err(|e| RunError::io(&self.path, e))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".jsonl") && !name.starts_with('.') && entry.path().is_file() {
-                let bytes = std::fs::read(entry.path()).map_err(|e| RunError::io(entry.path(), e))?;
-                logs.push(ManifestEntry { sha256: sha256_hex(&bytes), bytes: bytes.len() as u64, name });
-            }
-        }
-        logs.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(logs)
+    fn logs(&self) -> Result<SealedFiles> {
+        SealedFiles::matching(&self.path, |name| name.ends_with(".jsonl") && !name.starts_with('.'))
     }
 
     /// Starts a checkpoint of `step`; nothing is visible until [`Checkpoint::commit`].
     pub fn checkpoint(&self, step: u64) -> Checkpoint<'_> {
-        Checkpoint { dir: self, step, files: Vec::new() }
+        Checkpoint { dir: self, step, files: SealedFiles::default() }
     }
 
     /// Writes `value` to `name` and seals it: the copy `sealed-<name>` records the run's
@@ -392,8 +498,7 @@ impl RunDirectory {
             return Ok(());
         }
         let copy_sha = sha256_file(&self.file(&copy))?;
-        let recorded =
-            self.manifest()?.is_some_and(|m| m.sealed.iter().any(|e| e.name == copy && e.sha256 == copy_sha));
+        let recorded = self.manifest()?.is_some_and(|m| m.sealed.get(&copy).is_some_and(|e| e.sha256 == copy_sha));
         if !recorded {
             tracing::warn!(
                 "{}: completing hedge's own write of the run's definition, cut short before any checkpoint recorded \
@@ -411,18 +516,8 @@ impl RunDirectory {
     }
 
     /// Every sealed copy in the folder, as a manifest records it.
-    fn sealed_copies(&self) -> Result<Vec<ManifestEntry>> {
-        let mut copies = Vec::new();
-        let entries = std::fs::read_dir(&self.path).map_err(|e| RunError::io(&self.path, e))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(SEALED_PREFIX) && entry.path().is_file() {
-                let bytes = std::fs::read(entry.path()).map_err(|e| RunError::io(entry.path(), e))?;
-                copies.push(ManifestEntry { name, sha256: sha256_hex(&bytes), bytes: bytes.len() as u64 });
-            }
-        }
-        copies.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(copies)
+    fn sealed_copies(&self) -> Result<SealedFiles> {
+        SealedFiles::matching(&self.path, |name| name.starts_with(SEALED_PREFIX))
     }
 
     /// The last committed checkpoint, if the run has one.
@@ -579,7 +674,7 @@ fn parse_json_lines<T: DeserializeOwned>(text: &str, path: &Path, first_line: us
 pub struct Checkpoint<'a> {
     dir: &'a RunDirectory,
     step: u64,
-    files: Vec<ManifestEntry>,
+    files: SealedFiles,
 }
 
 impl Checkpoint<'_> {
@@ -610,8 +705,7 @@ impl Checkpoint<'_> {
         save(&pending)?;
         let bytes = std::fs::metadata(&pending).map_err(|e| RunError::write(&pending, e))?.len();
         let sha256 = sha256_file(&pending)?;
-        self.files.retain(|f| f.name != name);
-        self.files.push(ManifestEntry { name: name.to_string(), sha256, bytes });
+        self.files.insert(ManifestEntry { name: name.to_string(), sha256, bytes });
         self.dir.after_write();
         Ok(())
     }
@@ -793,6 +887,37 @@ mod tests {
         std::fs::write(dir.file("log.jsonl"), "1\n{oops\n").unwrap();
         let e = dir.read_json_lines::<u64>("log.jsonl").unwrap_err().to_string();
         assert!(e.contains("log.jsonl") && e.contains("line 2"), "{e}");
+    }
+
+    /// A sealed folder names a missing, changed or unlisted file; a deliberate rewrite is
+    /// sealed again; the serde form is the plain list checkpoints and indexes always wrote.
+    #[test]
+    fn sealed_files_name_what_broke_and_serialise_as_a_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.bin"), b"abc").unwrap();
+        std::fs::write(d.join("b.csv"), b"x,y\n").unwrap();
+        let mut sealed = SealedFiles::of(d, ["a.bin", "b.csv"]).unwrap();
+        let a = sealed.get("a.bin").unwrap();
+        // SHA-256("abc"), FIPS 180-2 appendix B.1.
+        assert_eq!(
+            (a.sha256.as_str(), a.bytes),
+            ("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 3)
+        );
+        assert_eq!(sealed.first_broken(d).unwrap(), None);
+        assert!(sealed.lists_exactly(&["a.bin", "b.csv"]).is_ok());
+        assert!(sealed.lists_exactly(&["a.bin"]).unwrap_err().contains("'b.csv'"));
+        assert!(sealed.lists_exactly(&["a.bin", "b.csv", "c.json"]).unwrap_err().contains("c.json"));
+        std::fs::write(d.join("b.csv"), b"x,y\n1,2\n").unwrap();
+        assert_eq!(sealed.first_broken(d).unwrap().map(|e| e.name.as_str()), Some("b.csv"));
+        sealed.reseal(d, "b.csv").unwrap();
+        assert_eq!((sealed.first_broken(d).unwrap(), sealed.len()), (None, 2));
+        std::fs::remove_file(d.join("a.bin")).unwrap();
+        assert_eq!(sealed.first_broken(d).unwrap().map(|e| e.name.as_str()), Some("a.bin"));
+        let json = serde_json::to_value(&sealed).unwrap();
+        assert!(json.is_array() && json[0]["name"] == "a.bin", "{json}");
+        let csvs = SealedFiles::matching(d, |n| n.ends_with(".csv")).unwrap();
+        assert_eq!(csvs.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["b.csv"]);
     }
 
     #[test]
