@@ -183,7 +183,10 @@ pub struct CleanCorruptValue {
 
 /// `eval.json` (test_unseen) or `eval_<split>.json`: the whole evaluation of one model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct EvalReport {
+    /// [`EVAL_SCHEMA`] when written ([`hedge_run::schema`]).
+    pub schema: u32,
     /// Area under the risk–coverage curve of KNN identification.
     #[serde(deserialize_with = "nan_for_null_one")]
     pub aurc: f64,
@@ -220,9 +223,8 @@ pub struct EvalReport {
     pub model: ModelKind,
     /// How the metrics are computed ([`EVAL_PROTOCOL`]).
     pub protocol: String,
-    /// Which N-digit tables the run trained and is tested on (`instance` or `open-set`; reports
-    /// written before protocols existed are open-set).
-    #[serde(default = "NDigitProtocol::before_protocols")]
+    /// Which N-digit tables the run trained and is tested on (`instance` or `open-set`; schema 1
+    /// reports without it were written before protocols existed, and are open-set).
     pub data_protocol: NDigitProtocol,
     pub repeats: usize,
     #[serde(deserialize_with = "nan_for_null")]
@@ -329,6 +331,7 @@ impl EvalReport {
         };
         let nan = f64::NAN;
         EvalReport {
+            schema: EVAL_SCHEMA,
             aurc: r.aurc.map_or(nan, |m| m.mean),
             aurc_std: r.aurc.map_or(nan, |m| m.std),
             // A point embedding has no η: its probes are rejected by the distance to their
@@ -484,10 +487,12 @@ impl Metric {
 
 /// `verification.json`: the quick check `hedge hib train` ends with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct VerificationReport {
+    /// [`EVAL_SCHEMA`] when written ([`hedge_run::schema`]).
+    pub schema: u32,
     pub pairs: PairCounts,
-    /// Which N-digit tables (absent before protocols existed: open-set).
-    #[serde(default = "NDigitProtocol::before_protocols")]
+    /// Which N-digit tables (schema 1 files without it predate protocols: open-set).
     pub data_protocol: NDigitProtocol,
     pub split: NDigitSplit,
     pub step: usize,
@@ -525,6 +530,43 @@ pub struct CurvePoint {
     pub train_seconds: Option<f64>,
     pub verification_ap: VerificationStats,
 }
+
+/// The schema of `eval*.json` and `verification.json`: 2 records `schema`; 1 (no `schema`)
+/// lacks `data_protocol` where it was written before protocols existed.
+pub const EVAL_SCHEMA: u32 = 2;
+
+/// Schema 1 → 2 of `eval*.json` and `verification.json`: an absent `data_protocol` is open-set.
+fn upgrade_eval(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+    // Written before protocols existed, when every run was open-set.
+    if from == 1 && !form.contains_key("data_protocol") {
+        form.insert(
+            "data_protocol".into(),
+            serde_json::to_value(NDigitProtocol::before_protocols()).map_err(|e| e.to_string())?,
+        );
+    }
+    Ok(())
+}
+
+impl hedge_run::schema::Schema for EvalReport {
+    const CURRENT: u32 = EVAL_SCHEMA;
+    const WHAT: &'static str = "an evaluation (eval.json)";
+
+    fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        upgrade_eval(from, form)
+    }
+}
+
+impl hedge_run::schema::Schema for VerificationReport {
+    const CURRENT: u32 = EVAL_SCHEMA;
+    const WHAT: &'static str = "a training's check (verification.json)";
+
+    fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        upgrade_eval(from, form)
+    }
+}
+
+hedge_run::versioned_serde!(EvalReport);
+hedge_run::versioned_serde!(VerificationReport);
 
 #[cfg(test)]
 mod tests {

@@ -50,6 +50,7 @@ pub fn quick_verification(run: &RunDir, data: &HibData, trainer: &Trainer) -> Re
         tracing::warn!("{}: {w}", run.path.display());
     }
     let report = VerificationReport {
+        schema: crate::report::EVAL_SCHEMA,
         pairs: PairCounts { matching: 5000, non_matching: 5000, seed: PAIR_SEED },
         data_protocol: trainer.config.data.protocol,
         split,

@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod generator;
 pub mod params;
 pub mod rundir;
+pub mod schema;
 #[cfg(feature = "torch")]
 pub mod torch;
 pub mod undefined;
@@ -30,3 +31,9 @@ pub use experiment::{run_resumable, Experiment, ExperimentProgress};
 pub use generator::{lock_generator, GeneratorGuard};
 pub use params::{with_overrides, Checked, ParamGuard};
 pub use rundir::{Checkpoint, CheckpointManifest, RunDirectory};
+
+// For `versioned_serde!`, which expands in other crates.
+#[doc(hidden)]
+pub use serde as __serde;
+#[doc(hidden)]
+pub use serde_json as __serde_json;

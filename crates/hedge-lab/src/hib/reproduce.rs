@@ -92,30 +92,16 @@ pub struct ReproduceConfig {
     pub command: String,
 }
 
-impl Serialize for ReproduceConfig {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        ReproduceConfig::serialize(self, serializer)
+impl hedge_run::schema::Schema for ReproduceConfig {
+    const CURRENT: u32 = REPRODUCE_SCHEMA;
+    const WHAT: &'static str = "a reproduction's config.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        v1::upgrade(form)
     }
 }
 
-/// Reads either schema: 1 (no `schema`) through [`v1::upgrade`], then the current form.
-impl<'de> Deserialize<'de> for ReproduceConfig {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut form = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
-        match form.get("schema").map(|v| v.as_u64()) {
-            None => v1::upgrade(&mut form).map_err(D::Error::custom)?,
-            Some(Some(v)) if v == u64::from(REPRODUCE_SCHEMA) => {}
-            Some(other) => {
-                return Err(D::Error::custom(format!(
-                    "schema {other:?} of a reproduction's config: this hedge reads 1 and {REPRODUCE_SCHEMA}; \
-                     use the hedge that wrote it"
-                )))
-            }
-        }
-        ReproduceConfig::deserialize(serde_json::Value::Object(form)).map_err(D::Error::custom)
-    }
-}
+hedge_run::versioned_serde!(ReproduceConfig);
 
 /// Schema 1 of [`ReproduceConfig`], read only: an optional recipe with the digits, dimension,
 /// protocol, steps, learning rate, schedule and grouped batch set beside it.
@@ -161,7 +147,6 @@ pub mod v1 {
             form.remove(key);
         }
         form.insert("hib".into(), serde_json::to_value(hib).map_err(|e| e.to_string())?);
-        form.insert("schema".into(), REPRODUCE_SCHEMA.into());
         Ok(())
     }
 }
@@ -793,6 +778,7 @@ fn summarise(c: &ReproduceConfig, results: &[ModelRuns]) -> Result<ReproduceSumm
         );
     }
     Ok(ReproduceSummary {
+        schema: <ReproduceSummary as hedge_run::schema::Schema>::CURRENT,
         budget_minutes: c.budget_minutes,
         command: c.command.clone(),
         digits: c.digits(),
@@ -1538,6 +1524,7 @@ mod tests {
             );
         }
         ReproduceSummary {
+            schema: 2,
             budget_minutes: None,
             command: String::new(),
             digits: 2,

@@ -74,7 +74,10 @@ pub struct OtherSplit {
 
 /// `summary.json` of `hedge hib reproduce`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ReproduceSummary {
+    /// [`ReproduceSummary::CURRENT`](hedge_run::schema::Schema::CURRENT) when written.
+    pub schema: u32,
     pub budget_minutes: Option<f64>,
     pub command: String,
     pub digits: usize,
@@ -85,8 +88,7 @@ pub struct ReproduceSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_split: Option<OtherSplit>,
     /// Which N-digit tables the models trained and were tested on: `instance` (the paper's
-    /// tables) or `open-set` (summaries written before protocols existed).
-    #[serde(default = "NDigitProtocol::before_protocols")]
+    /// tables) or `open-set` (schema 1 summaries without it predate protocols).
     pub protocol: NDigitProtocol,
     /// The paper's columns for this (N, D) (`point`, `mog1`, `mog2`, and Table 5's
     /// `mog1-beta0`, `mog1-beta1e4`), where it has them.
@@ -107,6 +109,26 @@ pub struct ReproduceSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undefined: Vec<Undefined>,
 }
+
+/// Schema 2 records `schema`; schema 1 (none) lacks `protocol` where it was written before
+/// protocols existed.
+impl hedge_run::schema::Schema for ReproduceSummary {
+    const CURRENT: u32 = 2;
+    const WHAT: &'static str = "a reproduction's summary.json";
+
+    fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        // Written before protocols existed, when every run was open-set.
+        if from == 1 && !form.contains_key("protocol") {
+            form.insert(
+                "protocol".into(),
+                serde_json::to_value(NDigitProtocol::before_protocols()).map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(())
+    }
+}
+
+hedge_run::versioned_serde!(ReproduceSummary);
 
 impl ReproduceSummary {
     /// The summary with its `undefined` list filled in (what `hedge hib reproduce` writes).
@@ -214,9 +236,15 @@ mod tests {
                 continue;
             }
             .unwrap();
-            // Files written before protocols existed name none; they read as open-set, which
-            // is what they were.
+            // Files of schema 1 name no schema; they write back as the current one. Those written
+            // before protocols existed name none either; they read as open-set, which is what
+            // they were.
             let mut again = again;
+            if original.get("schema").is_none() {
+                if let Some(schema) = again.as_object_mut().and_then(|form| form.remove("schema")) {
+                    assert_eq!(schema, serde_json::json!(2), "{}", path.display());
+                }
+            }
             for key in ["protocol", "data_protocol"] {
                 if original.get(key).is_none() && again.get(key) == Some(&serde_json::json!("open-set")) {
                     again.as_object_mut().expect("a report is an object").remove(key);
