@@ -2,13 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::hib_args::{BatchFlags, SplitArg};
+use crate::hib_args::{SharedSettingFlags, SplitArg};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
 use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
 use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, EvalSettings};
-use hedge_embed::{ConvPrecision, LrSchedule, ModelKind, NDigitProtocol, ValidationDigits};
+use hedge_embed::{ConvPrecision, ModelKind, NDigitProtocol, ValidationDigits};
 use hedge_embed::{
     EvalReport, HibData, MatchEstimator, MatchInit, MetricSet, Norm, OwnImagesRequest, RunDir, SettingsRequest,
 };
@@ -235,20 +235,12 @@ pub struct TrainArgs {
 /// ([`hedge_run::with_overrides`]), so a flag is one line here and nothing else.
 #[derive(Args, Serialize)]
 pub struct SettingFlags {
-    /// Digits per image (N).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    digits: Option<usize>,
     /// Which N-digit MNIST tables: instance (the paper's: every class in training and in test,
     /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
     /// [default: the config's, else instance].
     #[arg(long, value_enum, conflicts_with = "data")]
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol: Option<NDigitProtocol>,
-    /// Embedding dimension (D).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dim: Option<usize>,
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<ModelKind>,
@@ -272,14 +264,6 @@ pub struct SettingFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     samples: Option<usize>,
-    /// Adam learning rate.
-    #[arg(long)]
-    #[serde(rename = "learning_rate", skip_serializing_if = "Option::is_none")]
-    lr: Option<f64>,
-    /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4).
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lr_schedule: Option<LrSchedule>,
     /// Linear learning-rate warm-up over this many steps before the schedule.
     #[arg(long)]
     #[serde(rename = "warmup_steps", skip_serializing_if = "Option::is_none")]
@@ -300,10 +284,10 @@ pub struct SettingFlags {
     #[arg(long, value_name = "A,B", value_parser = channel_widths)]
     #[serde(skip_serializing_if = "Option::is_none")]
     channels: Option<[usize; 2]>,
-    /// How a step's pairs are drawn (--batch, --group, --all-pairs).
+    /// The settings `hib reproduce` takes too (--digits, --dim, --lr, --lr-schedule, the batch).
     #[command(flatten)]
     #[serde(flatten)]
-    batch: BatchFlags,
+    shared: SharedSettingFlags,
     /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
     #[arg(long)]
     #[serde(rename = "ema_decay", skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,7 @@
 
 use clap::{Args, ValueEnum};
 use hedge_data::NDigitSplit;
-use hedge_embed::{BatchComposition, PairSet};
+use hedge_embed::{BatchComposition, LrSchedule, PairSet};
 use serde::Serialize;
 
 /// A test split on the command line.
@@ -30,11 +30,39 @@ pub fn device(s: &str) -> Result<tch::Device, String> {
     hedge_embed::parse_device(s).map_err(|e| e.to_string())
 }
 
+/// The setting flags `hib train` and `hib reproduce` share, serialised under their names in
+/// the config's serde form (`--lr` as `learning_rate`).
+#[derive(Args, Serialize)]
+pub struct SharedSettingFlags {
+    /// Digits per image (N).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digits: Option<usize>,
+    /// Embedding dimension (D).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dim: Option<usize>,
+    /// Adam learning rate.
+    #[arg(long)]
+    #[serde(rename = "learning_rate", skip_serializing_if = "Option::is_none")]
+    lr: Option<f64>,
+    /// Learning-rate schedule: constant, cosine (decay to 0 at --steps) or step (÷10 at 1/2 and 3/4)
+    /// [default: the recipe's, else constant].
+    #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lr_schedule: Option<LrSchedule>,
+    /// How a step's pairs are drawn (--batch, --group, --all-pairs; default: the paper's 128
+    /// independent pairs).
+    #[command(flatten)]
+    #[serde(flatten)]
+    batch: BatchFlags,
+}
+
 /// The batch flags of `hib train` and `hib reproduce`, serialised as the config's batch fields: `--batch N` as
 /// `batch = "independent"`, `batch_pairs = N`; `--group AxB` as `batch = "grouped"`,
 /// `group_classes = A`, `group_size = B`; `--all-pairs` as `pair_set = "all"`.
 #[derive(Args)]
-pub struct BatchFlags {
+struct BatchFlags {
     /// Pairs per step (two images each) of the paper's independent batches (replaces a
     /// config's grouped batches).
     #[arg(long, conflicts_with = "group")]

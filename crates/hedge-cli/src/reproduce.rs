@@ -10,8 +10,7 @@ use hedge_lab::hib::reproduce::{reproduce, table1, table2, FinishedRun, Reproduc
 use hedge_run::Experiment;
 use serde::Serialize;
 
-use crate::hib_args::{BatchFlags, SplitArg};
-use hedge_embed::LrSchedule;
+use crate::hib_args::{SharedSettingFlags, SplitArg};
 
 #[derive(Args)]
 pub struct ReproduceArgs {
@@ -95,33 +94,15 @@ pub struct ReproduceArgs {
 /// config's serde form and laid over `--config` ([`SettingsRequest`]).
 #[derive(Args, Serialize)]
 struct ReproduceSettingFlags {
-    /// Digits per image (N).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    digits: Option<usize>,
-    /// Embedding dimension (D).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dim: Option<usize>,
     /// Which N-digit MNIST tables: instance (the paper's tables: every class in training and
     /// in test) or open-set (test_unseen's classes never trained on; hedge's extension)
     /// [default: the recipe's, else instance].
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     protocol: Option<NDigitProtocol>,
-    /// Adam learning rate.
-    #[arg(long)]
-    #[serde(rename = "learning_rate", skip_serializing_if = "Option::is_none")]
-    lr: Option<f64>,
-    /// Learning-rate schedule [default: the recipe's, else constant].
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lr_schedule: Option<LrSchedule>,
-    /// How a step's pairs are drawn (--batch, --group, --all-pairs; default: the paper's 128
-    /// independent pairs).
     #[command(flatten)]
     #[serde(flatten)]
-    batch: BatchFlags,
+    shared: SharedSettingFlags,
 }
 
 impl ReproduceArgs {

@@ -535,14 +535,20 @@ pub struct CurvePoint {
 /// lacks `data_protocol` where it was written before protocols existed.
 pub const EVAL_SCHEMA: u32 = 2;
 
-/// Schema 1 → 2 of `eval*.json` and `verification.json`: an absent `data_protocol` is open-set.
-fn upgrade_eval(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
-    // Written before protocols existed, when every run was open-set.
-    if from == 1 && !form.contains_key("data_protocol") {
-        form.insert(
-            "data_protocol".into(),
-            serde_json::to_value(NDigitProtocol::before_protocols()).map_err(|e| e.to_string())?,
-        );
+/// Schema 1 → 2 of a result that names its N-digit protocol under `key`: a file without one
+/// was written before protocols existed, when every run was open-set. `eval*.json` and
+/// `verification.json` (`data_protocol`), a reproduction's `summary.json` (`protocol`).
+///
+/// # Errors
+/// None in practice; the protocol's serde form as a message if it had one.
+pub fn upgrade_before_protocols(
+    from: u32,
+    form: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> std::result::Result<(), String> {
+    if from == 1 && !form.contains_key(key) {
+        let open_set = serde_json::to_value(NDigitProtocol::before_protocols()).map_err(|e| e.to_string())?;
+        form.insert(key.into(), open_set);
     }
     Ok(())
 }
@@ -552,7 +558,7 @@ impl hedge_run::schema::Schema for EvalReport {
     const WHAT: &'static str = "an evaluation (eval.json)";
 
     fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
-        upgrade_eval(from, form)
+        upgrade_before_protocols(from, form, "data_protocol")
     }
 }
 
@@ -561,7 +567,7 @@ impl hedge_run::schema::Schema for VerificationReport {
     const WHAT: &'static str = "a training's check (verification.json)";
 
     fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
-        upgrade_eval(from, form)
+        upgrade_before_protocols(from, form, "data_protocol")
     }
 }
 

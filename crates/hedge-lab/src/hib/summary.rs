@@ -117,14 +117,7 @@ impl hedge_run::schema::Schema for ReproduceSummary {
     const WHAT: &'static str = "a reproduction's summary.json";
 
     fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
-        // Written before protocols existed, when every run was open-set.
-        if from == 1 && !form.contains_key("protocol") {
-            form.insert(
-                "protocol".into(),
-                serde_json::to_value(NDigitProtocol::before_protocols()).map_err(|e| e.to_string())?,
-            );
-        }
-        Ok(())
+        hedge_embed::report::upgrade_before_protocols(from, form, "protocol")
     }
 }
 
