@@ -143,7 +143,7 @@ pub struct BenchArgs {
     /// Untimed warm-up steps.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]

@@ -2,18 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::hib_args::{SharedSettingFlags, SplitArg};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use hedge_data::NDigitSplit;
-use hedge_embed::experiment::{prepare_resume, start_run, TrainPlan};
+use hedge_embed::experiment::{prepare_resume, start_run};
 use hedge_embed::run_eval::{embed_run, evaluate_run, quick_verification, save_eval, EvalSettings};
-use hedge_embed::{ConvPrecision, ModelKind, NDigitProtocol, ValidationDigits};
-use hedge_embed::{
-    EvalReport, HibData, MatchEstimator, MatchInit, MetricSet, Norm, OwnImagesRequest, RunDir, SettingsRequest,
-};
+use hedge_embed::ValidationDigits;
+use hedge_embed::{EvalReport, HibData, MatchEstimator, MetricSet, RunDir};
+use hedge_lab::hib::request::{TestSplit, TrainRequest};
 use hedge_lab::hib::run::{curve, train_with_progress};
-use serde::Serialize;
 
 #[derive(Subcommand)]
 pub enum HibCommand {
@@ -39,11 +36,6 @@ pub enum HibCommand {
     /// Identify probe images against an index: top-k identities with match probabilities and eta,
     /// abstaining above the index's threshold (JSON lines, CSV, summary.json).
     Search(crate::identification::SearchArgs),
-}
-
-/// Every registered pair loss, with its summary in `--help`.
-fn losses() -> clap::builder::PossibleValuesParser {
-    crate::registered(hedge_embed::pair_loss::LOSSES.iter().map(|r| (r.name, r.about)))
 }
 
 #[derive(Args)]
@@ -79,8 +71,8 @@ pub struct CurveArgs {
     /// Test split to evaluate on [default: the protocol's, test or test_unseen, written to
     /// curve.json; test_seen writes curve_test_seen.json].
     #[arg(long, value_enum)]
-    split: Option<SplitArg>,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    split: Option<TestSplit>,
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -137,7 +129,7 @@ pub struct EvalArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -159,9 +151,6 @@ pub enum Variant {
 
 #[derive(Args)]
 pub struct TrainArgs {
-    /// TOML file with any HibConfig fields (flags given here override it).
-    #[arg(long)]
-    config: Option<PathBuf>,
     /// New run directory (must not exist or be empty, unless --overwrite).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
@@ -178,179 +167,17 @@ pub struct TrainArgs {
     /// Continue the run in this directory from its last checkpoint.
     #[arg(long, conflicts_with_all = ["config", "digits", "protocol", "dim", "model", "components", "loss", "margin", "batch", "group", "beta", "samples", "lr", "lr_schedule", "seed", "precision", "warmup", "head_lr_scale", "match_init", "norm", "channels", "ema", "weight_decay", "dropout", "all_pairs", "recompose", "digit_shift", "validation_classes", "validation_fraction", "validation_digits", "budget_minutes", "finish_planned_steps", "watch_every", "watch", "data"])]
     resume: Option<PathBuf>,
-    /// The settings a flag can override, in HibConfig's serde form.
     #[command(flatten)]
-    settings: SettingFlags,
-    /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
-    /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
-    /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
-    #[arg(long, conflicts_with = "digits", value_name = "FOLDER|FILE.npz")]
-    data: Option<PathBuf>,
-    /// With --data: whole classes held out (seeded) as `test_unseen`, identities the model never
-    /// sees [default: a fifth of the classes, at least 2].
-    #[arg(long, requires = "data")]
-    unseen_classes: Option<usize>,
-    /// With --data: share of each remaining class's images held out as `test_seen`.
-    #[arg(long, requires = "data", default_value_t = 0.1)]
-    seen_test_fraction: f64,
-    /// With --data: seed of the class and image splits.
-    #[arg(long, requires = "data", default_value_t = 0)]
-    split_seed: u64,
-    /// Total optimiser steps (with --resume: the new total).
-    #[arg(long)]
-    steps: Option<usize>,
-    /// Stop after this many minutes of training (evaluation excluded); without --steps the
-    /// step count is planned from the speed of the first steps so schedules end on time.
-    #[arg(long)]
-    budget_minutes: Option<f64>,
-    /// With --budget-minutes: train every planned step even if the machine slows down after
-    /// planning (the budget then fixes the step count from the first steps' speed, not the
-    /// stop), so other work beside the run changes its wall-clock, not its result.
-    #[arg(long, requires = "budget_minutes")]
-    finish_planned_steps: bool,
-    /// Evaluate the watched sets (validation classes and --watch splits) every N steps.
-    #[arg(long, default_value_t = 0)]
-    watch_every: usize,
-    /// Test splits to watch (comma-separated: test; or test_seen,test_unseen), for curves only;
-    /// they never choose the model.
-    #[arg(long, value_delimiter = ',')]
-    watch: Vec<String>,
+    request: TrainRequest,
     /// cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     /// Intra-op threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Keep a copy of the model every N steps in RUN_DIR/checkpoints/ (0: none) [default: 0;
-    /// with --resume: as the run began, saved in its plan.json].
-    #[arg(long)]
-    keep_every: Option<usize>,
     /// Skip the closing verification check on the protocol's test split.
     #[arg(long)]
     no_eval: bool,
-}
-
-/// The flags of `hib train` that set a [`hedge_embed::HibConfig`] field, serialised under the field's name in
-/// the config's serde form (`--lr` as `learning_rate`): laid over the recipe as overrides
-/// ([`hedge_run::with_overrides`]), so a flag is one line here and nothing else.
-#[derive(Args, Serialize)]
-pub struct SettingFlags {
-    /// Which N-digit MNIST tables: instance (the paper's: every class in training and in test,
-    /// splits train and test) or open-set (test_unseen's classes never trained on; test_seen)
-    /// [default: the config's, else instance].
-    #[arg(long, value_enum, conflicts_with = "data")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    protocol: Option<NDigitProtocol>,
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model: Option<ModelKind>,
-    /// Mixture components (with --model mog).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    components: Option<usize>,
-    /// The pair loss (a registered name).
-    #[arg(long, value_parser = losses())]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    loss: Option<String>,
-    /// Margin of the contrastive loss.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    margin: Option<f64>,
-    /// Weight of the KL term.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    beta: Option<f64>,
-    /// Monte-Carlo samples per input.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    samples: Option<usize>,
-    /// Linear learning-rate warm-up over this many steps before the schedule.
-    #[arg(long)]
-    #[serde(rename = "warmup_steps", skip_serializing_if = "Option::is_none")]
-    warmup: Option<usize>,
-    /// Learning-rate multiplier of the match head's a and b.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    head_lr_scale: Option<f64>,
-    /// How b starts: fixed (init_b) or first-batch (a times the first batch's median distance).
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    match_init: Option<MatchInit>,
-    /// Normalisation after each convolution.
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    norm: Option<Norm>,
-    /// Widths of the two convolutions, A,B (the paper's network: 32,64).
-    #[arg(long, value_name = "A,B", value_parser = channel_widths)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    channels: Option<[usize; 2]>,
-    /// The settings `hib reproduce` takes too (--digits, --dim, --lr, --lr-schedule, the batch).
-    #[command(flatten)]
-    #[serde(flatten)]
-    shared: SharedSettingFlags,
-    /// Evaluate an exponential moving average of the weights with this decay (e.g. 0.999).
-    #[arg(long)]
-    #[serde(rename = "ema_decay", skip_serializing_if = "Option::is_none")]
-    ema: Option<f64>,
-    /// Decoupled weight decay (AdamW) of the conv and head weights, per unit of learning rate
-    /// (e.g. 1e-4; 0: off, the paper's plain Adam; biases and the match head never decay; not
-    /// in the paper).
-    #[arg(long, value_name = "DECAY")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    weight_decay: Option<f64>,
-    /// Drop the trunk's features out before the head with this probability while training (e.g.
-    /// 0.5; 0: off, the paper's network; not in the paper).
-    #[arg(long, value_name = "P")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dropout: Option<f64>,
-    /// Train on images made afresh each step from the training images' own digit images: each
-    /// digit of a sampled image replaced by a random training image of the same digit (more digit
-    /// combinations per class; not in the paper). N-digit MNIST only.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    recompose: bool,
-    /// Move each training digit image within its 28-pixel cell by up to N pixels each way,
-    /// uniformly each step, the space it leaves black (an augmentation; not in the paper; 0: off,
-    /// at most 8). N-digit MNIST only.
-    #[arg(long, value_name = "N")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    digit_shift: Option<usize>,
-    /// Open-set: hold this many training classes out (seeded) to choose the model on unseen
-    /// classes: watched as `validation`, the best kept as model_best.safetensors.
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    validation_classes: Option<usize>,
-    /// Hold this share of every class's training images out (seeded, e.g. 0.05: 50 of each
-    /// N = 2 class's 1,000) to choose the model on images it never trained on: watched as
-    /// `validation`, the best kept as model_best.safetensors (the instance protocol's model choice).
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    validation_fraction: Option<f64>,
-    /// The validation images' digit images: shared (the held-out images as the table has them;
-    /// their digit images recur in training images) or unused (each digit redrawn, seeded, from
-    /// the MNIST training digits no training image uses, so validation meets new digits as the
-    /// test images do; not in the paper) [default: the config's, else shared].
-    #[arg(long, value_enum)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    validation_digits: Option<ValidationDigits>,
-    #[arg(long)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seed: Option<u64>,
-    /// Number format of the convolutions (auto: $HEDGE_CONV_PRECISION where set, else bf16 where
-    /// the hardware has it).
-    #[arg(long, value_enum)]
-    #[serde(rename = "conv_precision", skip_serializing_if = "Option::is_none")]
-    precision: Option<ConvPrecision>,
-}
-
-/// `--channels A,B`: two conv widths.
-fn channel_widths(spec: &str) -> std::result::Result<[usize; 2], String> {
-    let widths: Vec<usize> = spec
-        .split(',')
-        .map(|w| w.trim().parse().map_err(|_| format!("'{w}' is no width")))
-        .collect::<std::result::Result<_, _>>()?;
-    <[usize; 2]>::try_from(widths.as_slice())
-        .map_err(|_| format!("takes two widths, A,B (e.g. 64,128); got {} values", widths.len()))
 }
 
 #[derive(Args)]
@@ -373,7 +200,7 @@ pub struct EmbedArgs {
     /// Monte-Carlo samples per input for eta.
     #[arg(long, default_value_t = 8)]
     samples: i64,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -418,91 +245,6 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
     Ok(())
 }
 
-/// Where `hib train`'s settings come from: its `--config`, its flags by their names in the
-/// config's serde form, `--data`, the length ([`HibData::resolve`] lays them over the defaults).
-fn settings_request(args: &TrainArgs) -> Result<SettingsRequest> {
-    let serde_json::Value::Object(overrides) = serde_json::to_value(&args.settings)? else {
-        unreachable!("a struct of named flags serialises as an object")
-    };
-    let own_images = args.data.as_ref().map(|path| OwnImagesRequest {
-        path: path.clone(),
-        unseen_classes: args.unseen_classes,
-        seen_test_fraction: args.seen_test_fraction,
-        split_seed: args.split_seed,
-    });
-    Ok(SettingsRequest::new("hib train's flags", overrides)
-        .with_recipe(args.config.clone())
-        .with_own_images(own_images)
-        .with_length(args.steps, args.budget_minutes))
-}
-
-/// `hib train --continue` over a run: warns naming each setting the command asks for (a flag
-/// given, or a recipe's value other than the default) that differs from the run's own, which it
-/// keeps; the length is the new total and is not compared.
-fn warn_unapplied_settings(data: &HibData, args: &TrainArgs, own: &hedge_embed::HibConfig, path: &Path) {
-    let form = |config: &hedge_embed::HibConfig| match serde_json::to_value(config) {
-        Ok(serde_json::Value::Object(form)) => form,
-        _ => serde_json::Map::new(),
-    };
-    let Ok(request) = settings_request(args) else { return };
-    let Ok(mut asked) = data.resolve(&request) else { return };
-    // A run records the precision `auto` took.
-    asked.model.conv_precision = asked.model.conv_precision.resolve(args.device).unwrap_or(asked.model.conv_precision);
-    let (asked, own, defaults) = (form(&asked), form(own), form(&hedge_embed::HibConfig::default()));
-    let recipe =
-        request.recipe.as_deref().and_then(|p| hedge_embed::HibConfig::from_toml_file(p).ok()).map(|r| form(&r));
-    let named = |name: &str| {
-        request.overrides.contains_key(name) || recipe.as_ref().is_some_and(|r| r.get(name) != defaults.get(name))
-    };
-    let differing: Vec<String> = asked
-        .iter()
-        .filter(|(name, value)| name.as_str() != "steps" && named(name) && own.get(name.as_str()) != Some(value))
-        .map(|(name, value)| {
-            format!("{name} = {value} (the run's: {})", own.get(name).unwrap_or(&serde_json::Value::Null))
-        })
-        .collect();
-    if !differing.is_empty() {
-        tracing::warn!(
-            "{}: continuing the run with its own settings; not applied: {}",
-            path.display(),
-            differing.join(", ")
-        );
-    }
-}
-
-/// The watch plan of `hedge hib train`'s flags.
-fn train_plan(args: &TrainArgs) -> Result<TrainPlan> {
-    if let Some(m) = args.budget_minutes {
-        if !(m.is_finite() && m > 0.0) {
-            bail!("--budget-minutes {m}: give a positive number of minutes");
-        }
-    }
-    let watch_splits = args
-        .watch
-        .iter()
-        .map(|s| match NDigitSplit::parse(s)? {
-            NDigitSplit::Train => {
-                bail!("--watch train: watch test, test_seen or test_unseen (training images say nothing)")
-            }
-            NDigitSplit::Validation => {
-                bail!("--watch validation: the validation images are watched whenever the run holds some out (--validation-fraction); watch test, test_seen or test_unseen")
-            }
-            split => Ok(split),
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if !watch_splits.is_empty() && args.watch_every == 0 {
-        bail!("--watch needs --watch-every N (steps between evaluations)");
-    }
-    Ok(TrainPlan {
-        budget_minutes: args.budget_minutes,
-        watch_every: args.watch_every,
-        watch_splits,
-        keep_every: args.keep_every.unwrap_or(0),
-        finish_planned_steps: args.finish_planned_steps,
-        ..Default::default()
-    })
-}
-
 fn train(args: TrainArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let device = args.device;
@@ -512,15 +254,17 @@ fn train(args: TrainArgs) -> Result<()> {
     let (run, config, resuming, plan) = match args.resume.as_ref().or(started) {
         Some(path) => {
             let run = RunDir::open_to_resume(path)?;
-            let (rc, plan) = prepare_resume(&run, args.steps, args.keep_every)?;
-            if started.is_some() {
-                warn_unapplied_settings(&data, &args, &rc.hib, path);
+            let (rc, plan) = prepare_resume(&run, args.request.steps, args.request.keep_every)?;
+            let unapplied = started.map(|_| args.request.unapplied_settings(&data, &rc.hib, device));
+            if let Some(unapplied) = unapplied.filter(|u| !u.is_empty()) {
+                let (path, unapplied) = (path.display(), unapplied.join(", "));
+                tracing::warn!("{path}: continuing the run with its own settings; not applied: {unapplied}");
             }
             (run, rc.hib, true, plan)
         }
         None => {
-            let config = data.resolve(&settings_request(&args)?)?;
-            let plan = train_plan(&args)?;
+            let config = data.resolve(&args.request.settings()?)?;
+            let plan = args.request.plan()?;
             let out = args.out.as_ref().expect("clap requires --out without --resume");
             let (run, config) = start_run(&data, config, &plan, device, out, args.overwrite, &crate::command_line())?;
             (run, config, false, plan)

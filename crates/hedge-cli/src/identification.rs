@@ -49,7 +49,7 @@ pub struct IndexArgs {
     top_k: usize,
     #[command(flatten)]
     ann: AnnArgs,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -76,7 +76,7 @@ pub struct SearchArgs {
     /// The run, when it moved since the index was built (its weights must be the same).
     #[arg(long)]
     run: Option<PathBuf>,
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
     threads: usize,

@@ -6,9 +6,7 @@ mod bayes;
 mod bench;
 mod data;
 mod hib;
-mod hib_args;
 mod identification;
-mod own_data;
 mod report;
 mod reproduce;
 mod runlog;
@@ -169,12 +167,19 @@ pub(crate) fn command_line() -> String {
     std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
 
-/// A flag's values from a library registry (name, summary): the names clap accepts, each with its
-/// summary in `--help`.
-pub(crate) fn registered(
-    entries: impl IntoIterator<Item = (&'static str, &'static str)>,
-) -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        entries.into_iter().map(|(name, about)| clap::builder::PossibleValue::new(name).help(about)),
-    )
+/// `--device`: cpu, cuda, cuda:N or auto, parsed once by clap into the device every command
+/// passes down (an unknown name or an absent GPU is refused with the usage line).
+pub(crate) fn device(s: &str) -> Result<tch::Device, String> {
+    hedge_embed::parse_device(s).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The flags the library requests bring in and the ones the commands add around them form
+    /// consistent commands: every flag a `requires`, `conflicts_with` or
+    /// `required_unless_present` names exists in its command, and no two share a name.
+    #[test]
+    fn every_command_names_only_flags_it_has() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
 }

@@ -28,7 +28,7 @@ pub struct StudyArgs {
     #[arg(long)]
     resume: Option<PathBuf>,
     /// cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "cpu", value_parser = crate::hib_args::device)]
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     /// Print the runs the plan resolves to (name, the run whose planned steps it trains, its
     /// settings) and stop.

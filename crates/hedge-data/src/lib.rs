@@ -36,5 +36,7 @@ pub use ndigit::{DigitPool, ImageDataset, NDigitProtocol, NDigitSplit, NDigitTab
 pub use npy::{read_npz, write_npz, NpyArray, NpyData, NpyRowReader, NpyRowWriter};
 pub use occlusion::{Corruption, Occlusion};
 pub use pairs::{verification_pairs, BalancedPairSampler, GroupedBatch, GroupedPairSampler, PairBatch};
+#[cfg(feature = "clap")]
+pub use table::TableFlags;
 pub use table::{regression_set, RegressionSource, Table, TableSpec};
 pub use uci::{UciDataset, UciSplit};

@@ -725,3 +725,50 @@ mod tests {
         assert!(err.contains("--drop 'name'"), "{err}");
     }
 }
+
+/// The flags by which every command takes a user's own table (`--data FILE --target COL`)
+/// instead of one of the papers' datasets.
+#[cfg(feature = "clap")]
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TableFlags {
+    /// Your own table: a CSV file whose first row names the columns (instead of --dataset).
+    /// Numeric columns are inputs as they are, text columns one-hot; a missing value is refused
+    /// with its line and column.
+    #[arg(long, requires = "target", value_name = "FILE.csv")]
+    pub data: Option<PathBuf>,
+    /// The column of --data to predict.
+    #[arg(long, requires = "data", value_name = "COLUMN")]
+    pub target: Option<String>,
+    /// Columns of --data to leave out of the inputs (identifiers, leaks), comma-separated.
+    #[arg(long, value_delimiter = ',', requires = "data", value_name = "COLUMNS")]
+    pub drop: Vec<String>,
+}
+
+#[cfg(feature = "clap")]
+impl TableFlags {
+    /// The table's path (as the dataset name the libraries take) and its column roles; `None`
+    /// without --data.
+    pub fn spec(&self) -> Option<(String, TableSpec)> {
+        let path = self.data.as_ref()?;
+        // clap requires --target with --data; a struct built by hand without one names no column.
+        let target = self.target.clone().unwrap_or_default();
+        // Absolute, so that `--resume` from another folder finds the same file.
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        Some((path.display().to_string(), TableSpec::new(target).with_drop(self.drop.clone())))
+    }
+
+    /// The dataset a command names: the table of --data (with its column roles), or else
+    /// `dataset` (`--dataset`), which the command's flags then require.
+    ///
+    /// # Errors
+    /// Neither given (clap's `required_unless_present` makes this unreachable from a command line).
+    pub fn or_dataset(&self, dataset: Option<&str>) -> Result<(String, Option<TableSpec>)> {
+        match (self.spec(), dataset) {
+            (Some((path, spec)), _) => Ok((path, Some(spec))),
+            (None, Some(name)) => Ok((name.to_string(), None)),
+            (None, None) => {
+                Err(DataError::invalid("dataset", "none", "give --dataset NAME or --data FILE.csv --target COLUMN"))
+            }
+        }
+    }
+}

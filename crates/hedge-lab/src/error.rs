@@ -32,6 +32,13 @@ pub enum LabError {
     /// A figure that could not be drawn.
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
+    /// A command-line flag whose value was refused: the flag as the user typed it, then why.
+    #[error("{flag}: {source}")]
+    Flag {
+        flag: String,
+        #[source]
+        source: Box<LabError>,
+    },
 }
 
 /// Result alias for this crate.

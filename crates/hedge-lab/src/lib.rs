@@ -11,5 +11,7 @@ mod error;
 pub mod fuzz;
 pub mod hib;
 pub mod report;
+#[cfg(feature = "clap")]
+pub mod request;
 
 pub use error::{LabError, Result};

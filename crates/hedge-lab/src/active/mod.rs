@@ -5,3 +5,5 @@ pub mod bench;
 pub mod experiment;
 pub mod protocol;
 pub mod report;
+#[cfg(feature = "clap")]
+pub mod request;

@@ -10,4 +10,6 @@ pub mod fairness;
 pub mod gradcam;
 pub mod pareto;
 pub mod report;
+#[cfg(feature = "clap")]
+pub mod request;
 pub mod sweep;

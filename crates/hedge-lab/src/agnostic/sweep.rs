@@ -36,6 +36,7 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// The dataset a sweep runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SweepDataset {
     /// Digits on plain or photographed backgrounds; protected: the background.
     ContextMnist,
@@ -44,6 +45,7 @@ pub enum SweepDataset {
     /// Adult income; protected: sex.
     Adult,
     /// A user's CSV table: a two-valued target and a two-valued protected column.
+    #[cfg_attr(feature = "clap", value(skip))]
     Table,
 }
 

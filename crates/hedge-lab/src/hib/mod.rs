@@ -8,6 +8,8 @@ pub mod paper;
 pub mod report;
 mod report_tables;
 pub mod reproduce;
+#[cfg(feature = "clap")]
+pub mod request;
 pub mod run;
 pub mod study;
 pub mod summary;
