@@ -30,8 +30,7 @@ pub enum NeuralLinearRecipe {
     /// Pinsler et al.: the NIG posterior-predictive objective, batch norm, minibatches, cosine
     /// learning rate, weight decay on weights only.
     Paper,
-    /// Least squares with a separate head, full batch (hedge's first recipe; config files
-    /// written before the paper recipe existed read as this).
+    /// Least squares with a separate head, full batch (hedge's first recipe).
     #[default]
     Mse,
 }
@@ -57,7 +56,7 @@ impl NeuralLinearRecipe {
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LayerInit {
-    /// tch's defaults (config files written before this choice existed read as this).
+    /// tch's defaults.
     #[default]
     Tch,
     /// PyTorch's `nn.Linear` and `nn.BatchNorm1d` defaults, as the paper's (PyTorch) code gets
@@ -108,12 +107,6 @@ pub enum Minibatch {
     HalfPowerOfTwo,
 }
 
-impl Minibatch {
-    fn is_fixed(&self) -> bool {
-        *self == Minibatch::Fixed
-    }
-}
-
 /// Network and training settings.
 ///
 /// | name | default ([`Default`]: mse; [`NeuralLinearConfig::paper`]) | purpose |
@@ -133,36 +126,19 @@ impl Minibatch {
 /// | `seed` | 0 | initialisation and minibatch order |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NeuralLinearConfig {
-    #[serde(default)]
     pub recipe: NeuralLinearRecipe,
     pub hidden: i64,
     pub layers: usize,
     pub steps: usize,
-    #[serde(default = "default_epochs")]
     pub epochs: usize,
-    #[serde(default = "default_batch_size")]
     pub batch_size: usize,
-    /// Configs written before the rule existed read as `fixed` (and are written as they were).
-    #[serde(default, skip_serializing_if = "Minibatch::is_fixed")]
     pub minibatch: Minibatch,
     pub learning_rate: f64,
-    #[serde(default = "default_final_learning_rate")]
     pub final_learning_rate: f64,
     pub weight_decay: f64,
     pub nig: NigLinearConfig,
-    #[serde(default)]
     pub init: LayerInit,
     pub seed: u64,
-}
-
-fn default_epochs() -> usize {
-    1000
-}
-fn default_batch_size() -> usize {
-    64
-}
-fn default_final_learning_rate() -> f64 {
-    1e-5
 }
 
 impl Default for NeuralLinearConfig {
@@ -172,11 +148,11 @@ impl Default for NeuralLinearConfig {
             hidden: 30,
             layers: 2,
             steps: 8000,
-            epochs: default_epochs(),
-            batch_size: default_batch_size(),
+            epochs: 1000,
+            batch_size: 64,
             minibatch: Minibatch::Fixed,
             learning_rate: 1e-2,
-            final_learning_rate: default_final_learning_rate(),
+            final_learning_rate: 1e-5,
             weight_decay: 1e-4,
             nig: NigLinearConfig::default(),
             init: LayerInit::default(),
@@ -463,16 +439,11 @@ fn non_finite_features(phi: &Tensor) -> ActiveError {
 mod tests {
     use super::*;
 
-    /// hedge's fixed minibatch of 64 on a config written before the minibatch rules existed.
+    /// A fixed minibatch holds `batch_size` points, or every labelled point when fewer are.
     #[test]
-    fn a_config_without_a_minibatch_rule_takes_64() {
-        let old: NeuralLinearConfig = serde_json::from_str(
-            r#"{"hidden": 30, "layers": 2, "steps": 1, "learning_rate": 0.01, "weight_decay": 1.0,
-                "nig": {"prior_precision": 1.0, "a0": 1.0, "b0": 1.0}, "seed": 0}"#,
-        )
-        .unwrap();
-        assert_eq!((old.minibatch, old.minibatch_size(120), old.minibatch_size(20)), (Minibatch::Fixed, 64, 20));
-        assert!(!serde_json::to_string(&old).unwrap().contains("minibatch"), "an old config writes back as it was");
+    fn a_fixed_minibatch_takes_its_size_or_every_label() {
+        let fixed = NeuralLinearConfig { minibatch: Minibatch::Fixed, batch_size: 64, ..NeuralLinearConfig::paper() };
+        assert_eq!((fixed.minibatch_size(120), fixed.minibatch_size(64), fixed.minibatch_size(20)), (64, 64, 20));
     }
 
     /// The paper recipe's objective against SciPy's Student-t on a fixed feature matrix.
@@ -570,12 +541,6 @@ mod tests {
             bad.check_ref(),
             Err(ActiveError::Run(hedge_run::RunError::InvalidConfig { field: "final_learning_rate", .. }))
         ));
-        // Config files written before the recipe existed read as the mse recipe.
-        let mut old = serde_json::to_value(NeuralLinearConfig::default()).unwrap();
-        for key in ["recipe", "epochs", "batch_size", "final_learning_rate", "init"] {
-            old.as_object_mut().unwrap().remove(key);
-        }
-        assert_eq!(serde_json::from_value::<NeuralLinearConfig>(old).unwrap(), NeuralLinearConfig::default());
     }
 
     /// PyTorch's start: every weight and bias of a layer inside ±1/√fan_in, every batch-norm
@@ -608,10 +573,6 @@ mod tests {
         let (tch_ratio, tch_scales) = extremes(LayerInit::Tch);
         assert!(tch_ratio > 1.5, "tch's Kaiming bound is √6 ≈ 2.45 times PyTorch's: {tch_ratio}");
         assert!(tch_scales.iter().all(|&g| (0.0..1.0).contains(&g)), "{tch_scales:?}");
-        // Config files written before the choice existed read as tch's start.
-        let mut old = serde_json::to_value(NeuralLinearConfig::paper()).unwrap();
-        old.as_object_mut().unwrap().remove("init");
-        assert_eq!(serde_json::from_value::<NeuralLinearConfig>(old).unwrap().init, LayerInit::Tch);
     }
 
     /// The paper recipe learns a smooth function of one input from 60 points: held-out RMSE far

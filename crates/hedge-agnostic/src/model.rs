@@ -37,12 +37,10 @@ pub struct ModelConfig {
     pub head_hidden: i64,
     pub target_classes: i64,
     pub protected_classes: i64,
-    #[serde(default)]
     pub negative_slope: f64,
     /// G_f ends in a dense layer of this width (none: the extractor's own output, Ganin's 768
     /// pooled maps). The conv maps hold the background wherever the image shows it; a narrow
     /// dense layer can leave it out.
-    #[serde(default)]
     pub bottleneck: Option<i64>,
 }
 

@@ -142,8 +142,6 @@ pub enum DecisionPenaltyForm {
 /// | `hsic_bandwidth` | 1 | the HSIC adversary's σ² as a multiple of the median heuristic's |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-// Settings added later read as their defaults from older config.json files.
-#[serde(default)]
 pub struct TrainConfig {
     pub alpha: f64,
     pub ramp: bool,
@@ -152,12 +150,9 @@ pub struct TrainConfig {
     pub learning_rate: f64,
     pub anneal: bool,
     /// Divide the learning rate by 10 every this many steps (replaces `anneal`; 0: off).
-    #[serde(skip_serializing_if = "is_zero")]
     pub decay_every: usize,
     pub momentum: f64,
-    #[serde(skip_serializing_if = "is_zero_f64")]
     pub weight_decay: f64,
-    #[serde(default)]
     pub objective: Objective,
     pub adversary: Adversary,
     pub adversary_steps: usize,
@@ -177,31 +172,12 @@ pub struct TrainConfig {
     /// from below (0: off). Works beside any adversary. On Context-MNIST β = 1 moved the decision
     /// probe little and β = 4 diverged within 260 steps (`results/agnostic/README.md`).
     pub decision_penalty: f64,
-    /// How `decision_penalty` measures the decision's dependence (written only when not the
-    /// default, so older config.json files read back the same).
-    #[serde(skip_serializing_if = "is_default_form")]
+    /// How `decision_penalty` measures the decision's dependence.
     pub decision_penalty_form: DecisionPenaltyForm,
     /// [`Adversary::Hsic`]'s kernel σ² as a multiple of the median heuristic's (1: the median
     /// itself). Below 1 the kernel is local, above 1 smooth; a sweep of it is the bandwidth lever
     /// of the conditional (within-class) kernel penalty.
-    #[serde(skip_serializing_if = "is_one")]
     pub hsic_bandwidth: f64,
-}
-
-fn is_default_form(form: &DecisionPenaltyForm) -> bool {
-    *form == DecisionPenaltyForm::default()
-}
-
-fn is_one(x: &f64) -> bool {
-    *x == 1.0
-}
-
-fn is_zero(x: &usize) -> bool {
-    *x == 0
-}
-
-fn is_zero_f64(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// Jia et al.'s epochs per network (Sections 4.3–4.4).
@@ -696,10 +672,6 @@ mod tests {
         assert_eq!((c.alpha_at(0.0), c.alpha_at(1.0)), (0.4, 0.4));
         assert_eq!((c.momentum, c.weight_decay), (0.5, 5e-4));
         c.check_ref().unwrap();
-        // Configs written before these settings read as before and write back without them.
-        let json = serde_json::to_string(&TrainConfig::default()).unwrap();
-        assert!(!json.contains("decay_every") && !json.contains("weight_decay"), "{json}");
-        assert!(!json.contains("hsic_bandwidth") && !json.contains("decision_penalty_form"), "{json}");
         let back: TrainConfig = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }

@@ -52,9 +52,17 @@ pub fn run_resumable<R: Serialize + DeserializeOwned>(
     hedge_run::run_resumable(dir, ROUNDS_FILE, runs, run_one, on_run_finished)
 }
 
+/// The schema of an active-learning experiment's `config.json` and `summary.json`: 2 records
+/// every setting; 1 (files without `schema`) left out the settings added after it was written,
+/// and [`v1`] writes each in as hedge ran before the setting existed.
+pub const ACTIVE_SCHEMA: u32 = 2;
+
 /// `hedge active run`: NeuralLinear active learning on a UCI regression set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RegressionExperiment {
+    /// [`ACTIVE_SCHEMA`] when written.
+    pub schema: u32,
     /// How the experiment was started.
     pub command: String,
     /// `uci/<name>` under the data directory, or the path of a user's CSV file (with `table`).
@@ -64,23 +72,29 @@ pub struct RegressionExperiment {
     pub table: Option<TableSpec>,
     /// Acquisitions by their registered names ([`hedge_active::ACQUISITIONS`]), in the order
     /// they run for each seed.
-    #[serde(default = "all_regression_methods")]
     pub methods: Vec<String>,
     #[serde(rename = "loop")]
     pub loop_config: LoopConfig,
     /// The split and scaling, in words ([`Self::protocol_for`]).
     pub protocol: String,
     /// Whose settings `loop_config` follows: the authors' (`paper`: 120 labels, their minibatch
-    /// rule) or hedge's earlier ones (`hedge`: 100 labels; what files without it were).
-    #[serde(default, rename = "labels_protocol")]
+    /// rule) or hedge's earlier ones (`hedge`: 100 labels).
+    #[serde(rename = "labels_protocol")]
     pub active_protocol: crate::active::protocol::ActiveProtocol,
     /// Seeds 0..seeds, each its own pool/test split and initial labels.
     pub seeds: u64,
 }
 
-fn all_regression_methods() -> Vec<String> {
-    ["random", "maxent", "acs-fw"].map(String::from).to_vec()
+impl hedge_run::schema::Schema for RegressionExperiment {
+    const CURRENT: u32 = ACTIVE_SCHEMA;
+    const WHAT: &'static str = "a regression experiment's config.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        v1::regression_experiment(form)
+    }
 }
+
+hedge_run::versioned_serde!(RegressionExperiment);
 
 /// What `progress` callbacks are told after each finished loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +195,10 @@ impl Experiment for RegressionExperiment {
 
 /// `summary.json` of a regression experiment (fields in the order the file has them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RegressionSummary {
+    /// [`ACTIVE_SCHEMA`] when written.
+    pub schema: u32,
     /// The UCI set's name (without `uci/`).
     pub dataset: String,
     /// Labels after the last round, which the final RMSE is fitted on (absent in summaries
@@ -197,14 +214,24 @@ pub struct RegressionSummary {
     /// seed (which method's labels serve a smooth model better).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gp_paired_differences: Vec<PairedDifference>,
-    /// `paper` (the authors' settings) or `hedge` (summaries written before it was recorded).
-    #[serde(default)]
+    /// `paper` (the authors' settings) or `hedge`.
     pub protocol: crate::active::protocol::ActiveProtocol,
     pub seeds: u64,
     /// The fields left `null` and why (a standard error over one seed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undefined: Vec<hedge_run::undefined::Undefined>,
 }
+
+impl hedge_run::schema::Schema for RegressionSummary {
+    const CURRENT: u32 = ACTIVE_SCHEMA;
+    const WHAT: &'static str = "a regression experiment's summary.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        v1::regression_summary(form)
+    }
+}
+
+hedge_run::versioned_serde!(RegressionSummary);
 
 /// One method's final numbers over seeds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -375,6 +402,7 @@ fn regression_report(
         );
     }
     let summary = RegressionSummary {
+        schema: ACTIVE_SCHEMA,
         dataset: source.uci_name().unwrap_or(&experiment.dataset).to_string(),
         labels: Some(experiment.loop_config.budget),
         methods: summary,
@@ -478,14 +506,16 @@ fn band(curve: Vec<(f64, f64, Option<f64>)>) -> Vec<(f64, f64, f64)> {
 
 /// `hedge active classify`: CNN + Laplace last layer on (Fashion-)MNIST.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ClassificationExperiment {
+    /// [`ACTIVE_SCHEMA`] when written.
+    pub schema: u32,
     pub command: String,
     /// Folder under the data directory with the four IDX files.
     pub dataset: String,
     #[serde(rename = "loop")]
     pub loop_config: ClassLoopConfig,
     /// Acquisitions by their registered names ([`hedge_active::ACQUISITIONS`]).
-    #[serde(default = "all_class_methods")]
     pub methods: Vec<String>,
     /// Pool images drawn per seed from the training split.
     pub pool: usize,
@@ -497,9 +527,16 @@ pub struct ClassificationExperiment {
     pub threads: i32,
 }
 
-fn all_class_methods() -> Vec<String> {
-    ["random", "maxent", "bald", "acs-fw"].map(String::from).to_vec()
+impl hedge_run::schema::Schema for ClassificationExperiment {
+    const CURRENT: u32 = ACTIVE_SCHEMA;
+    const WHAT: &'static str = "a classification experiment's config.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        v1::classification_experiment(form)
+    }
 }
+
+hedge_run::versioned_serde!(ClassificationExperiment);
 
 /// One seed's pool and test images, standardised on the pool.
 struct SeedImages {
@@ -695,6 +732,73 @@ fn classification_report(
     Ok(summary)
 }
 
+/// Schema 1 of the active experiments' files, read only: each setting a file left out, written
+/// in as hedge ran before the setting existed (or, for those written only when they differed
+/// from it, as the value that left them out).
+pub mod v1 {
+    use hedge_active::neural_linear::{LayerInit, Minibatch, NeuralLinearRecipe};
+    use hedge_active::regression_loop::{Surrogate, TargetScaling, PAPER_TEST_FRACTION};
+    use serde_json::{Map, Value};
+
+    use crate::active::protocol::ActiveProtocol;
+
+    fn fill(form: &mut Map<String, Value>, key: &str, value: impl serde::Serialize) {
+        if !form.contains_key(key) {
+            form.insert(key.into(), serde_json::to_value(value).expect("a setting serialises"));
+        }
+    }
+
+    fn object<'a>(form: &'a mut Map<String, Value>, key: &str) -> Result<&'a mut Map<String, Value>, String> {
+        form.get_mut(key).and_then(Value::as_object_mut).ok_or_else(|| format!("no `{key}` object"))
+    }
+
+    /// A regression experiment's `config.json`: the methods hedge then ran (random, maxent,
+    /// acs-fw), hedge's label protocol (100 labels), the paper's 80/20 split, targets scaled on
+    /// the initial labels, one NeuralLinear fit per round and no GP beside it; the network's mse
+    /// recipe (full batch, 1,000 epochs and minibatches of 64 unused), its cosine end at 1e-5
+    /// and tch's start.
+    ///
+    /// # Errors
+    /// No `loop` object, or none for its `model`.
+    pub fn regression_experiment(form: &mut Map<String, Value>) -> Result<(), String> {
+        fill(form, "methods", ["random", "maxent", "acs-fw"]);
+        fill(form, "labels_protocol", ActiveProtocol::Hedge);
+        let loop_config = object(form, "loop")?;
+        fill(loop_config, "projections", Value::Null);
+        fill(loop_config, "test_fraction", PAPER_TEST_FRACTION);
+        fill(loop_config, "target_scaling", TargetScaling::InitialLabels);
+        fill(loop_config, "surrogate", Surrogate::NeuralLinear);
+        fill(loop_config, "score_with_gp", false);
+        fill(loop_config, "ensemble", 1);
+        let model = object(loop_config, "model")?;
+        fill(model, "recipe", NeuralLinearRecipe::Mse);
+        fill(model, "epochs", 1000);
+        fill(model, "batch_size", 64);
+        fill(model, "minibatch", Minibatch::Fixed);
+        fill(model, "final_learning_rate", 1e-5);
+        fill(model, "init", LayerInit::Tch);
+        Ok(())
+    }
+
+    /// A regression experiment's `summary.json`: hedge's label protocol.
+    ///
+    /// # Errors
+    /// None; a step for every schema.
+    pub fn regression_summary(form: &mut Map<String, Value>) -> Result<(), String> {
+        fill(form, "protocol", ActiveProtocol::Hedge);
+        Ok(())
+    }
+
+    /// A classification experiment's `config.json`: the four methods hedge then ran.
+    ///
+    /// # Errors
+    /// None; a step for every schema.
+    pub fn classification_experiment(form: &mut Map<String, Value>) -> Result<(), String> {
+        fill(form, "methods", ["random", "maxent", "bald", "acs-fw"]);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,6 +821,7 @@ mod tests {
         }
         let data = UciDataset::load(dir.path(), "toy").unwrap();
         let experiment = |seeds: u64, test_fraction: f64| RegressionExperiment {
+            schema: ACTIVE_SCHEMA,
             command: String::new(),
             dataset: "uci/toy".into(),
             table: None,
@@ -745,7 +850,9 @@ mod tests {
         assert!(RegressionExperiment::protocol_for(&all).contains("targets on all labels so far"));
     }
 
-    /// Every committed summary reads back into the typed structs and writes out unchanged.
+    /// Every committed summary reads back into the typed structs and writes out as it was, in
+    /// the current schema: `schema` set and, in a schema-1 regression summary, the protocol it
+    /// left out (hedge's) written in. Every committed config reads.
     #[test]
     fn committed_summaries_round_trip() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/active");
@@ -761,14 +868,21 @@ mod tests {
         for entry in folders.iter().flat_map(|f| std::fs::read_dir(f).into_iter().flatten().flatten()) {
             let path = entry.path().join(SUMMARY_FILE);
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let mut expected: serde_json::Value = serde_json::from_str(&text).unwrap();
             let again = if entry.file_name() == "fashion-mnist" {
                 let s: ClassificationSummary = serde_json::from_str(&text).unwrap();
-                serde_json::to_string_pretty(&s).unwrap()
+                serde_json::to_value(&s).unwrap()
             } else {
                 let s: RegressionSummary = serde_json::from_str(&text).unwrap();
-                serde_json::to_string_pretty(&s).unwrap()
+                assert_eq!(serde_json::from_value::<RegressionSummary>(serde_json::to_value(&s).unwrap()).unwrap(), s);
+                let form = expected.as_object_mut().unwrap();
+                if !form.contains_key("schema") {
+                    form.insert("schema".into(), ACTIVE_SCHEMA.into());
+                    form.entry("protocol").or_insert("hedge".into());
+                }
+                serde_json::to_value(&s).unwrap()
             };
-            assert_eq!(again.trim_end(), text.trim_end(), "{}", path.display());
+            assert_eq!(again, expected, "{}", path.display());
             let config = std::fs::read_to_string(entry.path().join(CONFIG_FILE)).unwrap();
             if entry.file_name() == "fashion-mnist" {
                 serde_json::from_str::<ClassificationExperiment>(&config).unwrap();
@@ -778,6 +892,43 @@ mod tests {
             seen += 1;
         }
         assert!(seen >= 5, "{seen} summaries under {}", root.display());
+    }
+
+    /// A config written before most settings existed (schema 1: no methods, no label protocol,
+    /// no minibatch rule) reads as the experiment it ran; a current one writes its schema and
+    /// every setting, and reads back equal.
+    #[test]
+    fn a_schema_1_config_reads_as_the_experiment_it_ran() {
+        use hedge_active::neural_linear::{LayerInit, Minibatch, NeuralLinearRecipe};
+        use hedge_active::regression_loop::{Surrogate, TargetScaling};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../results/active/mse-recipe/yacht")
+            .join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        for absent in ["schema", "methods", "labels_protocol", "recipe", "minibatch", "ensemble", "surrogate"] {
+            assert!(!text.contains(&format!("\"{absent}\"")), "{} holds {absent}", path.display());
+        }
+        let old: RegressionExperiment = serde_json::from_str(&text).unwrap();
+        let (l, m) = (&old.loop_config, &old.loop_config.model);
+        assert_eq!(old.methods, ["random", "maxent", "acs-fw"]);
+        assert_eq!(old.active_protocol, crate::active::protocol::ActiveProtocol::Hedge);
+        assert_eq!(
+            (l.projections, l.test_fraction, l.target_scaling, l.surrogate, l.score_with_gp, l.ensemble),
+            (None, 0.2, TargetScaling::InitialLabels, Surrogate::NeuralLinear, false, 1)
+        );
+        assert_eq!(
+            (m.recipe, m.epochs, m.batch_size, m.minibatch),
+            (NeuralLinearRecipe::Mse, 1000, 64, Minibatch::Fixed)
+        );
+        assert_eq!((m.final_learning_rate, m.init), (1e-5, LayerInit::Tch));
+        let written = serde_json::to_value(&old).unwrap();
+        assert_eq!(written["schema"], ACTIVE_SCHEMA);
+        assert_eq!(written["loop"]["model"]["minibatch"], "fixed");
+        assert_eq!(serde_json::from_value::<RegressionExperiment>(written).unwrap(), old);
+        let mut old_form: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+        old_form.remove("loop");
+        let e = serde_json::from_value::<RegressionExperiment>(old_form.into()).unwrap_err();
+        assert!(e.to_string().contains("config.json of schema 1: no `loop` object"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use hedge_active::neural_linear::{LayerInit, NeuralLinearConfig, NeuralLinearRec
 use hedge_active::regression_loop::{LoopConfig, Surrogate, TargetScaling, DEFAULT_PROJECTIONS, PAPER_TEST_FRACTION};
 use hedge_data::{RegressionSource, TableFlags};
 
-use crate::active::experiment::{ClassificationExperiment, RegressionExperiment};
+use crate::active::experiment::{ClassificationExperiment, RegressionExperiment, ACTIVE_SCHEMA};
 use crate::active::protocol::ActiveProtocol;
 use crate::Result;
 
@@ -150,6 +150,7 @@ impl RegressionRequest {
             },
         };
         Ok(RegressionExperiment {
+            schema: ACTIVE_SCHEMA,
             command,
             dataset,
             table,
@@ -215,6 +216,7 @@ impl ClassificationRequest {
         };
         loop_config.model = loop_config.model.with_steps(self.steps);
         ClassificationExperiment {
+            schema: ACTIVE_SCHEMA,
             command,
             dataset: self.dataset.clone(),
             loop_config,

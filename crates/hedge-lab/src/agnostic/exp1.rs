@@ -18,7 +18,10 @@ use hedge_run::ParamGuard;
 
 /// Experiment 1's `config.json` (fields in the file's order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct Exp1Config {
+    /// [`crate::agnostic::sweep::SWEEP_SCHEMA`] when written: its settings are a sweep's.
+    pub schema: u32,
     pub command: String,
     /// What the context test holds.
     pub context_test: String,
@@ -29,6 +32,17 @@ pub struct Exp1Config {
     pub threads: i32,
     pub train: TrainConfig,
 }
+
+impl hedge_run::schema::Schema for Exp1Config {
+    const CURRENT: u32 = crate::agnostic::sweep::SWEEP_SCHEMA;
+    const WHAT: &'static str = "Experiment 1's config.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        crate::agnostic::sweep::v1::networks(form)
+    }
+}
+
+hedge_run::versioned_serde!(Exp1Config);
 
 impl Exp1Config {
     pub const CONTEXT_TEST: &'static str = "backgrounds without a digit: half plain, half BSDS500 crops";

@@ -125,7 +125,7 @@ pub fn method_label(config: &SweepConfig) -> String {
 /// reference point (ρ = 0.5: no shortcut to learn), not a removal method: its ρ.
 fn reference_rho(config: &SweepConfig) -> Option<f64> {
     let rho = match &config.data {
-        DataDescription::Context { config: c, .. } | DataDescription::ContextSettings(c) => Some(c.rho),
+        DataDescription::Context { config: c, .. } => Some(c.rho),
         _ => None,
     };
     rho.filter(|&r| (r - ContextMnistConfig::default().rho).abs() > 1e-12)

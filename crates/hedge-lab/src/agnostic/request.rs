@@ -189,11 +189,11 @@ impl SweepRequest {
             TrainingProtocol::Hedge => 3,
         });
         let config = SweepConfig {
+            schema: crate::agnostic::sweep::SWEEP_SCHEMA,
             alphas,
             command,
             data: description,
             dataset,
-            measured_agreement: None,
             model,
             probe_steps: self.probe_steps,
             repeats,
@@ -271,6 +271,7 @@ impl Exp1Request {
     /// thread count.
     pub fn experiment(&self, command: String) -> Exp1Config {
         Exp1Config {
+            schema: crate::agnostic::sweep::SWEEP_SCHEMA,
             command,
             context_test: Exp1Config::CONTEXT_TEST.into(),
             data: ContextMnistConfig {

@@ -132,9 +132,6 @@ pub enum DataDescription {
         test_rows: usize,
         train_rows: usize,
     },
-    /// Context-MNIST as sweeps before 0.1 described it: the build settings alone (their
-    /// measured agreement sits in [`SweepConfig::measured_agreement`]).
-    ContextSettings(ContextMnistConfig),
 }
 
 /// Measured background–target agreement of every Context-MNIST set.
@@ -151,14 +148,14 @@ pub struct Agreement {
 
 /// A sweep's `config.json` (fields in the file's order).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct SweepConfig {
+    /// [`SWEEP_SCHEMA`] when written.
+    pub schema: u32,
     pub alphas: Vec<f64>,
     pub command: String,
     pub data: DataDescription,
     pub dataset: SweepDataset,
-    /// Where sweeps before 0.1 kept the Context-MNIST agreement (now inside `data`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured_agreement: Option<Agreement>,
     pub model: ModelConfig,
     /// Adam steps per probe.
     pub probe_steps: usize,
@@ -167,12 +164,81 @@ pub struct SweepConfig {
     pub threads: i32,
     /// The training settings of every network (its α and seed set per network).
     pub train: TrainConfig,
-    /// How the concept is removed (sweeps before it existed used the adversary).
-    #[serde(default)]
+    /// How the concept is removed.
     pub removal: Removal,
-    /// Whose training settings `train` follows (absent: hedge's).
-    #[serde(default, skip_serializing_if = "TrainingProtocol::is_hedge")]
+    /// Whose training settings `train` follows.
     pub protocol: TrainingProtocol,
+}
+
+/// The schema of a sweep's `config.json`: 2 records every setting; 1 (files without `schema`)
+/// left out the settings added after it was written, and [`v1::sweep`] writes each in as hedge
+/// ran before the setting existed.
+pub const SWEEP_SCHEMA: u32 = 2;
+
+impl hedge_run::schema::Schema for SweepConfig {
+    const CURRENT: u32 = SWEEP_SCHEMA;
+    const WHAT: &'static str = "a sweep's config.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        v1::sweep(form)
+    }
+}
+
+hedge_run::versioned_serde!(SweepConfig);
+
+/// Schema 1 of the agnostic experiments' `config.json`, read only.
+pub mod v1 {
+    use hedge_agnostic::erasure::Removal;
+    use hedge_agnostic::TrainConfig;
+    use serde_json::{Map, Value};
+
+    use super::TrainingProtocol;
+
+    fn object<'a>(form: &'a mut Map<String, Value>, key: &str) -> Result<&'a mut Map<String, Value>, String> {
+        form.get_mut(key).and_then(Value::as_object_mut).ok_or_else(|| format!("no `{key}` object"))
+    }
+
+    /// The training and network settings added after a file was written, as hedge trained before
+    /// they existed: each of [`TrainConfig`]'s at its default (no step decay, no weight decay,
+    /// the paper's objective, no adversary resets, no reweighing, no decision penalty), and
+    /// G_f's plain ReLU without a bottleneck.
+    ///
+    /// # Errors
+    /// No `train` or `model` object.
+    pub fn networks(form: &mut Map<String, Value>) -> Result<(), String> {
+        let Ok(Value::Object(defaults)) = serde_json::to_value(TrainConfig::default()) else {
+            unreachable!("a struct serialises as an object")
+        };
+        let train = object(form, "train")?;
+        for (key, value) in defaults {
+            train.entry(key).or_insert(value);
+        }
+        let model = object(form, "model")?;
+        model.entry("negative_slope").or_insert(0.0.into());
+        model.entry("bottleneck").or_insert(Value::Null);
+        Ok(())
+    }
+
+    /// A sweep's `config.json`: [`networks`]; removal by the training's own adversary and
+    /// hedge's training protocol; and, for sweeps before hedge 0.1, Context-MNIST's measured
+    /// agreement moved from beside the data's settings into the data's description.
+    ///
+    /// # Errors
+    /// What [`networks`] refuses; a pre-0.1 Context-MNIST description without its agreement.
+    pub fn sweep(form: &mut Map<String, Value>) -> Result<(), String> {
+        networks(form)?;
+        form.entry("removal").or_insert(serde_json::to_value(Removal::Adversary).expect("a removal serialises"));
+        form.entry("protocol").or_insert(serde_json::to_value(TrainingProtocol::Hedge).expect("a protocol serialises"));
+        let agreement = form.remove("measured_agreement").filter(|a| !a.is_null());
+        let settings_alone = form.get("data").and_then(Value::as_object).is_some_and(|d| d.contains_key("rho"));
+        if settings_alone {
+            let agreement = agreement.ok_or("a Context-MNIST `data` without its `measured_agreement`")?;
+            let settings = form.remove("data").expect("checked above");
+            let data = serde_json::json!({ "config": settings, "measured_agreement": agreement });
+            form.insert("data".into(), data);
+        }
+        Ok(())
+    }
 }
 
 /// Whose training settings a sweep follows.
@@ -196,10 +262,6 @@ pub enum TrainingProtocol {
 }
 
 impl TrainingProtocol {
-    fn is_hedge(&self) -> bool {
-        *self == TrainingProtocol::Hedge
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             TrainingProtocol::Paper => "paper",
@@ -304,8 +366,7 @@ impl PreparedData {
         }
         let data_dir = root.dir()?;
         let data = match (&config.dataset, &config.data) {
-            (SweepDataset::ContextMnist, DataDescription::Context { config: c, .. })
-            | (SweepDataset::ContextMnist, DataDescription::ContextSettings(c)) => Self::context(c, data_dir)?.0,
+            (SweepDataset::ContextMnist, DataDescription::Context { config: c, .. }) => Self::context(c, data_dir)?.0,
             (SweepDataset::MnistM, DataDescription::Domain { train_images_per_domain, test_images_per_domain, .. }) => {
                 Self::domain(*train_images_per_domain as usize, *test_images_per_domain as usize, data_dir)?.0
             }
@@ -1133,7 +1194,62 @@ mod tests {
         // Adult's 16,281 test rows, and an image set, are no cause for a warning.
         assert_eq!(small_table_warning(&table(16_281)), None);
         assert_eq!(small_table_warning(&table(2 * FEWEST_MEASURED_ROWS)), None);
-        assert_eq!(small_table_warning(&DataDescription::ContextSettings(ContextMnistConfig::default())), None);
+        let domain = DataDescription::Domain {
+            source: "mnist".into(),
+            target: "mnist-m".into(),
+            test_images_per_domain: 10,
+            train_images_per_domain: 10,
+        };
+        assert_eq!(small_table_warning(&domain), None);
+    }
+
+    /// Every committed sweep's config.json reads, and writes back as schema 2 that reads equal. A
+    /// sweep from before hedge 0.1 (Context-MNIST's agreement beside the data's settings, no
+    /// removal method, no G_f slope, no step decay) reads as the sweep it ran.
+    #[test]
+    fn committed_sweep_configs_read_as_the_sweeps_they_ran() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/agnostic");
+        let mut stack = vec![root.clone()];
+        let mut seen = 0;
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if path.file_name() != Some(std::ffi::OsStr::new(CONFIG_FILE)) || !text.contains("\"alphas\"") {
+                    continue;
+                }
+                let config: SweepConfig =
+                    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let written = serde_json::to_value(&config).unwrap();
+                assert_eq!(written["schema"], SWEEP_SCHEMA);
+                assert_eq!(serde_json::from_value::<SweepConfig>(written).unwrap(), config, "{}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen >= 60, "{seen} sweeps under {}", root.display());
+        let path = root.join("context-mnist-grl").join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let form: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            form.get("schema").is_none() && form["data"].get("rho").is_some(),
+            "{} is no pre-0.1 sweep",
+            path.display()
+        );
+        let old: SweepConfig = serde_json::from_str(&text).unwrap();
+        let DataDescription::Context { config, measured_agreement } = old.data else { panic!("{:?}", old.data) };
+        assert_eq!(config.rho, form["data"]["rho"].as_f64().unwrap());
+        assert_eq!(measured_agreement.target_train, form["measured_agreement"]["target_train"].as_f64().unwrap());
+        assert_eq!((old.removal, old.protocol), (Removal::Adversary, TrainingProtocol::Hedge));
+        assert_eq!((old.model.negative_slope, old.model.bottleneck), (0.0, None));
+        assert_eq!((old.train.decay_every, old.train.weight_decay, old.train.reweigh), (0, 0.0, false));
+        let mut without = form.as_object().unwrap().clone();
+        without.remove("measured_agreement");
+        let e = serde_json::from_value::<SweepConfig>(without.into()).unwrap_err();
+        assert!(e.to_string().contains("without its `measured_agreement`"), "{e}");
     }
 
     fn assert_close(a: &BTreeMap<String, SummaryNode>, b: &BTreeMap<String, SummaryNode>, at: &str) {

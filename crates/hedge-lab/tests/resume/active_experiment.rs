@@ -10,6 +10,7 @@ use hedge_run::RunDirectory;
 
 fn experiment() -> RegressionExperiment {
     RegressionExperiment {
+        schema: hedge_lab::active::experiment::ACTIVE_SCHEMA,
         command: "test".into(),
         dataset: "uci/yacht".into(),
         table: None,

@@ -33,11 +33,11 @@ fn a_sweep_stopped_after_any_single_write_resumes_to_the_same_audits() {
     )
     .unwrap();
     let config = SweepConfig {
+        schema: hedge_lab::agnostic::sweep::SWEEP_SCHEMA,
         alphas: vec![0.0, 1.0],
         command: "test".into(),
         data: description,
         dataset: SweepDataset::Adult,
-        measured_agreement: None,
         model,
         probe_steps: 10,
         repeats: 1,
