@@ -426,10 +426,8 @@ impl Default for OptimiserSettings {
 #[serde(default)]
 pub struct DataSettings {
     pub digits: usize,
-    /// Which N-digit MNIST tables (ignored with `own_images`, whose split is always open-set
-    /// style). Absent in the `config.json` of runs written before protocols existed, which were
-    /// all open-set; [`HibConfig::from_toml`] reads an absent one in a recipe as instance.
-    #[serde(default = "open_set")]
+    /// Which N-digit MNIST tables (open-set with `own_images`, whose unseen classes are held
+    /// out; [`HibConfig::from_toml`] reads an absent one in a recipe with images as open-set).
     pub protocol: NDigitProtocol,
     /// A user's images instead of N-digit MNIST (`None`: N-digit MNIST with `digits` digits);
     /// `data` in the serde form.
@@ -449,10 +447,6 @@ pub struct DataSettings {
     pub validation_fraction: f64,
     pub validation_seed: u64,
     pub validation_digits: ValidationDigits,
-}
-
-fn open_set() -> NDigitProtocol {
-    NDigitProtocol::OpenSet
 }
 
 impl Default for DataSettings {
@@ -785,8 +779,9 @@ impl HibConfig {
                 None => invalid(why),
             }
         })?;
-        if !named_protocol && config.data.own_images.is_none() {
-            config.data.protocol = NDigitProtocol::Instance;
+        // A user's images are split with unseen classes held out, which is the open-set protocol.
+        if !named_protocol && config.data.own_images.is_some() {
+            config.data.protocol = NDigitProtocol::OpenSet;
         }
         Ok(config)
     }
@@ -1497,8 +1492,14 @@ mod tests {
         let open = HibConfig::from_toml("protocol = \"open-set\"\nvalidation_classes = 10\n").unwrap();
         assert_eq!(open.data.protocol, NDigitProtocol::OpenSet);
         open.check_ref().unwrap();
-        let old: HibConfig = serde_json::from_str(r#"{"dim": 2, "validation_classes": 10}"#).unwrap();
-        assert_eq!(old.data.protocol, NDigitProtocol::OpenSet);
+        // A run's config.json of schema 1 (no `schema`) without a protocol was written when every
+        // run was open-set; a schema 2 one names its protocol.
+        let old_run = r#"{"hib": {"dim": 2, "validation_classes": 10}, "device": "cpu", "threads": 1,
+            "command": "", "hedge_version": "0.1.0", "libtorch": "2.13.0"}"#;
+        let old: crate::RunConfig = serde_json::from_str(old_run).unwrap();
+        assert_eq!((old.schema, old.hib.data.protocol), (crate::run::RUN_SCHEMA, NDigitProtocol::OpenSet));
+        let written = serde_json::to_value(&old).unwrap();
+        assert_eq!((&written["schema"], &written["hib"]["protocol"]), (&2.into(), &"open-set".into()));
         let json = serde_json::to_value(HibConfig::default()).unwrap();
         assert_eq!(json["protocol"], "instance");
         let e = HibConfig::from_toml("protocol = \"closed\"\n").unwrap_err().to_string();

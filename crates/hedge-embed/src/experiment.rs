@@ -58,9 +58,16 @@ pub fn prepare_resume(
     Ok((config, plan))
 }
 
+/// The schema of a run's `plan.json`: 2 records it; 1 (files without `schema`) held one stop
+/// `target` or null instead of the list, and may lack `finish_planned_steps` (then false).
+pub const PLAN_SCHEMA: u32 = 2;
+
 /// How a training run is watched and bounded (not part of the model's hyper-parameters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct TrainPlan {
+    /// [`PLAN_SCHEMA`] when written.
+    pub schema: u32,
     /// Stop after this many minutes of training wall-clock (evaluation excluded); the step
     /// count is then planned from the speed of the first steps, so schedules end at the budget.
     pub budget_minutes: Option<f64>,
@@ -74,15 +81,34 @@ pub struct TrainPlan {
     /// Keep a copy of the (inference) weights every this many steps (0: none).
     pub keep_every: usize,
     /// Stop at the first watch that reaches all of these (the recipe benchmark: the paper's four
-    /// values on the validation set). Plans written before several targets existed hold one
-    /// `target` (or null).
-    #[serde(default, alias = "target", deserialize_with = "crate::monitor::one_or_many_targets")]
+    /// values on the validation set).
     pub targets: Vec<crate::monitor::QualityTarget>,
     /// The budget only plans the step count; the run trains all planned steps even if it takes
     /// longer (reproductions that must not depend on the machine's other work).
-    #[serde(default)]
     pub finish_planned_steps: bool,
 }
+
+impl hedge_run::schema::Schema for TrainPlan {
+    const CURRENT: u32 = PLAN_SCHEMA;
+    const WHAT: &'static str = "a run's plan.json";
+
+    fn upgrade(_from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        use serde_json::Value;
+        if let Some(one) = form.remove("target") {
+            let targets = match one {
+                Value::Null => Vec::new(),
+                Value::Array(many) => many,
+                one => vec![one],
+            };
+            form.insert("targets".into(), Value::Array(targets));
+        }
+        form.entry("targets").or_insert(Value::Array(Vec::new()));
+        form.entry("finish_planned_steps").or_insert(false.into());
+        Ok(())
+    }
+}
+
+hedge_run::versioned_serde!(TrainPlan);
 
 impl TrainPlan {
     /// Whether a run with this plan, at `step` of `steps` after `seconds` of training, has
@@ -107,6 +133,7 @@ impl TrainPlan {
 impl Default for TrainPlan {
     fn default() -> Self {
         TrainPlan {
+            schema: PLAN_SCHEMA,
             budget_minutes: None,
             watch_every: 0,
             watch_splits: Vec::new(),
@@ -210,6 +237,7 @@ pub fn write_run_definition(
 ) -> Result<()> {
     run.write_json(PLAN_FILE, plan)?;
     run.write_config(&RunConfig {
+        schema: crate::run::RUN_SCHEMA,
         hib: config.clone(),
         device: device_name(device),
         threads: tch::get_num_threads() as i64,
@@ -282,6 +310,7 @@ mod tests {
     fn watched_run(dir: &std::path::Path, digits: usize) -> RunDir {
         let run = RunDir::create(dir).unwrap();
         run.write_config(&RunConfig {
+            schema: crate::run::RUN_SCHEMA,
             hib: HibConfig::default().with_digits(digits).with_dim(2).with_model(crate::EmbeddingKind::Gaussian),
             device: "cpu".into(),
             threads: 2,

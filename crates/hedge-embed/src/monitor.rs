@@ -190,23 +190,6 @@ impl QualityTarget {
     }
 }
 
-/// Reads a plan's targets: a list, one target (plans written before lists), or null.
-pub fn one_or_many_targets<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Vec<QualityTarget>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Form {
-        Many(Vec<QualityTarget>),
-        One(QualityTarget),
-    }
-    Ok(match Option::<Form>::deserialize(d)? {
-        None => Vec::new(),
-        Some(Form::Many(v)) => v,
-        Some(Form::One(t)) => vec![t],
-    })
-}
-
 /// When a run first reached a value, or the best it reached.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Reached {
@@ -361,7 +344,8 @@ mod tests {
         assert!(e.contains("validation_fraction") && e.contains("at least 3"), "{e}");
     }
 
-    /// Plans written before several stop targets existed hold one `target` or null; both read.
+    /// Plans of schema 1, written before several stop targets existed, hold one `target` or
+    /// null; both read as the list, and write back as schema 2.
     #[test]
     fn old_plans_with_one_target_or_none_still_read() {
         let one: crate::TrainPlan = serde_json::from_str(

@@ -55,9 +55,18 @@ const RUN_FILES: [&str; 18] = [
 /// The kind of folder a training run is (its ownership marker).
 pub const RUN_KIND: &str = "hib training run";
 
+/// The schema of a run's `config.json`: 2 records it; 1 (files without `schema`) may lack the
+/// data protocol, written before protocols existed when every run was open-set
+/// ([`crate::report::upgrade_before_protocols`]). A setting added to [`HibConfig`] after a run
+/// was written reads as its default, which is always the behaviour from before it existed.
+pub const RUN_SCHEMA: u32 = 2;
+
 /// What `config.json` holds: the resolved hyper-parameters and how the run was started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunConfig {
+    /// [`RUN_SCHEMA`] when written.
+    pub schema: u32,
     pub hib: HibConfig,
     pub device: String,
     pub threads: i64,
@@ -65,6 +74,18 @@ pub struct RunConfig {
     pub hedge_version: String,
     pub libtorch: String,
 }
+
+impl hedge_run::schema::Schema for RunConfig {
+    const CURRENT: u32 = RUN_SCHEMA;
+    const WHAT: &'static str = "a run's config.json";
+
+    fn upgrade(from: u32, form: &mut serde_json::Map<String, serde_json::Value>) -> std::result::Result<(), String> {
+        let hib = form.get_mut("hib").and_then(serde_json::Value::as_object_mut).ok_or("no `hib` object")?;
+        crate::report::upgrade_before_protocols(from, hib, "protocol")
+    }
+}
+
+hedge_run::versioned_serde!(RunConfig);
 
 /// Progress of a run at its last checkpoint.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

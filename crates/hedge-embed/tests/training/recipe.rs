@@ -85,6 +85,7 @@ fn a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget() {
     let dir = tempfile::tempdir().unwrap();
     let run = RunDir::create(dir.path()).unwrap();
     run.write_config(&hedge_embed::RunConfig {
+        schema: hedge_embed::run::RUN_SCHEMA,
         hib: trainer.config.clone(),
         device: "cpu".into(),
         threads: 1,

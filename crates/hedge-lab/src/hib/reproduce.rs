@@ -30,10 +30,6 @@ use hedge_embed::{
 use hedge_run::undefined::Undefined;
 use hedge_run::{run_resumable, Experiment, ParamGuard, RunDirectory};
 
-fn yes() -> bool {
-    true
-}
-
 /// Margins of the Appendix B comparison.
 pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
 
@@ -86,7 +82,6 @@ pub struct ReproduceConfig {
     pub curves: bool,
     /// Draw the paper's figures of the seed-0 runs (embeddings, Figs 3, 4 and 7; the number line
     /// of Fig. 10 for D = 1; performance against uncertainty, Fig. 5).
-    #[serde(default = "yes")]
     pub figures: bool,
     /// How the reproduction was started, recorded in its files.
     pub command: String,
@@ -123,7 +118,8 @@ pub mod v1 {
     }
 
     /// Replaces schema 1's settings in `form` by the one [`HibConfig`] they gave every model
-    /// (the recipe, or the defaults, with the settings beside it laid over).
+    /// (the recipe, or the defaults, with the settings beside it laid over), and draws the figures
+    /// (every reproduction did before `figures` existed).
     ///
     /// # Errors
     /// A message naming what schema 1 lacks or holds wrongly.
@@ -147,6 +143,8 @@ pub mod v1 {
             form.remove(key);
         }
         form.insert("hib".into(), serde_json::to_value(hib).map_err(|e| e.to_string())?);
+        // Reproductions drew their figures before the choice existed.
+        form.entry("figures").or_insert(true.into());
         Ok(())
     }
 }

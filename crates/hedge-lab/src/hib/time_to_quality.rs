@@ -171,7 +171,15 @@ mod tests {
         let run = RunDir::create(dir).unwrap();
         let hib = HibConfig::default().with_digits(digits).with_dim(2).with_model(hedge_embed::EmbeddingKind::Gaussian);
         let (command, hedge_version, libtorch) = (String::new(), String::new(), String::new());
-        let config = RunConfig { hib, device: "cpu".into(), threads: 2, command, hedge_version, libtorch };
+        let config = RunConfig {
+            schema: hedge_embed::run::RUN_SCHEMA,
+            hib,
+            device: "cpu".into(),
+            threads: 2,
+            command,
+            hedge_version,
+            libtorch,
+        };
         run.write_config(&config).unwrap();
         // Opening a run checks that its weights exist; the report never reads them.
         std::fs::write(run.file(MODEL_FILE), b"").unwrap();
