@@ -14,7 +14,9 @@ ran in (`--out results/hib/SETTING`), being what was run. The reproduction's che
 (`checkpoint.json`'s hashes of `progress.json` and `runs.jsonl`) is rewritten to match, so the moved
 folder still passes hedge's integrity check. Only tracked files move: a run folder git does not
 know (a run started and never checkpointed) is refused by name, to be removed or committed first.
-Each rewritten file goes to a temporary file beside it, then is renamed over it.
+Each rewritten file goes to a temporary file beside it, then is renamed over it. The moved folder
+gets a `moved-aside.json` marker (the setting it was, and which of its tables: 1 for the first),
+from which `hedge report` finds and names the tables moved aside.
 """
 import argparse
 import glob
@@ -121,7 +123,18 @@ def main():
             if os.path.basename(path) != "checkpoint.json":
                 count += rewrite(path, old + "/", new + "/")
     refresh_checkpoint(folder)
-    print(f"{new}: {count} path fields now name it; checkpoint.json rewritten; `git add -A {new}` and commit")
+    earlier = 0
+    for name in os.listdir(os.path.join(ROOT, HIB_REL)):
+        marker = os.path.join(ROOT, HIB_REL, name, "moved-aside.json")
+        if os.path.exists(marker):
+            with open(marker) as f:
+                earlier += json.load(f)["setting"] == args.setting
+    marker = os.path.join(folder, "moved-aside.json")
+    with open(marker + ".tmp", "w") as f:
+        f.write(json.dumps({"setting": args.setting, "table": earlier + 1}, indent=2) + "\n")
+    os.replace(marker + ".tmp", marker)
+    print(f"{new}: {count} path fields now name it; checkpoint.json rewritten; marked as {args.setting}'s "
+          f"table {earlier + 1}; `git add -A {new}` and commit")
 
 
 if __name__ == "__main__":

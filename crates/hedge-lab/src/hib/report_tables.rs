@@ -12,7 +12,7 @@ use std::path::Path;
 use hedge_embed::report::EvalReport;
 use hedge_embed::run::{BestModel, RunConfig, RunState};
 use hedge_embed::{MonitorRecord, NDigitProtocol, NDigitSplit, QuickEval};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::paper::PaperModel;
@@ -25,21 +25,11 @@ use crate::Result;
 const HIB: &str = "results/hib";
 const SETTINGS: [&str; 4] = ["n2-d2", "n2-d3", "n3-d2", "n3-d3"];
 /// The first N = 2, D = 2 table, trained on the recipe the f32 lever study first chose, moved
-/// aside when N = 2, D = 2 was retrained on the re-chosen recipe.
+/// aside when N = 2, D = 2 was retrained on the re-chosen recipe (its lever study lives in it).
 const N2D2_FIRST: &str = "n2-d2-d-peak1e-2";
 /// The second, trained on the re-chosen recipe and moved aside when N = 2, D = 2 was retrained
 /// on it with weight decay.
 const N2D2_SECOND: &str = "n2-d2-l-peak1e-2-16x16";
-/// Every table moved aside: (folder, the setting it was, how a table row names it), newest first
-/// within a setting.
-const ASIDE_TABLES: [(&str, &str, &str); 6] = [
-    (N2D2_SECOND, "n2-d2", "second table"),
-    (N2D2_FIRST, "n2-d2", "first table"),
-    ("n2-d3-l-peak1e-2-16x16", "n2-d3", "first table"),
-    ("n3-d2-l-peak1e-2-16x16", "n3-d2", "first table"),
-    ("n3-d3-l-peak1e-2-16x16", "n3-d3", "first table"),
-    ("n2-d1-l-peak1e-2-16x16", "n2-d1", "first table"),
-];
 const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 /// What a lever of an instance lever study may change, and what the study fixed for all of
@@ -112,36 +102,80 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
 
 // ----- folders and names ---------------------------------------------------------------------
 
-/// The folders moved aside from `setting`, newest first.
-fn asides(setting: &str) -> Vec<&'static str> {
-    ASIDE_TABLES.iter().filter(|a| a.1 == setting).map(|a| a.0).collect()
+/// `moved-aside.json`: the marker `scripts/hib-move-table.py` leaves in a table folder it moves
+/// aside before its setting is retrained, so the old table stays as evidence and says what it
+/// was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MovedAside {
+    /// The setting the folder was (`n2-d2`).
+    pub setting: String,
+    /// Which of the setting's tables it is, in the order they were trained (1: the first).
+    pub table: u32,
 }
 
-fn aside(folder: &str) -> Option<(&'static str, &'static str)> {
-    ASIDE_TABLES.iter().find(|a| a.0 == folder).map(|a| (a.1, a.2))
-}
+/// The marker's file name in a moved-aside folder.
+pub const MOVED_ASIDE_FILE: &str = "moved-aside.json";
 
-/// Every instance table folder, each setting then the tables moved aside from it; the number
-/// line last.
-fn instance_tables_folders() -> Vec<String> {
-    SETTINGS
-        .iter()
-        .chain(&["n2-d1"])
-        .flat_map(|s| std::iter::once(s.to_string()).chain(asides(s).into_iter().map(String::from)))
-        .collect()
-}
+/// Every table folder under `results/hib/` moved aside, as their markers describe them.
+struct Asides(Vec<(String, String, String)>);
 
-/// The folders of Tables 1 and 2 (all but the number line's).
-fn table_folders() -> Vec<String> {
-    instance_tables_folders().into_iter().filter(|f| SETTINGS.contains(&aside(f).map_or(f.as_str(), |a| a.0))).collect()
-}
-
-/// `n2-d3` → `N = 2, D = 3`; a table moved aside → `N = 2, D = 2 (first table)`.
-fn setting_label(setting: &str) -> String {
-    if let Some((of, name)) = aside(setting) {
-        return format!("{} ({name})", setting_label(of));
+impl Asides {
+    /// The markers of `results/hib/*/`.
+    fn read(results: &Results) -> Result<Self> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(results.path(HIB)).map_err(|e| missing(HIB, e.to_string()))?.flatten() {
+            let folder = entry.file_name().to_string_lossy().into_owned();
+            let marker = format!("{HIB}/{folder}/{MOVED_ASIDE_FILE}");
+            if results.exists(&marker) {
+                let m: MovedAside = results.json(&marker)?;
+                found.push((m.table, folder, m.setting));
+            }
+        }
+        // Each setting's newest first.
+        found.sort_by(|a, b| (&a.2, b.0).cmp(&(&b.2, a.0)));
+        let ordinal = |n: u32| match n {
+            1 => "first".to_string(),
+            2 => "second".to_string(),
+            3 => "third".to_string(),
+            n => format!("{n}th"),
+        };
+        Ok(Asides(
+            found.into_iter().map(|(n, folder, setting)| (folder, setting, format!("{} table", ordinal(n)))).collect(),
+        ))
     }
-    setting.replace('n', "N = ").replace("-d", ", D = ")
+
+    /// The folders moved aside from `setting`, newest first.
+    fn of(&self, setting: &str) -> Vec<String> {
+        self.0.iter().filter(|a| a.1 == setting).map(|a| a.0.clone()).collect()
+    }
+
+    /// A moved-aside folder's setting and how a table row names it ("first table").
+    fn get(&self, folder: &str) -> Option<(&str, &str)> {
+        self.0.iter().find(|a| a.0 == folder).map(|a| (a.1.as_str(), a.2.as_str()))
+    }
+
+    /// Every instance table folder, each setting then the tables moved aside from it; the number
+    /// line last.
+    fn instance_tables_folders(&self) -> Vec<String> {
+        SETTINGS.iter().chain(&["n2-d1"]).flat_map(|s| std::iter::once(s.to_string()).chain(self.of(s))).collect()
+    }
+
+    /// The folders of Tables 1 and 2 (all but the number line's).
+    fn table_folders(&self) -> Vec<String> {
+        self.instance_tables_folders()
+            .into_iter()
+            .filter(|f| SETTINGS.contains(&self.get(f).map_or(f.as_str(), |a| a.0)))
+            .collect()
+    }
+
+    /// `n2-d3` → `N = 2, D = 3`; a table moved aside → `N = 2, D = 2 (first table)`.
+    fn label(&self, setting: &str) -> String {
+        if let Some((of, name)) = self.get(setting) {
+            return format!("{} ({name})", self.label(of));
+        }
+        setting.replace('n', "N = ").replace("-d", ", D = ")
+    }
 }
 
 /// (lever, seed, folder) of every `<lever>-seed<N>` run folder under `results/hib/<study>`,
@@ -283,6 +317,7 @@ fn split_name(split: NDigitSplit) -> String {
 // ----- Table 1 -------------------------------------------------------------------------------
 
 fn open_set(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut out = vec![
         "| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt |".to_string(),
         "|---|---|---|---|---|---|---|".into(),
@@ -294,7 +329,7 @@ fn open_set(results: &Results) -> Result<String> {
         if !has(results, &folder, "summary.json") {
             continue;
         }
-        let (s, rows) = table1_rows(results, &folder, &setting_label(setting), false)?;
+        let (s, rows) = table1_rows(results, &folder, &a.label(setting), false)?;
         out.extend(rows);
         if let Some(b) = s.budget_minutes {
             if !budgets.contains(&b) {
@@ -362,6 +397,7 @@ fn open_set(results: &Results) -> Result<String> {
 }
 
 fn instance_tables(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut out = vec![
         "| N, D | model | seeds | AP clean | AP corrupt | KNN clean | KNN corrupt | KNN clean, leave-one-out | KNN \
          corrupt, leave-one-out |"
@@ -369,13 +405,13 @@ fn instance_tables(results: &Results) -> Result<String> {
         "|---|---|---|---|---|---|---|---|---|".into(),
     ];
     let mut found = false;
-    for setting in table_folders() {
+    for setting in a.table_folders() {
         let folder = format!("{HIB}/{setting}");
         if !has(results, &folder, "summary.json") || summary(results, &folder)?.protocol != NDigitProtocol::Instance {
             continue;
         }
         found = true;
-        out.extend(table1_rows(results, &folder, &setting_label(&setting), true)?.1);
+        out.extend(table1_rows(results, &folder, &a.label(&setting), true)?.1);
     }
     if !found {
         out = vec!["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; \
@@ -397,9 +433,10 @@ fn instance_tables(results: &Results) -> Result<String> {
 }
 
 fn paper_items(results: &Results) -> Result<String> {
-    let tables = table_folders();
+    let a = Asides::read(results)?;
+    let tables = a.table_folders();
     let with_asides = |s: &str| -> Vec<String> {
-        std::iter::once(s.to_string()).chain(asides(s).into_iter().map(String::from)).collect()
+        std::iter::once(s.to_string()).chain(a.of(s)).collect()
     };
     let items: Vec<(&str, &str, Vec<String>)> = vec![
         ("Table 1: verification AP and KNN accuracy", "table1.md", tables.clone()),
@@ -428,7 +465,7 @@ fn paper_items(results: &Results) -> Result<String> {
     for (item, name, folders) in items {
         let exists = |f: &str| results.exists(&format!("{HIB}/{f}/{name}"));
         let have: Vec<String> = folders.iter().filter(|f| exists(f)).map(|f| format!("`{f}/{name}`")).collect();
-        let missing_: Vec<&String> = folders.iter().filter(|f| !exists(f) && aside(f).is_none()).collect();
+        let missing_: Vec<&String> = folders.iter().filter(|f| !exists(f) && a.get(f).is_none()).collect();
         let todo = if missing_.is_empty() {
             String::new()
         } else {
@@ -551,9 +588,10 @@ fn current_recipe(results: &Results) -> Result<Recipe> {
 
 /// Which lever's recipe each instance setting trained (its `config.json`).
 fn recipes_line(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let current = current_recipe(results)?;
     let mut named = Vec::new();
-    for setting in instance_tables_folders() {
+    for setting in a.instance_tables_folders() {
         let folder = format!("{HIB}/{setting}");
         if !has(results, &folder, "config.json") {
             continue;
@@ -564,7 +602,7 @@ fn recipes_line(results: &Results) -> Result<String> {
         let today = current.iter().all(|(k, v)| same_value(recipe_value(&config, k).as_ref(), Some(v)))
             && recipe_keys(&config).iter().filter(|k| ab.contains(&k.as_str())).all(|k| current.contains_key(k));
         let mark = if today { " (today's `recipe.toml`)" } else { "" };
-        named.push(format!("{} `{lever}`{mark}", setting_label(&setting)));
+        named.push(format!("{} `{lever}`{mark}", a.label(&setting)));
     }
     if named.is_empty() {
         return Ok(String::new());
@@ -592,8 +630,9 @@ fn seed_ranges(seeds: &[u64]) -> String {
 
 /// Which run folders of each instance setting have ended (`runs/*/eval.json`).
 fn finished_runs_line(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut settings = Vec::new();
-    for setting in instance_tables_folders() {
+    for setting in a.instance_tables_folders() {
         let runs = lever_runs(results, &format!("{setting}/runs"));
         let ended: Vec<&(String, u64, String)> = runs.iter().filter(|r| has(results, &r.2, "eval.json")).collect();
         let mut by_model: Vec<(String, Vec<u64>)> = Vec::new();
@@ -616,8 +655,7 @@ fn finished_runs_line(results: &Results) -> Result<String> {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        let mut line =
-            format!("{}, {count} run{} ({models})", setting_label(&setting), if count > 1 { "s" } else { "" });
+        let mut line = format!("{}, {count} run{} ({models})", a.label(&setting), if count > 1 { "s" } else { "" });
         if !has(results, &format!("{HIB}/{setting}"), "summary.json") {
             // No table row yet: each ended run's own four test numbers.
             let each: Vec<String> = ended
@@ -1408,11 +1446,12 @@ fn table_against_aside(results: &Results, setting: &str, aside_folder: &str) -> 
 }
 
 fn others_against_asides(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut out = Vec::new();
     for setting in SETTINGS[1..].iter().chain(&["n2-d1"]) {
-        if let Some(newest) = asides(setting).first() {
+        if let Some(newest) = a.of(setting).first() {
             out.extend([
-                format!("**{}.**", setting_label(setting)),
+                format!("**{}.**", a.label(setting)),
                 String::new(),
                 table_against_aside(results, setting, newest)?,
                 String::new(),
@@ -1426,11 +1465,12 @@ fn others_against_asides(results: &Results) -> Result<String> {
 /// A setting's table beside every table moved aside from it, model by model, and its gain over
 /// each that has as many seeds of the model.
 fn table_means_against_asides(results: &Results, setting: &str) -> Result<String> {
+    let a = Asides::read(results)?;
     if !has(results, &format!("{HIB}/{setting}"), "summary.json") {
         return Ok(format!("`{setting}/` has no `summary.json` yet."));
     }
     let folders: Vec<String> = std::iter::once(setting.to_string())
-        .chain(asides(setting).into_iter().map(String::from))
+        .chain(a.of(setting))
         .filter(|f| has(results, &format!("{HIB}/{f}"), "summary.json"))
         .collect();
     let mut summaries = BTreeMap::new();
@@ -1446,7 +1486,7 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
         for f in &folders {
             let Some(m) = summaries[f].models.get(key) else { continue };
             let steps = planned_steps(results, &m.runs)?;
-            let label = if f == setting { "this table" } else { aside(f).map_or("", |a| a.1) };
+            let label = if f == setting { "this table" } else { a.get(f).map_or("", |a| a.1) };
             rows.push(format!(
                 "| {name} | {label} (`{}`) | {} | {} | {} |",
                 recipes[f],
@@ -1455,9 +1495,9 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
                 fmt4(four_model(m), false)
             ));
             if f != setting && m.seeds == own.seeds {
-                let (a, b) = (four_model(own), four_model(m));
-                let gap = (0..4).map(|k| plus3(a[k] - b[k])).collect::<Vec<_>>().join(" / ");
-                gains.push(format!("{name} over the {} ({} seeds each): {gap}", aside(f).map_or("", |a| a.1), m.seeds));
+                let (mine, theirs) = (four_model(own), four_model(m));
+                let gap = (0..4).map(|k| plus3(mine[k] - theirs[k])).collect::<Vec<_>>().join(" / ");
+                gains.push(format!("{name} over the {} ({} seeds each): {gap}", a.get(f).map_or("", |a| a.1), m.seeds));
             }
         }
     }
@@ -1485,7 +1525,8 @@ const ACCEPTANCE_GAP: f64 = 0.03;
 /// The folder, summary and lead-in lines the acceptance of `setting` is read from: its own
 /// instance summary, or, until the retrained table's exists, the newest table moved aside.
 fn acceptance_source(results: &Results, setting: &str) -> Result<Option<(String, ReproduceSummary, Vec<String>)>> {
-    for folder in std::iter::once(setting).chain(asides(setting)) {
+    let a = Asides::read(results)?;
+    for folder in std::iter::once(setting.to_string()).chain(a.of(setting)) {
         let path = format!("{HIB}/{folder}");
         if !has(results, &path, "summary.json") {
             continue;
@@ -1501,7 +1542,7 @@ fn acceptance_source(results: &Results, setting: &str) -> Result<Option<(String,
                 format!(
                     "`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it ends, the \
                      {}, `{folder}/`, on its earlier recipe:",
-                    aside(folder).map_or("", |a| a.1)
+                    a.get(&folder).map_or("", |a| a.1)
                 ),
                 String::new(),
             ]
@@ -1599,12 +1640,13 @@ fn instance_acceptance(results: &Results, setting: &str) -> Result<String> {
 }
 
 fn instance_acceptance_others(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut out = Vec::new();
     for setting in &SETTINGS[1..] {
         if acceptance_source(results, setting)?.is_some() {
-            out.push(format!("**{}.** {}", setting_label(setting), instance_acceptance(results, setting)?));
+            out.push(format!("**{}.** {}", a.label(setting), instance_acceptance(results, setting)?));
         } else {
-            out.push(format!("**{}.** Not ended yet (`scripts/hib-table.sh {setting}`).", setting_label(setting)));
+            out.push(format!("**{}.** Not ended yet (`scripts/hib-table.sh {setting}`).", a.label(setting)));
         }
         out.push(String::new());
     }
@@ -1638,7 +1680,8 @@ fn digit_overlap(results: &Results) -> Result<String> {
 /// The paper's Table 1 values for an instance table folder's setting: from its own summary,
 /// else the open-set one (the paper's values are the same under either protocol).
 fn paper_values(results: &Results, folder: &str) -> Result<BTreeMap<String, PaperModel>> {
-    let of = aside(folder).map_or(folder, |a| a.0);
+    let a = Asides::read(results)?;
+    let of = a.get(folder).map_or(folder, |a| a.0);
     for path in [format!("{HIB}/{folder}"), format!("{HIB}/open-set/{of}")] {
         if has(results, &path, "summary.json") {
             if let Some(p) = table_paper(results, &path)? {
@@ -1663,10 +1706,11 @@ fn headline_four(e: &EvalReport) -> String {
 }
 
 fn test_seen(results: &Results) -> Result<String> {
+    let a = Asides::read(results)?;
     let mut rows = Vec::new();
     let folders: Vec<String> = ["n3-d2", "n3-d3"]
         .iter()
-        .flat_map(|s| std::iter::once(s.to_string()).chain(asides(s).into_iter().map(String::from)))
+        .flat_map(|s| std::iter::once(s.to_string()).chain(a.of(s)))
         .collect();
     for setting in folders {
         let paper = paper_values(results, &setting)?;
@@ -1687,7 +1731,7 @@ fn test_seen(results: &Results) -> Result<String> {
             let p = paper.get(key).map_or_else(|| "—".into(), |p| fmt4(four_paper(p), false));
             rows.push(format!(
                 "| {} | {name} | {} | {} | {p} |",
-                setting_label(&setting),
+                a.label(&setting),
                 headline_four(&test),
                 headline_four(&seen)
             ));
@@ -2116,4 +2160,39 @@ fn f32_peer(results: &Results) -> Result<String> {
         d.cpu, d.torch, d.command
     ));
     Ok(out.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables moved aside are found by their markers alone: each setting's newest first,
+    /// named by their place ("second table"), and labelled after their setting.
+    #[test]
+    fn moved_aside_tables_are_found_and_named_by_their_markers() {
+        let root = tempfile::tempdir().unwrap();
+        let hib = root.path().join(HIB);
+        for (folder, marker) in [
+            ("n2-d2", None),
+            ("n2-d2-old", Some(r#"{"setting": "n2-d2", "table": 1}"#)),
+            ("n2-d2-older-recipe-b", Some(r#"{"setting": "n2-d2", "table": 2}"#)),
+            ("n3-d3-x", Some(r#"{"setting": "n3-d3", "table": 1}"#)),
+        ] {
+            std::fs::create_dir_all(hib.join(folder)).unwrap();
+            if let Some(text) = marker {
+                std::fs::write(hib.join(folder).join(MOVED_ASIDE_FILE), text).unwrap();
+            }
+        }
+        let a = Asides::read(&Results::new(root.path())).unwrap();
+        assert_eq!(a.of("n2-d2"), ["n2-d2-older-recipe-b", "n2-d2-old"]);
+        assert_eq!(a.get("n2-d2-old"), Some(("n2-d2", "first table")));
+        assert_eq!(a.label("n2-d2-older-recipe-b"), "N = 2, D = 2 (second table)");
+        assert_eq!(a.label("n3-d3"), "N = 3, D = 3");
+        let folders = a.table_folders();
+        assert_eq!(folders[..3], ["n2-d2", "n2-d2-older-recipe-b", "n2-d2-old"]);
+        assert!(folders.contains(&"n3-d3-x".to_string()));
+        std::fs::write(hib.join("n3-d3-x").join(MOVED_ASIDE_FILE), r#"{"setting": "n3-d3"}"#).unwrap();
+        let e = Asides::read(&Results::new(root.path())).err().unwrap().to_string();
+        assert!(e.contains("moved-aside.json") && e.contains("table"), "{e}");
+    }
 }
