@@ -435,9 +435,7 @@ fn instance_tables(results: &Results) -> Result<String> {
 fn paper_items(results: &Results) -> Result<String> {
     let a = Asides::read(results)?;
     let tables = a.table_folders();
-    let with_asides = |s: &str| -> Vec<String> {
-        std::iter::once(s.to_string()).chain(a.of(s)).collect()
-    };
+    let with_asides = |s: &str| -> Vec<String> { std::iter::once(s.to_string()).chain(a.of(s)).collect() };
     let items: Vec<(&str, &str, Vec<String>)> = vec![
         ("Table 1: verification AP and KNN accuracy", "table1.md", tables.clone()),
         ("Table 2: Kendall's τ between the η bin and AP or KNN", "table2.md", tables.clone()),
@@ -1708,10 +1706,8 @@ fn headline_four(e: &EvalReport) -> String {
 fn test_seen(results: &Results) -> Result<String> {
     let a = Asides::read(results)?;
     let mut rows = Vec::new();
-    let folders: Vec<String> = ["n3-d2", "n3-d3"]
-        .iter()
-        .flat_map(|s| std::iter::once(s.to_string()).chain(a.of(s)))
-        .collect();
+    let folders: Vec<String> =
+        ["n3-d2", "n3-d3"].iter().flat_map(|s| std::iter::once(s.to_string()).chain(a.of(s))).collect();
     for setting in folders {
         let paper = paper_values(results, &setting)?;
         for (key, name) in MODELS {
