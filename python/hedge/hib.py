@@ -41,6 +41,9 @@ __all__ = [
     "MatchHead",
     "VibLoss",
     "contrastive",
+    "csd",
+    "csd_loss",
+    "csd_match_probability",
     "log_match",
     "match_probability",
     "match_probability_quadrature",
@@ -152,6 +155,28 @@ def soft_contrastive(log_p: torch.Tensor, log_not_p: torch.Tensor, is_match: tor
     """The soft contrastive loss per pair (Eq. 3): ``-log p`` for matches, ``-log(1 - p)``
     otherwise. ``log_p``, ``log_not_p``: ``[B]``; ``is_match``: ``[B]`` bool. Returns ``[B]``."""
     return _hedge.hib_soft_contrastive(log_p, log_not_p, is_match)
+
+
+def csd(e1: Embedding, e2: Embedding) -> torch.Tensor:
+    """PCME++'s closed-form sampled distance (Chun, ICLR 2024) of aligned rows:
+    ``E||z1 - z2||^2 = ||mu1 - mu2||^2 + sum(sigma1^2 + sigma2^2)``. A mixture is scored by its
+    mean and total variance (the same expectation); a point embedding by the squared distance.
+    Differentiable. Returns ``[B]``."""
+    return _hedge.hib_csd(e1.mean, e1.variance, e2.mean, e2.variance)
+
+
+def csd_match_probability(head: MatchHead, e1: Embedding, e2: Embedding) -> torch.Tensor:
+    """PCME++'s match probability ``sigmoid(-a * csd(e1, e2) + b)``: exact, no sampling.
+    Differentiable. Returns ``[B]``."""
+    return _hedge.hib_csd_match_probability(e1.mean, e1.variance, e2.mean, e2.variance, head.a_raw, head.b)
+
+
+def csd_loss(head: MatchHead, e1: Embedding, e2: Embedding, is_match: torch.Tensor) -> torch.Tensor:
+    """The CSD loss per pair: binary cross-entropy of ``csd_match_probability`` (``-log p`` for
+    matches, ``-log(1 - p)`` otherwise, from log-sigmoids). ``is_match``: ``[B]`` bool.
+    Differentiable; what ``train(settings={"loss": "csd"})`` minimises (plus beta * KL).
+    Returns ``[B]``."""
+    return _hedge.hib_csd_loss(e1.mean, e1.variance, e2.mean, e2.variance, is_match, head.a_raw, head.b)
 
 
 def contrastive(z1: torch.Tensor, z2: torch.Tensor, is_match: torch.Tensor, margin: float = 1.0) -> torch.Tensor:

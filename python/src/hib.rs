@@ -92,7 +92,7 @@ fn head(a_raw: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, like: &Tensor) -> PyResu
         }
         same_device(like, t, "the embeddings", name)?;
     }
-    Ok(MatchHead { a_raw: a_raw.reshape([] as [i64; 0]), b: b.reshape([] as [i64; 0]) })
+    Ok(MatchHead { a_raw: a_raw.reshape([] as [i64; 0]), b: b.reshape([] as [i64; 0]), csd: false })
 }
 
 fn check_pair(left: &Embedding, right: &Embedding) -> PyResult<()> {
@@ -218,6 +218,61 @@ pub fn hib_match_probability_quadrature(
         let head = head(a_raw, b, &left.mean)?;
         let p = match_probability_quadrature(&head, &left, &right, points).map_err(crate::value_error)?;
         to_python(py, &p)
+    })
+}
+
+/// PCME++'s closed-form sampled distance E‖z1 − z2‖² of aligned rows ([`hedge_embed::csd`]).
+#[pyfunction]
+pub fn hib_csd(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
+        to_python(py, &hedge_embed::csd::csd(&left, &right))
+    })
+}
+
+/// p(m | x1, x2) = σ(−a·CSD + b) of aligned rows, differentiable.
+#[pyfunction]
+pub fn hib_csd_match_probability(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
+        let head = head(a_raw, b, &left.mean)?;
+        to_python(py, &hedge_embed::csd::match_probability(&head, &left, &right))
+    })
+}
+
+/// The CSD loss per pair: binary cross-entropy of σ(−a·CSD + b), differentiable.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_csd_loss(
+    py: Python<'_>,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    is_match: &Bound<'_, PyAny>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    crate::guarded(|| {
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
+        let is_match = tensor(is_match, "is_match")?;
+        check_is_match(&is_match, left.batch())?;
+        let head = head(a_raw, b, &left.mean)?;
+        to_python(py, &hedge_embed::csd::csd_loss(&head, &left, &right, &is_match))
     })
 }
 

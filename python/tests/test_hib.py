@@ -93,6 +93,48 @@ def test_vib_loss_and_gradients_equal_plain_pytorch(kind, components):
         assert got.kl.item() > 0
 
 
+def reference_csd(m1, v1, m2, v2):
+    """PCME++'s CSD (Chun, ICLR 2024), ||mu1 - mu2||^2 + sum(sigma1^2 + sigma2^2), written as the
+    mean over component pairs of a mixture (each pair's own Gaussian CSD), not by moments."""
+    diff = (m1.unsqueeze(2) - m2.unsqueeze(1)).pow(2).sum(-1)  # [B, C1, C2]
+    if v1 is not None:
+        diff = diff + v1.sum(-1).unsqueeze(2) + v2.sum(-1).unsqueeze(1)
+    return diff.mean(dim=(1, 2))
+
+
+@pytest.mark.parametrize(
+    "kind,components",
+    [("point", 1), ("gaussian", 1), ("mixture", 2), ("mixture", 4)],
+)
+def test_csd_loss_and_gradients_equal_plain_pytorch(kind, components):
+    stochastic = kind != "point"
+    is_match = torch.tensor([True, False, True, False, False, True])
+    m1, v1, m2, v2 = leaves(6, components, 3, stochastic, seed=2)
+    head = hib.MatchHead(init_a=0.7, init_b=1.2)
+    e1, e2 = hib.Embedding(m1, v1), hib.Embedding(m2, v2)
+    got = hib.csd_loss(head, e1, e2, is_match)
+    got.mean().backward()
+    got_grads = [t.grad.clone() for t in (m1, v1, m2, v2, head.a_raw, head.b) if t is not None]
+
+    r_leaves = [t.detach().clone().requires_grad_() if t is not None else None for t in (m1, v1, m2, v2)]
+    a_raw = head.a_raw.detach().clone().requires_grad_()
+    b = head.b.detach().clone().requires_grad_()
+    logit = -torch.nn.functional.softplus(a_raw) * reference_csd(*r_leaves) + b
+    want = torch.nn.functional.binary_cross_entropy_with_logits(logit, is_match.float(), reduction="none")
+    want.mean().backward()
+    want_grads = [t.grad for t in (*r_leaves, a_raw, b) if t is not None]
+
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (got, want)
+    assert len(got_grads) == len(want_grads)
+    for g, w in zip(got_grads, want_grads):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-6), (g, w)
+    with torch.no_grad():
+        distance = hib.csd(e1, e2)
+        assert torch.allclose(distance, reference_csd(m1, v1, m2, v2), rtol=1e-5, atol=1e-6)
+        p = hib.csd_match_probability(head, e1, e2)
+        assert torch.allclose(p, torch.sigmoid(logit.detach()), rtol=1e-5, atol=1e-7)
+
+
 def small_net():
     return torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 5, stride=2),

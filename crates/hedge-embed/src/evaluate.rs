@@ -23,6 +23,9 @@ pub enum MatchEstimator {
     /// z1 − z2 is Gaussian (a Gaussian mixture for MoG embeddings), so the expectation is a
     /// Gauss–Hermite product rule with `points` nodes per dimension: no sampling noise.
     Quadrature { points: usize },
+    /// PCME++'s closed form σ(−a·CSD + b) ([`crate::csd`]): the match probability of a model
+    /// trained with `loss = "csd"`, exact, and its neighbours found by CSD over the whole gallery.
+    Csd,
 }
 
 impl MatchEstimator {
@@ -30,6 +33,18 @@ impl MatchEstimator {
         match self {
             MatchEstimator::MonteCarlo { .. } => "mc",
             MatchEstimator::Quadrature { .. } => "quadrature",
+            MatchEstimator::Csd => "csd",
+        }
+    }
+
+    /// The estimator of a model trained with `config`: [`MatchEstimator::Csd`] for the CSD loss,
+    /// whose match probability is a different function of the embeddings than HIB's, else
+    /// `hib`.
+    pub fn for_model(config: &crate::HibConfig, hib: MatchEstimator) -> MatchEstimator {
+        if config.loss.kind.name() == crate::csd::REGISTRATION.name {
+            MatchEstimator::Csd
+        } else {
+            hib
         }
     }
 }
@@ -117,23 +132,34 @@ pub struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
+    /// The estimator in use: a CSD head's own closed form whatever was asked, since its match
+    /// probability is another function of the embeddings.
+    fn estimator(&self) -> MatchEstimator {
+        if self.matcher.csd {
+            MatchEstimator::Csd
+        } else {
+            self.estimator
+        }
+    }
+
     /// Per-image samples for Monte Carlo (drawn once per repeat, so a pair's score does not
     /// depend on which other pairs are scored with it).
     ///
     /// # Shapes
     /// returns `[N, K, D]`.
     fn samples(&self, set: &Embedding) -> Tensor {
-        match self.estimator {
+        match self.estimator() {
             MatchEstimator::MonteCarlo { samples } => set.sample(samples),
-            MatchEstimator::Quadrature { .. } => set.mean.shallow_clone(),
+            MatchEstimator::Quadrature { .. } | MatchEstimator::Csd => set.mean.shallow_clone(),
         }
     }
 
     /// p(m | x1, x2) for aligned rows `left[i]`, `right[i]`, given per-image samples.
     fn pair_probability(&self, a: &Embedding, b: &Embedding, za: &Tensor, zb: &Tensor) -> Result<Tensor> {
-        match self.estimator {
+        match self.estimator() {
             MatchEstimator::MonteCarlo { .. } => Ok(self.matcher.log_match(za, zb).0.exp()),
             MatchEstimator::Quadrature { points } => match_probability_quadrature(self.matcher, a, b, points),
+            MatchEstimator::Csd => Ok(crate::csd::match_probability(self.matcher, a, b)),
         }
     }
 
@@ -193,7 +219,11 @@ impl Scorer<'_> {
                 // Ranking score: the exact one for points (−distance); for distributions the
                 // match probability of the component means, averaged over component pairs as the
                 // mixture averages (variance ignored), which the exact estimator then re-ranks.
-                let mut rank = if self.stochastic {
+                // CSD ranks every gallery item exactly: no candidate stage.
+                let exact_csd = self.estimator() == MatchEstimator::Csd;
+                let mut rank = if exact_csd {
+                    -crate::csd::csd_matrix(&p, gallery)
+                } else if self.stochastic {
                     (-self.matcher.a() * &dist + &self.matcher.b).sigmoid().mean_dim(
                         [2i64, 3].as_slice(),
                         false,
@@ -208,7 +238,7 @@ impl Scorer<'_> {
                     let cols = &rows + start;
                     let _ = rank.index_put_(&[Some(rows), Some(cols)], &Tensor::from(f32::NEG_INFINITY), false);
                 }
-                if !self.stochastic {
+                if !self.stochastic || exact_csd {
                     let d: Vec<f64> = Vec::<f64>::try_from(rank.to_kind(Kind::Double).flatten(0, -1))?;
                     for row in d.chunks(n_gallery as usize) {
                         out.push(top_k(row, k, None));
@@ -262,10 +292,12 @@ pub fn verification_ap(
 
 /// η for every image of `set` under the estimator (seeded by the caller for Monte Carlo).
 pub fn self_mismatch(matcher: &MatchHead, set: &Embedding, estimator: MatchEstimator) -> Result<Vec<f64>> {
+    let estimator = if matcher.csd { MatchEstimator::Csd } else { estimator };
     tch::no_grad(|| {
         let eta = match estimator {
             MatchEstimator::MonteCarlo { samples } => matcher.self_mismatch(set, samples),
             MatchEstimator::Quadrature { points } => 1.0 - match_probability_quadrature(matcher, set, set, points)?,
+            MatchEstimator::Csd => crate::csd::self_mismatch(matcher, set),
         };
         Ok(Vec::<f64>::try_from(eta.to_kind(Kind::Double))?)
     })
@@ -704,13 +736,15 @@ pub fn evaluate_model(
     }
     let needs = want.needs();
     let has = |m| want.contains(m);
+    let estimator = if matcher.csd { MatchEstimator::Csd } else { options.base.estimator };
     if stochastic {
         // Each repeat scores the verification pairs three times (clean, corrupt, mixed) and
         // every probe's candidates in two galleries, each pair with its sample pairs (or
         // quadrature nodes) of D differences.
-        let per_pair = match options.base.estimator {
+        let per_pair = match estimator {
             MatchEstimator::MonteCarlo { samples } => (samples.max(1) as f64).powi(2),
             MatchEstimator::Quadrature { points } => (points.max(1) as f64).powi(clean.embedding.dim() as i32),
+            MatchEstimator::Csd => 1.0,
         } * (2.0 * clean.embedding.dim() as f64 + 8.0);
         let pairs = (options.matching_pairs + options.non_matching_pairs) as f64;
         let probes = clean.len() as f64 * options.base.candidates as f64;
@@ -728,7 +762,7 @@ pub fn evaluate_model(
         options.non_matching_pairs,
         options.pair_seed,
     )?;
-    let deterministic = !stochastic || matches!(options.base.estimator, MatchEstimator::Quadrature { .. });
+    let deterministic = !stochastic || matches!(estimator, MatchEstimator::Quadrature { .. } | MatchEstimator::Csd);
     let repeats = if deterministic { 1 } else { options.repeats.max(1) };
     let bins = options.base.bins;
     let set_of = |name: &str| if name == "clean" { clean } else { corrupt };

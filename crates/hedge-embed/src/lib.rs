@@ -30,6 +30,7 @@
 //! ```
 
 pub mod config;
+pub mod csd;
 pub mod data;
 pub mod distribution;
 pub mod ema;

@@ -13,18 +13,35 @@ const DISTANCE_EPS: f64 = 1e-12;
 pub struct MatchHead {
     pub a_raw: Tensor,
     pub b: Tensor,
+    /// The match probability is PCME++'s σ(−a·CSD + b) ([`crate::csd`]) instead of HIB's
+    /// E σ(−a‖z1 − z2‖ + b): a model trained with `loss = "csd"`.
+    pub csd: bool,
 }
 
 impl MatchHead {
     /// A CPU copy (the evaluation works on CPU tensors whatever device trained the model).
     pub fn to_cpu(&self) -> MatchHead {
-        MatchHead { a_raw: self.a_raw.to_device(tch::Device::Cpu), b: self.b.to_device(tch::Device::Cpu) }
+        MatchHead {
+            a_raw: self.a_raw.to_device(tch::Device::Cpu),
+            b: self.b.to_device(tch::Device::Cpu),
+            csd: self.csd,
+        }
     }
 
     pub fn new(vs: nn::Path, init_a: f64, init_b: f64) -> Self {
         // softplus⁻¹(a) = ln(eᵃ − 1), written stably for large a.
         let a_raw = if init_a > 20.0 { init_a } else { init_a.exp_m1().ln() };
-        MatchHead { a_raw: vs.var("a_raw", &[], nn::Init::Const(a_raw)), b: vs.var("b", &[], nn::Init::Const(init_b)) }
+        MatchHead {
+            a_raw: vs.var("a_raw", &[], nn::Init::Const(a_raw)),
+            b: vs.var("b", &[], nn::Init::Const(init_b)),
+            csd: false,
+        }
+    }
+
+    /// The same head scoring by CSD (`csd`) or by HIB's distance.
+    pub fn with_csd(mut self, csd: bool) -> Self {
+        self.csd = csd;
+        self
     }
 
     /// The scale a > 0.
@@ -56,19 +73,27 @@ impl MatchHead {
         (log_p, log_not_p)
     }
 
-    /// p(m | x1, x2) by Monte Carlo with `k` samples from each embedding.
+    /// p(m | x1, x2) by Monte Carlo with `k` samples from each embedding (a CSD head: its closed
+    /// form, `k` unused).
     ///
     /// # Shapes
     /// returns `[B]`.
     pub fn match_probability(&self, e1: &Embedding, e2: &Embedding, k: i64) -> Tensor {
+        if self.csd {
+            return crate::csd::match_probability(self, e1, e2);
+        }
         self.log_match(&e1.sample(k), &e2.sample(k)).0.exp()
     }
 
-    /// Self-mismatch uncertainty η(x) = 1 − p(m | x, x) (Eq. 9), from two independent sample sets.
+    /// Self-mismatch uncertainty η(x) = 1 − p(m | x, x) (Eq. 9), from two independent sample sets
+    /// (a CSD head: its closed form, `k` unused).
     ///
     /// # Shapes
     /// returns `[B]`.
     pub fn self_mismatch(&self, e: &Embedding, k: i64) -> Tensor {
+        if self.csd {
+            return crate::csd::self_mismatch(self, e);
+        }
         self.log_match(&e.sample(k), &e.sample(k)).1.exp()
     }
 }

@@ -57,7 +57,8 @@ impl HibNet {
                 ]
             }),
             head: nn::linear(vs / "head", features, outputs, Default::default()),
-            matcher: MatchHead::new(vs / "match", config.model.init_a, config.model.init_b),
+            matcher: MatchHead::new(vs / "match", config.model.init_a, config.model.init_b)
+                .with_csd(config.loss.kind.name() == crate::csd::REGISTRATION.name),
             kind: config.model.embedding.kind(),
             components,
             dim,

@@ -74,7 +74,7 @@ impl PairLoss for Registration {
 }
 
 /// Every pair loss hedge has, by the name settings give it.
-pub const LOSSES: &[Registration] = &[SOFT, CONTRASTIVE, crate::focal::REGISTRATION];
+pub const LOSSES: &[Registration] = &[SOFT, CONTRASTIVE, crate::focal::REGISTRATION, crate::csd::REGISTRATION];
 
 /// Which registered loss a run trains with; reads and writes as its name (`"soft"`).
 #[derive(Clone, Copy)]

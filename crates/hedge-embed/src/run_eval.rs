@@ -237,7 +237,7 @@ pub fn evaluate_run(
             digits: config.data.digits,
             dim: config.model.dim,
             steps: config.schedule.steps,
-            match_estimator: settings.estimator,
+            match_estimator: MatchEstimator::for_model(&config, settings.estimator),
             eval_seconds: started.elapsed().as_secs_f64(),
             command: command.to_string(),
             images_per_class: settings.images_per_class,

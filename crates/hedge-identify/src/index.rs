@@ -722,7 +722,9 @@ impl Rules {
             for (r, g) in rows.chunks(20_000).zip(items.chunks(20_000)) {
                 let left = probes.select_rows(&index_tensor(r));
                 let right = candidates.embedding.select_rows(&index_tensor(g));
-                let p = match self.manifest.search.estimator {
+                let estimator = if self.matcher.csd { MatchEstimator::Csd } else { self.manifest.search.estimator };
+                let p = match estimator {
+                    MatchEstimator::Csd => hedge_embed::csd::match_probability(&self.matcher, &left, &right),
                     MatchEstimator::Quadrature { points } => {
                         match_probability_quadrature(&self.matcher, &left, &right, points)?
                     }

@@ -321,6 +321,44 @@ fn eval_writes_every_documented_key() {
     assert!(!o.status.success() && stderr(&o).contains("per-class"), "{}", stderr(&o));
 }
 
+/// A model trained with PCME++'s CSD loss is evaluated by its own closed form whatever
+/// `--match-estimator` says: the report names `csd`, one deterministic repeat, and η follows
+/// σ(−a·CSD(x, x) + b), the same for every repeat.
+#[test]
+fn a_csd_model_is_evaluated_by_its_closed_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let o = hedge(&["hib", "train", "--loss", "csd", "--steps", "3", "--batch", "8", "--no-eval", "--out", s(&run)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["hib"]["loss"], "csd");
+    let o = hedge(&["hib", "eval", "--run", s(&run), "--json", "--per-class", "10", "--repeats", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["match_estimator"]["kind"], "csd", "{}", v["match_estimator"]);
+    assert_eq!(v["repeats"], 1, "a closed form needs no repeats");
+    for key in ["verification_ap", "knn_accuracy"] {
+        let x = v[key]["clean"].as_f64().unwrap_or_else(|| panic!("{key}.clean missing"));
+        assert!((0.0..=1.0).contains(&x), "{key}.clean = {x}");
+    }
+    // CSD cannot score every pair of a grouped batch (only sampled pairs).
+    let o = hedge(&[
+        "hib",
+        "train",
+        "--loss",
+        "csd",
+        "--group",
+        "4x2",
+        "--all-pairs",
+        "--steps",
+        "1",
+        "--out",
+        s(&dir.path().join("all")),
+    ]);
+    assert!(!o.status.success() && stderr(&o).contains("pair_set"), "{}", stderr(&o));
+}
+
 /// `--validation-digits unused` is recorded in the run's config, and `hib eval --split
 /// validation` scores the held-out images with the run's digits (or, named, the other ones),
 /// saying which in the report.
