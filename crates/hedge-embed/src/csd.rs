@@ -70,6 +70,30 @@ pub fn csd_matrix(probes: &Embedding, gallery: &Embedding) -> Tensor {
     (norms_p.unsqueeze(1) + norms_g.unsqueeze(0) - cross * 2.0).clamp_min(0.0)
 }
 
+/// Gallery points for CSD search by Euclidean nearest neighbours: each item as [m, √s].
+///
+/// With a probe as [m_q, 0] ([`csd_probe_points`]), ‖q′ − x′‖² = ‖m_q − m_x‖² + s_x =
+/// CSD(q, x) − s_q, and s_q is the same for every item of one probe's ranking. So the Euclidean
+/// order of these points in D + 1 dimensions is exactly the CSD order, and a Euclidean index
+/// (hedge-ann's HNSW) searches by CSD with no inner-product reduction.
+///
+/// # Shapes
+/// `gallery`: `G` inputs in `D` dimensions; returns `[G, D + 1]`.
+pub fn csd_gallery_points(gallery: &Embedding) -> Tensor {
+    let (mean, spread) = moments(gallery);
+    Tensor::cat(&[mean, spread.clamp_min(0.0).sqrt().unsqueeze(1)], 1)
+}
+
+/// Probe points for CSD search: each probe as [m, 0] (see [`csd_gallery_points`]).
+///
+/// # Shapes
+/// `probes`: `P` inputs in `D` dimensions; returns `[P, D + 1]`.
+pub fn csd_probe_points(probes: &Embedding) -> Tensor {
+    let (mean, _) = moments(probes);
+    let zero = mean.zeros_like().narrow(1, 0, 1);
+    Tensor::cat(&[mean, zero], 1)
+}
+
 /// The match logit −a·CSD + b of aligned rows.
 ///
 /// # Shapes
@@ -157,6 +181,46 @@ mod tests {
         let z = mixture.sample(200_000);
         let mc = z.square().sum_dim_intlist([2i64].as_slice(), false, Kind::Double).mean(Kind::Double);
         assert!((mc.double_value(&[]) - 2.4).abs() < 0.02, "{}", mc.double_value(&[]));
+    }
+
+    /// The Euclidean order of the search points is the CSD order: brute force on both agrees
+    /// for every probe, and hedge-ann's HNSW over the gallery points returns exactly the
+    /// brute-force CSD top 10 (a search wide enough to be exhaustive on 400 items).
+    #[test]
+    fn euclidean_search_over_the_points_is_csd_search() {
+        tch::manual_seed(7);
+        let (g, p, c, d) = (400i64, 25i64, 2i64, 3i64);
+        let options = (Kind::Double, tch::Device::Cpu);
+        let gallery = Embedding {
+            mean: Tensor::randn([g, c, d], options),
+            variance: Some(Tensor::rand([g, c, d], options) * 2.0 + 0.01),
+        };
+        let probes = Embedding {
+            mean: Tensor::randn([p, c, d], options),
+            variance: Some(Tensor::rand([p, c, d], options) + 0.01),
+        };
+        let top = |scores: &Tensor| -> Vec<Vec<i64>> {
+            let (_, idx) = scores.topk(10, 1, false, true);
+            (0..p).map(|i| Vec::<i64>::try_from(idx.get(i)).unwrap()).collect()
+        };
+        let scores = csd_matrix(&probes, &gallery);
+        // The fixture has no near-ties among each probe's 11 nearest, so f32 search cannot
+        // reorder them on any CPU.
+        let (nearest, _) = scores.topk(11, 1, false, true);
+        let gaps = nearest.narrow(1, 1, 10) - nearest.narrow(1, 0, 10);
+        assert!(gaps.min().double_value(&[]) > 1e-4, "a near-tie in the fixture");
+        let by_csd = top(&scores);
+        let (gp, pp) = (csd_gallery_points(&gallery), csd_probe_points(&probes));
+        assert_eq!(gp.size(), [g, d + 1]);
+        let euclid =
+            (pp.unsqueeze(1) - gp.unsqueeze(0)).square().sum_dim_intlist([2i64].as_slice(), false, Kind::Float);
+        assert_eq!(top(&euclid), by_csd);
+        let rows = |t: &Tensor| Vec::<f32>::try_from(t.to_kind(Kind::Float).flatten(0, -1)).unwrap();
+        let config = hedge_ann::AnnConfig::default();
+        let index = hedge_ann::Hnsw::build(&rows(&gp), (d + 1) as usize, &config).unwrap();
+        let found = index.nearest_with_ef(&rows(&pp), 10, 400);
+        let found: Vec<Vec<i64>> = found.iter().map(|r| r.iter().map(|&(i, _)| i as i64).collect()).collect();
+        assert_eq!(found, by_csd);
     }
 
     /// The matrix form equals the row form on every pair, and the loss is the logistic loss of
