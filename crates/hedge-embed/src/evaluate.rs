@@ -689,6 +689,13 @@ pub struct ModelEval {
     /// embeddings) of majority-KNN identification of clean and corrupt
     /// probes together against the clean gallery, rejecting the most uncertain (η) first.
     pub aurc: Option<MeanStd>,
+    /// How well that uncertainty predicts the same probes' identification errors
+    /// ([`hedge_eval::error_detection`]): ROC AUC and average precision for the wrong answers.
+    /// `None` where not selected, or where every answer was right or every one wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_auroc: Option<MeanStd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_auprc: Option<MeanStd>,
     /// Risk at coverages 5 %, 10 %, …, 100 % of that pooled curve (mean over repeats).
     pub risk_at_coverage: Vec<f64>,
     pub gallery_probe: Vec<GalleryProbeRow>,
@@ -772,6 +779,7 @@ pub fn evaluate_model(
     let mut bin_ap = (Vec::new(), Vec::new());
     let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); KNN_PASSES.len()];
     let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
+    let mut error_detection = (Vec::new(), Vec::new());
     let mut ap_mixed = Vec::new();
     let mut knn_kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     // Clean then corrupt images in one set, so a pair can take its right image from the corrupt twin.
@@ -860,6 +868,11 @@ pub fn evaluate_model(
             let correct: Vec<bool> = clean_probes.majority.iter().chain(&corrupt_probes.majority).copied().collect();
             let rc = risk_coverage(&eta, &correct)?;
             aurc.push(rc.aurc);
+            // Undefined (and left out) where every answer was right, or every one wrong.
+            if let Ok(d) = hedge_eval::error_detection(&eta, &correct) {
+                error_detection.0.push(d.auroc);
+                error_detection.1.push(d.auprc);
+            }
             let n = rc.risk.len();
             risk.push((1..=20).map(|q| rc.risk[(q * n / 20).max(1) - 1]).collect::<Vec<f64>>());
         }
@@ -898,6 +911,8 @@ pub fn evaluate_model(
         ece: has(HibMetric::Ece).then(|| MeanStd::of(&ece.2)),
         ece_by_variant: twin(HibMetric::Ece, &ece.0, &ece.1),
         aurc: has(HibMetric::Aurc).then(|| MeanStd::of(&aurc)),
+        error_auroc: (has(HibMetric::Aurc) && !error_detection.0.is_empty()).then(|| MeanStd::of(&error_detection.0)),
+        error_auprc: (has(HibMetric::Aurc) && !error_detection.1.is_empty()).then(|| MeanStd::of(&error_detection.1)),
         risk_at_coverage: mean_bins(&risk),
         gallery_probe: if has(HibMetric::GalleryProbe) {
             KNN_PASSES

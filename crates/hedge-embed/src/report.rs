@@ -196,6 +196,13 @@ pub struct EvalReport {
     /// embedding (absent in reports written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aurc_uncertainty: Option<String>,
+    /// ROC AUC and average precision of that uncertainty for the same probes' identification
+    /// errors (mean and sd over repeats); absent where not computed (every answer right or every
+    /// one wrong, or a report from before the metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_auroc: Option<MeanStd>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_auprc: Option<MeanStd>,
     pub bins: Twin<BinCurves>,
     pub command: String,
     pub components: usize,
@@ -339,6 +346,8 @@ impl EvalReport {
             aurc_uncertainty: Some(
                 if context.model == ModelKind::Point { "nearest_neighbour_distance" } else { "eta" }.to_string(),
             ),
+            error_auroc: r.error_auroc,
+            error_auprc: r.error_auprc,
             bins: Twin {
                 clean: BinCurves { ap: r.bin_ap.clean.clone(), knn: r.bin_knn.clean.clone() },
                 corrupt: BinCurves { ap: r.bin_ap.corrupt.clone(), knn: r.bin_knn.corrupt.clone() },
@@ -452,6 +461,12 @@ impl EvalReport {
         }
         if let Some(aurc) = r.aurc {
             t += &format!("AURC (clean + corrupt probes, clean gallery) {:.4}; ", aurc.mean);
+        }
+        if let (Some(auroc), Some(auprc)) = (r.error_auroc, r.error_auprc) {
+            t += &format!(
+                "its uncertainty against the identification errors: AUROC {:.4}, AUPRC {:.4}; ",
+                auroc.mean, auprc.mean
+            );
         }
         t += &format!("{} repeats; ± is the sample sd over repeats", r.repeats);
         t
