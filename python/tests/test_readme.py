@@ -1,6 +1,7 @@
 """python/README.md's code runs as written: every ```python block, and every `python -c` line of
 its shell blocks, in a fresh interpreter in an empty folder; and both example scripts on real data."""
 
+import json
 import os
 import pathlib
 import re
@@ -69,6 +70,12 @@ def test_the_example_scripts_run_on_real_data(tmp_path, data_dir, mnist_test):
     out = run([sys.executable, PYTHON_DIR / "examples" / "hib_image_folder.py", folder, "--out", tmp_path / "run",
                "--steps", "30", "--unseen-classes", "2"], tmp_path)
     assert "mean eta" in out and (tmp_path / "run" / "embedding.png").stat().st_size > 10_000
+    # The same example on PCME++'s loss: a model trained with it embeds and scores the same way.
+    out = run([sys.executable, PYTHON_DIR / "examples" / "hib_image_folder.py", folder, "--out", tmp_path / "csd",
+               "--steps", "30", "--unseen-classes", "2", "--loss", "csd"], tmp_path)
+    assert "csd loss; mean eta" in out and (tmp_path / "csd" / "embedding.png").stat().st_size > 10_000
+    config = json.loads((tmp_path / "csd" / "config.json").read_text())
+    assert config["hib"]["loss"] == "csd"
 
     x, y = read_uci(data_dir, "yacht")
     table = tmp_path / "yacht.csv"
