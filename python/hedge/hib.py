@@ -421,10 +421,16 @@ class Index:
         ef_search: int = 200,
         overwrite: bool = False,
         device: str = "cpu",
+        candidates_by: Optional[str] = None,
     ) -> "Index":
         """Indexes ``gallery`` (a folder or image ``.npz``; or image arrays with
         ``gallery_labels``) into the new folder ``out``; the eta threshold for ``target_risk``
-        is chosen on ``validation`` probes (or leave-one-out on the gallery without them)."""
+        is chosen on ``validation`` probes (or leave-one-out on the gallery without them).
+
+        ``candidates_by`` is where the ANN stage finds candidates: ``"means"`` (Euclidean
+        distance between component means) or ``"csd"`` (PCME++'s closed-form sampled distance,
+        which counts both sides' variances); ``None`` picks csd for a model trained with the csd
+        loss, means otherwise."""
         run_path = run.path if isinstance(run, Run) else pathlib.Path(run)
         with tempfile.TemporaryDirectory(prefix="hedge-index-") as tmp:
             g = _image_source(gallery, gallery_labels, pathlib.Path(tmp), "gallery")
@@ -432,6 +438,7 @@ class Index:
             manifest = _hedge.hib_build_index(
                 str(run_path), g, str(out), v, float(target_risk), abstain_by, int(candidates), int(top_k),
                 int(max_connections), int(ef_construction), int(ef_search), bool(overwrite), device,
+                candidates_by,
             )
         index = cls(out)
         index.manifest = json.loads(manifest)

@@ -576,6 +576,7 @@ def embed_to_shards(
     num_cpus: float = 1.0,
     source: str = "ray.data.Dataset",
     overwrite: bool = False,
+    candidates_by: Optional[str] = None,
 ) -> dict:
     """Embeds the images of a Ray ``dataset`` with the run's model (``map_batches`` with
     :class:`GalleryEmbedder`, ``concurrency`` workers of ``num_cpus`` each, the run loaded once
@@ -583,7 +584,8 @@ def embed_to_shards(
     searches: ``shards`` contiguous shards in the dataset's order, each built by a Ray task (its
     graph over its items' means), then the abstention rule for ``target_risk`` chosen once on the
     labelled ``validation`` probes (a folder or image ``.npz``, or arrays with
-    ``validation_labels``) searched against all shards, and written into every shard. The
+    ``validation_labels``) searched against all shards, and written into every shard.
+    ``candidates_by`` is as in :meth:`hedge.hib.Index.build`. The
     answers are those of :meth:`hedge.hib.Index.build` on the same images, split by
     :func:`shard_index`. ``out`` must be a folder every node sees; it is written beside itself
     and renamed. Returns ``shards.json``.
@@ -614,7 +616,7 @@ def embed_to_shards(
     # identities are filled in when the embeddings are there.
     template = json.loads(_hedge.hib_index_template(
         run, [], source, float(target_risk), abstain_by, int(candidates), int(top_k), int(max_connections),
-        int(ef_construction), int(ef_search)))
+        int(ef_construction), int(ef_search), candidates_by))
     search = template["search"]
     # Shards are contiguous ranges of the dataset's rows, so every stage must keep their order. A
     # Dataset carries the context it was made with (its children share that object): a deep copy

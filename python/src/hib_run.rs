@@ -11,7 +11,7 @@ use hedge_embed::experiment::{start_run, train_run, TrainPlan};
 use hedge_embed::run_eval::embed_run;
 use hedge_embed::train::{load_model, TrainEvent};
 use hedge_embed::{HibConfig, HibData, OwnImagesRequest, RunDir, SettingsRequest};
-use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
+use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, SearchSpace, UncertaintyScore};
 use numpy::PyReadonlyArray4;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -253,24 +253,43 @@ impl HibRun {
     }
 }
 
+/// The settings of `hib_build_index` and `hib_index_template`, as their keyword arguments.
+pub(crate) struct IndexKeywords<'a> {
+    pub abstain_by: &'a str,
+    pub candidates: usize,
+    pub candidates_by: Option<&'a str>,
+    pub top_k: usize,
+    pub max_connections: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+}
+
 /// An index's graph and search settings and its uncertainty score, checked as
-/// `hedge hib index` checks its flags (`run` gives the embedding's dimension).
+/// `hedge hib index` checks its flags (`run`'s config gives the model and its loss).
 pub(crate) fn index_settings(
     run: &std::path::Path,
-    abstain_by: &str,
-    candidates: usize,
-    top_k: usize,
-    max_connections: usize,
-    ef_construction: usize,
-    ef_search: usize,
+    keywords: IndexKeywords,
 ) -> PyResult<(AnnConfig, SearchOptions, UncertaintyScore)> {
+    let IndexKeywords { abstain_by, candidates, candidates_by, top_k, max_connections, ef_construction, ef_search } =
+        keywords;
     let ann = AnnConfig::default()
         .with_max_connections(max_connections)
         .with_ef_construction(ef_construction)
         .with_ef_search(ef_search);
     ann.check().map_err(value_error)?;
-    let dim = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib.model.dim;
-    let search = SearchOptions::for_dim(dim).with_candidates(candidates).with_top_k(top_k);
+    let config = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib;
+    let mut search = SearchOptions::for_model(&config).with_candidates(candidates).with_top_k(top_k);
+    search = match candidates_by {
+        None => search,
+        Some("means") => search.with_space(SearchSpace::Means),
+        Some("csd") => search.with_space(SearchSpace::Csd),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "candidates_by {other:?}: use \"means\" or \"csd\" (or None: csd for a model trained with the csd \
+                 loss, means otherwise)"
+            )))
+        }
+    };
     search.check().map_err(value_error)?;
     let score = match abstain_by {
         "eta" => UncertaintyScore::Eta,
@@ -284,7 +303,7 @@ pub(crate) fn index_settings(
 /// ANN graph over the means and the abstention threshold for `target_risk` chosen on the
 /// validation probes (or leave-one-out). Returns the manifest as JSON.
 #[pyfunction]
-#[pyo3(signature = (run, gallery, out, validation=None, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200, overwrite=false, device_name="cpu"))]
+#[pyo3(signature = (run, gallery, out, validation=None, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200, overwrite=false, device_name="cpu", candidates_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn hib_build_index(
     run: PathBuf,
@@ -300,6 +319,7 @@ pub fn hib_build_index(
     ef_search: usize,
     overwrite: bool,
     device_name: &str,
+    candidates_by: Option<&str>,
 ) -> PyResult<String> {
     crate::guarded(|| {
         let device = device(device_name)?;
@@ -308,8 +328,10 @@ pub fn hib_build_index(
                 hedge_run::check_out_not_inside(&out, input, flag).map_err(value_error)?;
             }
         }
-        let (ann, search, score) =
-            index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
+        let (ann, search, score) = index_settings(
+            &run,
+            IndexKeywords { abstain_by, candidates, candidates_by, top_k, max_connections, ef_construction, ef_search },
+        )?;
         let gallery = ImageSet::read(&gallery).map_err(value_error)?;
         let validation = validation.as_deref().map(ImageSet::read).transpose().map_err(value_error)?;
         let request = IndexRequest { ann, search, validation, target_risk, score };

@@ -14,7 +14,7 @@ use hedge_identify::{summarise, Gallery, IndexManifest, RecallSkipped, Rules};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-use crate::hib_run::{device, index_settings};
+use crate::hib_run::{device, index_settings, IndexKeywords};
 use crate::tensor::{optional_tensor, tensor, to_python};
 use crate::value_error;
 
@@ -59,7 +59,7 @@ pub fn hib_shard_index(
 /// `write_embedded_shard`): the run, its weights' SHA-256, the gallery's identities and source,
 /// the graph and search settings, as JSON.
 #[pyfunction]
-#[pyo3(signature = (run, class_names, source, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200))]
+#[pyo3(signature = (run, class_names, source, target_risk=0.05, abstain_by="eta", candidates=100, top_k=5, max_connections=16, ef_construction=200, ef_search=200, candidates_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn hib_index_template(
     run: PathBuf,
@@ -72,10 +72,13 @@ pub fn hib_index_template(
     max_connections: usize,
     ef_construction: usize,
     ef_search: usize,
+    candidates_by: Option<&str>,
 ) -> PyResult<String> {
     crate::guarded(|| {
-        let (ann, search, score) =
-            index_settings(&run, abstain_by, candidates, top_k, max_connections, ef_construction, ef_search)?;
+        let (ann, search, score) = index_settings(
+            &run,
+            IndexKeywords { abstain_by, candidates, candidates_by, top_k, max_connections, ef_construction, ef_search },
+        )?;
         let mut template = IndexManifest::for_run(&run, ann, search, score, target_risk).map_err(value_error)?;
         template.class_names = class_names;
         template.gallery_source = source;

@@ -117,3 +117,51 @@ def test_bad_input_is_refused_with_the_fix(trained, tmp_path):
         (tmp_path / "mine.images.npz").write_bytes(b"user data")
         hib.train(tmp_path / "mine", data=(x, y), progress=False)
     assert (tmp_path / "mine.images.npz").read_bytes() == b"user data"
+
+
+def test_csd_identification_returns_the_brute_force_csd_ranking(tmp_path, mnist_test):
+    """A model trained with PCME++'s loss is indexed by CSD (its default) and searched: each
+    probe's candidates are its 10 items of least CSD over the whole gallery (brute force,
+    computed here in PyTorch from the run's own embeddings), and its identities and their
+    probabilities those of sigma(-a * CSD + b) over them."""
+    from conftest import gallery_images
+
+    images, labels = mnist_test
+    rows = np.concatenate([np.flatnonzero(labels == c)[900:920] for c in range(6)])
+    run = hib.train(tmp_path / "run", data=((images[rows, 0] * 255).round().astype(np.uint8), labels[rows]),
+                    config={"loss": "csd", "model": "gaussian", "dim": 2, "steps": 40, "batch": "independent",
+                            "batch_pairs": 32}, unseen_classes=2, progress=False)
+    (gallery, gallery_labels), validation, (probes, probe_labels) = gallery_images(mnist_test)
+    # Graph searches that keep more candidates than the 600 items are exhaustive, hence exact.
+    index = hib.Index.build(run, gallery, tmp_path / "index", gallery_labels=gallery_labels, validation=validation[0],
+                            validation_labels=validation[1], candidates=10, top_k=3, ef_search=1024)
+    assert index.manifest["search"]["space"] == "csd" and index.manifest["search"]["estimator"] == {"kind": "csd"}
+    results, summary = index.search(probes, probe_labels)
+    assert summary.ann_recall_at_10 == 1.0
+
+    head = run.match_head()
+    g, p = run.embed(gallery), run.embed(probes)
+    with torch.no_grad():
+        # One Gaussian each: CSD = ||mu_p - mu_g||^2 + sum(var_p) + sum(var_g).
+        mp, mg = p.mean[:, 0].double(), g.mean[:, 0].double()
+        sp, sg = p.variance[:, 0].double().sum(-1), g.variance[:, 0].double().sum(-1)
+        pairs = ((mp[:, None] - mg[None]) ** 2).sum(-1) + sp[:, None] + sg[None]
+        prob = torch.sigmoid(-head.a.double() * pairs + head.b.double()).numpy()
+    csd = pairs.numpy()
+    for i, r in enumerate(results):
+        # The probe's 10 candidates are the 10 items of least CSD; its identities, best first,
+        # are theirs, each with its best item.
+        best = {}
+        for j in np.argsort(csd[i], kind="stable")[:10]:
+            best.setdefault(int(gallery_labels[j]), (prob[i, j], j))
+        want = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:3]
+        assert [m.identity for m in r.matches] == [str(k) for k, _ in want], i
+        assert [m.gallery_item for m in r.matches] == [f"#{j}" for _, (_, j) in want], i
+        np.testing.assert_allclose([m.probability for m in r.matches], [q for _, (q, _) in want], rtol=1e-5, atol=1e-7)
+    # One candidate: each probe's answer is its item of least CSD. (How often that is not the
+    # item of the nearest mean depends on the trained variances; the Rust test
+    # `search_by_means_ignores_the_variances_that_csd_counts` shows the two searches differ.)
+    one = hib.Index.build(run, gallery, tmp_path / "one", gallery_labels=gallery_labels, validation=validation[0],
+                          validation_labels=validation[1], candidates=1, top_k=1, ef_search=1024)
+    results, _ = one.search(probes, probe_labels)
+    assert [r.matches[0].gallery_item for r in results] == [f"#{j}" for j in csd.argmin(1)]

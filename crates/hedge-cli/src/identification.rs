@@ -6,13 +6,19 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use hedge_data::ImageSet;
-use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, UncertaintyScore};
+use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, SearchSpace, UncertaintyScore};
 use hedge_lab::hib::identification;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ScoreArg {
     Eta,
     Margin,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SpaceArg {
+    Means,
+    Csd,
 }
 
 #[derive(Args)]
@@ -47,6 +53,11 @@ pub struct IndexArgs {
     /// Identities reported per probe.
     #[arg(long, default_value_t = 5)]
     top_k: usize,
+    /// Where the ANN stage finds candidates: means (Euclidean distance between component means)
+    /// or csd (PCME++'s closed-form sampled distance, which counts both sides' variances). The
+    /// default is csd for a model trained with --loss csd, means otherwise.
+    #[arg(long, value_enum)]
+    candidates_by: Option<SpaceArg>,
     #[command(flatten)]
     ann: AnnArgs,
     #[arg(long, default_value = "cpu", value_parser = crate::device)]
@@ -102,6 +113,30 @@ pub struct SearchBenchArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(Args)]
+pub struct CsdSearchBenchArgs {
+    /// Gallery sizes, comma-separated (synthetic Gaussian embeddings: ten per identity around
+    /// N(0, I) centres, per-dimension variance 0.01 exp(U(-2, 2))).
+    #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
+    points: Vec<usize>,
+    /// Embedding dimensions, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,16")]
+    dims: Vec<usize>,
+    /// Queries timed and checked against the exact CSD top 10.
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    /// Items the means graph proposes per query for the CSD re-rank (`hib index --candidates`).
+    #[arg(long, default_value_t = 100)]
+    candidates: usize,
+    #[command(flatten)]
+    ann: AnnArgs,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
 /// The HNSW graph's settings (`hib index`, `bench search`).
 #[derive(Args)]
 pub struct AnnArgs {
@@ -136,8 +171,14 @@ pub fn index(args: IndexArgs) -> Result<()> {
         hedge_run::check_out_not_inside(&args.out, v, "--validation")?;
     }
     let run = hedge_embed::RunDir::open(&args.run)?;
-    let dim = run.read_config()?.hib.model.dim;
-    let search = SearchOptions::for_dim(dim).with_candidates(args.candidates).with_top_k(args.top_k);
+    let mut search =
+        SearchOptions::for_model(&run.read_config()?.hib).with_candidates(args.candidates).with_top_k(args.top_k);
+    if let Some(space) = args.candidates_by {
+        search = search.with_space(match space {
+            SpaceArg::Means => SearchSpace::Means,
+            SpaceArg::Csd => SearchSpace::Csd,
+        });
+    }
     // Sizes first: nothing is read while a flag would refuse the work.
     search.check()?;
     let gallery = ImageSet::read(&args.gallery)?;
@@ -150,12 +191,14 @@ pub fn index(args: IndexArgs) -> Result<()> {
     let manifest = build_index(&args.run, &gallery, &request, &args.out, args.overwrite, device)?;
     let c = &manifest.calibration;
     println!(
-        "indexed {} images of {} identities ({} x {} components, D = {}) in {:.1} s embedding + {:.1} s graph",
+        "indexed {} images of {} identities ({} x {} components, D = {}, candidates by {}) in {:.1} s embedding + \
+         {:.1} s graph",
         manifest.item_names.len(),
         manifest.class_names.len(),
         manifest.item_names.len(),
         manifest.components,
         manifest.dim,
+        manifest.search.space.name(),
         manifest.embed_seconds,
         manifest.build_seconds
     );
@@ -213,6 +256,27 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
     let rows = identification::search_bench_suite(&args.dims, args.points, args.queries, &ann, args.seed, |row| {
         println!("{}", identification::search_bench_row(row))
     })?;
+    if let Some(out) = &args.out {
+        hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+pub fn bench_csd(args: CsdSearchBenchArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
+    }
+    let ann = args.ann.config()?;
+    println!("{}", identification::CSD_SEARCH_BENCH_HEADER);
+    let rows = identification::csd_search_bench_suite(
+        &args.dims,
+        &args.points,
+        args.queries,
+        args.candidates,
+        &ann,
+        args.seed,
+        |row| println!("{}", identification::csd_search_bench_row(row)),
+    )?;
     if let Some(out) = &args.out {
         hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }

@@ -1,5 +1,6 @@
 //! Identification against a gallery that knows when it is unsure: an approximate-nearest-
-//! neighbour index (HNSW, [`hedge_ann::Hnsw`]) over the embedding means proposes candidates, the exact
+//! neighbour index (HNSW, [`hedge_ann::Hnsw`]) over the embedding means, or over PCME++'s
+//! closed-form sampled distance ([`SearchSpace`]), proposes candidates, the exact
 //! match probability p(m | probe, candidate) re-ranks them (as `hib eval` does), and a probe
 //! abstains when its self-mismatch η lies above a threshold chosen, on labelled validation
 //! probes, for a target risk (the risk–coverage curve of `hib eval`).
@@ -35,10 +36,11 @@ pub const INDEX_FILE: &str = "index.json";
 pub const GALLERY_FILE: &str = "gallery.safetensors";
 /// The validation probes' η and correctness in η order, with the curve's coverage and risk.
 pub const VALIDATION_CSV: &str = "validation_risk_coverage.csv";
-/// The HNSW graph over the gallery's component means.
+/// The HNSW graph over the gallery's points in its [`SearchSpace`].
 pub const ANN_FILE: &str = "ann.safetensors";
-/// 3: the graph is hedge's own (`ann.safetensors`); format 2 held `hnsw_rs` dumps.
-const INDEX_FORMAT: u32 = 3;
+/// 4: the search options name the space the graph searches ([`SearchSpace`]); 3: the graph is
+/// hedge's own (`ann.safetensors`); format 2 held `hnsw_rs` dumps.
+const INDEX_FORMAT: u32 = 4;
 
 /// The exact `k` nearest points of every query, nearest first (ties by index): the reference the
 /// ANN stage's recall is measured against, on libtorch (a matrix product per chunk of queries,
@@ -219,9 +221,71 @@ impl Calibration {
     }
 }
 
+/// Where the ANN stage looks for a probe's candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchSpace {
+    /// Euclidean distance between component means: one graph point per component of every
+    /// item, and an item is as near as its nearest component. A probe's variance never changes
+    /// which items are found.
+    Means,
+    /// PCME++'s closed-form sampled distance CSD = E‖z₁ − z₂‖²
+    /// ([`hedge_embed::csd`]): one graph point per item, [m, √s] in D + 1 dimensions
+    /// ([`hedge_embed::csd::csd_gallery_points`]), a probe as [m, 0]. Their squared Euclidean
+    /// distance is the CSD less the probe's own summed variance, the same for every item of
+    /// one probe's ranking: the graph's order is exactly the CSD order.
+    Csd,
+}
+
+impl SearchSpace {
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchSpace::Means => "means",
+            SearchSpace::Csd => "csd",
+        }
+    }
+
+    /// Dimension of the graph's points for embeddings of dimension `dim`.
+    pub fn point_dim(self, dim: usize) -> usize {
+        match self {
+            SearchSpace::Means => dim,
+            SearchSpace::Csd => dim + 1,
+        }
+    }
+
+    /// Graph points per input of `components` components.
+    pub fn points_per_item(self, components: usize) -> usize {
+        match self {
+            SearchSpace::Means => components,
+            SearchSpace::Csd => 1,
+        }
+    }
+
+    /// The graph's points for gallery items, row by row.
+    ///
+    /// # Shapes
+    /// `gallery.mean`: `[N, C, D]`; returns `[N * points_per_item(C) * point_dim(D)]`.
+    pub fn gallery_points(self, gallery: &Embedding) -> Result<Vec<f32>> {
+        match self {
+            SearchSpace::Means => component_rows(&gallery.mean),
+            SearchSpace::Csd => component_rows(&hedge_embed::csd::csd_gallery_points(gallery)),
+        }
+    }
+
+    /// The query points of probes, row by row (see [`SearchSpace::gallery_points`]).
+    pub fn probe_points(self, probes: &Embedding) -> Result<Vec<f32>> {
+        match self {
+            SearchSpace::Means => component_rows(&probes.mean),
+            SearchSpace::Csd => component_rows(&hedge_embed::csd::csd_probe_points(probes)),
+        }
+    }
+}
+
 /// How candidates are proposed and scored.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SearchOptions {
+    /// Where the ANN stage looks for candidates.
+    pub space: SearchSpace,
     /// Gallery items per probe that the ANN stage proposes and the match probability re-ranks.
     pub candidates: usize,
     /// Identities reported per probe.
@@ -242,7 +306,23 @@ impl SearchOptions {
         } else {
             MatchEstimator::MonteCarlo { samples: 16 }
         };
-        SearchOptions { candidates: 100, top_k: 5, estimator, eta_samples: 8, seed: 0 }
+        SearchOptions { space: SearchSpace::Means, candidates: 100, top_k: 5, estimator, eta_samples: 8, seed: 0 }
+    }
+
+    /// The options for a model trained with `config`: a model trained with the CSD loss is
+    /// searched by CSD and scored by its closed form; any other as [`SearchOptions::for_dim`].
+    pub fn for_model(config: &hedge_embed::HibConfig) -> Self {
+        let options = Self::for_dim(config.model.dim);
+        match MatchEstimator::for_model(config, options.estimator) {
+            MatchEstimator::Csd => SearchOptions { space: SearchSpace::Csd, estimator: MatchEstimator::Csd, ..options },
+            _ => options,
+        }
+    }
+
+    /// Finds candidates in `space` (the exact re-rank is unchanged).
+    pub fn with_space(mut self, space: SearchSpace) -> Self {
+        self.space = space;
+        self
     }
 
     pub fn with_candidates(mut self, candidates: usize) -> Self {
@@ -555,8 +635,8 @@ fn embed_images(
 impl Gallery {
     /// The gallery of an embedding (`[N, C, D]` means, variances unless the model is a point)
     /// with each item's identity (an index into `manifest.class_names`) and name
-    /// (`manifest.item_names`): the graph is built over its component means with the manifest's
-    /// settings, and its time recorded as `build_seconds`.
+    /// (`manifest.item_names`): the graph is built over its points in the manifest's
+    /// [`SearchSpace`] with the manifest's settings, and its time recorded as `build_seconds`.
     pub fn from_embedding(mut manifest: IndexManifest, embedding: Embedding, labels: Vec<u32>) -> Result<Gallery> {
         let n = labels.len();
         let want = [n as i64, manifest.components as i64, manifest.dim as i64];
@@ -582,7 +662,8 @@ impl Gallery {
             ));
         }
         let start = Instant::now();
-        let ann = Hnsw::build(&component_rows(&embedding.mean)?, manifest.dim, &manifest.ann)?;
+        let space = manifest.search.space;
+        let ann = Hnsw::build(&space.gallery_points(&embedding)?, space.point_dim(manifest.dim), &manifest.ann)?;
         manifest.build_seconds = start.elapsed().as_secs_f64();
         Ok(Gallery { manifest, ann, embedding, labels })
     }
@@ -621,7 +702,7 @@ impl Gallery {
     }
 
     /// The items `items` as a gallery of their own: their rows, labels and names, and a graph
-    /// built over their component means with the same settings (a shard).
+    /// built over their points with the same settings (a shard).
     pub fn subset(&self, items: &[usize]) -> Result<Gallery> {
         if let Some(&bad) = items.iter().find(|&&i| i >= self.len()) {
             return Err(IdentifyError::invalid("items", bad, format!("the gallery holds {} items", self.len())));
@@ -633,30 +714,32 @@ impl Gallery {
         Gallery::from_embedding(manifest, self.rows(items), items.iter().map(|&i| self.labels[i]).collect())
     }
 
-    /// Gallery items proposed for every probe, nearest first, each with the distance between
-    /// its closest component mean and a probe component mean: ANN neighbours of each probe
-    /// component among all gallery components, merged by distance, one entry per item, at most
-    /// the manifest's `candidates`. With `skip_self`, probe i never proposes item i (leave one
-    /// out). The distances let proposals of several shards merge into the same list.
+    /// Gallery items proposed for every probe, nearest first, each with its distance in the
+    /// index's [`SearchSpace`]: by means, ANN neighbours of each probe component among all
+    /// gallery components, merged by distance, an item as near as its closest component; by CSD,
+    /// ANN neighbours of the probe's point, √(CSD − s_probe). One entry per item, at most the
+    /// manifest's `candidates`. With `skip_self`, probe i never proposes item i (leave one out).
+    /// The distances let proposals of several shards merge into the same list.
     ///
     /// # Shapes
     /// `probes.mean`: `[P, C, D]`.
     pub fn propose(&self, probes: &Embedding, skip_self: bool) -> Result<Vec<Vec<(usize, f32)>>> {
-        let c = probes.components() as usize;
-        let components = self.manifest.components;
+        let space = self.manifest.search.space;
+        let per_probe = space.points_per_item(probes.components() as usize);
+        let per_item = space.points_per_item(self.manifest.components);
         let candidates = self.manifest.search.candidates;
         let want = candidates + usize::from(skip_self);
-        let k = (want * components).min(self.ann.len());
-        let found = self.ann.nearest(&component_rows(&probes.mean)?, k);
+        let k = (want * per_item).min(self.ann.len());
+        let found = self.ann.nearest(&space.probe_points(probes)?, k);
         Ok(found
-            .chunks(c)
+            .chunks(per_probe)
             .enumerate()
             .map(|(i, per_component)| {
                 let mut merged: Vec<(usize, f32)> = per_component.iter().flatten().copied().collect();
                 merged.sort_by(|x, y| x.1.total_cmp(&y.1));
                 let mut items: Vec<(usize, f32)> = Vec::with_capacity(candidates);
                 for (id, distance) in merged {
-                    let item = id / components;
+                    let item = id / per_item;
                     if (skip_self && item == i) || items.iter().any(|&(j, _)| j == item) {
                         continue;
                     }
@@ -675,25 +758,19 @@ impl Gallery {
         Ok(self.propose(probes, skip_self)?.into_iter().map(|p| p.into_iter().map(|(i, _)| i).collect()).collect())
     }
 
-    /// Recall@10 of the proposals against exhaustive search by the closest pair of component
-    /// means; skipped (None) above 10⁹ component distances.
+    /// Recall@10 of the proposals against exhaustive search in the index's space (the closest
+    /// pair of component means, or the CSD); skipped (None) above 10⁹ component distances.
     fn ann_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
         let (p, n, c) = (probes.batch(), self.embedding.batch(), self.manifest.components as i64);
         if (p * n * c * c) as f64 > 1e9 {
             return Ok(None);
         }
-        let d = probes.dim();
         let k = 10.min(n);
         let mut exact = Vec::with_capacity(p as usize);
         tch::no_grad(|| -> Result<()> {
             for start in (0..p).step_by(256) {
                 let len = 256.min(p - start);
-                let q = probes.mean.narrow(0, start, len);
-                let diff = q.view([len, 1, c, 1, d]) - self.embedding.mean.view([1, n, 1, c, d]);
-                let dist = diff
-                    .square()
-                    .sum_dim_intlist([4i64].as_slice(), false, Kind::Float)
-                    .amin([2i64, 3].as_slice(), false);
+                let dist = self.exact_distances(&probes.narrow(start, len));
                 let (_, idx) = dist.topk(k, 1, false, true);
                 let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
                 exact.extend(idx.chunks(k as usize).map(|r| r.iter().map(|&i| i as usize).collect::<Vec<_>>()));
@@ -701,6 +778,23 @@ impl Gallery {
             Ok(())
         })?;
         Ok(Some(recall_at(proposals, &exact, k as usize)))
+    }
+
+    /// Every probe's distance to every gallery item in the index's space, in the graph's order
+    /// (squared: the closest pair of component means, or the CSD).
+    ///
+    /// # Shapes
+    /// `probes.mean`: `[P, C, D]`; returns `[P, N]`.
+    pub fn exact_distances(&self, probes: &Embedding) -> Tensor {
+        match self.manifest.search.space {
+            SearchSpace::Means => {
+                let (p, n, d) = (probes.batch(), self.embedding.batch(), probes.dim());
+                let (cp, cg) = (probes.components(), self.manifest.components as i64);
+                let diff = probes.mean.view([p, 1, cp, 1, d]) - self.embedding.mean.view([1, n, 1, cg, d]);
+                diff.square().sum_dim_intlist([4i64].as_slice(), false, Kind::Float).amin([2i64, 3].as_slice(), false)
+            }
+            SearchSpace::Csd => hedge_embed::csd::csd_matrix(probes, &self.embedding),
+        }
     }
 }
 
@@ -1221,22 +1315,27 @@ impl IndexFiles {
             ));
         }
         let mut ann = Hnsw::load(&self.dir.join(ANN_FILE))?;
-        if ann.dim() != manifest.dim {
+        let space = manifest.search.space;
+        if ann.dim() != space.point_dim(manifest.dim) {
             return disagree(format!(
-                "describes dim {} but {ANN_FILE} holds points of dim {}",
+                "describes dim {} searched by {} (points of dim {}) but {ANN_FILE} holds points of dim {}",
                 manifest.dim,
+                space.name(),
+                space.point_dim(manifest.dim),
                 ann.dim()
             ));
         }
         ann.set_ef_search(manifest.ann.ef_search)?;
-        if ann.len() != labels.len() * manifest.components {
+        let per_item = space.points_per_item(manifest.components);
+        if ann.len() != labels.len() * per_item {
             return Err(IdentifyError::input(
                 &self.dir,
                 format!(
-                    "its graph holds {} points but the gallery {} x {} components; rebuild the index",
+                    "its graph holds {} points but the gallery {} items x {per_item} points each (searched by {}); \
+                     rebuild the index",
                     ann.len(),
                     labels.len(),
-                    manifest.components
+                    space.name()
                 ),
             ));
         }
@@ -1277,27 +1376,12 @@ pub struct SearchBenchRow {
 /// fresh images of random identities.
 pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, seed: u64) -> Result<SearchBenchRow> {
     use rand::SeedableRng;
-    use rand_distr::{Distribution, StandardNormal};
     ann.check()?;
     if points < 10 || queries == 0 {
         return Err(IdentifyError::invalid("points", points, "need at least 10 points and 1 query"));
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let identities = points / 10;
-    let centres: Vec<f32> = (0..identities * dim).map(|_| StandardNormal.sample(&mut rng)).collect();
-    let draw = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<f32> {
-        let mut out = Vec::with_capacity(n * dim);
-        for i in 0..n {
-            let who = if n == points { i % identities } else { rand::Rng::random_range(rng, 0..identities) };
-            for d in 0..dim {
-                let noise: f32 = StandardNormal.sample(rng);
-                out.push(centres[who * dim + d] + 0.1 * noise);
-            }
-        }
-        out
-    };
-    let gallery = draw(points, &mut rng);
-    let probe = draw(queries, &mut rng);
+    let (gallery, probe) = synthetic_means(dim, points, queries, &mut rng);
     let rss_before = resident_bytes();
     let start = Instant::now();
     let index = Hnsw::build(&gallery, dim, ann)?;
@@ -1329,6 +1413,155 @@ pub fn search_bench(dim: usize, points: usize, queries: usize, ann: &AnnConfig, 
         dump_bytes,
         exact_seconds,
     })
+}
+
+/// Synthetic embedding means, the shape of a trained embedding: identities' centres drawn from
+/// N(0, I) (one per ten gallery points), ten gallery points around each (sd 0.1), and queries
+/// that are fresh points of random identities: `([points * dim], [queries * dim])`.
+fn synthetic_means(
+    dim: usize,
+    points: usize,
+    queries: usize,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> (Vec<f32>, Vec<f32>) {
+    use rand_distr::{Distribution, StandardNormal};
+    let identities = (points / 10).max(1);
+    let centres: Vec<f32> = (0..identities * dim).map(|_| StandardNormal.sample(rng)).collect();
+    let mut draw = |n: usize, gallery: bool| -> Vec<f32> {
+        let mut out = Vec::with_capacity(n * dim);
+        for i in 0..n {
+            let who = if gallery { i % identities } else { rand::Rng::random_range(&mut *rng, 0..identities) };
+            for d in 0..dim {
+                let noise: f32 = StandardNormal.sample(&mut *rng);
+                out.push(centres[who * dim + d] + 0.1 * noise);
+            }
+        }
+        out
+    };
+    let gallery = draw(points, true);
+    let probe = draw(queries, false);
+    (gallery, probe)
+}
+
+/// One row of `hedge bench csd-search`: one way of finding each query's ten gallery items of
+/// least CSD (PCME++'s closed-form sampled distance, [`SearchSpace::Csd`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CsdSearchBenchRow {
+    pub dim: usize,
+    pub points: usize,
+    pub queries: usize,
+    pub ann: AnnConfig,
+    /// `means`: the graph over the means proposes `candidates` items per query and the exact CSD
+    /// re-ranks them (how a means index finds a CSD model's candidates); `csd`: the graph over
+    /// [m, √s] finds the ten directly.
+    pub space: SearchSpace,
+    /// Items the means graph proposes per query (10 for `csd`).
+    pub candidates: usize,
+    pub build_seconds: f64,
+    pub inserts_per_second: f64,
+    /// Ten-neighbour queries a second, the re-rank included.
+    pub queries_per_second: f64,
+    /// Recall@10 against the exact CSD top 10 (brute force over every item).
+    pub recall_at_10: f64,
+    /// What the graph holds once built ([`Hnsw::memory_bytes`]).
+    pub memory_bytes: u64,
+}
+
+/// Per-dimension variance of the synthetic embeddings of [`csd_search_bench`]: 0.01 ·
+/// exp(U(−2, 2)), around the square of the spread of an identity's images (sd 0.1), so that an
+/// item's uncertainty is on the scale of the distances that separate its neighbours.
+fn synthetic_variances(n: usize, dim: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<f32> {
+    (0..n * dim).map(|_| 0.01 * rand::Rng::random_range(&mut *rng, -2.0f32..2.0).exp()).collect()
+}
+
+/// Search by CSD beside means-first search, on `points` synthetic Gaussian embeddings of
+/// dimension `dim` ([`search_bench`]'s means, each with a diagonal variance of 0.01 ·
+/// exp(U(−2, 2)) per dimension) and `queries` fresh ones: for each space its build time, query
+/// rate and recall@10 against the exact CSD top 10. Means-first search asks the graph over the
+/// means for `candidates` items and re-ranks them by the exact CSD; search by CSD asks the graph
+/// over [m, √s] ([`hedge_embed::csd::csd_gallery_points`]) for ten.
+pub fn csd_search_bench(
+    dim: usize,
+    points: usize,
+    queries: usize,
+    candidates: usize,
+    ann: &AnnConfig,
+    seed: u64,
+) -> Result<[CsdSearchBenchRow; 2]> {
+    use rand::SeedableRng;
+    ann.check()?;
+    if points < 10 || queries == 0 || dim == 0 {
+        return Err(IdentifyError::invalid("points", points, "need at least 10 points, 1 query and 1 dimension"));
+    }
+    if !(10..=points).contains(&candidates) {
+        return Err(IdentifyError::invalid("candidates", candidates, format!("must lie in 10..={points}")));
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let (gallery_means, probe_means) = synthetic_means(dim, points, queries, &mut rng);
+    let gallery_spread: Vec<f32> =
+        synthetic_variances(points, dim, &mut rng).chunks_exact(dim).map(|v| v.iter().sum()).collect();
+    // [m, √s] for the gallery and [m, 0] for the queries: squared Euclidean distance is the
+    // CSD less the query's own summed variance, which no ranking of one query depends on.
+    let lift = |means: &[f32], spread: Option<&[f32]>| -> Vec<f32> {
+        means
+            .chunks_exact(dim)
+            .enumerate()
+            .flat_map(|(i, m)| m.iter().copied().chain([spread.map_or(0.0, |s| s[i].sqrt())]))
+            .collect()
+    };
+    let gallery_points = lift(&gallery_means, Some(&gallery_spread));
+    let probe_points = lift(&probe_means, None);
+    let exact = exact_nearest(&gallery_points, dim + 1, &probe_points, 10)?;
+    let row = |space, candidates, build_seconds: f64, query_seconds: f64, found: &[Vec<usize>], index: &Hnsw| {
+        CsdSearchBenchRow {
+            dim,
+            points,
+            queries,
+            ann: *ann,
+            space,
+            candidates,
+            build_seconds,
+            inserts_per_second: points as f64 / build_seconds.max(1e-9),
+            queries_per_second: queries as f64 / query_seconds.max(1e-9),
+            recall_at_10: recall_at(found, &exact, 10),
+            memory_bytes: index.memory_bytes() as u64,
+        }
+    };
+
+    let start = Instant::now();
+    let by_means = Hnsw::build(&gallery_means, dim, ann)?;
+    let means_build = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let proposed = by_means.nearest_with_ef(&probe_means, candidates, ann.ef_search.max(candidates));
+    let reranked: Vec<Vec<usize>> = proposed
+        .iter()
+        .zip(probe_means.chunks_exact(dim))
+        .map(|(items, q)| {
+            let mut scored: Vec<(f32, usize)> = items
+                .iter()
+                .map(|&(i, _)| {
+                    let m = &gallery_means[i * dim..(i + 1) * dim];
+                    let d2: f32 = m.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum();
+                    (d2 + gallery_spread[i], i)
+                })
+                .collect();
+            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            scored.into_iter().take(10).map(|(_, i)| i).collect()
+        })
+        .collect();
+    let means_query = start.elapsed().as_secs_f64();
+    let means_row = row(SearchSpace::Means, candidates, means_build, means_query, &reranked, &by_means);
+    drop(by_means);
+
+    let start = Instant::now();
+    let by_csd = Hnsw::build(&gallery_points, dim + 1, ann)?;
+    let csd_build = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let found: Vec<Vec<usize>> =
+        by_csd.nearest(&probe_points, 10).into_iter().map(|r| r.into_iter().map(|(i, _)| i).collect()).collect();
+    let csd_query = start.elapsed().as_secs_f64();
+    let csd_row = row(SearchSpace::Csd, 10, csd_build, csd_query, &found, &by_csd);
+    Ok([means_row, csd_row])
 }
 
 fn tempfile_dir() -> Result<PathBuf> {
@@ -1376,6 +1609,109 @@ mod tests {
         // One identity among the candidates: the gap to nothing.
         assert!((UncertaintyScore::Margin.of(0.9, &[0.7]) - 0.3).abs() < 1e-12);
         assert_eq!(UncertaintyScore::Eta.of(0.9, &[0.8, 0.3]), 0.9);
+    }
+
+    /// A gallery of `n` two-component mixtures in 3 dimensions whose summed variances span two
+    /// orders of magnitude (so the CSD order is not the order of the means), searched in `space`
+    /// with a graph search that keeps more candidates than there are points (exhaustive, hence
+    /// exact: the build leaves no point unreachable).
+    fn mixture_gallery(n: usize, space: SearchSpace, seed: i64) -> (Gallery, Embedding) {
+        tch::manual_seed(seed);
+        let (c, d) = (2, 3);
+        let spread = |rows: i64| (Tensor::rand([rows, c, d], (Kind::Float, Device::Cpu)) * 5.0 - 4.0).exp();
+        let gallery = Embedding {
+            mean: Tensor::randn([n as i64, c, d], (Kind::Float, Device::Cpu)),
+            variance: Some(spread(n as i64)),
+        };
+        let probes =
+            Embedding { mean: Tensor::randn([40, c, d], (Kind::Float, Device::Cpu)), variance: Some(spread(40)) };
+        let manifest = IndexManifest {
+            format: INDEX_FORMAT,
+            run: PathBuf::from("run"),
+            weights_sha256: String::new(),
+            model: ModelKind::Mog,
+            dim: d as usize,
+            components: c as usize,
+            input_shape: [1, 28, 28],
+            gallery_source: PathBuf::from("gallery"),
+            class_names: (0..7).map(|i| format!("id{i}")).collect(),
+            item_names: (0..n).map(|i| format!("item{i}")).collect(),
+            ann: AnnConfig::default().with_ef_search(4 * n),
+            search: SearchOptions::for_dim(d as usize).with_candidates(10).with_space(space),
+            calibration: Calibration::choose(String::new(), UncertaintyScore::Eta, &[0.0], &[true], 0.1).unwrap(),
+            embed_seconds: 0.0,
+            build_seconds: 0.0,
+            files: SealedFiles::default(),
+            sha256: String::new(),
+        };
+        let labels = (0..n as u32).map(|i| i % 7).collect();
+        (Gallery::from_embedding(manifest, gallery, labels).unwrap(), probes)
+    }
+
+    /// Each probe's `k` items of least CSD, by brute force over the whole gallery.
+    fn brute_force_csd(gallery: &Gallery, probes: &Embedding, k: i64) -> Vec<Vec<usize>> {
+        let csd = hedge_embed::csd::csd_matrix(probes, &gallery.embedding);
+        let (_, idx) = csd.topk(k, 1, false, true);
+        Vec::<i64>::try_from(idx.flatten(0, -1))
+            .unwrap()
+            .chunks(k as usize)
+            .map(|r| r.iter().map(|&i| i as usize).collect())
+            .collect()
+    }
+
+    #[test]
+    fn search_by_csd_returns_exactly_the_brute_force_csd_top_k() {
+        let (gallery, probes) = mixture_gallery(300, SearchSpace::Csd, 3);
+        assert_eq!((gallery.ann.dim(), gallery.ann.len()), (4, 300), "one point per item in D + 1 dimensions");
+        let found = gallery.propose(&probes, false).unwrap();
+        let truth = brute_force_csd(&gallery, &probes, 10);
+        let items: Vec<Vec<usize>> = found.iter().map(|p| p.iter().map(|&(i, _)| i).collect()).collect();
+        assert_eq!(items, truth);
+        // The distance reported is √(CSD − s_probe): the CSD less a term that is the same for
+        // every item of one probe.
+        let csd = hedge_embed::csd::csd_matrix(&probes, &gallery.embedding);
+        let (_, spread) = hedge_embed::csd::moments(&probes);
+        for (p, row) in found.iter().enumerate() {
+            let s = spread.double_value(&[p as i64]);
+            for &(item, distance) in row {
+                let want = csd.double_value(&[p as i64, item as i64]) - s;
+                assert!((f64::from(distance).powi(2) - want).abs() <= 1e-4 * want.max(1.0), "{p} {item}");
+            }
+        }
+        // The graph written and read back answers the same.
+        let dir = tempfile::tempdir().unwrap();
+        write_index(&gallery, &Tensor::zeros([300], (Kind::Float, Device::Cpu)), &dir.path().join("i"), false).unwrap();
+        let loaded = IndexFiles::open(&dir.path().join("i")).unwrap().load_gallery().unwrap();
+        assert_eq!(loaded.manifest.search.space, SearchSpace::Csd);
+        assert_eq!(loaded.propose(&probes, false).unwrap(), found);
+        // Two shards, each searched alone and merged by distance, answer as the whole gallery.
+        let halves = [(0..150).collect::<Vec<_>>(), (150..300).collect()];
+        for (p, whole) in items.iter().enumerate() {
+            let mut merged: Vec<(f32, usize)> = Vec::new();
+            for half in &halves {
+                let shard = gallery.subset(half).unwrap();
+                let found = shard.propose(&probes.narrow(p as i64, 1), false).unwrap();
+                merged.extend(found[0].iter().map(|&(i, dist)| (dist, half[i])));
+            }
+            merged.sort_by(|x, y| x.0.total_cmp(&y.0));
+            assert_eq!(&merged.iter().take(10).map(|m| m.1).collect::<Vec<_>>(), whole, "probe {p}");
+        }
+    }
+
+    #[test]
+    fn search_by_means_ignores_the_variances_that_csd_counts() {
+        let (by_means, probes) = mixture_gallery(300, SearchSpace::Means, 3);
+        assert_eq!((by_means.ann.dim(), by_means.ann.len()), (3, 600), "one point per component");
+        let found: Vec<Vec<usize>> = by_means.proposal_items(&probes, false).unwrap();
+        // The exact nearest items by closest component means, the reference of `ann_recall`.
+        let dist = by_means.exact_distances(&probes);
+        let (_, idx) = dist.topk(10, 1, false, true);
+        let nearest: Vec<usize> =
+            Vec::<i64>::try_from(idx.flatten(0, -1)).unwrap().iter().map(|&i| i as usize).collect();
+        assert_eq!(found.concat(), nearest);
+        let truth = brute_force_csd(&by_means, &probes, 10);
+        let differ = found.iter().zip(&truth).filter(|(a, b)| a != b).count();
+        assert!(differ > 20, "the variances change most probes' CSD top 10 ({differ} of 40 differ)");
     }
 
     #[test]

@@ -307,6 +307,30 @@ fn a_point_gallery_validates_by_leave_one_out_and_refuses_other_image_sizes() {
     }
     std::fs::write(index.join("index.json"), &original).unwrap();
 
+    // A point's CSD is the squared distance between means: candidates found by CSD (one graph
+    // point [m, 0] per item in D + 1 dimensions) answer exactly as those found by means.
+    // Four candidates of 36 items, so that which four are found decides the answers.
+    assert_eq!(json(&index.join("index.json"))["search"]["space"], "means", "a model trained without csd");
+    let (by_means, by_csd) = (dir.path().join("index-means"), dir.path().join("index-csd"));
+    for (folder, space) in [(&by_means, "means"), (&by_csd, "csd")] {
+        let mut args = index_args(folder);
+        args.extend(["--candidates", "4", "--top-k", "2", "--candidates-by", space].map(String::from));
+        let out = ok(&hedge(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+        assert!(out.contains(&format!("candidates by {space}")), "{out}");
+        assert_eq!(json(&folder.join("index.json"))["search"]["space"], space);
+    }
+    let (means_out, csd_out) = (dir.path().join("by-means"), dir.path().join("by-csd"));
+    ok(&search(&by_means, &gallery, &means_out, &[]));
+    ok(&search(&by_csd, &gallery, &csd_out, &[]));
+    let matches = |out: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(out.join("search.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["matches"].clone())
+            .collect()
+    };
+    assert_eq!(matches(&means_out), matches(&csd_out));
+
     // Probes of another size than the model takes: refused naming the file and the sizes.
     let npz = dir.path().join("small.npz");
     let images = NpyArray::new(vec![4, 14, 14], NpyData::U8(vec![0; 4 * 14 * 14]));

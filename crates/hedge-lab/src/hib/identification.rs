@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use hedge_identify::{
-    search_bench, AnnConfig, Calibration, ProbeResult, SearchBenchRow, SearchSummary, UncertaintyScore,
+    csd_search_bench, search_bench, AnnConfig, Calibration, CsdSearchBenchRow, ProbeResult, SearchBenchRow,
+    SearchSpace, SearchSummary, UncertaintyScore,
 };
 
 use crate::Result;
@@ -122,37 +123,7 @@ pub fn search_bench_suite(
     seed: u64,
     mut on_row: impl FnMut(&SearchBenchRow),
 ) -> Result<Vec<SearchBenchRow>> {
-    if dims.is_empty() || dims.contains(&0) {
-        return Err(crate::error::invalid(
-            "dims",
-            format!("{dims:?}"),
-            "give positive embedding dimensions, e.g. 2,3,16",
-        ));
-    }
-    if points == 0 || queries == 0 {
-        return Err(crate::error::invalid("points/queries", format!("{points}/{queries}"), "each must be at least 1"));
-    }
-    let widest = *dims.iter().max().expect("checked non-empty") as f64;
-    let m = ann.max_connections as f64;
-    hedge_run::Footprint::new("bench search: the points, queries and graph at the widest --dims", |v| {
-        v[0] * (v[2] * 8.0 + 2.0 * m * 4.0 + 64.0) + v[1] * (v[2] * 4.0 + 10.0 * 12.0)
-    })
-    .knob("--points", points as f64, 1.0)
-    .knob("--queries", queries as f64, 1.0)
-    .knob("--dims (widest)", widest, 1.0)
-    .check()?;
-    let total_dims: f64 = dims.iter().map(|&d| d as f64).sum();
-    // Distance computations run at about 1e9 a second (scattered reads, not dense arithmetic):
-    // each insert computes about ef_construction × M of them, each query's exact check one per
-    // point, every one over D coordinates.
-    let ef = ann.ef_construction as f64;
-    hedge_run::Workload::new("bench search: building and exact checking at every --dims", |v| {
-        v[2] * (v[0] * ef * m + v[1] * v[0]) / 1e9
-    })
-    .knob("--points", points as f64, 1.0)
-    .knob("--queries", queries as f64, 1.0)
-    .knob("", total_dims, 1.0)
-    .check()?;
+    check_search_bench("bench search", dims, &[points], queries, ann, 1)?;
     let mut rows = Vec::new();
     for &dim in dims {
         let row = search_bench(dim, points, queries, ann, seed)?;
@@ -161,6 +132,113 @@ pub fn search_bench_suite(
     }
     Ok(rows)
 }
+
+/// Search by CSD beside means-first search (`hedge bench csd-search`) at every dimension of
+/// `dims` and gallery size of `points` ([`csd_search_bench`]), checked as
+/// [`search_bench_suite`] is (two graphs per setting, one at a time, the second one dimension
+/// wider); `on_row` sees each row as it is measured.
+pub fn csd_search_bench_suite(
+    dims: &[usize],
+    points: &[usize],
+    queries: usize,
+    candidates: usize,
+    ann: &AnnConfig,
+    seed: u64,
+    mut on_row: impl FnMut(&CsdSearchBenchRow),
+) -> Result<Vec<CsdSearchBenchRow>> {
+    let wider: Vec<usize> = dims.iter().map(|&d| d + 1).collect();
+    if dims.contains(&0) {
+        return Err(crate::error::invalid(
+            "dims",
+            format!("{dims:?}"),
+            "give positive embedding dimensions, e.g. 2,16",
+        ));
+    }
+    check_search_bench("bench csd-search", &wider, points, queries, ann, 2)?;
+    let mut rows = Vec::new();
+    for &n in points {
+        for &dim in dims {
+            for row in csd_search_bench(dim, n, queries, candidates, ann, seed)? {
+                on_row(&row);
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Refuses a search benchmark whose points, queries and graph at the widest of `dims` and the
+/// largest of `points` outgrow the memory budget, or whose `graphs` builds and exact checks per
+/// setting outgrow the work bound, before anything is drawn.
+fn check_search_bench(
+    what: &str,
+    dims: &[usize],
+    points: &[usize],
+    queries: usize,
+    ann: &AnnConfig,
+    graphs: usize,
+) -> Result<()> {
+    if dims.is_empty() || dims.contains(&0) {
+        return Err(crate::error::invalid(
+            "dims",
+            format!("{dims:?}"),
+            "give positive embedding dimensions, e.g. 2,3,16",
+        ));
+    }
+    if points.is_empty() || points.contains(&0) || queries == 0 {
+        return Err(crate::error::invalid(
+            "points/queries",
+            format!("{points:?}/{queries}"),
+            "each must be at least 1",
+        ));
+    }
+    let widest = *dims.iter().max().expect("checked non-empty") as f64;
+    let most = *points.iter().max().expect("checked non-empty") as f64;
+    let m = ann.max_connections as f64;
+    hedge_run::Footprint::new(format!("{what}: the points, queries and graph at the widest --dims"), |v| {
+        v[0] * (v[2] * 8.0 + 2.0 * m * 4.0 + 64.0) + v[1] * (v[2] * 4.0 + 10.0 * 12.0)
+    })
+    .knob("--points (largest)", most, 1.0)
+    .knob("--queries", queries as f64, 1.0)
+    .knob("--dims (widest)", widest, 1.0)
+    .check()?;
+    let total_dims: f64 = dims.iter().map(|&d| d as f64).sum();
+    let total_points: f64 = points.iter().map(|&n| n as f64).sum();
+    // Distance computations run at about 1e9 a second (scattered reads, not dense arithmetic):
+    // each insert computes about ef_construction × M of them, each query's exact check one per
+    // point, every one over D coordinates.
+    let ef = ann.ef_construction as f64;
+    hedge_run::Workload::new(format!("{what}: building and exact checking at every --dims"), |v| {
+        v[2] * graphs as f64 * (v[0] * ef * m + v[1] * v[0]) / 1e9
+    })
+    .knob("--points", total_points, 1.0)
+    .knob("--queries", queries as f64, 1.0)
+    .knob("", total_dims, 1.0)
+    .check()?;
+    Ok(())
+}
+
+/// A row of `hedge bench csd-search` as it prints it, under [`CSD_SEARCH_BENCH_HEADER`].
+pub fn csd_search_bench_row(row: &CsdSearchBenchRow) -> String {
+    let found_by = match row.space {
+        SearchSpace::Means => format!("means, {} re-ranked by CSD", row.candidates),
+        SearchSpace::Csd => "CSD".to_string(),
+    };
+    format!(
+        "| {} | {} | {found_by} | {:.1} | {:.0} | {:.4} | {:.0} |",
+        row.dim,
+        row.points,
+        row.build_seconds,
+        row.queries_per_second,
+        row.recall_at_10,
+        row.memory_bytes as f64 / 1048576.0
+    )
+}
+
+/// The header of [`csd_search_bench_row`]'s table.
+pub const CSD_SEARCH_BENCH_HEADER: &str =
+    "| D | points | candidates found by | build s | queries/s (k = 10) | recall@10 \
+                                           of the CSD top 10 | graph MiB |\n|---|---|---|---|---|---|---|";
 
 /// A benchmark row as `hedge bench search` prints it, under [`SEARCH_BENCH_HEADER`].
 pub fn search_bench_row(row: &SearchBenchRow) -> String {

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hedge_embed::report::{CurvePoint, EvalReport, TwinStats, VerificationStats};
 use hedge_embed::run::{RunConfig, RunState, StepMetrics};
 use hedge_embed::OwnSplit;
-use hedge_identify::{Abstention, SearchBenchRow, SearchSummary};
+use hedge_identify::{Abstention, CsdSearchBenchRow, SearchBenchRow, SearchSpace, SearchSummary};
 use serde::Deserialize;
 
 use super::paper::{CleanCorrupt, PaperModel};
@@ -43,6 +43,8 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("identification-aurc", identification_aurc(r)?),
         ("bench-search", bench_search(r)?),
         ("bench-search-sentence", bench_search_sentence(r)?),
+        ("bench-csd-search", bench_csd_search(r)?),
+        ("bench-csd-search-sentence", bench_csd_search_sentence(r)?),
         ("paper-schedule-gpu", paper_schedule_gpu(r)?),
         ("paper-schedule-gpu-trend", paper_schedule_gpu_trend(r)?),
         ("head-scale", head_scale(r)?),
@@ -523,6 +525,65 @@ fn bench_search_sentence(results: &Results) -> Result<String> {
         fixed(rss.0, 1),
         fixed(rss.1, 1)
     ))
+}
+
+const CSD_SEARCH: &str = "results/own-data/identification/bench-csd-search.json";
+
+fn gallery_size(points: usize) -> String {
+    match points {
+        1_000_000 => "10⁶".into(),
+        100_000 => "10⁵".into(),
+        n => thousands(n as u64),
+    }
+}
+
+/// `hedge bench csd-search`: both ways of finding a CSD model's candidates, side by side.
+fn bench_csd_search(results: &Results) -> Result<String> {
+    let rows: Vec<CsdSearchBenchRow> = results.json(CSD_SEARCH)?;
+    let mut out = vec![
+        "| D | gallery | candidates found by | build s | queries/s (k = 10) | recall@10 of the exact CSD top 10 | graph \
+         MiB |"
+            .to_string(),
+        "|---|---|---|---|---|---|---|".into(),
+    ];
+    for b in &rows {
+        let found_by = match b.space {
+            SearchSpace::Means => format!("means ({} re-ranked by CSD)", b.candidates),
+            SearchSpace::Csd => "CSD ([m, √s], D + 1)".into(),
+        };
+        out.push(format!(
+            "| {} | {} | {found_by} | {} | {} | {} | {} |",
+            b.dim,
+            gallery_size(b.points),
+            fixed(b.build_seconds, 1),
+            thousands_fixed(b.queries_per_second, 0),
+            fixed(b.recall_at_10, 4),
+            thousands_fixed(b.memory_bytes as f64 / MIB, 0)
+        ));
+    }
+    Ok(out.join("\n"))
+}
+
+/// Where means-first search loses the CSD's nearest items, in one sentence per gallery size
+/// and dimension that loses any.
+fn bench_csd_search_sentence(results: &Results) -> Result<String> {
+    let rows: Vec<CsdSearchBenchRow> = results.json(CSD_SEARCH)?;
+    let mut lines = Vec::new();
+    for means in rows.iter().filter(|b| b.space == SearchSpace::Means) {
+        let Some(csd) = rows.iter().find(|b| b.space == SearchSpace::Csd && (b.dim, b.points) == (means.dim, means.points))
+        else {
+            continue;
+        };
+        lines.push(format!(
+            "- D = {}, {} items: recall@10 {} by CSD against {} by means then CSD, at {} times the query rate.",
+            means.dim,
+            gallery_size(means.points),
+            fixed(csd.recall_at_10, 4),
+            fixed(means.recall_at_10, 4),
+            fixed(csd.queries_per_second / means.queries_per_second.max(1e-9), 2)
+        ));
+    }
+    Ok(lines.join("\n"))
 }
 
 // ----- the paper's schedule on a GPU ---------------------------------------------------------
