@@ -222,21 +222,29 @@ def summarise(runs: list[dict], target: float) -> tuple[list[dict], list[dict]]:
 
 
 def table(rows: list[dict], ratios: list[dict], target: float) -> str:
-    efs = [p["ef"] for p in rows[0]["curve"]]
     lines = [
-        f"| library | repeats | build s | inserts/s | build RSS MiB | queries/s at recall@10 {target} | "
-        + " | ".join(f"ef {ef}: recall, queries/s" for ef in efs)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(efs),
+        f"| library | repeats | build s | inserts/s | build RSS MiB | queries/s at recall@10 {target} |",
+        "|---|---|---|---|---|---|",
     ]
     for row in rows:
         rate = row["queries_per_second_at_recall"]
-        cells = " | ".join(f"{p['recall_at_10']:.4f}, {p['queries_per_second']:,.0f}" for p in row["curve"])
         lines.append(
             f"| {row['library']} {row['version']} | {row['repeats']} | {row['build_seconds']:.1f} | "
             f"{row['inserts_per_second']:,.0f} | {row['build_rss_bytes'] / 2**20:,.0f} | "
-            f"{'-' if rate is None else f'{rate:,.0f}'} | {cells} |"
+            f"{'-' if rate is None else f'{rate:,.0f}'} |"
         )
+    lines += [
+        "",
+        "recall@10 and queries/s at each ef (medians):",
+        "",
+        "| ef | " + " | ".join(row["library"] for row in rows) + " |",
+        "|---|" + "---|" * len(rows),
+    ]
+    for i, point in enumerate(rows[0]["curve"]):
+        cells = " | ".join(
+            f"{row['curve'][i]['recall_at_10']:.4f} at {row['curve'][i]['queries_per_second']:,.0f}/s" for row in rows
+        )
+        lines.append(f"| {point['ef']} | {cells} |")
     lines += [
         "",
         "hedge ÷ peer, pair by pair (median, [min, max]):",
@@ -298,7 +306,14 @@ def main() -> None:
     parser.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results/scale/ann-fashion-mnist")
     parser.add_argument("--worker", nargs=4, metavar=("LIB", "QUERIES", "THREADS", "SEED"), help=argparse.SUPPRESS)
+    parser.add_argument("--table-from", type=pathlib.Path, metavar="JSON",
+                        help="only rewrite the Markdown table beside a result file this script wrote")
     args = parser.parse_args()
+    if args.table_from:
+        result = json.loads(args.table_from.read_text())
+        args.table_from.with_suffix(".md").write_text(
+            table(result["medians"], result["ratios"], result["settings"]["recall"]))
+        return
     efs = sorted(args.efs)
     if args.worker:
         lib, queries, threads, seed = args.worker

@@ -453,10 +453,7 @@ impl Hnsw {
             // Marks first, then distances: the points' loads are independent of each other, so
             // the processor fetches them together instead of one branch at a time.
             links.retain(|&next| visited.insert(next));
-            // Touching each row's first value issues every row's cache-line load at once (safe
-            // Rust has no prefetch instruction); the distances below then read from cache.
-            let touched = links.iter().fold(0f32, |acc, &next| acc + values[next as usize * self.dim]);
-            std::hint::black_box(touched);
+            d.prefetch(values, links);
             scores.clear();
             scores.extend(links.iter().map(|&next| d.between(query, d.row(values, next as usize))));
             for (&next, &dist) in links.iter().zip(scores.iter()) {
