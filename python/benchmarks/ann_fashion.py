@@ -2,7 +2,7 @@
 
     .venv/bin/python -m pip install hnswlib faiss-cpu    # the peers; not dependencies of hedge
     HEDGE_DATA_DIR=../shared/data .venv/bin/python python/benchmarks/ann_fashion.py
-    # -> results/scale/ann-fashion-mnist.{json,md,png}
+    # -> results/scale/ann-fashion-mnist.{json,png}; `hedge report` makes its table
 
 The set is ann-benchmarks' ``fashion-mnist-784-euclidean``, rebuilt from the Fashion-MNIST files
 under ``HEDGE_DATA_DIR`` (``fashion-mnist/``, see its ``SOURCE.md``): the 60,000 training images
@@ -107,7 +107,8 @@ def worker(library: str, queries: int, efs: list[int], threads: int, seed: int) 
     else:
         import hedge.ann
 
-        version = "hedge-ann (this commit)"
+        described = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
+        version = f"hedge-ann at {described.stdout.strip() or 'an unknown commit'}"
     before = rss_bytes()
     start = time.perf_counter()
     if library == "hnswlib":
@@ -306,14 +307,7 @@ def main() -> None:
     parser.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results/scale/ann-fashion-mnist")
     parser.add_argument("--worker", nargs=4, metavar=("LIB", "QUERIES", "THREADS", "SEED"), help=argparse.SUPPRESS)
-    parser.add_argument("--table-from", type=pathlib.Path, metavar="JSON",
-                        help="only rewrite the Markdown table beside a result file this script wrote")
     args = parser.parse_args()
-    if args.table_from:
-        result = json.loads(args.table_from.read_text())
-        args.table_from.with_suffix(".md").write_text(
-            table(result["medians"], result["ratios"], result["settings"]["recall"]))
-        return
     efs = sorted(args.efs)
     if args.worker:
         lib, queries, threads, seed = args.worker
@@ -351,7 +345,6 @@ def main() -> None:
     tmp = args.out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(args.out.with_suffix(".json"))
-    args.out.with_suffix(".md").write_text(table(rows, ratios, args.recall))
     figure(runs, args.out.with_suffix(".png"), args.recall)
     print(table(rows, ratios, args.recall))
 

@@ -1459,7 +1459,7 @@ pub struct CsdSearchBenchRow {
     pub candidates: usize,
     pub build_seconds: f64,
     pub inserts_per_second: f64,
-    /// Ten-neighbour queries a second, the re-rank included.
+    /// Ten-neighbour queries a second, the re-rank included (the best of three passes).
     pub queries_per_second: f64,
     /// Recall@10 against the exact CSD top 10 (brute force over every item).
     pub recall_at_10: f64,
@@ -1531,37 +1531,54 @@ pub fn csd_search_bench(
     let start = Instant::now();
     let by_means = Hnsw::build(&gallery_means, dim, ann)?;
     let means_build = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let proposed = by_means.nearest_with_ef(&probe_means, candidates, ann.ef_search.max(candidates));
-    let reranked: Vec<Vec<usize>> = proposed
-        .iter()
-        .zip(probe_means.chunks_exact(dim))
-        .map(|(items, q)| {
-            let mut scored: Vec<(f32, usize)> = items
-                .iter()
-                .map(|&(i, _)| {
-                    let m = &gallery_means[i * dim..(i + 1) * dim];
-                    let d2: f32 = m.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum();
-                    (d2 + gallery_spread[i], i)
-                })
-                .collect();
-            scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            scored.into_iter().take(10).map(|(_, i)| i).collect()
-        })
-        .collect();
-    let means_query = start.elapsed().as_secs_f64();
+    let (means_query, reranked) = best_of_three(|| {
+        let proposed = by_means.nearest_with_ef(&probe_means, candidates, ann.ef_search.max(candidates));
+        proposed
+            .iter()
+            .zip(probe_means.chunks_exact(dim))
+            .map(|(items, q)| {
+                let mut scored: Vec<(f32, usize)> = items
+                    .iter()
+                    .map(|&(i, _)| {
+                        let m = &gallery_means[i * dim..(i + 1) * dim];
+                        let d2: f32 = m.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum();
+                        (d2 + gallery_spread[i], i)
+                    })
+                    .collect();
+                scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                scored.into_iter().take(10).map(|(_, i)| i).collect::<Vec<usize>>()
+            })
+            .collect::<Vec<_>>()
+    });
     let means_row = row(SearchSpace::Means, candidates, means_build, means_query, &reranked, &by_means);
     drop(by_means);
 
     let start = Instant::now();
     let by_csd = Hnsw::build(&gallery_points, dim + 1, ann)?;
     let csd_build = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let found: Vec<Vec<usize>> =
-        by_csd.nearest(&probe_points, 10).into_iter().map(|r| r.into_iter().map(|(i, _)| i).collect()).collect();
-    let csd_query = start.elapsed().as_secs_f64();
+    let (csd_query, found) = best_of_three(|| {
+        by_csd
+            .nearest(&probe_points, 10)
+            .into_iter()
+            .map(|r| r.into_iter().map(|(i, _)| i).collect::<Vec<usize>>())
+            .collect::<Vec<_>>()
+    });
     let csd_row = row(SearchSpace::Csd, 10, csd_build, csd_query, &found, &by_csd);
     Ok([means_row, csd_row])
+}
+
+/// The shortest of three timings of `run` (a shared machine only ever slows a pass down; one
+/// pass over a thousand queries lasts a few hundredths of a second), with its answer.
+fn best_of_three<T>(mut run: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::INFINITY;
+    let mut answer = None;
+    for _ in 0..3 {
+        let start = Instant::now();
+        let out = run();
+        best = best.min(start.elapsed().as_secs_f64());
+        answer = Some(out);
+    }
+    (best, answer.expect("three passes ran"))
 }
 
 fn tempfile_dir() -> Result<PathBuf> {

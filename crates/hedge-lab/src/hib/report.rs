@@ -570,7 +570,8 @@ fn bench_csd_search_sentence(results: &Results) -> Result<String> {
     let rows: Vec<CsdSearchBenchRow> = results.json(CSD_SEARCH)?;
     let mut lines = Vec::new();
     for means in rows.iter().filter(|b| b.space == SearchSpace::Means) {
-        let Some(csd) = rows.iter().find(|b| b.space == SearchSpace::Csd && (b.dim, b.points) == (means.dim, means.points))
+        let Some(csd) =
+            rows.iter().find(|b| b.space == SearchSpace::Csd && (b.dim, b.points) == (means.dim, means.points))
         else {
             continue;
         };

@@ -5,6 +5,9 @@
 //!   `scripts/fuzz-campaign.sh`);
 //! - `results/scale/report/scale-capacity.md`: what 10^9 embedding means would take, from the
 //!   10^6-point measurement of hedge's HNSW graph (`ann-vs-hnswlib-1m.json`, `python/benchmarks/ann.py`);
+//! - `results/scale/report/ann-fashion-mnist.md` and `ann-fashion-mnist-portable.md`: hedge's HNSW
+//!   graph beside hnswlib and faiss at 784-D (`ann-fashion-mnist*.json`,
+//!   `python/benchmarks/ann_fashion.py`), after and before the vectorised distance;
 //! - `results/bench/report/malloc-tunables.md`: hedge's glibc malloc settings against glibc's
 //!   defaults (`malloc-tunables.json`).
 
@@ -20,6 +23,12 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         Fragment::new("fuzz", "fuzz", fuzz(results)?),
         Fragment::new("fuzz", "libfuzzer", libfuzzer(results)?),
         Fragment::new("scale", "scale-capacity", scale_capacity(results)?),
+        Fragment::new("scale", "ann-fashion-mnist", ann_fashion(results, "results/scale/ann-fashion-mnist.json")?),
+        Fragment::new(
+            "scale",
+            "ann-fashion-mnist-portable",
+            ann_fashion(results, "results/scale/ann-fashion-mnist-portable.json")?,
+        ),
         Fragment::new("bench", "malloc-tunables", malloc_tunables(results)?),
     ])
 }
@@ -105,6 +114,112 @@ struct AnnMedian {
     inserts_per_second: f64,
     queries_per_second: f64,
     build_rss_bytes_per_point: f64,
+}
+
+/// `python/benchmarks/ann_fashion.py`'s result file.
+#[derive(Debug, Deserialize)]
+struct FashionBenchmark {
+    settings: FashionSettings,
+    medians: Vec<FashionMedian>,
+    ratios: Vec<FashionRatio>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FashionSettings {
+    recall: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct FashionMedian {
+    library: String,
+    version: String,
+    repeats: usize,
+    build_seconds: f64,
+    inserts_per_second: f64,
+    build_rss_bytes: f64,
+    queries_per_second_at_recall: Option<f64>,
+    curve: Vec<FashionPoint>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FashionPoint {
+    ef: usize,
+    queries_per_second: f64,
+    recall_at_10: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct FashionRatio {
+    peer: String,
+    pairs: usize,
+    inserts_per_second: Option<Spread>,
+    queries_per_second_at_recall: Option<Spread>,
+    build_rss_bytes: Option<Spread>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+/// The libraries' medians, their recall-against-rate curves and hedge's ratios to each peer.
+fn ann_fashion(results: &Results, file: &str) -> Result<String> {
+    let bench: FashionBenchmark = results.json(file)?;
+    let target = fixed(bench.settings.recall, 2);
+    let rate_header = format!("queries/s at recall@10 {target}");
+    let summary: Vec<Vec<String>> = bench
+        .medians
+        .iter()
+        .map(|m| {
+            vec![
+                format!("{} ({})", m.library, m.version),
+                m.repeats.to_string(),
+                fixed(m.build_seconds, 1),
+                thousands_fixed(m.inserts_per_second, 0),
+                thousands_fixed(m.build_rss_bytes / 1048576.0, 0),
+                m.queries_per_second_at_recall.map_or("-".into(), |q| thousands_fixed(q, 0)),
+            ]
+        })
+        .collect();
+    let mut out = table(&["library", "repeats", "build s", "inserts/s", "build RSS MiB", &rate_header], &summary);
+    let mut header = vec!["ef".to_string()];
+    header.extend(bench.medians.iter().map(|m| format!("{}: recall@10, queries/s", m.library)));
+    let efs = bench.medians.first().map_or(0, |m| m.curve.len());
+    let curve: Vec<Vec<String>> = (0..efs)
+        .map(|i| {
+            let mut row = vec![bench.medians[0].curve[i].ef.to_string()];
+            row.extend(bench.medians.iter().map(|m| {
+                m.curve.get(i).map_or("-".into(), |p| {
+                    format!("{}, {}", fixed(p.recall_at_10, 4), thousands_fixed(p.queries_per_second, 0))
+                })
+            }));
+            row
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    out.push_str("\n\nEach ef (medians over repeats):\n\n");
+    out.push_str(&table(&header, &curve));
+    let spread = |s: &Option<Spread>| {
+        s.as_ref().map_or("-".into(), |s| format!("{}x [{}, {}]", fixed(s.median, 2), fixed(s.min, 2), fixed(s.max, 2)))
+    };
+    let ratios: Vec<Vec<String>> = bench
+        .ratios
+        .iter()
+        .map(|r| {
+            vec![
+                r.peer.clone(),
+                r.pairs.to_string(),
+                spread(&r.inserts_per_second),
+                spread(&r.queries_per_second_at_recall),
+                spread(&r.build_rss_bytes),
+            ]
+        })
+        .collect();
+    out.push_str("\n\nhedge ÷ peer, pair by pair (median, [min, max]):\n\n");
+    out.push_str(&table(&["peer", "pairs", "inserts/s", &rate_header, "build RSS"], &ratios));
+    Ok(out)
 }
 
 fn scale_capacity(results: &Results) -> Result<String> {
