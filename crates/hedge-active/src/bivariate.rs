@@ -5,45 +5,7 @@
 //! quantity the probit inner product needs.
 
 use hedge_bayes::probit::normal_cdf;
-
-/// Gauss–Legendre nodes and weights on [−1, 1] (Newton's method on Pₙ).
-pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut nodes = vec![0.0; n];
-    let mut weights = vec![0.0; n];
-    for i in 0..n.div_ceil(2) {
-        let mut x = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
-        let mut derivative = 1.0;
-        for _ in 0..100 {
-            // P_n(x) and P_n'(x) by the three-term recurrence.
-            let (mut p0, mut p1) = (1.0, x);
-            for k in 2..=n {
-                let p2 = ((2 * k - 1) as f64 * x * p1 - (k - 1) as f64 * p0) / k as f64;
-                p0 = p1;
-                p1 = p2;
-            }
-            let pn = if n == 0 {
-                1.0
-            } else if n == 1 {
-                x
-            } else {
-                p1
-            };
-            let pn_1 = if n == 1 { 1.0 } else { p0 };
-            derivative = n as f64 * (x * pn - pn_1) / (x * x - 1.0);
-            let step = pn / derivative;
-            x -= step;
-            if step.abs() < 1e-15 {
-                break;
-            }
-        }
-        nodes[i] = -x;
-        nodes[n - 1 - i] = x;
-        let w = 2.0 / ((1.0 - x * x) * derivative * derivative);
-        weights[i] = w;
-        weights[n - 1 - i] = w;
-    }
-    (nodes, weights)
-}
+pub use hedge_eval::gauss_legendre;
 
 /// The 20-node rule of [`bvn_minus_product`], computed once: the probit Fisher inner products
 /// call it n²/2 times per acquisition round.

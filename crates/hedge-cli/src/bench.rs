@@ -36,6 +36,20 @@ pub enum BenchCommand {
     /// [m, sqrt(s)] per item) beside means-first search re-ranked by CSD, on synthetic Gaussian
     /// embeddings: build seconds, queries/s and recall@10 of the exact CSD top 10.
     CsdSearch(crate::identification::CsdSearchBenchArgs),
+    /// Quadrature of HIB's match probability: the worst relative error of the Gauss-Hermite
+    /// product rule and of the polar rule by node count, against a 96-node polar reference,
+    /// over a grid of Gaussian pairs in D = 1, 2, 3.
+    Quadrature(QuadratureBenchArgs),
+}
+
+#[derive(Args)]
+pub struct QuadratureBenchArgs {
+    /// Nodes per axis to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,3,4,5,6,8,12,16,24,32")]
+    points: Vec<usize>,
+    /// Also write the study as JSON to this file.
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -173,6 +187,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Fuzz(a) => return bench_fuzz(a),
         BenchCommand::Search(a) => return crate::identification::bench(a),
         BenchCommand::CsdSearch(a) => return crate::identification::bench_csd(a),
+        BenchCommand::Quadrature(a) => return bench_quadrature(a),
     };
     crate::set_threads(args.threads)?;
     let device = args.device;
@@ -190,6 +205,30 @@ pub fn run(command: BenchCommand) -> Result<()> {
             "train: {:.0} images/s (batch {} images)\ninfer: {:.0} images/s (batch {})\n{json}",
             report.train_images_per_s, report.train_batch_images, report.infer_images_per_s, report.infer_batch_images
         );
+    }
+    Ok(())
+}
+
+fn bench_quadrature(args: QuadratureBenchArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
+    }
+    if args.points.iter().any(|&p| !(1..=64).contains(&p)) {
+        anyhow::bail!("--points {:?}: give node counts from 1 to 64", args.points);
+    }
+    println!("| D | rule | points per axis | nodes per pair | worst relative error | worst absolute error |");
+    println!("|---|---|---|---|---|---|");
+    let study = hedge_lab::hib::quadrature::quadrature_study(&args.points, |r| {
+        println!(
+            "| {} | {} | {} | {} | {:.2e} | {:.2e} |",
+            r.dim, r.rule, r.points, r.nodes, r.max_relative_error, r.max_absolute_error
+        )
+    })?;
+    for (dim, points) in &study.chosen {
+        println!("D = {dim}: hedge's quadrature is within {} at {points} points per axis", study.tolerance);
+    }
+    if let Some(out) = &args.out {
+        hedge_run::write_atomic(out, serde_json::to_string_pretty(&study)?.as_bytes())?;
     }
     Ok(())
 }

@@ -17,6 +17,6 @@ pub use error::{EvalError, Result};
 pub use grouped::MetricFrame;
 pub use knn::{knn_accuracy, knn_correct, plurality_label, top_k, KnnRule};
 pub use number_line::{centroid_order, ordering_score, CentroidOrder};
-pub use quadrature::gauss_hermite;
+pub use quadrature::{gauss_hermite, gauss_legendre};
 pub use ranking::{average_precision, error_detection, roc_auc, ErrorDetection};
 pub use spread::{plus_minus, Mean, MeanSe, MeanStd, ONE_RUN_SPREAD};

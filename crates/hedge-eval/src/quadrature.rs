@@ -1,6 +1,9 @@
 //! Gauss–Hermite quadrature: ∫ e^{−x²} f(x) dx ≈ Σ_i w_i f(x_i), exact for polynomials of
 //! degree < 2n. Used to compute expectations under Gaussians without Monte-Carlo noise:
 //! E_{x ~ N(m, s²)}[f(x)] = π^{−1/2} Σ_i w_i f(m + √2 s x_i).
+//!
+//! Gauss–Legendre quadrature: ∫₋₁¹ f(x) dx ≈ Σ_i w_i f(x_i), for smooth integrands on an
+//! interval.
 
 use crate::{EvalError, Result};
 
@@ -51,6 +54,45 @@ pub fn gauss_hermite(n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     x.reverse();
     w.reverse();
     Ok((x, w))
+}
+
+/// Gauss–Legendre nodes and weights on [−1, 1] (Newton's method on Pₙ).
+pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut nodes = vec![0.0; n];
+    let mut weights = vec![0.0; n];
+    for i in 0..n.div_ceil(2) {
+        let mut x = (std::f64::consts::PI * (i as f64 + 0.75) / (n as f64 + 0.5)).cos();
+        let mut derivative = 1.0;
+        for _ in 0..100 {
+            // P_n(x) and P_n'(x) by the three-term recurrence.
+            let (mut p0, mut p1) = (1.0, x);
+            for k in 2..=n {
+                let p2 = ((2 * k - 1) as f64 * x * p1 - (k - 1) as f64 * p0) / k as f64;
+                p0 = p1;
+                p1 = p2;
+            }
+            let pn = if n == 0 {
+                1.0
+            } else if n == 1 {
+                x
+            } else {
+                p1
+            };
+            let pn_1 = if n == 1 { 1.0 } else { p0 };
+            derivative = n as f64 * (x * pn - pn_1) / (x * x - 1.0);
+            let step = pn / derivative;
+            x -= step;
+            if step.abs() < 1e-15 {
+                break;
+            }
+        }
+        nodes[i] = -x;
+        nodes[n - 1 - i] = x;
+        let w = 2.0 / ((1.0 - x * x) * derivative * derivative);
+        weights[i] = w;
+        weights[n - 1 - i] = w;
+    }
+    (nodes, weights)
 }
 
 #[cfg(test)]

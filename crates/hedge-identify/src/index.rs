@@ -298,11 +298,11 @@ pub struct SearchOptions {
 }
 
 impl SearchOptions {
-    /// Deterministic Gauss–Hermite quadrature up to D = 3, where its grid is small; Monte Carlo
-    /// with 16 samples above.
+    /// Deterministic quadrature up to D = 3, at the node count whose measured error is within
+    /// 10⁻³ ([`hedge_embed::evaluate::quadrature_points`]); Monte Carlo with 16 samples above.
     pub fn for_dim(dim: usize) -> Self {
         let estimator = if dim <= 3 {
-            MatchEstimator::Quadrature { points: 5 }
+            MatchEstimator::Quadrature { points: hedge_embed::evaluate::quadrature_points(dim) }
         } else {
             MatchEstimator::MonteCarlo { samples: 16 }
         };

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod figures;
 pub mod identification;
 pub mod paper;
+pub mod quadrature;
 pub mod report;
 mod report_tables;
 pub mod reproduce;

@@ -45,6 +45,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("bench-search-sentence", bench_search_sentence(r)?),
         ("bench-csd-search", bench_csd_search(r)?),
         ("bench-csd-search-sentence", bench_csd_search_sentence(r)?),
+        ("quadrature-error", quadrature_error(r)?),
         ("paper-schedule-gpu", paper_schedule_gpu(r)?),
         ("paper-schedule-gpu-trend", paper_schedule_gpu_trend(r)?),
         ("head-scale", head_scale(r)?),
@@ -585,6 +586,56 @@ fn bench_csd_search_sentence(results: &Results) -> Result<String> {
         ));
     }
     Ok(lines.join("\n"))
+}
+
+const QUADRATURE: &str = "results/hib/quadrature-error.json";
+
+/// `hedge bench quadrature`: the worst relative error of each rule by dimension and node count,
+/// then the node count hedge uses.
+fn quadrature_error(results: &Results) -> Result<String> {
+    let study: super::quadrature::QuadratureStudy = results.json(QUADRATURE)?;
+    let mut rules: Vec<String> = Vec::new();
+    for r in &study.rows {
+        if !rules.contains(&r.rule) {
+            rules.push(r.rule.clone());
+        }
+    }
+    let name = |rule: &str| match rule {
+        "gauss-hermite" => "Gauss–Hermite product".to_string(),
+        "polar" => "polar".to_string(),
+        switch => format!("hedge, polar below {}", switch.trim_start_matches("switch-")),
+    };
+    let mut header = vec!["D".to_string(), "points per axis".into()];
+    header.extend(rules.iter().map(|r| name(r)));
+    let mut out = vec![format!("| {} |", header.join(" | ")), format!("|{}", "---|".repeat(header.len()))];
+    let mut keys: Vec<(usize, usize)> = study.rows.iter().map(|r| (r.dim, r.points)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for (dim, n) in keys {
+        let mut cells = vec![dim.to_string(), n.to_string()];
+        for rule in &rules {
+            cells.push(
+                study
+                    .rows
+                    .iter()
+                    .find(|r| (r.dim, r.points) == (dim, n) && &r.rule == rule)
+                    .map_or("-".to_string(), |r| format!("{:.1e}", r.max_relative_error)),
+            );
+        }
+        out.push(format!("| {} |", cells.join(" | ")));
+    }
+    let chosen: Vec<String> = study.chosen.iter().map(|(dim, n)| format!("{n} points per axis at D = {dim}")).collect();
+    out.push(String::new());
+    out.push(format!(
+        "Worst relative error (on probabilities of 1 % and more) over {} Gaussian pairs per dimension, against the polar rule at {} points per \
+         axis. hedge takes the polar rule below a squared Mahalanobis distance of {}; within {} it needs {}.",
+        study.pairs_per_dim,
+        study.reference_points,
+        study.polar_below,
+        study.tolerance,
+        if chosen.is_empty() { "more points than measured".to_string() } else { chosen.join(", ") }
+    ));
+    Ok(out.join("\n"))
 }
 
 // ----- the paper's schedule on a GPU ---------------------------------------------------------
