@@ -33,13 +33,11 @@ import subprocess
 import sys
 import time
 
+# The timing and memory helpers of the synthetic-means benchmark beside this one.
+from ann import best_of, rss_bytes  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LIBRARIES = ("hedge", "hnswlib", "faiss")
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def read_idx(path: pathlib.Path):
@@ -75,17 +73,6 @@ def exact_top10(base, queries):
         idx = np.argpartition(d2, 10, axis=1)[:, :10]
         out.append(idx)
     return np.concatenate(out)
-
-
-def best_of(passes: int, run):
-    """The shortest of `passes` timings of `run()` (a shared machine only ever slows a pass
-    down), with the last pass's answer."""
-    best = float("inf")
-    for _ in range(passes):
-        start = time.perf_counter()
-        answer = run()
-        best = min(best, time.perf_counter() - start)
-    return best, answer
 
 
 def worker(library: str, queries: int, efs: list[int], threads: int, seed: int) -> dict:
