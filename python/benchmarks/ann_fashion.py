@@ -34,7 +34,7 @@ import sys
 import time
 
 # The timing and memory helpers of the synthetic-means benchmark beside this one.
-from ann import best_of, rss_bytes  # noqa: E402
+from ann import best_of, exact_top10, rss_bytes  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LIBRARIES = ("hedge", "hnswlib", "faiss")
@@ -59,20 +59,6 @@ def fashion_mnist(queries: int):
     base = read_idx(folder / "train-images-idx3-ubyte.gz").reshape(60_000, 784).astype("float32")
     test = read_idx(folder / "t10k-images-idx3-ubyte.gz").reshape(10_000, 784).astype("float32")
     return base, test[:queries]
-
-
-def exact_top10(base, queries):
-    import numpy as np
-
-    g = base.astype(np.float64)
-    g2 = (g**2).sum(1)
-    out = []
-    for start in range(0, len(queries), 100):
-        q = queries[start : start + 100].astype(np.float64)
-        d2 = g2[None, :] - 2 * q @ g.T
-        idx = np.argpartition(d2, 10, axis=1)[:, :10]
-        out.append(idx)
-    return np.concatenate(out)
 
 
 def worker(library: str, queries: int, efs: list[int], threads: int, seed: int) -> dict:
@@ -124,7 +110,7 @@ def worker(library: str, queries: int, efs: list[int], threads: int, seed: int) 
     curve = []
     for ef in efs:
         seconds, ids = best_of(3, lambda: answer(ef))
-        recall = sum(len(set(row.tolist()) & set(t.tolist())) for row, t in zip(ids, truth)) / (10 * len(truth))
+        recall = sum(len(set(row.tolist()) & t) for row, t in zip(ids, truth)) / (10 * len(truth))
         curve.append({"ef": ef, "queries_per_second": len(probe) / seconds, "recall_at_10": recall})
     return {
         "library": library,
