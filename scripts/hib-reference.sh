@@ -24,22 +24,28 @@ python=${PYTHON:-.venv/bin/python}
 steps=${STEPS:-20000}
 precision=${PRECISION:-bf16}
 root=${ROOT:-results/hib/reference/runs}
-mkdir -p "$root"
+# A run trains in an ignored staging folder (under /runs) and moves into $root once scored, so that the
+# committed tables (`hedge report`) never count a run that is still going.
+staging=${STAGING:-runs/hib-reference}
+mkdir -p "$root" "$staging"
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1)
 model_flag() { [ "$1" = mog1 ] && echo gaussian || echo point; }
 run_reference() { # recipe model seed
-    local dir="$root/ref-$1-$2-seed$3"
-    [ -f "$dir/reference_eval.json" ] && return 0
-    echo "== $dir" >&2
+    local name="ref-$1-$2-seed$3"
+    local dir="$staging/$name"
+    [ -f "$root/$name/reference_eval.json" ] && return 0
+    echo "== $root/$name" >&2
     "$python" reference/hib/hib_reference.py --recipe "$1" --model "$(model_flag "$2")" --seed "$3" \
         --steps "$steps" --precision "$precision" --out "$dir" > /dev/null 2>> "$dir.log.tmp" || { cat "$dir.log.tmp" >&2; return 1; }
-    mv "$dir.log.tmp" "$dir.log"
+    mv "$dir.log.tmp" "$root/$name.log"
+    mv "$dir" "$root/$name"
 }
 run_hedge() { # recipe model seed
-    local dir="$root/hedge-$1-$2-seed$3"
-    [ -f "$dir/eval-final.json" ] && return 0
-    echo "== $dir" >&2
+    local name="hedge-$1-$2-seed$3"
+    local dir="$staging/$name"
+    [ -f "$root/$name/eval-final.json" ] && return 0
+    echo "== $root/$name" >&2
     local config=()
     [ "$1" = hedge ] && config=(--config reference/hib/hedge-recipe.toml)
     # --continue starts the run, or continues an unfinished one from its own settings.
@@ -47,6 +53,8 @@ run_hedge() { # recipe model seed
         --seed "$3" --steps "$steps" --precision "$precision" --no-eval --out "$dir" --continue >> "$dir.log" 2>&1
     "$hedge" hib eval --run "$dir" --weights "$dir/model.safetensors" --json > "$dir/eval-final.json.tmp" 2>> "$dir.log"
     mv "$dir/eval-final.json.tmp" "$dir/eval-final.json"
+    mv "$dir.log" "$root/$name.log"
+    mv "$dir" "$root/$name"
 }
 for seed in "${seeds[@]}"; do
     for recipe in plain hedge; do
