@@ -8,6 +8,8 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 * :mod:`hedge.active` -- batch acquisition (ACS-FW, MaxEnt/BALD, LCMD) as functions of arrays.
 * :mod:`hedge.agnostic` -- concept erasure (LEACE) and the fresh-probe audit on feature arrays.
 * :mod:`hedge.ann` -- the HNSW graph behind identification, on NumPy arrays.
+* :mod:`hedge.metrics` -- uncertainty quality on arrays: reliability diagram and ECE,
+  risk-coverage and AURC, AUROC/AUPRC of an uncertainty for the errors.
 * :mod:`hedge.scale` -- past one machine on Ray: an index split into shards held by actors
   (``import hedge.scale``; needs ``pip install ray``).
 
@@ -34,9 +36,9 @@ if _release(_torch.__version__) != _release(BUILT_FOR_TORCH):
     )
 
 from . import _hedge  # noqa: E402  (only after the torch check: a mismatched libtorch crashes)
-from . import active, agnostic, ann, bayes, hib  # noqa: E402
+from . import active, agnostic, ann, bayes, hib, metrics  # noqa: E402
 
-__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version"]
+__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version", "metrics"]
 
 
 def libtorch_version() -> str:

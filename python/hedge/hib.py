@@ -29,12 +29,13 @@ import pathlib
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Optional, Union
+from typing import Callable, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import torch
 
 from . import _hedge
+from .metrics import ErrorDetection, ReliabilityDiagram
 
 __all__ = [
     "Embedding",
@@ -339,6 +340,95 @@ class Run:
         mean, variance, eta, labels = self._run.embed_split(split, samples, device)
         return Embedding(mean, variance, eta), np.asarray(labels, dtype=np.int64)
 
+    def evaluate(self, split: Optional[str] = None, estimator: str = "mc", samples: int = 8,
+                 points: Optional[int] = None, repeats: int = 10, candidates: int = 100, metrics: Sequence[str] = (),
+                 exclude_metrics: Sequence[str] = (), per_class: Optional[int] = None,
+                 device: str = "cpu") -> "EvalReport":
+        """The run evaluated on ``split`` (default: its protocol's main test split) exactly as
+        ``hedge hib eval --json`` does -- verification AP, KNN, ECE and the reliability diagram,
+        AURC of identification and verification, AUROC/AUPRC of the uncertainty for the errors --
+        without writing into the run. ``estimator``: ``"mc"`` (``samples`` draws, ``repeats``
+        repeats) or ``"quadrature"`` (``points`` nodes per axis; default: the measured count for
+        the run's D). A model trained with the csd loss is scored by its closed form."""
+        text = self._run.evaluate(split, estimator, samples, points, repeats, candidates, ",".join(metrics),
+                                  ",".join(exclude_metrics), per_class, device)
+        return EvalReport.from_json(text)
+
+
+@dataclass(frozen=True)
+class CleanCorrupt:
+    """A metric on clean images and on their occluded (corrupt) twins (None: not computed)."""
+
+    clean: Optional[float]
+    corrupt: Optional[float]
+
+
+@dataclass(frozen=True)
+class MeanStd:
+    """A mean over repeats and its sample standard deviation (n - 1; 0 for one repeat)."""
+
+    mean: float
+    std: float
+    n: int
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """One model's evaluation (``eval.json``, or :meth:`Run.evaluate`): the numbers every model
+    is compared by; ``json`` keeps the whole report as written."""
+
+    model: str
+    split: str
+    match_estimator: dict
+    repeats: int
+    verification_ap: CleanCorrupt
+    knn_accuracy: CleanCorrupt
+    ece: Optional[float]
+    reliability: Optional[ReliabilityDiagram]
+    """p(match) of the clean and corrupt verification pairs of every repeat."""
+    aurc: Optional[float]
+    """Identification (KNN) AURC, probes rejected by eta (a point model: nearest-neighbour distance)."""
+    aurc_uncertainty: Optional[str]
+    error_auroc: Optional[MeanStd]
+    """AUROC of that uncertainty for the identification errors."""
+    error_auprc: Optional[MeanStd]
+    verification_aurc: Optional[MeanStd]
+    """Selective verification, decisions rejected by their own confidence 1 - max(p, 1 - p)."""
+    verification_aurc_eta: Optional[MeanStd]
+    """The same decisions rejected by the pair's larger eta (stochastic models)."""
+    mean_eta: CleanCorrupt
+    json: dict
+
+    @classmethod
+    def from_json(cls, text: str) -> "EvalReport":
+        d = json.loads(text)
+
+        def twin(x: dict) -> CleanCorrupt:
+            return CleanCorrupt(x.get("clean"), x.get("corrupt"))
+
+        def spread(x) -> Optional[MeanStd]:
+            return MeanStd(**x) if x else None
+
+        reliability = d.get("reliability")
+        return cls(
+            model=d["model"],
+            split=d["split"],
+            match_estimator=d["match_estimator"],
+            repeats=d["repeats"],
+            verification_ap=twin(d["verification_ap"]),
+            knn_accuracy=twin(d["knn_accuracy"]),
+            ece=d.get("ece"),
+            reliability=ReliabilityDiagram.from_dict(reliability) if reliability else None,
+            aurc=d.get("aurc"),
+            aurc_uncertainty=d.get("aurc_uncertainty"),
+            error_auroc=spread(d.get("error_auroc")),
+            error_auprc=spread(d.get("error_auprc")),
+            verification_aurc=spread(d.get("verification_aurc")),
+            verification_aurc_eta=spread(d.get("verification_aurc_eta")),
+            mean_eta=twin(d["mean_eta"]),
+            json=d,
+        )
+
 
 @dataclass(frozen=True)
 class IdentityMatch:
@@ -369,6 +459,22 @@ class ProbeResult:
 
 
 @dataclass(frozen=True)
+class SelectiveQuality:
+    """Selective identification ranked by one uncertainty score ('eta' or 'margin'): the area
+    under its risk-coverage curve (lower is better) and its error detection (None where every
+    answer is right or every one wrong)."""
+
+    score: str
+    aurc: float
+    error_detection: Optional[ErrorDetection]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SelectiveQuality":
+        detection = d.get("error_detection")
+        return cls(d["score"], d["aurc"], ErrorDetection(**detection) if detection else None)
+
+
+@dataclass(frozen=True)
 class SearchSummary:
     """Numbers over a labelled probe set (``hib search``'s summary.json)."""
 
@@ -383,7 +489,15 @@ class SearchSummary:
     accuracy_answered: Optional[float]
     ann_recall_at_10: Optional[float]
     probes_per_second: float
+    selective: list = field(default_factory=list)
+    """[SelectiveQuality] by eta (stochastic models) and by margin."""
     undefined: list = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SearchSummary":
+        d = json.loads(text)
+        d["selective"] = [SelectiveQuality.from_dict(q) for q in d.get("selective", [])]
+        return cls(**d)
 
 
 def _image_source(images, labels, folder: pathlib.Path, name: str) -> str:
@@ -452,4 +566,4 @@ class Index:
             rows, summary = _hedge.hib_search(
                 str(self.path), p, target_risk, None if run is None else str(run), device
             )
-        return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))
+        return [ProbeResult.from_json(r) for r in rows], SearchSummary.from_json(summary)

@@ -442,7 +442,7 @@ class ShardedIdentifier(_ShardActors):
         answers = self._call_all(lambda a: a.candidates.remote(ref))
         risk = None if target_risk is None else float(target_risk)
         rows, summary = self._rules.decide(embedded, answers, time.perf_counter() - start, risk)
-        return [ProbeResult.from_json(r) for r in rows], SearchSummary(**json.loads(summary))
+        return [ProbeResult.from_json(r) for r in rows], SearchSummary.from_json(summary)
 
 
 # --- Embedding a large image set with Ray Data -----------------------------------------------

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use hedge_data::{DataRoot, ImageDataset, ImageSet, NDigitSplit};
 use hedge_embed::embed::{embed_dataset, EmbedOptions};
 use hedge_embed::experiment::{start_run, train_run, TrainPlan};
-use hedge_embed::run_eval::embed_run;
+use hedge_embed::run_eval::{embed_run, evaluate_run, EvalSettings};
 use hedge_embed::train::{load_model, TrainEvent};
-use hedge_embed::{HibConfig, HibData, OwnImagesRequest, RunDir, SettingsRequest};
+use hedge_embed::{HibConfig, HibData, MatchEstimator, MetricSet, OwnImagesRequest, RunDir, SettingsRequest};
 use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, SearchSpace, UncertaintyScore};
 use numpy::PyReadonlyArray4;
 use pyo3::exceptions::PyValueError;
@@ -249,6 +249,61 @@ impl HibRun {
             let set = embed_run(&self.run, &data, split, false, samples, device).map_err(value_error)?;
             let (mean, variance, eta) = embedding_tensors(py, &set)?;
             Ok((mean, variance, eta, set.labels))
+        })
+    }
+    /// The run evaluated on `split` (default: the protocol's main test split) exactly as
+    /// `hedge hib eval --json` evaluates it: the EvalReport as JSON. Nothing is written into the
+    /// run. `estimator` is "mc" (`samples` draws) or "quadrature" (`points` nodes per axis, by
+    /// default the measured count for the run's D); a model trained with the csd loss is scored
+    /// by its closed form whatever is asked. `metrics` and `exclude_metrics` are comma-separated
+    /// names as `--metrics` takes them.
+    #[pyo3(signature = (split=None, estimator="mc", samples=8, points=None, repeats=10, candidates=100, metrics="", exclude_metrics="", per_class=None, device_name="cpu"))]
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
+        &self,
+        py: Python<'_>,
+        split: Option<&str>,
+        estimator: &str,
+        samples: i64,
+        points: Option<usize>,
+        repeats: usize,
+        candidates: usize,
+        metrics: &str,
+        exclude_metrics: &str,
+        per_class: Option<usize>,
+        device_name: &str,
+    ) -> PyResult<String> {
+        crate::guarded(|| {
+            let device = device(device_name)?;
+            let split = match split {
+                Some(s) => NDigitSplit::parse(s).map_err(value_error)?,
+                None => self.config.data.protocol.main_test_split(),
+            };
+            let estimator = match estimator {
+                "mc" => MatchEstimator::MonteCarlo { samples },
+                "quadrature" => MatchEstimator::Quadrature {
+                    points: points.unwrap_or_else(|| hedge_embed::evaluate::quadrature_points(self.config.model.dim)),
+                },
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "estimator {other:?}: use \"mc\" (Monte Carlo) or \"quadrature\""
+                    )))
+                }
+            };
+            let settings = EvalSettings {
+                split,
+                estimator,
+                repeats,
+                candidates,
+                metrics: MetricSet::parse(metrics, exclude_metrics).map_err(value_error)?,
+                images_per_class: per_class,
+                validation_digits: None,
+            };
+            let data = HibData::new(DataRoot::from_env());
+            let command = format!("python: hedge.hib.Run({:?}).evaluate(...)", self.run.path.display().to_string());
+            let (_, report) =
+                py.detach(|| evaluate_run(&self.run, &data, None, &settings, device, &command)).map_err(value_error)?;
+            serde_json::to_string(&report).map_err(value_error)
         })
     }
 }

@@ -19,6 +19,7 @@ mod bayes;
 mod bench;
 mod hib;
 mod hib_run;
+mod metrics;
 mod shards;
 mod tensor;
 
@@ -122,6 +123,9 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(bench::bench_soft_contrastive, m)?,
         wrap_pyfunction!(agnostic::probe_one, m)?,
         wrap_pyfunction!(agnostic::probe_linear_and_mlp, m)?,
+        wrap_pyfunction!(metrics::eval_reliability_diagram, m)?,
+        wrap_pyfunction!(metrics::eval_risk_coverage, m)?,
+        wrap_pyfunction!(metrics::eval_error_detection, m)?,
     ] {
         m.add_function(f)?;
     }

@@ -1,6 +1,7 @@
 """HIB end to end from Python -- train on arrays, embed, index, search -- against the command
 line on the same run: the same embeddings and the same identification answers."""
 
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -8,6 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 from hedge import hib
 
@@ -95,12 +97,24 @@ def test_index_and_search_answer_as_the_command_line_does(trained, mnist_test):
     want_rows = [hib.ProbeResult.from_json(line) for line in (tmp / "cli-search" / "search.jsonl").read_text().splitlines()]
     want_summary = json.loads((tmp / "cli-search" / "summary.json").read_text())
     assert results == want_rows
-    got = summary.__dict__.copy()
+    got = dataclasses.asdict(summary)
     for d in (got, want_summary):
         d.pop("probes_per_second")
     assert got == want_summary
     assert summary.probes == 32 and len(results) == 32 and results[0].matches
     assert index.manifest["calibration"]["target_risk"] == 0.3
+    # Selective identification by eta and by margin: AURC in NumPy, error detection in scikit-learn.
+    assert [q.score for q in summary.selective] == ["eta", "margin"]
+    wrong = np.array([r.matches[0].identity != r.label for r in results])
+    for q in summary.selective:
+        u = np.array([r.eta if q.score == "eta" else 1.0 - r.margin for r in results])
+        order = np.argsort(u, kind="stable")
+        assert q.aurc == pytest.approx(np.mean(np.cumsum(wrong[order]) / np.arange(1, len(u) + 1)), abs=1e-12)
+        if 0 < wrong.sum() < len(wrong):
+            assert q.error_detection.auroc == pytest.approx(roc_auc_score(wrong, u), abs=1e-12)
+            assert q.error_detection.auprc == pytest.approx(average_precision_score(wrong, u), abs=1e-12)
+        else:
+            assert q.error_detection is None
 
 
 def test_bad_input_is_refused_with_the_fix(trained, tmp_path):
@@ -165,3 +179,27 @@ def test_csd_identification_returns_the_brute_force_csd_ranking(tmp_path, mnist_
                           validation_labels=validation[1], candidates=1, top_k=1, ef_search=1024)
     results, _ = one.search(probes, probe_labels)
     assert [r.matches[0].gallery_item for r in results] == [f"#{j}" for j in csd.argmin(1)]
+
+
+def test_evaluate_gives_the_command_lines_report(trained):
+    run, tmp, _, _ = trained
+    report = run.evaluate(repeats=2, candidates=20)
+    out = cli("hib", "eval", "--run", run.path, "--repeats", "2", "--candidates", "20", "--json")
+    want = json.loads(out.stdout)
+    got = dict(report.json)
+    for d in (got, want):
+        for volatile in ("eval_seconds", "command"):
+            d.pop(volatile)
+    assert got == want
+    assert report.split == "test_unseen" and report.repeats == 2
+    # The reliability diagram holds both variants' 5,000 + 5,000 pairs of each repeat, and its
+    # ECE pools them; verification decisions are ranked by their confidence and by eta.
+    assert sum(b.count for b in report.reliability.bins) == 2 * 2 * 10_000
+    assert 0 <= report.reliability.ece <= 1
+    assert report.verification_aurc.n == 2 and report.verification_aurc_eta.n == 2
+    # The quadrature estimator: deterministic, one repeat whatever is asked.
+    quadrature = run.evaluate(estimator="quadrature", repeats=3, candidates=20, metrics=["ece", "aurc"])
+    assert quadrature.repeats == 1 and quadrature.match_estimator["kind"] == "quadrature"
+    assert quadrature.knn_accuracy.clean is None and quadrature.reliability is not None
+    with pytest.raises(ValueError, match="estimator"):
+        run.evaluate(estimator="exact")

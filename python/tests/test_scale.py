@@ -116,7 +116,7 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
     got = [hib.ProbeResult.from_json(r) for r in rows]
     assert got == want
     assert sum(r.abstained for r in got) not in (0, len(got)), "the rule both answers and abstains here"
-    s = hib.SearchSummary(**json.loads(summary))
+    s = hib.SearchSummary.from_json(summary)
     assert (s.accuracy, s.coverage, s.accuracy_answered) == (want_summary.accuracy, want_summary.coverage,
                                                              want_summary.accuracy_answered)
     assert s.ann_recall_at_10 is None and "shards" in str(s.undefined)
@@ -184,7 +184,7 @@ def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp
     got = [hib.ProbeResult.from_json(r) for r in rows]
     assert_same_answers(got, want)
     assert 0 < sum(r.abstained for r in got) < len(got)
-    s = hib.SearchSummary(**json.loads(summary))
+    s = hib.SearchSummary.from_json(summary)
     assert (s.accuracy, s.coverage) == (want_summary.accuracy, want_summary.coverage)
     # A part that names an identity the template lacks is refused by name.
     with pytest.raises(ValueError, match="identity '99' is not among the set's 10 identities"):

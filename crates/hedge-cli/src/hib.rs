@@ -354,6 +354,12 @@ fn eval(args: EvalArgs) -> Result<()> {
     let own_digits = args.validation_digits.is_none_or(|d| d == run_digits);
     if args.weights.is_none() && metrics.is_all() && args.per_class.is_none() && own_digits {
         save_eval(&run, &report)?;
+        if let Some(diagram) = &report.reliability {
+            let figure = run.file(&hedge_embed::run_eval::reliability_file_name(report.split));
+            let title = format!("Reliability of p(match), {} ({})", report.split.name(), report.match_estimator.name());
+            hedge_lab::hib::figures::reliability_figure(&figure, &[("clean + corrupt pairs", diagram)], &title)?;
+            tracing::info!("wrote {}", figure.display());
+        }
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -4,7 +4,7 @@
 use hedge_data::PairBatch;
 use hedge_eval::{
     average_precision, equal_count_bins, expected_calibration_error, kendall_tau_b, knn_correct, risk_coverage, top_k,
-    KnnRule, MeanStd,
+    verification_decisions, KnnRule, MeanStd, ReliabilityAccumulator, ReliabilityDiagram,
 };
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
@@ -645,7 +645,8 @@ pub enum HibMetric {
     TauKnn,
     /// Expected calibration error of p(m | x1, x2), pooled and per variant.
     Ece,
-    /// Area under the risk–coverage curve of KNN identification and the risk at 20 coverages.
+    /// Area under the risk–coverage curve of KNN identification and the risk at 20 coverages,
+    /// the error detection of its uncertainty, and the AURC of verification decisions.
     Aurc,
     /// Every gallery/probe combination of Appendix G (Tables 6 and 7).
     GalleryProbe,
@@ -732,8 +733,9 @@ impl HibMetric {
             HibMetric::KnnAccuracy | HibMetric::KnnPlurality | HibMetric::TauKnn => {
                 Needs { knn: passes(&[0, 1]), ..Needs::default() }
             }
-            // A stream of clean and corrupt probes against the clean gallery.
-            HibMetric::Aurc => Needs { knn: passes(&[0, 2]), ..Needs::default() },
+            // A stream of clean and corrupt probes against the clean gallery, and the
+            // verification pairs' decisions.
+            HibMetric::Aurc => Needs { pair_scores: true, knn: passes(&[0, 2]), ..Needs::default() },
             HibMetric::GalleryProbe => Needs { knn: [true; 4], ..Needs::default() },
             HibMetric::KnnKept => Needs { knn_kept: true, ..Needs::default() },
         }
@@ -886,6 +888,20 @@ pub struct ModelEval {
     /// ECE of p(m | x1, x2) over the clean and corrupt verification pairs together.
     pub ece: Option<MeanStd>,
     pub ece_by_variant: Option<Twin<MeanStd>>,
+    /// The reliability diagram of p(m | x1, x2) over the clean and corrupt verification pairs of
+    /// every repeat together (10 equal-width bins; its `ece` pools the repeats, where `ece`
+    /// above is their mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<ReliabilityDiagram>,
+    /// AURC of selective verification over the clean and corrupt pairs together: a pair is
+    /// declared a match where p ≥ ½, and the least confident decisions (1 − max(p, 1 − p)) are
+    /// rejected first. Defined for every model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_aurc: Option<MeanStd>,
+    /// The same decisions rejected by the pair's uncertainty instead: the larger η of its two
+    /// images (stochastic embeddings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_aurc_eta: Option<MeanStd>,
     /// Area under the risk–coverage curve (η; the nearest-neighbour distance for point
     /// embeddings) of majority-KNN identification of clean and corrupt
     /// probes together against the clean gallery, rejecting the most uncertain (η) first.
@@ -981,6 +997,8 @@ pub fn evaluate_model(
     let mut knn: Vec<KnnRepeats> = vec![KnnRepeats::default(); KNN_PASSES.len()];
     let (mut aurc, mut risk, mut eta_means) = (Vec::new(), Vec::new(), (Vec::new(), Vec::new()));
     let mut error_detection = (Vec::new(), Vec::new());
+    let mut reliability = ReliabilityAccumulator::new(10)?;
+    let mut verification_aurc = (Vec::new(), Vec::new());
     let mut ap_mixed = Vec::new();
     let mut knn_kept: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
     // Clean then corrupt images in one set, so a pair can take its right image from the corrupt twin.
@@ -1021,6 +1039,21 @@ pub fn evaluate_model(
                 let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
                 let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
                 ece.2.push(expected_calibration_error(&both, &both_y, 10)?);
+                reliability.add(&both, &both_y)?;
+            }
+            if has(HibMetric::Aurc) {
+                let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
+                let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
+                let (correct, confidence) = verification_decisions(&both, &both_y)?;
+                verification_aurc.0.push(risk_coverage(&confidence, &correct)?.aurc);
+                if stochastic {
+                    let pair_eta = |eta: &[f64]| -> Vec<f64> {
+                        pairs.left.iter().zip(&pairs.right).map(|(&l, &r)| eta[l].max(eta[r])).collect()
+                    };
+                    let mut eta = pair_eta(&eta_clean);
+                    eta.extend(pair_eta(&eta_corrupt));
+                    verification_aurc.1.push(risk_coverage(&eta, &correct)?.aurc);
+                }
             }
             if stochastic && has(HibMetric::TauAp) {
                 let (bc, bk) = (
@@ -1111,6 +1144,9 @@ pub fn evaluate_model(
         tau_knn: Twin { clean: defined(HibMetric::TauKnn, &knn[0].2), corrupt: defined(HibMetric::TauKnn, &knn[1].2) },
         ece: has(HibMetric::Ece).then(|| MeanStd::of(&ece.2)),
         ece_by_variant: twin(HibMetric::Ece, &ece.0, &ece.1),
+        reliability: if has(HibMetric::Ece) { Some(reliability.finish()?) } else { None },
+        verification_aurc: has(HibMetric::Aurc).then(|| MeanStd::of(&verification_aurc.0)),
+        verification_aurc_eta: (has(HibMetric::Aurc) && stochastic).then(|| MeanStd::of(&verification_aurc.1)),
         aurc: has(HibMetric::Aurc).then(|| MeanStd::of(&aurc)),
         error_auroc: (has(HibMetric::Aurc) && !error_detection.0.is_empty()).then(|| MeanStd::of(&error_detection.0)),
         error_auprc: (has(HibMetric::Aurc) && !error_detection.1.is_empty()).then(|| MeanStd::of(&error_detection.1)),
@@ -1409,6 +1445,53 @@ mod tests {
         let ap = full.verification_ap.unwrap().clean;
         assert_eq!(ap.n, 3);
         assert!(ap.mean > 0.5, "AP {ap:?} on well separated classes");
+    }
+
+    /// The reliability diagram and the verification AURCs are those of the pair scores and η
+    /// computed here directly (quadrature: deterministic, one repeat), and the Monte-Carlo
+    /// evaluation's diagram holds every repeat's pairs.
+    #[test]
+    fn reliability_and_verification_aurc_are_those_of_the_pair_scores() {
+        let _turn = hedge_run::lock_generator();
+        let _generator = crate::seeded_generator(5);
+        let (_vs, h) = head(1.5, 1.0);
+        let (clean, corrupt) = labelled_twins(12, 10);
+        let estimator = MatchEstimator::Quadrature { points: 8 };
+        let options = ModelEvalOptions {
+            base: EvalOptions { bins: 4, candidates: 30, estimator, ..Default::default() },
+            repeats: 3,
+            matching_pairs: 200,
+            non_matching_pairs: 200,
+            pair_seed: 7,
+            metrics: MetricSet::all(),
+        };
+        let eval = evaluate_model(&h, &clean, &corrupt, true, &options, |_| {}).unwrap();
+        let pairs = hedge_data::verification_pairs(&clean.labels, 200, 200, 7).unwrap();
+        let scorer = Scorer { matcher: &h, estimator, stochastic: true };
+        let mut p = scorer.pair_scores(&clean, &pairs).unwrap();
+        p.extend(scorer.pair_scores(&corrupt, &pairs).unwrap());
+        let y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
+        // As JSON: an empty bin's NaN means (null there) are equal too.
+        let json = |d: &ReliabilityDiagram| serde_json::to_string(d).unwrap();
+        assert_eq!(json(eval.reliability.as_ref().unwrap()), json(&ReliabilityDiagram::new(&p, &y, 10).unwrap()));
+        let (correct, confidence) = verification_decisions(&p, &y).unwrap();
+        assert_eq!(eval.verification_aurc.unwrap().mean, risk_coverage(&confidence, &correct).unwrap().aurc);
+        let pair_eta = |set: &EmbeddedSet| -> Vec<f64> {
+            let eta = self_mismatch(&h, &set.embedding, estimator).unwrap();
+            pairs.left.iter().zip(&pairs.right).map(|(&l, &r)| eta[l].max(eta[r])).collect()
+        };
+        let mut eta = pair_eta(&clean);
+        eta.extend(pair_eta(&corrupt));
+        assert_eq!(eval.verification_aurc_eta.unwrap().mean, risk_coverage(&eta, &correct).unwrap().aurc);
+        // Monte Carlo: three repeats of 2 x 400 pairs in one diagram; a point model has no η.
+        let mc = ModelEvalOptions {
+            base: EvalOptions { estimator: MatchEstimator::MonteCarlo { samples: 4 }, ..options.base },
+            ..options
+        };
+        let eval = evaluate_model(&h, &clean, &corrupt, true, &mc, |_| {}).unwrap();
+        assert_eq!(eval.reliability.unwrap().count(), 3 * 2 * 400);
+        let point = evaluate_model(&h, &clean, &corrupt, false, &mc, |_| {}).unwrap();
+        assert!(point.verification_aurc.is_some() && point.verification_aurc_eta.is_none());
     }
 
     /// Three tight classes of three points on a line, one unit apart: with its own image in

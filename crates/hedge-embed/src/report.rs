@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::evaluate::{HibMetric, MatchEstimator, ModelEval, Twin};
 use crate::{ModelKind, ValidationDigits};
 use hedge_data::{NDigitProtocol, NDigitSplit};
-use hedge_eval::MeanStd;
+use hedge_eval::{MeanStd, ReliabilityDiagram};
 use hedge_run::undefined::{explain_nulls, NullReason, Undefined};
 
 /// A metric on the clean and the corrupt variant, each with its spread. `None` where the metric
@@ -214,6 +214,19 @@ pub struct EvalReport {
     pub ece_by_variant: TwinStats,
     #[serde(deserialize_with = "nan_for_null_one")]
     pub ece_std: f64,
+    /// The reliability diagram behind the ECE: p(m | x1, x2) of the clean and corrupt
+    /// verification pairs of every repeat, 10 equal-width bins (absent in reports written
+    /// before it was recorded, or where ECE was not computed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reliability: Option<ReliabilityDiagram>,
+    /// AURC of selective verification (clean and corrupt pairs; a match where p ≥ ½), the
+    /// least confident decisions (1 − max(p, 1 − p)) rejected first: defined for every model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_aurc: Option<MeanStd>,
+    /// The same, the pairs with the larger η of their two images rejected first (stochastic
+    /// embeddings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification_aurc_eta: Option<MeanStd>,
     pub eval_seconds: f64,
     pub gallery_probe: Vec<GalleryProbeReport>,
     /// Majority-vote KNN (K = 5): clean probes against the clean (`clean`) or the corrupt
@@ -281,6 +294,7 @@ impl EvalReport {
             NullReason::new("tau_*", tau),
             NullReason::new("gallery_probe[*].tau_knn", tau),
             NullReason::new("bins.*", "an eta bin holding no matching pair (AP) or no probe (KNN) has no score"),
+            NullReason::new("reliability.bins[*].*", "a p(match) bin holding no pair has no mean"),
             NullReason::new("weights", "the run's own model.safetensors was scored (a path, not a number)"),
         ];
         if self.metrics.is_some() {
@@ -359,6 +373,9 @@ impl EvalReport {
             ece: r.ece.map_or(nan, |m| m.mean),
             ece_by_variant: TwinStats::of(&r.ece_by_variant),
             ece_std: r.ece.map_or(nan, |m| m.std),
+            reliability: r.reliability.clone(),
+            verification_aurc: r.verification_aurc,
+            verification_aurc_eta: r.verification_aurc_eta,
             eval_seconds: context.eval_seconds,
             gallery_probe: r
                 .gallery_probe
@@ -462,6 +479,13 @@ impl EvalReport {
         if let Some(aurc) = r.aurc {
             t += &format!("AURC (clean + corrupt probes, clean gallery) {:.4}; ", aurc.mean);
         }
+        if let Some(v) = r.verification_aurc {
+            t += &format!("verification AURC (by the decision's confidence) {:.4}", v.mean);
+            match r.verification_aurc_eta {
+                Some(e) => t += &format!(", by the pair's eta {:.4}; ", e.mean),
+                None => t += "; ",
+            }
+        }
         if let (Some(auroc), Some(auprc)) = (r.error_auroc, r.error_auprc) {
             t += &format!(
                 "its uncertainty against the identification errors: AUROC {:.4}, AUPRC {:.4}; ",
@@ -469,6 +493,24 @@ impl EvalReport {
             );
         }
         t += &format!("{} repeats; ± is the sample sd over repeats", r.repeats);
+        if let Some(d) = &r.reliability {
+            t += &format!(
+                "\n\nreliability of p(match) over the clean and corrupt pairs of every repeat ({} pairs):\n\n",
+                d.count()
+            );
+            t += "| p(match) bin | pairs | mean p(match) | share matching |\n|---|---|---|---|\n";
+            for b in d.bins.iter().filter(|b| b.count > 0) {
+                t += &format!(
+                    "| [{:.1}, {:.1}{} | {} | {:.3} | {:.3} |\n",
+                    b.lower,
+                    b.upper,
+                    if b.upper >= 1.0 { "]" } else { ")" },
+                    b.count,
+                    b.mean_probability,
+                    b.observed_frequency
+                );
+            }
+        }
         t
     }
 }

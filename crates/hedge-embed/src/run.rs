@@ -29,7 +29,8 @@ pub const CHECKPOINTS_DIR: &str = "checkpoints";
 /// Where a run keeps its `TrainPlan` (`crate::experiment`), so that `--resume` watches and stops as the run began.
 pub const PLAN_FILE: &str = "plan.json";
 
-/// Every file name a training run writes at its top level (evaluations `eval*.json` aside).
+/// Every file name a training run writes at its top level (evaluations `eval*.json` and their
+/// `reliability*.png` aside).
 const RUN_FILES: [&str; 18] = [
     CONFIG_FILE,
     SEALED_CONFIG_FILE,
@@ -171,7 +172,8 @@ impl RunDir {
             doomed.extend(entries.flatten().map(|e| e.path()).filter(|p| {
                 p.file_name().is_some_and(|n| {
                     let n = n.to_string_lossy();
-                    n.starts_with("eval") && n.ends_with(".json")
+                    (n.starts_with("eval") && n.ends_with(".json"))
+                        || (n.starts_with("reliability") && n.ends_with(".png"))
                 })
             }));
         }

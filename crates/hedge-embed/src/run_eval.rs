@@ -182,6 +182,15 @@ pub fn eval_file_name(split: NDigitSplit) -> String {
     }
 }
 
+/// The reliability diagram's figure of an evaluation on `split`, beside its [`eval_file_name`]:
+/// `reliability.png` for the protocol's main test split, else `reliability_<split>.png`.
+pub fn reliability_file_name(split: NDigitSplit) -> String {
+    match split {
+        NDigitSplit::TestUnseen | NDigitSplit::Test => "reliability.png".to_string(),
+        other => format!("reliability_{}.png", other.name()),
+    }
+}
+
 /// Embeds the split's clean and corrupt twins with the run's model (or `weights`) and evaluates
 /// them. `command` is recorded in the report; [`save_eval`] writes it into the run.
 pub fn evaluate_run(

@@ -11,7 +11,10 @@ pub mod quadrature;
 pub mod ranking;
 pub mod spread;
 
-pub use calibration::{equal_count_bins, expected_calibration_error, risk_coverage, RiskCoverage};
+pub use calibration::{
+    equal_count_bins, expected_calibration_error, risk_coverage, verification_decisions, ReliabilityAccumulator,
+    ReliabilityBin, ReliabilityDiagram, RiskCoverage,
+};
 pub use correlation::kendall_tau_b;
 pub use error::{EvalError, Result};
 pub use grouped::MetricFrame;

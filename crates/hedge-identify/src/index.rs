@@ -583,8 +583,50 @@ pub struct SearchSummary {
     /// exact search was skipped.
     pub ann_recall_at_10: Option<f64>,
     pub probes_per_second: f64,
+    /// How well each uncertainty score ranks the labelled probes' top-1 errors: η (stochastic
+    /// models) and the margin (every model). Empty in summaries written before it was measured.
+    #[serde(default)]
+    pub selective: Vec<SelectiveQuality>,
     /// Why a field above is `null`.
     pub undefined: Vec<hedge_run::undefined::Undefined>,
+}
+
+/// Selective identification of labelled probes ranked by one uncertainty score, most certain
+/// first: the area under its risk–coverage curve (lower is better; a score that knows nothing
+/// has the full-coverage error rate) and its ROC AUC and average precision for the wrong
+/// answers (`None` where every answer is right or every one wrong).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectiveQuality {
+    pub score: UncertaintyScore,
+    pub aurc: f64,
+    pub error_detection: Option<hedge_eval::ErrorDetection>,
+}
+
+impl SelectiveQuality {
+    /// The quality of ranking by `score` of `results` whose label is `Some`, top-1 judged;
+    /// `None` when there are none.
+    pub fn of(results: &[ProbeResult], score: UncertaintyScore) -> Option<Self> {
+        let labelled: Vec<&ProbeResult> = results.iter().filter(|r| r.label.is_some()).collect();
+        let uncertainty: Vec<f64> = labelled
+            .iter()
+            .map(|r| match score {
+                UncertaintyScore::Eta => r.eta,
+                UncertaintyScore::Margin => 1.0 - r.margin,
+            })
+            .collect();
+        let correct: Vec<bool> = labelled.iter().map(|r| top1_correct(r)).collect();
+        let aurc = hedge_eval::risk_coverage(&uncertainty, &correct).ok()?.aurc;
+        Some(SelectiveQuality {
+            score,
+            aurc,
+            error_detection: hedge_eval::error_detection(&uncertainty, &correct).ok(),
+        })
+    }
+}
+
+/// Whether a probe's best identity is its label.
+fn top1_correct(r: &ProbeResult) -> bool {
+    r.matches.first().is_some_and(|m| Some(&m.identity) == r.label.as_ref())
 }
 
 /// Why a search reports no ANN recall.
@@ -982,7 +1024,7 @@ pub fn summarise(
 ) -> SearchSummary {
     let n = results.len().max(1) as f64;
     let known = results.iter().filter(|r| r.label.as_ref().is_some_and(|l| manifest.class_names.contains(l))).count();
-    let top1 = |r: &ProbeResult| r.matches.first().is_some_and(|m| Some(&m.identity) == r.label.as_ref());
+    let top1 = top1_correct;
     let in_top_k = |r: &ProbeResult| r.matches.iter().any(|m| Some(&m.identity) == r.label.as_ref());
     let answered: Vec<&ProbeResult> = results.iter().filter(|r| !r.abstained).collect();
     let mut summary = SearchSummary {
@@ -998,6 +1040,12 @@ pub fn summarise(
             .then(|| answered.iter().filter(|r| top1(r)).count() as f64 / answered.len() as f64),
         ann_recall_at_10: recall.ok(),
         probes_per_second: rate,
+        // A point model has no η (it is 0 for every probe): only the margin ranks its answers.
+        selective: [UncertaintyScore::Eta, UncertaintyScore::Margin]
+            .into_iter()
+            .filter(|&s| s == UncertaintyScore::Margin || manifest.model != ModelKind::Point)
+            .filter_map(|s| SelectiveQuality::of(results, s))
+            .collect(),
         undefined: Vec::new(),
     };
     summary.undefined = explain_nulls(

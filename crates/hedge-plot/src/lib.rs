@@ -223,6 +223,25 @@ pub fn uncertainty_bins(path: &Path, series: &[(&str, &[f64])], title: &str) -> 
     line_chart(path, &points, "uncertainty bin (eta, low to high)", "performance", title)
 }
 
+/// A reliability diagram: the observed share of positives against the mean predicted
+/// probability per bin, one line per named series, over the diagonal a calibrated model lies on.
+/// Points are (mean prediction, observed frequency); non-finite ones (empty bins) are skipped.
+pub fn reliability_diagram(path: &Path, series: &[(&str, Vec<(f64, f64)>)], title: &str) -> Result<()> {
+    let mut lines = vec![("perfect calibration", vec![(0.0, 0.0), (1.0, 1.0)])];
+    lines.extend(series.iter().map(|(name, points)| {
+        (*name, points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect())
+    }));
+    line_chart_in(
+        path,
+        &lines,
+        "mean predicted p(match) in the bin",
+        "share of matching pairs",
+        title,
+        (0.0, 1.0),
+        SeriesLabelPosition::UpperLeft,
+    )
+}
+
 /// A set of embedded inputs as plain numbers: `components` Gaussians (or points) of `dim`
 /// dimensions per input.
 ///

@@ -28,3 +28,17 @@ pub fn embedding_ellipses(
 ) -> Result<()> {
     Ok(hedge_plot::embedding_ellipses(path, &cloud(clean), &cloud(corrupt), per_panel, title)?)
 }
+
+/// The reliability diagrams of p(match) of named evaluations, one line each
+/// ([`hedge_plot::reliability_diagram`]).
+pub fn reliability_figure(
+    path: &Path,
+    diagrams: &[(&str, &hedge_eval::ReliabilityDiagram)],
+    title: &str,
+) -> Result<()> {
+    let series: Vec<(&str, Vec<(f64, f64)>)> = diagrams
+        .iter()
+        .map(|(name, d)| (*name, d.bins.iter().map(|b| (b.mean_probability, b.observed_frequency)).collect()))
+        .collect();
+    Ok(hedge_plot::reliability_diagram(path, &series, title)?)
+}
