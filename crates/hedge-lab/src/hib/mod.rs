@@ -12,6 +12,7 @@ pub mod reproduce;
 #[cfg(feature = "clap")]
 pub mod request;
 pub mod run;
+pub mod side_by_side;
 pub mod study;
 pub mod summary;
 pub mod time_to_quality;

@@ -56,6 +56,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     ];
     let mut all: Vec<Fragment> = pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect();
     all.extend(super::report_tables::fragments(results)?);
+    all.extend(super::side_by_side::fragments(results)?);
     Ok(all)
 }
 

@@ -1,0 +1,182 @@
+//! Point, HIB MoG-1 and PCME++'s CSD side by side (issue 82, item 6): the fragments of
+//! `results/hib/side-by-side/` (`scripts/side-by-side.sh`), read from every run's typed files:
+//! `eval.json` / `eval-quadrature.json` ([`EvalReport`]), `state.json` ([`RunState`]),
+//! `identification-<score>/summary.json` ([`SearchSummary`]) and the timing run's
+//! `calibration.json` ([`CalibrationRow`]).
+
+use std::collections::BTreeMap;
+
+use hedge_embed::report::EvalReport;
+use hedge_embed::run::RunState;
+use hedge_eval::{plus_minus, MeanStd};
+use hedge_identify::{SearchSummary, UncertaintyScore};
+use serde::{Deserialize, Serialize};
+
+use crate::report::format::thousands;
+use crate::report::{Fragment, Results};
+use crate::Result;
+
+/// Where the script's runs are collected.
+pub const SIDE_BY_SIDE: &str = "results/hib/side-by-side";
+/// The seeds of every model and setting.
+pub const SEEDS: [u32; 3] = [0, 1, 2];
+/// The data settings, with the words the table uses.
+pub const SETTINGS: [(&str, &str); 4] = [
+    ("mnist-n2-d2", "2-digit MNIST, D = 2 (instance)"),
+    ("fashion-d2", "Fashion-MNIST, D = 2"),
+    ("fashion-d16", "Fashion-MNIST, D = 16"),
+    ("fashion-d64", "Fashion-MNIST, D = 64"),
+];
+/// The trained models (folder prefix, words).
+pub const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "HIB MoG-1"), ("csd", "PCME++ CSD")];
+
+/// One model's timing in `calibration.json`: two copies of a short run side by side, and the
+/// steps the budget buys at that rate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CalibrationRow {
+    pub budget_seconds: f64,
+    pub timed_steps: Vec<usize>,
+    pub timed_seconds: Vec<f64>,
+    pub steps_per_second: f64,
+    pub steps: usize,
+}
+
+/// `calibration.json`: setting → model → timing.
+pub type Calibration = BTreeMap<String, BTreeMap<String, CalibrationRow>>;
+
+/// The fragments, once the runs are collected (`scripts/side-by-side.sh collect`; none before).
+pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
+    if !results.path(&format!("{SIDE_BY_SIDE}/runs")).is_dir() {
+        return Ok(Vec::new());
+    }
+    Ok(vec![
+        Fragment::new("hib", "side-by-side", quality_table(results)?),
+        Fragment::new("hib", "side-by-side-identification", identification_table(results)?),
+    ])
+}
+
+/// One evaluated model of a setting: its rows' words and each seed's report.
+struct Evaluated {
+    words: String,
+    steps: String,
+    reports: Vec<EvalReport>,
+}
+
+fn run_dir(setting: &str, model: &str, seed: u32) -> String {
+    format!("{SIDE_BY_SIDE}/runs/{setting}/{model}-seed{seed}")
+}
+
+/// Mean ± sd over seeds of `values`; "—" where none is defined.
+fn over_seeds(values: &[Option<f64>], decimals: usize) -> String {
+    let defined: Vec<f64> = values.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    if defined.is_empty() {
+        return "—".into();
+    }
+    let m = MeanStd::of(&defined);
+    let spread = (m.n > 1).then_some(m.std);
+    plus_minus(m.mean, spread, decimals, false, "1 seed")
+}
+
+fn evaluated(results: &Results, calibration: &Calibration, setting: &str) -> Result<Vec<Evaluated>> {
+    let mut out = Vec::new();
+    for (model, words) in MODELS {
+        let row = &calibration[setting][model];
+        let mut steps = Vec::new();
+        for seed in SEEDS {
+            let state: RunState = results.json(&format!("{}/state.json", run_dir(setting, model, seed)))?;
+            steps.push(state.step);
+        }
+        // Every seed trains the calibrated steps; a run cut short would show here.
+        let steps = if steps.iter().all(|&s| s == row.steps) {
+            thousands(row.steps as u64)
+        } else {
+            steps.iter().map(|&s| thousands(s as u64)).collect::<Vec<_>>().join(" / ")
+        };
+        let mut files =
+            vec![("eval.json", if model == "mog1" { format!("{words}, Monte Carlo") } else { words.into() })];
+        if model == "mog1" && results.exists(&format!("{}/eval-quadrature.json", run_dir(setting, model, 0))) {
+            files.push(("eval-quadrature.json", format!("{words}, quadrature")));
+        }
+        for (file, words) in files {
+            let reports = SEEDS
+                .iter()
+                .map(|&seed| results.json::<EvalReport>(&format!("{}/{file}", run_dir(setting, model, seed))))
+                .collect::<Result<Vec<_>>>()?;
+            out.push(Evaluated { words, steps: steps.clone(), reports });
+        }
+    }
+    Ok(out)
+}
+
+/// Accuracy and uncertainty quality of every model and setting, mean ± sd over the seeds.
+fn quality_table(results: &Results) -> Result<String> {
+    let calibration: Calibration = results.json(&format!("{SIDE_BY_SIDE}/calibration.json"))?;
+    let mut rows = vec![
+        "| data | model | steps in the budget | verification AP clean / corrupt | KNN clean / corrupt | ECE of p(match) \
+         | identification AURC | its uncertainty's error AUROC | verification AURC, by confidence / by η |"
+            .to_string(),
+        "|---|---|---|---|---|---|---|---|---|".into(),
+    ];
+    for (setting, data) in SETTINGS {
+        for e in evaluated(results, &calibration, setting)? {
+            let col =
+                |f: &dyn Fn(&EvalReport) -> Option<f64>, d| over_seeds(&e.reports.iter().map(f).collect::<Vec<_>>(), d);
+            let nan = |x: f64| x.is_finite().then_some(x);
+            rows.push(format!(
+                "| {data} | {} | {} | {} / {} | {} / {} | {} | {} | {} | {} / {} |",
+                e.words,
+                e.steps,
+                col(&|r| r.verification_ap.clean, 3),
+                col(&|r| r.verification_ap.corrupt, 3),
+                col(&|r| r.knn_accuracy.clean, 3),
+                col(&|r| r.knn_accuracy.corrupt, 3),
+                col(&|r| nan(r.ece), 3),
+                col(&|r| nan(r.aurc), 3),
+                col(&|r| r.error_auroc.map(|m| m.mean), 3),
+                col(&|r| r.verification_aurc.map(|m| m.mean), 3),
+                col(&|r| r.verification_aurc_eta.map(|m| m.mean), 3),
+            ));
+        }
+    }
+    Ok(rows.join("\n"))
+}
+
+/// Open-set identification of the held-out Fashion-MNIST classes, abstaining at the target
+/// risk, mean ± sd over the seeds.
+fn identification_table(results: &Results) -> Result<String> {
+    let mut rows = vec![
+        "| D | model | abstain by | top-1 accuracy, full coverage | coverage at target risk 0.1 | accuracy among answered \
+         | AURC | error AUROC | probes/s |"
+            .to_string(),
+        "|---|---|---|---|---|---|---|---|---|".into(),
+    ];
+    for (setting, _) in SETTINGS.iter().filter(|(s, _)| s.starts_with("fashion")) {
+        let dim = setting.trim_start_matches("fashion-d");
+        for (model, words) in MODELS {
+            for score in [UncertaintyScore::Eta, UncertaintyScore::Margin] {
+                let file =
+                    |seed| format!("{}/identification-{}/summary.json", run_dir(setting, model, seed), score.name());
+                if !results.exists(&file(0)) {
+                    continue;
+                }
+                let summaries =
+                    SEEDS.iter().map(|&seed| results.json::<SearchSummary>(&file(seed))).collect::<Result<Vec<_>>>()?;
+                let quality = |s: &SearchSummary| s.selective.iter().find(|q| q.score == score).cloned();
+                let col = |f: &dyn Fn(&SearchSummary) -> Option<f64>, d| {
+                    over_seeds(&summaries.iter().map(f).collect::<Vec<_>>(), d)
+                };
+                rows.push(format!(
+                    "| {dim} | {words} | {} | {} | {} | {} | {} | {} | {} |",
+                    score.name(),
+                    col(&|s| Some(s.accuracy), 3),
+                    col(&|s| Some(s.coverage), 3),
+                    col(&|s| s.accuracy_answered, 3),
+                    col(&|s| quality(s).map(|q| q.aurc), 3),
+                    col(&|s| quality(s).and_then(|q| q.error_detection).map(|d| d.auroc), 3),
+                    col(&|s| Some(s.probes_per_second), 0),
+                ));
+            }
+        }
+    }
+    Ok(rows.join("\n"))
+}
