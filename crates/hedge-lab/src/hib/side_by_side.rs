@@ -51,6 +51,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     }
     Ok(vec![
         Fragment::new("hib", "side-by-side", quality_table(results)?),
+        Fragment::new("hib", "side-by-side-findings", findings(results)?),
         Fragment::new("hib", "side-by-side-identification", identification_table(results)?),
     ])
 }
@@ -179,4 +180,54 @@ fn identification_table(results: &Results) -> Result<String> {
         }
     }
     Ok(rows.join("\n"))
+}
+
+/// A metric the findings compare models by: its words, whether higher is better, and its value
+/// in a report.
+type Criterion = (&'static str, bool, fn(&EvalReport) -> Option<f64>);
+
+const CRITERIA: [Criterion; 6] = [
+    ("verification AP (clean)", true, |r| r.verification_ap.clean),
+    ("KNN accuracy (clean)", true, |r| r.knn_accuracy.clean),
+    ("calibration of p(match) (ECE)", false, |r| r.ece.is_finite().then_some(r.ece)),
+    ("identification AURC", false, |r| r.aurc.is_finite().then_some(r.aurc)),
+    ("finding its own identification errors (error AUROC)", true, |r| r.error_auroc.map(|m| m.mean)),
+    ("verification AURC (by confidence)", false, |r| r.verification_aurc.map(|m| m.mean)),
+];
+
+/// Per setting and criterion, which model is best by the mean over seeds, and whether its lead
+/// over the runner-up is larger than the two seed spreads together ("clearly") or not ("within
+/// the seed spread"): the README's prose, generated from the same files as the table.
+fn findings(results: &Results) -> Result<String> {
+    let calibration: Calibration = results.json(&format!("{SIDE_BY_SIDE}/calibration.json"))?;
+    let mut lines = Vec::new();
+    for (setting, data) in SETTINGS {
+        let models = evaluated(results, &calibration, setting)?;
+        let mut parts = Vec::new();
+        for (words, higher, value) in CRITERIA {
+            let mut scored: Vec<(&str, MeanStd)> = models
+                .iter()
+                .filter_map(|e| {
+                    let v: Vec<f64> = e.reports.iter().filter_map(value).filter(|x| x.is_finite()).collect();
+                    (v.len() == e.reports.len()).then(|| (e.words.as_str(), MeanStd::of(&v)))
+                })
+                .collect();
+            if scored.len() < 2 {
+                continue;
+            }
+            scored.sort_by(|a, b| if higher { b.1.mean.total_cmp(&a.1.mean) } else { a.1.mean.total_cmp(&b.1.mean) });
+            let (best, runner) = (&scored[0], &scored[1]);
+            let clear = (best.1.mean - runner.1.mean).abs() > best.1.std + runner.1.std;
+            parts.push(format!(
+                "{words}: {} ({:.3} against {}'s {:.3}, {})",
+                best.0,
+                best.1.mean,
+                runner.0,
+                runner.1.mean,
+                if clear { "clearly" } else { "within the seed spread" }
+            ));
+        }
+        lines.push(format!("- **{data}** — best {}.", parts.join("; ")));
+    }
+    Ok(lines.join("\n"))
 }
