@@ -50,6 +50,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         return Ok(Vec::new());
     }
     Ok(vec![
+        Fragment::new("hib", "side-by-side-calibration", calibration_table(results)?),
         Fragment::new("hib", "side-by-side", quality_table(results)?),
         Fragment::new("hib", "side-by-side-findings", findings(results)?),
         Fragment::new("hib", "side-by-side-identification", identification_table(results)?),
@@ -107,6 +108,28 @@ fn evaluated(results: &Results, calibration: &Calibration, setting: &str) -> Res
         }
     }
     Ok(out)
+}
+
+/// The equal-time budget: each model's measured speed (two copies side by side, one thread each)
+/// and the steps every seed of it trains.
+fn calibration_table(results: &Results) -> Result<String> {
+    let calibration: Calibration = results.json(&format!("{SIDE_BY_SIDE}/calibration.json"))?;
+    let mut rows = vec![
+        "| data | model | budget per run | measured steps/s | steps every seed trains |".to_string(),
+        "|---|---|---|---|---|".into(),
+    ];
+    for (setting, data) in SETTINGS {
+        for (model, words) in MODELS {
+            let row = &calibration[setting][model];
+            rows.push(format!(
+                "| {data} | {words} | {} s | {:.2} | {} |",
+                row.budget_seconds,
+                row.steps_per_second,
+                thousands(row.steps as u64)
+            ));
+        }
+    }
+    Ok(rows.join("\n"))
 }
 
 /// Accuracy and uncertainty quality of every model and setting, mean ± sd over the seeds.
