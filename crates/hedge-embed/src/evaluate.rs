@@ -1033,17 +1033,16 @@ pub fn evaluate_model(
                 ap.0.push(average_precision(&s_clean, &pairs.is_match)?);
                 ap.1.push(average_precision(&s_corrupt, &pairs.is_match)?);
             }
+            // The clean and corrupt pairs pooled, for the pooled ECE, the diagram and the AURC.
+            let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
+            let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
             if has(HibMetric::Ece) {
                 ece.0.push(expected_calibration_error(&s_clean, &pairs.is_match, 10)?);
                 ece.1.push(expected_calibration_error(&s_corrupt, &pairs.is_match, 10)?);
-                let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
-                let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
                 ece.2.push(expected_calibration_error(&both, &both_y, 10)?);
                 reliability.add(&both, &both_y)?;
             }
             if has(HibMetric::Aurc) {
-                let both: Vec<f64> = s_clean.iter().chain(&s_corrupt).copied().collect();
-                let both_y: Vec<bool> = pairs.is_match.iter().chain(&pairs.is_match).copied().collect();
                 let (correct, confidence) = verification_decisions(&both, &both_y)?;
                 verification_aurc.0.push(risk_coverage(&confidence, &correct)?.aurc);
                 if stochastic {
