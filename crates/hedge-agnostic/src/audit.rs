@@ -157,6 +157,21 @@ pub struct ProbeResult {
     /// the probe was tuned, whose MLP probe had 64 units and weight decay 1e-4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen: Option<ProbeChoice>,
+    /// The setting a tuned ladder rung other than the MLP chose on its validation split
+    /// (`crate::ladder`); absent for untuned probes and the MLP probe (`chosen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<RungChoice>,
+}
+
+/// What a tuned ladder rung (quadratic, RBF) chose on its validation split.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RungChoice {
+    /// The logistic regression's weight decay.
+    pub weight_decay: f64,
+    /// The RBF kernel's γ in exp(−γ‖x − y‖²) on standardised features (RBF rung only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+    pub validation_accuracy: f64,
 }
 
 /// Trains a probe on (train features → labels) and scores it on the test split.
@@ -183,7 +198,7 @@ pub fn probe(
             "need ≥ 2 train rows, ≥ 1 test row, one label each",
         ));
     }
-    let classes = (train_a.max().int64_value(&[]).max(test_a.max().int64_value(&[])) + 1).max(2);
+    let classes = class_count(train_a, test_a);
     let mean = train_f.mean_dim(0, true, Kind::Float);
     let std = train_f.std_dim(0, false, true).clamp_min(1e-6);
     let (xs, xt) = ((train_f - &mean) / &std, (test_f - &mean) / &std);
@@ -205,7 +220,18 @@ pub fn probe(
         opt.backward_step(&loss);
     }
     let logits = tch::no_grad(|| net.forward(&xt));
-    let acc = accuracy(&logits, test_a);
+    score(&logits, test_a, classes)
+}
+
+/// What a probe's scores on the test rows tell: accuracy, the chance interval and the
+/// information bound. `logits` may be any unnormalised log-probabilities (log-probabilities
+/// themselves included).
+///
+/// # Shapes
+/// `logits`: `[m, classes]`, `test_a`: `[m]` i64 in `0..classes`.
+pub(crate) fn score(logits: &Tensor, test_a: &Tensor, classes: i64) -> Result<ProbeResult> {
+    let m = test_a.size()[0];
+    let acc = accuracy(logits, test_a);
     let ce_nats = tch::no_grad(|| logits.cross_entropy_for_logits(test_a)).double_value(&[]);
     let counts = test_a.bincount(None::<Tensor>, classes).to_kind(Kind::Double) / m as f64;
     let probs: Vec<f64> = Vec::try_from(counts).map_err(|e| invalid("probe", e, "copy"))?;
@@ -223,7 +249,27 @@ pub fn probe(
         mutual_information_bits: (entropy_bits - cross_entropy_bits).max(0.0),
         test_points: m as usize,
         chosen: None,
+        setting: None,
     })
+}
+
+/// The number of concept classes two label tensors imply (at least 2).
+pub(crate) fn class_count(train_a: &Tensor, test_a: &Tensor) -> i64 {
+    (train_a.max().int64_value(&[]).max(test_a.max().int64_value(&[])) + 1).max(2)
+}
+
+/// Rows `[fit, validation]` of an `n`-row probe-train split: 80 % to fit, 20 % to choose a
+/// setting on, in an order seeded by `seed`.
+pub(crate) fn validation_split(n: i64, seed: u64) -> Result<(Tensor, Tensor)> {
+    let fit_rows = n * 4 / 5;
+    if fit_rows < 2 || n - fit_rows < 1 {
+        return Err(invalid("probe data", n, "need ≥ 3 probe-train rows to hold a validation split out"));
+    }
+    let order = {
+        let _generator = crate::seeded_generator(seed as i64 + 7919);
+        Tensor::randperm(n, (Kind::Int64, Device::Cpu))
+    };
+    Ok((order.narrow(0, 0, fit_rows), order.narrow(0, fit_rows, n - fit_rows)))
 }
 
 /// The strongest MLP probe of [`MLP_PROBE_GRID`], so that "at chance" cannot come from a weak
@@ -240,16 +286,7 @@ pub fn tuned_mlp_probe(
     steps: usize,
     seed: u64,
 ) -> Result<ProbeResult> {
-    let n = train_f.size()[0];
-    let fit_rows = n * 4 / 5;
-    if fit_rows < 2 || n - fit_rows < 1 {
-        return Err(invalid("probe data", n, "need ≥ 3 probe-train rows to hold a validation split out"));
-    }
-    let order = {
-        let _generator = crate::seeded_generator(seed as i64 + 7919);
-        Tensor::randperm(n, (Kind::Int64, Device::Cpu))
-    };
-    let (fit, val) = (order.narrow(0, 0, fit_rows), order.narrow(0, fit_rows, n - fit_rows));
+    let (fit, val) = validation_split(train_f.size()[0], seed)?;
     let (fit_f, fit_a) = (train_f.index_select(0, &fit), train_a.index_select(0, &fit));
     let (val_f, val_a) = (train_f.index_select(0, &val), train_a.index_select(0, &val));
     let mut best: Option<(ProbeConfig, ProbeResult)> = None;
