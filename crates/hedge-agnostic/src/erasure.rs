@@ -851,6 +851,50 @@ mod tests {
         assert!(QuadraticLeace::fit_weighted(&x[..2 * d], d, &[0, 2], None).is_err(), "class 1 has no rows");
     }
 
+    /// Two Gaussian classes that differ in mean *and* covariance. LEACE equalises the means, so
+    /// the ladder's quadratic probe still reads the class from the spread; after quadratic LEACE
+    /// (fitted on the training rows, applied to held-out rows) both classes are the same Gaussian
+    /// up to estimation error, and the quadratic probe sits inside its chance interval.
+    #[test]
+    fn after_quadratic_leace_a_quadratic_probe_is_at_chance() {
+        use crate::ladder::{ProbeFamily, QuadraticProbe};
+        let d = 4;
+        let sample = |n: usize, seed: u64| {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut normal = || {
+                let (u, v): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random_range(0.0..1.0));
+                (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+            };
+            let (mut x, mut z) = (Vec::new(), Vec::new());
+            for i in 0..n {
+                let e: Vec<f64> = (0..d).map(|_| normal()).collect();
+                let c = (i % 2) as i64;
+                // Class 1: mean shifted along x0, x0 stretched and mixed into x1, x2 shrunk.
+                let row = if c == 0 { e } else { vec![2.0 * e[0] + 0.5, 0.6 * e[0] + e[1], 0.4 * e[2], e[3]] };
+                x.extend(row);
+                z.push(c);
+            }
+            (x, z)
+        };
+        let ((x, z), (xt, zt)) = (sample(8000, 1), sample(4000, 2));
+        let quadratic = QuadraticProbe { steps: 300, principal: 32 };
+        let read = |train: &[f64], test: &[f64]| {
+            let t = |v: &[f64], z: &[i64]| {
+                (Tensor::from_slice(v).reshape([z.len() as i64, d as i64]).to_kind(Kind::Float), Tensor::from_slice(z))
+            };
+            let ((tf, ta), (sf, sa)) = (t(train, &z), t(test, &zt));
+            quadratic.fit_and_score(&tf, &ta, &sf, &sa, 0).unwrap()
+        };
+        let before = read(&x, &xt);
+        assert!(before.accuracy > 0.72, "{before:?}");
+        let leace = Leace::fit(&x, d, &z).unwrap();
+        let linear_only = read(&leace.erase(&x, 1.0).unwrap(), &leace.erase(&xt, 1.0).unwrap());
+        assert!(linear_only.accuracy > 0.65 && !linear_only.at_chance, "{linear_only:?}");
+        let eraser = QuadraticLeace::fit_weighted(&x, d, &z, None).unwrap();
+        let erased = read(&eraser.erase(&x, &z, 1.0).unwrap(), &eraser.erase(&xt, &zt, 1.0).unwrap());
+        assert!(erased.at_chance && erased.mutual_information_bits < 0.01, "{erased:?}");
+    }
+
     #[test]
     fn inlp_projects_out_the_probe_directions() {
         let d = 6;
