@@ -6,12 +6,13 @@ mitigate, the fairlearn way).
   weights (:func:`group_balancing_weights` fits it where the concept is independent of the task).
 * :func:`probe` and :func:`audit` -- fresh probes trained on one split of frozen features and
   scored on another: accuracy, the 95 % interval of a chance-level classifier, and a lower bound
-  on the mutual information I(concept; features) in bits. :func:`audit` runs a linear probe and
-  an MLP probe tuned on a validation split, and, given the task classifier's decisions (logits),
-  the same MLP probe on them: the *decision floor*. A classifier whose decisions are harder on
-  one concept value leaks the concept through its confidence whatever its features do, so
-  hedge judges features by what they reveal beyond the decision (``Audit.excess_over_decision``,
-  passing at <= 0.01).
+  on the mutual information I(concept; features) in bits. :func:`audit` runs the *probe ladder*
+  (:data:`RUNGS`): linear, quadratic (degree-2 features), RBF kernel (random Fourier features,
+  bandwidth tuned), the tuned MLP and a random forest; given the task classifier's decisions
+  (logits), the same ladder on them: the *decision floor*. A classifier whose decisions are
+  harder on one concept value leaks the concept through its confidence whatever its features
+  do, so hedge judges features by what they reveal beyond the decision, rung by rung
+  (``Audit.worst_excess``, passing at <= 0.01).
 
 Shapes: features ``[n, d]`` (float), concepts ``[n]`` class indices 0, 1, ...
 """
@@ -33,6 +34,9 @@ __all__ = [
     "Leace",
     "ProbeChoice",
     "ProbeResult",
+    "RUNGS",
+    "Rung",
+    "RungChoice",
     "audit",
     "erasers",
     "group_balancing_weights",
@@ -53,6 +57,20 @@ class ProbeChoice:
     validation_accuracy: float
 
 
+#: The probe ladder's rungs, lowest first.
+RUNGS = ("linear", "quadratic", "rbf", "mlp", "forest")
+
+
+@dataclass(frozen=True)
+class RungChoice:
+    """What a tuned quadratic or RBF rung chose on its validation split."""
+
+    weight_decay: float
+    validation_accuracy: float
+    gamma: Optional[float] = None
+    """the RBF kernel's gamma in exp(-gamma |x - y|^2) on standardised features."""
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     """What a probe could read on the test rows."""
@@ -70,36 +88,108 @@ class ProbeResult:
     """max(0, H - cross-entropy): a lower bound on I(concept; features)."""
     test_points: int
     chosen: Optional[ProbeChoice] = None
+    """the MLP probe's tuned setting."""
+    setting: Optional[RungChoice] = None
+    """a quadratic or RBF rung's tuned setting."""
 
     @classmethod
     def from_json(cls, text: str) -> "ProbeResult":
-        d = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ProbeResult":
+        d = dict(d)
         chosen = d.pop("chosen", None)
+        setting = d.pop("setting", None)
         d["chance_interval"] = tuple(d["chance_interval"])
-        return cls(**d, chosen=ProbeChoice(**chosen) if chosen else None)
+        return cls(
+            **d,
+            chosen=ProbeChoice(**chosen) if chosen else None,
+            setting=RungChoice(**setting) if setting else None,
+        )
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the probe ladder: on the features, and on the decisions where given."""
+
+    name: str
+    features: ProbeResult
+    decision: Optional[ProbeResult] = None
+
+    @property
+    def excess(self) -> Optional[float]:
+        """Accuracy on the features minus accuracy on the decisions."""
+        return None if self.decision is None else self.features.accuracy - self.decision.accuracy
 
 
 @dataclass(frozen=True)
 class Audit:
-    """The fresh-probe audit of one set of features."""
+    """The fresh-probe audit of one set of features: the probe ladder (:data:`RUNGS`)."""
 
-    linear: ProbeResult
-    mlp: ProbeResult
-    """the MLP probe tuned on a validation split."""
-    decision: Optional[ProbeResult] = None
-    """the same tuned MLP probe on the task classifier's decisions (the floor), if given."""
+    rungs: tuple
+    """every :class:`Rung`, lowest first."""
+
+    @classmethod
+    def from_json(cls, text: str) -> "Audit":
+        d = json.loads(text)
+        return cls(
+            tuple(
+                Rung(
+                    r["rung"],
+                    ProbeResult.from_dict(r["features"]),
+                    ProbeResult.from_dict(r["decision"]) if r.get("decision") else None,
+                )
+                for r in d["rungs"]
+            )
+        )
+
+    def rung(self, name: str) -> Rung:
+        """The rung called ``name`` (one of :data:`RUNGS`)."""
+        for r in self.rungs:
+            if r.name == name:
+                return r
+        raise KeyError(f"no rung {name!r}; the rungs are {', '.join(r.name for r in self.rungs)}")
+
+    @property
+    def linear(self) -> ProbeResult:
+        """the linear rung on the features."""
+        return self.rung("linear").features
+
+    @property
+    def mlp(self) -> ProbeResult:
+        """the tuned MLP rung on the features."""
+        return self.rung("mlp").features
+
+    @property
+    def decision(self) -> Optional[ProbeResult]:
+        """the tuned MLP rung on the decisions (the floor), if decisions were given."""
+        return self.rung("mlp").decision
 
     @property
     def excess_over_decision(self) -> Optional[float]:
-        """MLP probe accuracy on the features minus that on the decisions."""
-        return None if self.decision is None else self.mlp.accuracy - self.decision.accuracy
+        """MLP rung accuracy on the features minus that on the decisions."""
+        return self.rung("mlp").excess
+
+    @property
+    def worst_excess(self) -> Optional[float]:
+        """The largest excess of a rung on the features over the same rung on the decisions."""
+        excesses = [r.excess for r in self.rungs]
+        return None if any(e is None for e in excesses) else max(excesses)
+
+    @property
+    def worst_rung(self) -> Optional[str]:
+        """The rung with the largest excess (``None`` without decisions)."""
+        if self.worst_excess is None:
+            return None
+        return max(self.rungs, key=lambda r: r.excess).name
 
     def passes(self, max_excess: float = MAX_PROBE_EXCESS) -> bool:
-        """Whether the features reveal at most ``max_excess`` beyond the decision (without
-        decisions: whether both probes stayed inside the chance interval)."""
-        if self.decision is None:
-            return self.linear.at_chance and self.mlp.at_chance
-        return self.excess_over_decision <= max_excess
+        """Whether on every rung the features reveal at most ``max_excess`` beyond the decision
+        (without decisions: whether every rung stayed inside its chance interval)."""
+        if self.worst_excess is None:
+            return all(r.features.at_chance for r in self.rungs)
+        return self.worst_excess <= max_excess
 
 
 def _concept(a, rows: int, name: str) -> np.ndarray:
@@ -198,8 +288,9 @@ def _split(train_features, train_concept, test_features, test_concept):
 
 
 def probe(train_features, train_concept, test_features, test_concept, kind: str = "linear", steps: int = 500, seed: int = 0) -> ProbeResult:
-    """One fresh probe (``"linear"``: multinomial logistic regression; ``"mlp"``: 64 ReLU units),
-    full-batch Adam for ``steps`` on standardised training features, scored on the test rows."""
+    """One fresh probe scored on the test rows: ``"linear"`` (multinomial logistic regression) or
+    ``"mlp"`` (64 ReLU units, untuned), full-batch Adam for ``steps`` on standardised training
+    features; or a ladder rung as the audit runs it: ``"quadratic"``, ``"rbf"``, ``"forest"``."""
     tf, ta, sf, sa = _split(train_features, train_concept, test_features, test_concept)
     return ProbeResult.from_json(_hedge.probe_one(tf, ta, sf, sa, kind, int(steps), int(seed)))
 
@@ -215,19 +306,17 @@ def audit(
     steps: int = 500,
     seed: int = 0,
 ) -> Audit:
-    """The audit of frozen features: a linear probe and the tuned MLP probe (four settings, the
-    best on 20 % of the training rows), and -- given the task classifier's decisions (logits,
-    ``[n, classes]``) on the same rows -- the tuned MLP probe on those, the decision floor."""
+    """The audit of frozen features: the probe ladder (:data:`RUNGS`; the gradient-trained rungs
+    take ``steps`` Adam steps, the tuned ones choose on 20 % of the training rows), and -- given
+    the task classifier's decisions (logits, ``[n, classes]``) on the same rows -- the same ladder
+    on those, the decision floor."""
     tf, ta, sf, sa = _split(train_features, train_concept, test_features, test_concept)
-    linear, mlp = _hedge.probe_linear_and_mlp(tf, ta, sf, sa, int(steps), int(seed))
-    decision = None
     if (train_decisions is None) != (test_decisions is None):
         raise ValueError("pass both `train_decisions` and `test_decisions`, or neither")
+    td = sd = None
     if train_decisions is not None:
         td = matrix(train_decisions, "train_decisions")
         sd = matrix(test_decisions, "test_decisions", n_features=td.shape[1])
         if td.shape[0] != tf.shape[0] or sd.shape[0] != sf.shape[0]:
             raise ValueError("the decisions must have one row per feature row (train and test)")
-        _, d_mlp = _hedge.probe_linear_and_mlp(td, ta, sd, sa, int(steps), int(seed))
-        decision = ProbeResult.from_json(d_mlp)
-    return Audit(ProbeResult.from_json(linear), ProbeResult.from_json(mlp), decision)
+    return Audit.from_json(_hedge.probe_ladder(tf, ta, sf, sa, td, sd, int(steps), int(seed)))

@@ -5,6 +5,7 @@
 use hedge_agnostic::audit::{probe, probe_pair, ProbeConfig, ProbeKind};
 use hedge_agnostic::eraser::{EraserSpec, ERASERS};
 use hedge_agnostic::erasure::{Erasure, Leace};
+use hedge_agnostic::ladder::{self, LadderConfig};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -209,16 +210,67 @@ pub fn probe_one(
     seed: u64,
 ) -> PyResult<String> {
     crate::guarded(|| {
+        let (tf, ta, sf, sa) =
+            (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
         let kind = match kind {
             "linear" => ProbeKind::Linear,
             "mlp" => ProbeKind::Mlp,
-            other => return Err(PyValueError::new_err(format!("probe kind {other:?}: use 'linear' or 'mlp'"))),
+            // The ladder's other rungs, tuned as in the audit.
+            rung => {
+                let family = LadderConfig::default()
+                    .with_steps(steps)
+                    .rungs()
+                    .into_iter()
+                    .find(|f| f.name() == rung && !matches!(rung, "linear" | "mlp"))
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "probe kind {rung:?}: use 'linear', 'mlp' (64 units, untuned), 'quadratic', 'rbf' or 'forest'"
+                        ))
+                    })?;
+                let r = py.detach(move || family.fit_and_score(&tf, &ta, &sf, &sa, seed)).map_err(value_error)?;
+                return Ok(json(&r));
+            }
         };
-        let (tf, ta, sf, sa) =
-            (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
         let config = ProbeConfig { steps, seed, ..ProbeConfig::new(kind) };
         let r = py.detach(move || probe(&tf, &ta, &sf, &sa, &config)).map_err(value_error)?;
         Ok(json(&r))
+    })
+}
+
+/// The probe ladder (`hedge_agnostic::ladder`) on the features and, given the task classifier's
+/// decisions (train and test logits), on those too: the `LadderAudit` as JSON.
+#[pyfunction]
+#[pyo3(signature = (train_features, train_concept, test_features, test_concept, train_decisions, test_decisions, steps, seed))]
+#[allow(clippy::too_many_arguments)]
+pub fn probe_ladder(
+    py: Python<'_>,
+    train_features: PyReadonlyArray2<'_, f64>,
+    train_concept: PyReadonlyArray1<'_, i64>,
+    test_features: PyReadonlyArray2<'_, f64>,
+    test_concept: PyReadonlyArray1<'_, i64>,
+    train_decisions: Option<PyReadonlyArray2<'_, f64>>,
+    test_decisions: Option<PyReadonlyArray2<'_, f64>>,
+    steps: usize,
+    seed: u64,
+) -> PyResult<String> {
+    crate::guarded(|| {
+        if steps == 0 {
+            return Err(PyValueError::new_err("`steps` must be at least 1 (the audit's default: 500)"));
+        }
+        let (tf, ta, sf, sa) =
+            (features(&train_features)?, labels(&train_concept)?, features(&test_features)?, labels(&test_concept)?);
+        let decisions = match (train_decisions, test_decisions) {
+            (Some(t), Some(s)) => Some((features(&t)?, features(&s)?)),
+            (None, None) => None,
+            _ => return Err(PyValueError::new_err("pass both `train_decisions` and `test_decisions`, or neither")),
+        };
+        let ladder = py
+            .detach(move || {
+                let rungs = LadderConfig::default().with_steps(steps).rungs();
+                ladder::probe_ladder(&rungs, &tf, &ta, &sf, &sa, decisions.as_ref().map(|(t, s)| (t, s)), seed)
+            })
+            .map_err(value_error)?;
+        Ok(json(&ladder))
     })
 }
 

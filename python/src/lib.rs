@@ -123,6 +123,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(bench::bench_soft_contrastive, m)?,
         wrap_pyfunction!(agnostic::probe_one, m)?,
         wrap_pyfunction!(agnostic::probe_linear_and_mlp, m)?,
+        wrap_pyfunction!(agnostic::probe_ladder, m)?,
         wrap_pyfunction!(metrics::eval_reliability_diagram, m)?,
         wrap_pyfunction!(metrics::eval_risk_coverage, m)?,
         wrap_pyfunction!(metrics::eval_error_detection, m)?,

@@ -171,6 +171,7 @@ fn median_squared_distance(x: &Tensor, mean: &Tensor, std: &Tensor, seed: u64) -
 /// Logistic regression on each candidate expansion (fitted on 80 % of the training rows) ×
 /// weight decay; the best on the other 20 % (accuracy, then cross-entropy) is scored on the test
 /// rows, its setting recorded.
+#[allow(clippy::too_many_arguments)]
 fn tuned_logistic(
     train_f: &Tensor,
     train_a: &Tensor,

@@ -8,6 +8,7 @@ use tch::{Kind, Tensor};
 use crate::Result;
 use hedge_agnostic::audit::{self, ProbeConfig, ProbeKind, ProbeResult};
 use hedge_agnostic::erasure::{fit_with_removal, FeatureView, Removal};
+use hedge_agnostic::ladder::{probe_ladder, LadderAudit, LadderConfig};
 use hedge_agnostic::model::{AgnosticNet, ModelConfig};
 use hedge_agnostic::train::{train_observed, TrainConfig, TrainingData};
 
@@ -120,14 +121,20 @@ pub struct ContextAudit {
     /// one background makes the digit for this classifier. Absent from older audits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_by_background: Option<[f64; 2]>,
+    /// The probe ladder (`hedge_agnostic::ladder`) on the features and on G_y's logits; its
+    /// `linear` and `mlp` rungs are `probe_linear` and `probe_mlp`, the `mlp` rung's floor is
+    /// `probe_decision`. Absent from audits written before the ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<LadderAudit>,
 }
 
-/// The audit's pass criterion (issue 34), with the floor `results/agnostic/decision-floor/`
-/// measured: a probe on G_y's two logits reads the background at ≥ 0.578 in every network with
-/// balanced accuracy ≥ 0.90, because photographs make digits harder and the decision's confidence
-/// shows it. So the features are judged by what they reveal *beyond* the decision.
+/// The audit's pass criterion (issue 34, every rung of the ladder since issue 83), with the floor
+/// `results/agnostic/decision-floor/` measured: a probe on G_y's two logits reads the background
+/// at ≥ 0.578 in every network with balanced accuracy ≥ 0.90, because photographs make digits
+/// harder and the decision's confidence shows it. So the features are judged by what they reveal
+/// *beyond* the decision.
 pub mod criterion {
-    /// Largest excess of the tuned MLP probe on the features over the same probe on G_y's logits.
+    /// Largest excess of any ladder rung on the features over the same rung on G_y's logits.
     pub const MAX_PROBE_EXCESS: f64 = 0.01;
     /// Largest gap between balanced and reversed test accuracy.
     pub const MAX_REVERSED_GAP: f64 = 0.02;
@@ -147,11 +154,17 @@ impl ContextAudit {
         self.target_accuracy.balanced - self.target_accuracy.reversed
     }
 
-    /// Whether the network passes the audit ([`criterion`]): the features reveal at most 0.01
-    /// more than the decision, reversed accuracy is within 0.02 of balanced, and balanced is at
-    /// least 0.90. Audits without a decision probe cannot pass.
+    /// The largest excess of a ladder rung on the features over the same rung on G_y's logits
+    /// (`None` for audits written before the ladder).
+    pub fn ladder_worst_excess(&self) -> Option<f64> {
+        self.ladder.as_ref().and_then(LadderAudit::worst_excess)
+    }
+
+    /// Whether the network passes the audit ([`criterion`]): on every rung of the ladder the
+    /// features reveal at most 0.01 more than the decision, reversed accuracy is within 0.02 of
+    /// balanced, and balanced is at least 0.90. Audits without the ladder cannot pass.
     pub fn is_agnostic(&self) -> bool {
-        self.probe_excess_over_decision().is_some_and(|e| e <= criterion::MAX_PROBE_EXCESS)
+        self.ladder_worst_excess().is_some_and(|e| e <= criterion::MAX_PROBE_EXCESS)
             && self.reversed_gap().abs() <= criterion::MAX_REVERSED_GAP
             && self.target_accuracy.balanced >= criterion::MIN_BALANCED
     }
@@ -194,8 +207,16 @@ pub fn run_context(
     });
     tracing::info!("concept class-mean gap on held-out rows {held_out_gap:.4} (feature spread {spread:.4})");
     let (pt, pa) = (&data.probe_train, &data.probe_test);
-    let (probe_linear, probe_mlp) =
-        audit::probe_pair(&probe_train_f, &pt.protected, &probe_test_f, &pa.protected, probe_steps, repeat)?;
+    let ladder = probe_ladder(
+        &LadderConfig::default().with_steps(probe_steps).rungs(),
+        &probe_train_f,
+        &pt.protected,
+        &probe_test_f,
+        &pa.protected,
+        Some((&view.target_logits(&probe_train_f), &view.target_logits(&probe_test_f))),
+        repeat,
+    )?;
+    let (probe_linear, probe_mlp, probe_decision) = ladder_pair(&ladder)?;
     let mlp_config = ProbeConfig { steps: probe_steps, seed: repeat, ..ProbeConfig::new(ProbeKind::Mlp) };
     let mut within = Vec::new();
     for y in 0..2i64 {
@@ -208,14 +229,6 @@ pub fn run_context(
             &mlp_config,
         )?);
     }
-    let probe_decision = audit::tuned_mlp_probe(
-        &view.target_logits(&probe_train_f),
-        &pt.protected,
-        &view.target_logits(&probe_test_f),
-        &pa.protected,
-        probe_steps,
-        repeat,
-    )?;
     let on_background = |b: i64| {
         let rows = data.test_balanced.protected.eq(b).nonzero().squeeze_dim(1);
         audit::accuracy(&balanced_logits.index_select(0, &rows), &data.test_balanced.target.index_select(0, &rows))
@@ -248,10 +261,21 @@ pub fn run_context(
         ),
         mask_share: audit::mask_share(&net, &data.test_balanced.x, &data.test_balanced.mask).unwrap_or(f64::NAN),
         train_seconds,
-        probe_decision: Some(probe_decision),
+        probe_decision,
         accuracy_by_background: Some([on_background(0), on_background(1)]),
+        ladder: Some(ladder),
     };
     Ok((audit, net))
+}
+
+/// The ladder's linear rung, its MLP rung and the MLP rung's floor: the probes audits reported
+/// before the ladder, under their old names.
+pub(crate) fn ladder_pair(ladder: &LadderAudit) -> Result<(ProbeResult, ProbeResult, Option<ProbeResult>)> {
+    let rung = |name: &str| {
+        ladder.rung(name).ok_or_else(|| crate::error::invalid("probe ladder", name, "the audit needs this rung"))
+    };
+    let (linear, mlp) = (rung("linear")?, rung("mlp")?);
+    Ok((linear.features, mlp.features, mlp.decision))
 }
 
 /// One point of Experiment 1's learning curves (the paper's Fig. 2).
@@ -337,7 +361,7 @@ mod tests {
         let mut weak = pass.clone();
         weak.target_accuracy.balanced = 0.899;
         weak.target_accuracy.reversed = 0.899;
-        let old = ContextAudit { probe_decision: None, ..pass.clone() };
+        let old = ContextAudit { ladder: None, ..pass.clone() };
         assert!(!reversed.is_agnostic() && !weak.is_agnostic() && !old.is_agnostic());
     }
 }

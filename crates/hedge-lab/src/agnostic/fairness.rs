@@ -10,6 +10,7 @@ use super::context::{labels, ProbeAccuracy};
 use crate::Result;
 use hedge_agnostic::audit::{self, ProbeResult};
 use hedge_agnostic::erasure::{fit_with_removal, FeatureView, Removal};
+use hedge_agnostic::ladder::{probe_ladder, LadderAudit, LadderConfig};
 use hedge_agnostic::model::{AgnosticNet, ModelConfig};
 use hedge_agnostic::train::{TrainConfig, TrainingData};
 
@@ -90,6 +91,11 @@ pub struct FairnessAudit {
     pub probe_linear: ProbeResult,
     pub probe_mlp: ProbeResult,
     pub train_seconds: f64,
+    /// The probe ladder (`hedge_agnostic::ladder`) on the features and on G_y's logits (the
+    /// decision floor); its `linear` and `mlp` rungs are `probe_linear` and `probe_mlp`. Absent
+    /// from audits written before the ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<LadderAudit>,
 }
 
 /// Trains one MLP agnostic network on Adult (no context-labelled set: every training row has
@@ -120,7 +126,16 @@ pub fn run_tabular(
     let probe_train = view.features(&data.probe_train.x, &data.probe_train.protected);
     let probe_test = view.features(&data.probe_test.x, &data.probe_test.protected);
     let (pt, pa) = (&data.probe_train.protected, &data.probe_test.protected);
-    let (probe_linear, probe_mlp) = audit::probe_pair(&probe_train, pt, &probe_test, pa, probe_steps, repeat)?;
+    let ladder = probe_ladder(
+        &LadderConfig::default().with_steps(probe_steps).rungs(),
+        &probe_train,
+        pt,
+        &probe_test,
+        pa,
+        Some((&view.target_logits(&probe_train), &view.target_logits(&probe_test))),
+        repeat,
+    )?;
+    let (probe_linear, probe_mlp, _) = super::context::ladder_pair(&ladder)?;
     let audit = FairnessAudit {
         alpha: config.alpha,
         repeat,
@@ -134,6 +149,7 @@ pub fn run_tabular(
         probe_linear,
         probe_mlp,
         train_seconds,
+        ladder: Some(ladder),
     };
     Ok((audit, net))
 }

@@ -310,6 +310,15 @@ impl SweepAudit {
         }
     }
 
+    /// The probe ladder, where the audit ran it.
+    fn ladder(&self) -> Option<&hedge_agnostic::ladder::LadderAudit> {
+        match self {
+            SweepAudit::Context(a) => a.ladder.as_ref(),
+            SweepAudit::Domain(_) => None,
+            SweepAudit::Tabular(a) => a.ladder.as_ref(),
+        }
+    }
+
     /// The larger of the two probes' information bounds (each bound is valid; an overconfident
     /// probe gives a looser one).
     fn probe_bits(&self) -> f64 {
@@ -768,6 +777,8 @@ struct Schema {
     chance: Option<f64>,
     /// Runs per α where a condition holds: (summary key, condition).
     counts: Vec<Count>,
+    /// The probe ladder's columns (in `summary.json`, and in a table of their own).
+    ladder: Vec<Column>,
 }
 
 macro_rules! field {
@@ -788,6 +799,38 @@ macro_rules! optional_field {
             _ => None,
         }
     };
+}
+
+/// Per rung of the probe ladder, its accuracy on the features and on G_y's logits (the floor),
+/// then the worst excess over the floor: `summary.json`'s `ladder.<rung>.{features,decision}` and
+/// `ladder_worst_excess`.
+macro_rules! ladder_columns {
+    ($($rung:literal),*) => {
+        vec![
+            $(
+                Column {
+                    key: &["ladder", $rung, "features"],
+                    title: $rung,
+                    read: |a| a.ladder().and_then(|l| l.rung($rung)).map(|r| r.features.accuracy),
+                },
+                Column {
+                    key: &["ladder", $rung, "decision"],
+                    title: concat!($rung, " on G_y's logits"),
+                    read: |a| a.ladder().and_then(|l| l.rung($rung)).and_then(|r| r.decision.map(|d| d.accuracy)),
+                },
+            )*
+            Column {
+                key: &["ladder_worst_excess"],
+                title: "worst rung: features − logits",
+                read: |a| a.ladder().and_then(|l| l.worst_excess()),
+            },
+        ]
+    };
+}
+
+/// The ladder's columns, in the order of `hedge_agnostic::ladder::RUNGS`.
+fn ladder_columns() -> Vec<Column> {
+    ladder_columns!("linear", "quadratic", "rbf", "mlp", "forest")
 }
 
 /// The two fresh probes every dataset's audit has.
@@ -892,6 +935,7 @@ fn schema(dataset: SweepDataset) -> Schema {
                     // Issue 34's pass criterion (`ContextAudit::is_agnostic`).
                     ("agnostic_runs", |a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())),
                 ],
+                ladder: ladder_columns(),
             }
         }
         SweepDataset::MnistM => {
@@ -930,6 +974,7 @@ fn schema(dataset: SweepDataset) -> Schema {
                 probe_title: "MNIST → MNIST-M: fresh domain probes vs λ",
                 chance: Some(0.5),
                 counts: vec![mlp_at_chance],
+                ladder: Vec::new(),
             }
         }
         SweepDataset::Adult | SweepDataset::Table => {
@@ -990,9 +1035,41 @@ fn schema(dataset: SweepDataset) -> Schema {
                 },
                 chance: None,
                 counts: vec![mlp_at_chance],
+                ladder: ladder_columns(),
             }
         }
     }
+}
+
+/// The probe ladder's table: per α and rung, accuracy on the features / on G_y's logits (mean ±
+/// std over repeats), then the worst excess. Empty without ladder columns.
+fn ladder_table(columns: &[Column], stats: &[Vec<MeanStd>], alphas: &[f64]) -> String {
+    if columns.is_empty() {
+        return String::new();
+    }
+    let cell = |s: &MeanStd| hedge_eval::plus_minus(s.mean, (s.n >= 2).then_some(s.std), 3, false, "1 repeat");
+    let rungs: Vec<&str> =
+        columns.iter().filter(|c| c.key.len() == 3 && c.key[2] == "features").map(|c| c.key[1]).collect();
+    let mut md = String::from(
+        "\nThe probe ladder (fresh probes on held-out rows): accuracy at the protected concept from the features / \
+         from G_y's logits (the decision floor), and the largest excess of a rung over its floor.\n\n| α |",
+    );
+    for rung in &rungs {
+        md.push_str(&format!(" {rung} |"));
+    }
+    md.push_str(&format!(" worst excess |\n|---|{}---|\n", "---|".repeat(rungs.len())));
+    let at = |key: [&str; 3]| columns.iter().position(|c| c.key == key);
+    for (i, &alpha) in alphas.iter().enumerate() {
+        md.push_str(&format!("| {} |", alpha_key(alpha)));
+        for rung in &rungs {
+            let features = at(["ladder", rung, "features"]).map(|k| cell(&stats[k][i]));
+            let decision = at(["ladder", rung, "decision"]).map(|k| cell(&stats[k][i]));
+            md.push_str(&format!(" {} / {} |", features.unwrap_or_default(), decision.unwrap_or_else(|| "–".into())));
+        }
+        let worst = columns.iter().position(|c| c.key == ["ladder_worst_excess"]);
+        md.push_str(&format!(" {} |\n", worst.map_or_else(|| "–".to_string(), |k| cell(&stats[k][i]))));
+    }
+    md
 }
 
 /// A mean and sample standard deviation (n − 1) over the repeats of one α.
@@ -1059,6 +1136,11 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     let mut schema = schema(config.dataset);
     // A number added to the audit later is left out of sweeps whose audits predate it.
     schema.columns.retain(|c| audits.iter().any(|a| (c.read)(a).is_some()));
+    schema.ladder.retain(|c| audits.iter().any(|a| (c.read)(a).is_some()));
+    // The ladder's numbers go to the summary with the others and to a table of their own.
+    let table_columns = schema.columns.len();
+    let ladder = std::mem::take(&mut schema.ladder);
+    schema.columns.extend(ladder);
     let mut alphas: Vec<f64> = audits.iter().map(SweepAudit::alpha).collect();
     alphas.sort_by(f64::total_cmp);
     alphas.dedup();
@@ -1113,13 +1195,13 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         ),
     };
     let mut md = format!("{}{removal}\n\n| α |", schema.intro);
-    for column in &schema.columns {
+    for column in &schema.columns[..table_columns] {
         md.push_str(&format!(" {} |", column.title));
     }
-    md.push_str(&format!("\n|---|{}\n", "---|".repeat(schema.columns.len())));
+    md.push_str(&format!("\n|---|{}\n", "---|".repeat(table_columns)));
     for (i, &alpha) in alphas.iter().enumerate() {
         md.push_str(&format!("| {} |", alpha_key(alpha)));
-        for s in &stats {
+        for s in &stats[..table_columns] {
             let std = (s[i].n >= 2).then_some(s[i].std);
             md.push_str(&format!(" {} |", hedge_eval::plus_minus(s[i].mean, std, 3, false, "1 repeat")));
         }
@@ -1129,17 +1211,23 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
         "\nRuns per α: {}.\n",
         alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), of_alpha(a).count())).collect::<Vec<_>>().join(", ")
     ));
+    md.push_str(&ladder_table(&schema.columns[table_columns..], &stats[table_columns..], &alphas));
     if config.dataset == SweepDataset::ContextMnist {
         use super::context::criterion;
         let agnostic =
             |alpha: f64| of_alpha(alpha).filter(|a| matches!(a, SweepAudit::Context(c) if c.is_agnostic())).count();
+        let probes = if audits.iter().any(|a| a.ladder().is_some()) {
+            "every rung of the probe ladder at most {} more accurate on the features than on G_y's logits"
+        } else {
+            "the tuned MLP probe on the features at most {} above the same probe on G_y's logits"
+        };
         md.push_str(&format!(
-            "\nAgnostic networks per α (the audit's criterion: the tuned MLP probe on the features at most {} above the \
-             same probe on G_y's logits, balanced − reversed within ±{}, balanced ≥ {}; networks audited before the \
-             logit probe existed cannot pass): {}.\n",
-            criterion::MAX_PROBE_EXCESS,
+            "\nAgnostic networks per α (the audit's criterion: {}, balanced − reversed within ±{}, balanced ≥ {}; \
+             networks audited before the {} existed cannot pass): {}.\n",
+            probes.replace("{}", &criterion::MAX_PROBE_EXCESS.to_string()),
             criterion::MAX_REVERSED_GAP,
             criterion::MIN_BALANCED,
+            if audits.iter().any(|a| a.ladder().is_some()) { "ladder" } else { "logit probe" },
             alphas.iter().map(|&a| format!("{}: {}", alpha_key(a), agnostic(a))).collect::<Vec<_>>().join(", ")
         ));
     }
