@@ -420,6 +420,123 @@ pub fn probe_ladder(
     Ok(LadderAudit { rungs })
 }
 
+/// The arrays [`audit_arrays_file`] reads from an `.npz` archive: features and concept labels of
+/// the probes' training and test rows, and optionally the task classifier's logits on both.
+pub const ARRAY_NAMES: [&str; 6] =
+    ["train_features", "train_concept", "test_features", "test_concept", "train_decisions", "test_decisions"];
+
+/// The ladder on a user's arrays: `path` is an `.npz` archive holding float `train_features`
+/// `[n, d]` and `test_features` `[m, d]`, int64 `train_concept` `[n]` and `test_concept` `[m]`,
+/// and optionally float `train_decisions` `[n, c]` and `test_decisions` `[m, c]` (the task
+/// classifier's logits: the decision floor). `numpy.savez(path, train_features=…, …)` writes it.
+pub fn audit_arrays_file(path: &std::path::Path, config: &LadderConfig, seed: u64) -> Result<LadderAudit> {
+    let arrays = hedge_data::npy::read_npz_members(path, &ARRAY_NAMES)?;
+    let shown = path.display();
+    let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
+    let floats = |name: &'static str, required: bool| -> Result<Option<Tensor>> {
+        let Some(a) = get(name) else {
+            return if required {
+                Err(invalid(
+                    "audit arrays",
+                    format!("{shown} has no '{name}'"),
+                    format!("save it with numpy.savez(…, {name}=…); the archive needs {}", ARRAY_NAMES[..4].join(", ")),
+                ))
+            } else {
+                Ok(None)
+            };
+        };
+        let values: Vec<f32> = match &a.data {
+            hedge_data::NpyData::F32(v) => v.clone(),
+            hedge_data::NpyData::F64(v) => v.iter().map(|&x| x as f32).collect(),
+            _ => {
+                return Err(invalid(
+                    "audit arrays",
+                    format!("{shown}: '{name}'"),
+                    "must hold float32 or float64 values",
+                ))
+            }
+        };
+        if a.shape.len() != 2 || values.iter().any(|v| !v.is_finite()) {
+            return Err(invalid(
+                "audit arrays",
+                format!("{shown}: '{name}' of shape {:?}", a.shape),
+                "must be a 2-D array [rows, columns] of finite values",
+            ));
+        }
+        Ok(Some(Tensor::from_slice(&values).reshape([a.shape[0] as i64, a.shape[1] as i64])))
+    };
+    let labels = |name: &'static str| -> Result<Tensor> {
+        let a = get(name).ok_or_else(|| {
+            invalid(
+                "audit arrays",
+                format!("{shown} has no '{name}'"),
+                format!("save it with numpy.savez(…, {name}=…)"),
+            )
+        })?;
+        let v = a.as_i64().map_err(|e| {
+            invalid(
+                "audit arrays",
+                format!("{shown}: '{name}'"),
+                format!("{} (concept labels are int64 class indices)", e.0),
+            )
+        })?;
+        if a.shape.len() != 1 || v.iter().any(|&c| c < 0) {
+            return Err(invalid(
+                "audit arrays",
+                format!("{shown}: '{name}'"),
+                "must be a 1-D array of class indices ≥ 0",
+            ));
+        }
+        Ok(Tensor::from_slice(v))
+    };
+    let (tf, sf) =
+        (floats("train_features", true)?.expect("required"), floats("test_features", true)?.expect("required"));
+    let (ta, sa) = (labels("train_concept")?, labels("test_concept")?);
+    if ta.size()[0] != tf.size()[0] || sa.size()[0] != sf.size()[0] || tf.size()[1] != sf.size()[1] {
+        return Err(invalid(
+            "audit arrays",
+            format!("{shown}: features {:?} / {:?}, concepts {:?} / {:?}", tf.size(), sf.size(), ta.size(), sa.size()),
+            "need one concept label per feature row, and train and test features of one width",
+        ));
+    }
+    let decisions = match (floats("train_decisions", false)?, floats("test_decisions", false)?) {
+        (Some(t), Some(s)) => Some((t, s)),
+        (None, None) => None,
+        _ => {
+            return Err(invalid(
+                "audit arrays",
+                shown,
+                "holds one of train_decisions / test_decisions: give both or neither",
+            ))
+        }
+    };
+    probe_ladder(&config.rungs(), &tf, &ta, &sf, &sa, decisions.as_ref().map(|(t, s)| (t, s)), seed)
+}
+
+impl LadderAudit {
+    /// A Markdown table: per rung, accuracy on the features, its chance interval, the information
+    /// bound, and (with decisions) accuracy on the decisions and the excess.
+    pub fn to_markdown(&self) -> String {
+        let mut md = String::from(
+            "| rung | features | chance interval | bits | decisions (floor) | excess |\n|---|---|---|---|---|---|\n",
+        );
+        for r in &self.rungs {
+            let f = &r.features;
+            md.push_str(&format!(
+                "| {} | {:.4} | {:.4}–{:.4} | {:.3} | {} | {} |\n",
+                r.rung,
+                f.accuracy,
+                f.chance_interval.0,
+                f.chance_interval.1,
+                f.mutual_information_bits,
+                r.decision.map_or("–".into(), |d| format!("{:.4}", d.accuracy)),
+                r.excess().map_or("–".into(), |e| format!("{e:+.4}")),
+            ));
+        }
+        md
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,13 @@ pub enum AgnosticCommand {
     /// balanced accuracy (Adult: accuracy) against the tuned MLP probe. Writes pareto.json,
     /// pareto.md and pareto.png into --out.
     Pareto(ParetoArgs),
+    /// The probe ladder (linear, quadratic, RBF kernel, tuned MLP, random forest) on your own
+    /// frozen features: fresh probes fitted on the train rows and scored on the test rows, and
+    /// with the task classifier's logits the same ladder on those (the decision floor). Reads an
+    /// .npz archive (numpy.savez) with train_features, train_concept, test_features,
+    /// test_concept and optionally train_decisions, test_decisions; prints a table, or the
+    /// audit as JSON.
+    Audit(AuditArgs),
     /// Where G_y's decision looks: Grad-CAM maps of repeat 0's saved networks of finished
     /// Context-MNIST sweeps, their mask share beside the sweep audit's (strongest G_f response),
     /// and a Grad-CAM grid per sweep. Writes maps.json, maps.md and gradcam-SWEEP.png/.npz into --out.
@@ -46,6 +53,21 @@ pub struct ParetoArgs {
     /// did not write).
     #[arg(long)]
     overwrite: bool,
+}
+
+#[derive(Args)]
+pub struct AuditArgs {
+    /// The .npz archive of features, concepts and (optionally) decisions.
+    #[arg(long)]
+    arrays: PathBuf,
+    /// Adam steps of every gradient-trained probe.
+    #[arg(long, default_value_t = 500)]
+    steps: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print the audit as JSON (hedge_agnostic::ladder::LadderAudit) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -83,6 +105,27 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
     match command {
         AgnosticCommand::Sweep(args) => sweep(*args),
         AgnosticCommand::Report(args) => report(args),
+        AgnosticCommand::Audit(args) => {
+            anyhow::ensure!(args.steps > 0, "--steps must be at least 1 (the default is 500)");
+            let config = hedge_agnostic::ladder::LadderConfig::default().with_steps(args.steps);
+            let audit = hedge_agnostic::ladder::audit_arrays_file(&args.arrays, &config, args.seed)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&audit)?);
+            } else {
+                print!("{}", audit.to_markdown());
+                match audit.worst_rung() {
+                    Some((rung, excess)) => println!(
+                        "\nworst rung: {rung}, {excess:+.4} over the decision floor ({} at the audit's bar of 0.01)",
+                        if excess <= 0.01 { "passes" } else { "fails" }
+                    ),
+                    None => println!(
+                        "\nno decisions given: {} rung(s) outside the chance interval",
+                        audit.rungs.iter().filter(|r| !r.features.at_chance).count()
+                    ),
+                }
+            }
+            Ok(())
+        }
         AgnosticCommand::Exp1(args) => exp1(args),
         AgnosticCommand::Pareto(args) => {
             let summary = hedge_lab::agnostic::pareto::pareto(&args.sweeps, &args.out, args.overwrite)?;

@@ -43,6 +43,17 @@ fn sweep_writes_the_audit_in_the_documented_shape() {
     }
     assert!(a0["probe_accuracy"]["linear"]["mean"].as_f64().is_some());
     assert!(a0["probe_accuracy"]["mlp"]["mean"].as_f64().is_some());
+    // The probe ladder: every rung on the features and on G_y's logits, and the worst excess.
+    for rung in ["linear", "quadratic", "rbf", "mlp", "forest"] {
+        for on in ["features", "decision"] {
+            assert!(a0["ladder"][rung][on]["mean"].as_f64().is_some(), "{rung} {on}: {summary}");
+        }
+    }
+    let worst = a0["ladder_worst_excess"]["mean"].as_f64().unwrap();
+    let mlp_excess = a0["ladder"]["mlp"]["features"]["mean"].as_f64().unwrap()
+        - a0["ladder"]["mlp"]["decision"]["mean"].as_f64().unwrap();
+    assert!(worst >= mlp_excess - 1e-12, "{worst} < {mlp_excess}");
+    assert!(std::fs::read_to_string(out.join("table.md")).unwrap().contains("The probe ladder"));
     // With ρ = 0.95 and no adversary the network leans on the background: the IID test is far
     // easier than the reversed one, and a fresh probe reads the background from the features.
     let iid = a0["target_accuracy"]["iid"]["mean"].as_f64().unwrap();
@@ -222,4 +233,58 @@ fn exp1_shows_the_target_model_learned_the_background() {
     assert!(c["context_test"].as_f64().unwrap() > 0.9, "{c}");
     assert_eq!(&std::fs::read(out.join("cross_domain.png")).unwrap()[1..4], b"PNG");
     common::assert_nulls_explained(&out);
+}
+
+/// `hedge agnostic audit` on a user's arrays: a concept that is the XOR of two feature signs,
+/// which no linear probe reads and every non-linear rung does; decisions that carry nothing of
+/// it leave every non-linear rung far above its floor. Labels stored as floats are refused by
+/// name.
+#[test]
+fn audit_reads_a_users_arrays_rung_by_rung() {
+    use hedge_data::{write_npz, NpyArray, NpyData};
+    let dir = tempfile::tempdir().unwrap();
+    // Uniform values in [-1, 1) from splitmix64, seeded by the row.
+    let value = |i: usize, j: usize| {
+        let mut z = ((i * 8 + j) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    };
+    let rows = |start: usize, n: usize| {
+        let x: Vec<f64> = (start..start + n).flat_map(|i| (0..4).map(move |j| value(i, j))).collect();
+        let a: Vec<i64> = (0..n).map(|i| i64::from((x[i * 4] > 0.0) ^ (x[i * 4 + 1] > 0.0))).collect();
+        let d: Vec<f64> = (0..n).flat_map(|i| [x[i * 4 + 2], x[i * 4 + 3]]).collect();
+        (x, a, d)
+    };
+    let ((x, a, d), (xt, at, dt)) = (rows(0, 1200), rows(5000, 800));
+    let arrays = [
+        ("train_features", NpyArray::new(vec![1200, 4], NpyData::F64(x.clone()))),
+        ("train_concept", NpyArray::new(vec![1200], NpyData::I64(a.clone()))),
+        ("test_features", NpyArray::new(vec![800, 4], NpyData::F64(xt.clone()))),
+        ("test_concept", NpyArray::new(vec![800], NpyData::I64(at))),
+        ("train_decisions", NpyArray::new(vec![1200, 2], NpyData::F64(d))),
+        ("test_decisions", NpyArray::new(vec![800, 2], NpyData::F64(dt))),
+    ];
+    let path = dir.path().join("arrays.npz");
+    write_npz(&path, &arrays).unwrap();
+    let o = hedge(&["agnostic", "audit", "--arrays", path.to_str().unwrap(), "--steps", "300", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let audit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rung = |name: &str| audit["rungs"].as_array().unwrap().iter().find(|r| r["rung"] == name).unwrap().clone();
+    assert_eq!(rung("linear")["features"]["at_chance"], true, "{audit}");
+    for name in ["quadratic", "rbf", "mlp", "forest"] {
+        let r = rung(name);
+        let (f, floor) = (r["features"]["accuracy"].as_f64().unwrap(), r["decision"]["accuracy"].as_f64().unwrap());
+        assert!(f > 0.85 && f - floor > 0.3, "{name}: {f} over a floor of {floor}");
+    }
+    let table = hedge(&["agnostic", "audit", "--arrays", path.to_str().unwrap(), "--steps", "300"]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("fails at the audit's bar"));
+    // Float labels: refused, naming the file, the array and the fix.
+    let mut bad = arrays;
+    bad[1].1 = NpyArray::new(vec![1200], NpyData::F64(a.iter().map(|&v| v as f64).collect()));
+    let bad_path = dir.path().join("bad.npz");
+    write_npz(&bad_path, &bad).unwrap();
+    let o = hedge(&["agnostic", "audit", "--arrays", bad_path.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("bad.npz") && e.contains("train_concept") && e.contains("int64"), "{e}");
 }
