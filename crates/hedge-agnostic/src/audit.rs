@@ -258,8 +258,11 @@ pub(crate) fn class_count(train_a: &Tensor, test_a: &Tensor) -> i64 {
     (train_a.max().int64_value(&[]).max(test_a.max().int64_value(&[])) + 1).max(2)
 }
 
-/// Rows `[fit, validation]` of an `n`-row probe-train split: 80 % to fit, 20 % to choose a
-/// setting on, in an order seeded by `seed`.
+/// The share of the probe-train rows a tuned probe holds out to choose its setting on.
+pub const VALIDATION_SHARE: f64 = 0.2;
+
+/// Rows `[fit, validation]` of an `n`-row probe-train split: 80 % to fit, [`VALIDATION_SHARE`]
+/// to choose a setting on, in an order seeded by `seed`.
 pub(crate) fn validation_split(n: i64, seed: u64) -> Result<(Tensor, Tensor)> {
     let fit_rows = n * 4 / 5;
     if fit_rows < 2 || n - fit_rows < 1 {

@@ -153,6 +153,7 @@ pub const ERASERS: &[Registration] = &[
     crate::erasure::INLP,
     crate::erasure::QUADRATIC_LEACE,
     crate::mean_difference::REGISTRATION,
+    crate::kernel_eraser::REGISTRATION,
 ];
 
 /// The registered names, for messages (`leace, inlp, ...`).

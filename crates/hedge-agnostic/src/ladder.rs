@@ -50,6 +50,16 @@ pub trait ProbeFamily: Send + Sync {
 /// The standard rungs' names, lowest first.
 pub const RUNGS: [&str; 5] = ["linear", "quadratic", "rbf", "mlp", "forest"];
 
+/// The RBF rung's bandwidth candidates: γ as multiples of 1 / (median squared distance).
+pub const RBF_BANDWIDTHS: [f64; 3] = [0.25, 1.0, 4.0];
+
+/// The quadratic rung's weight-decay candidates.
+pub const QUADRATIC_WEIGHT_DECAYS: [f64; 2] = [1e-4, 1e-2];
+
+/// How far (accuracy) the tests allow each rung from its scikit-learn counterpart on the same
+/// arrays.
+pub const REFERENCE_TOLERANCE: f64 = 0.02;
+
 /// Multinomial logistic regression (full-batch Adam on standardised features).
 #[derive(Debug, Clone, Copy)]
 pub struct LinearProbe {
@@ -221,7 +231,7 @@ impl ProbeFamily for QuadraticProbe {
     fn fit_and_score(&self, tf: &Tensor, ta: &Tensor, sf: &Tensor, sa: &Tensor, seed: u64) -> Result<ProbeResult> {
         let (fit, _) = validation_split(tf.size()[0], seed)?;
         let expansion = Quadratic::fit(&tf.index_select(0, &fit), self.principal)?;
-        tuned_logistic(tf, ta, sf, sa, self.steps, seed, vec![(None, Box::new(expansion))], &[1e-4, 1e-2])
+        tuned_logistic(tf, ta, sf, sa, self.steps, seed, vec![(None, Box::new(expansion))], &QUADRATIC_WEIGHT_DECAYS)
     }
 }
 
@@ -322,7 +332,11 @@ impl LadderConfig {
         vec![
             Box::new(LinearProbe { steps: self.steps }),
             Box::new(QuadraticProbe { steps: self.steps, principal: self.quadratic_principal }),
-            Box::new(RbfProbe { steps: self.steps, features: self.fourier_features, bandwidths: vec![0.25, 1.0, 4.0] }),
+            Box::new(RbfProbe {
+                steps: self.steps,
+                features: self.fourier_features,
+                bandwidths: RBF_BANDWIDTHS.to_vec(),
+            }),
             Box::new(MlpProbe { steps: self.steps }),
             Box::new(ForestProbe { config: ForestConfig::default().with_trees(self.forest_trees) }),
         ]

@@ -30,6 +30,7 @@ pub mod forest;
 pub mod gaussian;
 pub mod grl;
 pub mod independence;
+pub mod kernel_eraser;
 pub mod ladder;
 pub mod mean_difference;
 pub mod model;

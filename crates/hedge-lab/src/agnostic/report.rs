@@ -52,6 +52,9 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("fix-trials", fix_trials(r)?),
         ("adult-chance", adult_chance(r)?),
         ("leace-gap", leace_gap(r)?),
+        ("ladder-context", ladder_context(r)?),
+        ("ladder-rungs", ladder_rungs()),
+        ("ladder-passes", ladder_passes(r)?),
     ];
     Ok(pairs.into_iter().map(|(name, text)| Fragment::new("agnostic", name, text)).collect())
 }
@@ -856,6 +859,165 @@ fn context_best_notes(results: &Results) -> Result<String> {
         fixed(hi, 2),
         levers.join("; "),
         dead.join(" and "),
+    ))
+}
+
+/// The probe ladder's rungs as `hedge_agnostic::ladder` builds them (its defaults and grids),
+/// with the tolerance its tests hold each rung to against scikit-learn and the audit's bar.
+fn ladder_rungs() -> String {
+    use hedge_agnostic::audit::{MLP_PROBE_GRID, VALIDATION_SHARE};
+    use hedge_agnostic::forest::ForestConfig;
+    use hedge_agnostic::ladder::{LadderConfig, QUADRATIC_WEIGHT_DECAYS, RBF_BANDWIDTHS, REFERENCE_TOLERANCE};
+    let c = LadderConfig::default();
+    let forest = ForestConfig::default();
+    let list = |v: &[String]| v.join(" or ");
+    let decays = list(&QUADRATIC_WEIGHT_DECAYS.map(|w| format!("{w:e}")));
+    let bandwidths = list(&RBF_BANDWIDTHS.map(short));
+    let mut widths: Vec<String> = MLP_PROBE_GRID.iter().map(|(h, _)| h.to_string()).collect();
+    let mut mlp_decays: Vec<String> = MLP_PROBE_GRID.iter().map(|(_, w)| format!("{w:e}")).collect();
+    widths.dedup();
+    mlp_decays.sort();
+    mlp_decays.dedup();
+    let grid = format!("{} units × weight decay {}", list(&widths), list(&mlp_decays));
+    let rows = [
+        ["`linear`", "multinomial logistic regression", "—", "`LogisticRegression`"].map(String::from),
+        [
+            "`quadratic`".into(),
+            format!(
+                "logistic regression on every principal coordinate, its square, and the products of the first {}",
+                c.quadratic_principal
+            ),
+            format!("weight decay {decays}"),
+            "`PolynomialFeatures(2)` + `LogisticRegression`".into(),
+        ],
+        [
+            "`rbf`".into(),
+            format!("logistic regression on {} random Fourier features of an RBF kernel", c.fourier_features),
+            format!("bandwidth: γ = {bandwidths} over the median squared distance"),
+            "`SVC(kernel=\"rbf\")`, γ by cross-validation over the same grid".into(),
+        ],
+        ["`mlp`".into(), "one hidden ReLU layer".into(), grid, "`MLPClassifier` at the chosen width and decay".into()],
+        [
+            "`forest`".into(),
+            format!(
+                "random forest: {} trees grown to purity, √d candidate features a split, {} quantile bins a feature",
+                c.forest_trees, forest.bins
+            ),
+            "—".into(),
+            format!("`RandomForestClassifier({})`", c.forest_trees),
+        ],
+    ];
+    let mut md = table(
+        &[
+            "rung",
+            "probe",
+            &format!("tuned on {} % of the probe-train rows", num(100.0 * VALIDATION_SHARE, 0)),
+            "checked against (scikit-learn)",
+        ],
+        &rows.iter().map(|r| r.to_vec()).collect::<Vec<_>>(),
+    );
+    md.push_str(&format!(
+        "\n\nGradient-trained rungs take full-batch Adam steps, {} by default (`hedge agnostic audit --steps`, Python's \
+         `steps`; a sweep's `--probe-steps`). Each rung's accuracy is \
+         within {} of its scikit-learn counterpart on the same arrays (the tests). The audit passes only where every \
+         rung reads at most {} more from the features than the same rung reads from G_y's logits.",
+        c.steps,
+        num(REFERENCE_TOLERANCE, 2),
+        num(super::context::criterion::MAX_PROBE_EXCESS, 2),
+    ));
+    md
+}
+
+/// Which rungs each method passes: per sweep with the ladder and α, the task numbers, the rungs
+/// within the audit's bar of their floor, and the rung that reads most beyond its floor (means
+/// over repeats).
+fn ladder_passes(results: &Results) -> Result<String> {
+    use hedge_agnostic::ladder::RUNGS;
+    let bar = super::context::criterion::MAX_PROBE_EXCESS;
+    let sweeps: [(&str, &str, [&[&str]; 2]); 2] = [
+        (
+            "context-mnist",
+            "Context-MNIST: reweighing + HSIC + 64-unit bottleneck",
+            [&["target_accuracy", "balanced"], &["target_accuracy", "reversed"]],
+        ),
+        (
+            "adult-grl-k50-ladder",
+            "Adult: GRL, 50 adversary updates a step",
+            [&["accuracy"], &["demographic_parity_difference"]],
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (folder, label, [first, second]) in sweeps {
+        let sweep = Sweep::load(results, folder)?;
+        for alpha in sweep.alphas() {
+            let at = sweep.at(alpha)?;
+            let mut excesses = Vec::new();
+            for rung in RUNGS {
+                excesses
+                    .push((rung, at.mean(&["ladder", rung, "features"])? - at.mean(&["ladder", rung, "decision"])?));
+            }
+            let within: Vec<&str> = excesses.iter().filter(|(_, e)| *e <= bar).map(|(r, _)| *r).collect();
+            let (worst, e) = excesses.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).expect("five rungs");
+            rows.push(vec![
+                format!("{label} (`{folder}/`)"),
+                short(alpha),
+                format!("{} / {}", n3(at.mean(first)?), n3(at.mean(second)?)),
+                if within.is_empty() { "none".to_string() } else { within.join(", ") },
+                format!("{worst} (+{})", n3(e)),
+            ]);
+        }
+    }
+    Ok(table(
+        &[
+            "method (folder)",
+            "α",
+            "balanced / reversed (Adult: accuracy / parity difference)",
+            &format!("rungs within {bar} of their floor"),
+            "rung furthest above its floor",
+        ],
+        &rows,
+    ))
+}
+
+/// The probe ladder on the best method's sweep (`context-mnist/`): per α the worst rung and its
+/// excess over its floor, which rungs are within the bar, and the forest's floor beside the MLP's.
+fn ladder_context(results: &Results) -> Result<String> {
+    use hedge_agnostic::ladder::RUNGS;
+    let sweep = Sweep::load(results, "context-mnist")?;
+    let bar = super::context::criterion::MAX_PROBE_EXCESS;
+    let mut worst = Vec::new();
+    let mut within = Vec::new();
+    for alpha in sweep.alphas() {
+        let at = sweep.at(alpha)?;
+        let mut excesses = Vec::new();
+        for rung in RUNGS {
+            let e = at.mean(&["ladder", rung, "features"])? - at.mean(&["ladder", rung, "decision"])?;
+            if e <= bar {
+                within.push(format!("{rung} at α = {}", short(alpha)));
+            }
+            excesses.push((rung, e));
+        }
+        let (rung, e) = excesses.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).expect("five rungs");
+        worst.push(format!("{} ({rung}) at α = {}", n3(e), short(alpha)));
+    }
+    let top = *sweep.alphas().last().expect("a swept α");
+    let t = sweep.at(top)?;
+    let read = |rung: &str, on: &str| t.mean(&["ladder", rung, on]);
+    Ok(format!(
+        "With the probe ladder no network of the best method's sweep passes either (`context-mnist/`, its ladder \
+         table above; the excess of each rung over the same rung on G_y's logits, mean over repeats): the worst rung \
+         reads {} more from the features than from the decision. Rungs within {bar} of their floor: {}. At α = {} \
+         the linear rung reads {} and the forest {} from the features, and on the logits the forest reads {} where \
+         the MLP reads {}: held to the strongest floor (the MLP's) rather than its own, the forest's excess would be \
+         {}.",
+        worst.join(", "),
+        if within.is_empty() { "none".to_string() } else { within.join(", ") },
+        short(top),
+        n3(read("linear", "features")?),
+        n3(read("forest", "features")?),
+        n3(read("forest", "decision")?),
+        n3(read("mlp", "decision")?),
+        n3(read("forest", "features")? - read("mlp", "decision")?),
     ))
 }
 

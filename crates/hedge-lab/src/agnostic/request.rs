@@ -68,7 +68,8 @@ pub struct SweepRequest {
     /// registered eraser on the frozen features of a network trained without one, with G_y
     /// retrained on top: leace (closed-form linear erasure), inlp (iterated null-space
     /// projection), quadratic-leace (an oracle reading each row's concept), mean-difference (a
-    /// baseline). Post hoc, α is the erasure strength (0: none, 1: all).
+    /// baseline), kernel (iterative kernel erasure; --eraser-param rounds=N). Post hoc, α is the
+    /// erasure strength (0: none, 1: all).
     #[arg(long, default_value = "adversary")]
     pub removal: String,
     /// INLP's rounds of logistic regression (with --removal inlp).
