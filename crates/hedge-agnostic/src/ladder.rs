@@ -216,7 +216,8 @@ fn tuned_logistic(
     Ok(result)
 }
 
-/// Logistic regression on degree-2 features ([`Quadratic`]), weight decay tuned.
+/// Logistic regression on degree-2 features (every principal coordinate, its square, and the
+/// products of the first `principal`), weight decay tuned.
 #[derive(Debug, Clone, Copy)]
 pub struct QuadraticProbe {
     pub steps: usize,

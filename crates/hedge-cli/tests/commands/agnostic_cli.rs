@@ -180,6 +180,21 @@ fn leace_on_adult_takes_the_linear_signal_out() {
     assert_eq!(p["points"][0]["method"], "leace");
     assert!(std::fs::read_to_string(front.join("pareto.md")).unwrap().contains("parity difference"));
     assert_eq!(&std::fs::read(front.join("pareto.png")).unwrap()[1..4], b"PNG");
+    // The ladder's front: each point's worst excess is the mean of its audits' worst excess.
+    let worst = |a: &serde_json::Value| {
+        a["ladder"]["rungs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["features"]["accuracy"].as_f64().unwrap() - r["decision"]["accuracy"].as_f64().unwrap())
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    for (i, audit) in audits.iter().enumerate() {
+        let got = p["points"][i]["ladder_worst_excess"]["mean"].as_f64().unwrap();
+        assert!((got - worst(audit)).abs() < 1e-12, "point {i}: {got} against {}", worst(audit));
+    }
+    assert!(!p["ladder_front"].as_array().unwrap().is_empty());
+    assert_eq!(&std::fs::read(front.join("ladder-front.png")).unwrap()[1..4], b"PNG");
     let e = hedge(&[
         "agnostic",
         "sweep",

@@ -61,6 +61,15 @@ pub struct ParetoPoint {
     pub statistical_parity_difference: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equalised_odds_difference: Option<Spread>,
+    /// The probe ladder's worst excess over its decision floor (the largest, over rungs, of a
+    /// rung's accuracy on the features minus the same rung's on G_y's logits); absent unless
+    /// every repeat was audited with the ladder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder_worst_excess: Option<Spread>,
+    /// The method without its strength parameters (an eraser's kind, or the adversary's label):
+    /// the points of one family form one curve of `ladder-front.png`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub family: String,
     /// A reference (trained without the shortcut), shown but kept off the front.
     #[serde(default)]
     pub reference: bool,
@@ -79,6 +88,10 @@ pub struct ParetoSummary {
     pub points: Vec<ParetoPoint>,
     /// Points no other point beats on both axes (higher usefulness, lower MLP probe accuracy).
     pub front: Vec<usize>,
+    /// Among the points audited with the probe ladder, those no other beats on usefulness and the
+    /// ladder's worst excess over its floor.
+    #[serde(default)]
+    pub ladder_front: Vec<usize>,
 }
 
 /// A sweep's method in words: the adversary (with its extra updates and resets) or the eraser.
@@ -134,7 +147,8 @@ fn reference_rho(config: &SweepConfig) -> Option<f64> {
 /// Reads every sweep in `sweeps` (all on one dataset), writes `pareto.json`, `pareto.md` and
 /// `pareto.png` into `out` and returns the summary.
 /// The files [`pareto`] writes into its output folder.
-pub const PARETO_FILES: [&str; 5] = ["pareto.json", "pareto.md", "pareto.png", "parity.png", "odds.png"];
+pub const PARETO_FILES: [&str; 6] =
+    ["pareto.json", "pareto.md", "pareto.png", "parity.png", "odds.png", "ladder-front.png"];
 
 pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoSummary> {
     if sweeps.is_empty() {
@@ -162,9 +176,14 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
         for a in &audits {
             by_alpha.entry(crate::agnostic::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
         }
+        let family = match &config.removal {
+            Removal::Erase(spec) => spec.kind.clone(),
+            Removal::Adversary => method.clone(),
+        };
         for (alpha, runs) in by_alpha.into_values() {
             let mut p = point(&method, alpha, &runs, sweep, &mut chance)?;
             p.reference = reference_rho(&config).is_some();
+            p.family = family.clone();
             points.push(p);
         }
     }
@@ -176,7 +195,18 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
             .into_iter()
             .map(|k| methods[k])
             .collect();
-    let summary = ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front };
+    let laddered: Vec<usize> = methods.iter().copied().filter(|&i| points[i].ladder_worst_excess.is_some()).collect();
+    let ladder_front: Vec<usize> = self::front(
+        &laddered
+            .iter()
+            .map(|&i| (points[i].usefulness.mean, points[i].ladder_worst_excess.expect("filtered").mean))
+            .collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .map(|k| laddered[k])
+    .collect();
+    let summary =
+        ParetoSummary { dataset: dataset.name().to_string(), protected_chance: chance, points, front, ladder_front };
     // The front is often written beside its sweeps, in a folder hedge did not make: only its own
     // files are replaced there, and only with --overwrite.
     hedge_run::atomic::prepare_report_files(out, &PARETO_FILES, overwrite)?;
@@ -219,6 +249,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
         (lo - 0.02, hi + 0.02),
         emptiest_corner(&series, (lo - 0.02, hi + 0.02)),
     )?;
+    ladder_chart(&summary, y_desc, out)?;
     if matches!(dataset, SweepDataset::Adult | SweepDataset::Table) {
         fairness_chart(&summary, dataset, Gap::Parity, out)?;
         fairness_chart(&summary, dataset, Gap::EqualisedOdds, out)?;
@@ -256,6 +287,41 @@ fn emptiest_corner(series: &[(&str, Vec<(f64, f64)>)], y_range: (f64, f64)) -> h
         .min_by_key(|&(_, left, span)| covered(left, span))
         .map(|(place, _, _)| place)
         .expect("six places")
+}
+
+/// `ladder-front.png`: usefulness against the probe ladder's worst excess over its decision floor,
+/// one curve per method family (its strengths in order of the excess), with the audit's bar.
+/// Nothing is drawn (and an earlier figure is left out) without laddered points.
+fn ladder_chart(summary: &ParetoSummary, y_desc: &str, out: &Path) -> Result<()> {
+    let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in summary.points.iter().filter(|p| !p.reference) {
+        if let Some(e) = p.ladder_worst_excess {
+            let name = if p.family.is_empty() { p.method.clone() } else { p.family.clone() };
+            series.entry(name).or_default().push((e.mean, p.usefulness.mean));
+        }
+    }
+    if series.is_empty() {
+        return Ok(());
+    }
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = series.into_iter().collect();
+    for (_, points) in &mut series {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1));
+    let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    let bar = super::context::criterion::MAX_PROBE_EXCESS;
+    series.push((format!("the audit's bar ({bar})"), vec![(bar, lo - 0.01), (bar, hi + 0.01)]));
+    let series: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    hedge_plot::line_chart_in(
+        &out.join("ladder-front.png"),
+        &series,
+        "probe ladder: worst rung's accuracy on the features − on G_y's logits (lower: less beyond the decision)",
+        y_desc,
+        &format!("{}: usefulness against the probe ladder's worst excess over its floor", summary.dataset),
+        (lo - 0.02, hi + 0.02),
+        emptiest_corner(&series, (lo - 0.02, hi + 0.02)),
+    )?;
+    Ok(())
 }
 
 /// A fairness gap on the x axis of `parity.png` / `odds.png`.
@@ -373,6 +439,18 @@ fn point(method: &str, alpha: f64, runs: &[&SweepAudit], sweep: &Path, chance: &
         reversed_accuracy: context(&|c| c.target_accuracy.reversed),
         mask_share: context(&|c| c.mask_share),
         probe_decision: context_if(&|c| c.probe_decision.map(|p| p.accuracy)),
+        ladder_worst_excess: {
+            let v: Option<Vec<f64>> = runs
+                .iter()
+                .map(|a| match a {
+                    SweepAudit::Context(c) => c.ladder_worst_excess(),
+                    SweepAudit::Tabular(t) => t.ladder.as_ref().and_then(|l| l.worst_excess()),
+                    SweepAudit::Domain(_) => None,
+                })
+                .collect();
+            v.map(|v| Spread::of(&v))
+        },
+        family: String::new(),
         statistical_parity_difference: tabular(&|t| t.demographic_parity_difference),
         equalised_odds_difference: tabular(&|t| t.equalised_odds_difference),
         reference: false,
@@ -401,6 +479,14 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
     } else {
         "| method | α | runs | balanced | reversed | worst group | MLP probe | MLP probe bits | linear probe | MLP probe on G_y's logits | mask share | front |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     });
+    let laddered = s.points.iter().any(|p| p.ladder_worst_excess.is_some());
+    if laddered {
+        // The ladder's column goes before the front's, in the header and its rule.
+        let at = md.rfind("| front |").expect("a header");
+        md.replace_range(at..at + "| front |".len(), "| ladder: worst excess over the floor | front |");
+        let rule_end = md.len() - 1;
+        md.insert_str(rule_end, "---|");
+    }
     for (i, p) in s.points.iter().enumerate() {
         let star = if s.front.contains(&i) { "★" } else { "" };
         let chance_mark = if p.probe_at_chance_every_run { " (at chance)" } else { "" };
@@ -428,6 +514,10 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
                 opt(&p.mask_share),
             ]
         };
+        let mut cells = cells;
+        if laddered {
+            cells.push(opt(&p.ladder_worst_excess));
+        }
         md.push_str(&format!("| {} | {} | {} | {} | {star} |\n", p.method, p.alpha, p.runs, cells.join(" | ")));
     }
     md

@@ -928,27 +928,38 @@ fn ladder_rungs() -> String {
     md
 }
 
+/// The rounds of iterative kernel erasure swept on Context-MNIST and on Adult
+/// (`scripts/agnostic-ladder-front.sh`).
+const KERNEL_FRONT_ROUNDS: ([u32; 4], [u32; 3]) = ([1, 2, 4, 8], [1, 3, 8]);
+
 /// Which rungs each method passes: per sweep with the ladder and α, the task numbers, the rungs
 /// within the audit's bar of their floor, and the rung that reads most beyond its floor (means
 /// over repeats).
 fn ladder_passes(results: &Results) -> Result<String> {
     use hedge_agnostic::ladder::RUNGS;
     let bar = super::context::criterion::MAX_PROBE_EXCESS;
-    let sweeps: [(&str, &str, [&[&str]; 2]); 2] = [
-        (
-            "context-mnist",
-            "Context-MNIST: reweighing + HSIC + 64-unit bottleneck",
-            [&["target_accuracy", "balanced"], &["target_accuracy", "reversed"]],
-        ),
-        (
-            "adult-grl-k50-ladder",
-            "Adult: GRL, 50 adversary updates a step",
-            [&["accuracy"], &["demographic_parity_difference"]],
-        ),
-    ];
+    const CONTEXT: [&[&str]; 2] = [&["target_accuracy", "balanced"], &["target_accuracy", "reversed"]];
+    const ADULT: [&[&str]; 2] = [&["accuracy"], &["demographic_parity_difference"]];
+    let mut sweeps: Vec<(String, String, [&[&str]; 2])> =
+        vec![("context-mnist".into(), "Context-MNIST: reweighing + HSIC + 64-unit bottleneck".into(), CONTEXT)];
+    for rounds in KERNEL_FRONT_ROUNDS.0 {
+        sweeps.push((
+            format!("kernel-front/ctx-kernel-r{rounds}"),
+            format!("Context-MNIST: kernel erasure, {rounds} round{}", if rounds == 1 { "" } else { "s" }),
+            CONTEXT,
+        ));
+    }
+    sweeps.push(("adult-grl-k50-ladder".into(), "Adult: GRL, 50 adversary updates a step".into(), ADULT));
+    for rounds in KERNEL_FRONT_ROUNDS.1 {
+        sweeps.push((
+            format!("kernel-front/adult-kernel-r{rounds}"),
+            format!("Adult: kernel erasure, {rounds} round{}", if rounds == 1 { "" } else { "s" }),
+            ADULT,
+        ));
+    }
     let mut rows = Vec::new();
     for (folder, label, [first, second]) in sweeps {
-        let sweep = Sweep::load(results, folder)?;
+        let sweep = Sweep::load(results, &folder)?;
         for alpha in sweep.alphas() {
             let at = sweep.at(alpha)?;
             let mut excesses = Vec::new();
