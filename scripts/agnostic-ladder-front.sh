@@ -15,22 +15,28 @@ cd "$(dirname "$0")/.."
 hedge=${HEDGE:-./target/release/hedge}
 root=results/agnostic/kernel-front
 mkdir -p "$root"
-jobs=${JOBS:-ctx:1 ctx:2 ctx:4 ctx:8 adult:1 adult:3 adult:8}
+# A job is DATA:ROUNDS, or DATA:ROUNDS:task for the eraser told the task (keep-task=1).
+jobs=${JOBS:-ctx:1 ctx:2 ctx:4 ctx:8 adult:1 adult:3 adult:8 ctx:4:task ctx:8:task adult:3:task adult:8:task}
 for job in $jobs; do
-  data=${job%%:*}
-  rounds=${job##*:}
+  IFS=: read -r data rounds task <<< "$job"
+  params=(--eraser-param "rounds=$rounds")
+  name="$data-kernel-r$rounds"
+  if [ "$task" = task ]; then
+    params+=(--eraser-param keep-task=1)
+    name="$data-kernel-task-r$rounds"
+  fi
   if [ "$data" = ctx ]; then
     flags=(--dataset context-mnist --reweigh --bottleneck 64)
   else
     flags=(--dataset adult)
   fi
-  out="$root/$data-kernel-r$rounds"
+  out="$root/$name"
   [ -f "$out/summary.json" ] && continue
-  "$hedge" agnostic sweep "${flags[@]}" --removal kernel --eraser-param "rounds=$rounds" --alphas 1 --repeats 3 \
+  "$hedge" agnostic sweep "${flags[@]}" --removal kernel "${params[@]}" --alphas 1 --repeats 3 \
     --threads 1 --out "$out" > "$out.log" 2>&1
 done
 # The sweep folders of one dataset, comma-separated (their logs left out).
-folders() { find "$root" -mindepth 1 -maxdepth 1 -type d -name "$1-kernel-r*" | sort | paste -sd, -; }
+folders() { find "$root" -mindepth 1 -maxdepth 1 -type d -name "$1-kernel-*" | sort | paste -sd, -; }
 ctx="results/agnostic/context-mnist,$(folders ctx)"
 adult="results/agnostic/adult-grl-k50-ladder,$(folders adult)"
 "$hedge" agnostic pareto --sweeps "$ctx" --out results/agnostic/ladder-front-context --overwrite

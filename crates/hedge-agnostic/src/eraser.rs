@@ -22,6 +22,21 @@ pub trait Eraser: Send + Sync {
     /// 0..k), each row weighted by `weights` where given; `seed` seeds whatever the fit draws.
     fn fit(&self, x: &[f64], d: usize, z: &[i64], weights: Option<&[f64]>, seed: u64) -> Result<Box<dyn FittedEraser>>;
 
+    /// [`Self::fit`] knowing each row's task label `target` (`[m]`, classes 0..), for erasers
+    /// that keep what the task needs; the default ignores it.
+    fn fit_for_task(
+        &self,
+        x: &[f64],
+        d: usize,
+        z: &[i64],
+        target: &[i64],
+        weights: Option<&[f64]>,
+        seed: u64,
+    ) -> Result<Box<dyn FittedEraser>> {
+        let _ = target;
+        self.fit(x, d, z, weights, seed)
+    }
+
     /// Refuses settings features of width `feature_dim` cannot take (checked before any
     /// network trains). Most erasers take any width.
     fn check_width(&self, feature_dim: usize) -> Result<()> {

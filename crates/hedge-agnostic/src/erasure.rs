@@ -539,6 +539,30 @@ impl Erasure {
         Ok(Erasure { fitted: eraser.fit(&values, d, &labels, weights, seed)?, strength })
     }
 
+    /// [`Self::fit`] with each row's task label `target` (`[m]` i64) for erasers that keep what
+    /// the task needs ([`Eraser::fit_for_task`]).
+    pub fn fit_for_task(
+        eraser: &dyn Eraser,
+        strength: f64,
+        f: &Tensor,
+        concept: &Tensor,
+        target: &Tensor,
+        weights: Option<&[f64]>,
+        seed: u64,
+    ) -> Result<Self> {
+        if !(0.0..=1.0).contains(&strength) {
+            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
+        }
+        let d = f.size()[1] as usize;
+        let values = rows_of(f)?;
+        let labels: Vec<i64> = Vec::try_from(concept).map_err(|e| invalid("concept labels", e, "copy"))?;
+        let task: Vec<i64> = Vec::try_from(target).map_err(|e| invalid("task labels", e, "copy"))?;
+        if task.len() != labels.len() || task.iter().any(|&t| t < 0) {
+            return Err(invalid("task labels", task.len(), "need one class index ≥ 0 per row"));
+        }
+        Ok(Erasure { fitted: eraser.fit_for_task(&values, d, &labels, &task, weights, seed)?, strength })
+    }
+
     /// Dimensions the eraser removes.
     pub fn rank(&self) -> usize {
         self.fitted.rank()
@@ -701,7 +725,15 @@ pub fn fit_with_removal(
     let target_f = net.frozen_features(data.target_x);
     let weights = group_balancing_weights(data.target_y, data.target_p)?;
     let eraser = spec.build()?;
-    let erasure = Erasure::fit(eraser.as_ref(), config.alpha, &target_f, data.target_p, Some(&weights), config.seed)?;
+    let erasure = Erasure::fit_for_task(
+        eraser.as_ref(),
+        config.alpha,
+        &target_f,
+        data.target_p,
+        data.target_y,
+        Some(&weights),
+        config.seed,
+    )?;
     let head = RetrainedHead::fit(
         &erasure.erase(&target_f, data.target_p),
         data.target_y,

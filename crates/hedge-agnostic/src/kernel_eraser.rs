@@ -30,9 +30,13 @@ pub const REGISTRATION: Registration = Registration {
     kind: "kernel",
     about: "iterative kernel erasure: LEACE on random Fourier features of RBF kernels, then their first d principal axes, `rounds` times (default 3, 512 features)",
     build: |spec| {
-        spec.only(&["rounds", "features"])?;
+        spec.only(&["rounds", "features", "keep-task"])?;
         let rounds = spec.count("rounds", 3)?;
         let features = spec.count("features", 512)?;
+        let keep_task = spec.count("keep-task", 0)?;
+        if keep_task > 1 {
+            return Err(invalid("eraser parameter", keep_task, "keep-task is 0 (off) or 1 (on)"));
+        }
         if rounds == 0 || !(6..=8192).contains(&features) {
             return Err(invalid(
                 "eraser parameter",
@@ -40,7 +44,7 @@ pub const REGISTRATION: Registration = Registration {
                 "kernel erasure takes at least 1 round and 6 to 8,192 random features",
             ));
         }
-        Ok(Box::new(KernelEraser { rounds, features }))
+        Ok(Box::new(KernelEraser { rounds, features, keep_task: keep_task == 1 }))
     },
 };
 
@@ -49,6 +53,10 @@ pub struct KernelEraser {
     pub rounds: usize,
     /// Random Fourier features per round, split evenly over the three bandwidths.
     pub features: usize,
+    /// Where the task's labels are known (post-hoc removal): keep, each round, the erased
+    /// features' directions between the task's class means before the principal axes, so the
+    /// task's signal is not left to the variance.
+    pub keep_task: bool,
 }
 
 /// One fitted round: standardise, random Fourier features, LEACE, back to the rows' coordinates.
@@ -101,6 +109,62 @@ fn mat_to_tensor(m: &Mat<f64>) -> Tensor {
 
 impl Eraser for KernelEraser {
     fn fit(&self, x: &[f64], d: usize, z: &[i64], weights: Option<&[f64]>, seed: u64) -> Result<Box<dyn FittedEraser>> {
+        self.fit_rounds(x, d, z, None, weights, seed)
+    }
+
+    fn fit_for_task(
+        &self,
+        x: &[f64],
+        d: usize,
+        z: &[i64],
+        target: &[i64],
+        weights: Option<&[f64]>,
+        seed: u64,
+    ) -> Result<Box<dyn FittedEraser>> {
+        self.fit_rounds(x, d, z, self.keep_task.then_some(target), weights, seed)
+    }
+}
+
+/// Orthonormal directions (columns, `[D, r]`) between the task's class means of `centred` rows
+/// and their overall mean (r ≤ classes − 1), by Gram–Schmidt.
+fn task_directions(centred: &Tensor, target: &[i64]) -> Tensor {
+    let classes = target.iter().copied().max().unwrap_or(0) + 1;
+    let labels = Tensor::from_slice(target);
+    let mut basis: Vec<Tensor> = Vec::new();
+    for c in 0..classes {
+        let rows = labels.eq(c).nonzero().squeeze_dim(1);
+        if rows.size()[0] == 0 {
+            continue;
+        }
+        let mut v = centred.index_select(0, &rows).mean_dim(0, false, Kind::Double);
+        let scale = v.norm().double_value(&[]);
+        for u in &basis {
+            v = &v - u * u.dot(&v);
+        }
+        let norm = v.norm().double_value(&[]);
+        // Binary classes give one direction: the second is the first's negative.
+        if norm > 1e-6 * scale.max(1e-300) {
+            basis.push(v / norm);
+        }
+    }
+    let size = centred.size()[1];
+    if basis.is_empty() {
+        Tensor::zeros([size, 0], (Kind::Double, Device::Cpu))
+    } else {
+        Tensor::stack(&basis, 1)
+    }
+}
+
+impl KernelEraser {
+    fn fit_rounds(
+        &self,
+        x: &[f64],
+        d: usize,
+        z: &[i64],
+        target: Option<&[i64]>,
+        weights: Option<&[f64]>,
+        seed: u64,
+    ) -> Result<Box<dyn FittedEraser>> {
         let n = check_rows(x, d, z)?;
         let big_d = self.features as i64;
         // φ and its erased copy (n × D each), LEACE's D × D matrices: what fitting takes.
@@ -151,10 +215,23 @@ impl Eraser for KernelEraser {
             // The erased features' first d principal axes: the next round's rows.
             let centre = erased.mean_dim(0, true, Kind::Double);
             let centred = &erased - &centre;
-            let covariance = centred.transpose(0, 1).matmul(&centred) / n as f64;
+            // With the task's labels: its class-mean directions first, the principal axes of
+            // what is left after them.
+            let kept = match target {
+                // At most d − 1 of them: one principal axis at least.
+                Some(t) => {
+                    let directions = task_directions(&centred, t);
+                    let r = directions.size()[1].min(d as i64 - 1).max(0);
+                    directions.narrow(1, 0, r)
+                }
+                None => Tensor::zeros([big_d, 0], options),
+            };
+            let rest = &centred - centred.matmul(&kept).matmul(&kept.transpose(0, 1));
+            let covariance = rest.transpose(0, 1).matmul(&rest) / n as f64;
             let (_, axes) = covariance.f_linalg_eigh("L")?;
+            let principal = axes.flip([1]).narrow(1, 0, d as i64 - kept.size()[1]);
             round.back_mean = centre;
-            round.back = axes.flip([1]).narrow(1, 0, d as i64).contiguous();
+            round.back = Tensor::cat(&[kept, principal], 1).contiguous();
             current = round.apply(&current);
             rounds.push(round);
         }
@@ -191,6 +268,44 @@ mod tests {
     /// means (the linear rung at chance), lowers what the quadratic and RBF rungs read by at least
     /// 0.05 in three rounds — not to chance: each round equalises means of one kernel's features,
     /// and the concept's spread comes back in the next round's products — and keeps the target.
+    /// Told the task (`keep-task`), each round keeps the direction between the task's class
+    /// means: the target reads at least as well as without it, and the concept's linear rung
+    /// stays at chance.
+    #[test]
+    fn keeping_the_task_keeps_the_target_at_least_as_readable() {
+        let _generator = crate::seeded_generator(12);
+        let sample = |n: i64| {
+            let concept = Tensor::randint(2, [n], (Kind::Int64, Device::Cpu));
+            let spread = concept.to_kind(Kind::Double).unsqueeze(1) * 1.5 + 0.5;
+            let e = Tensor::randn([n, 6], (Kind::Double, Device::Cpu));
+            // A weak target: one low-variance coordinate among high-variance ones.
+            let target = e.select(1, 2).gt(0.0).to_kind(Kind::Int64);
+            let x = Tensor::cat(&[e.narrow(1, 0, 2) * &spread, e.narrow(1, 2, 1) * 0.3, e.narrow(1, 3, 3) * 3.0], 1);
+            (x, concept, target)
+        };
+        let ((x, c, t), (xt, ct, tt)) = (sample(4000), sample(3000));
+        let blank = |n: i64| Tensor::zeros([n], (Kind::Int64, Device::Cpu));
+        let f = |v: &Tensor| v.to_kind(Kind::Float);
+        let linear = crate::ladder::LinearProbe { steps: 300 };
+        let mut kept = Vec::new();
+        for keep in [0, 1] {
+            let eraser = EraserSpec::new("kernel").with("rounds", 4).with("keep-task", keep).build().unwrap();
+            let erasure = Erasure::fit_for_task(eraser.as_ref(), 1.0, &x, &c, &t, None, 0).unwrap();
+            let (ex, ext) = (erasure.erase(&x, &blank(4000)), erasure.erase(&xt, &blank(3000)));
+            let concept = linear.fit_and_score(&f(&ex), &c, &f(&ext), &ct, 0).unwrap();
+            assert!(concept.at_chance, "keep-task {keep}: {concept:?}");
+            kept.push(linear.fit_and_score(&f(&ex), &t, &f(&ext), &tt, 0).unwrap().accuracy);
+        }
+        assert!(
+            kept[1] > 0.9 && kept[1] >= kept[0] - 0.005,
+            "target read {} with the task kept, {} without",
+            kept[1],
+            kept[0]
+        );
+        let e = EraserSpec::new("kernel").with("keep-task", 2).build().err().unwrap().to_string();
+        assert!(e.contains("keep-task"), "{e}");
+    }
+
     #[test]
     fn kernel_erasure_removes_a_non_linear_concept_and_keeps_the_target() {
         let _generator = crate::seeded_generator(11);

@@ -176,8 +176,15 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
         for a in &audits {
             by_alpha.entry(crate::agnostic::sweep::alpha_key(a.alpha())).or_insert((a.alpha(), Vec::new())).1.push(a);
         }
+        // An eraser's family: its kind and its settings other than the strength knobs.
         let family = match &config.removal {
-            Removal::Erase(spec) => spec.kind.clone(),
+            Removal::Erase(spec) => {
+                let mut family = spec.kind.clone();
+                for (key, value) in spec.params.iter().filter(|(k, _)| !matches!(k.as_str(), "rounds" | "iterations")) {
+                    family.push_str(&format!(" {key}={value}"));
+                }
+                family
+            }
             Removal::Adversary => method.clone(),
         };
         for (alpha, runs) in by_alpha.into_values() {

@@ -932,6 +932,9 @@ fn ladder_rungs() -> String {
 /// (`scripts/agnostic-ladder-front.sh`).
 const KERNEL_FRONT_ROUNDS: ([u32; 4], [u32; 3]) = ([1, 2, 4, 8], [1, 3, 8]);
 
+/// The same with the task's class-mean directions kept each round (`keep-task=1`).
+const KERNEL_TASK_ROUNDS: ([u32; 2], [u32; 2]) = ([4, 8], [3, 8]);
+
 /// Which rungs each method passes: per sweep with the ladder and α, the task numbers, the rungs
 /// within the audit's bar of their floor, and the rung that reads most beyond its floor (means
 /// over repeats).
@@ -942,10 +945,18 @@ fn ladder_passes(results: &Results) -> Result<String> {
     const ADULT: [&[&str]; 2] = [&["accuracy"], &["demographic_parity_difference"]];
     let mut sweeps: Vec<(String, String, [&[&str]; 2])> =
         vec![("context-mnist".into(), "Context-MNIST: reweighing + HSIC + 64-unit bottleneck".into(), CONTEXT)];
+    let plural = |rounds: u32| if rounds == 1 { "" } else { "s" };
     for rounds in KERNEL_FRONT_ROUNDS.0 {
         sweeps.push((
             format!("kernel-front/ctx-kernel-r{rounds}"),
-            format!("Context-MNIST: kernel erasure, {rounds} round{}", if rounds == 1 { "" } else { "s" }),
+            format!("Context-MNIST: kernel erasure, {rounds} round{}", plural(rounds)),
+            CONTEXT,
+        ));
+    }
+    for rounds in KERNEL_TASK_ROUNDS.0 {
+        sweeps.push((
+            format!("kernel-front/ctx-kernel-task-r{rounds}"),
+            format!("Context-MNIST: kernel erasure keeping the task, {rounds} round{}", plural(rounds)),
             CONTEXT,
         ));
     }
@@ -953,7 +964,14 @@ fn ladder_passes(results: &Results) -> Result<String> {
     for rounds in KERNEL_FRONT_ROUNDS.1 {
         sweeps.push((
             format!("kernel-front/adult-kernel-r{rounds}"),
-            format!("Adult: kernel erasure, {rounds} round{}", if rounds == 1 { "" } else { "s" }),
+            format!("Adult: kernel erasure, {rounds} round{}", plural(rounds)),
+            ADULT,
+        ));
+    }
+    for rounds in KERNEL_TASK_ROUNDS.1 {
+        sweeps.push((
+            format!("kernel-front/adult-kernel-task-r{rounds}"),
+            format!("Adult: kernel erasure keeping the task, {rounds} round{}", plural(rounds)),
             ADULT,
         ));
     }
