@@ -275,6 +275,25 @@ pub(crate) fn validation_split(n: i64, seed: u64) -> Result<(Tensor, Tensor)> {
     Ok((order.narrow(0, 0, fit_rows), order.narrow(0, fit_rows, n - fit_rows)))
 }
 
+/// The probe-train rows split by [`validation_split`]: `((fit features, fit labels),
+/// (validation features, validation labels))`.
+pub(crate) fn fit_and_validation_rows(
+    train_f: &Tensor,
+    train_a: &Tensor,
+    seed: u64,
+) -> Result<((Tensor, Tensor), (Tensor, Tensor))> {
+    let (fit, val) = validation_split(train_f.size()[0], seed)?;
+    Ok((
+        (train_f.index_select(0, &fit), train_a.index_select(0, &fit)),
+        (train_f.index_select(0, &val), train_a.index_select(0, &val)),
+    ))
+}
+
+/// Whether validation result `r` beats `best`: higher accuracy, then lower cross-entropy.
+pub(crate) fn beats(r: &ProbeResult, best: &ProbeResult) -> bool {
+    r.accuracy > best.accuracy || (r.accuracy == best.accuracy && r.cross_entropy_bits < best.cross_entropy_bits)
+}
+
 /// The strongest MLP probe of [`MLP_PROBE_GRID`], so that "at chance" cannot come from a weak
 /// probe: each setting learns on 80 % of the probe-train rows (a split seeded by `seed`), the
 /// best on the other 20 % (accuracy, then lower cross-entropy) is scored on the test split.
@@ -289,16 +308,12 @@ pub fn tuned_mlp_probe(
     steps: usize,
     seed: u64,
 ) -> Result<ProbeResult> {
-    let (fit, val) = validation_split(train_f.size()[0], seed)?;
-    let (fit_f, fit_a) = (train_f.index_select(0, &fit), train_a.index_select(0, &fit));
-    let (val_f, val_a) = (train_f.index_select(0, &val), train_a.index_select(0, &val));
+    let ((fit_f, fit_a), (val_f, val_a)) = fit_and_validation_rows(train_f, train_a, seed)?;
     let mut best: Option<(ProbeConfig, ProbeResult)> = None;
     for (hidden, weight_decay) in MLP_PROBE_GRID {
         let config = ProbeConfig { steps, seed, hidden, weight_decay, ..ProbeConfig::new(ProbeKind::Mlp) };
         let r = probe(&fit_f, &fit_a, &val_f, &val_a, &config)?;
-        let better = best.as_ref().is_none_or(|(_, b)| {
-            r.accuracy > b.accuracy || (r.accuracy == b.accuracy && r.cross_entropy_bits < b.cross_entropy_bits)
-        });
+        let better = best.as_ref().is_none_or(|(_, b)| beats(&r, b));
         if better {
             best = Some((config, r));
         }

@@ -530,13 +530,17 @@ impl Erasure {
         weights: Option<&[f64]>,
         seed: u64,
     ) -> Result<Self> {
+        let (d, values, labels) = Self::rows(strength, f, concept)?;
+        Ok(Erasure { fitted: eraser.fit(&values, d, &labels, weights, seed)?, strength })
+    }
+
+    /// The strength checked, and `f`'s width, values and `concept`'s labels as the erasers take them.
+    fn rows(strength: f64, f: &Tensor, concept: &Tensor) -> Result<(usize, Vec<f64>, Vec<i64>)> {
         if !(0.0..=1.0).contains(&strength) {
             return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
         }
-        let d = f.size()[1] as usize;
-        let values = rows_of(f)?;
         let labels: Vec<i64> = Vec::try_from(concept).map_err(|e| invalid("concept labels", e, "copy"))?;
-        Ok(Erasure { fitted: eraser.fit(&values, d, &labels, weights, seed)?, strength })
+        Ok((f.size()[1] as usize, rows_of(f)?, labels))
     }
 
     /// [`Self::fit`] with each row's task label `target` (`[m]` i64) for erasers that keep what
@@ -550,12 +554,7 @@ impl Erasure {
         weights: Option<&[f64]>,
         seed: u64,
     ) -> Result<Self> {
-        if !(0.0..=1.0).contains(&strength) {
-            return Err(invalid("erasure strength", strength, "must lie in [0, 1]"));
-        }
-        let d = f.size()[1] as usize;
-        let values = rows_of(f)?;
-        let labels: Vec<i64> = Vec::try_from(concept).map_err(|e| invalid("concept labels", e, "copy"))?;
+        let (d, values, labels) = Self::rows(strength, f, concept)?;
         let task: Vec<i64> = Vec::try_from(target).map_err(|e| invalid("task labels", e, "copy"))?;
         if task.len() != labels.len() || task.iter().any(|&t| t < 0) {
             return Err(invalid("task labels", task.len(), "need one class index ≥ 0 per row"));

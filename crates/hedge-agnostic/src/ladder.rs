@@ -192,18 +192,14 @@ fn tuned_logistic(
     candidates: Vec<(Option<f64>, Box<dyn Expansion>)>,
     weight_decays: &[f64],
 ) -> Result<ProbeResult> {
-    let (fit, val) = validation_split(train_f.size()[0], seed)?;
-    let (fit_f, fit_a) = (train_f.index_select(0, &fit), train_a.index_select(0, &fit));
-    let (val_f, val_a) = (train_f.index_select(0, &val), train_a.index_select(0, &val));
+    let ((fit_f, fit_a), (val_f, val_a)) = audit::fit_and_validation_rows(train_f, train_a, seed)?;
     let mut best: Option<(usize, f64, ProbeResult)> = None;
     for (i, (_, expansion)) in candidates.iter().enumerate() {
         let (ef, ev) = (expansion.apply(&fit_f), expansion.apply(&val_f));
         for &weight_decay in weight_decays {
             let config = ProbeConfig { steps, seed, weight_decay, ..ProbeConfig::new(ProbeKind::Linear) };
             let r = audit::probe(&ef, &fit_a, &ev, &val_a, &config)?;
-            if best.as_ref().is_none_or(|(_, _, b)| {
-                r.accuracy > b.accuracy || (r.accuracy == b.accuracy && r.cross_entropy_bits < b.cross_entropy_bits)
-            }) {
+            if best.as_ref().is_none_or(|(_, _, b)| audit::beats(&r, b)) {
                 best = Some((i, weight_decay, r));
             }
         }
