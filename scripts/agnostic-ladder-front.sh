@@ -7,7 +7,8 @@
 #   HEDGE_DATA_DIR=../shared/data scripts/agnostic-ladder-front.sh
 #
 # Sweeps go to results/agnostic/kernel-front/<ctx|adult>-kernel-r<rounds> (a finished one is
-# skipped); the fronts to results/agnostic/ladder-front-{context,adult}/. About 3 min per
+# skipped); the fronts to results/agnostic/ladder-front-{context,adult}/, with the stacked erasers'
+# sweeps (scripts/agnostic-stacked-front.sh) where they have run. About 3 min per
 # Context-MNIST network and 1 min per Adult network on one thread; run two copies with disjoint
 # job lists to use two cores (JOBS="ctx:1 ctx:2" ...).
 set -euo pipefail
@@ -35,8 +36,12 @@ for job in $jobs; do
   "$hedge" agnostic sweep "${flags[@]}" --removal kernel "${params[@]}" --alphas 1 --repeats 3 \
     --threads 1 --out "$out" > "$out.log" 2>&1
 done
-# The sweep folders of one dataset, comma-separated (their logs left out).
-folders() { find "$root" -mindepth 1 -maxdepth 1 -type d -name "$1-kernel-*" | sort | paste -sd, -; }
+# The sweep folders of one dataset, comma-separated (their logs left out), with the stacked
+# erasers of scripts/agnostic-stacked-front.sh where they have run.
+folders() {
+  find "$root" results/agnostic/stacked-front -mindepth 1 -maxdepth 1 -type d -name "$1-*" 2>/dev/null |
+    while read -r d; do [ -f "$d/summary.json" ] && echo "$d"; done | sort | paste -sd, -
+}
 ctx="results/agnostic/context-mnist,$(folders ctx)"
 adult="results/agnostic/adult-grl-k50-ladder,$(folders adult)"
 "$hedge" agnostic pareto --sweeps "$ctx" --out results/agnostic/ladder-front-context --overwrite

@@ -699,8 +699,9 @@ impl<'a> FeatureView<'a> {
 }
 
 /// Trains a fresh network (seeded by `config.seed`) and removes the concept with `removal`:
-/// the adversary at weight α during training, or, post hoc, a network trained with α = 0 whose
-/// frozen features are erased at strength α. The eraser is fitted on the target-labelled set's
+/// the adversary at weight α during training, or, post hoc, a network trained at
+/// `config.erase_on_alpha` (0 by default: no adversary) whose frozen features are erased at
+/// strength α — an eraser stacked on an adversarially trained network when that is above 0. The eraser is fitted on the target-labelled set's
 /// features with [`group_balancing_weights`] (Context-MNIST's context-labelled set holds
 /// backgrounds without digits, whose features lie elsewhere: an eraser fitted there left a
 /// linear probe reading the background at 0.97 on digit images); G_y is then retrained on the
@@ -720,7 +721,7 @@ pub fn fit_with_removal(
         Removal::Erase(spec) => spec,
     };
     let start = std::time::Instant::now();
-    let (net, _) = fit(model, data, &config.with_alpha(0.0))?;
+    let (net, _) = fit(model, data, &config.with_alpha(config.erase_on_alpha))?;
     let target_f = net.frozen_features(data.target_x);
     let weights = group_balancing_weights(data.target_y, data.target_p)?;
     let eraser = spec.build()?;

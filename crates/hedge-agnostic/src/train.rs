@@ -140,6 +140,7 @@ pub enum DecisionPenaltyForm {
 /// | `decision_penalty` | 0 | β × within-class HSIC between G_y's logits and the concept, beside any adversary |
 /// | `decision_penalty_form` | aligned | that HSIC normalised, plain, or plain on batch-standardised logits |
 /// | `hsic_bandwidth` | 1 | the HSIC adversary's σ² as a multiple of the median heuristic's |
+/// | `erase_on_alpha` | 0 | with a post-hoc removal, the α the erased network trains at with its own adversary |
 /// | `seed` | 0 | initialisation and batches |
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -178,6 +179,13 @@ pub struct TrainConfig {
     /// itself). Below 1 the kernel is local, above 1 smooth; a sweep of it is the bandwidth lever
     /// of the conditional (within-class) kernel penalty.
     pub hsic_bandwidth: f64,
+    /// With a post-hoc removal ([`crate::erasure::fit_with_removal`]), the α at which the network
+    /// whose features are erased trains with its own adversary (`adversary`, `reweigh`…): 0, a
+    /// plain network (the default, and what hedge did before the setting existed, so files
+    /// without it read as 0); above 0, an eraser stacked on an adversarially trained network.
+    /// Ignored when the adversary itself removes the concept.
+    #[serde(default)]
+    pub erase_on_alpha: f64,
 }
 
 /// Jia et al.'s epochs per network (Sections 4.3–4.4).
@@ -207,6 +215,7 @@ impl Default for TrainConfig {
             decision_penalty: 0.0,
             decision_penalty_form: DecisionPenaltyForm::Aligned,
             hsic_bandwidth: 1.0,
+            erase_on_alpha: 0.0,
         }
     }
 }
@@ -277,6 +286,11 @@ impl TrainConfig {
         self
     }
 
+    pub fn with_erase_on_alpha(mut self, alpha: f64) -> Self {
+        self.erase_on_alpha = alpha;
+        self
+    }
+
     pub fn with_adversary_steps(mut self, k: usize) -> Self {
         self.adversary_steps = k;
         self
@@ -310,6 +324,13 @@ impl ParamGuard for TrainConfig {
     fn check_ref(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.alpha) {
             return Err(invalid("alpha", self.alpha, "must lie in [0, 1] (Eq. 1's trade-off)"));
+        }
+        if !(0.0..=1.0).contains(&self.erase_on_alpha) {
+            return Err(invalid(
+                "erase_on_alpha",
+                self.erase_on_alpha,
+                "must lie in [0, 1]: the α of the network an eraser is stacked on (0: a plain network)",
+            ));
         }
         if self.steps == 0 || self.batch < 1 || self.adversary_steps == 0 {
             return Err(invalid(

@@ -147,6 +147,24 @@ fn the_papers_training_protocol_is_refused_where_it_does_not_apply() {
     assert!(!out.exists());
 }
 
+/// `--erase-on-alpha` stacks an eraser on an adversarially trained network: without a post-hoc
+/// `--removal` (the adversary alone) or outside [0, 1] it is refused before anything is written,
+/// naming the flag.
+#[test]
+fn stacking_an_eraser_needs_an_eraser_and_an_alpha_in_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stacked");
+    let o = hedge(&["agnostic", "sweep", "--erase-on-alpha", "0.9", "--out", out.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("erase-on-alpha") && e.contains("--removal"), "{e}");
+    assert!(!out.exists());
+    let o =
+        hedge(&["agnostic", "sweep", "--removal", "kernel", "--erase-on-alpha", "1.5", "--out", out.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("erase_on_alpha") && e.contains("[0, 1]"), "{e}");
+    assert!(!out.exists());
+}
+
 /// LEACE on Adult: it guards convex losses, so the linear probe's information bound (its
 /// cross-entropy against the label entropy, on test rows it learns and is scored on, disjoint from
 /// the rows LEACE was fitted on) falls well below the unerased network's, while the retrained

@@ -97,8 +97,18 @@ pub struct ParetoSummary {
 /// A sweep's method in words: the adversary (with its extra updates and resets) or the eraser.
 pub fn method_label(config: &SweepConfig) -> String {
     if config.removal != Removal::Adversary {
-        return config.removal.name();
+        let t = &config.train;
+        return if t.erase_on_alpha > 0.0 {
+            format!("{} on {} at α = {}", config.removal.name(), adversary_label(config), t.erase_on_alpha)
+        } else {
+            config.removal.name()
+        };
     }
+    adversary_label(config)
+}
+
+/// The adversary's settings in words (with its extra updates, resets, reweighing, bottleneck).
+fn adversary_label(config: &SweepConfig) -> String {
     let t = &config.train;
     let mut label = match t.adversary {
         Adversary::Reversal => "grl".to_string(),
@@ -182,6 +192,13 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
                 let mut family = spec.kind.clone();
                 for (key, value) in spec.params.iter().filter(|(k, _)| !matches!(k.as_str(), "rounds" | "iterations")) {
                     family.push_str(&format!(" {key}={value}"));
+                }
+                if config.train.erase_on_alpha > 0.0 {
+                    family.push_str(&format!(
+                        " on {} at α = {}",
+                        adversary_label(&config),
+                        config.train.erase_on_alpha
+                    ));
                 }
                 family
             }
@@ -533,11 +550,37 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hedge_agnostic::TrainConfig;
 
     #[test]
     fn the_front_keeps_only_undominated_points() {
         // (usefulness, probe accuracy): 1 dominates 0; 2 and 3 trade off; 4 ties 3 exactly.
         let points = [(0.80, 0.99), (0.85, 0.95), (0.90, 0.97), (0.70, 0.60), (0.70, 0.60), (0.60, 0.70)];
         assert_eq!(front(&points), vec![1, 2, 3, 4]);
+    }
+
+    /// A sweep's settings with `train` and `removal` as given, the rest defaults.
+    fn sweep_config(train: TrainConfig, removal: Removal) -> SweepConfig {
+        let mut config: SweepConfig =
+            serde_json::from_str(include_str!("../../../../results/agnostic/kernel-front/ctx-kernel-r2/config.json"))
+                .unwrap();
+        config.train = train;
+        config.removal = removal;
+        config
+    }
+
+    /// An eraser alone is named by its kind and parameters; stacked on an adversarially trained
+    /// network, by the network's method and α too; and a sweep's config written before the
+    /// setting existed reads as a plain network (α 0).
+    #[test]
+    fn a_stacked_eraser_names_the_network_it_erases() {
+        let kernel = Removal::Erase(hedge_agnostic::eraser::EraserSpec::new("kernel").with("rounds", 2));
+        let plain = sweep_config(TrainConfig::default().with_reweighing(true), kernel.clone());
+        assert_eq!(plain.train.erase_on_alpha, 0.0, "the committed sweep predates the setting");
+        assert_eq!(method_label(&plain), "kernel-2");
+        let stacked =
+            TrainConfig::default().with_adversary(Adversary::Hsic).with_reweighing(true).with_erase_on_alpha(0.9);
+        let label = method_label(&sweep_config(stacked, kernel));
+        assert_eq!(label, "kernel-2 on hsic, reweighed, 64-unit bottleneck at α = 0.9");
     }
 }

@@ -72,6 +72,11 @@ pub struct SweepRequest {
     /// erasure strength (0: none, 1: all).
     #[arg(long, default_value = "adversary")]
     pub removal: String,
+    /// With a post-hoc --removal: train the network whose features are erased at this α with
+    /// its own --adversary (and --reweigh…), so the eraser is stacked on an adversarially
+    /// trained network (0: a plain network).
+    #[arg(long, default_value_t = 0.0, value_name = "ALPHA")]
+    pub erase_on_alpha: f64,
     /// INLP's rounds of logistic regression (with --removal inlp).
     #[arg(long, default_value_t = 10)]
     pub inlp_iterations: usize,
@@ -155,6 +160,7 @@ impl SweepRequest {
             decision_penalty: self.decision_penalty,
             decision_penalty_form: self.decision_penalty_form,
             hsic_bandwidth: self.hsic_bandwidth,
+            erase_on_alpha: self.erase_on_alpha,
             ..schedule
         };
         let table = match self.table.spec() {
@@ -180,6 +186,13 @@ impl SweepRequest {
         };
         let alphas = parse_alphas(&self.alphas).flag(format_args!("--alphas '{}'", self.alphas))?;
         let removal = self.removal()?;
+        if self.erase_on_alpha > 0.0 && !removal.is_post_hoc() {
+            return Err(invalid(
+                "erase-on-alpha",
+                self.erase_on_alpha,
+                "stacks an eraser on an adversarially trained network: give a post-hoc --removal (leace, kernel…), or set α with --alphas",
+            ));
+        }
         train.with_alpha(alphas[0]).check_ref()?;
         check_method(&removal, self.adversary, dataset)?;
         let model = ModelConfig::default().with_negative_slope(self.negative_slope).with_bottleneck(self.bottleneck);
