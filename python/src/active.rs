@@ -217,21 +217,40 @@ impl LcmdShard {
     }
 
     /// Each of the `clusters` clusters' mass over this shard's unpicked points (None: none).
-    fn masses(&self, clusters: usize) -> Vec<Option<f64>> {
-        self.0.lock().expect("shard lock").masses(clusters)
+    fn masses(&self, clusters: usize) -> PyResult<Vec<Option<f64>>> {
+        crate::guarded(|| {
+            let shard = locked(&self.0);
+            if clusters < shard.centres() {
+                return Err(value_error(format!(
+                    "`clusters` is {clusters} but this shard holds {} centres: pass the number of centres so far \
+                     (the labelled points plus the picks)",
+                    shard.centres()
+                )));
+            }
+            Ok(shard.masses(clusters))
+        })
     }
 
     /// This shard's unpicked point of `cluster` farthest from its centre, or None.
-    fn farthest<'py>(&self, py: Python<'py>, cluster: usize) -> Option<FarthestTuple<'py>> {
-        let found = self.0.lock().expect("shard lock").farthest(cluster);
-        found.map(|(d, row, features)| (d, row, features.into_pyarray(py)))
+    fn farthest<'py>(&self, py: Python<'py>, cluster: usize) -> PyResult<Option<FarthestTuple<'py>>> {
+        crate::guarded(|| {
+            let found = locked(&self.0).farthest(cluster);
+            Ok(found.map(|(d, row, features)| (d, row, features.into_pyarray(py))))
+        })
     }
 
     /// A pick (of any shard) as centre `id`; marked picked here when it is this shard's row.
     fn add_pick(&self, id: usize, row: usize, features: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
         crate::guarded(|| {
             let features = features.as_slice().map_err(|_| value_error("`features` must be contiguous"))?;
-            let mut shard = self.0.lock().expect("shard lock");
+            let mut shard = locked(&self.0);
+            if features.len() != shard.cols() {
+                return Err(value_error(format!(
+                    "`features` has {} values but the shard's points have {} features",
+                    features.len(),
+                    shard.cols()
+                )));
+            }
             shard.add_centre(id, features);
             shard.mark_picked(row);
             Ok(())
@@ -242,8 +261,16 @@ impl LcmdShard {
 /// The cluster an LCMD step over shards picks from: the highest mass summed over every shard's
 /// `LcmdShard.masses` (ties to the lowest cluster), or None.
 #[pyfunction]
-pub fn lcmd_heaviest_cluster(masses: Vec<Vec<Option<f64>>>, clusters: usize) -> Option<usize> {
-    heaviest_cluster(&masses, clusters)
+pub fn lcmd_heaviest_cluster(masses: Vec<Vec<Option<f64>>>, clusters: usize) -> PyResult<Option<usize>> {
+    crate::guarded(|| {
+        if let Some(part) = masses.iter().find(|m| m.len() > clusters) {
+            return Err(value_error(format!(
+                "a shard's masses name {} clusters but `clusters` is {clusters}: pass the number of centres so far",
+                part.len()
+            )));
+        }
+        Ok(heaviest_cluster(&masses, clusters))
+    })
 }
 
 /// The step's pick from every shard's `LcmdShard.farthest` answer (None where a shard has no
@@ -291,12 +318,12 @@ impl PoolShard {
     }
 
     fn __len__(&self) -> usize {
-        self.0.lock().expect("shard lock").len()
+        locked(&self.0).len()
     }
 
     fn setup<'py>(&self, py: Python<'py>) -> PyResult<SetupArrays<'py>> {
         crate::guarded(|| {
-            let s = self.0.lock().expect("shard lock").setup();
+            let s = locked(&self.0).setup();
             let j = s.block_sums.first().map_or(0, Vec::len);
             let sums = numpy::ndarray::Array2::from_shape_vec((s.block_sums.len(), j), s.block_sums.concat())
                 .map_err(value_error)?;
@@ -312,7 +339,15 @@ impl PoolShard {
     ) -> PyResult<Option<VertexTuple<'py>>> {
         crate::guarded(|| {
             let residual = residual.as_slice().map_err(|_| value_error("`residual` must be contiguous"))?;
-            let best = self.0.lock().expect("shard lock").best(residual, distinct);
+            let shard = locked(&self.0);
+            if residual.len() != shard.cols() {
+                return Err(value_error(format!(
+                    "`residual` has {} values but the shard's rows have {} columns",
+                    residual.len(),
+                    shard.cols()
+                )));
+            }
+            let best = shard.best(residual, distinct);
             Ok(best.map(|v| (v.score, v.index, v.row.into_pyarray(py), v.sigma)))
         })
     }
@@ -320,7 +355,7 @@ impl PoolShard {
     /// Exactly these pool rows are chosen (the batch's picks so far; rows of other shards are
     /// ignored).
     fn set_chosen(&self, picks: Vec<usize>) {
-        let mut shard = self.0.lock().expect("shard lock");
+        let mut shard = locked(&self.0);
         shard.clear_chosen();
         for p in picks {
             shard.mark_chosen(p);
@@ -567,4 +602,10 @@ pub fn acquisition_kinds() -> Vec<(&'static str, &'static str, Vec<&'static str>
         .iter()
         .map(|r| (r.name, r.about, r.reads.iter().map(|w| w.describe()).collect()))
         .collect()
+}
+
+/// The shard behind its lock, also after a call that panicked while holding it (the panic became a
+/// Python exception; the shard's state is whole between its methods).
+fn locked<T>(shard: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

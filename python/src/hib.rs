@@ -9,7 +9,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tch::{Kind, Tensor};
 
-use crate::tensor::{check_float, optional_tensor, tensor, to_python};
+use crate::tensor::{check_float, optional_tensor, tensor, to_python, with_cpu_f32};
 
 /// Largest quadrature grid (points^D nodes): beyond it the product rule's memory (B·C1·C2·G·D
 /// floats) is what a user notices first, and Monte Carlo is the estimator to use.
@@ -38,7 +38,8 @@ fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side:
     check_finite(&mean_t, &mean_name)?;
     if let Some(v) = &variance_t {
         check_finite(v, &var_name)?;
-        let smallest = v.min().double_value(&[]);
+        let smallest = with_cpu_f32(v, |values| values.iter().copied().fold(f32::INFINITY, f32::min) as f64)
+            .unwrap_or_else(|| v.min().double_value(&[]));
         if smallest <= 0.0 {
             return Err(PyValueError::new_err(format!(
                 "`{var_name}` holds {smallest}: variances must be positive (a model's softplus or exp output is)"
@@ -52,9 +53,17 @@ fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side:
 /// Refuses a tensor holding NaN or ±inf, naming the first such element: every number computed
 /// from it would be NaN.
 fn check_finite(t: &Tensor, name: &str) -> PyResult<()> {
-    let bad = t.isfinite().logical_not().flatten(0, -1).nonzero();
-    if bad.size()[0] > 0 {
-        let at = bad.int64_value(&[0, 0]);
+    // In place for a contiguous CPU float32 tensor; else one reduction, and the position only
+    // when there is one to name.
+    let first_bad = with_cpu_f32(t, |values| values.iter().position(|v| !v.is_finite()).map(|i| i as i64))
+        .unwrap_or_else(|| {
+            if t.isfinite().all().int64_value(&[]) == 1 {
+                None
+            } else {
+                Some(t.isfinite().logical_not().flatten(0, -1).nonzero().int64_value(&[0, 0]))
+            }
+        });
+    if let Some(at) = first_bad {
         let value = t.flatten(0, -1).double_value(&[at]);
         return Err(PyValueError::new_err(format!(
             "`{name}` holds {value} at flat position {at}: the inputs must be finite"

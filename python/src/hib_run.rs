@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use hedge_data::{DataRoot, ImageDataset, ImageSet, NDigitSplit};
 use hedge_embed::embed::{embed_dataset, EmbedOptions};
-use hedge_embed::experiment::{start_run, train_run, TrainPlan};
+use hedge_embed::experiment::{prepare_resume, start_run, train_run_until, TrainPlan};
 use hedge_embed::run_eval::{embed_run, evaluate_run, EvalSettings};
 use hedge_embed::train::{load_model, TrainEvent};
 use hedge_embed::{HibConfig, HibData, MatchEstimator, MetricSet, OwnImagesRequest, RunDir, SettingsRequest};
@@ -68,32 +68,89 @@ pub fn hib_train(
         let command = format!("python: hedge.hib.train({})", out.display());
         let (run, config) =
             start_run(&hib_data, config, &plan, device, &out, overwrite, &command).map_err(value_error)?;
-        let every = progress_every.max(1);
-        // Training runs without the GIL: torch's Python autograd engine refuses a backward pass
-        // from a thread that holds it (and other Python threads keep running). The callback takes
-        // the GIL back for each report.
         let path = run.path.display().to_string();
-        let callback_error = py.detach(move || -> PyResult<Option<PyErr>> {
-            let mut callback_error: Option<PyErr> = None;
-            train_run(&run, &hib_data, &config, device, false, &plan, |event| {
-                if let (TrainEvent::Step { metrics, planned_steps }, Some(cb)) = (event, &progress) {
-                    if callback_error.is_none() && (metrics.step % every == 0 || metrics.step == planned_steps) {
-                        Python::attach(|py| {
-                            if let Err(e) = cb.call1(py, (metrics.step, planned_steps, metrics.loss)) {
-                                callback_error = Some(e);
-                            }
-                        });
-                    }
-                }
-            })
-            .map_err(value_error)?;
-            Ok(callback_error)
-        })?;
-        if let Some(e) = callback_error {
-            return Err(e);
-        }
+        train_reporting(py, &run, hib_data, &config, device, false, &plan, progress, progress_every)?;
         Ok(path)
     })
+}
+
+/// Continues the run in `path` from its last checkpoint to its planned steps (`steps`: a new
+/// total), with its own settings — what `hedge hib train --resume` does. Returns the run
+/// directory.
+#[pyfunction]
+#[pyo3(signature = (path, steps=None, device_name="cpu", progress=None, progress_every=10))]
+pub fn hib_resume(
+    py: Python<'_>,
+    path: PathBuf,
+    steps: Option<usize>,
+    device_name: &str,
+    progress: Option<Py<PyAny>>,
+    progress_every: usize,
+) -> PyResult<String> {
+    crate::guarded(|| {
+        let device = device(device_name)?;
+        let run = RunDir::open_to_resume(&path).map_err(value_error)?;
+        let (rc, plan) = prepare_resume(&run, steps, None).map_err(value_error)?;
+        let hib_data = HibData::new(DataRoot::from_env());
+        let out = run.path.display().to_string();
+        train_reporting(py, &run, hib_data, &rc.hib, device, true, &plan, progress, progress_every)?;
+        Ok(out)
+    })
+}
+
+/// Trains `run` without the GIL, calling `progress(step, planned_steps, loss)` every `every`
+/// steps, and stops at the step where Python has a signal pending whose handler raises (Ctrl-C's
+/// KeyboardInterrupt), with a checkpoint there, re-raising it: the run resumes from that step.
+#[allow(clippy::too_many_arguments)]
+fn train_reporting(
+    py: Python<'_>,
+    run: &RunDir,
+    hib_data: HibData,
+    config: &HibConfig,
+    device: Device,
+    resuming: bool,
+    plan: &TrainPlan,
+    progress: Option<Py<PyAny>>,
+    every: usize,
+) -> PyResult<()> {
+    let every = every.max(1);
+    // Training runs without the GIL: torch's Python autograd engine refuses a backward pass
+    // from a thread that holds it (and other Python threads keep running). The callback and the
+    // signal check take the GIL back for a moment after each step.
+    let raised = py.detach(move || -> PyResult<Option<PyErr>> {
+        let raised: std::cell::RefCell<Option<PyErr>> = std::cell::RefCell::new(None);
+        // Python runs signal handlers only on its main thread, between bytecodes; here it runs
+        // them after each step (the handler of SIGINT raises KeyboardInterrupt).
+        let stop = || {
+            if raised.borrow().is_some() {
+                return true;
+            }
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => false,
+                Err(e) => {
+                    *raised.borrow_mut() = Some(e);
+                    true
+                }
+            }
+        };
+        train_run_until(run, &hib_data, config, device, resuming, plan, Some(&stop), |event| {
+            if let (TrainEvent::Step { metrics, planned_steps }, Some(cb)) = (event, &progress) {
+                if raised.borrow().is_none() && (metrics.step % every == 0 || metrics.step == planned_steps) {
+                    Python::attach(|py| {
+                        if let Err(e) = cb.call1(py, (metrics.step, planned_steps, metrics.loss)) {
+                            *raised.borrow_mut() = Some(e);
+                        }
+                    });
+                }
+            }
+        })
+        .map_err(value_error)?;
+        Ok(raised.into_inner())
+    })?;
+    match raised {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// A trained run opened for embedding.

@@ -115,6 +115,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ann::ann_load, m)?,
         wrap_pyfunction!(ann::ann_from_bytes, m)?,
         wrap_pyfunction!(hib_run::hib_train, m)?,
+        wrap_pyfunction!(hib_run::hib_resume, m)?,
         wrap_pyfunction!(hib_run::hib_open_run, m)?,
         wrap_pyfunction!(hib_run::hib_build_index, m)?,
         wrap_pyfunction!(hib_run::hib_search, m)?,

@@ -178,20 +178,20 @@ impl GalleryShard {
     }
 
     fn __len__(&self) -> usize {
-        self.gallery.lock().expect("gallery lock").len()
+        self.gallery.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
     /// Resident bytes of the graph (its points included).
     #[getter]
     fn memory_bytes(&self) -> usize {
-        self.gallery.lock().expect("gallery lock").memory_bytes()
+        self.gallery.lock().unwrap_or_else(std::sync::PoisonError::into_inner).memory_bytes()
     }
 
     /// The shard's nearest items for every probe (`means`: float32 tensor `[P, C, D]`).
     fn candidates<'py>(&self, py: Python<'py>, means: &Bound<'py, PyAny>) -> PyResult<ShardAnswer<'py>> {
         crate::guarded(|| {
             let mean = tensor(means, "means")?;
-            let gallery = self.gallery.lock().expect("gallery lock");
+            let gallery = self.gallery.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let (c, d) = (gallery.manifest.components as i64, gallery.manifest.dim as i64);
             let size = mean.size();
             if size.len() != 3 || size[1] != c || size[2] != d || mean.kind() != tch::Kind::Float {
@@ -237,7 +237,9 @@ impl EmbeddedProbes {
     /// Component means, float32 `[P, C, D]`.
     #[getter]
     fn means(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::guarded(|| to_python(py, &self.set.lock().expect("probe lock").embedding.mean))
+        crate::guarded(|| {
+            to_python(py, &self.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner).embedding.mean)
+        })
     }
 }
 
@@ -296,13 +298,13 @@ impl ShardRules {
     /// Candidates per probe that the re-rank scores (the index's `candidates`).
     #[getter]
     fn candidates(&self) -> usize {
-        self.rules.lock().expect("rules lock").manifest.search.candidates
+        self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner).manifest.search.candidates
     }
 
     /// Reads probe images (a folder or an image .npz) and embeds them.
     fn embed(&self, probes: PathBuf) -> PyResult<EmbeddedProbes> {
         crate::guarded(|| {
-            let rules = self.rules.lock().expect("rules lock");
+            let rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let images = ImageSet::read(&probes).map_err(value_error)?;
             let set = rules.embed(&images).map_err(value_error)?;
             Ok(EmbeddedProbes { images, set: Mutex::new(set) })
@@ -314,9 +316,9 @@ impl ShardRules {
     fn validate(&self, probes: &EmbeddedProbes, answers: Vec<Bound<'_, PyAny>>) -> PyResult<(Vec<f64>, Vec<bool>)> {
         crate::guarded(|| {
             let parts = shard_parts(&answers)?;
-            let rules = self.rules.lock().expect("rules lock");
+            let rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let gathered = merge_candidates(&parts, rules.manifest.search.candidates).map_err(value_error)?;
-            let set = probes.set.lock().expect("probe lock");
+            let set = probes.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let score = rules.manifest.calibration.score;
             rules.validate(&probes.images, &set, &gathered.candidates(), score).map_err(value_error)
         })
@@ -335,12 +337,12 @@ impl ShardRules {
     ) -> PyResult<(Vec<String>, String)> {
         crate::guarded(|| {
             let parts = shard_parts(&answers)?;
-            let mut rules = self.rules.lock().expect("rules lock");
+            let mut rules = self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let stored = rules.manifest.calibration.clone();
             if let Some(risk) = target_risk {
                 rules.manifest.calibration.rechoose(risk).map_err(value_error)?;
             }
-            let set = probes.set.lock().expect("probe lock");
+            let set = probes.set.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let start = std::time::Instant::now();
             let outcome = (|| {
                 let gathered = merge_candidates(&parts, rules.manifest.search.candidates)?;

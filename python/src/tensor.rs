@@ -72,3 +72,22 @@ pub fn check_float(t: &Tensor, name: &str, ranks: &[usize]) -> PyResult<Vec<i64>
     }
     Ok(size)
 }
+
+/// `f` of `t`'s values read in place (no copy, no libtorch call) when `t` is a contiguous float32
+/// CPU tensor; `None` otherwise. The checks of a small call's inputs cost more than the call
+/// itself as libtorch operations (a dispatch each: about 60 µs of checks against 240 µs of
+/// match probability at B = 1), and nothing as a loop over the values.
+pub fn with_cpu_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> Option<R> {
+    if t.device() != tch::Device::Cpu || t.kind() != Kind::Float || !t.is_contiguous() {
+        return None;
+    }
+    let n = t.numel();
+    if n == 0 {
+        return Some(f(&[]));
+    }
+    // SAFETY: a contiguous float32 CPU tensor holds `numel()` consecutive f32 values from
+    // `data_ptr()` (which includes its storage offset). The caller holds the GIL and `t` for the
+    // slice's whole life, so no Python code frees or resizes the storage meanwhile.
+    let values = unsafe { std::slice::from_raw_parts(t.data_ptr() as *const f32, n) };
+    Some(f(values))
+}

@@ -92,6 +92,25 @@ def test_empty_and_degenerate_input_is_a_value_error_not_a_panic():
         agnostic.probe(np.eye(4), [0, 1, 0, 1], np.eye(4), [0, 1, 0, 1], steps=0)
 
 
+def test_shard_methods_called_out_of_order_are_value_errors_naming_the_argument():
+    """The shard classes hedge.scale's actors hold, called with sizes that disagree (a driver
+    bug, or a user composing them by hand): a ValueError naming the argument, not a panic."""
+    from hedge import _hedge
+
+    rng = np.random.default_rng(0)
+    lcmd = _hedge.LcmdShard(0, rng.normal(size=(6, 3)), rng.normal(size=(2, 3)))
+    with pytest.raises(ValueError, match=r"`clusters` is 1 but this shard holds 2 centres"):
+        lcmd.masses(1)
+    assert len(lcmd.masses(2)) == 2
+    with pytest.raises(ValueError, match=r"`features` has 2 values but the shard's points have 3"):
+        lcmd.add_pick(2, 0, np.zeros(2))
+    with pytest.raises(ValueError, match=r"masses name 3 clusters but `clusters` is 2"):
+        _hedge.lcmd_heaviest_cluster([[1.0, None, 2.0]], 2)
+    pool = _hedge.PoolShard(0, rng.normal(size=(6, 3)))
+    with pytest.raises(ValueError, match=r"`residual` has 4 values but the shard's rows have 3 columns"):
+        pool.best(np.zeros(4), True)
+
+
 # --- Hostile arguments, drawn by hypothesis: every call returns or raises an Exception. ---
 
 # The values a careless or hostile caller passes: ordinary, zero, huge, tiny, NaN and infinite.

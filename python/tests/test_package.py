@@ -2,10 +2,12 @@
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 import hedge
@@ -18,9 +20,42 @@ def test_extension_was_compiled_against_the_release_the_import_check_names():
 
 def test_one_libtorch_is_loaded_and_it_is_the_users_torchs():
     maps = pathlib.Path("/proc/self/maps").read_text()
-    loaded = {line.split()[-1] for line in maps.splitlines() if line.endswith("libtorch_cpu.so")}
-    torch_lib = pathlib.Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
-    assert loaded == {str(torch_lib.resolve())}, loaded
+    torch_lib = pathlib.Path(torch.__file__).parent.resolve() / "lib"
+    for name in ("libtorch_cpu.so", "libtorch_python.so", "libc10.so"):
+        loaded = {line.split()[-1] for line in maps.splitlines() if line.endswith("/" + name)}
+        assert loaded == {str(torch_lib / name)}, (name, loaded)
+
+
+INSTALLED = os.environ.get("HEDGE_INSTALLED_WHEEL") == "1"
+
+
+@pytest.mark.skipif(not INSTALLED, reason="runs where scripts/test-wheel.sh installed the wheel")
+def test_the_package_is_the_installed_wheel_beside_torch_and_numpy_alone():
+    """scripts/test.sh runs this suite against the wheel (scripts/build-wheel.sh) installed in a fresh
+    environment where no Rust toolchain is on the PATH: the package imported is that wheel's, it
+    needs nothing but torch and NumPy, and its extension loads torch's libraries from the torch
+    beside it."""
+    from importlib import metadata
+
+    repository = pathlib.Path(__file__).resolve().parents[2]
+    package = pathlib.Path(hedge.__file__).resolve().parent
+    assert repository not in package.parents, f"hedge imported from the source tree: {package}"
+    assert package.parent == pathlib.Path(torch.__file__).resolve().parent.parent, "hedge and torch side by side"
+    assert shutil.which("cargo") is None and shutil.which("rustc") is None, os.environ["PATH"]
+    dist = metadata.distribution("hedge")
+    assert dist.version.endswith(f"+torch{hedge.BUILT_FOR_TORCH}"), dist.version
+    needed = sorted(r.split(";")[0].replace(" ", "") for r in dist.requires if "extra ==" not in r)
+    release = ".".join(hedge.BUILT_FOR_TORCH.split(".")[:2])
+    assert needed == ["numpy>=1.24", f"torch=={release}.*"], needed
+    tags = [line.split(": ", 1)[1] for line in dist.read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
+    assert tags and all("manylinux_" in t for t in tags), tags
+    extension = pathlib.Path(hedge._hedge.__file__)
+    dynamic = subprocess.run(["readelf", "-d", str(extension)], capture_output=True, text=True, check=True).stdout
+    libraries = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
+    runpath = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "PATH)" in line]
+    assert runpath == ["$ORIGIN/../torch/lib"], runpath
+    assert {"libtorch_cpu.so", "libc10.so", "libtorch_python.so"} <= set(libraries), libraries
+    print(f"\ninstalled wheel {dist.version}, tags {tags}, the extension needs {libraries}, runpath {runpath}")
 
 
 def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):

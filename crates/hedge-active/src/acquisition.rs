@@ -198,6 +198,8 @@ pub struct LcmdShard {
     /// (squared distance, centre) of each point.
     nearest: Vec<(f64, usize)>,
     picked: Vec<bool>,
+    /// One more than the highest centre id added.
+    centres: usize,
 }
 
 fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
@@ -215,7 +217,8 @@ impl LcmdShard {
             return Err(invalid("labelled", 0, "LCMD starts its clusters at the labelled points: label at least one"));
         }
         let m = points.len() / cols;
-        let mut shard = LcmdShard { first, cols, points, nearest: vec![(f64::INFINITY, 0); m], picked: vec![false; m] };
+        let mut shard =
+            LcmdShard { first, cols, points, nearest: vec![(f64::INFINITY, 0); m], picked: vec![false; m], centres: 0 };
         for (c, centre) in labelled.chunks_exact(cols).enumerate() {
             shard.add_centre(c, centre);
         }
@@ -245,12 +248,24 @@ impl LcmdShard {
 
     /// A new centre `id` at `features` (a pick, of any shard); marks it picked here if it is ours.
     pub fn add_centre(&mut self, id: usize, features: &[f64]) {
+        self.centres = self.centres.max(id + 1);
         for (best, point) in self.nearest.iter_mut().zip(self.points.chunks_exact(self.cols)) {
             let d = squared_distance(point, features);
             if d < best.0 {
                 *best = (d, id);
             }
         }
+    }
+
+    /// Features per point.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// How many centres it knows (one more than the highest id added): [`LcmdShard::masses`]
+    /// needs at least that many clusters.
+    pub fn centres(&self) -> usize {
+        self.centres
     }
 
     /// Marks pool row `index` picked when it is one of this shard's.

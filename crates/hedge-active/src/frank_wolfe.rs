@@ -624,6 +624,11 @@ impl PoolShard {
         Ok(PoolShard { first, cols, rows, norms, chosen })
     }
 
+    /// Features per row (the length [`PoolShard::best`]'s residual must have).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     pub fn len(&self) -> usize {
         self.norms.len()
     }

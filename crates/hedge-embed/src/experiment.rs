@@ -126,6 +126,7 @@ impl TrainPlan {
             plan_steps: self.budget_minutes.is_some() && plan_steps,
             finish_planned_steps: self.finish_planned_steps,
             targets: self.targets.clone(),
+            stop: None,
         }
     }
 }
@@ -188,6 +189,23 @@ pub fn train_run(
     plan: &TrainPlan,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trainer> {
+    train_run_until(run, data, config, device, resuming, plan, None, on_event)
+}
+
+/// [`train_run`] that also asks `stop` after every step and, when it answers `true`, stops
+/// there with a checkpoint ([`TrainEvent::Stopped`]): the run resumes from that step (Python's
+/// KeyboardInterrupt).
+#[allow(clippy::too_many_arguments)]
+pub fn train_run_until(
+    run: &RunDir,
+    data: &HibData,
+    config: &HibConfig,
+    device: Device,
+    resuming: bool,
+    plan: &TrainPlan,
+    stop: Option<&dyn Fn() -> bool>,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trainer> {
     let train_set = data.role(config, NDigitSplit::Train)?;
     let mut trainer = Trainer::new(crate::ParamGuard::check(config.clone())?, train_set, device)?;
     trainer.keep_checkpoints_every(plan.keep_every);
@@ -203,7 +221,8 @@ pub fn train_run(
     // A resumed run already planned its steps (config.json holds them), and a budget beside
     // a given step count only caps the wall-clock.
     let plan_steps = !resuming && !config.steps_planned();
-    trainer.run_with(Some(run), &plan.run_options(&watch, plan_steps), on_event)?;
+    let options = RunOptions { stop, ..plan.run_options(&watch, plan_steps) };
+    trainer.run_with(Some(run), &options, on_event)?;
     Ok(trainer)
 }
 

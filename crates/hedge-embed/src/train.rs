@@ -168,6 +168,9 @@ pub struct RunOptions<'a> {
     pub finish_planned_steps: bool,
     /// Stop (with a checkpoint) at the first watch that reaches every one of these (none: never).
     pub targets: Vec<QualityTarget>,
+    /// Asked after every step: `true` stops training there, with a checkpoint at that step, so
+    /// the run resumes where it stopped (a notebook's Ctrl-C; none: never asked).
+    pub stop: Option<&'a dyn Fn() -> bool>,
 }
 
 impl RunOptions<'_> {
@@ -197,6 +200,10 @@ pub enum TrainEvent<'a> {
     TargetReached {
         step: usize,
         train_seconds: f64,
+    },
+    /// [`RunOptions::stop`] asked to stop; the run's checkpoint is at `step`.
+    Stopped {
+        step: usize,
     },
 }
 
@@ -578,10 +585,15 @@ impl Trainer {
                 on_event(TrainEvent::Monitor(&record));
                 target_reached = !options.targets.is_empty() && options.targets.iter().all(|t| t.reached(&record));
             }
+            let stop = !last && options.stop.is_some_and(|stop| stop());
             if let Some(run) = run {
-                if m.step % self.config.schedule.checkpoint_every == 0 || last || target_reached {
+                if m.step % self.config.schedule.checkpoint_every == 0 || last || target_reached || stop {
                     self.checkpoint(run)?;
                 }
+            }
+            if stop {
+                on_event(TrainEvent::Stopped { step: self.step });
+                break;
             }
             if target_reached {
                 on_event(TrainEvent::TargetReached { step: self.step, train_seconds: self.seconds });

@@ -81,6 +81,7 @@ pub fn train_with_progress(
         TrainEvent::TargetReached { step, train_seconds } => {
             info!("target reached at step {step} after {:.1} minutes of training", train_seconds / 60.0)
         }
+        TrainEvent::Stopped { step } => info!("stopped at step {step}; the run resumes from there"),
     })?;
     bar.finish();
     info!("wrote {}", run.file(MODEL_FILE).display());

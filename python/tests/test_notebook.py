@@ -1,0 +1,123 @@
+"""Notebook manners: Ctrl-C stops training with a run that resumes, progress as a tqdm bar or the
+callback, and hedge's own messages as Python exceptions."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from hedge import hib
+
+pytestmark = pytest.mark.conv_precision
+
+TRAIN_UNTIL_INTERRUPTED = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from hedge import hib
+
+    data = np.load(sys.argv[2])
+    def report(step, planned, loss):
+        print(step, planned, flush=True)
+    hib.train(
+        sys.argv[1],
+        data=(data["images"], data["labels"]),
+        config={"model": "gaussian", "dim": 2, "steps": 20000, "batch": "independent", "batch_pairs": 8},
+        unseen_classes=2,
+        progress=report,
+        progress_every=1,
+    )
+    """
+)
+
+
+def small_digits(mnist_test):
+    images, labels = mnist_test
+    rows = np.concatenate([np.flatnonzero(labels == c)[:20] for c in range(6)])
+    return (images[rows, 0] * 255).round().astype(np.uint8), labels[rows]
+
+
+def test_ctrl_c_stops_training_with_a_checkpoint_that_resume_continues(tmp_path, mnist_test):
+    """SIGINT sent to a process training from Python: hib.train raises KeyboardInterrupt after the
+    step under way, the run holds a checkpoint at that step (not the last regular one, every 1,000
+    steps), and hib.resume continues from it to a new total."""
+    x, y = small_digits(mnist_test)
+    np.savez(tmp_path / "digits.npz", images=x, labels=y)
+    run = tmp_path / "run"
+    child = subprocess.Popen(
+        [sys.executable, "-c", TRAIN_UNTIL_INTERRUPTED, str(run), str(tmp_path / "digits.npz")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    try:
+        seen = 0
+        for line in child.stdout:
+            seen, planned = map(int, line.split())
+            assert planned == 20000
+            if seen >= 5:
+                break
+        assert seen >= 5, child.stderr.read()
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
+    assert "PanicException" not in stderr and "hedge could not complete" not in stderr, stderr
+    state = json.loads((run / "state.json").read_text())
+    stopped = state["step"]
+    assert seen <= stopped < 1000, f"stopped at {stopped} after step {seen} was reported"
+    # The run continues from that step (hedge's own resume) to a new total.
+    reported = []
+    resumed = hib.resume(
+        run, steps=stopped + 10, progress=lambda s, p, loss: reported.append((s, p)), progress_every=1
+    )
+    assert reported[0] == (stopped + 1, stopped + 10) and reported[-1] == (stopped + 10, stopped + 10)
+    assert json.loads((resumed.path / "state.json").read_text())["step"] == stopped + 10
+    logged = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert logged == sorted(set(logged)) and logged[-1] == stopped + 10, logged[-5:]
+
+
+def test_progress_is_a_tqdm_bar_when_tqdm_is_installed_and_the_line_otherwise(tmp_path, mnist_test, monkeypatch):
+    """progress=True draws tqdm's bar (tqdm.auto: a widget in a notebook) where tqdm imports, and
+    hedge's own line on stderr where it does not."""
+    from hedge.hib import _print_progress, _progress_reporter, _TqdmProgress
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import fails: no tqdm
+    assert _progress_reporter(True) is _print_progress
+    calls = []
+
+    class FakeTqdm:
+        def __init__(self, total, **kwargs):
+            self.total, self.n, self.closed = total, 0, False
+            calls.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix(self, **kwargs):
+            self.postfix = kwargs
+
+        def close(self):
+            self.closed = True
+
+    class FakeModule:
+        tqdm = FakeTqdm
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", FakeModule)
+    reporter = _progress_reporter(True)
+    assert isinstance(reporter, _TqdmProgress)
+    assert _progress_reporter(False) is None
+    x, y = small_digits(mnist_test)
+    config = {"model": "point", "dim": 2, "steps": 20, "batch": "independent", "batch_pairs": 8}
+    hib.train(tmp_path / "run", data=(x, y), config=config, unseen_classes=2, progress=True, progress_every=5)
+    (bar,) = calls
+    assert (bar.total, bar.n, bar.closed) == (20, 20, True)
+    assert float(bar.postfix["loss"]) > 0

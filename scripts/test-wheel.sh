@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The installed-wheel check (scripts/test.sh runs it): hedge's Python tests against the wheel
+# installed in a fresh environment outside the repository, where no Rust toolchain is on the PATH.
+#
+#   bash scripts/test-wheel.sh env              a fresh environment: torch==2.13.0 and NumPy (what the
+#                                               wheel needs), then the test suite's own tools
+#   bash scripts/test-wheel.sh install WHEEL    installs the wheel there, offline (--no-index: torch
+#                                               and NumPy must already satisfy it)
+#   bash scripts/test-wheel.sh pytest ARGS...   python -m pytest ARGS in that environment
+#
+# install and pytest run with every folder that holds cargo or rustc taken off the PATH. The
+# environment: $HEDGE_WHEEL_ENV, default a folder under ${TMPDIR:-/tmp} named after this checkout.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+env_dir="${HEDGE_WHEEL_ENV:-${TMPDIR:-/tmp}/hedge-wheel-env-$(printf '%s' "$root" | sha256sum | cut -c1-12)}"
+python="${PYTHON:-python3}"
+case "$env_dir" in
+  "$root" | "$root"/*) echo "test-wheel: HEDGE_WHEEL_ENV must lie outside the repository ($env_dir)" >&2; exit 2 ;;
+esac
+# The PATH without cargo and rustc.
+without_rust() {
+  local kept=() dir
+  local IFS=:
+  for dir in $PATH; do
+    [ -n "$dir" ] && { [ -x "$dir/cargo" ] || [ -x "$dir/rustc" ]; } && continue
+    kept+=("$dir")
+  done
+  printf '%s' "${kept[*]}"
+}
+pip() { "$env_dir/bin/python" -m pip --disable-pip-version-check "$@"; }
+case "${1:-}" in
+  env)
+    rm -rf "$env_dir"
+    "$python" -m venv "$env_dir"
+    pip install --quiet torch==2.13.0 "numpy>=1.24"
+    echo "test-wheel: a fresh $env_dir with $(pip freeze | grep -iE '^(torch|numpy)==' | paste -sd' ') (and their dependencies)" >&2
+    # The test suite's own tools.
+    pip install --quiet pytest "hypothesis>=6.100" "scikit-learn>=1.3" matplotlib safetensors "ray[data]==2.60.0"
+    ;;
+  install)
+    wheel="${2:?test-wheel: install needs the path of the wheel}"
+    [ -x "$env_dir/bin/python" ] || { echo "test-wheel: no environment at $env_dir: run 'scripts/test-wheel.sh env' first" >&2; exit 1; }
+    PATH="$(without_rust)" pip install --quiet --no-index --force-reinstall --no-deps "$wheel"
+    # --no-deps above keeps pip from reinstalling torch; this checks that what is there satisfies it.
+    PATH="$(without_rust)" pip check >&2
+    echo "test-wheel: installed $(basename "$wheel") into $env_dir" >&2
+    ;;
+  pytest)
+    shift
+    [ -x "$env_dir/bin/python" ] || { echo "test-wheel: no environment at $env_dir: run 'scripts/test-wheel.sh env' first" >&2; exit 1; }
+    # Run from the repository root: python/ is not on the path, so `import hedge` is the wheel's.
+    cd "$root"
+    HEDGE_INSTALLED_WHEEL=1 PATH="$(without_rust)" exec "$env_dir/bin/python" -m pytest "$@"
+    ;;
+  *) echo "test-wheel: use 'env', 'install WHEEL' or 'pytest ARGS...'" >&2; exit 2 ;;
+esac
