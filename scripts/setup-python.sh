@@ -57,18 +57,20 @@ fi
 [ "$mode" = --env-only ] && exit 0
 if [ "$mode" = all ]; then
   bash scripts/setup-libtorch.sh
-  PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py
+  PYO3_PYTHON="$venv/bin/python" cargo build --release -p hedge-py -p hedge-py-ann
   # The command line too: the Python tests check that both give the same numbers on one run.
   cargo build --release -p hedge-cli
-elif [ ! -f target/release/lib_hedge.so ]; then
-  echo "setup-python: --no-build, but target/release/lib_hedge.so is missing; run without --no-build" >&2
+elif [ ! -f target/release/lib_hedge.so ] || [ ! -f target/release/lib_ann.so ]; then
+  echo "setup-python: --no-build, but target/release/lib_hedge.so or lib_ann.so is missing; run without --no-build" >&2
   exit 1
 fi
 suffix="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")"
-target="python/hedge/_hedge$suffix"
 # Replace by rename: a Python process that has the old module loaded keeps its mapping.
-cp target/release/lib_hedge.so "$target.tmp"
-mv "$target.tmp" "$target"
+for module in _hedge _ann; do
+  target="python/hedge/$module$suffix"
+  cp "target/release/lib$module.so" "$target.tmp"
+  mv "$target.tmp" "$target"
+done
 site="$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")"
 echo "$root/python" > "$site/hedge-develop.pth"
-"$venv/bin/python" -c "import hedge; print('setup-python: hedge', hedge.__file__, 'on torch', hedge._torch.__version__)"
+"$venv/bin/python" -c "import hedge.hib, torch; print('setup-python: hedge', hedge.__file__, 'on torch', torch.__version__)"

@@ -1,14 +1,16 @@
 """Packs hedge's Python package and an extension cargo built into a wheel (PEP 427), for
 scripts/build-wheel.sh, which then runs `auditwheel repair` on it.
 
-    python scripts/wheel.py --extension target/release/lib_hedge.so --libtorch .libtorch/site/torch --out DIR
+    python scripts/wheel.py --extension target/release/lib_hedge.so --ann-extension target/release/lib_ann.so \
+        --libtorch .libtorch/site/torch --out DIR
 
 Why not `maturin build`: maturin compiles hedge-py in a cargo invocation of its own, whose
 feature set differs from the workspace's, and recompiles a third of the workspace (6.5 minutes in
 CI); the tests' cargo has already built the same extension. The wheel holds python/hedge (sources,
 type stubs, py.typed), the extension under Python's own suffix with its run-time search path set to
-the torch beside it (`$ORIGIN/../torch/lib`: `import hedge` imports torch first, whose libtorch the
-extension then shares), and `hedge/_build.py`, which names the torch release the extension was
+the torch beside it (`$ORIGIN/../torch/lib`: hedge imports torch before it, whose libtorch the
+extension then shares), the torch-free extension `hedge._ann` (no search path: it links no
+libtorch), and `hedge/_build.py`, which names the torch release the extension was
 compiled against. The version carries that release: 0.1.0+torch2.13.0.
 """
 
@@ -81,12 +83,14 @@ def record_line(name: str, data: bytes) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--extension", required=True, type=pathlib.Path, help="the built lib_hedge.so")
+    parser.add_argument("--ann-extension", required=True, type=pathlib.Path, help="the built lib_ann.so")
     parser.add_argument("--libtorch", required=True, type=pathlib.Path, help="the torch package folder it was built against")
     parser.add_argument("--out", required=True, type=pathlib.Path, help="folder for the wheel")
     parser.add_argument("--patchelf", default="patchelf", help="the patchelf program")
     args = parser.parse_args()
-    if not args.extension.is_file():
-        sys.exit(f"wheel: {args.extension} does not exist: build it first (cargo build --release -p hedge-py)")
+    for built in (args.extension, args.ann_extension):
+        if not built.is_file():
+            sys.exit(f"wheel: {built} does not exist: build it first (cargo build --release -p hedge-py -p hedge-py-ann)")
     torch = torch_release(args.libtorch)
     version = f"{workspace_version()}+torch{torch}"
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
@@ -102,6 +106,9 @@ def main() -> None:
         # The repository's build points its search path at .libtorch/site; installed, the torch
         # the extension runs on sits beside the package.
         subprocess.run([args.patchelf, "--set-rpath", "$ORIGIN/../torch/lib", str(extension)], check=True)
+        ann = pathlib.Path(scratch) / f"_ann{suffix}"
+        shutil.copyfile(args.ann_extension, ann)
+        subprocess.run([args.patchelf, "--remove-rpath", str(ann)], check=True)
         files = {}
         source = ROOT / "python" / "hedge"
         for path in sorted(source.iterdir()):
@@ -113,6 +120,7 @@ def main() -> None:
             f'BUILT_FOR_TORCH = "{torch}"\n'
         ).encode()
         files[f"hedge/_hedge{suffix}"] = extension.read_bytes()
+        files[f"hedge/_ann{suffix}"] = ann.read_bytes()
         files[f"{dist_info}/METADATA"] = metadata(version, torch).encode()
         files[f"{dist_info}/WHEEL"] = (
             f"Wheel-Version: 1.0\nGenerator: hedge scripts/wheel.py\nRoot-Is-Purelib: false\nTag: {wheel_tag}\n"

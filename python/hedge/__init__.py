@@ -13,34 +13,36 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 * :mod:`hedge.scale` -- past one machine on Ray: an index split into shards held by actors
   (``import hedge.scale``; needs ``pip install ray``).
 
-``torch`` is imported first: the extension shares its libtorch (tensors pass without a copy),
-so the two must be the same torch release.
+``import hedge`` itself loads nothing heavy: each module loads on first use (``hedge.hib``,
+``from hedge import bayes``). The modules that run on libtorch import ``torch`` first (the
+extension shares its libtorch: tensors pass without a copy), so the two must be the same torch
+release; :mod:`hedge.ann` runs on its own extension without libtorch, so a process that only
+searches an index (a Ray shard actor) never imports torch.
 """
 
-import torch as _torch
+import importlib
 
 # The torch release the extension was compiled against (major.minor must match ``torch``).
 from ._build import BUILT_FOR_TORCH
 
-
-def _release(version: str) -> tuple:
-    return tuple(version.split("+")[0].split(".")[:2])
-
-
-if _release(_torch.__version__) != _release(BUILT_FOR_TORCH):
-    raise ImportError(
-        f"hedge was built against torch {BUILT_FOR_TORCH} (libtorch {BUILT_FOR_TORCH}) but this "
-        f"environment imports torch {_torch.__version__} from {_torch.__file__}. The two must be "
-        f"the same release: install torch=={'.'.join(_release(BUILT_FOR_TORCH))}.* beside hedge, or "
-        f"rebuild hedge against your torch (python/README.md)."
-    )
-
-from . import _hedge  # noqa: E402  (only after the torch check: a mismatched libtorch crashes)
-from . import active, agnostic, ann, bayes, hib, metrics  # noqa: E402
-
 __all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version", "metrics"]
+
+_MODULES = {"active", "agnostic", "ann", "bayes", "hib", "metrics", "scale"}
+
+
+def __getattr__(name: str):
+    # PEP 562: a module on first use, so that `import hedge` loads neither torch nor the extension.
+    if name in _MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'hedge' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _MODULES)
 
 
 def libtorch_version() -> str:
     """The torch release whose libtorch headers the extension was compiled with."""
+    from ._native import _hedge
+
     return _hedge.libtorch_version()

@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-from . import _hedge
+from ._native import _hedge
 from ._arrays import matrix
 from .bayes import BayesianLinearRegression, BayesianProbitRegression
 
@@ -32,6 +32,7 @@ __all__ = [
     "PoolPredictive",
     "Round",
     "acquisitions",
+    "LoopInterrupted",
     "pool_loop",
     "acs_fw",
     "acs_fw_select",
@@ -206,6 +207,18 @@ def _rows_from(choice, predictive) -> list:
     raise ValueError(f"an acquisition returns integer rows or float scores; got dtype {out.dtype}")
 
 
+class LoopInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`pool_loop` after a finished round: :attr:`rounds` holds the rounds it
+    ran, :attr:`state` what ``pool_loop(..., resume=state)`` continues from (the rest of the
+    rounds an uninterrupted loop would have run). A KeyboardInterrupt, so an ``except
+    KeyboardInterrupt`` sees it as one."""
+
+    def __init__(self, rounds: list, state: Optional[dict]):
+        super().__init__(f"pool_loop stopped after {len(rounds)} rounds; resume with pool_loop(..., resume=e.state)")
+        self.rounds = rounds
+        self.state = state
+
+
 def pool_loop(
     X,
     y,
@@ -213,6 +226,7 @@ def pool_loop(
     *,
     seed: int = 0,
     settings: Optional[dict] = None,
+    resume: Optional[dict] = None,
 ) -> list:
     """One seed of hedge's pool-based active-learning loop on your regression data, as
     ``hedge active run`` runs it: a ``test_fraction`` of the rows held out, ``init`` random
@@ -227,6 +241,10 @@ def pool_loop(
     ``settings`` overrides the loop's settings in their serde form (the ``loop`` section of an
     experiment's ``config.json``), e.g. ``{"budget": 60, "model": {"epochs": 100}}``; a key that
     does not exist is refused by name.
+
+    Ctrl-C stops the loop after the round under way and raises :class:`LoopInterrupted` with the
+    rounds so far and the ``state`` that ``resume`` takes: the same data, acquisition, seed and
+    settings with ``resume=e.state`` run the remaining rounds.
     """
     x = matrix(X, "X")
     targets = np.ascontiguousarray(np.asarray(y, dtype=np.float64).reshape(-1))
@@ -244,6 +262,11 @@ def pool_loop(
         raise ValueError(f"`acquisition` is a registered name or a callable; got {type(acquisition).__name__}")
     if int(seed) != seed or seed < 0:
         raise ValueError(f"`seed` = {seed} must be a non-negative integer")
-    lines = _hedge.pool_loop(x, targets, chosen, name, json.dumps(settings or {}), int(seed))
+    lines, state, interrupted = _hedge.pool_loop(
+        x, targets, chosen, name, json.dumps(settings or {}), int(seed), None if resume is None else json.dumps(resume)
+    )
     known = {f.name for f in fields(Round)}
-    return [Round(**{k: v for k, v in json.loads(line).items() if k in known}) for line in lines]
+    rounds = [Round(**{k: v for k, v in json.loads(line).items() if k in known}) for line in lines]
+    if interrupted:
+        raise LoopInterrupted(rounds, None if state is None else json.loads(state))
+    return rounds

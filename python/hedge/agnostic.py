@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _hedge
+from ._native import _hedge
 from ._arrays import Estimator, matrix, vector
 
 __all__ = [

@@ -20,7 +20,12 @@ from typing import Union
 
 import numpy as np
 
-from . import _hedge
+try:
+    # The extension without libtorch (the wheel and the repository's build hold it): searching
+    # an index never imports torch.
+    from . import _ann as _ext
+except ImportError:  # a build with the torch extension only (`pip install ./python`)
+    from ._native import _hedge as _ext
 
 __all__ = ["HnswIndex"]
 
@@ -43,7 +48,7 @@ def _points(x, name: str, dim: int | None = None) -> np.ndarray:
 
 
 def _from_bytes(data: bytes) -> "HnswIndex":
-    return HnswIndex(_hedge.ann_from_bytes(data))
+    return HnswIndex(_ext.ann_from_bytes(data))
 
 
 class HnswIndex:
@@ -58,12 +63,12 @@ class HnswIndex:
         for name, value in (("max_connections", max_connections), ("ef_construction", ef_construction), ("ef_search", ef_search)):
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"`{name}` must be a positive whole number; got {value!r}")
-        return cls(_hedge.ann_build(_points(points, "points"), int(max_connections), int(ef_construction), int(ef_search)))
+        return cls(_ext.ann_build(_points(points, "points"), int(max_connections), int(ef_construction), int(ef_search)))
 
     @classmethod
     def load(cls, path: PathLike) -> "HnswIndex":
         """Reads a file :meth:`save` wrote; a damaged file raises ``ValueError`` naming it."""
-        return cls(_hedge.ann_load(os.fspath(path)))
+        return cls(_ext.ann_load(os.fspath(path)))
 
     def save(self, path: PathLike) -> None:
         """Writes the graph (a temporary sibling file, then renamed)."""

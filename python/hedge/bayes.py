@@ -18,7 +18,7 @@ import json
 
 import numpy as np
 
-from . import _hedge
+from ._native import _hedge
 from ._arrays import Estimator, matrix, vector
 
 __all__ = [

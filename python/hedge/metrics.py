@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _hedge
+from ._native import _hedge
 
 __all__ = ["ReliabilityBin", "ReliabilityDiagram", "RiskCoverage", "ErrorDetection", "reliability_diagram",
            "risk_coverage", "error_detection", "verification_decisions"]

@@ -223,6 +223,13 @@ class _Shard:
             resident = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         return self.index.memory_bytes, resident
 
+    def imports_torch(self) -> bool:
+        """Whether this actor's process has imported torch (it need not: hedge.ann's extension
+        links no libtorch)."""
+        import sys
+
+        return "torch" in sys.modules
+
     def location(self) -> tuple[int, str]:
         import ray
 
@@ -335,6 +342,11 @@ class ShardedIndex(_ShardActors):
         """(bytes its graph holds, its process's resident memory) of each shard's actor."""
         return self._call_all(lambda a: a.memory.remote())
 
+    def imports_torch(self) -> list[bool]:
+        """Whether each shard's actor has imported torch: none does (about 0.6 GB and 2.7 s a
+        process saved), since an ANN shard runs on hedge's torch-free extension."""
+        return self._call_all(lambda a: a.imports_torch.remote())
+
     def search(self, queries, k: int = 10, ef: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` nearest rows of the whole set for every row of ``queries``: (global ids
         int64 ``[q, k]``, Euclidean distances float32 ``[q, k]``)."""
@@ -355,7 +367,7 @@ def shard_index(index: PathLike, out: PathLike, shards: int, overwrite: bool = F
     own (its items' embeddings, a graph over their means, the same settings and abstention
     rule), and ``shards.json`` with each shard's item range and the SHA-256 of its
     ``index.json``. Returns ``shards.json`` as a dict."""
-    from . import _hedge
+    from ._native import _hedge
 
     if not isinstance(shards, (int, np.integer)) or isinstance(shards, bool):
         raise ValueError(f"`shards` must be a whole number; got {shards!r}")
@@ -367,7 +379,7 @@ class _GalleryShard:
     against ``shards.json`` and its own ``index.json``, and answers with its nearest items."""
 
     def __init__(self, folder: str, shard: int):
-        from . import _hedge
+        from ._native import _hedge
 
         self.shard = _hedge.GalleryShard(folder, shard)
 
@@ -399,7 +411,7 @@ class ShardedIdentifier(_ShardActors):
         num_cpus: float = 0.5,
         device: str = "cpu",
     ):
-        from . import _hedge
+        from ._native import _hedge
 
         self.folder = str(pathlib.Path(folder).resolve())
         #: ``shards.json``.
@@ -522,7 +534,7 @@ def write_gallery_shard(template: str, batches, first_item: int, out: PathLike) 
     Rows without a ``name`` are named ``#<gallery position>``, as an image ``.npz``'s are."""
     import torch
 
-    from . import _hedge
+    from ._native import _hedge
 
     columns: dict = {}
     for b in batches:
@@ -596,7 +608,7 @@ def embed_to_shards(
 
     import ray
 
-    from . import _hedge
+    from ._native import _hedge
     from .hib import _image_source
 
     if not ray.is_initialized():
@@ -683,7 +695,7 @@ def write_pool_shards(projections, out: PathLike, shards: int, overwrite: bool =
     ``pool.json`` (each file's first row, rows and SHA-256). Shards start at multiples of the
     block size L is summed over (4,096 rows), so a sharded batch is the in-memory one to the bit;
     a pool of fewer blocks than ``shards`` gets fewer shards."""
-    from . import _hedge  # noqa: F401  (the block size below is the library's)
+    from ._native import _hedge  # noqa: F401  (the block size below is the library's)
 
     x = np.ascontiguousarray(np.asarray(projections, dtype=np.float64))
     if x.ndim != 2 or len(x) == 0 or x.shape[1] == 0:
@@ -730,7 +742,7 @@ class _PoolShard:
     SHA-256, and reports its best vertex for a residual."""
 
     def __init__(self, folder: str, entry: dict):
-        from . import _hedge
+        from ._native import _hedge
 
         path = pathlib.Path(folder) / entry["file"]
         if not path.is_file() or _sha256(path) != entry["sha256"]:
@@ -750,7 +762,7 @@ class _PoolShard:
 
     @property
     def shard(self):
-        from . import _hedge
+        from ._native import _hedge
 
         if self._shard is None:
             self._shard = _hedge.PoolShard(self.first, self.rows)
@@ -778,7 +790,7 @@ class _PoolShard:
         shard's farthest unpicked point of ``cluster``. The batch's picks so far (rows and
         features) come with every call: a shard restarted from its file, or asked for another
         batch, rebuilds its clusters from the labelled centres and replays them."""
-        from . import _hedge
+        from ._native import _hedge
 
         if self._lcmd is None or self._lcmd[0] != batch or self._lcmd[2] > len(picks):
             self._lcmd = [batch, _hedge.LcmdShard(self.first, self.rows, labelled), 0]
@@ -812,7 +824,7 @@ class ShardedPool(_ShardActors):
 
     def acs_fw(self, batch_size: int, distinct: bool = True):
         """ACS-FW with ``batch_size`` Frank--Wolfe iterations: a :class:`hedge.active.Batch`."""
-        from . import _hedge
+        from ._native import _hedge
         from .active import Batch, _batch_size
 
         b = _batch_size(batch_size)
@@ -854,7 +866,7 @@ def sharded_lcmd(ask, labelled: int, batch_size: int, pool_rows: int) -> np.ndar
     features, cluster)`` returns every shard's answer to ``lcmd`` given the batch's picks so far
     (pool rows and their features) -- each cluster's mass when ``cluster`` is None, else its
     farthest point there. ``labelled`` centres start the clusters. Returns the picks in order."""
-    from . import _hedge
+    from ._native import _hedge
 
     picks: list[int] = []
     features: list[np.ndarray] = []

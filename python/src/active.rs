@@ -544,11 +544,21 @@ impl hedge_active::Acquisition for CallableAcquisition {
     }
 }
 
+/// What `pool_loop` hands back: the rounds it ran (JSON lines of `RoundMetrics`), the state to
+/// continue from (JSON of `LoopState`; None after the last round) and whether Ctrl-C stopped it.
+type LoopOutcome = (Vec<String>, Option<String>, bool);
+
 /// One seed of the regression pool loop (`hedge.active.pool_loop`): `settings` (a JSON object)
 /// overrides the default `LoopConfig` in its serde form, `acquisition` is a registered name or a
-/// callable; the rounds come back as JSON lines of `RoundMetrics`.
+/// callable, `resume` (JSON of a `LoopState` an earlier call returned) continues a loop.
+///
+/// Python's pending signals are checked after every round: when their handler raises
+/// KeyboardInterrupt (Ctrl-C), the loop stops there and the rounds run so far come back with the
+/// state to resume from and `true` (also when the KeyboardInterrupt came out of a callable
+/// acquisition, mid-round: the state is then the last finished round's).
 #[pyfunction]
-#[pyo3(signature = (x, y, acquisition, name, settings, seed))]
+#[pyo3(signature = (x, y, acquisition, name, settings, seed, resume=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn pool_loop(
     py: Python<'_>,
     x: PyReadonlyArray2<'_, f64>,
@@ -557,12 +567,17 @@ pub fn pool_loop(
     name: String,
     settings: &str,
     seed: u64,
-) -> PyResult<Vec<String>> {
+    resume: Option<&str>,
+) -> PyResult<LoopOutcome> {
     let overrides: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(settings).map_err(|e| PyValueError::new_err(format!("pool_loop settings: {e}")))?;
     let config =
         hedge_run::with_overrides(&hedge_active::regression_loop::LoopConfig::default(), &overrides, "settings")
             .map_err(value_error)?;
+    let resume: Option<hedge_active::pool::LoopState> = resume
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("pool_loop `resume`: not a state pool_loop returned ({e})")))?;
     let x = matrix(&x);
     let y = y.as_array().to_vec();
     let callable = if acquisition.is_instance_of::<pyo3::types::PyString>() {
@@ -588,11 +603,44 @@ pub fn pool_loop(
         (None, Some(r)) => r,
         (None, None) => unreachable!("one of the two is set above"),
     };
-    let rounds = crate::guarded(|| py.detach(|| config.run(&x, &y, chosen, seed)).map_err(value_error));
-    if let Some(raised) = callable.and_then(|c| c.raised.into_inner().unwrap_or_else(|p| p.into_inner())) {
-        return Err(raised);
+    let mut lines = Vec::new();
+    let mut state = resume.clone();
+    let mut signalled: Option<PyErr> = None;
+    let outcome = crate::guarded(|| {
+        py.detach(|| {
+            config.run_from(&x, &y, chosen, seed, resume, |round, next| {
+                lines.push(serde_json::to_string(round).map_err(|e| hedge_active::ActiveError::Callback {
+                    acquisition: "pool_loop".into(),
+                    message: e.to_string(),
+                })?);
+                state = next.cloned();
+                // Python runs signal handlers only between bytecodes of its main thread: here,
+                // after each round.
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    signalled = Some(e);
+                    return Err(hedge_active::ActiveError::Callback {
+                        acquisition: "pool_loop".into(),
+                        message: "stopped by a signal".into(),
+                    });
+                }
+                Ok(())
+            })
+        })
+        .map_err(value_error)
+    });
+    let raised = callable.and_then(|c| c.raised.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let interrupt = signalled.or(raised);
+    match interrupt {
+        Some(e) if Python::attach(|py| e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)) => {
+            let state = state.map(|s| serde_json::to_string(&s).map_err(value_error)).transpose()?;
+            Ok((lines, state, true))
+        }
+        Some(e) => Err(e),
+        None => {
+            outcome?;
+            Ok((lines, None, false))
+        }
     }
-    rounds?.iter().map(|r| serde_json::to_string(r).map_err(value_error)).collect()
 }
 
 /// The registered acquisitions: (name, what it does, what it reads).

@@ -7,14 +7,10 @@
 //! No call lets a Rust panic out as pyo3's `PanicException` (a `BaseException` that a user's
 //! `except Exception` does not catch): every binding's body runs inside `guarded`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 
 mod active;
 mod agnostic;
-mod ann;
 mod bayes;
 mod bench;
 mod hib;
@@ -23,34 +19,9 @@ mod metrics;
 mod shards;
 mod tensor;
 
-/// A library error as the Python exception a user can act on: `MemoryError` for a size over the
-/// memory budget (`hedge_run::budget`'s refusal, whichever crate passed it on), else `ValueError`.
-pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
-    let message = e.to_string();
-    if message.contains(hedge_run::budget::OVER_MEMORY_BUDGET) {
-        PyMemoryError::new_err(message)
-    } else {
-        PyValueError::new_err(message)
-    }
-}
-
-/// Runs a binding's body; a panic in it (a case no check foresaw, or a libtorch error tch turns
-/// into a panic) becomes a `ValueError` carrying the panic's message, with libtorch's C++ trace
-/// cut, instead of a `PanicException`.
-pub(crate) fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("no message");
-        Err(PyValueError::new_err(format!(
-            "hedge could not complete this call: {}. No check caught it before it started; \
-             please report the call that caused it",
-            hedge_run::libtorch_message(message).trim()
-        )))
-    })
-}
+// The helpers every binding uses, shared with the torch-free extension `hedge._ann` (python/ann/,
+// whose library is named after its module).
+pub(crate) use _ann::{guarded, value_error};
 
 /// The torch version whose libtorch this module was compiled against.
 #[pyfunction]
@@ -77,7 +48,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<agnostic::LeaceEraser>()?;
     m.add_class::<agnostic::FittedEraser>()?;
     m.add_class::<hib_run::HibRun>()?;
-    m.add_class::<ann::AnnGraph>()?;
+    _ann::register(m)?;
     m.add_class::<shards::GalleryShard>()?;
     m.add_class::<active::PoolShard>()?;
     m.add_class::<active::ShardedFrankWolfe>()?;
@@ -111,9 +82,6 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(agnostic::leace_fit, m)?,
         wrap_pyfunction!(agnostic::eraser_fit, m)?,
         wrap_pyfunction!(agnostic::eraser_kinds, m)?,
-        wrap_pyfunction!(ann::ann_build, m)?,
-        wrap_pyfunction!(ann::ann_load, m)?,
-        wrap_pyfunction!(ann::ann_from_bytes, m)?,
         wrap_pyfunction!(hib_run::hib_train, m)?,
         wrap_pyfunction!(hib_run::hib_resume, m)?,
         wrap_pyfunction!(hib_run::hib_open_run, m)?,

@@ -95,7 +95,7 @@ def test_empty_and_degenerate_input_is_a_value_error_not_a_panic():
 def test_shard_methods_called_out_of_order_are_value_errors_naming_the_argument():
     """The shard classes hedge.scale's actors hold, called with sizes that disagree (a driver
     bug, or a user composing them by hand): a ValueError naming the argument, not a panic."""
-    from hedge import _hedge
+    from hedge._native import _hedge
 
     rng = np.random.default_rng(0)
     lcmd = _hedge.LcmdShard(0, rng.normal(size=(6, 3)), rng.normal(size=(2, 3)))

@@ -14,8 +14,6 @@ import pytest
 
 from hedge import hib
 
-pytestmark = pytest.mark.conv_precision
-
 TRAIN_UNTIL_INTERRUPTED = textwrap.dedent(
     """
     import sys
@@ -43,6 +41,7 @@ def small_digits(mnist_test):
     return (images[rows, 0] * 255).round().astype(np.uint8), labels[rows]
 
 
+@pytest.mark.conv_precision
 def test_ctrl_c_stops_training_with_a_checkpoint_that_resume_continues(tmp_path, mnist_test):
     """SIGINT sent to a process training from Python: hib.train raises KeyboardInterrupt after the
     step under way, the run holds a checkpoint at that step (not the last regular one, every 1,000
@@ -85,6 +84,7 @@ def test_ctrl_c_stops_training_with_a_checkpoint_that_resume_continues(tmp_path,
     assert logged == sorted(set(logged)) and logged[-1] == stopped + 10, logged[-5:]
 
 
+@pytest.mark.conv_precision
 def test_progress_is_a_tqdm_bar_when_tqdm_is_installed_and_the_line_otherwise(tmp_path, mnist_test, monkeypatch):
     """progress=True draws tqdm's bar (tqdm.auto: a widget in a notebook) where tqdm imports, and
     hedge's own line on stderr where it does not."""
@@ -121,3 +121,63 @@ def test_progress_is_a_tqdm_bar_when_tqdm_is_installed_and_the_line_otherwise(tm
     (bar,) = calls
     assert (bar.total, bar.n, bar.closed) == (20, 20, True)
     assert float(bar.postfix["loss"]) > 0
+
+
+LOOP_UNTIL_INTERRUPTED = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from hedge import active
+
+    i = np.arange(300)
+    X = np.stack([np.sin(i * (j + 3) * 0.37) * 2 for j in range(3)], axis=1)
+    y = 3 * X[:, 0] - 2 * X[:, 1] + X[:, 2] ** 2 + 10
+    settings = {"budget": 200, "model": {"steps": 300}}
+
+    def announce(predictive):  # MaxEnt that says which round it is in
+        print(len(predictive), flush=True)
+        return predictive.entropy
+
+    try:
+        active.pool_loop(X, y, announce, settings=settings)
+    except active.LoopInterrupted as e:
+        rest = active.pool_loop(X, y, announce, settings=settings, resume=e.state)
+        whole = active.pool_loop(X, y, announce, settings=settings)
+        print(json.dumps({
+            "before": [r.test_rmse for r in e.rounds],
+            "after": [r.test_rmse for r in rest],
+            "whole": [r.test_rmse for r in whole],
+            "labels": [r.labels for r in e.rounds + rest],
+            "state_round": e.state["round"],
+        }))
+    """
+)
+
+
+def test_ctrl_c_stops_the_active_loop_after_a_round_and_its_state_resumes_it():
+    """SIGINT to a process running hedge.active.pool_loop: LoopInterrupted (a KeyboardInterrupt)
+    comes back with the rounds run so far and the state, and pool_loop(resume=state) runs exactly
+    the rounds an uninterrupted loop runs after them."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", LOOP_UNTIL_INTERRUPTED],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    try:
+        rounds_seen = 0
+        for line in child.stdout:
+            rounds_seen += 1
+            if rounds_seen >= 2:
+                break
+        child.send_signal(signal.SIGINT)
+        out, stderr = child.communicate(timeout=600)
+    finally:
+        child.kill()
+    assert child.returncode == 0, stderr
+    result = json.loads(out.strip().splitlines()[-1])
+    before, after, whole = result["before"], result["after"], result["whole"]
+    assert len(before) >= 1 and len(after) >= 1 and len(before) == result["state_round"], result
+    assert before + after == whole, result
+    assert result["labels"] == list(range(20, 201, 10)), result["labels"]

@@ -13,6 +13,34 @@ import torch
 import hedge
 
 
+def test_an_index_is_built_searched_and_pickled_without_importing_torch(tmp_path):
+    """hedge.ann runs on its own extension, which links no libtorch: a process that only builds,
+    saves, loads and searches an index (a Ray shard actor) never imports torch, and maps no
+    libtorch."""
+    script = textwrap.dedent(
+        """
+        import pathlib, pickle, sys
+        import numpy as np
+        import hedge
+        from hedge.ann import HnswIndex
+
+        points = np.random.default_rng(0).normal(size=(500, 16)).astype(np.float32)
+        index = HnswIndex.build(points)
+        index.save(sys.argv[1])
+        again = pickle.loads(pickle.dumps(HnswIndex.load(sys.argv[1])))
+        ids, distances = again.search(points[:5], k=1)
+        assert ids[:, 0].tolist() == [0, 1, 2, 3, 4], ids
+        maps = pathlib.Path("/proc/self/maps").read_text()
+        print("torch" in sys.modules, "libtorch" in maps, type(index._graph).__module__)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "g.ann.safetensors")], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "hedge._ann"], out.stdout
+
+
 def test_extension_was_compiled_against_the_release_the_import_check_names():
     assert hedge.libtorch_version().split("+")[0] == hedge.BUILT_FOR_TORCH
     assert torch.__version__.split("+")[0].rsplit(".", 1)[0] == hedge.BUILT_FOR_TORCH.rsplit(".", 1)[0]
@@ -49,7 +77,9 @@ def test_the_package_is_the_installed_wheel_beside_torch_and_numpy_alone():
     assert needed == ["numpy>=1.24", f"torch=={release}.*"], needed
     tags = [line.split(": ", 1)[1] for line in dist.read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
     assert tags and all("manylinux_" in t for t in tags), tags
-    extension = pathlib.Path(hedge._hedge.__file__)
+    from hedge._native import _hedge
+
+    extension = pathlib.Path(_hedge.__file__)
     dynamic = subprocess.run(["readelf", "-d", str(extension)], capture_output=True, text=True, check=True).stdout
     libraries = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
     runpath = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "PATH)" in line]
@@ -65,8 +95,10 @@ def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):
     (fake / "__init__.py").write_text("__version__ = '2.5.1+cpu'\n")
     script = textwrap.dedent(
         """
+        import hedge  # loads nothing that needs torch
+
         try:
-            import hedge
+            hedge.hib
         except ImportError as e:
             print(e)
         else:
@@ -80,15 +112,19 @@ def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):
     assert "2.5.1+cpu" in message and "2.13.0" in message and "torch==2.13.*" in message, message
 
 
-def test_the_type_stubs_describe_every_function_and_class_of_the_extension():
-    """python/hedge/_hedge.pyi names exactly what the compiled module exports (an editor's
+@pytest.mark.parametrize("module", ["_hedge", "_ann"])
+def test_the_type_stubs_describe_every_function_and_class_of_the_extension(module):
+    """python/hedge/<module>.pyi names exactly what the compiled module exports (an editor's
     completion and a type checker see the extension as it is)."""
     import ast
+    import importlib
 
-    from hedge import _hedge
-
-    tree = ast.parse((pathlib.Path(hedge.__file__).parent / "_hedge.pyi").read_text())
+    if module == "_hedge":
+        from hedge._native import _hedge as extension
+    else:
+        extension = importlib.import_module(f"hedge.{module}")
+    tree = ast.parse((pathlib.Path(hedge.__file__).parent / f"{module}.pyi").read_text())
     stubbed = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    exported = {n for n in dir(_hedge) if not n.startswith("_")}
-    assert exported - stubbed == set(), "exported but not in _hedge.pyi"
-    assert stubbed - exported == set(), "in _hedge.pyi but not exported"
+    exported = {n for n in dir(extension) if not n.startswith("_")}
+    assert exported - stubbed == set(), "exported but not in the stubs"
+    assert stubbed - exported == set(), "in the stubs but not exported"

@@ -96,7 +96,8 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
     its shard's smaller graph found)."""
     from conftest import gallery_index
 
-    from hedge import _hedge, hib
+    from hedge import hib
+    from hedge._native import _hedge
 
     run, index_dir, probes = gallery_index(tmp_path, mnist_test, ef_search=4096)
     want, want_summary = hib.Index(index_dir).search(*probes)
@@ -138,7 +139,8 @@ def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp
     shard's smaller graph found."""
     from conftest import assert_same_answers, gallery_images, gallery_index
 
-    from hedge import _hedge, hib
+    from hedge import hib
+    from hedge._native import _hedge
 
     run, index_dir, probes = gallery_index(tmp_path, mnist_test, ef_search=4096)
     (gallery, labels), validation, _ = gallery_images(mnist_test)
@@ -194,7 +196,8 @@ def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp
 def test_pool_shards_run_acs_fw_as_the_whole_pool_does(tmp_path):
     """The pool-shard actors' bodies in this process, driven as ShardedPool drives them: the
     batch of hedge.active.acs_fw to the bit (three shards, the last partial)."""
-    from hedge import _hedge, active
+    from hedge import active
+    from hedge._native import _hedge
 
     rng = np.random.default_rng(4)
     pool = 0.5 + rng.standard_normal((10_000, 6))

@@ -353,15 +353,21 @@ pub fn human_duration(seconds: f64) -> String {
 }
 
 /// The machine's memory (`MemTotal` of `/proc/meminfo`), or 8 GiB where it cannot be read.
+/// Read once per process: every checked call asks for it, and a read of `/proc/meminfo` (which
+/// the kernel writes out on each read) cost a small call from Python more than the call's own
+/// checks (`results/python/overhead.md`).
 pub fn machine_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        })
-        .unwrap_or(FALLBACK_MACHINE_BYTES)
+    static MACHINE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MACHINE.get_or_init(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|text| {
+                let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib * 1024)
+            })
+            .unwrap_or(FALLBACK_MACHINE_BYTES)
+    })
 }
 
 /// `bytes` with a binary unit (`12.0 GiB`); astronomically large values in scientific notation.

@@ -84,8 +84,9 @@ def test_the_sharded_index_finds_what_one_machine_finds(cluster, data):
     points, queries, folder = data
     index = hedge.scale.ShardedIndex(folder)
     try:
-        # The shards live on more than one node.
+        # The shards live on more than one node, and no shard's process imported torch.
         assert len({node for _, node in index.locations()}) >= 2
+        assert index.imports_torch() == [False] * len(index.pids())
         ids, dist = index.search(queries, k=10)
         single_ids, single_dist = HnswIndex.build(points).search(queries, k=10)
         truth = exact(points, queries, 10)

@@ -108,7 +108,7 @@ pub fn method_label(config: &SweepConfig) -> String {
 }
 
 /// The adversary's settings in words (with its extra updates, resets, reweighing, bottleneck).
-fn adversary_label(config: &SweepConfig) -> String {
+pub(crate) fn adversary_label(config: &SweepConfig) -> String {
     let t = &config.train;
     let mut label = match t.adversary {
         Adversary::Reversal => "grl".to_string(),

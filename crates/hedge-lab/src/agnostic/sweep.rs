@@ -1186,11 +1186,20 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     );
     let summary = SweepSummary { undefined, ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
+    let network = if config.train.erase_on_alpha > 0.0 {
+        format!(
+            "trained with its adversary at α = {} ({})",
+            config.train.erase_on_alpha,
+            crate::agnostic::pareto::adversary_label(config)
+        )
+    } else {
+        "trained without an adversary".to_string()
+    };
     let removal = match &config.removal {
         Removal::Adversary => String::new(),
         r => format!(
-            " Removal: {} on the frozen features of a network trained without an adversary, G_y retrained on \
-             the erased features; α is the erasure strength.",
+            " Removal: {} on the frozen features of a network {network}, G_y retrained on the erased \
+             features; α is the erasure strength.",
             r.name()
         ),
     };

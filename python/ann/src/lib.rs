@@ -1,20 +1,67 @@
 //! The HNSW graph of `hedge-ann` on NumPy float32 arrays: what a gallery shard of `hedge.scale`
-//! holds, and the index `python/benchmarks/ann.py` measures beside hnswlib.
+//! holds, and the index `python/benchmarks/ann.py` measures beside hnswlib. Built as its own
+//! extension, `hedge._ann`, that links no libtorch: a process that only holds or searches an
+//! index (a Ray shard actor) imports it without torch (about 0.6 GB and 2.7 s a process). The
+//! same class and functions are registered into `hedge._hedge` too ([`register`]), and hedge-py
+//! uses this crate's [`guarded`] and [`value_error`] for all of its bindings.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
 use hedge_ann::{AnnConfig, Hnsw};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::value_error;
+/// A library error as the Python exception a user can act on: `MemoryError` for a size over the
+/// memory budget (`hedge_run::budget`'s refusal, whichever crate passed it on), else `ValueError`.
+pub fn value_error(e: impl std::fmt::Display) -> PyErr {
+    let message = e.to_string();
+    if message.contains(hedge_run::budget::OVER_MEMORY_BUDGET) {
+        PyMemoryError::new_err(message)
+    } else {
+        PyValueError::new_err(message)
+    }
+}
+
+/// Runs a binding's body; a panic in it (a case no check foresaw, or a libtorch error tch turns
+/// into a panic) becomes a `ValueError` carrying the panic's message, with libtorch's C++ trace
+/// cut, instead of a `PanicException`.
+pub fn guarded<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(PyValueError::new_err(format!(
+            "hedge could not complete this call: {}. No check caught it before it started; \
+             please report the call that caused it",
+            hedge_run::libtorch_message(message).trim()
+        )))
+    })
+}
+
+/// Adds the graph's class and functions to `m` (`hedge._ann`, and `hedge._hedge`).
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<AnnGraph>()?;
+    m.add_function(wrap_pyfunction!(ann_build, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_load, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_from_bytes, m)?)?;
+    Ok(())
+}
+
+#[pymodule]
+fn _ann(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    register(m)
+}
 
 /// Neighbours of every query: (ids `[q, k]`, Euclidean distances `[q, k]`).
 type Neighbours<'py> = (Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>);
 
 /// An HNSW graph over fixed points (Euclidean).
-#[pyclass(module = "hedge._hedge", frozen)]
+#[pyclass(module = "hedge._ann", frozen)]
 pub struct AnnGraph(Hnsw);
 
 /// Rows of a C-contiguous float32 array, as one slice.
@@ -55,7 +102,7 @@ impl AnnGraph {
         k: usize,
         ef: Option<usize>,
     ) -> PyResult<Neighbours<'py>> {
-        crate::guarded(|| {
+        guarded(|| {
             let q = queries.shape()[0];
             if queries.shape()[1] != self.0.dim() {
                 return Err(value_error(format!(
@@ -94,12 +141,12 @@ impl AnnGraph {
 
     /// Writes the graph (safetensors; a temporary sibling, then renamed).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        crate::guarded(|| py.detach(|| self.0.save(&path)).map_err(value_error))
+        guarded(|| py.detach(|| self.0.save(&path)).map_err(value_error))
     }
 
     /// The file's bytes (what `save` writes), for pickling and object stores.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        crate::guarded(|| {
+        guarded(|| {
             let bytes = py.detach(|| self.0.to_bytes()).map_err(value_error)?;
             Ok(PyBytes::new(py, &bytes))
         })
@@ -115,7 +162,7 @@ pub fn ann_build(
     ef_construction: usize,
     ef_search: usize,
 ) -> PyResult<AnnGraph> {
-    crate::guarded(|| {
+    guarded(|| {
         let dim = points.shape()[1];
         let flat = rows(&points, "points")?;
         let config = AnnConfig { max_connections, ef_construction, ef_search };
@@ -126,13 +173,13 @@ pub fn ann_build(
 /// Reads a graph `AnnGraph.save` wrote; every field is checked.
 #[pyfunction]
 pub fn ann_load(py: Python<'_>, path: PathBuf) -> PyResult<AnnGraph> {
-    crate::guarded(|| py.detach(|| Hnsw::load(&path)).map(AnnGraph).map_err(value_error))
+    guarded(|| py.detach(|| Hnsw::load(&path)).map(AnnGraph).map_err(value_error))
 }
 
 /// A graph from the bytes `AnnGraph.to_bytes` gave.
 #[pyfunction]
 pub fn ann_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<AnnGraph> {
-    crate::guarded(|| {
+    guarded(|| {
         let data = data.to_vec();
         py.detach(|| Hnsw::from_bytes(&data, "<bytes>".as_ref())).map(AnnGraph).map_err(value_error)
     })
