@@ -32,7 +32,7 @@ def run(args, cwd, timeout=600):
 
 
 def test_the_readme_has_its_examples():
-    assert len(BLOCKS) == 6 and len(COMMANDS) == 1
+    assert len(BLOCKS) == 6 and len(COMMANDS) == 2
 
 
 @pytest.mark.parametrize("command", COMMANDS)
