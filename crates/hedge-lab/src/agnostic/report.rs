@@ -935,6 +935,19 @@ const KERNEL_FRONT_ROUNDS: ([u32; 4], [u32; 3]) = ([1, 2, 4, 8], [1, 3, 8]);
 /// The same with the task's class-mean directions kept each round (`keep-task=1`).
 const KERNEL_TASK_ROUNDS: ([u32; 2], [u32; 2]) = ([4, 8], [3, 8]);
 
+/// Erasers stacked on adversarially trained networks (`scripts/agnostic-stacked-front.sh`):
+/// (folder under `stacked-front/`, the method in words, whether it is Context-MNIST's).
+const STACKED: [(&str, &str, bool); 8] = [
+    ("ctx-hsic09-kernel-r1", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 1 round", true),
+    ("ctx-hsic09-kernel-r2", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 2 rounds", true),
+    ("ctx-hsic09-kernel-r4", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 4 rounds", true),
+    ("ctx-hsic09-qleace", "reweighing + HSIC + bottleneck at α = 0.9, then quadratic LEACE (an oracle)", true),
+    ("ctx-twinlab05-kernel-r1", "the twin ceiling (twins labelled) at α = 0.5, then kernel erasure, 1 round", true),
+    ("ctx-twinlab05-kernel-r2", "the twin ceiling (twins labelled) at α = 0.5, then kernel erasure, 2 rounds", true),
+    ("adult-grl07-kernel-r1", "GRL, 50 adversary updates, at α = 0.7, then kernel erasure, 1 round", false),
+    ("adult-grl07-kernel-r3", "GRL, 50 adversary updates, at α = 0.7, then kernel erasure, 3 rounds", false),
+];
+
 /// Which rungs each method passes: per sweep with the ladder and α, the task numbers, the rungs
 /// within the audit's bar of their floor, and the rung that reads most beyond its floor (means
 /// over repeats).
@@ -960,6 +973,13 @@ fn ladder_passes(results: &Results) -> Result<String> {
             CONTEXT,
         ));
     }
+    let stacked = |context: bool| {
+        STACKED.iter().filter(move |(_, _, c)| *c == context).map(move |(folder, method, _)| {
+            let data = if context { "Context-MNIST" } else { "Adult" };
+            (format!("stacked-front/{folder}"), format!("{data}: {method}"), if context { CONTEXT } else { ADULT })
+        })
+    };
+    sweeps.extend(stacked(true));
     sweeps.push(("adult-grl-k50-ladder".into(), "Adult: GRL, 50 adversary updates a step".into(), ADULT));
     for rounds in KERNEL_FRONT_ROUNDS.1 {
         sweeps.push((
@@ -975,6 +995,7 @@ fn ladder_passes(results: &Results) -> Result<String> {
             ADULT,
         ));
     }
+    sweeps.extend(stacked(false));
     let mut rows = Vec::new();
     for (folder, label, [first, second]) in sweeps {
         let sweep = Sweep::load(results, &folder)?;
