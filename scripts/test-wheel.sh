@@ -2,17 +2,20 @@
 # The installed-wheel check (scripts/test.sh runs it): hedge's Python tests against the wheel
 # installed in a fresh environment outside the repository, where no Rust toolchain is on the PATH.
 #
-#   bash scripts/test-wheel.sh env              a fresh environment: torch==2.13.0 and NumPy (what the
+#   bash scripts/test-wheel.sh env              a fresh environment: torch==2.13.0 (HEDGE_TORCH) and NumPy (what the
 #                                               wheel needs), then the test suite's own tools
 #   bash scripts/test-wheel.sh install WHEEL    installs the wheel there, offline (--no-index: torch
 #                                               and NumPy must already satisfy it)
 #   bash scripts/test-wheel.sh pytest ARGS...   python -m pytest ARGS in that environment
 #
 # install and pytest run with every folder that holds cargo or rustc taken off the PATH. The
-# environment: $HEDGE_WHEEL_ENV, default a folder under ${TMPDIR:-/tmp} named after this checkout.
+# environment: $HEDGE_WHEEL_ENV, default a folder under ${TMPDIR:-/tmp} named after this checkout
+# (and the torch release). HEDGE_TORCH=2.12.1: an environment with that torch, for the wheel
+# `HEDGE_TORCH=2.12.1 scripts/build-wheel.sh` builds.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-env_dir="${HEDGE_WHEEL_ENV:-${TMPDIR:-/tmp}/hedge-wheel-env-$(printf '%s' "$root" | sha256sum | cut -c1-12)}"
+torch="${HEDGE_TORCH:-2.13.0}"
+env_dir="${HEDGE_WHEEL_ENV:-${TMPDIR:-/tmp}/hedge-wheel-env-$(printf '%s' "$root" | sha256sum | cut -c1-12)${HEDGE_TORCH:+-torch$HEDGE_TORCH}}"
 python="${PYTHON:-python3}"
 case "$env_dir" in
   "$root" | "$root"/*) echo "test-wheel: HEDGE_WHEEL_ENV must lie outside the repository ($env_dir)" >&2; exit 2 ;;
@@ -32,7 +35,7 @@ case "${1:-}" in
   env)
     rm -rf "$env_dir"
     "$python" -m venv "$env_dir"
-    pip install --quiet torch==2.13.0 "numpy>=1.24"
+    pip install --quiet "torch==$torch" "numpy>=1.24"
     echo "test-wheel: a fresh $env_dir with $(pip freeze | grep -iE '^(torch|numpy)==' | paste -sd' ') (and their dependencies)" >&2
     # The test suite's own tools.
     pip install --quiet pytest "hypothesis>=6.100" "scikit-learn>=1.3" matplotlib safetensors "ray[data]==2.60.0"
