@@ -196,7 +196,9 @@ pub fn hib_match_probability(
     crate::guarded(|| {
         let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
         let head = head(a_raw, b, &left.mean)?;
-        to_python(py, &head.match_probability(&left, &right, samples))
+        // Without the GIL, as the Rust bench runs it (the tensors move into the closure).
+        let p = py.detach(move || head.match_probability(&left, &right, samples));
+        to_python(py, &p)
     })
 }
 
