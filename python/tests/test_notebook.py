@@ -35,6 +35,27 @@ TRAIN_UNTIL_INTERRUPTED = textwrap.dedent(
 )
 
 
+def interrupt_when(ready, script, *args, timeout=600):
+    """Runs `script` in a fresh interpreter, sends it SIGINT once `ready(line)` is true of a line it
+    printed, and returns (exit status, the rest of its stdout, its stderr)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    try:
+        for line in child.stdout:
+            if ready(line):
+                break
+        child.send_signal(signal.SIGINT)
+        out, stderr = child.communicate(timeout=timeout)
+    finally:
+        child.kill()
+    return child.returncode, out, stderr
+
+
 def small_digits(mnist_test):
     images, labels = mnist_test
     rows = np.concatenate([np.flatnonzero(labels == c)[:20] for c in range(6)])
@@ -49,26 +70,17 @@ def test_ctrl_c_stops_training_with_a_checkpoint_that_resume_continues(tmp_path,
     x, y = small_digits(mnist_test)
     np.savez(tmp_path / "digits.npz", images=x, labels=y)
     run = tmp_path / "run"
-    child = subprocess.Popen(
-        [sys.executable, "-c", TRAIN_UNTIL_INTERRUPTED, str(run), str(tmp_path / "digits.npz")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    try:
-        seen = 0
-        for line in child.stdout:
-            seen, planned = map(int, line.split())
-            assert planned == 20000
-            if seen >= 5:
-                break
-        assert seen >= 5, child.stderr.read()
-        child.send_signal(signal.SIGINT)
-        _, stderr = child.communicate(timeout=120)
-    finally:
-        child.kill()
-    assert child.returncode != 0 and "KeyboardInterrupt" in stderr, stderr
+    reported = []
+
+    def started(line):
+        reported.append(tuple(map(int, line.split())))
+        return reported[-1][0] >= 5
+
+    returncode, _, stderr = interrupt_when(started, TRAIN_UNTIL_INTERRUPTED, run, tmp_path / "digits.npz", timeout=120)
+    assert reported and reported[-1][0] >= 5, stderr
+    seen = reported[-1][0]
+    assert {planned for _, planned in reported} == {20000}, reported
+    assert returncode != 0 and "KeyboardInterrupt" in stderr, stderr
     assert "PanicException" not in stderr and "hedge could not complete" not in stderr, stderr
     state = json.loads((run / "state.json").read_text())
     stopped = state["step"]
@@ -158,24 +170,14 @@ def test_ctrl_c_stops_the_active_loop_after_a_round_and_its_state_resumes_it():
     """SIGINT to a process running hedge.active.pool_loop: LoopInterrupted (a KeyboardInterrupt)
     comes back with the rounds run so far and the state, and pool_loop(resume=state) runs exactly
     the rounds an uninterrupted loop runs after them."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", LOOP_UNTIL_INTERRUPTED],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONUNBUFFERED="1"),
-    )
-    try:
-        rounds_seen = 0
-        for line in child.stdout:
-            rounds_seen += 1
-            if rounds_seen >= 2:
-                break
-        child.send_signal(signal.SIGINT)
-        out, stderr = child.communicate(timeout=600)
-    finally:
-        child.kill()
-    assert child.returncode == 0, stderr
+    rounds = []
+
+    def two_rounds_in(line):  # the acquisition prints once per round
+        rounds.append(line)
+        return len(rounds) >= 2
+
+    returncode, out, stderr = interrupt_when(two_rounds_in, LOOP_UNTIL_INTERRUPTED)
+    assert returncode == 0, stderr
     result = json.loads(out.strip().splitlines()[-1])
     before, after, whole = result["before"], result["after"], result["whole"]
     assert len(before) >= 1 and len(after) >= 1 and len(before) == result["state_round"], result
