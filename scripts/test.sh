@@ -7,15 +7,15 @@ cd "$root"
 bash scripts/setup-libtorch.sh
 # The Python environment first (.venv, made once): every cargo command below then builds pyo3 for
 # its interpreter, so no command rebuilds what another built. pyo3's build needs only the
-# interpreter, so its packages (torch 2.13 and its CUDA wheels, a few GB on a fresh machine:
-# network and disk, two minutes in CI) install in the background while the Rust checks compile,
-# and the Python tests wait for them.
+# interpreter. The Python tests run in a fresh environment outside the repository, against the
+# installed wheel (scripts/test-wheel.sh): torch 2.13 and its CUDA wheels (a few GB on a fresh
+# machine: network and disk, two minutes in CI) install there in the background while the Rust
+# checks compile, and .venv gets only the wheel's build tools (a second torch there ran CI out of
+# disk). The Python tests wait for them.
 bash scripts/setup-python.sh --venv-only
 export PYO3_PYTHON="$root/.venv/bin/python"
 python_log="$(mktemp)"
-# Then, from pip's cache, the fresh environment outside the repository where the Python tests run
-# against the installed wheel (scripts/test-wheel.sh).
-{ bash scripts/setup-python.sh --env-only && bash scripts/test-wheel.sh env; } >"$python_log" 2>&1 &
+{ bash scripts/setup-python.sh --build-tools && bash scripts/test-wheel.sh env; } >"$python_log" 2>&1 &
 python_env=$!
 data="${HEDGE_DATA_DIR:-./data}"
 if [ ! -d "$data" ]; then
@@ -104,7 +104,7 @@ fi
 cargo build --release --workspace --all-targets
 if ! wait "$python_env"; then
   cat "$python_log" >&2
-  echo "test: making the Python environments failed (scripts/setup-python.sh --env-only, scripts/test-wheel.sh env; output above)" >&2
+  echo "test: making the Python environments failed (scripts/setup-python.sh --build-tools, scripts/test-wheel.sh env; output above)" >&2
   exit 1
 fi
 cat "$python_log" >&2
