@@ -9,53 +9,87 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use tch::{Kind, Tensor};
 
-use crate::tensor::{check_float, optional_tensor, tensor, to_python, with_cpu_f32};
+use crate::tensor::{check_float, same_device, tensor, to_python, Input};
 
 /// Largest quadrature grid (points^D nodes): beyond it the product rule's memory (B·C1·C2·G·D
 /// floats) is what a user notices first, and Monte Carlo is the estimator to use.
 const MAX_QUADRATURE_NODES: i64 = 1 << 20;
 
+/// The sizes of a checked embedding, `[B, C, D]` (C = 1 for a `[B, D]` mean), read once.
+#[derive(Clone, Copy)]
+struct Sizes {
+    batch: i64,
+    components: i64,
+    dim: i64,
+}
+
 /// An embedding from a mean `[B, D]` or `[B, C, D]` and a variance of the same shape (or None
-/// for points).
-fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side: &str) -> PyResult<Embedding> {
-    let mean_name = format!("mean{side}");
-    let var_name = format!("variance{side}");
-    let mean_t = tensor(mean, &mean_name)?;
-    let size = check_float(&mean_t, &mean_name, &[2, 3])?;
-    let variance_t = optional_tensor(variance, &var_name)?;
-    if let Some(v) = &variance_t {
-        let vsize = check_float(v, &var_name, &[2, 3])?;
+/// for points), with its sizes.
+fn embedding(mean: &Bound<'_, PyAny>, variance: Option<&Bound<'_, PyAny>>, side: Side) -> PyResult<(Embedding, Sizes)> {
+    let (mean_name, var_name) = side.names();
+    let mean_in = Input::new(mean, mean_name)?;
+    let size = mean_in.check_float(mean_name, &[2, 3])?;
+    let variance_in = Input::optional(variance, var_name)?;
+    if let Some(v) = &variance_in {
+        let vsize = v.check_float(var_name, &[2, 3])?;
         if vsize != size {
             return Err(PyValueError::new_err(format!(
                 "`{var_name}` has shape {vsize:?} but `{mean_name}` has {size:?}; they must agree"
             )));
         }
-        same_device(&mean_t, v, &mean_name, &var_name)?;
+        mean_in.same_device(v, mean_name, var_name)?;
     }
-    if size.contains(&0) {
+    if size.as_slice().contains(&0) {
         return Err(PyValueError::new_err(format!("`{mean_name}` is empty (shape {size:?})")));
     }
-    check_finite(&mean_t, &mean_name)?;
-    if let Some(v) = &variance_t {
-        check_finite(v, &var_name)?;
-        let smallest = with_cpu_f32(v, |values| values.iter().copied().fold(f32::INFINITY, f32::min) as f64)
-            .unwrap_or_else(|| v.min().double_value(&[]));
+    check_finite(&mean_in, mean_name)?;
+    if let Some(v) = &variance_in {
+        check_finite(v, var_name)?;
+        let smallest = v
+            .with_cpu_f32(|values| values.iter().copied().fold(f32::INFINITY, f32::min) as f64)
+            .unwrap_or_else(|| v.tensor.min().double_value(&[]));
         if smallest <= 0.0 {
             return Err(PyValueError::new_err(format!(
                 "`{var_name}` holds {smallest}: variances must be positive (a model's softplus or exp output is)"
             )));
         }
     }
-    let lift = |t: Tensor| if size.len() == 2 { t.unsqueeze(1) } else { t };
-    Ok(Embedding { mean: lift(mean_t), variance: variance_t.map(lift) })
+    let flat = size.as_slice().len() == 2;
+    let sizes = if flat {
+        Sizes { batch: size[0], components: 1, dim: size[1] }
+    } else {
+        Sizes { batch: size[0], components: size[1], dim: size[2] }
+    };
+    let lift = |t: Tensor| if flat { t.unsqueeze(1) } else { t };
+    Ok((Embedding { mean: lift(mean_in.tensor), variance: variance_in.map(|v| lift(v.tensor)) }, sizes))
+}
+
+/// Which embedding of a call an argument belongs to: its parameters' names.
+#[derive(Clone, Copy)]
+enum Side {
+    Only,
+    First,
+    Second,
+}
+
+impl Side {
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Side::Only => ("mean", "variance"),
+            Side::First => ("mean1", "variance1"),
+            Side::Second => ("mean2", "variance2"),
+        }
+    }
 }
 
 /// Refuses a tensor holding NaN or ±inf, naming the first such element: every number computed
 /// from it would be NaN.
-fn check_finite(t: &Tensor, name: &str) -> PyResult<()> {
+fn check_finite(input: &Input, name: &str) -> PyResult<()> {
     // In place for a contiguous CPU float32 tensor; else one reduction, and the position only
     // when there is one to name.
-    let first_bad = with_cpu_f32(t, |values| values.iter().position(|v| !v.is_finite()).map(|i| i as i64))
+    let t = &input.tensor;
+    let first_bad = input
+        .with_cpu_f32(|values| values.iter().position(|v| !v.is_finite()).map(|i| i as i64))
         .unwrap_or_else(|| {
             if t.isfinite().all().int64_value(&[]) == 1 {
                 None
@@ -73,72 +107,88 @@ fn check_finite(t: &Tensor, name: &str) -> PyResult<()> {
 }
 
 /// Refuses Monte-Carlo `samples` whose K² sample pairs per row would not fit the memory budget.
-fn check_samples_memory(samples: i64, e: &Embedding, what: &str) -> PyResult<()> {
-    hedge_embed::embed::mc_footprint(what, "samples", e.batch() as f64, samples as f64, e.dim() as usize)
+fn check_samples_memory(samples: i64, sizes: Sizes, what: &str) -> PyResult<()> {
+    hedge_embed::embed::mc_footprint(what, "samples", sizes.batch as f64, samples as f64, sizes.dim as usize)
         .check()
         .map_err(crate::value_error)
 }
 
-fn same_device(a: &Tensor, b: &Tensor, a_name: &str, b_name: &str) -> PyResult<()> {
-    if a.device() != b.device() {
-        return Err(PyValueError::new_err(format!(
-            "`{a_name}` is on {:?} and `{b_name}` on {:?}; move them to one device",
-            a.device(),
-            b.device()
-        )));
-    }
-    Ok(())
-}
-
 /// The match head σ(−softplus(a_raw)·‖z1 − z2‖ + b) from the user's two scalar parameters.
 fn head(a_raw: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, like: &Tensor) -> PyResult<MatchHead> {
-    let a_raw = tensor(a_raw, "a_raw")?;
-    let b = tensor(b, "b")?;
-    for (t, name) in [(&a_raw, "a_raw"), (&b, "b")] {
-        check_float(t, name, &[0, 1])?;
+    let a_raw = Input::new(a_raw, "a_raw")?;
+    let b = Input::new(b, "b")?;
+    let on_cpu = like.device() == tch::Device::Cpu;
+    let mut scalars = [a_raw, b].into_iter().zip(["a_raw", "b"]).map(|(t, name)| {
+        let shape = t.check_float(name, &[0, 1])?;
         if t.numel() != 1 {
-            return Err(PyValueError::new_err(format!("`{name}` must hold one value, not {:?}", t.size())));
+            return Err(PyValueError::new_err(format!("`{name}` must hold one value, not {shape:?}")));
         }
-        same_device(like, t, "the embeddings", name)?;
-    }
-    Ok(MatchHead { a_raw: a_raw.reshape([] as [i64; 0]), b: b.reshape([] as [i64; 0]), csd: false })
+        if !(on_cpu && t.on_cpu()) {
+            same_device(like, &t.tensor, "the embeddings", name)?;
+        }
+        // A scalar as it is: a reshape is one more dispatched view per call, and a view of a
+        // parameter that requires gradients carries autograd's view bookkeeping into every
+        // operation on it, even under no_grad (about 15 µs of a 45 µs call at B = 1).
+        Ok(if shape.as_slice().is_empty() { t.tensor } else { t.tensor.reshape([] as [i64; 0]) })
+    });
+    let a_raw = scalars.next().expect("two scalars")?;
+    let b = scalars.next().expect("two scalars")?;
+    Ok(MatchHead { a_raw, b, csd: false })
 }
 
-fn check_pair(left: &Embedding, right: &Embedding) -> PyResult<()> {
-    if left.batch() != right.batch() || left.dim() != right.dim() {
+fn check_pair(left: (&Embedding, Sizes), right: (&Embedding, Sizes)) -> PyResult<()> {
+    if left.1.batch != right.1.batch || left.1.dim != right.1.dim {
         return Err(PyValueError::new_err(format!(
             "the two embeddings must pair row by row in one dimension: {:?} and {:?} (batch, components, dim)",
-            left.mean.size(),
-            right.mean.size()
+            left.0.mean.size(),
+            right.0.mean.size()
         )));
     }
-    same_device(&left.mean, &right.mean, "mean1", "mean2")
+    if left.0.mean.device() == right.0.mean.device() {
+        return Ok(());
+    }
+    same_device(&left.0.mean, &right.0.mean, "mean1", "mean2")
 }
 
 /// The two sides of `B` pairs, checked to pair row by row and, with `samples`, to be sampled
 /// with that many draws each.
 fn pair_of_embeddings(
+    first: (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
+    second: (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
+    samples: Option<i64>,
+) -> PyResult<(Embedding, Embedding)> {
+    checked_pair(first, second, samples).map(|(left, right, _)| (left, right))
+}
+
+/// [`pair_of_embeddings`], with the first side's sizes.
+fn checked_pair(
     (mean1, variance1): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
     (mean2, variance2): (&Bound<'_, PyAny>, Option<&Bound<'_, PyAny>>),
     samples: Option<i64>,
-) -> PyResult<(Embedding, Embedding)> {
-    let left = embedding(mean1, variance1, "1")?;
-    let right = embedding(mean2, variance2, "2")?;
-    check_pair(&left, &right)?;
+) -> PyResult<(Embedding, Embedding, Sizes)> {
+    let (left, left_sizes) = embedding(mean1, variance1, Side::First)?;
+    let (right, right_sizes) = embedding(mean2, variance2, Side::Second)?;
+    check_pair((&left, left_sizes), (&right, right_sizes))?;
     if let Some(samples) = samples {
-        check_samples(samples, &left, "the first embedding")?;
-        check_samples(samples, &right, "the second embedding")?;
-        check_samples_memory(samples, &left, "match_probability: the Monte-Carlo sample pairs")?;
+        check_samples(samples, left_sizes, "the first embedding")?;
+        check_samples(samples, right_sizes, "the second embedding")?;
+        check_samples_memory(samples, left_sizes, "match_probability: the Monte-Carlo sample pairs")?;
     }
-    Ok((left, right))
+    Ok((left, right, left_sizes))
 }
 
-fn check_samples(samples: i64, e: &Embedding, side: &str) -> PyResult<()> {
-    if samples < 1 || samples % e.components() != 0 {
+/// Monte-Carlo sample pairs (B·K²) from which `match_probability` releases the GIL while it
+/// runs (B = 64 at K = 8: about a quarter of a millisecond). Releasing and taking it back costs
+/// about 7,000 instructions (callgrind), a microsecond: at B = 1 a fiftieth of the call, for
+/// nothing other threads could use.
+const RELEASE_GIL_FROM_PAIRS: i64 = 4096;
+
+fn check_samples(samples: i64, sizes: Sizes, side: &str) -> PyResult<()> {
+    if samples < 1 || samples % sizes.components != 0 {
         return Err(PyValueError::new_err(format!(
             "`samples` = {samples} must be a positive multiple of {side}'s {} mixture components \
              (samples are stratified over the components)",
-            e.components()
+            sizes.components
         )));
     }
     Ok(())
@@ -194,10 +244,14 @@ pub fn hib_match_probability(
     samples: i64,
 ) -> PyResult<Py<PyAny>> {
     crate::guarded(|| {
-        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), Some(samples))?;
+        let (left, right, sizes) = checked_pair((mean1, variance1), (mean2, variance2), Some(samples))?;
         let head = head(a_raw, b, &left.mean)?;
-        // Without the GIL, as the Rust bench runs it (the tensors move into the closure).
-        let p = py.detach(move || head.match_probability(&left, &right, samples));
+        let p = if sizes.batch.saturating_mul(samples).saturating_mul(samples) >= RELEASE_GIL_FROM_PAIRS {
+            // Without the GIL (the tensors move into the closure).
+            py.detach(move || head.match_probability(&left, &right, samples))
+        } else {
+            head.match_probability(&left, &right, samples)
+        };
         to_python(py, &p)
     })
 }
@@ -299,9 +353,9 @@ pub fn hib_self_mismatch(
     samples: i64,
 ) -> PyResult<Py<PyAny>> {
     crate::guarded(|| {
-        let e = embedding(mean, variance, "")?;
-        check_samples(samples, &e, "the embedding")?;
-        check_samples_memory(samples, &e, "self_mismatch: the Monte-Carlo sample pairs")?;
+        let (e, sizes) = embedding(mean, variance, Side::Only)?;
+        check_samples(samples, sizes, "the embedding")?;
+        check_samples_memory(samples, sizes, "self_mismatch: the Monte-Carlo sample pairs")?;
         let head = head(a_raw, b, &e.mean)?;
         to_python(py, &head.self_mismatch(&e, samples))
     })
@@ -338,9 +392,9 @@ pub fn hib_contrastive(
     margin: f64,
 ) -> PyResult<Py<PyAny>> {
     crate::guarded(|| {
-        let (z1, z2, is_match) = (tensor(z1, "z1")?, tensor(z2, "z2")?, tensor(is_match, "is_match")?);
-        let size = check_float(&z1, "z1", &[2])?;
-        if z2.size() != size {
+        let (z1, z2, is_match) = (Input::new(z1, "z1")?, Input::new(z2, "z2")?, tensor(is_match, "is_match")?);
+        let size = z1.check_float("z1", &[2])?;
+        if z2.tensor.size() != size.as_slice() {
             return Err(PyValueError::new_err(format!("`z2` must have the shape of `z1`, {size:?}")));
         }
         check_is_match(&is_match, size[0])?;
@@ -349,7 +403,7 @@ pub fn hib_contrastive(
         }
         check_finite(&z1, "z1")?;
         check_finite(&z2, "z2")?;
-        to_python(py, &contrastive(&z1, &z2, &is_match, margin))
+        to_python(py, &contrastive(&z1.tensor, &z2.tensor, &is_match, margin))
     })
 }
 

@@ -236,6 +236,39 @@ def test_non_finite_inputs_and_invalid_variances_are_refused_not_returned_as_nan
         active.bald(np.array([[[0.5, np.nan]], [[0.5, 0.5]]]))
 
 
+def strided(t):
+    """The same values in a non-contiguous layout: every other column of a wider tensor."""
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1])
+    wide[..., ::2] = t
+    view = wide[..., ::2]
+    assert not view.is_contiguous() and torch.allclose(view, t, equal_nan=True)
+    return view
+
+
+def test_the_checks_read_a_non_contiguous_layout_as_they_read_a_contiguous_one():
+    """The input checks read a contiguous CPU float32 tensor in place and ask libtorch about any
+    other layout: a strided view of the same values gets the same refusal and the same result."""
+    head = hib.MatchHead()
+    e = embedding()
+    bad_mean = e.mean.clone()
+    bad_mean[1, 0, 0] = float("nan")
+    for mean in (bad_mean, strided(bad_mean)):
+        with pytest.raises(ValueError, match=r"`mean1` holds NaN at flat position 2"):
+            hib.match_probability(head, hib.Embedding(mean, e.variance), e)
+    for variance in (-e.variance, strided(-e.variance)):
+        with pytest.raises(ValueError, match=r"`variance2` holds -0.5: variances must be positive"):
+            hib.match_probability(head, e, hib.Embedding(e.mean, variance))
+    with pytest.raises(ValueError, match=r"`mean1` has shape \[1, 1, 1, 1, 4\]; it must have 2 or 3 dimensions"):
+        hib.match_probability(head, hib.Embedding(torch.zeros(1, 1, 1, 1, 4)), e)
+    with pytest.raises(ValueError, match=r"`mean1` is Double"):
+        hib.match_probability(head, hib.Embedding(e.mean.double(), e.variance.double()), e)
+    same = []
+    for layout in (lambda t: t, strided):
+        torch.manual_seed(3)
+        same.append(hib.match_probability(head, hib.Embedding(layout(e.mean), layout(e.variance)), e))
+    assert torch.equal(same[0], same[1])
+
+
 def test_huge_finite_values_are_named_as_huge_not_as_non_finite():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(30, 2)), rng.normal(size=30)
