@@ -71,3 +71,23 @@ def test_the_references_occlusion_blacks_out_one_square_inside_each_digit():
             rows, cols = black[:, 0], black[:, 1]
             side = rows.max() - rows.min() + 1
             assert side == cols.max() - cols.min() + 1 and len(black) == side * side
+
+
+def test_a_hedge_run_loaded_into_the_reference_network_embeds_as_hedge_does():
+    """reference/hib/cross_evaluate.py scores hedge's weights with the reference's evaluation;
+    that is only meaningful if its parameter mapping is right: the reference's network holding a
+    committed hedge run's weights gives hedge's own means and variances on the same images (both
+    convolve in float32 here; a swapped or misread layer moves them by far more than rounding)."""
+    spec = importlib.util.spec_from_file_location("cross_evaluate", ROOT / "reference" / "hib" / "cross_evaluate.py")
+    cross = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cross)
+    run_dir = ROOT / "results" / "hib" / "reference" / "runs" / "hedge-plain-mog1-seed0"
+    model = cross.reference_network(run_dir, precision="f32")
+    images = np.random.default_rng(0).random((6, 28, 56), dtype=np.float32)
+    with torch.no_grad():
+        ref_mean, ref_variance = model(torch.from_numpy(images)[:, None])
+    ours = hib.Run(run_dir).embed(images)
+    mean, variance = ours.mean.reshape(6, -1), ours.variance.reshape(6, -1)
+    scale = mean.abs().max()
+    assert torch.allclose(ref_mean, mean, atol=0.02 * scale, rtol=0), (ref_mean, mean)
+    assert torch.allclose(ref_variance, variance, atol=0.02 * variance.max(), rtol=0), (ref_variance, variance)
