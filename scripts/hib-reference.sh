@@ -24,9 +24,10 @@ python=${PYTHON:-.venv/bin/python}
 steps=${STEPS:-20000}
 precision=${PRECISION:-bf16}
 root=${ROOT:-results/hib/reference/runs}
-# A run trains in an ignored staging folder (under /runs) and moves into $root once scored, so that the
-# committed tables (`hedge report`) never count a run that is still going.
-staging=${STAGING:-runs/hib-reference}
+# A run trains in a staging folder and moves into $root once scored, so that the committed tables
+# (`hedge report`) never count a run that is still going. The staging folder is committed with its
+# checkpoints (.gitignore), so a run a session leaves unfinished resumes in the next one.
+staging=${STAGING:-results/hib/reference/staging}
 mkdir -p "$root" "$staging"
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1)

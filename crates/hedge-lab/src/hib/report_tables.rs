@@ -94,6 +94,7 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("n3-levers", n3_levers(r)?),
         ("precision", precision(r)?),
         ("reference", reference(r)?),
+        ("reference-levers", reference_levers(r)?),
         ("quickstart", quickstart(r)?),
         ("f32-peer", f32_peer(r)?),
     ];
@@ -2051,6 +2052,167 @@ fn reference(results: &Results) -> Result<String> {
     Ok(rows.join("\n"))
 }
 
+const REFERENCE_LEVERS: &str = "results/hib/reference/levers";
+/// `scripts/hib-reference-levers.sh`'s levers in its order, with what each changes in the
+/// control (the paper's plain recipe on the reference).
+const REFERENCE_LEVER_NAMES: [(&str, &str); 8] = [
+    ("control", "none: conv widths 32, 64, no hidden layer, PyTorch's initialisers, Adam 1e-3, half the pairs matching, softplus variance, −log of the sample pairs' mean"),
+    ("widths", "conv widths 64, 128"),
+    ("hidden", "a fully connected layer of 256 (ReLU) before the outputs"),
+    ("glorot", "Glorot-uniform weights, zero biases (TensorFlow's defaults)"),
+    ("sgd", "SGD, momentum 0.9, 1e-2"),
+    ("share25", "a quarter of the pairs matching"),
+    ("expvar", "variance = exp(raw output)"),
+    ("meanlog", "Eq. 8 as written: the sample pairs' mean of −log p(m | z1, z2)"),
+];
+const FOUR_KEPT: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
+
+/// A lever run's `reference_eval.json`: the test numbers, the test-time occlusion reading
+/// (`_p20`: every digit occluded with probability 0.2, as in training) and the validation
+/// numbers that choose.
+#[derive(Debug, Deserialize)]
+struct ReferenceLeverEval {
+    step: u64,
+    training_seconds: f64,
+    #[serde(flatten)]
+    test: ReferenceEval,
+    ap_corrupt_p20: f64,
+    knn_corrupt_p20_kept: f64,
+    validation: ReferenceEval,
+}
+
+impl ReferenceEval {
+    /// AP clean, AP corrupt, KNN clean, KNN corrupt, the probe kept (the headline reading).
+    fn four_kept(&self) -> [f64; 4] {
+        [self.ap_clean, self.ap_corrupt, self.knn_clean_kept, self.knn_corrupt_kept]
+    }
+}
+
+/// A lever's finished runs as (seed, evaluation).
+type LeverRuns = Vec<(u64, ReferenceLeverEval)>;
+
+/// The mean of each of four numbers over runs.
+fn mean4(runs: &[[f64; 4]]) -> [f64; 4] {
+    std::array::from_fn(|k| mean(&runs.iter().map(|r| r[k]).collect::<Vec<_>>()))
+}
+
+fn slash4(x: [f64; 4]) -> String {
+    x.map(|v| fixed(v, 3)).join(" / ")
+}
+
+/// The lever table of issue 79 item 2: each lever's runs on the reference at equal steps, its
+/// validation numbers (which choose), the cells it moves past the control's seeds, its test
+/// numbers beside them (which never choose), and the test-time occlusion reading.
+fn reference_levers(results: &Results) -> Result<String> {
+    let mut finished: Vec<(&str, &str, LeverRuns)> = Vec::new();
+    for (lever, change) in REFERENCE_LEVER_NAMES {
+        let mut runs = Vec::new();
+        for seed in 0..10 {
+            let path = format!("{REFERENCE_LEVERS}/{lever}-seed{seed}/reference_eval.json");
+            if results.exists(&path) {
+                runs.push((seed, results.json::<ReferenceLeverEval>(&path)?));
+            }
+        }
+        finished.push((lever, change, runs));
+    }
+    let Some(control) = finished.iter().find(|f| f.0 == "control" && !f.2.is_empty()) else {
+        return Ok("No control run of the lever study has ended yet (`scripts/hib-reference-levers.sh`).".into());
+    };
+    let score = |r: &ReferenceLeverEval| mean(&r.validation.four_kept());
+    let control_scores: Vec<f64> = control.2.iter().map(|r| score(&r.1)).collect();
+    let (control_lo, control_hi) = range(&control_scores);
+    let control_cells: Vec<[f64; 4]> = control.2.iter().map(|r| r.1.validation.four_kept()).collect();
+    let mut rows = vec![
+        "| lever | what it changes | seeds | steps | min / run | validation: AP c / AP k / KNN c / KNN k | \
+         val. score | − control | cells it moves (validation) | verdict | test: AP c / AP k / KNN c / KNN k |"
+            .to_string(),
+        "|---|---|---|---|---|---|---|---|---|---|---|".into(),
+    ];
+    let mut pending = Vec::new();
+    for (lever, change, runs) in &finished {
+        if runs.is_empty() {
+            pending.push(*lever);
+            continue;
+        }
+        let seeds = runs.iter().map(|r| r.0.to_string()).collect::<Vec<_>>().join("/");
+        let steps: BTreeSet<u64> = runs.iter().map(|r| r.1.step).collect();
+        let steps = steps.iter().map(|s| thousands(*s)).collect::<Vec<_>>().join(", ");
+        let minutes = mean(&runs.iter().map(|r| r.1.training_seconds / 60.0).collect::<Vec<_>>());
+        let cells: Vec<[f64; 4]> = runs.iter().map(|r| r.1.validation.four_kept()).collect();
+        let scores: Vec<f64> = runs.iter().map(|r| score(&r.1)).collect();
+        let m = mean(&scores);
+        // A cell moves when every seed of the lever lies beyond every seed of the control, on
+        // one side; the same rule on the validation score gives the verdict.
+        let moved = if *lever == "control" {
+            "—".to_string()
+        } else {
+            let mut moved = Vec::new();
+            for (k, name) in FOUR_KEPT.iter().enumerate() {
+                let (lo, hi) = range(&control_cells.iter().map(|c| c[k]).collect::<Vec<_>>());
+                if cells.iter().all(|c| c[k] > hi) {
+                    moved.push(format!("{name} ↑"));
+                } else if cells.iter().all(|c| c[k] < lo) {
+                    moved.push(format!("{name} ↓"));
+                }
+            }
+            if moved.is_empty() {
+                "none".into()
+            } else {
+                moved.join(", ")
+            }
+        };
+        let verdict = if *lever == "control" {
+            "—"
+        } else if runs.len() < 2 || control.2.len() < 2 {
+            "one seed: undecided"
+        } else if scores.iter().all(|s| *s > control_hi) {
+            "better on validation"
+        } else if scores.iter().all(|s| *s < control_lo) {
+            "worse on validation"
+        } else {
+            "within seed noise"
+        };
+        let tests: Vec<[f64; 4]> = runs.iter().map(|r| r.1.test.four_kept()).collect();
+        rows.push(format!(
+            "| {lever} | {change} | {seeds} | {steps} | {} | {} | {} | {} | {moved} | {verdict} | {} |",
+            fixed(minutes, 0),
+            slash4(mean4(&cells)),
+            fixed(m, 4),
+            if *lever == "control" { "—".to_string() } else { format!("{:+.4}", m - mean(&control_scores)) },
+            slash4(mean4(&tests)),
+        ));
+    }
+    rows.push(String::new());
+    rows.push(
+        "Test-time occlusion, read on every run's final weights (no training of its own): the corrupt \
+         gallery with every digit occluded (the protocol of the tables) against each digit occluded with \
+         probability 0.2, as in training."
+            .into(),
+    );
+    rows.push(String::new());
+    rows.push("| lever | seeds | AP corrupt: every digit / 20 % | KNN corrupt: every digit / 20 % |".into());
+    rows.push("|---|---|---|---|".into());
+    for (lever, _, runs) in &finished {
+        if runs.is_empty() {
+            continue;
+        }
+        let avg = |f: &dyn Fn(&ReferenceLeverEval) -> f64| mean(&runs.iter().map(|r| f(&r.1)).collect::<Vec<_>>());
+        rows.push(format!(
+            "| {lever} | {} | {} / {} | {} / {} |",
+            runs.len(),
+            fixed(avg(&|r| r.test.ap_corrupt), 3),
+            fixed(avg(&|r| r.ap_corrupt_p20), 3),
+            fixed(avg(&|r| r.test.knn_corrupt_kept), 3),
+            fixed(avg(&|r| r.knn_corrupt_p20_kept), 3),
+        ));
+    }
+    if !pending.is_empty() {
+        rows.push(String::new());
+        rows.push(format!("Not ended yet: {}.", pending.join(", ")));
+    }
+    Ok(rows.join("\n"))
+}
+
 /// `scripts/quickstart-timing.sh`'s measurement (`results/hib/quickstart/<setting>.json`).
 #[derive(Debug, Deserialize)]
 struct QuickstartTiming {
@@ -2064,18 +2226,19 @@ struct QuickstartTiming {
 
 /// The main job's training time and AP, with oneDNN and ATen held to AVX2 and as the machine is.
 fn quickstart(results: &Results) -> Result<String> {
-    let mut parts = Vec::new();
-    let mut cpu = None;
+    // (CPU, what was measured on it), in the order of the settings; each CPU gets one sentence.
+    let mut by_cpu: Vec<(String, Vec<String>)> = Vec::new();
     for (setting, name) in [
         ("avx2", "with oneDNN and ATen held to AVX2 (no bf16 dot products: f32 convolutions)"),
         ("native", "as this CPU is"),
+        ("no-bf16", "as this CPU is, which has no native bf16 (AVX2 only)"),
     ] {
         let path = format!("{HIB}/quickstart/{setting}.json");
         if !results.exists(&path) {
             continue;
         }
         let r: QuickstartTiming = results.json(&path)?;
-        parts.push(format!(
+        let part = format!(
             "{name}: {} minutes of training ({} steps, {} convolutions), verification AP {} on clean and {} on occluded \
              test pairs",
             fixed(r.train_seconds / 60.0, 1),
@@ -2083,14 +2246,25 @@ fn quickstart(results: &Results) -> Result<String> {
             r.conv_precision,
             fixed(r.ap_clean, 3),
             fixed(r.ap_corrupt, 3)
-        ));
-        cpu = Some(r.cpu);
+        );
+        match by_cpu.iter_mut().find(|c| c.0 == r.cpu) {
+            Some(c) => c.1.push(part),
+            None => by_cpu.push((r.cpu, vec![part])),
+        }
     }
-    let Some(cpu) = cpu else { return Ok("Not measured yet (`scripts/quickstart-timing.sh`).".into()) };
-    Ok(format!(
-        "Measured on {cpu}, 2 cores (`scripts/quickstart-timing.sh`, `results/hib/quickstart/`): {}.",
-        parts.join("; ")
-    ))
+    if by_cpu.is_empty() {
+        return Ok("Not measured yet (`scripts/quickstart-timing.sh`).".into());
+    }
+    Ok(by_cpu
+        .into_iter()
+        .map(|(cpu, parts)| {
+            format!(
+                "Measured on {cpu}, 2 cores (`scripts/quickstart-timing.sh`, `results/hib/quickstart/`): {}.",
+                parts.join("; ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 /// `scripts/bench-f32-peer.sh`'s measurement (`results/bench/hib-f32-peer.json`).
@@ -2110,13 +2284,10 @@ struct F32PeerTry {
     pytorch_channels_last: f64,
 }
 
-/// hedge's f32 training images/s beside PyTorch's: the median over tries, and hedge's ratio.
+/// hedge's f32 training images/s beside PyTorch's: the median over tries, and hedge's ratio, on
+/// each CPU measured (`scripts/bench-f32-peer.sh`; a CPU without native bf16 in a file of its own).
 fn f32_peer(results: &Results) -> Result<String> {
-    let path = "results/bench/hib-f32-peer.json";
-    if !results.exists(path) {
-        return Ok("Not measured yet (`scripts/bench-f32-peer.sh`).".into());
-    }
-    let d: F32Peer = results.json(path)?;
+    let files = ["results/bench/hib-f32-peer.json", "results/bench/hib-f32-peer-no-bf16.json"];
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let n = v.len();
@@ -2127,33 +2298,45 @@ fn f32_peer(results: &Results) -> Result<String> {
         }
     };
     let mut out = vec![
-        "| setting | tries | hedge f32 | PyTorch f32, contiguous | PyTorch f32, channels-last | hedge against the \
-         faster PyTorch |"
+        "| CPU | setting | tries | hedge f32 | PyTorch f32, contiguous | PyTorch f32, channels-last | hedge against \
+         the faster PyTorch |"
             .to_string(),
-        "|---|---|---|---|---|---|".into(),
+        "|---|---|---|---|---|---|---|".into(),
     ];
-    for (setting, name) in [("avx2", "oneDNN and ATen held to AVX2"), ("native", "as the CPU is")] {
-        let tries: Vec<&F32PeerTry> = d.tries.iter().filter(|t| t.setting == setting).collect();
-        if tries.is_empty() {
+    let mut sources = Vec::new();
+    for path in files {
+        if !results.exists(path) {
             continue;
         }
-        let h = median(tries.iter().map(|t| t.hedge).collect());
-        let p = median(tries.iter().map(|t| t.pytorch).collect());
-        let c = median(tries.iter().map(|t| t.pytorch_channels_last).collect());
-        out.push(format!(
-            "| {name} | {} | {} img/s | {} img/s | {} img/s | {}x |",
-            tries.len(),
-            thousands_fixed(h, 0),
-            thousands_fixed(p, 0),
-            thousands_fixed(c, 0),
-            fixed(h / p.max(c), 2)
-        ));
+        let d: F32Peer = results.json(path)?;
+        for (setting, name) in [("avx2", "oneDNN and ATen held to AVX2"), ("native", "as the CPU is")] {
+            let tries: Vec<&F32PeerTry> = d.tries.iter().filter(|t| t.setting == setting).collect();
+            if tries.is_empty() {
+                continue;
+            }
+            let h = median(tries.iter().map(|t| t.hedge).collect());
+            let p = median(tries.iter().map(|t| t.pytorch).collect());
+            let c = median(tries.iter().map(|t| t.pytorch_channels_last).collect());
+            out.push(format!(
+                "| {} | {name} | {} | {} img/s | {} img/s | {} img/s | {}x |",
+                d.cpu,
+                tries.len(),
+                thousands_fixed(h, 0),
+                thousands_fixed(p, 0),
+                thousands_fixed(c, 0),
+                fixed(h / p.max(c), 2)
+            ));
+        }
+        sources.push(format!("torch {} on {} (`{}`)", d.torch, d.cpu, d.command));
+    }
+    if sources.is_empty() {
+        return Ok("Not measured yet (`scripts/bench-f32-peer.sh`).".into());
     }
     out.push(String::new());
     out.push(format!(
-        "Training images/s, medians over the tries, MoG-1, 256 images a step, 2 threads, {}, torch {} (`{}`; the \
-         PyTorch side is `reference/hib/hib_reference.py --bench`).",
-        d.cpu, d.torch, d.command
+        "Training images/s, medians over the tries, MoG-1, 256 images a step, 2 threads; {} (the PyTorch side is \
+         `reference/hib/hib_reference.py --bench`).",
+        sources.join("; ")
     ));
     Ok(out.join("\n"))
 }
@@ -2190,5 +2373,56 @@ mod tests {
         std::fs::write(hib.join("n3-d3-x").join(MOVED_ASIDE_FILE), r#"{"setting": "n3-d3"}"#).unwrap();
         let e = Asides::read(&Results::new(root.path())).err().unwrap().to_string();
         assert!(e.contains("moved-aside.json") && e.contains("table"), "{e}");
+    }
+
+    /// A lever run's `reference_eval.json` whose four kept numbers (test and validation alike)
+    /// are `four`.
+    fn lever_eval(four: [f64; 4]) -> String {
+        let scores = format!(
+            r#""ap_clean": {}, "ap_corrupt": {}, "knn_clean_kept": {}, "knn_corrupt_kept": {},
+               "knn_clean_loo": 0.1, "knn_corrupt_loo": 0.1"#,
+            four[0], four[1], four[2], four[3]
+        );
+        format!(
+            r#"{{"step": 5000, "training_seconds": 600.0, {scores}, "ap_corrupt_p20": 0.9,
+               "knn_corrupt_p20_kept": 0.4, "knn_corrupt_p20_loo": 0.3, "validation": {{{scores}}}}}"#
+        )
+    }
+
+    /// The lever table's verdicts follow its stated rule: better only when every seed of the
+    /// lever beats every seed of the control on validation, a cell moves only when every seed
+    /// lies beyond the control's on that cell, and one seed decides nothing.
+    #[test]
+    fn a_lever_is_better_only_when_each_seed_beats_each_control_seed_on_validation() {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join(REFERENCE_LEVERS);
+        let write = |run: &str, four: [f64; 4]| {
+            std::fs::create_dir_all(base.join(run)).unwrap();
+            std::fs::write(base.join(run).join("reference_eval.json"), lever_eval(four)).unwrap();
+        };
+        let results = Results::new(root.path());
+        assert!(reference_levers(&results).unwrap().starts_with("No control run"));
+        write("control-seed0", [0.96, 0.78, 0.40, 0.20]);
+        write("control-seed1", [0.96, 0.78, 0.44, 0.20]);
+        // Both seeds above the control's best KNN clean (.44), the rest equal: better, KNN clean up.
+        write("widths-seed0", [0.96, 0.78, 0.50, 0.20]);
+        write("widths-seed1", [0.96, 0.78, 0.46, 0.20]);
+        // One seed above, one below the control: noise.
+        write("sgd-seed0", [0.96, 0.78, 0.50, 0.20]);
+        write("sgd-seed1", [0.96, 0.78, 0.30, 0.20]);
+        // Both below on AP corrupt: worse, AP corrupt down.
+        write("expvar-seed0", [0.96, 0.70, 0.42, 0.20]);
+        write("expvar-seed1", [0.96, 0.71, 0.42, 0.20]);
+        write("hidden-seed0", [0.99, 0.90, 0.60, 0.40]);
+        let table = reference_levers(&results).unwrap();
+        let row = |lever: &str| table.lines().find(|l| l.starts_with(&format!("| {lever} |"))).unwrap().to_string();
+        assert!(row("widths").contains("| KNN clean ↑ | better on validation |"), "{}", row("widths"));
+        assert!(row("sgd").contains("| none | within seed noise |"), "{}", row("sgd"));
+        assert!(row("expvar").contains("| AP corrupt ↓ | worse on validation |"), "{}", row("expvar"));
+        assert!(row("hidden").contains("one seed: undecided"), "{}", row("hidden"));
+        // The validation score is the mean of the four: control (.585 + .595) / 2 = .59.
+        assert!(row("control").contains("| 0.5900 | — |"), "{}", row("control"));
+        assert!(row("widths").contains("+0.0150"), "{}", row("widths"));
+        assert!(table.contains("Not ended yet: glorot, share25, meanlog."), "{table}");
     }
 }
