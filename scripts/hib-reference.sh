@@ -28,6 +28,15 @@ root=${ROOT:-results/hib/reference/runs}
 # (`hedge report`) never count a run that is still going. The staging folder is committed with its
 # checkpoints (.gitignore), so a run a session leaves unfinished resumes in the next one.
 staging=${STAGING:-results/hib/reference/staging}
+# Seed 0 of every cell trained bf16 convolutions on a CPU with native bf16; the other seeds must
+# match it, and emulated bf16 (a CPU without AVX512-BF16 or AMX) is about ten times slower, so
+# such a CPU is refused rather than left to crawl (scripts/hib-reference-levers.sh, f32, runs
+# there instead).
+if [ "$precision" = bf16 ] && ! grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo && [ -z "${ALLOW_EMULATED_BF16:-}" ]; then
+    echo "hib-reference: this CPU has no native bf16; PRECISION=bf16 would be emulated (about ten times slower)." >&2
+    echo "Run it on a CPU with native bf16, or set ALLOW_EMULATED_BF16=1 to run anyway." >&2
+    exit 2
+fi
 mkdir -p "$root" "$staging"
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(0 1)

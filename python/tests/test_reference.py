@@ -91,3 +91,22 @@ def test_a_hedge_run_loaded_into_the_reference_network_embeds_as_hedge_does():
     scale = mean.abs().max()
     assert torch.allclose(ref_mean, mean, atol=0.02 * scale, rtol=0), (ref_mean, mean)
     assert torch.allclose(ref_variance, variance, atol=0.02 * variance.max(), rtol=0), (ref_variance, variance)
+
+
+def test_a_reference_run_renamed_for_hedge_has_exactly_a_hedge_runs_parameters():
+    """`cross_evaluate.py --hedge-eval` hands hedge a reference run's weights under hedge's names;
+    hedge loads them only if every name and shape is one of its own network's, each once, and the
+    renaming must be the exact inverse of the forward mapping (the other direction is tested
+    above by embedding)."""
+    from safetensors.torch import load_file
+
+    spec = importlib.util.spec_from_file_location("cross_evaluate", ROOT / "reference" / "hib" / "cross_evaluate.py")
+    cross = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cross)
+    runs = ROOT / "results" / "hib" / "reference" / "runs"
+    theirs = load_file(str(runs / "ref-plain-mog1-seed0" / "model.safetensors"))
+    ours = load_file(str(runs / "hedge-plain-mog1-seed0" / "model.safetensors"))
+    renamed = cross.as_hedge_names(theirs)
+    assert {k: tuple(v.shape) for k, v in renamed.items()} == {k: tuple(v.shape) for k, v in ours.items()}
+    for name, value in renamed.items():
+        assert torch.equal(value, theirs[cross.NAMES[name]]), name

@@ -4,10 +4,18 @@ two possible sources: the same hedge weights scored by both evaluations show whe
 difference is in the evaluation; a difference that stays is in the trained weights.
 
     .venv/bin/python reference/hib/cross_evaluate.py RUN [RUN...]
+    .venv/bin/python reference/hib/cross_evaluate.py --hedge-eval REF_RUN --like HEDGE_RUN
 
 RUN is a hedge run folder (config.json, model.safetensors, eval-final.json). Writes
 RUN/reference_eval_of_hedge.json: the reference's numbers for hedge's weights, beside the numbers
 hedge's evaluation gave the same weights (eval-final.json). Reads HEDGE_DATA_DIR (default ./data).
+
+The other direction, `--hedge-eval`: hedge's evaluation (`hedge hib eval --weights`, the binary
+named by HEDGE, default ./target/release/hedge) of a reference run's weights, renamed to hedge's
+parameter names (REF_RUN/model_as_hedge.safetensors). HEDGE_RUN is a hedge run of the same model
+and recipe: its config.json gives hedge the network and the evaluation's settings, and nothing in
+it is written. Writes REF_RUN/hedge_eval_of_reference.json: hedge's report for the reference's
+weights beside the reference's own numbers (reference_eval.json).
 The parameters map one to one (hedge's trunk.conv1/conv2, head and match.a_raw/b to the
 reference's conv1/conv2, out and a_raw/b); the output layout is the same ([mean D, raw variance D]
 for one Gaussian); variances are softplus(raw) + hedge's min_variance as in hedge.
@@ -15,11 +23,12 @@ for one Gaussian); variances are softplus(raw) + hedge's min_variance as in hedg
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hib_reference as ref  # noqa: E402
@@ -84,9 +93,55 @@ def cross_evaluate(run: Path, data_dir: Path) -> dict:
     }
 
 
+def as_hedge_names(weights: dict) -> dict:
+    """A reference network's parameters under hedge's names (the inverse of NAMES)."""
+    to_hedge = {theirs: ours for ours, theirs in NAMES.items()}
+    unknown = sorted(set(weights) - set(to_hedge))
+    if unknown:
+        raise SystemExit(f"parameters hedge has no place for: {unknown}")
+    return {to_hedge[k]: v.contiguous() for k, v in weights.items()}
+
+
+def hedge_evaluate(reference_run: Path, hedge_run: Path) -> dict:
+    """hedge's evaluation of the reference run's weights, in the settings of `hedge_run`."""
+    # The network the hedge run describes, as the reference builds it: loading the reference's
+    # weights into it (strict) checks that the two runs have one architecture.
+    model = reference_network(hedge_run)
+    weights = load_file(str(reference_run / "model.safetensors"))
+    model.load_state_dict(weights, strict=True)
+    renamed = reference_run / "model_as_hedge.safetensors"
+    save_file(as_hedge_names(weights), str(renamed))
+    hedge = os.environ.get("HEDGE", "./target/release/hedge")
+    command = [hedge, "hib", "eval", "--run", str(hedge_run), "--weights", str(renamed), "--json"]
+    done = subprocess.run(command, check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
+    report = json.loads(done.stdout)
+    return {
+        "reference_run": str(reference_run),
+        "hedge_run_for_settings": str(hedge_run),
+        "command": " ".join(command),
+        "hedge_evaluation": {
+            "verification_ap": report["verification_ap"],
+            "knn_leave_one_out": report["knn_accuracy"],
+            "knn_kept": report["knn_kept"],
+        },
+        "reference_evaluation": json.loads((reference_run / "reference_eval.json").read_text()),
+    }
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
+    if sys.argv[1] == "--hedge-eval":
+        if len(sys.argv) != 5 or sys.argv[3] != "--like":
+            raise SystemExit(__doc__)
+        reference_run, hedge_run = Path(sys.argv[2]), Path(sys.argv[4])
+        result = hedge_evaluate(reference_run, hedge_run)
+        out = reference_run / "hedge_eval_of_reference.json"
+        ref.write_atomically(out, json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["hedge_evaluation"]))
+        return
     data_dir = Path(os.environ.get("HEDGE_DATA_DIR", "data"))
     for run in map(Path, sys.argv[1:]):
         result = cross_evaluate(run, data_dir)

@@ -95,6 +95,7 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("precision", precision(r)?),
         ("reference", reference(r)?),
         ("reference-levers", reference_levers(r)?),
+        ("reference-cross", reference_cross(r)?),
         ("quickstart", quickstart(r)?),
         ("f32-peer", f32_peer(r)?),
     ];
@@ -2052,6 +2053,102 @@ fn reference(results: &Results) -> Result<String> {
     Ok(rows.join("\n"))
 }
 
+/// Two numbers of hedge's evaluation: clean and corrupt.
+#[derive(Debug, Deserialize)]
+struct CleanCorrupt {
+    clean: f64,
+    corrupt: f64,
+}
+
+/// hedge's evaluation as `reference/hib/cross_evaluate.py` records it.
+#[derive(Debug, Deserialize)]
+struct HedgeSide {
+    verification_ap: CleanCorrupt,
+    knn_leave_one_out: CleanCorrupt,
+    knn_kept: CleanCorrupt,
+}
+
+impl HedgeSide {
+    /// The six numbers in [`REFERENCE_CELLS`]' order.
+    fn six(&self) -> [f64; 6] {
+        [
+            self.verification_ap.clean,
+            self.verification_ap.corrupt,
+            self.knn_kept.clean,
+            self.knn_kept.corrupt,
+            self.knn_leave_one_out.clean,
+            self.knn_leave_one_out.corrupt,
+        ]
+    }
+}
+
+/// One weight file scored by both evaluations (`reference_eval_of_hedge.json` in a hedge run,
+/// `hedge_eval_of_reference.json` in a reference run).
+#[derive(Debug, Deserialize)]
+struct CrossEval {
+    reference_evaluation: ReferenceEval,
+    hedge_evaluation: HedgeSide,
+}
+
+impl ReferenceEval {
+    /// The six numbers in [`REFERENCE_CELLS`]' order.
+    fn six(&self) -> [f64; 6] {
+        [
+            self.ap_clean,
+            self.ap_corrupt,
+            self.knn_clean_kept,
+            self.knn_corrupt_kept,
+            self.knn_clean_loo,
+            self.knn_corrupt_loo,
+        ]
+    }
+}
+
+/// Cross-evaluation: each weight file scored by both evaluations, and the mean shift the
+/// reference's evaluation makes on the same weights (what of a disagreement is evaluation, not
+/// training).
+fn reference_cross(results: &Results) -> Result<String> {
+    let mut rows = vec![
+        format!("| recipe | model | weights | seed | evaluation | {} |", REFERENCE_CELLS.join(" | ")),
+        "|---|---|---|---|---|---|---|---|---|---|---|".into(),
+    ];
+    let mut shifts: Vec<[f64; 6]> = Vec::new();
+    for recipe in ["plain", "hedge"] {
+        for (model, name) in [("mog1", "MoG-1"), ("point", "point")] {
+            for (implementation, weights, file) in [
+                ("hedge", "hedge", "reference_eval_of_hedge.json"),
+                ("ref", "reference", "hedge_eval_of_reference.json"),
+            ] {
+                for seed in 0..10 {
+                    let path = format!("{REFERENCE}/{implementation}-{recipe}-{model}-seed{seed}/{file}");
+                    if !results.exists(&path) {
+                        continue;
+                    }
+                    let c: CrossEval = results.json(&path)?;
+                    let (h, r) = (c.hedge_evaluation.six(), c.reference_evaluation.six());
+                    for (evaluation, values) in [("hedge's", h), ("the reference's", r)] {
+                        rows.push(format!(
+                            "| {recipe} | {name} | {weights} | {seed} | {evaluation} | {} |",
+                            values.map(|v| fixed(v, 3)).join(" | ")
+                        ));
+                    }
+                    shifts.push(std::array::from_fn(|k| r[k] - h[k]));
+                }
+            }
+        }
+    }
+    if shifts.is_empty() {
+        return Ok("No run has been scored by both evaluations yet (`reference/hib/cross_evaluate.py`).".into());
+    }
+    let mean_shift: [f64; 6] = std::array::from_fn(|k| mean(&shifts.iter().map(|s| s[k]).collect::<Vec<_>>()));
+    rows.push(format!(
+        "| | | mean shift, the reference's evaluation − hedge's, over the {} weight files | | | {} |",
+        shifts.len(),
+        mean_shift.map(|v| format!("{v:+.3}")).join(" | ")
+    ));
+    Ok(rows.join("\n"))
+}
+
 const REFERENCE_LEVERS: &str = "results/hib/reference/levers";
 /// `scripts/hib-reference-levers.sh`'s levers in its order, with what each changes in the
 /// control (the paper's plain recipe on the reference).
@@ -2373,6 +2470,44 @@ mod tests {
         std::fs::write(hib.join("n3-d3-x").join(MOVED_ASIDE_FILE), r#"{"setting": "n3-d3"}"#).unwrap();
         let e = Asides::read(&Results::new(root.path())).err().unwrap().to_string();
         assert!(e.contains("moved-aside.json") && e.contains("table"), "{e}");
+    }
+
+    /// The cross-evaluation table reads both files' schemas and reports the shift as the
+    /// reference's evaluation minus hedge's, averaged over the weight files scored both ways.
+    #[test]
+    fn the_cross_evaluation_shift_is_the_reference_minus_hedge_on_the_same_weights() {
+        let root = tempfile::tempdir().unwrap();
+        let runs = root.path().join(REFERENCE);
+        let hedge_side = |knn_kept_clean: f64| {
+            format!(
+                r#"{{"verification_ap": {{"clean": 0.96, "corrupt": 0.79, "clean_std": 0.001}},
+                   "knn_leave_one_out": {{"clean": 0.37, "corrupt": 0.17}},
+                   "knn_kept": {{"clean": {knn_kept_clean}, "corrupt": 0.18}}}}"#
+            )
+        };
+        let reference_side = |knn_clean_kept: f64| {
+            format!(
+                r#"{{"ap_clean": 0.96, "ap_corrupt": 0.79, "knn_clean_kept": {knn_clean_kept},
+                   "knn_corrupt_kept": 0.18, "knn_clean_loo": 0.37, "knn_corrupt_loo": 0.17, "step": 20000}}"#
+            )
+        };
+        for (folder, file, hedge, reference) in [
+            ("hedge-plain-mog1-seed0", "reference_eval_of_hedge.json", 0.46, 0.48),
+            ("ref-plain-mog1-seed1", "hedge_eval_of_reference.json", 0.50, 0.51),
+        ] {
+            std::fs::create_dir_all(runs.join(folder)).unwrap();
+            let text = format!(
+                r#"{{"hedge_evaluation": {}, "reference_evaluation": {}}}"#,
+                hedge_side(hedge),
+                reference_side(reference)
+            );
+            std::fs::write(runs.join(folder).join(file), text).unwrap();
+        }
+        let table = reference_cross(&Results::new(root.path())).unwrap();
+        assert!(table.contains("| plain | MoG-1 | hedge | 0 | the reference's | 0.960 | 0.790 | 0.480 |"), "{table}");
+        assert!(table.contains("| plain | MoG-1 | reference | 1 | hedge's | 0.960 | 0.790 | 0.500 |"), "{table}");
+        // KNN clean: ((.48 − .46) + (.51 − .50)) / 2 = +.015; the others do not move.
+        assert!(table.contains("over the 2 weight files | | | +0.000 | +0.000 | +0.015 | +0.000 |"), "{table}");
     }
 
     /// A lever run's `reference_eval.json` whose four kept numbers (test and validation alike)
