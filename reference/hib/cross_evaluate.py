@@ -74,6 +74,15 @@ def reference_network(run: Path, precision: str | None = None) -> "ref.Embedder"
     return model.eval()
 
 
+def hedge_numbers(report: dict) -> dict:
+    """The Table 1 numbers of a hedge `EvalReport` (eval-final.json, `hib eval --json`)."""
+    return {
+        "verification_ap": report["verification_ap"],
+        "knn_leave_one_out": report["knn_accuracy"],
+        "knn_kept": report["knn_kept"],
+    }
+
+
 def cross_evaluate(run: Path, data_dir: Path) -> dict:
     model = reference_network(run)
     settings = model.settings
@@ -85,11 +94,7 @@ def cross_evaluate(run: Path, data_dir: Path) -> dict:
     return {
         "run": str(run),
         "reference_evaluation": ours,
-        "hedge_evaluation": {
-            "verification_ap": hedge["verification_ap"],
-            "knn_leave_one_out": hedge["knn_accuracy"],
-            "knn_kept": hedge["knn_kept"],
-        },
+        "hedge_evaluation": hedge_numbers(hedge),
     }
 
 
@@ -121,11 +126,7 @@ def hedge_evaluate(reference_run: Path, hedge_run: Path) -> dict:
         "reference_run": str(reference_run),
         "hedge_run_for_settings": str(hedge_run),
         "command": " ".join(command),
-        "hedge_evaluation": {
-            "verification_ap": report["verification_ap"],
-            "knn_leave_one_out": report["knn_accuracy"],
-            "knn_kept": report["knn_kept"],
-        },
+        "hedge_evaluation": hedge_numbers(report),
         "reference_evaluation": json.loads((reference_run / "reference_eval.json").read_text()),
     }
 
