@@ -4,6 +4,24 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# Where the time goes, printed at the end (and on failure): CI machines differ several-fold in
+# speed (the same suite took 24 min on an Intel Xeon with native bf16 and over 44 on a
+# first-generation AMD EPYC), and the log says which CPU ran it.
+phase_name=setup phase_start=$(date +%s) suite_start=$(date +%s)
+phases=()
+phase() {
+  local now
+  now=$(date +%s)
+  phases+=("$(printf '%5d s  %s' $((now - phase_start)) "$phase_name")")
+  phase_name=$1 phase_start=$now
+}
+report_phases() {
+  phase end
+  echo "test: time by phase on$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), $(nproc) cores:" >&2
+  printf 'test: %s\n' "${phases[@]}" >&2
+  echo "test: $(($(date +%s) - suite_start)) s in all" >&2
+}
+trap report_phases EXIT
 bash scripts/setup-libtorch.sh
 # The Python environment first (.venv, made once): every cargo command below then builds pyo3 for
 # its interpreter, so no command rebuilds what another built. pyo3's build needs only the
@@ -33,6 +51,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add rustfmt clippy
 fi
+phase "format, docs check, clippy, rustdoc"
 cargo fmt --all --check
 # Every table of the READMEs is a fragment `hedge report` wrote (results/<area>/report/; the test
 # the_committed_fragments_are_what_the_result_files_give holds them to their result files); a
@@ -46,7 +65,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # (`cargo test` runs the binaries one after another, so a binary's slowest test leaves a core
 # idle); it runs no doctests, so they follow. Without it, `cargo test` runs the same tests.
 # Passing tests' output is printed too (the short training prints its AP).
+phase "Rust tests: build and run"
 if cargo nextest --version >/dev/null 2>&1; then
+  phase "Rust tests: build"
+  cargo nextest run --release --workspace --no-run
+  phase "Rust tests: run"
   cargo nextest run --release --workspace --no-fail-fast --success-output final --failure-output final
   # A doctest is linked in a temporary folder, where the binaries' relative rpath does not reach
   # libtorch (every crate's doctest links it: hedge-run's `torch` helpers are on in the workspace).
@@ -70,6 +93,7 @@ if $native_bf16; then first_precision=bf16; else first_precision=f32; fi
 # A HEDGE_CONV_PRECISION set by the caller chose the first pass's path: the second takes the other.
 case "${HEDGE_CONV_PRECISION:-auto}" in [Ff]32) first_precision=f32 ;; [Bb][Ff]16) first_precision=bf16 ;; esac
 if [ "$first_precision" = bf16 ]; then other_precision=f32; else other_precision=bf16; fi
+phase "Rust tests again, HEDGE_CONV_PRECISION=$other_precision"
 echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$other_precision"
 # hedge-embed whole; in hedge-lab the HIB modules; in the CLI the commands that train, embed,
 # index or search with a HIB network.
@@ -101,19 +125,24 @@ fi
 # The Python package (python/): its extension and the command line, built by one invocation over
 # every target (the tests' feature set: only the extension is new), packed into a wheel, the wheel
 # installed into the fresh environment with no Rust on the PATH, then its tests against it.
+phase "build: every target and the Python extension"
 cargo build --release --workspace --all-targets
+phase "Python environment (waiting for it)"
 if ! wait "$python_env"; then
   cat "$python_log" >&2
   echo "test: making the Python environments failed (scripts/setup-python.sh --build-tools, scripts/test-wheel.sh env; output above)" >&2
   exit 1
 fi
 cat "$python_log" >&2
+phase "wheel: build and install"
 wheel="$(bash scripts/build-wheel.sh --no-build)"
 bash scripts/test-wheel.sh install "$wheel"
+phase "Python tests"
 bash scripts/test-wheel.sh pytest python/tests -q
+phase "Python tests again, HEDGE_CONV_PRECISION=$other_precision"
 # The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
 # bf16 is emulated, those that train a few steps (the README's 150-step block took 209 s there).
 python_precision_tests=conv_precision
 if [ "$other_precision" = bf16 ] && ! $native_bf16; then python_precision_tests='conv_precision and not many_steps'; fi
 echo "test: the Python tests marked $python_precision_tests again, with HEDGE_CONV_PRECISION=$other_precision"
-HEDGE_CONV_PRECISION=$other_precision exec bash scripts/test-wheel.sh pytest python/tests -q -m "$python_precision_tests"
+HEDGE_CONV_PRECISION=$other_precision bash scripts/test-wheel.sh pytest python/tests -q -m "$python_precision_tests"
