@@ -65,7 +65,6 @@ RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # (`cargo test` runs the binaries one after another, so a binary's slowest test leaves a core
 # idle); it runs no doctests, so they follow. Without it, `cargo test` runs the same tests.
 # Passing tests' output is printed too (the short training prints its AP).
-phase "Rust tests: build and run"
 if cargo nextest --version >/dev/null 2>&1; then
   phase "Rust tests: build"
   cargo nextest run --release --workspace --no-run
@@ -76,6 +75,7 @@ if cargo nextest --version >/dev/null 2>&1; then
   LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     cargo test --release --workspace --doc
 else
+  phase "Rust tests: build and run"
   LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     cargo test --release --workspace -- --show-output
 fi
