@@ -47,7 +47,7 @@ def block_marks(block):
     if not re.search(r"hib\.(train|Run|Index)", block):
         return []
     steps = [int(n) for n in re.findall(r"\"steps\": (\d+)", block)]
-    return [pytest.mark.conv_precision] + ([pytest.mark.many_steps] if max(steps, default=0) > 50 else [])
+    return [pytest.mark.conv_precision] + ([pytest.mark.slow_when_emulated] if max(steps, default=0) > 50 else [])
 
 
 @pytest.mark.parametrize("index", [pytest.param(i, marks=block_marks(b)) for i, b in enumerate(BLOCKS)])
@@ -57,6 +57,7 @@ def test_readme_python_blocks_run_as_written(index, tmp_path, data_dir):
 
 
 @pytest.mark.conv_precision
+@pytest.mark.slow_when_emulated  # 187 s with emulated bf16 on a 2-core AMD EPYC
 def test_the_example_scripts_run_on_real_data(tmp_path, data_dir, mnist_test):
     # An image folder of MNIST digits (6 identities, 2 held out by the example's split).
     from PIL import Image

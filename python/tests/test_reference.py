@@ -110,3 +110,26 @@ def test_a_reference_run_renamed_for_hedge_has_exactly_a_hedge_runs_parameters()
     assert {k: tuple(v.shape) for k, v in renamed.items()} == {k: tuple(v.shape) for k, v in ours.items()}
     for name, value in renamed.items():
         assert torch.equal(value, theirs[cross.NAMES[name]]), name
+
+
+def test_a_resumed_reference_run_keeps_only_the_metrics_its_checkpoint_covers(tmp_path):
+    """A reference run killed between checkpoints logged steps its resume trains again; the
+    resume must drop them (and a finished run's final evaluation, which a rerun writes again),
+    or metrics.jsonl holds those steps twice."""
+    import json
+
+    path = tmp_path / "metrics.jsonl"
+    lines = [
+        {"step": 100, "loss": 1.0},
+        {"step": 200, "loss": 0.9},
+        {"step": 200, "eval": {"ap_clean": 0.5}},
+        {"step": 300, "loss": 0.8},  # after the checkpoint at 200
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ref.cut_metrics_to_checkpoint(path, 200, 1000)
+    assert [json.loads(line) for line in path.read_text().splitlines()] == lines[:3]
+    # A finished run (checkpoint at its last step) drops its final evaluation only.
+    final = [{"step": 1000, "loss": 0.5}, {"step": 1000, "eval": {"ap_clean": 0.9}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines[:3] + final))
+    ref.cut_metrics_to_checkpoint(path, 1000, 1000)
+    assert [json.loads(line) for line in path.read_text().splitlines()] == lines[:3] + final[:1]

@@ -50,6 +50,7 @@ def test_merging_keeps_the_nearest_by_distance_then_id():
 
 
 @pytest.mark.conv_precision
+@pytest.mark.slow_when_emulated  # 157 s with emulated bf16 on a 2-core AMD EPYC
 def test_the_cluster_suite_passes_on_a_private_three_node_cluster():
     pytest.importorskip("ray", reason="pip install ray (scripts/setup-python.sh installs it)")
     if os.geteuid() != 0:
@@ -88,6 +89,7 @@ def test_the_fixtures_target_risk_is_the_reachable_rule_that_splits_the_probes_n
 
 
 @pytest.mark.conv_precision
+@pytest.mark.slow_when_emulated  # 43 s with emulated bf16 on a 2-core AMD EPYC
 def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test):
     """The shard actors' bodies run in this process: each shard's candidates, merged, then the
     re-rank and the abstention rule once -- the same answers as the single index. The answers
@@ -130,6 +132,7 @@ def test_a_sharded_gallery_answers_as_the_whole_index_does(tmp_path, mnist_test)
 
 
 @pytest.mark.conv_precision
+@pytest.mark.slow_when_emulated  # 50 s with emulated bf16 on a 2-core AMD EPYC
 def test_a_gallery_embedded_in_parts_answers_as_the_index_built_in_one_piece(tmp_path, mnist_test):
     """What embed_to_shards has Ray do, in this process: the embedding worker on uneven batches,
     one shard written per part, the abstention rule chosen once on the validation probes over

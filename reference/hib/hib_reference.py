@@ -443,6 +443,19 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def cut_metrics_to_checkpoint(path: Path, step: int, steps: int) -> None:
+    """Keeps the lines of `path` a run resumed at checkpoint `step` (of `steps`) does not write
+    again: those logged after the checkpoint, and the final evaluation (written after the last
+    checkpoint; a rerun of a finished run evaluates again), are dropped."""
+    kept = []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        final_eval = "eval" in record and record["step"] == steps
+        if record["step"] <= step and not final_eval:
+            kept.append(line + "\n")
+    write_atomically(path, "".join(kept))
+
+
 def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
     torch.set_num_threads(s.threads)
     out.mkdir(parents=True, exist_ok=True)
@@ -510,6 +523,8 @@ def train(s: Settings, out: Path, data_dir: Path, overwrite: bool) -> dict:
         optimiser.load_state_dict(state["optimiser"])
         step, seconds = int(state["step"]), float(state["seconds"])
         print(f"resuming {out} at step {step}", file=sys.stderr)
+        if metrics_path.exists():
+            cut_metrics_to_checkpoint(metrics_path, step, s.steps)
     elif metrics_path.exists():
         metrics_path.unlink()
     metrics = metrics_path.open("a")

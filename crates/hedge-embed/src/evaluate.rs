@@ -944,6 +944,44 @@ fn mean_bins(runs: &[Vec<f64>]) -> Vec<f64> {
         .collect()
 }
 
+/// Refuses `options.repeats` when the repeats' match probabilities would run past the work
+/// bound (`HEDGE_WORK_BOUND`): `images` test images embedded in `dim` dimensions, scored with
+/// `estimator` (the one [`evaluate_model`] uses: [`MatchEstimator::Csd`] for a CSD head).
+/// A deterministic model has one repeat whatever the count, so only a `stochastic` one is checked.
+///
+/// [`evaluate_model`] makes this check itself; a caller that still has to embed the test sets
+/// makes it first, so that a refusal comes before the minutes of embedding.
+///
+/// # Errors
+/// [`EmbedError`] naming `--repeats` and the largest count that fits.
+pub fn check_eval_workload(
+    estimator: MatchEstimator,
+    dim: usize,
+    images: usize,
+    stochastic: bool,
+    options: &ModelEvalOptions,
+) -> Result<()> {
+    if !stochastic {
+        return Ok(());
+    }
+    // Each repeat scores the verification pairs three times (clean, corrupt, mixed) and
+    // every probe's candidates in two galleries, each pair with its sample pairs (or
+    // quadrature nodes) of D differences.
+    let per_pair = match estimator {
+        MatchEstimator::MonteCarlo { samples } => (samples.max(1) as f64).powi(2),
+        MatchEstimator::Quadrature { points } => (points.max(1) as f64).powi(dim as i32),
+        MatchEstimator::Csd => 1.0,
+    } * (2.0 * dim as f64 + 8.0);
+    let pairs = (options.matching_pairs + options.non_matching_pairs) as f64;
+    let probes = images as f64 * options.base.candidates as f64;
+    hedge_run::Workload::new("hib eval: the repeats' match probabilities", move |v| {
+        v[0] * (3.0 * pairs + 2.0 * probes) * per_pair / hedge_run::budget::rates::DENSE_PER_SECOND
+    })
+    .knob("--repeats", options.repeats as f64, 1.0)
+    .check()?;
+    Ok(())
+}
+
 /// Evaluates a model on the clean and corrupt twins of a test split: the metrics of
 /// `options.metrics`, each over `options.repeats` repeats.
 pub fn evaluate_model(
@@ -961,23 +999,7 @@ pub fn evaluate_model(
     let needs = want.needs();
     let has = |m| want.contains(m);
     let estimator = if matcher.csd { MatchEstimator::Csd } else { options.base.estimator };
-    if stochastic {
-        // Each repeat scores the verification pairs three times (clean, corrupt, mixed) and
-        // every probe's candidates in two galleries, each pair with its sample pairs (or
-        // quadrature nodes) of D differences.
-        let per_pair = match estimator {
-            MatchEstimator::MonteCarlo { samples } => (samples.max(1) as f64).powi(2),
-            MatchEstimator::Quadrature { points } => (points.max(1) as f64).powi(clean.embedding.dim() as i32),
-            MatchEstimator::Csd => 1.0,
-        } * (2.0 * clean.embedding.dim() as f64 + 8.0);
-        let pairs = (options.matching_pairs + options.non_matching_pairs) as f64;
-        let probes = clean.len() as f64 * options.base.candidates as f64;
-        hedge_run::Workload::new("hib eval: the repeats' match probabilities", move |v| {
-            v[0] * (3.0 * pairs + 2.0 * probes) * per_pair / hedge_run::budget::rates::DENSE_PER_SECOND
-        })
-        .knob("--repeats", options.repeats as f64, 1.0)
-        .check()?;
-    }
+    check_eval_workload(estimator, clean.embedding.dim() as usize, clean.len(), stochastic, options)?;
     // Embedded sets live on the CPU; so must the match head, whatever device trained it.
     let matcher = &matcher.to_cpu();
     let pairs = hedge_data::verification_pairs(

@@ -12,8 +12,8 @@ use tracing::info;
 use crate::data::HibData;
 use crate::embed::EmbeddedSet;
 use crate::evaluate::{
-    evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval, ModelEvalOptions,
-    Twin,
+    check_eval_workload, evaluate_model, verification_ap, EvalOptions, HibMetric, MatchEstimator, MetricSet, ModelEval,
+    ModelEvalOptions, Twin,
 };
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
@@ -216,15 +216,11 @@ pub fn evaluate_run(
         .knob("--samples", samples as f64, 1.0)
         .check()?;
     }
-    let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
     let (mut test, validation_digits) = run_images(run, &config, data, settings.split, settings.validation_digits)?;
     if let Some(n) = settings.images_per_class {
         test = test.subset(&test.first_per_class(n));
         info!("eval: the first {n} images of every class of {}: {} images", settings.split.name(), test.len());
     }
-    crate::monitor::warn_small_classes(settings.split.name(), &test, crate::monitor::KNN_MIN_PER_CLASS);
-    let started = std::time::Instant::now();
-    let (clean, corrupt) = embed_twins(&net, &test, device)?;
     let options = ModelEvalOptions {
         base: EvalOptions { estimator: settings.estimator, candidates: settings.candidates, ..Default::default() },
         repeats: settings.repeats,
@@ -233,6 +229,14 @@ pub fn evaluate_run(
         ..Default::default()
     };
     let stochastic = config.model.embedding.is_stochastic();
+    // The repeats are checked before the model is loaded and the twins embedded (minutes on a
+    // CPU), with the estimator evaluate_model will use.
+    let estimator = MatchEstimator::for_model(&config, settings.estimator);
+    check_eval_workload(estimator, config.model.dim, test.len(), stochastic, &options)?;
+    let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
+    crate::monitor::warn_small_classes(settings.split.name(), &test, crate::monitor::KNN_MIN_PER_CLASS);
+    let started = std::time::Instant::now();
+    let (clean, corrupt) = embed_twins(&net, &test, device)?;
     let eval = evaluate_model(&net.matcher, &clean, &corrupt, stochastic, &options, |m| info!("eval: {m}"))?;
     let report = EvalReport::new(
         &eval,

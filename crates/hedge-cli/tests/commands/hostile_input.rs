@@ -133,6 +133,13 @@ fn loop_counts_a_user_types_are_checked_against_the_work_bound_before_any_work()
     over_work_bound(&["active", "run", "--dataset", "uci/yacht", "--ensemble", "1000000000", "--out", o], "--ensemble");
     over_work_bound(&["active", "run", "--dataset", "uci/yacht", "--ensemble", "1000000", "--out", o], "--ensemble");
     over_work_bound(&["hib", "eval", "--run", run, "--repeats", "1000000000000"], "--repeats");
+    // Before the model is loaded, so before the minutes of embedding the test images: weights
+    // that do not exist would be the refusal if the repeats were checked after loading.
+    let missing = tmp.path().join("no-such-weights.safetensors");
+    over_work_bound(
+        &["hib", "eval", "--run", run, "--weights", s(&missing), "--repeats", "1000000000000"],
+        "--repeats",
+    );
     over_work_bound(&["hib", "reproduce", "--seeds", "1000000000000", "--out", o], "--seeds");
     over_work_bound(&["bayes", "gibbs", "--thin", "100000000000"], "--thin");
     over_work_bound(&["bayes", "gibbs", "--burn-in", "1000000000000"], "--burn-in");
