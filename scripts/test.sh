@@ -138,7 +138,8 @@ phase "wheel: build and install"
 wheel="$(bash scripts/build-wheel.sh --no-build)"
 bash scripts/test-wheel.sh install "$wheel"
 phase "Python tests"
-bash scripts/test-wheel.sh pytest python/tests -q
+# The slowest fifteen are listed, as nextest lists every Rust test's time: where CI's time goes.
+bash scripts/test-wheel.sh pytest python/tests -q --durations=15
 phase "Python tests again, HEDGE_CONV_PRECISION=$other_precision"
 # The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
 # bf16 is emulated, those not marked slow_when_emulated (the README's 150-step block took 209 s
