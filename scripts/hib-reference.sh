@@ -32,7 +32,9 @@ staging=${STAGING:-results/hib/reference/staging}
 # match it, and emulated bf16 (a CPU without AVX512-BF16 or AMX) is about ten times slower, so
 # such a CPU is refused rather than left to crawl (scripts/hib-reference-levers.sh, f32, runs
 # there instead).
-if [ "$precision" = bf16 ] && ! grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo && [ -z "${ALLOW_EMULATED_BF16:-}" ]; then
+# shellcheck source=scripts/lib/native-bf16.sh
+source scripts/lib/native-bf16.sh
+if [ "$precision" = bf16 ] && ! native_bf16 && [ -z "${ALLOW_EMULATED_BF16:-}" ]; then
     echo "hib-reference: this CPU has no native bf16; PRECISION=bf16 would be emulated (about ten times slower)." >&2
     echo "Run it on a CPU with native bf16, or set ALLOW_EMULATED_BF16=1 to run anyway." >&2
     exit 2

@@ -16,6 +16,8 @@
 # Nothing else should run on the machine meanwhile: the numbers are wall-clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib/native-bf16.sh
+source scripts/lib/native-bf16.sh
 out=results/hib/quickstart
 mkdir -p runs
 mkdir -p "$out"
@@ -30,7 +32,7 @@ for setting in "${settings[@]}"; do
     native) env_vars=() ;;
     no-bf16)
         env_vars=()
-        if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo; then
+        if native_bf16; then
             echo "no-bf16: this CPU has native bf16 dot products; use the avx2 setting here" >&2
             exit 2
         fi

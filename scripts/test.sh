@@ -82,14 +82,11 @@ fi
 # Both precision paths of HIB's convolutions (README: "Precision of the convolutions"). Everything
 # above ran on the path `auto` takes on this CPU; the tests whose models go through hedge's
 # convolutions run again on the other one, forced by HEDGE_CONV_PRECISION. Native bf16 as
-# hedge_embed::config::cpu_has_native_bf16 decides it: the CPU's flags, unless oneDNN's
-# ONEDNN_MAX_CPU_ISA caps it below AVX512_CORE_BF16 (what makes a newer CPU test as an AVX2 one).
-native_bf16=false
-if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
-  isa="${ONEDNN_MAX_CPU_ISA:-${DNNL_MAX_CPU_ISA:-ALL}}"
-  case "${isa^^}" in ALL | AVX512_CORE_*BF16* | AVX512_CORE_*FP16* | AVX512_CORE_*AMX* | AVX10*) native_bf16=true ;; esac
-fi
-if $native_bf16; then first_precision=bf16; else first_precision=f32; fi
+# hedge_embed::config::cpu_has_native_bf16 decides it (scripts/lib/native-bf16.sh).
+# shellcheck source=scripts/lib/native-bf16.sh
+source scripts/lib/native-bf16.sh
+if native_bf16; then bf16_is_native=true; else bf16_is_native=false; fi
+if $bf16_is_native; then first_precision=bf16; else first_precision=f32; fi
 # A HEDGE_CONV_PRECISION set by the caller chose the first pass's path: the second takes the other.
 case "${HEDGE_CONV_PRECISION:-auto}" in [Ff]32) first_precision=f32 ;; [Bb][Ff]16) first_precision=bf16 ;; esac
 if [ "$first_precision" = bf16 ]; then other_precision=f32; else other_precision=bf16; fi
@@ -100,7 +97,7 @@ echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$ot
 precision_tests='package(hedge-embed) | (package(hedge-lab) & test(/hib/))'
 precision_tests+=' | (package(hedge-cli) & test(/^(cli|identification_cli|hostile_input)::/))'
 precision_tests+=' | (package(hedge-cli) & test(/^own_data_cli::(a_hedged_embedding|colour_images)/))'
-if [ "$other_precision" = bf16 ] && ! $native_bf16; then
+if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   # bf16 emulated in software trains about ten times slower (600 steps of short_training: over
   # six minutes against 45 s native, measured on 2 cores): hedge-embed's tests but that one, which
   # train a few steps each, and the CLI's check that the variable forces the path.
@@ -111,7 +108,7 @@ fi
 if cargo nextest --version >/dev/null 2>&1; then
   HEDGE_CONV_PRECISION=$other_precision cargo nextest run --release --workspace --no-fail-fast \
     --success-output final --failure-output final -E "$precision_tests"
-elif [ "$other_precision" = bf16 ] && ! $native_bf16; then
+elif [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed --lib --test training -- \
     --show-output --skip short_training
   HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-cli --test commands -- \
@@ -145,6 +142,6 @@ phase "Python tests again, HEDGE_CONV_PRECISION=$other_precision"
 # bf16 is emulated, those not marked slow_when_emulated (the README's 150-step block took 209 s
 # there; the Ray cluster tests and the example scripts 437 s of that pass's 537 s on a 2-core EPYC).
 python_precision_tests=conv_precision
-if [ "$other_precision" = bf16 ] && ! $native_bf16; then python_precision_tests='conv_precision and not slow_when_emulated'; fi
+if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then python_precision_tests='conv_precision and not slow_when_emulated'; fi
 echo "test: the Python tests marked $python_precision_tests again, with HEDGE_CONV_PRECISION=$other_precision"
 HEDGE_CONV_PRECISION=$other_precision bash scripts/test-wheel.sh pytest python/tests -q -m "$python_precision_tests"
