@@ -65,11 +65,18 @@ RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
 # (`cargo test` runs the binaries one after another, so a binary's slowest test leaves a core
 # idle); it runs no doctests, so they follow. Without it, `cargo test` runs the same tests.
 # Passing tests' output is printed too (the short training prints its AP).
+# nextest runs as many tests at once as there are cores, so each test's libtorch keeps to one
+# thread (OMP_NUM_THREADS, unless the caller set it; the Python tests, run one at a time, keep
+# libtorch's default): two tests of two threads each on two cores wait on each other's parallel
+# regions. Seven of the slow tests took 149 s with libtorch's default threads and 134 s with one,
+# two at a time on a 2-core AMD EPYC. No test's outcome may depend on the thread count.
+rust_test_threads="${OMP_NUM_THREADS:-1}"
 if cargo nextest --version >/dev/null 2>&1; then
   phase "Rust tests: build"
   cargo nextest run --release --workspace --no-run
   phase "Rust tests: run"
-  cargo nextest run --release --workspace --no-fail-fast --success-output final --failure-output final
+  OMP_NUM_THREADS=$rust_test_threads cargo nextest run --release --workspace --no-fail-fast \
+    --success-output final --failure-output final
   # A doctest is linked in a temporary folder, where the binaries' relative rpath does not reach
   # libtorch (every crate's doctest links it: hedge-run's `torch` helpers are on in the workspace).
   LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
@@ -106,7 +113,7 @@ if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   precision_tests+=' | (package(hedge-cli) & test(=cli::the_environment_forces_either_convolution_precision_on_any_cpu))'
 fi
 if cargo nextest --version >/dev/null 2>&1; then
-  HEDGE_CONV_PRECISION=$other_precision cargo nextest run --release --workspace --no-fail-fast \
+  HEDGE_CONV_PRECISION=$other_precision OMP_NUM_THREADS=$rust_test_threads cargo nextest run --release --workspace --no-fail-fast \
     --success-output final --failure-output final -E "$precision_tests"
 elif [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed --lib --test training -- \

@@ -38,8 +38,12 @@ TRAIN_UNTIL_INTERRUPTED = textwrap.dedent(
 def interrupt_when(ready, script, *args, timeout=600):
     """Runs `script` in a fresh interpreter, sends it SIGINT once `ready(line)` is true of a line it
     printed, and returns (exit status, the rest of its stdout, its stderr)."""
+    # A shell that starts a job in the background (`scripts/test.sh &`, nohup) hands it SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler in the child: the child sets
+    # the one an interactive interpreter or a notebook kernel has before running the script.
+    prelude = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     child = subprocess.Popen(
-        [sys.executable, "-c", script, *map(str, args)],
+        [sys.executable, "-c", prelude + script, *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
