@@ -106,10 +106,19 @@ precision_tests+=' | (package(hedge-cli) & test(/^(cli|identification_cli|hostil
 precision_tests+=' | (package(hedge-cli) & test(/^own_data_cli::(a_hedged_embedding|colour_images)/))'
 if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   # bf16 emulated in software trains about ten times slower (600 steps of short_training: over
-  # six minutes against 45 s native, measured on 2 cores): hedge-embed's tests but that one, which
-  # train a few steps each, and the CLI's check that the variable forces the path.
+  # six minutes against 45 s native, measured on 2 cores): hedge-embed's tests that train a few
+  # steps each, and the CLI's check that the variable forces the path. Left out beside
+  # short_training, as they train many times over: the run stopped after each of its 38 writes and
+  # resumed (115 s emulated, 18 s in the f32 pass), the watched run whose budget is three times its
+  # calibration (52 s against 15 s) and the 40 steps beside a budget (27 s), measured in one CI
+  # run on a 2-core AMD EPYC (the pass: 142 s with them, 52 s without). Resumed training equal to
+  # uninterrupted training still runs here, and a CPU with native bf16 runs all three in bf16 in
+  # the first pass.
   echo "test: bf16 is emulated on this CPU: the precision tests that train a few steps only"
-  precision_tests='(package(hedge-embed) & !test(/short_training/))'
+  precision_tests='(package(hedge-embed) & !test(/short_training/)'
+  precision_tests+=' & !test(=checkpoint_resume::a_run_stopped_after_any_single_write_resumes_to_the_same_bytes)'
+  precision_tests+=' & !test(=recipe::a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget)'
+  precision_tests+=' & !test(=checkpoint_resume::a_budget_beside_a_step_count_does_not_replan_it))'
   precision_tests+=' | (package(hedge-cli) & test(=cli::the_environment_forces_either_convolution_precision_on_any_cpu))'
 fi
 if cargo nextest --version >/dev/null 2>&1; then
@@ -117,7 +126,9 @@ if cargo nextest --version >/dev/null 2>&1; then
     --success-output final --failure-output final -E "$precision_tests"
 elif [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed --lib --test training -- \
-    --show-output --skip short_training
+    --show-output --skip short_training --skip a_run_stopped_after_any_single_write_resumes_to_the_same_bytes \
+    --skip a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget \
+    --skip a_budget_beside_a_step_count_does_not_replan_it
   HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-cli --test commands -- \
     cli::the_environment_forces_either_convolution_precision_on_any_cpu
 else
