@@ -2170,7 +2170,6 @@ const FOUR_KEPT: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrup
 #[derive(Debug, Deserialize)]
 struct ReferenceLeverEval {
     step: u64,
-    training_seconds: f64,
     #[serde(flatten)]
     test: ReferenceEval,
     ap_corrupt_p20: f64,
@@ -2185,8 +2184,56 @@ impl ReferenceEval {
     }
 }
 
-/// A lever's finished runs as (seed, evaluation).
-type LeverRuns = Vec<(u64, ReferenceLeverEval)>;
+/// The batch settings of a reference run's `config.json`: the images of one training step.
+#[derive(Debug, Deserialize)]
+struct ReferenceBatch {
+    /// `pairs` (independent pairs) or `grouped` (classes of images, every pair among them).
+    batch: String,
+    pairs: u64,
+    group_classes: u64,
+    group_size: u64,
+}
+
+impl ReferenceBatch {
+    fn images_per_step(&self) -> u64 {
+        if self.batch == "pairs" {
+            2 * self.pairs
+        } else {
+            self.group_classes * self.group_size
+        }
+    }
+}
+
+/// A line of a reference run's `metrics.jsonl`: a training line carries the images per second
+/// of the steps since the line before; an evaluation line has none.
+#[derive(Debug, Deserialize)]
+struct ReferenceLogLine {
+    images_per_s: Option<f64>,
+}
+
+/// The minutes a reference run's steps take at the median throughput of its logged windows. Its
+/// `training_seconds` sums the steps' clocks as they ran, and so counts any time the process
+/// spent stopped (the lever runs were paused with SIGSTOP while CI was timed on the same cores)
+/// or crowded; the median window does not.
+fn reference_run_minutes(results: &Results, run: &str, steps: u64) -> Result<(f64, f64)> {
+    let batch: ReferenceBatch = results.json(&format!("{REFERENCE_LEVERS}/{run}/config.json"))?;
+    let lines: Vec<ReferenceLogLine> = results.json_lines(&format!("{REFERENCE_LEVERS}/{run}"), "metrics.jsonl")?;
+    let mut rates: Vec<f64> = lines.iter().filter_map(|l| l.images_per_s).collect();
+    if rates.is_empty() {
+        return Err(crate::LabError::Run(hedge_run::RunError::format(
+            results.path(&format!("{REFERENCE_LEVERS}/{run}/metrics.jsonl")),
+            "JSON lines",
+            "no training line with images_per_s",
+        )));
+    }
+    rates.sort_by(f64::total_cmp);
+    let n = rates.len();
+    let median = if n % 2 == 1 { rates[n / 2] } else { (rates[n / 2 - 1] + rates[n / 2]) / 2.0 };
+    Ok((steps as f64 * batch.images_per_step() as f64 / median / 60.0, median))
+}
+
+/// A lever's finished runs as (seed, evaluation, (minutes, median images/s)).
+type LeverRuns = Vec<(u64, ReferenceLeverEval, (f64, f64))>;
 
 /// The mean of each of four numbers over runs.
 fn mean4(runs: &[[f64; 4]]) -> [f64; 4] {
@@ -2207,7 +2254,9 @@ fn reference_levers(results: &Results) -> Result<String> {
         for seed in 0..10 {
             let path = format!("{REFERENCE_LEVERS}/{lever}-seed{seed}/reference_eval.json");
             if results.exists(&path) {
-                runs.push((seed, results.json::<ReferenceLeverEval>(&path)?));
+                let eval = results.json::<ReferenceLeverEval>(&path)?;
+                let speed = reference_run_minutes(results, &format!("{lever}-seed{seed}"), eval.step)?;
+                runs.push((seed, eval, speed));
             }
         }
         finished.push((lever, change, runs));
@@ -2220,7 +2269,7 @@ fn reference_levers(results: &Results) -> Result<String> {
     let (control_lo, control_hi) = range(&control_scores);
     let control_cells: Vec<[f64; 4]> = control.2.iter().map(|r| r.1.validation.four_kept()).collect();
     let mut rows = vec![
-        "| lever | what it changes | seeds | steps | min / run | validation: AP c / AP k / KNN c / KNN k | \
+        "| lever | what it changes | seeds | steps | min / run (img/s) | validation: AP c / AP k / KNN c / KNN k | \
          val. score | − control | cells it moves (validation) | verdict | test: AP c / AP k / KNN c / KNN k |"
             .to_string(),
         "|---|---|---|---|---|---|---|---|---|---|---|".into(),
@@ -2234,7 +2283,8 @@ fn reference_levers(results: &Results) -> Result<String> {
         let seeds = runs.iter().map(|r| r.0.to_string()).collect::<Vec<_>>().join("/");
         let steps: BTreeSet<u64> = runs.iter().map(|r| r.1.step).collect();
         let steps = steps.iter().map(|s| thousands(*s)).collect::<Vec<_>>().join(", ");
-        let minutes = mean(&runs.iter().map(|r| r.1.training_seconds / 60.0).collect::<Vec<_>>());
+        let minutes = mean(&runs.iter().map(|r| r.2 .0).collect::<Vec<_>>());
+        let rate = mean(&runs.iter().map(|r| r.2 .1).collect::<Vec<_>>());
         let cells: Vec<[f64; 4]> = runs.iter().map(|r| r.1.validation.four_kept()).collect();
         let scores: Vec<f64> = runs.iter().map(|r| score(&r.1)).collect();
         let m = mean(&scores);
@@ -2271,14 +2321,23 @@ fn reference_levers(results: &Results) -> Result<String> {
         };
         let tests: Vec<[f64; 4]> = runs.iter().map(|r| r.1.test.four_kept()).collect();
         rows.push(format!(
-            "| {lever} | {change} | {seeds} | {steps} | {} | {} | {} | {} | {moved} | {verdict} | {} |",
+            "| {lever} | {change} | {seeds} | {steps} | {} ({}) | {} | {} | {} | {moved} | {verdict} | {} |",
             fixed(minutes, 0),
+            fixed(rate, 0),
             slash4(mean4(&cells)),
             fixed(m, 4),
             if *lever == "control" { "—".to_string() } else { format!("{:+.4}", m - mean(&control_scores)) },
             slash4(mean4(&tests)),
         ));
     }
+    rows.push(String::new());
+    rows.push(
+        "Minutes per run: its steps at the median images/s of its logged windows (every 100 steps), \
+         which a pause or a stretch of other work on the same cores does not move. A run crowded for \
+         most of its windows still reads slow: every lever but `widths` costs about the control's arithmetic \
+         per step, and a lower rate among them is the machine's load, not the lever's cost."
+            .into(),
+    );
     rows.push(String::new());
     rows.push(
         "Test-time occlusion, read on every run's final weights (no training of its own): the corrupt \
@@ -2534,6 +2593,18 @@ mod tests {
         let write = |run: &str, four: [f64; 4]| {
             std::fs::create_dir_all(base.join(run)).unwrap();
             std::fs::write(base.join(run).join("reference_eval.json"), lever_eval(four)).unwrap();
+            std::fs::write(
+                base.join(run).join("config.json"),
+                r#"{"batch": "pairs", "pairs": 128, "group_classes": 16, "group_size": 16}"#,
+            )
+            .unwrap();
+            // A first window slowed by a pause, then 320 and 400 images/s: the median is 320.
+            std::fs::write(
+                base.join(run).join("metrics.jsonl"),
+                "{\"step\": 100, \"images_per_s\": 9.5}\n{\"step\": 200, \"images_per_s\": 400.0}\n\
+                 {\"step\": 200, \"eval\": {}}\n{\"step\": 300, \"images_per_s\": 320.0}\n",
+            )
+            .unwrap();
         };
         let results = Results::new(root.path());
         assert!(reference_levers(&results).unwrap().starts_with("No control run"));
@@ -2559,5 +2630,8 @@ mod tests {
         assert!(row("control").contains("| 0.5900 | — |"), "{}", row("control"));
         assert!(row("widths").contains("+0.0150"), "{}", row("widths"));
         assert!(table.contains("Not ended yet: glorot, share25, meanlog."), "{table}");
+        // 5,000 steps of 256 images at the median 320 images/s: 66.7 minutes, whatever the
+        // paused window read.
+        assert!(row("control").contains("| 5,000 | 67 (320) |"), "{}", row("control"));
     }
 }
