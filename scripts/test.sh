@@ -61,34 +61,9 @@ cargo clippy --release --workspace --all-targets -- -D warnings
 # The ACS-FW core builds without libtorch (hedge-active without its default `torch` feature).
 cargo clippy --release -p hedge-active --no-default-features --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --workspace --no-deps
-# cargo-nextest, where installed, runs every test of every binary from one queue on both cores
-# (`cargo test` runs the binaries one after another, so a binary's slowest test leaves a core
-# idle); it runs no doctests, so they follow. Without it, `cargo test` runs the same tests.
-# Passing tests' output is printed too (the short training prints its AP).
-# nextest runs as many tests at once as there are cores, so each test's libtorch keeps to one
-# thread (OMP_NUM_THREADS, unless the caller set it; the Python tests, run one at a time, keep
-# libtorch's default): two tests of two threads each on two cores wait on each other's parallel
-# regions. Seven of the slow tests took 149 s with libtorch's default threads and 134 s with one,
-# two at a time on a 2-core AMD EPYC. No test's outcome may depend on the thread count.
-rust_test_threads="${OMP_NUM_THREADS:-1}"
-if cargo nextest --version >/dev/null 2>&1; then
-  phase "Rust tests: build"
-  cargo nextest run --release --workspace --no-run
-  phase "Rust tests: run"
-  OMP_NUM_THREADS=$rust_test_threads cargo nextest run --release --workspace --no-fail-fast \
-    --success-output final --failure-output final
-  # A doctest is linked in a temporary folder, where the binaries' relative rpath does not reach
-  # libtorch (every crate's doctest links it: hedge-run's `torch` helpers are on in the workspace).
-  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    cargo test --release --workspace --doc
-else
-  phase "Rust tests: build and run"
-  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    cargo test --release --workspace -- --show-output
-fi
-# Both precision paths of HIB's convolutions (README: "Precision of the convolutions"). Everything
-# above ran on the path `auto` takes on this CPU; the tests whose models go through hedge's
-# convolutions run again on the other one, forced by HEDGE_CONV_PRECISION. Native bf16 as
+# Both precision paths of HIB's convolutions (README: "Precision of the convolutions"). The first
+# pass of each suite runs on the path `auto` takes on this CPU; the tests whose models go through
+# hedge's convolutions run again on the other one, forced by HEDGE_CONV_PRECISION. Native bf16 as
 # hedge_embed::config::cpu_has_native_bf16 decides it (scripts/lib/native-bf16.sh).
 # shellcheck source=scripts/lib/native-bf16.sh
 source scripts/lib/native-bf16.sh
@@ -97,14 +72,79 @@ if $bf16_is_native; then first_precision=bf16; else first_precision=f32; fi
 # A HEDGE_CONV_PRECISION set by the caller chose the first pass's path: the second takes the other.
 case "${HEDGE_CONV_PRECISION:-auto}" in [Ff]32) first_precision=f32 ;; [Bb][Ff]16) first_precision=bf16 ;; esac
 if [ "$first_precision" = bf16 ]; then other_precision=f32; else other_precision=bf16; fi
-phase "Rust tests again, HEDGE_CONV_PRECISION=$other_precision"
+emulated_bf16_pass=false
+if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then emulated_bf16_pass=true; fi
+# Everything is built before any test runs: the tests of every crate (cargo-nextest, where
+# installed, builds them in one invocation), then every target (the tests' feature set: only the
+# Python extension is new), then the wheel, installed into the fresh environment with no Rust on
+# the PATH.
+phase "build: the tests, every target, the Python extension and its wheel"
+if cargo nextest --version >/dev/null 2>&1; then have_nextest=true; else have_nextest=false; fi
+if $have_nextest; then cargo nextest run --release --workspace --no-run; fi
+cargo build --release --workspace --all-targets
+if ! wait "$python_env"; then
+  cat "$python_log" >&2
+  echo "test: making the Python environments failed (scripts/setup-python.sh --build-tools, scripts/test-wheel.sh env; output above)" >&2
+  exit 1
+fi
+cat "$python_log" >&2
+wheel="$(bash scripts/build-wheel.sh --no-build)"
+bash scripts/test-wheel.sh install "$wheel"
+
+# The Rust and the Python tests run side by side. The Python suite alone keeps about one core
+# busy (407 s of wall time for 451 s of CPU time, its Ray cluster's daemons aside), so run after
+# the Rust tests it left the other core mostly idle. On a 2-core AMD EPYC, one after the other:
+# nextest 818 s, the Python suite 407 s, and the other-precision passes 52 s and 102 s; side by
+# side, everything took 1,292 s (the Python suite finished last). Each test's
+# libtorch keeps to one thread (OMP_NUM_THREADS, unless the caller set it): nextest runs as many
+# tests at once as there are cores, and two tests of two threads each on two cores wait on each
+# other's parallel regions (seven of the slow tests took 149 s with libtorch's default threads
+# and 134 s with one, two at a time on a 2-core AMD EPYC).
+# No test's outcome may depend on the thread count or on what runs beside it.
+test_threads="${OMP_NUM_THREADS:-1}"
+phase "tests: Rust and Python side by side"
+python_tests_log="$(mktemp)"
+(
+  set -euo pipefail
+  start=$(date +%s)
+  export OMP_NUM_THREADS=$test_threads
+  # The slowest fifteen are listed, as nextest lists every Rust test's time: where CI's time goes.
+  bash scripts/test-wheel.sh pytest python/tests -q --durations=15
+  # The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
+  # bf16 is emulated, those not marked slow_when_emulated (the README's 150-step block took 209 s
+  # there; the Ray cluster tests and the example scripts 437 s of that pass's 537 s on a 2-core EPYC).
+  marked=conv_precision
+  if $emulated_bf16_pass; then marked='conv_precision and not slow_when_emulated'; fi
+  echo "test: the Python tests marked $marked again, with HEDGE_CONV_PRECISION=$other_precision"
+  HEDGE_CONV_PRECISION=$other_precision bash scripts/test-wheel.sh pytest python/tests -q -m "$marked"
+  echo "test: the Python tests took $(($(date +%s) - start)) s"
+) >"$python_tests_log" 2>&1 &
+python_tests=$!
+# A failing Rust test does not leave the Python tests running unseen: their log is printed, and
+# the suite fails, once both are done.
+rust_failed="" rust_start=$(date +%s)
+# cargo-nextest runs every test of every binary from one queue on both cores (`cargo test` runs
+# the binaries one after another, so a binary's slowest test leaves a core idle); it runs no
+# doctests, so they follow. Without it, `cargo test` runs the same tests. Passing tests' output is
+# printed too (the short training prints its AP).
+if $have_nextest; then
+  OMP_NUM_THREADS=$test_threads cargo nextest run --release --workspace --no-fail-fast \
+    --success-output final --failure-output final || rust_failed+=" tests"
+  # A doctest is linked in a temporary folder, where the binaries' relative rpath does not reach
+  # libtorch (every crate's doctest links it: hedge-run's `torch` helpers are on in the workspace).
+  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --release --workspace --doc || rust_failed+=" doctests"
+else
+  LD_LIBRARY_PATH="$root/.libtorch/site/torch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    cargo test --release --workspace -- --show-output || rust_failed+=" tests"
+fi
 echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$other_precision"
 # hedge-embed whole; in hedge-lab the HIB modules; in the CLI the commands that train, embed,
 # index or search with a HIB network.
 precision_tests='package(hedge-embed) | (package(hedge-lab) & test(/hib/))'
 precision_tests+=' | (package(hedge-cli) & test(/^(cli|identification_cli|hostile_input)::/))'
 precision_tests+=' | (package(hedge-cli) & test(/^own_data_cli::(a_hedged_embedding|colour_images)/))'
-if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
+if $emulated_bf16_pass; then
   # bf16 emulated in software trains about ten times slower (600 steps of short_training: over
   # six minutes against 45 s native, measured on 2 cores): hedge-embed's tests that train a few
   # steps each, and the CLI's check that the variable forces the path. Left out beside
@@ -121,45 +161,31 @@ if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
   precision_tests+=' & !test(=checkpoint_resume::a_budget_beside_a_step_count_does_not_replan_it))'
   precision_tests+=' | (package(hedge-cli) & test(=cli::the_environment_forces_either_convolution_precision_on_any_cpu))'
 fi
-if cargo nextest --version >/dev/null 2>&1; then
-  HEDGE_CONV_PRECISION=$other_precision OMP_NUM_THREADS=$rust_test_threads cargo nextest run --release --workspace --no-fail-fast \
-    --success-output final --failure-output final -E "$precision_tests"
-elif [ "$other_precision" = bf16 ] && ! $bf16_is_native; then
-  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed --lib --test training -- \
+export HEDGE_CONV_PRECISION=$other_precision
+if $have_nextest; then
+  OMP_NUM_THREADS=$test_threads cargo nextest run --release --workspace --no-fail-fast \
+    --success-output final --failure-output final -E "$precision_tests" || rust_failed+=" precision-tests"
+elif $emulated_bf16_pass; then
+  { cargo test --release -p hedge-embed --lib --test training -- \
     --show-output --skip short_training --skip a_run_stopped_after_any_single_write_resumes_to_the_same_bytes \
     --skip a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget \
-    --skip a_budget_beside_a_step_count_does_not_replan_it
-  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-cli --test commands -- \
-    cli::the_environment_forces_either_convolution_precision_on_any_cpu
+    --skip a_budget_beside_a_step_count_does_not_replan_it &&
+    cargo test --release -p hedge-cli --test commands -- \
+      cli::the_environment_forces_either_convolution_precision_on_any_cpu; } || rust_failed+=" precision-tests"
 else
-  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-embed -- --show-output
-  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-lab -- hib
-  HEDGE_CONV_PRECISION=$other_precision cargo test --release -p hedge-cli --test commands -- \
-    cli:: identification_cli:: hostile_input:: own_data_cli::a_hedged_embedding own_data_cli::colour_images
+  { cargo test --release -p hedge-embed -- --show-output &&
+    cargo test --release -p hedge-lab -- hib &&
+    cargo test --release -p hedge-cli --test commands -- \
+      cli:: identification_cli:: hostile_input:: own_data_cli::a_hedged_embedding own_data_cli::colour_images; } ||
+    rust_failed+=" precision-tests"
 fi
-# The Python package (python/): its extension and the command line, built by one invocation over
-# every target (the tests' feature set: only the extension is new), packed into a wheel, the wheel
-# installed into the fresh environment with no Rust on the PATH, then its tests against it.
-phase "build: every target and the Python extension"
-cargo build --release --workspace --all-targets
-phase "Python environment (waiting for it)"
-if ! wait "$python_env"; then
-  cat "$python_log" >&2
-  echo "test: making the Python environments failed (scripts/setup-python.sh --build-tools, scripts/test-wheel.sh env; output above)" >&2
+unset HEDGE_CONV_PRECISION
+echo "test: the Rust tests took $(($(date +%s) - rust_start)) s; waiting for the Python tests"
+python_failed=false
+wait "$python_tests" || python_failed=true
+echo "test: the Python tests' output:" >&2
+cat "$python_tests_log" >&2
+if [ -n "$rust_failed" ] || $python_failed; then
+  echo "test: failed:${rust_failed:+ Rust${rust_failed}}$($python_failed && echo ' Python')" >&2
   exit 1
 fi
-cat "$python_log" >&2
-phase "wheel: build and install"
-wheel="$(bash scripts/build-wheel.sh --no-build)"
-bash scripts/test-wheel.sh install "$wheel"
-phase "Python tests"
-# The slowest fifteen are listed, as nextest lists every Rust test's time: where CI's time goes.
-bash scripts/test-wheel.sh pytest python/tests -q --durations=15
-phase "Python tests again, HEDGE_CONV_PRECISION=$other_precision"
-# The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
-# bf16 is emulated, those not marked slow_when_emulated (the README's 150-step block took 209 s
-# there; the Ray cluster tests and the example scripts 437 s of that pass's 537 s on a 2-core EPYC).
-python_precision_tests=conv_precision
-if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then python_precision_tests='conv_precision and not slow_when_emulated'; fi
-echo "test: the Python tests marked $python_precision_tests again, with HEDGE_CONV_PRECISION=$other_precision"
-HEDGE_CONV_PRECISION=$other_precision bash scripts/test-wheel.sh pytest python/tests -q -m "$python_precision_tests"
