@@ -185,12 +185,15 @@ pub fn probe(
     test_a: &Tensor,
     config: &ProbeConfig,
 ) -> Result<ProbeResult> {
+    check_probe_rows(train_f, train_a, test_f, test_a)?;
+    fit_probe(train_f, train_a, class_count(train_a, test_a), config)?.score(test_f, test_a)
+}
+
+/// The rows a probe learns from and is scored on, checked before any training: ≥ 2 train rows
+/// and ≥ 1 test row, one label each, as many columns on both sides.
+pub(crate) fn check_probe_rows(train_f: &Tensor, train_a: &Tensor, test_f: &Tensor, test_a: &Tensor) -> Result<()> {
     let (n, d) = (train_f.size()[0], train_f.size()[1]);
     let m = test_f.size()[0];
-    if config.steps == 0 {
-        // An untrained probe's accuracy would be reported as if it measured something.
-        return Err(invalid("probe steps", 0, "a probe needs at least one training step (the audit's default: 500)"));
-    }
     if n < 2 || m < 1 || train_a.size() != [n] || test_a.size() != [m] || test_f.size()[1] != d {
         return Err(invalid(
             "probe data",
@@ -198,13 +201,36 @@ pub fn probe(
             "need ≥ 2 train rows, ≥ 1 test row, one label each",
         ));
     }
-    let classes = class_count(train_a, test_a);
+    Ok(())
+}
+
+/// A probe trained on standardised features ([`fit_probe`]), ready to score other rows: a tuned
+/// probe scores the setting its validation rows chose on the test rows without training it again.
+pub(crate) struct FittedProbe {
+    net: nn::Sequential,
+    // The network's parameters live here.
+    _vars: nn::VarStore,
+    mean: Tensor,
+    std: Tensor,
+    classes: i64,
+}
+
+/// Trains a `classes`-way probe on (train features → labels), rows as [`check_probe_rows`] checks them.
+///
+/// # Shapes
+/// `train_f`: `[n, d]`, `train_a`: `[n]` i64 in `0..classes`.
+pub(crate) fn fit_probe(train_f: &Tensor, train_a: &Tensor, classes: i64, config: &ProbeConfig) -> Result<FittedProbe> {
+    if config.steps == 0 {
+        // An untrained probe's accuracy would be reported as if it measured something.
+        return Err(invalid("probe steps", 0, "a probe needs at least one training step (the audit's default: 500)"));
+    }
+    let d = train_f.size()[1];
     let mean = train_f.mean_dim(0, true, Kind::Float);
     let std = train_f.std_dim(0, false, true).clamp_min(1e-6);
-    let (xs, xt) = ((train_f - &mean) / &std, (test_f - &mean) / &std);
+    let xs = (train_f - &mean) / &std;
     let _generator = crate::seeded_generator(config.seed as i64);
-    let vs = nn::VarStore::new(Device::Cpu);
-    let root = vs.root();
+    let vars = nn::VarStore::new(Device::Cpu);
+    let root = vars.root();
     let net = match config.kind {
         ProbeKind::Linear => nn::seq().add(nn::linear(&root / "out", d, classes, Default::default())),
         ProbeKind::Mlp => nn::seq()
@@ -213,14 +239,24 @@ pub fn probe(
             .add(nn::linear(&root / "out", config.hidden, classes, Default::default())),
     };
     let mut opt = nn::Adam { wd: config.weight_decay, ..Default::default() }
-        .build(&vs, config.learning_rate)
+        .build(&vars, config.learning_rate)
         .map_err(|e| invalid("optimiser", e, "could not build Adam"))?;
     for _ in 0..config.steps {
         let loss = net.forward(&xs).cross_entropy_for_logits(train_a);
         opt.backward_step(&loss);
     }
-    let logits = tch::no_grad(|| net.forward(&xt));
-    score(&logits, test_a, classes)
+    Ok(FittedProbe { net, _vars: vars, mean, std, classes })
+}
+
+impl FittedProbe {
+    /// The probe's scores on (features → labels), standardised as its training rows were.
+    ///
+    /// # Shapes
+    /// `f`: `[m, d]`, `a`: `[m]` i64 in `0..classes`.
+    pub(crate) fn score(&self, f: &Tensor, a: &Tensor) -> Result<ProbeResult> {
+        let logits = tch::no_grad(|| self.net.forward(&((f - &self.mean) / &self.std)));
+        score(&logits, a, self.classes)
+    }
 }
 
 /// What a probe's scores on the test rows tell: accuracy, the chance interval and the
@@ -308,18 +344,22 @@ pub fn tuned_mlp_probe(
     steps: usize,
     seed: u64,
 ) -> Result<ProbeResult> {
+    check_probe_rows(train_f, train_a, test_f, test_a)?;
     let ((fit_f, fit_a), (val_f, val_a)) = fit_and_validation_rows(train_f, train_a, seed)?;
-    let mut best: Option<(ProbeConfig, ProbeResult)> = None;
+    // One class count for every setting and for the test rows: the chosen probe is scored on
+    // the test rows as it was trained, not trained again.
+    let classes = class_count(train_a, test_a);
+    let mut best: Option<(ProbeConfig, FittedProbe, ProbeResult)> = None;
     for (hidden, weight_decay) in MLP_PROBE_GRID {
         let config = ProbeConfig { steps, seed, hidden, weight_decay, ..ProbeConfig::new(ProbeKind::Mlp) };
-        let r = probe(&fit_f, &fit_a, &val_f, &val_a, &config)?;
-        let better = best.as_ref().is_none_or(|(_, b)| beats(&r, b));
-        if better {
-            best = Some((config, r));
+        let fitted = fit_probe(&fit_f, &fit_a, classes, &config)?;
+        let r = fitted.score(&val_f, &val_a)?;
+        if best.as_ref().is_none_or(|(_, _, b)| beats(&r, b)) {
+            best = Some((config, fitted, r));
         }
     }
-    let (config, on_validation) = best.expect("a non-empty grid");
-    let mut result = probe(&fit_f, &fit_a, test_f, test_a, &config)?;
+    let (config, fitted, on_validation) = best.expect("a non-empty grid");
+    let mut result = fitted.score(test_f, test_a)?;
     result.chosen = Some(ProbeChoice {
         hidden: config.hidden,
         weight_decay: config.weight_decay,

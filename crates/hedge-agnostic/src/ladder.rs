@@ -192,22 +192,26 @@ fn tuned_logistic(
     candidates: Vec<(Option<f64>, Box<dyn Expansion>)>,
     weight_decays: &[f64],
 ) -> Result<ProbeResult> {
+    audit::check_probe_rows(train_f, train_a, test_f, test_a)?;
     let ((fit_f, fit_a), (val_f, val_a)) = audit::fit_and_validation_rows(train_f, train_a, seed)?;
-    let mut best: Option<(usize, f64, ProbeResult)> = None;
+    // One class count for every setting and for the test rows: the chosen probe is scored on
+    // the test rows as it was trained, not trained again.
+    let classes = class_count(train_a, test_a);
+    let mut best: Option<(usize, f64, audit::FittedProbe, ProbeResult)> = None;
     for (i, (_, expansion)) in candidates.iter().enumerate() {
         let (ef, ev) = (expansion.apply(&fit_f), expansion.apply(&val_f));
         for &weight_decay in weight_decays {
             let config = ProbeConfig { steps, seed, weight_decay, ..ProbeConfig::new(ProbeKind::Linear) };
-            let r = audit::probe(&ef, &fit_a, &ev, &val_a, &config)?;
-            if best.as_ref().is_none_or(|(_, _, b)| audit::beats(&r, b)) {
-                best = Some((i, weight_decay, r));
+            let fitted = audit::fit_probe(&ef, &fit_a, classes, &config)?;
+            let r = fitted.score(&ev, &val_a)?;
+            if best.as_ref().is_none_or(|(_, _, _, b)| audit::beats(&r, b)) {
+                best = Some((i, weight_decay, fitted, r));
             }
         }
     }
-    let (i, weight_decay, on_validation) = best.ok_or_else(|| invalid("probe settings", 0, "no candidate"))?;
+    let (i, weight_decay, fitted, on_validation) = best.ok_or_else(|| invalid("probe settings", 0, "no candidate"))?;
     let (gamma, expansion) = &candidates[i];
-    let config = ProbeConfig { steps, seed, weight_decay, ..ProbeConfig::new(ProbeKind::Linear) };
-    let mut result = audit::probe(&expansion.apply(&fit_f), &fit_a, &expansion.apply(test_f), test_a, &config)?;
+    let mut result = fitted.score(&expansion.apply(test_f), test_a)?;
     result.setting = Some(RungChoice { weight_decay, gamma: *gamma, validation_accuracy: on_validation.accuracy });
     Ok(result)
 }
