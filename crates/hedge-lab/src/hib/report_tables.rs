@@ -2160,7 +2160,7 @@ const REFERENCE_LEVER_NAMES: [(&str, &str); 8] = [
     ("sgd", "SGD, momentum 0.9, 1e-2"),
     ("share25", "a quarter of the pairs matching"),
     ("expvar", "variance = exp(raw output)"),
-    ("meanlog", "Eq. 8 as written: the sample pairs' mean of −log p(m | z1, z2)"),
+    ("meanlog", "Eq. 8 as written: the sample pairs' mean of −log p(m \\| z1, z2)"),
 ];
 const FOUR_KEPT: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 
