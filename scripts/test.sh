@@ -80,7 +80,17 @@ if [ "$other_precision" = bf16 ] && ! $bf16_is_native; then emulated_bf16_pass=t
 # the PATH.
 phase "build: the tests, every target, the Python extension and its wheel"
 if cargo nextest --version >/dev/null 2>&1; then have_nextest=true; else have_nextest=false; fi
-if $have_nextest; then cargo nextest run --release --workspace --no-run; fi
+if $have_nextest; then
+  cargo nextest run --release --workspace --no-run
+  # Each crate's unit-test binary and the folder it runs in, from nextest's list. (`cargo test
+  # --lib` would also build and run a test harness for the Python extensions, whose `test = false`
+  # it overrides; selecting crates with -p or --exclude changes the features and rebuilds.)
+  unit_binaries="$(cargo nextest list --release --workspace -E 'kind(lib)' --message-format json |
+    python3 -c 'import json, sys
+for suite in json.load(sys.stdin)["rust-suites"].values():
+    if suite["kind"] == "lib" and suite["testcases"]:
+        print(suite["cwd"] + "\t" + suite["binary-path"])')"
+fi
 cargo build --release --workspace --all-targets
 if ! wait "$python_env"; then
   cat "$python_log" >&2
@@ -136,14 +146,21 @@ rust_failed="" rust_start=$(date +%s)
 # cargo-nextest runs the integration tests of every crate from one queue on both cores (`cargo
 # test` runs the binaries one after another, so a binary's slowest test leaves a core idle); it
 # runs no doctests, so they follow. Passing tests' output is printed too (the short training
-# prints its AP). Each crate's unit tests run beside them through `cargo test`, one process per
-# crate: nextest starts a process per test, and every test process loads libtorch first (0.4 s of
+# prints its AP). Each crate's unit tests run beside them, one process per crate (libtest's
+# threads, as `cargo test` runs them): nextest starts a process per test, and every test process loads libtorch first (0.4 s of
 # CPU on a 2-core AMD EPYC, even for a test that never calls it: every test binary of the
 # workspace links it). The 331 unit tests took 329 CPU-s through nextest and 215 through `cargo
 # test` there. Without nextest, `cargo test` runs every test.
 if $have_nextest; then
   unit_tests_log="$(mktemp)"
-  OMP_NUM_THREADS=$test_threads cargo test --release --workspace --lib --no-fail-fast >"$unit_tests_log" 2>&1 &
+  (
+    failed=""
+    while IFS=$'\t' read -r folder binary; do
+      echo "test: unit tests of ${folder#"$root"/}"
+      (cd "$folder" && OMP_NUM_THREADS=$test_threads "$binary" -q) || failed+=" ${folder#"$root"/}"
+    done <<<"$unit_binaries"
+    if [ -n "$failed" ]; then echo "test: unit tests failed in:$failed"; exit 1; fi
+  ) >"$unit_tests_log" 2>&1 &
   unit_tests=$!
   OMP_NUM_THREADS=$test_threads cargo nextest run --release --workspace --no-fail-fast \
     --success-output final --failure-output final -E 'not kind(lib)' || rust_failed+=" tests"
@@ -201,7 +218,7 @@ unset HEDGE_CONV_PRECISION
 # after they started).
 if $have_nextest; then
   wait "$unit_tests" || rust_failed+=" unit-tests"
-  echo "test: the unit tests' output (cargo test --lib):"
+  echo "test: the unit tests' output (one process per crate):"
   cat "$unit_tests_log"
 fi
 echo "test: the Rust tests took $(($(date +%s) - rust_start)) s; waiting for the Python tests"
