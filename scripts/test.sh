@@ -147,10 +147,10 @@ rust_failed="" rust_start=$(date +%s)
 # test` runs the binaries one after another, so a binary's slowest test leaves a core idle); it
 # runs no doctests, so they follow. Passing tests' output is printed too (the short training
 # prints its AP). Each crate's unit tests run beside them, one process per crate (libtest's
-# threads, as `cargo test` runs them): nextest starts a process per test, and every test process loads libtorch first (0.4 s of
-# CPU on a 2-core AMD EPYC, even for a test that never calls it: every test binary of the
-# workspace links it). The 331 unit tests took 329 CPU-s through nextest and 215 through `cargo
-# test` there. Without nextest, `cargo test` runs every test.
+# threads, as `cargo test` runs them): nextest starts a process per test, and every test process
+# loads libtorch first (0.4 s of CPU on a 2-core AMD EPYC, even for a test that never calls it:
+# every test binary of the workspace links it). The 331 unit tests took 329 CPU-s through nextest
+# and 215 in one process per crate there. Without nextest, `cargo test` runs every test.
 if $have_nextest; then
   unit_tests_log="$(mktemp)"
   (
