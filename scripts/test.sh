@@ -7,13 +7,21 @@ cd "$root"
 # Where the time goes, printed at the end (and on failure): CI machines differ several-fold in
 # speed (the same suite took 24 min on an Intel Xeon with native bf16 and over 44 on a
 # first-generation AMD EPYC), and the log says which CPU ran it.
+# Each phase's share of the cores kept busy (from /proc/stat) says whether it waited on
+# something or had more work than cores.
+cpu_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit}' /proc/stat 2>/dev/null || echo "0 0"; }
 phase_name=setup phase_start=$(date +%s) suite_start=$(date +%s)
+read -r phase_busy phase_idle < <(cpu_ticks)
 phases=()
 phase() {
-  local now
+  local now busy idle share=""
   now=$(date +%s)
-  phases+=("$(printf '%5d s  %s' $((now - phase_start)) "$phase_name")")
-  phase_name=$1 phase_start=$now
+  read -r busy idle < <(cpu_ticks)
+  if [ $((busy + idle - phase_busy - phase_idle)) -gt 0 ]; then
+    share=$(printf ', cores %d %% busy' $((100 * (busy - phase_busy) / (busy + idle - phase_busy - phase_idle))))
+  fi
+  phases+=("$(printf '%5d s  %s%s' $((now - phase_start)) "$phase_name" "$share")")
+  phase_name=$1 phase_start=$now phase_busy=$busy phase_idle=$idle
 }
 report_phases() {
   phase end
@@ -120,7 +128,8 @@ python_tests_log="$(mktemp)"
   export OMP_NUM_THREADS=$test_threads
   # The Python tests marked conv_precision (python/tests/conftest.py), on the other path; where
   # bf16 is emulated, those not marked slow_when_emulated (the README's 150-step block took 209 s
-  # there; the Ray cluster tests and the example scripts 437 s of that pass's 537 s on a 2-core EPYC).
+  # there; the Ray cluster tests and the example scripts 437 s of that pass's 537 s on a 2-core EPYC;
+  # the cluster suite is no longer marked conv_precision: test_scale.py says why).
   # This pass runs beside the first (its own pytest, temporary folder and log): run after it, it
   # was the last 155 s of CI's tests on a 2-core AMD EPYC, one core mostly idle (the Rust tests
   # had ended 200 s before the Python ones).
@@ -175,7 +184,9 @@ fi
 echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$other_precision"
 # hedge-embed whole; in hedge-lab the HIB modules; in the CLI the commands that train, embed,
 # index or search with a HIB network.
-precision_tests='package(hedge-embed) | (package(hedge-lab) & test(/hib/))'
+# The unit tests among them run from their crates' binaries, one process each, as in the first
+# pass (nextest's process per test loads libtorch each time; hedge-embed has 63 unit tests).
+precision_tests='(package(hedge-embed) & !kind(lib)) | (package(hedge-lab) & !kind(lib) & test(/hib/))'
 precision_tests+=' | (package(hedge-cli) & test(/^(cli|identification_cli|hostile_input)::/))'
 precision_tests+=' | (package(hedge-cli) & test(/^own_data_cli::(a_hedged_embedding|colour_images)/))'
 if $emulated_bf16_pass; then
@@ -189,11 +200,29 @@ if $emulated_bf16_pass; then
   # uninterrupted training still runs here, and a CPU with native bf16 runs all three in bf16 in
   # the first pass.
   echo "test: bf16 is emulated on this CPU: the precision tests that train a few steps only"
-  precision_tests='(package(hedge-embed) & !test(/short_training/)'
+  precision_tests='(package(hedge-embed) & !kind(lib) & !test(/short_training/)'
   precision_tests+=' & !test(=checkpoint_resume::a_run_stopped_after_any_single_write_resumes_to_the_same_bytes)'
   precision_tests+=' & !test(=recipe::a_watched_run_keeps_the_best_validation_model_and_stops_at_its_budget)'
   precision_tests+=' & !test(=checkpoint_resume::a_budget_beside_a_step_count_does_not_replan_it))'
   precision_tests+=' | (package(hedge-cli) & test(=cli::the_environment_forces_either_convolution_precision_on_any_cpu))'
+fi
+if $have_nextest; then
+  precision_units_log="$(mktemp)"
+  (
+    failed=""
+    while IFS=$'\t' read -r folder binary; do
+      case "${folder#"$root"/}" in
+        crates/hedge-embed) filter=() ;;
+        crates/hedge-lab) if $emulated_bf16_pass; then continue; fi; filter=(hib) ;;
+        *) continue ;;
+      esac
+      echo "test: unit tests of ${folder#"$root"/}${filter[*]:+ matching ${filter[*]}}, HEDGE_CONV_PRECISION=$other_precision"
+      (cd "$folder" && HEDGE_CONV_PRECISION=$other_precision OMP_NUM_THREADS=$test_threads "$binary" -q ${filter[@]+"${filter[@]}"}) ||
+        failed+=" ${folder#"$root"/}"
+    done <<<"$unit_binaries"
+    if [ -n "$failed" ]; then echo "test: unit tests failed with HEDGE_CONV_PRECISION=$other_precision in:$failed"; exit 1; fi
+  ) >"$precision_units_log" 2>&1 &
+  precision_units=$!
 fi
 export HEDGE_CONV_PRECISION=$other_precision
 if $have_nextest; then
@@ -220,6 +249,9 @@ if $have_nextest; then
   wait "$unit_tests" || rust_failed+=" unit-tests"
   echo "test: the unit tests' output (one process per crate):"
   cat "$unit_tests_log"
+  wait "$precision_units" || rust_failed+=" precision-unit-tests"
+  echo "test: the unit tests' output with HEDGE_CONV_PRECISION=$other_precision:"
+  cat "$precision_units_log"
 fi
 echo "test: the Rust tests took $(($(date +%s) - rust_start)) s; waiting for the Python tests"
 python_failed=false

@@ -20,7 +20,8 @@ def pytest_configure(config):
         "slow_when_emulated: a conv_precision test that takes minutes where bf16 is emulated in software "
         "(about ten times slower): it trains more than a few dozen steps, or it goes through the same "
         "Python calls as the tests left in that pass (test_hib_run.py, test_notebook.py) at a larger "
-        "scale (Ray clusters, the example scripts); left out of that pass",
+        "scale (the example scripts) or with another loss after the same convolutions; left out of "
+        "that pass",
     )
 
 

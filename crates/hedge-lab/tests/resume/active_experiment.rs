@@ -8,6 +8,9 @@ use hedge_data::UciDataset;
 use hedge_lab::active::experiment::{run_resumable, Experiment, RegressionExperiment, CONFIG_FILE, ROUNDS_FILE};
 use hedge_run::RunDirectory;
 
+/// Two rounds per method (20 and 30 labels): the stops fall inside a method, between methods and
+/// between seeds, and each of the run's writes is a stop (a third round per method made 73 writes
+/// of a longer run: 83 s of CI's tests on a 2-core AMD EPYC).
 fn experiment() -> RegressionExperiment {
     RegressionExperiment {
         schema: hedge_lab::active::experiment::ACTIVE_SCHEMA,
@@ -18,7 +21,7 @@ fn experiment() -> RegressionExperiment {
         loop_config: LoopConfig {
             init: 20,
             batch: 10,
-            budget: 40,
+            budget: 30,
             model: NeuralLinearConfig { steps: 40, ..Default::default() },
             ..Default::default()
         },
@@ -45,8 +48,8 @@ fn an_experiment_stopped_after_any_single_write_resumes_to_the_same_rounds() {
     let straight = exp.run(&data, &straight_path, false, |_| {}).unwrap();
     let dir = RunDirectory::open(&straight_path).unwrap();
     let expected: Vec<_> = dir.read_json_lines::<RoundMetrics>(ROUNDS_FILE).unwrap().iter().map(key).collect();
-    // 2 seeds x 3 methods x 3 rounds (20, 30, 40 labels; ACS-FW may take more, smaller batches).
-    assert!(expected.len() >= 18, "{}", expected.len());
+    // 2 seeds x 3 methods x 2 rounds (20, 30 labels; ACS-FW may take more, smaller batches).
+    assert!(expected.len() >= 12, "{}", expected.len());
     let rmse = |s: &hedge_lab::active::experiment::RegressionSummary| -> Vec<(String, u64)> {
         s.methods.iter().map(|(k, v)| (k.clone(), v.final_rmse.mean.to_bits())).collect()
     };
@@ -114,6 +117,7 @@ fn a_new_experiment_refuses_a_folder_with_files_and_overwrite_starts_afresh_only
     let mut exp = experiment();
     exp.seeds = 1;
     exp.methods = vec!["random".into()];
+    exp.loop_config.budget = 40;
     let e = exp.run(&data, root.path(), false, |_| {}).unwrap_err().to_string();
     assert!(e.contains("--overwrite") && e.contains("notes.txt"), "{e}");
     // A folder hedge did not make is refused even with --overwrite.
