@@ -183,8 +183,8 @@ else
 fi
 echo "test: the convolution-precision tests again, with HEDGE_CONV_PRECISION=$other_precision"
 # hedge-embed whole; in hedge-lab the HIB modules' unit tests; in the CLI the commands that
-# train, embed, index or search with a HIB network. (hedge-lab's HIB fault-injection tests, 31
-# and 39 s of that pass on a 2-core Intel Xeon, run once: resumed training equal to uninterrupted
+# train, embed, index or search with a HIB network. (hedge-lab's HIB fault-injection tests, 13
+# and 27 s of that pass on a 2-core Intel Xeon, run once: resumed training equal to uninterrupted
 # training on both paths is hedge-embed's checkpoint_resume.) The unit tests run from their
 # crates' binaries, one process each, as in the first pass (nextest's process per test loads
 # libtorch each time; hedge-embed has 63 unit tests, hedge-lab 25 HIB ones).
