@@ -120,6 +120,24 @@ bash scripts/test-wheel.sh install "$wheel"
 # and 134 s with one, two at a time on a 2-core AMD EPYC).
 # No test's outcome may depend on the thread count or on what runs beside it.
 test_threads="${OMP_NUM_THREADS:-1}"
+# Runs the unit-test binaries of $unit_binaries, each in its crate's folder, in the caller's
+# environment; with arguments, only the crates named there (`crates/NAME`, or `crates/NAME=FILTER`
+# for the tests whose names hold FILTER).
+run_unit_binaries() {
+  local failed="" folder binary crate spec filter arg
+  while IFS=$'\t' read -r folder binary; do
+    crate=${folder#"$root"/} filter=""
+    if [ $# -gt 0 ]; then
+      spec=""
+      for arg in "$@"; do [ "${arg%%=*}" = "$crate" ] && spec=$arg; done
+      [ -n "$spec" ] || continue
+      [ "$spec" = "$crate" ] || filter=${spec#*=}
+    fi
+    echo "test: unit tests of $crate${filter:+ matching $filter}${HEDGE_CONV_PRECISION:+, HEDGE_CONV_PRECISION=$HEDGE_CONV_PRECISION}"
+    (cd "$folder" && OMP_NUM_THREADS=$test_threads "$binary" -q ${filter:+"$filter"}) || failed+=" $crate"
+  done <<<"$unit_binaries"
+  if [ -n "$failed" ]; then echo "test: unit tests failed in:$failed"; return 1; fi
+}
 phase "tests: Rust and Python side by side"
 python_tests_log="$(mktemp)"
 (
@@ -162,14 +180,7 @@ rust_failed="" rust_start=$(date +%s)
 # and 215 in one process per crate there. Without nextest, `cargo test` runs every test.
 if $have_nextest; then
   unit_tests_log="$(mktemp)"
-  (
-    failed=""
-    while IFS=$'\t' read -r folder binary; do
-      echo "test: unit tests of ${folder#"$root"/}"
-      (cd "$folder" && OMP_NUM_THREADS=$test_threads "$binary" -q) || failed+=" ${folder#"$root"/}"
-    done <<<"$unit_binaries"
-    if [ -n "$failed" ]; then echo "test: unit tests failed in:$failed"; exit 1; fi
-  ) >"$unit_tests_log" 2>&1 &
+  run_unit_binaries >"$unit_tests_log" 2>&1 &
   unit_tests=$!
   OMP_NUM_THREADS=$test_threads cargo nextest run --release --workspace --no-fail-fast \
     --success-output final --failure-output final -E 'not kind(lib)' || rust_failed+=" tests"
@@ -210,20 +221,9 @@ if $emulated_bf16_pass; then
 fi
 if $have_nextest; then
   precision_units_log="$(mktemp)"
-  (
-    failed=""
-    while IFS=$'\t' read -r folder binary; do
-      case "${folder#"$root"/}" in
-        crates/hedge-embed) filter=() ;;
-        crates/hedge-lab) if $emulated_bf16_pass; then continue; fi; filter=(hib) ;;
-        *) continue ;;
-      esac
-      echo "test: unit tests of ${folder#"$root"/}${filter[*]:+ matching ${filter[*]}}, HEDGE_CONV_PRECISION=$other_precision"
-      (cd "$folder" && HEDGE_CONV_PRECISION=$other_precision OMP_NUM_THREADS=$test_threads "$binary" -q ${filter[@]+"${filter[@]}"}) ||
-        failed+=" ${folder#"$root"/}"
-    done <<<"$unit_binaries"
-    if [ -n "$failed" ]; then echo "test: unit tests failed with HEDGE_CONV_PRECISION=$other_precision in:$failed"; exit 1; fi
-  ) >"$precision_units_log" 2>&1 &
+  precision_units_crates=(crates/hedge-embed)
+  $emulated_bf16_pass || precision_units_crates+=(crates/hedge-lab=hib)
+  HEDGE_CONV_PRECISION=$other_precision run_unit_binaries "${precision_units_crates[@]}" >"$precision_units_log" 2>&1 &
   precision_units=$!
 fi
 export HEDGE_CONV_PRECISION=$other_precision
