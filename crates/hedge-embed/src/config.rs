@@ -295,6 +295,7 @@ pub fn onednn_isa_has_bf16(isa: &str) -> bool {
 /// | `components` | model | 2 | mixture components C (mog only; gaussian is C = 1) | ≥ 1 |
 /// | `dim` | model | 2 | embedding dimension D | ≥ 1 |
 /// | `channels` | model | [32, 64] | widths of the two conv layers | ≥ 1 |
+/// | `hidden_units` | model | 0 | a fully connected layer of this many units (ReLU) between the trunk and the head (0: none, the paper's "a fully connected layer mapping to D dimensions"; not in the paper) | |
 /// | `norm` | model | none | none or batch normalisation after each convolution | |
 /// | `dropout` | model | 0 | training only: dropout of the trunk's features before the head, with this probability (0: off, the paper's network; not in the paper) | [0, 1) |
 /// | `min_variance` | model | 1e-6 | floor added to softplus variances | > 0 |
@@ -359,6 +360,8 @@ pub struct ModelSettings {
     pub embedding: EmbeddingKind,
     pub dim: usize,
     pub channels: [usize; 2],
+    /// Units of the fully connected layer between the trunk and the head (0: none).
+    pub hidden_units: usize,
     pub norm: Norm,
     /// Dropout probability of the trunk's features while training ([`crate::HibNet::forward_t`]).
     pub dropout: f64,
@@ -375,6 +378,7 @@ impl Default for ModelSettings {
             embedding: EmbeddingKind::Gaussian,
             dim: 2,
             channels: [32, 64],
+            hidden_units: 0,
             norm: Norm::None,
             dropout: 0.0,
             min_variance: 1e-6,
@@ -684,6 +688,7 @@ impl HibConfig {
         with_model: model.embedding: EmbeddingKind,
         with_dim: model.dim: usize,
         with_channels: model.channels: [usize; 2],
+        with_hidden_units: model.hidden_units: usize,
         with_norm: model.norm: Norm,
         with_dropout: model.dropout: f64,
         with_min_variance: model.min_variance: f64,
@@ -829,12 +834,13 @@ impl HibConfig {
     }
 
     /// Estimated multiply–adds of one training step, forward and backward (about three times the
-    /// forward): the two 5 × 5 convolutions of every image and the Monte-Carlo sample pairs of
-    /// every pair. What [`hedge_run::Workload`]s of whole trainings count.
+    /// forward): the two 5 × 5 convolutions of every image (and its hidden layer, if any) and the
+    /// Monte-Carlo sample pairs of every pair. What [`hedge_run::Workload`]s of whole trainings count.
     pub fn step_operations(&self) -> f64 {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
         let (c1, c2) = (self.model.channels[0] as f64, self.model.channels[1] as f64);
-        let per_image = 25.0 * (c * c1 * h * w + c1 * c2 * h * w / 4.0);
+        let features = c2 * (h / 4.0).floor() * (w / 4.0).floor();
+        let per_image = 25.0 * (c * c1 * h * w + c1 * c2 * h * w / 4.0) + features * self.model.hidden_units as f64;
         let k = self.effective_samples() as f64;
         3.0 * (self.data.batch.images() as f64 * per_image
             + self.pairs_per_step() as f64 * k * k * (2.0 * self.model.dim as f64 + 8.0))
@@ -851,7 +857,7 @@ impl HibConfig {
     }
 
     /// The memory one training step takes, as a function of the numbers a user sets (batch,
-    /// samples, dim, components, channels), checked against hedge's memory budget by
+    /// samples, dim, components, channels, hidden units), checked against hedge's memory budget by
     /// [`ParamGuard::check_ref`]: the images' activations (input, two convolutions with what
     /// their activation and pooling keep, in f32; measured: peak memory of `hib train` on 2-digit
     /// MNIST, f32, grows by 633 KB per image from 128 to 4,096 images a step, where this counts
@@ -864,7 +870,8 @@ impl HibConfig {
         let stochastic = self.model.embedding != EmbeddingKind::Point;
         let copies = if self.optimiser.ema_decay > 0.0 { 5.0 } else { 4.0 };
         let bytes = move |config: &HibConfig, v: &[f64]| {
-            let [batch_a, batch_b, samples, dim, components, c1, c2] = [v[0], v[1], v[2], v[3], v[4], v[5], v[6]];
+            let [batch_a, batch_b, samples, dim, components, c1, c2, hidden] =
+                [v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]];
             let (images, pairs) = match (config.data.batch, config.data.pair_set) {
                 (BatchComposition::Independent { .. }, _) => (2.0 * batch_a, batch_a),
                 (BatchComposition::Grouped { .. }, PairSet::Sampled) => {
@@ -875,9 +882,12 @@ impl HibConfig {
                     (n, n * (n - 1.0) / 2.0)
                 }
             };
-            let per_image = c * hw + 3.0 * c1 * hw + c1 * hw / 4.0 + 3.0 * c2 * hw / 4.0 + 2.0 * c2 * features;
+            let per_image =
+                c * hw + 3.0 * c1 * hw + c1 * hw / 4.0 + 3.0 * c2 * hw / 4.0 + 2.0 * c2 * features + 2.0 * hidden;
             let outputs = if stochastic { components * 2.0 * dim } else { dim };
-            let parameters = 25.0 * (c * c1 + c1 * c2) + c2 * features * outputs;
+            // The head reads the hidden layer's units where there is one, the trunk's features
+            // otherwise; counting both keeps the bytes growing with every knob.
+            let parameters = 25.0 * (c * c1 + c1 * c2) + c2 * features * hidden + (c2 * features + hidden) * outputs;
             let k = if stochastic { samples } else { 1.0 };
             images * per_image * 4.0 + parameters * 4.0 * copies + pairs * k * k * (2.0 * dim + 8.0) * 4.0 * 2.0
         };
@@ -900,7 +910,8 @@ impl HibConfig {
             .knob("--dim", self.model.dim as f64, 1.0)
             .knob("--components", self.effective_components() as f64, 1.0)
             .knob("channels[0]", self.model.channels[0] as f64, 1.0)
-            .knob("channels[1]", self.model.channels[1] as f64, 1.0);
+            .knob("channels[1]", self.model.channels[1] as f64, 1.0)
+            .knob("--hidden-units", self.model.hidden_units as f64, 1.0);
         footprint
     }
 

@@ -8,7 +8,8 @@ use crate::distribution::Embedding;
 use crate::loss::MatchHead;
 
 /// conv 5x5 → ReLU → max-pool 2 → conv 5x5 → ReLU → max-pool 2 → fully connected head
-/// (with `norm = batch`: conv → max-pool → batch norm → ReLU, twice).
+/// (with `norm = batch`: conv → max-pool → batch norm → ReLU, twice; with `hidden_units = H`:
+/// a fully connected layer of H units and a ReLU before the head).
 ///
 /// Convolutions are padded ("same"), so a 28 x 28N input leaves `channels[1] x 7 x 7N` features.
 /// The mixture's C branches ("one linear layer per branch") are stored as one linear layer with
@@ -20,6 +21,8 @@ pub struct HibNet {
     conv2: nn::Conv2D,
     /// Batch normalisation after each convolution (`norm = batch`).
     norms: Option<[nn::BatchNorm; 2]>,
+    /// The fully connected layer between the trunk and the head (`hidden_units > 0`).
+    hidden: Option<nn::Linear>,
     head: nn::Linear,
     pub matcher: MatchHead,
     kind: ModelKind,
@@ -33,7 +36,8 @@ pub struct HibNet {
 
 impl HibNet {
     /// Builds the network's variables under `vs` (names: `trunk.conv1`, `trunk.conv2`, `head`,
-    /// `match.a_raw`, `match.b`; with batch norm also `trunk.norm1`, `trunk.norm2`). `config` must have passed [`crate::ParamGuard::check_ref`].
+    /// `match.a_raw`, `match.b`; with batch norm also `trunk.norm1`, `trunk.norm2`; with hidden
+    /// units also `hidden`). `config` must have passed [`crate::ParamGuard::check_ref`].
     pub fn new(vs: &nn::Path, config: &HibConfig) -> Self {
         let [c1, c2] = config.model.channels.map(|c| c as i64);
         let conv = nn::ConvConfig { padding: 2, ..Default::default() };
@@ -47,6 +51,9 @@ impl HibNet {
             ModelKind::Point => dim,
             _ => components * 2 * dim,
         };
+        let hidden_units = config.model.hidden_units as i64;
+        let hidden = (hidden_units > 0).then(|| nn::linear(vs / "hidden", features, hidden_units, Default::default()));
+        let head_inputs = if hidden_units > 0 { hidden_units } else { features };
         HibNet {
             conv1: nn::conv2d(&trunk / "conv1", in_channels, c1, 5, conv),
             conv2: nn::conv2d(&trunk / "conv2", c1, c2, 5, conv),
@@ -56,7 +63,8 @@ impl HibNet {
                     nn::batch_norm2d(&trunk / "norm2", c2, Default::default()),
                 ]
             }),
-            head: nn::linear(vs / "head", features, outputs, Default::default()),
+            hidden,
+            head: nn::linear(vs / "head", head_inputs, outputs, Default::default()),
             matcher: MatchHead::new(vs / "match", config.model.init_a, config.model.init_b)
                 .with_csd(config.loss.kind.name() == crate::csd::REGISTRATION.name),
             kind: config.model.embedding.kind(),
@@ -74,11 +82,11 @@ impl HibNet {
         }
     }
 
-    /// Whether `weight_decay` applies to the variable of this name: the two convolutions' and
-    /// the head's weight matrices. Biases, batch norm's scale and shift and the match head's a
+    /// Whether `weight_decay` applies to the variable of this name: the two convolutions', the
+    /// hidden layer's and the head's weight matrices. Biases, batch norm's scale and shift and the match head's a
     /// and b are left alone, as AdamW is usually set up (decaying them only moves an offset).
     pub fn is_decayed(name: &str) -> bool {
-        matches!(name, "trunk.conv1.weight" | "trunk.conv2.weight" | "head.weight")
+        matches!(name, "trunk.conv1.weight" | "trunk.conv2.weight" | "hidden.weight" | "head.weight")
     }
 
     /// Shared trunk features (batch norm, if any, in inference mode).
@@ -140,6 +148,10 @@ impl HibNet {
     pub fn forward_t(&self, x: &Tensor, train: bool) -> Embedding {
         let features = self.features_t(x, train);
         let features = if train && self.dropout > 0.0 { features.dropout(self.dropout, true) } else { features };
+        let features = match &self.hidden {
+            Some(hidden) => hidden.forward(&features).relu(),
+            None => features,
+        };
         let out = self.head.forward(&features);
         match self.kind {
             ModelKind::Point => Embedding::point(out),

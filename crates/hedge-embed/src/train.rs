@@ -689,6 +689,7 @@ fn init_offset_from_distances(matcher: &MatchHead, left: &Embedding, right: &Emb
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::EmbeddingKind;
 
     #[test]
     fn all_pairs_of_a_grouped_batch() {
@@ -731,6 +732,34 @@ mod tests {
         assert_eq!(decayed, ["head.weight", "trunk.conv1.weight", "trunk.conv2.weight"]);
         let mut adam = Adam::new(&vs, config.optimiser.learning_rate);
         assert_eq!(adam.set_weight_decay(config.optimiser.weight_decay, HibNet::is_decayed), 3);
+    }
+
+    /// `hidden_units = H` puts a fully connected layer of H units and a ReLU between the trunk
+    /// and the head: the network's embedding is head(relu(hidden(features))) computed by hand
+    /// from its own variables, the head reads H inputs, and weight decay reaches the new matrix.
+    #[test]
+    fn hidden_units_put_a_relu_layer_between_the_trunk_and_the_head() {
+        let config = HibConfig::default().with_model(EmbeddingKind::Point).with_hidden_units(5);
+        let (vs, net) = build_model(&config, Device::Cpu).unwrap();
+        let vars = vs.variables();
+        let features = 64 * 7 * 14;
+        assert_eq!(vars["hidden.weight"].size(), [5, features]);
+        assert_eq!(vars["head.weight"].size(), [2, 5]);
+        let x = Tensor::rand([3, 1, 28, 56], (Kind::Float, Device::Cpu));
+        let by_hand = net
+            .features(&x)
+            .linear(&vars["hidden.weight"], Some(&vars["hidden.bias"]))
+            .relu()
+            .linear(&vars["head.weight"], Some(&vars["head.bias"]));
+        let embedded = net.forward(&x).mean.squeeze_dim(1);
+        assert!(embedded.allclose(&by_hand, 1e-5, 1e-6, false), "{embedded} against {by_hand}");
+        let mut decayed: Vec<&str> = vars.keys().map(String::as_str).filter(|name| HibNet::is_decayed(name)).collect();
+        decayed.sort();
+        assert_eq!(decayed, ["head.weight", "hidden.weight", "trunk.conv1.weight", "trunk.conv2.weight"]);
+        // Without it the head reads the trunk's features directly, as the paper's network does.
+        let (plain, _) = build_model(&HibConfig::default().with_model(EmbeddingKind::Point), Device::Cpu).unwrap();
+        assert!(!plain.variables().contains_key("hidden.weight"));
+        assert_eq!(plain.variables()["head.weight"].size(), [2, features]);
     }
 
     /// Dropout acts while training only: at inference a network with dropout embeds exactly as

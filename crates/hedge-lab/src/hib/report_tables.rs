@@ -48,15 +48,25 @@ const LEVER_KEYS: [&str; 11] = [
     "channels",
 ];
 const STUDY_KEYS: [&str; 4] = ["protocol", "validation_fraction", "validation_seed", "conv_precision"];
-/// The A/B studies that train arms on the shared base recipe, in the order they were run.
-const AB_STUDIES: [&str; 4] = ["recompose", "digit-shift", "weight-decay", "dropout"];
+/// The A/B studies that train arms on the shared base recipe, in the order they were run: each
+/// study, its arms, and the study and arm its arms add one setting to where that is not its own
+/// `control` (an arm of another study: its name prefixes the arms' in a recipe's name).
+type AbStudy = (&'static str, &'static [&'static str], Option<(&'static str, &'static str)>);
+const AB_STUDIES: [AbStudy; 5] = [
+    ("recompose", &["recompose"], None),
+    ("digit-shift", &["shift2"], None),
+    ("weight-decay", &["wd5e-2", "wd1e-1", "wd2e-1"], Some(("digit-shift", "control"))),
+    ("dropout", &["drop5e-1"], Some(("digit-shift", "control"))),
+    ("hidden", &["hid256"], Some(("weight-decay", "wd1e-1"))),
+];
 const RECIPE_STUDY: &str = "instance-levers-f32";
 
 /// What an arm of an A/B study adds to the recipe, with the value a config written before the
 /// field existed means (hedge's default, the paper's).
-fn ab_keys() -> [(&'static str, Value); 5] {
+fn ab_keys() -> [(&'static str, Value); 6] {
     [
         ("weight_decay", Value::from(0.0)),
+        ("hidden_units", Value::from(0)),
         ("dropout", Value::from(0.0)),
         ("recompose", Value::from(false)),
         ("digit_shift", Value::from(0)),
@@ -67,7 +77,7 @@ fn ab_keys() -> [(&'static str, Value); 5] {
 /// Every HIB table and study fragment.
 pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     let r = results;
-    let pairs: Vec<(&str, String)> = vec![
+    let mut pairs: Vec<(&str, String)> = vec![
         ("open-set", open_set(r)?),
         ("instance-tables", instance_tables(r)?),
         ("paper-items", paper_items(r)?),
@@ -80,10 +90,6 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("long-run-progress", long_run_progress(r)?),
         ("long-run-gallery", long_run_gallery(r)?),
         ("long-run-length", long_run_length(r)?),
-        ("recompose", ab(r, "recompose", &["recompose"], None)?),
-        ("digit-shift", ab(r, "digit-shift", &["shift2"], None)?),
-        ("weight-decay", ab(r, "weight-decay", &["wd5e-2", "wd1e-1", "wd2e-1"], Some("digit-shift"))?),
-        ("dropout", ab(r, "dropout", &["drop5e-1"], Some("digit-shift"))?),
         ("n2-d2-against-second", table_against_aside(r, "n2-d2", N2D2_SECOND)?),
         ("others-against-asides", others_against_asides(r)?),
         ("n2-d2-tables", table_means_against_asides(r, "n2-d2")?),
@@ -99,6 +105,9 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("quickstart", quickstart(r)?),
         ("f32-peer", f32_peer(r)?),
     ];
+    for (study, arms, control_from) in AB_STUDIES {
+        pairs.push((study, ab(r, study, arms, control_from)?));
+    }
     Ok(pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect())
 }
 
@@ -558,8 +567,8 @@ fn recipe_lever(results: &Results, config: &Recipe) -> Result<Option<String>> {
             return Ok(Some(lever));
         }
     }
-    for study in AB_STUDIES {
-        for (arm, seed, folder) in lever_runs(results, study) {
+    for (study, _, control_from) in AB_STUDIES {
+        for (arm, seed, folder, _) in ab_runs(results, study) {
             if seed != 0 || arm == "control" {
                 continue;
             }
@@ -571,7 +580,11 @@ fn recipe_lever(results: &Results, config: &Recipe) -> Result<Option<String>> {
                     base.insert(k.into(), d);
                 }
                 let named = recipe_lever(results, &base)?.unwrap_or_else(|| "a recipe of no lever".into());
-                return Ok(Some(format!("{named} + {study}/{arm}")));
+                let through = match control_from {
+                    Some((other, other_arm)) if other_arm != "control" => format!(" + {other}/{other_arm}"),
+                    _ => String::new(),
+                };
+                return Ok(Some(format!("{named}{through} + {study}/{arm}")));
             }
         }
     }
@@ -1230,35 +1243,66 @@ fn long_run_length(results: &Results) -> Result<String> {
 /// validation images at the step they chose and the test split with those weights, then each of
 /// `levers` − control seed by seed and over the run. The control runs are `control_study`'s where
 /// the study shares another's.
-fn ab(results: &Results, study: &str, levers: &[&str], control_study: Option<&str>) -> Result<String> {
+/// The finished runs of an A/B study: `(arm, seed, run folder, its test-split report)`, from
+/// the shell loop's layout (`<arm>-seed<N>/` with `<arm>-seed<N>.test.json` beside it) and from
+/// `hedge hib study`'s (`runs/<arm>,seed=<N>/` with its `eval.json`).
+fn ab_runs(results: &Results, study: &str) -> Vec<(String, u64, String, String)> {
+    let mut runs: Vec<(String, u64, String, String)> = lever_runs(results, study)
+        .into_iter()
+        .map(|(arm, seed, folder)| {
+            let test = format!("{folder}.test.json");
+            (arm, seed, folder, test)
+        })
+        .collect();
+    let base = format!("{HIB}/{study}/runs");
+    let mut names: Vec<String> = std::fs::read_dir(results.path(&base))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let Some((arm, seed)) = name.rsplit_once(",seed=") else { continue };
+        let Ok(seed) = seed.parse() else { continue };
+        let folder = format!("{base}/{name}");
+        let test = format!("{folder}/eval.json");
+        runs.push((arm.to_string(), seed, folder, test));
+    }
+    runs.into_iter().filter(|r| results.exists(&r.3)).collect()
+}
+
+/// An A/B study's table: its arms against its `control` runs, or against `control_from`'s
+/// (a study and the arm of it that this study's arms add one setting to, read as `control`).
+fn ab(results: &Results, study: &str, levers: &[&str], control_from: Option<(&str, &str)>) -> Result<String> {
     let mut order: Vec<&str> = vec!["control"];
     order.extend(levers);
     let rank = |arm: &str| order.iter().position(|a| *a == arm).unwrap_or(order.len());
-    let tested = |folder: &str| results.exists(&format!("{folder}.test.json"));
     let mut runs: Vec<((String, u64), String)> = Vec::new();
-    let mut put = |key: (String, u64), folder: String| match runs.iter_mut().find(|r| r.0 == key) {
-        Some(r) => r.1 = folder,
-        None => runs.push((key, folder)),
+    let mut test_files: BTreeMap<(String, u64), String> = BTreeMap::new();
+    let mut put = |key: (String, u64), folder: String, test: String| {
+        test_files.insert(key.clone(), test);
+        match runs.iter_mut().find(|r| r.0 == key) {
+            Some(r) => r.1 = folder,
+            None => runs.push((key, folder)),
+        }
     };
-    for (arm, seed, folder) in lever_runs(results, study) {
-        if tested(&folder) && (control_study.is_none() || levers.contains(&arm.as_str())) {
-            put((arm, seed), folder);
+    for (arm, seed, folder, test) in ab_runs(results, study) {
+        if control_from.is_none() || levers.contains(&arm.as_str()) {
+            put((arm, seed), folder, test);
         }
     }
-    if let Some(control) = control_study {
-        for (arm, seed, folder) in lever_runs(results, control) {
-            if arm == "control" && tested(&folder) {
-                put((arm, seed), folder);
+    if let Some((control_study, control_arm)) = control_from {
+        for (arm, seed, folder, test) in ab_runs(results, control_study) {
+            if arm == control_arm {
+                put(("control".to_string(), seed), folder, test);
             }
         }
     }
-    if runs.is_empty() || (control_study.is_some() && !runs.iter().any(|r| levers.contains(&r.0 .0.as_str()))) {
+    if runs.is_empty() || (control_from.is_some() && !runs.iter().any(|r| levers.contains(&r.0 .0.as_str()))) {
         return Ok(format!("Not run yet (`hedge hib study --plan studies/hib/ab-{study}.toml`)."));
     }
     let mut tests: BTreeMap<(String, u64), EvalReport> = BTreeMap::new();
     let mut digits = BTreeSet::new();
     for (key, folder) in &runs {
-        tests.insert(key.clone(), results.json(&format!("{folder}.test.json"))?);
+        tests.insert(key.clone(), results.json(&test_files[key])?);
         let recipe = run_recipe(results, folder)?;
         digits.insert(recipe.get("validation_digits").and_then(Value::as_str).unwrap_or("shared").to_string());
     }

@@ -172,6 +172,11 @@ pub struct SettingFlags {
     #[arg(long, value_name = "A,B", value_parser = channel_widths)]
     #[serde(skip_serializing_if = "Option::is_none")]
     channels: Option<[usize; 2]>,
+    /// A fully connected layer of N units (ReLU) between the convolutions and the head (0: none,
+    /// the paper's network; not in the paper).
+    #[arg(long, value_name = "N")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hidden_units: Option<usize>,
     /// The settings `hib reproduce` takes too (--digits, --dim, --lr, --lr-schedule, the batch).
     #[command(flatten)]
     #[serde(flatten)]
