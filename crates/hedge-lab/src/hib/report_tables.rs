@@ -2627,6 +2627,35 @@ mod tests {
         )
     }
 
+    /// An A/B study's finished runs are found in both layouts it may have: the shell loop's
+    /// (`<arm>-seed<N>/` with `.test.json` beside it) and `hedge hib study`'s (`runs/<arm>,seed=<N>/`
+    /// with its `eval.json`); a run without its test report has not finished and is left out.
+    #[test]
+    fn an_ab_studys_runs_are_read_from_the_loops_layout_and_the_study_engines() {
+        let root = tempfile::tempdir().unwrap();
+        let study = root.path().join(HIB).join("hidden");
+        for folder in ["control-seed0", "wd1e-1-seed1", "runs/hid256,seed=0", "runs/hid256,seed=1"] {
+            std::fs::create_dir_all(study.join(folder)).unwrap();
+        }
+        std::fs::write(study.join("control-seed0.test.json"), "{}").unwrap();
+        std::fs::write(study.join("runs/hid256,seed=1/eval.json"), "{}").unwrap();
+        let results = Results::new(root.path());
+        let found = ab_runs(&results, "hidden");
+        let base = format!("{HIB}/hidden");
+        assert_eq!(
+            found,
+            [
+                ("control".into(), 0, format!("{base}/control-seed0"), format!("{base}/control-seed0.test.json")),
+                (
+                    "hid256".into(),
+                    1,
+                    format!("{base}/runs/hid256,seed=1"),
+                    format!("{base}/runs/hid256,seed=1/eval.json")
+                ),
+            ]
+        );
+    }
+
     /// The lever table's verdicts follow its stated rule: better only when every seed of the
     /// lever beats every seed of the control on validation, a cell moves only when every seed
     /// lies beyond the control's on that cell, and one seed decides nothing.
