@@ -21,9 +21,11 @@ adds an A/B study's arm (studies/hib/ab-<study>.toml) to the base recipe the arm
 (results/hib/ab-recipe.toml): of the arms that beat the study's control runs on the validation
 score at every seed both have (the same images, digits and step count), the one with the best
 mean wins, and the settings its seed-0 run sets away from hedge's defaults (weight decay, dropout,
-recompose, digit shift, validation digits) join the base recipe's. Every arm the script trains
-for the study must have finished --min-seeds seeds; when no arm beats the control the base recipe
-stands and nothing is written.
+recompose, digit shift, validation digits, hidden units) join the base recipe's. A study whose
+arms add one setting to another study's arm (hidden: to weight-decay's wd1e-1) is measured against
+that arm's runs, and its winner carries that arm's settings too. Every arm the study trains must
+have finished --min-seeds seeds; when no arm beats the control the base recipe stands and nothing
+is written.
 """
 import argparse
 import json
@@ -40,11 +42,13 @@ LEVER_KEYS = ("batch", "batch_pairs", "group_classes", "group_size", "pair_set",
 STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precision")
 # What an arm of an A/B study (studies/hib/ab-*.toml) adds to the recipe, with the value a
 # config written before the field existed means (hedge's default, the paper's).
-AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared"}
-# The A/B studies that train arms on the shared base recipe, with the study whose control runs
-# they are measured against.
-AB_STUDIES = {"recompose": "recompose", "digit-shift": "digit-shift", "weight-decay": "digit-shift",
-              "dropout": "digit-shift"}
+AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared",
+           "hidden_units": 0}
+# The A/B studies that train arms on the shared base recipe, with the study and arm whose runs
+# they are measured against (an arm of another study where the arms add one setting to it).
+AB_STUDIES = {"recompose": ("recompose", "control"), "digit-shift": ("digit-shift", "control"),
+              "weight-decay": ("digit-shift", "control"), "dropout": ("digit-shift", "control"),
+              "hidden": ("weight-decay", "wd1e-1")}
 RECIPE_STUDY = "instance-levers-f32"
 
 
@@ -121,11 +125,25 @@ def ab_study_arms(study):
     return [arm for arm in plan_runs(f"ab-{study}") if arm != "control"]
 
 
+def ab_runs(study):
+    """(arm, seed, folder, test report) of an A/B study's runs: the shell loop's `<arm>-seed<N>/`
+    with `<arm>-seed<N>.test.json` beside it, and `hedge hib study`'s `runs/<arm>,seed=<N>/` with
+    its `eval.json`."""
+    runs = [(arm, seed, folder, f"{folder}.test.json") for arm, seed, folder in lever_runs(study)]
+    base = os.path.join(HIB, study, "runs")
+    for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        m = re.fullmatch(r"(.+),seed=([0-9]+)", d)
+        if m and os.path.isdir(os.path.join(base, d)):
+            folder = os.path.join(base, d)
+            runs.append((m.group(1), int(m.group(2)), folder, os.path.join(folder, "eval.json")))
+    return runs
+
+
 def finished_scores(study, arms):
     """{arm: {seed: (validation score, folder)}} of a study's finished runs (its test score written)."""
     scores = {}
-    for arm, seed, folder in lever_runs(study):
-        if arm in arms and os.path.exists(f"{folder}.test.json"):
+    for arm, seed, folder, test in ab_runs(study):
+        if arm in arms and os.path.exists(test):
             scores.setdefault(arm, {})[seed] = (load(os.path.join(folder, "best.json"))["score"], folder)
     return scores
 
@@ -135,7 +153,8 @@ def choose_ab_arm(study, min_seeds):
     every shared seed with the best mean validation score, or None; the verdict of each arm."""
     arms = ab_study_arms(study)
     scores = finished_scores(study, arms)
-    control = finished_scores(AB_STUDIES[study], ["control"]).get("control", {})
+    control_study, control_arm = AB_STUDIES[study]
+    control = finished_scores(control_study, [control_arm]).get(control_arm, {})
     short = [f"{arm} ({len(scores.get(arm, {}))})" for arm in arms if len(scores.get(arm, {})) < min_seeds]
     if short or len(control) < min_seeds:
         sys.exit(f"hib-choose-recipe: results/hib/{study}: fewer than {min_seeds} finished seeds for "
@@ -187,7 +206,7 @@ def main_ab(args):
         "#",
         f"# Written by `python3 scripts/hib-choose-recipe.py --ab-study {args.ab_study}`: the base recipe the",
         "# A/B studies train on (results/hib/ab-recipe.toml, itself the lever study's choice) and the",
-        f"# settings of the arm {arm}, above the control at every seed on the validation score (mean",
+        f"# settings of the arm {arm}{on_top(args.ab_study)}, above the control at every seed on the validation score (mean",
         f"# {mean:.4f} over seeds {', '.join(map(str, seeds))}; the runs are in results/hib/{args.ab_study}/,",
         "# time-to-quality.md section 2). Every arm's mean validation score:",
         *(f"#   {verdict}" for verdict in verdicts),
@@ -195,6 +214,12 @@ def main_ab(args):
         *(f"{k} = {toml_value(config[k])}" for k in added),
     ]
     write_recipe("\n".join(lines) + "\n", args.out, args.dry_run, f"base recipe + {args.ab_study}/{arm} ({mean:.4f})")
+
+
+def on_top(study):
+    """` (added to weight-decay/wd1e-1, its control)` for a study measured against another's arm."""
+    other, arm = AB_STUDIES[study]
+    return "" if arm == "control" else f" (added to {other}/{arm}, its control)"
 
 
 def toml_value(value):
