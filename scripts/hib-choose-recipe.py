@@ -21,7 +21,9 @@ adds an A/B study's arm (studies/hib/ab-<study>.toml) to the base recipe the arm
 (results/hib/ab-recipe.toml): of the arms that beat the study's control runs on the validation
 score at every seed both have (the same images, digits and step count), the one with the best
 mean wins, and the settings its seed-0 run sets away from hedge's defaults (weight decay, dropout,
-recompose, digit shift, validation digits, hidden units) join the base recipe's. A study whose
+recompose, digit shift, validation digits, hidden units) join the base recipe's. An arm whose
+largest table network (N = 3, MoG-2, D = 3) has weights over 5 MB cannot win: the repository
+keeps no file over 5 MB, and the tables' weights must stay in it to be scored again. A study whose
 arms add one setting to another study's arm (hidden: to weight-decay's wd1e-1) is measured against
 that arm's runs, and its winner carries that arm's settings too. Every arm the study trains must
 have finished --min-seeds seeds; when no arm beats the control the base recipe stands and nothing
@@ -148,9 +150,28 @@ def finished_scores(study, arms):
     return scores
 
 
+# The repository keeps no file over 5 MB, and a table's weights must stay in it: later sessions
+# score them again (scripts/hib-test-seen.sh) from a clean checkout.
+MAX_WEIGHT_BYTES = 5_000_000
+
+
+def largest_table_weight_bytes(config):
+    """Bytes of the f32 weights of the largest network the tables train with this recipe: N = 3
+    (28 x 84 images: 7 x 21 pooled positions), MoG-2 at D = 3 (2 components x mean and variance x
+    3 outputs), plus the match head's a and b."""
+    c1, c2 = config.get("channels", [32, 64])
+    features = c2 * 7 * 21
+    hidden = config.get("hidden_units", 0)
+    outputs = 2 * 2 * 3
+    convs = 25 * (1 * c1 + c1 * c2) + c1 + c2
+    head_inputs = hidden or features
+    return 4 * (convs + (features * hidden + hidden if hidden else 0) + head_inputs * outputs + outputs + 2)
+
+
 def choose_ab_arm(study, min_seeds):
     """(arm, mean score, seeds, folder of its seed-0 run) of the A/B arm that beats the control at
-    every shared seed with the best mean validation score, or None; the verdict of each arm."""
+    every shared seed with the best mean validation score, among those whose largest table's
+    weights the repository can hold (MAX_WEIGHT_BYTES), or None; the verdict of each arm."""
     arms = ab_study_arms(study)
     scores = finished_scores(study, arms)
     control_study, control_arm = AB_STUDIES[study]
@@ -166,9 +187,13 @@ def choose_ab_arm(study, min_seeds):
         mean = sum(scores[arm][s][0] for s in seeds) / len(seeds)
         shared = [s for s in seeds if s in control]
         beats = bool(shared) and all(scores[arm][s][0] > control[s][0] for s in shared)
+        weights = largest_table_weight_bytes(load(os.path.join(scores[arm][min(seeds)][1], "config.json"))["hib"])
+        fits = weights <= MAX_WEIGHT_BYTES
         verdicts.append(f"{arm} {mean:.4f} over seeds {', '.join(map(str, seeds))}, "
-                        + ("above" if beats else "not above") + " the control at every seed")
-        if beats and (best is None or mean > best[1]):
+                        + ("above" if beats else "not above") + " the control at every seed"
+                        + ("" if fits else f"; its N = 3 weights ({weights / 1e6:.1f} MB) exceed the "
+                           f"{MAX_WEIGHT_BYTES / 1e6:.0f} MB a file in the repository may take"))
+        if beats and fits and (best is None or mean > best[1]):
             best = (arm, mean, seeds, scores[arm][min(seeds)][1])
     return best, verdicts
 
