@@ -410,11 +410,11 @@ fn validation_images_with_new_digits_are_recorded_and_evaluated() {
     assert!(!o.status.success() && stderr(&o).contains("holds no images out"), "{}", stderr(&o));
 }
 
-/// `--weight-decay` and `--dropout` are recorded in the run's config (a resumed run reads them
-/// back from there), and values that would wipe the weights out in one step or drop every
-/// feature are refused by name, leaving no run behind.
+/// `--weight-decay`, `--dropout` and `--hidden-units` are recorded in the run's config (a resumed
+/// run reads them back from there), and values that would wipe the weights out in one step or
+/// drop every feature are refused by name, leaving no run behind.
 #[test]
-fn weight_decay_and_dropout_are_recorded_and_checked() {
+fn weight_decay_dropout_and_hidden_units_are_recorded_and_checked() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let train = |decay: &str, dropout: &str, out: &std::path::Path| {
@@ -434,6 +434,8 @@ fn weight_decay_and_dropout_are_recorded_and_checked() {
             decay,
             "--dropout",
             dropout,
+            "--hidden-units",
+            "8",
             "--out",
             s(out),
         ]);
@@ -445,6 +447,7 @@ fn weight_decay_and_dropout_are_recorded_and_checked() {
         serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["hib"]["weight_decay"].as_f64(), Some(1e-4));
     assert_eq!(config["hib"]["dropout"].as_f64(), Some(0.5));
+    assert_eq!(config["hib"]["hidden_units"].as_u64(), Some(8));
     let refused = dir.path().join("refused");
     for (decay, dropout, expected) in [("100", "0", "below 1"), ("0", "1", "dropout")] {
         let (ok, err) = train(decay, dropout, &refused);
