@@ -57,7 +57,7 @@ const AB_STUDIES: [AbStudy; 5] = [
     ("digit-shift", &["shift2"], None),
     ("weight-decay", &["wd5e-2", "wd1e-1", "wd2e-1"], Some(("digit-shift", "control"))),
     ("dropout", &["drop5e-1"], Some(("digit-shift", "control"))),
-    ("hidden", &["hid256"], Some(("weight-decay", "wd1e-1"))),
+    ("hidden", &["hid256", "hid64"], Some(("weight-decay", "wd1e-1"))),
 ];
 const RECIPE_STUDY: &str = "instance-levers-f32";
 
