@@ -193,13 +193,8 @@ impl Asides {
 /// in name order.
 fn lever_runs(results: &Results, study: &str) -> Vec<(String, u64, String)> {
     let base = format!("{HIB}/{study}");
-    let mut names: Vec<String> = std::fs::read_dir(results.path(&base))
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names
+    subfolders(results, &base)
         .into_iter()
-        .filter(|n| results.path(&format!("{base}/{n}")).is_dir())
         .filter_map(|n| {
             let (lever, seed) = n.rsplit_once("-seed")?;
             if lever.is_empty() || seed.is_empty() || !seed.chars().all(|c| c.is_ascii_digit()) {
@@ -208,6 +203,17 @@ fn lever_runs(results: &Results, study: &str) -> Vec<(String, u64, String)> {
             Some((lever.to_string(), seed.parse().ok()?, format!("{base}/{n}")))
         })
         .collect()
+}
+
+/// The names of the folders in `base`, in name order; none where `base` does not exist.
+fn subfolders(results: &Results, base: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(results.path(base))
+        .map(|d| {
+            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 fn has(results: &Results, folder: &str, name: &str) -> bool {
@@ -894,13 +900,8 @@ fn open_set_ladder(results: &Results) -> Result<String> {
 }
 
 fn open_set_seeds(results: &Results) -> Result<String> {
-    let mut runs: Vec<String> = std::fs::read_dir(results.path(OPEN_SET_LEVERS))
-        .map(|d| {
-            d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
-        })
-        .unwrap_or_default();
+    let mut runs = subfolders(results, OPEN_SET_LEVERS);
     runs.retain(|d| d.rsplit_once("-seed").is_none_or(|(_, s)| s.is_empty() || !s.chars().all(|c| c.is_ascii_digit())));
-    runs.sort();
     let mut out = vec![
         "| run | seed | steps | min | validation | val. score | score − seed 0's | test_unseen | test_seen |"
             .to_string(),
@@ -1239,10 +1240,6 @@ fn long_run_length(results: &Results) -> Result<String> {
 
 // ----- A/B studies ---------------------------------------------------------------------------
 
-/// The runs of A/B study `study` (`studies/hib/ab-<study>.toml`): each finished run's steps, the
-/// validation images at the step they chose and the test split with those weights, then each of
-/// `levers` − control seed by seed and over the run. The control runs are `control_study`'s where
-/// the study shares another's.
 /// The finished runs of an A/B study: `(arm, seed, run folder, its test-split report)`, from
 /// the shell loop's layout (`<arm>-seed<N>/` with `<arm>-seed<N>.test.json` beside it) and from
 /// `hedge hib study`'s (`runs/<arm>,seed=<N>/` with its `eval.json`).
@@ -1255,11 +1252,7 @@ fn ab_runs(results: &Results, study: &str) -> Vec<(String, u64, String, String)>
         })
         .collect();
     let base = format!("{HIB}/{study}/runs");
-    let mut names: Vec<String> = std::fs::read_dir(results.path(&base))
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-        .unwrap_or_default();
-    names.sort();
-    for name in names {
+    for name in subfolders(results, &base) {
         let Some((arm, seed)) = name.rsplit_once(",seed=") else { continue };
         let Ok(seed) = seed.parse() else { continue };
         let folder = format!("{base}/{name}");
@@ -1269,8 +1262,11 @@ fn ab_runs(results: &Results, study: &str) -> Vec<(String, u64, String, String)>
     runs.into_iter().filter(|r| results.exists(&r.3)).collect()
 }
 
-/// An A/B study's table: its arms against its `control` runs, or against `control_from`'s
-/// (a study and the arm of it that this study's arms add one setting to, read as `control`).
+/// An A/B study's table (`studies/hib/ab-<study>.toml`): each finished run's steps, the
+/// validation images at the step it chose and the test split with those weights, then each of
+/// `levers` − control seed by seed and over the run. The control runs are the study's own
+/// `control` runs, or `control_from`'s (a study and the arm of it that this study's arms add one
+/// setting to, read as `control`).
 fn ab(results: &Results, study: &str, levers: &[&str], control_from: Option<(&str, &str)>) -> Result<String> {
     let mut order: Vec<&str> = vec!["control"];
     order.extend(levers);
