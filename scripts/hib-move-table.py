@@ -16,7 +16,8 @@ folder still passes hedge's integrity check. Only tracked files move: a run fold
 know (a run started and never checkpointed) is refused by name, to be removed or committed first.
 Each rewritten file goes to a temporary file beside it, then is renamed over it. The moved folder
 gets a `moved-aside.json` marker (the setting it was, and which of its tables: 1 for the first),
-from which `hedge report` finds and names the tables moved aside.
+from which `hedge report` finds and names the tables moved aside. The moved Markdown files keep
+the count of hand-stated numbers scripts/prose-baseline.json allowed them (their generated prose).
 """
 import argparse
 import glob
@@ -77,6 +78,26 @@ def refresh_checkpoint(folder):
     os.replace(tmp, path)
 
 
+def carry_prose_baseline(moves):
+    """Give each moved Markdown file the count scripts/prose-baseline.json allows its old path
+    (the numbers a generated table states in its prose), so `scripts/docs.py --check` reads the
+    moved table as it read the old one; the old path keeps its count, as the retrained table
+    writes the same files there."""
+    path = os.path.join(ROOT, "scripts", "prose-baseline.json")
+    with open(path) as f:
+        baseline = json.load(f)
+    carried = dict(baseline)
+    for src, dst in moves:
+        for key, count in baseline.items():
+            if key == src or key.startswith(src + "/"):
+                carried[dst + key[len(src):]] = count
+    if carried != baseline:
+        with open(path + ".tmp", "w") as f:
+            json.dump(carried, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(path + ".tmp", path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("setting", help="a table folder under results/hib, e.g. n2-d2")
@@ -129,6 +150,7 @@ def main():
         if os.path.exists(marker):
             with open(marker) as f:
                 earlier += json.load(f)["setting"] == args.setting
+    carry_prose_baseline(moves)
     marker = os.path.join(folder, "moved-aside.json")
     with open(marker + ".tmp", "w") as f:
         f.write(json.dumps({"setting": args.setting, "table": earlier + 1}, indent=2) + "\n")

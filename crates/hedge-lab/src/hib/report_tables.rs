@@ -30,6 +30,9 @@ const N2D2_FIRST: &str = "n2-d2-d-peak1e-2";
 /// The second, trained on the re-chosen recipe and moved aside when N = 2, D = 2 was retrained
 /// on it with weight decay.
 const N2D2_SECOND: &str = "n2-d2-l-peak1e-2-16x16";
+/// The third, trained on the recipe with weight decay, moved aside when N = 2, D = 2 was
+/// retrained on it with the hidden layer.
+const N2D2_THIRD: &str = "n2-d2-wd1e-1";
 const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 /// What a lever of an instance lever study may change, and what the study fixed for all of
@@ -90,7 +93,8 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("long-run-progress", long_run_progress(r)?),
         ("long-run-gallery", long_run_gallery(r)?),
         ("long-run-length", long_run_length(r)?),
-        ("n2-d2-against-second", table_against_aside(r, "n2-d2", N2D2_SECOND)?),
+        ("n2-d2-third-against-second", table_against_aside(r, N2D2_THIRD, N2D2_SECOND)?),
+        ("n2-d2-against-third", table_against_aside(r, "n2-d2", N2D2_THIRD)?),
         ("others-against-asides", others_against_asides(r)?),
         ("n2-d2-tables", table_means_against_asides(r, "n2-d2")?),
         ("instance-acceptance", instance_acceptance(r, "n2-d2")?),
@@ -1503,16 +1507,19 @@ fn others_against_asides(results: &Results) -> Result<String> {
 }
 
 /// A setting's table beside every table moved aside from it, model by model, and its gain over
-/// each that has as many seeds of the model.
+/// each that has as many seeds of the model. While the setting is being retrained (no
+/// `summary.json` yet) the newest table moved aside heads the comparison, said in a lead line.
 fn table_means_against_asides(results: &Results, setting: &str) -> Result<String> {
     let a = Asides::read(results)?;
-    if !has(results, &format!("{HIB}/{setting}"), "summary.json") {
-        return Ok(format!("`{setting}/` has no `summary.json` yet."));
-    }
     let folders: Vec<String> = std::iter::once(setting.to_string())
         .chain(a.of(setting))
         .filter(|f| has(results, &format!("{HIB}/{f}"), "summary.json"))
         .collect();
+    let Some(head) = folders.first().cloned() else {
+        return Ok(format!("`{setting}/` has no `summary.json` yet."));
+    };
+    let name_of =
+        |f: &str| if f == setting { "this table".to_string() } else { a.get(f).map_or("", |a| a.1).to_string() };
     let mut summaries = BTreeMap::new();
     let mut recipes = BTreeMap::new();
     for f in &folders {
@@ -1522,36 +1529,46 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
     }
     let (mut rows, mut gains) = (Vec::new(), Vec::new());
     for (key, name) in MODELS {
-        let Some(own) = summaries[setting].models.get(key) else { continue };
+        let Some(own) = summaries[&head].models.get(key) else { continue };
         for f in &folders {
             let Some(m) = summaries[f].models.get(key) else { continue };
             let steps = planned_steps(results, &m.runs)?;
-            let label = if f == setting { "this table" } else { a.get(f).map_or("", |a| a.1) };
             rows.push(format!(
-                "| {name} | {label} (`{}`) | {} | {} | {} |",
+                "| {name} | {} (`{}`) | {} | {} | {} |",
+                name_of(f),
                 recipes[f],
                 m.seeds,
                 steps.iter().map(|s| thousands(*s as u64)).collect::<Vec<_>>().join(", "),
                 fmt4(four_model(m), false)
             ));
-            if f != setting && m.seeds == own.seeds {
+            if *f != head && m.seeds == own.seeds {
                 let (mine, theirs) = (four_model(own), four_model(m));
                 let gap = (0..4).map(|k| plus3(mine[k] - theirs[k])).collect::<Vec<_>>().join(" / ");
-                gains.push(format!("{name} over the {} ({} seeds each): {gap}", a.get(f).map_or("", |a| a.1), m.seeds));
+                gains.push(format!("{name} over the {} ({} seeds each): {gap}", name_of(f), m.seeds));
             }
         }
     }
-    let mut out = vec![
+    let mut out = Vec::new();
+    if head != setting {
+        out.push(format!(
+            "`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it ends, the {}, \
+             `{head}/`, heads this comparison:",
+            name_of(&head)
+        ));
+        out.push(String::new());
+    }
+    out.extend([
         "| model | table (recipe) | seeds | steps a run | test, mean over seeds: AP clean / AP corrupt / KNN clean / KNN \
          corrupt |"
             .to_string(),
         "|---|---|---|---|---|".into(),
-    ];
+    ]);
     out.extend(rows);
     if !gains.is_empty() {
         out.push(String::new());
+        let whose = if head == setting { "This table's".to_string() } else { format!("The {}'s", name_of(&head)) };
         out.push(format!(
-            "This table's gain, mean against mean (AP clean / AP corrupt / KNN clean / KNN corrupt): {}.",
+            "{whose} gain, mean against mean (AP clean / AP corrupt / KNN clean / KNN corrupt): {}.",
             gains.join("; ")
         ));
     }
