@@ -814,6 +814,14 @@ impl HibConfig {
         self.data.own_images.as_ref().map_or([1, 28, 28 * self.data.digits], |d| d.shape)
     }
 
+    /// Cells of each channel of the trunk's output: the "same" convolutions keep the image's
+    /// size and each of the two 2 × 2 max-pools floors it by half. The hidden layer (or the
+    /// head) reads this many cells of each of the second convolution's channels.
+    pub fn pooled_cells(&self) -> usize {
+        let [_, h, w] = self.input_shape();
+        (h / 4) * (w / 4)
+    }
+
     /// Mixture components: 1 for point and Gaussian models.
     pub fn effective_components(&self) -> usize {
         self.model.embedding.components()
@@ -839,7 +847,7 @@ impl HibConfig {
     pub fn step_operations(&self) -> f64 {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
         let (c1, c2) = (self.model.channels[0] as f64, self.model.channels[1] as f64);
-        let features = c2 * (h / 4.0).floor() * (w / 4.0).floor();
+        let features = c2 * self.pooled_cells() as f64;
         let per_image = 25.0 * (c * c1 * h * w + c1 * c2 * h * w / 4.0) + features * self.model.hidden_units as f64;
         let k = self.effective_samples() as f64;
         3.0 * (self.data.batch.images() as f64 * per_image
@@ -866,7 +874,7 @@ impl HibConfig {
     /// Monte-Carlo tensors ([`Self::mc_bytes_per_step`]).
     pub fn step_footprint(&self) -> hedge_run::Footprint<'_> {
         let [c, h, w] = self.input_shape().map(|v| v as f64);
-        let (hw, features) = (h * w, (h / 4.0).floor() * (w / 4.0).floor());
+        let (hw, features) = (h * w, self.pooled_cells() as f64);
         let stochastic = self.model.embedding != EmbeddingKind::Point;
         let copies = if self.optimiser.ema_decay > 0.0 { 5.0 } else { 4.0 };
         let bytes = move |config: &HibConfig, v: &[f64]| {
@@ -1354,6 +1362,8 @@ mod tests {
         // input, conv1 x 3, pooled conv1, conv2 x 3 at half size, pooled conv2 x 2) in f32;
         // parameters x 4 (weights, gradients, two Adam moments).
         let g = gaussian();
+        // Two 2 x 2 pools of 28 x 56: 7 x 14 cells a channel.
+        assert_eq!(g.pooled_cells(), 7 * 14);
         let (hw, features) = (28.0 * 56.0, 7.0 * 14.0);
         let per_image = hw + 3.0 * 32.0 * hw + 32.0 * hw / 4.0 + 3.0 * 64.0 * hw / 4.0 + 2.0 * 64.0 * features;
         let parameters = 25.0 * (32.0 + 32.0 * 64.0) + 64.0 * features * 4.0;

@@ -42,9 +42,8 @@ impl HibNet {
         let [c1, c2] = config.model.channels.map(|c| c as i64);
         let conv = nn::ConvConfig { padding: 2, ..Default::default() };
         let trunk = vs / "trunk";
-        // "Same" convolutions keep the size; each of the two max-pools floors it by half.
-        let [in_channels, height, width] = config.input_shape().map(|v| v as i64);
-        let features = c2 * (height / 4) * (width / 4);
+        let in_channels = config.input_shape()[0] as i64;
+        let features = c2 * config.pooled_cells() as i64;
         let dim = config.model.dim as i64;
         let components = config.effective_components() as i64;
         let outputs = match config.model.embedding.kind() {
