@@ -1550,11 +1550,7 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
     }
     let mut out = Vec::new();
     if head != setting {
-        out.push(format!(
-            "`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it ends, the {}, \
-             `{head}/`, heads this comparison:",
-            name_of(&head)
-        ));
+        out.push(retraining_lead(setting, &name_of(&head), &head, "heads this comparison"));
         out.push(String::new());
     }
     out.extend([
@@ -1573,6 +1569,15 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
         ));
     }
     Ok(out.join("\n"))
+}
+
+/// The line that says a setting's table is being retrained and which moved-aside table (`name`,
+/// in `folder`) stands in for it meanwhile, doing `what`.
+fn retraining_lead(setting: &str, name: &str, folder: &str, what: &str) -> String {
+    format!(
+        "`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it ends, the {name}, \
+         `{folder}/`, {what}:"
+    )
 }
 
 // ----- issue 33's acceptance -----------------------------------------------------------------
@@ -1596,11 +1601,7 @@ fn acceptance_source(results: &Results, setting: &str) -> Result<Option<(String,
             Vec::new()
         } else {
             vec![
-                format!(
-                    "`{setting}/` is being retrained on today's `recipe.toml` (no `summary.json` yet); until it ends, the \
-                     {}, `{folder}/`, on its earlier recipe:",
-                    a.get(&folder).map_or("", |a| a.1)
-                ),
+                retraining_lead(setting, a.get(&folder).map_or("", |a| a.1), &folder, "on its earlier recipe"),
                 String::new(),
             ]
         };
