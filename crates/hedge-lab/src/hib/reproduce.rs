@@ -1726,10 +1726,12 @@ mod tests {
     /// setting of schema 1 is named, and a schema from a newer hedge is refused.
     #[test]
     fn schema_1_reads_as_the_settings_it_trained() {
+        // The third N = 2, D = 2 table, moved aside when the setting was retrained, keeps the
+        // schema-1 config it trained under; `n2-d2/` itself is written as schema 2 now.
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/hib");
-        let text = std::fs::read_to_string(root.join("n2-d2/config.json")).unwrap();
+        let text = std::fs::read_to_string(root.join("n2-d2-wd1e-1/config.json")).unwrap();
         let v1: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert!(v1.get("schema").is_none() && v1.get("recipe").is_some(), "the committed n2-d2 is schema 1");
+        assert!(v1.get("schema").is_none() && v1.get("recipe").is_some(), "the committed n2-d2-wd1e-1 is schema 1");
         let c: ReproduceConfig = serde_json::from_str(&text).unwrap();
         let recipe: HibConfig = serde_json::from_value(v1["recipe"].clone()).unwrap();
         // 45-minute budget: the steps are planned, not the recipe's 20,000.
