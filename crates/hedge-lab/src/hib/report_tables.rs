@@ -1544,7 +1544,8 @@ fn table_means_against_asides(results: &Results, setting: &str) -> Result<String
             if *f != head && m.seeds == own.seeds {
                 let (mine, theirs) = (four_model(own), four_model(m));
                 let gap = (0..4).map(|k| plus3(mine[k] - theirs[k])).collect::<Vec<_>>().join(" / ");
-                gains.push(format!("{name} over the {} ({} seeds each): {gap}", name_of(f), m.seeds));
+                let seeds = if m.seeds == 1 { "1 seed".to_string() } else { format!("{} seeds", m.seeds) };
+                gains.push(format!("{name} over the {} ({seeds} each): {gap}", name_of(f)));
             }
         }
     }
