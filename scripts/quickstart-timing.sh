@@ -53,6 +53,7 @@ result = {
     "cpu": cpu,
     "cores": int(cores),
     "conv_precision": config["hib"]["conv_precision"],
+    "hidden_units": config["hib"]["hidden_units"],
     "steps": state["step"],
     "train_seconds": state["seconds"],
     "quickstart_wall_seconds": float(ended) - float(started),

@@ -11,7 +11,7 @@ bash scripts/setup-libtorch.sh
 cargo build --release --quiet -p hedge-cli
 hedge="$root/target/release/hedge"
 run="${1:-runs/quickstart-$(date +%Y%m%d-%H%M%S)}"
-steps="${HEDGE_QUICKSTART_STEPS:-600}"
+steps="${HEDGE_QUICKSTART_STEPS:-400}"
 "$hedge" hib train --config scripts/quickstart-recipe.toml --digits 2 --dim 2 --steps "$steps" --out "$run"
 "$hedge" hib embed --run "$run" --split test --variant clean --out "$run/test_clean.npz"
 "$hedge" hib embed --run "$run" --split test --variant corrupt --out "$run/test_corrupt.npz"
