@@ -51,7 +51,7 @@ printf '\n[patch.crates-io]\ntorch-sys = { path = "%s" }\n' "$work/torch-sys" >>
   RUSTFLAGS="-C link-arg=-Wl,-rpath-link,$root/.libtorch/site/nvidia/cu13/lib" \
   cargo build --release -p hedge-cli --target-dir "$work/target")
 # What travels: the binary, the system libraries the image lacks (fontconfig and freetype for
-# the plots, with their own needs) and the N = 2 instance tables with MNIST.
+# the plots, with their own needs), the N = 2 instance tables with MNIST and the tables' recipe.
 mkdir -p "$root/.gpu/lib" "$root/.gpu/data/n-digit-mnist/standard_datasets" "$root/.gpu/data/mnist"
 cp "$work/target/release/hedge" "$root/.gpu/hedge"
 for n in fontconfig.so.1 freetype.so.6 png16.so.16 brotlidec.so.1 brotlicommon.so.1 expat.so.1; do
@@ -61,5 +61,6 @@ data=${HEDGE_DATA_DIR:-$root/data}
 cp "$data"/n-digit-mnist/standard_datasets/dataset_mnist_2_instance_*.npz "$root/.gpu/data/n-digit-mnist/standard_datasets/"
 cp "$data"/mnist/*.gz "$root/.gpu/data/mnist/"
 cp "$root/scripts/gpu/hib-paper-schedule.sh" "$root/.gpu/run.sh"
+cp "$root/results/hib/recipe.toml" "$root/.gpu/recipe.toml"
 grep -qx '/.gpu/' "$root/.git/info/exclude" 2>/dev/null || echo '/.gpu/' >>"$root/.git/info/exclude"
 echo "built $root/.gpu/hedge against torch $version"
