@@ -303,7 +303,7 @@ impl HibRun {
             let device = device(device_name)?;
             let split = NDigitSplit::parse(split).map_err(value_error)?;
             let data = HibData::new(DataRoot::from_env());
-            let set = embed_run(&self.run, &data, split, false, samples, device).map_err(value_error)?;
+            let set = embed_run(&self.run, &data, split, false, samples, None, device).map_err(value_error)?;
             let (mean, variance, eta) = embedding_tensors(py, &set)?;
             Ok((mean, variance, eta, set.labels))
         })

@@ -202,6 +202,11 @@ pub struct EmbedArgs {
     /// Monte-Carlo samples per input for eta.
     #[arg(long, default_value_t = 8)]
     samples: i64,
+    /// Embed with this weights file of the same model instead of the run's own final weights:
+    /// RUN_DIR/model_best.safetensors (the weights validation chose, which the run's evaluation
+    /// scores) or a kept copy in RUN_DIR/checkpoints/.
+    #[arg(long)]
+    weights: Option<PathBuf>,
     #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
@@ -289,7 +294,7 @@ fn embed(args: EmbedArgs) -> Result<()> {
     check_output_path(&args.out, args.overwrite, is_embedding_npz)?;
     let corrupt = matches!(args.variant, Variant::Corrupt);
     let data = HibData::new(hedge_data::DataRoot::from_env());
-    let set = embed_run(&run, &data, split, corrupt, args.samples, device)?;
+    let set = embed_run(&run, &data, split, corrupt, args.samples, args.weights.as_deref(), device)?;
     set.write_npz(&args.out)?;
     println!(
         "wrote {} ({} images of {}, {}; mean eta {:.4})",

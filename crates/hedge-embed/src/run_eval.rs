@@ -18,7 +18,7 @@ use crate::evaluate::{
 use crate::monitor::{embed_twins, CORRUPT_SEED, PAIR_SEED};
 use crate::report::{CurvePoint, EvalContext, EvalReport, PairCounts, QuickVerification, VerificationReport};
 use crate::run::{RunDir, CHECKPOINTS_DIR};
-use crate::train::{load_model, Trainer};
+use crate::train::Trainer;
 use crate::{embed_dataset, BatchComposition, EmbedError, EmbedOptions, HibConfig, Result, ValidationDigits};
 use hedge_run::ParamGuard;
 
@@ -394,20 +394,23 @@ pub fn embed_run_twins(
 }
 
 /// A split of the run's digits (or its validation images) embedded with its model, clean or with the evaluation's fixed
-/// occlusions, `samples` Monte-Carlo samples per input for η.
+/// occlusions, `samples` Monte-Carlo samples per input for η: its own weights, or `weights`
+/// (another file of the same model, e.g. `model_best.safetensors`, the validation's choice) in
+/// their place.
 pub fn embed_run(
     run: &RunDir,
     data: &HibData,
     split: NDigitSplit,
     corrupt: bool,
     samples: i64,
+    weights: Option<&Path>,
     device: Device,
 ) -> Result<crate::EmbeddedSet> {
     if samples < 1 {
         return Err(EmbedError::invalid("samples", samples, "give at least 1"));
     }
     let config = run.read_config()?.hib;
-    let (_vs, net) = load_model(run, &config, device)?;
+    let (_vs, net) = crate::train::load_model_from(run, &config, weights, "--weights replaces its weights", device)?;
     let (dataset, _) = run_images(run, &config, data, split, None)?;
     let corruption = if corrupt { Corruption::Corrupt { seed: CORRUPT_SEED } } else { Corruption::Clean };
     embed_dataset(&net, &dataset, &corruption, device, EmbedOptions { samples, ..Default::default() })

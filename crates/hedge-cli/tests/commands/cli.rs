@@ -147,7 +147,21 @@ fn the_environment_forces_either_convolution_precision_on_any_cpu() {
 fn train_resume_and_embed_write_loadable_artefacts() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let o = hedge(&["hib", "train", "--steps", "3", "--batch", "8", "--model", "mog", "--no-eval", "--out", s(&run)]);
+    let o = hedge(&[
+        "hib",
+        "train",
+        "--steps",
+        "3",
+        "--batch",
+        "8",
+        "--model",
+        "mog",
+        "--keep-every",
+        "3",
+        "--no-eval",
+        "--out",
+        s(&run),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     for f in ["config.json", "metrics.jsonl", "model.safetensors", "optimizer.safetensors", "state.json"] {
         assert!(run.join(f).is_file(), "{f} missing");
@@ -213,6 +227,54 @@ fn train_resume_and_embed_write_loadable_artefacts() {
     let o = hedge(&["hib", "embed", "--run", s(&run), "--overwrite", "--out", s(&mine)]);
     assert!(!o.status.success() && stderr(&o).contains("not a file this command writes"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&mine).unwrap(), b"my own archive");
+
+    // --weights embeds with another file of the same model: the run's own final weights give
+    // the same arrays as no flag, the copy kept at step 3 (two steps before the end) others.
+    let means = |npz: &Path| {
+        let arrays = read_npz(npz).unwrap();
+        let (_, a) = arrays.into_iter().find(|(k, _)| k == "mean").unwrap();
+        let NpyData::F32(m) = a.data else { panic!("mean is float32") };
+        m
+    };
+    let clean = dir.path().join("clean.npz");
+    let own = dir.path().join("own.npz");
+    let kept = dir.path().join("kept.npz");
+    common::ok(&hedge(&["hib", "embed", "--run", s(&run), "--out", s(&clean)]));
+    let final_weights = run.join("model.safetensors");
+    common::ok(&hedge(&["hib", "embed", "--run", s(&run), "--weights", s(&final_weights), "--out", s(&own)]));
+    let step3 = run.join("checkpoints").join("model-0000003.safetensors");
+    common::ok(&hedge(&["hib", "embed", "--run", s(&run), "--weights", s(&step3), "--out", s(&kept)]));
+    assert_eq!(means(&clean), means(&own));
+    assert_ne!(means(&clean), means(&kept));
+    // Weights of another model are refused with the file named, before anything is written.
+    let other = dir.path().join("other");
+    common::ok(&hedge(&[
+        "hib",
+        "train",
+        "--steps",
+        "1",
+        "--batch",
+        "8",
+        "--model",
+        "point",
+        "--no-eval",
+        "--out",
+        s(&other),
+    ]));
+    let wrong = dir.path().join("wrong.npz");
+    let o = hedge(&[
+        "hib",
+        "embed",
+        "--run",
+        s(&run),
+        "--weights",
+        s(&other.join("model.safetensors")),
+        "--out",
+        s(&wrong),
+    ]);
+    let e = common::refused(&o);
+    assert!(e.contains("model.safetensors") && e.contains("--weights"), "{e}");
+    assert!(!wrong.exists());
 }
 
 /// `hib train --continue` is one command a study script repeats: it starts the run, then

@@ -2,6 +2,7 @@
 //! figures, the embedding figures, time to quality, and the training and recipe benchmarks.
 
 pub mod bench;
+mod class_merges;
 pub mod figures;
 pub mod identification;
 pub mod paper;

@@ -33,7 +33,8 @@ const N2D2_SECOND: &str = "n2-d2-l-peak1e-2-16x16";
 /// The third, trained on the recipe with weight decay, moved aside when N = 2, D = 2 was
 /// retrained on it with the hidden layer.
 const N2D2_THIRD: &str = "n2-d2-wd1e-1";
-const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
+/// The Table 1 models: their key in run names and how the tables name them.
+pub(super) const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 /// What a lever of an instance lever study may change, and what the study fixed for all of
 /// its levers: what names a table's recipe.
@@ -100,6 +101,7 @@ pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("instance-acceptance", instance_acceptance(r, "n2-d2")?),
         ("instance-acceptance-others", instance_acceptance_others(r)?),
         ("digit-overlap", digit_overlap(r)?),
+        ("class-merges", super::class_merges::class_merges(r)?),
         ("test-seen", test_seen(r)?),
         ("n3-levers", n3_levers(r)?),
         ("precision", precision(r)?),
