@@ -19,7 +19,8 @@ number holds either digit; and the images whose number holds none of those digit
 
 Default runs: every Table 1 run (`point|mog1|mog2-seedK`) of `results/hib/n2-d2/` and
 `results/hib/n2-d2-wd1e-1/` that has ended (its `eval.json` exists). Writes
-`results/hib/class-merges.json` (temp file, then rename); `hedge report` renders it
+`results/hib/class-merges.json` (temp file, then rename; with each run's class centroids) and a
+figure of the centroids, `results/hib/class-merges.png`; `hedge report` renders the JSON
 (`results/hib/report/class-merges.md`). Needs numpy (the project's `.venv` has it); reads
 `HEDGE_DATA_DIR` (default `./data`) through `hedge`.
 """
@@ -100,7 +101,58 @@ def merges(points, labels, numbers, digits):
         nearest_image[rows] = gaps.argmin(axis=1)
     right = labels[nearest_image] == labels
     per_class = np.array([right[labels == c].mean() for c in classes])
-    return found, right, per_class
+    return found, right, per_class, classes, centroids
+
+
+def figure(rows, merged_digits, path):
+    """Each run's class centroids labelled with their numbers, coloured by the merged digit pairs
+    they hold, each merged pair joined by a line: one panel per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    palette = ["tab:orange", "tab:blue", "tab:green", "tab:red"]
+    colour_of = {pair: palette[i % len(palette)] for i, pair in enumerate(merged_digits)}
+    cols = min(len(rows), 5)
+    lines = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(lines, cols, figsize=(3.2 * cols, 3.2 * lines), squeeze=False)
+    for ax, row in zip(axes.flat, rows):
+        for number, (x, y) in row["centroids"].items():
+            held = [p for p in merged_digits if any(d in number for d in p.split("-"))]
+            colour = colour_of[held[0]] if len(held) == 1 else ("tab:purple" if held else "0.55")
+            ax.text(x, y, number, fontsize=5.5, color=colour, ha="center", va="center")
+        for pair in row["merged_pairs"]:
+            (ax0, ay0), (bx0, by0) = (row["centroids"][n] for n in pair["numbers"])
+            ax.plot([ax0, bx0], [ay0, by0], color="black", linewidth=0.8)
+        xs = [c[0] for c in row["centroids"].values()]
+        ys = [c[1] for c in row["centroids"].values()]
+        pad = 0.08 * max(max(xs) - min(xs), max(ys) - min(ys), 1e-3)
+        ax.set_xlim(min(xs) - pad, max(xs) + pad)
+        ax.set_ylim(min(ys) - pad, max(ys) + pad)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        table = row["run"].split("/runs/")[0].removeprefix("results/hib/")
+        name = {"mog1": "MoG-1", "mog2": "MoG-2"}.get(row["model"], row["model"])
+        ax.set_title(f"{table}: {name} seed {row['seed']}\n{len(row['merged_pairs'])} merged, 1-NN {row['nn1_leave_one_out']:.3f}",
+                     fontsize=8)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    legend = [f"{p.replace('-', ' or ')}" for p in merged_digits]
+    handles = [plt.Line2D([], [], color=colour_of[p], marker="s", linestyle="") for p in merged_digits]
+    handles += [plt.Line2D([], [], color="tab:purple", marker="s", linestyle=""),
+                plt.Line2D([], [], color="0.55", marker="s", linestyle=""),
+                plt.Line2D([], [], color="black")]
+    legend += ["with digits of both", "with neither", "merged pair"]
+    fig.legend(handles, [f"class with a {l}" if i < len(merged_digits) else l for i, l in enumerate(legend)],
+               loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    fig.suptitle("Class centroids of each run (test, clean, chosen weights), labelled with their numbers", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    print(f"wrote {os.path.relpath(path, ROOT)}")
 
 
 def main():
@@ -125,7 +177,7 @@ def main():
             best = json.load(open(os.path.join(run, "best.json")))
             arrays = embed(args.hedge, run, os.path.join(tmp, "embedding.npz"))
             labels = arrays["label"].astype(np.int64)
-            found, right, per_class = merges(means_of(arrays), labels, numbers, digits)
+            found, right, per_class, classes, centroids = merges(means_of(arrays), labels, numbers, digits)
             nn1 = float(right.mean())
             image_numbers = [str(int(numbers[c])).zfill(digits) for c in labels]
             kept.append((right, image_numbers))
@@ -145,6 +197,8 @@ def main():
                 "classes": int(len(per_class)),
                 "merged_pairs": found,
                 "merged_by_digits": dict(sorted(swaps.items())),
+                "centroids": {str(int(numbers[c])).zfill(digits): [float(x) for x in centroids[i][:2]]
+                              for i, c in enumerate(classes)},
             })
             print(f"{rows[-1]['run']}: 1-NN {nn1:.3f}, {rows[-1]['classes_under_half']} classes under half, "
                   f"{len(found)} merged pairs {rows[-1]['merged_by_digits']}")
@@ -168,6 +222,7 @@ def main():
         "command": "scripts/hib-class-merges.py" + "".join(f" {os.path.relpath(r, ROOT)}" for r in args.runs),
         "runs": rows,
     }
+    figure(rows, merged_digits, os.path.splitext(args.out)[0] + ".png")
     tmp_out = args.out + ".tmp"
     with open(tmp_out, "w") as f:
         json.dump(result, f, indent=1)

@@ -55,6 +55,8 @@ pub struct RunMerges {
     /// any run (`3-8`), the images whose number holds either digit; `none of them`, the images
     /// whose number holds no digit of those pairs.
     pub nn1_by_digit_group: BTreeMap<String, f64>,
+    /// Each class's centroid (the first two embedding dimensions), by its number.
+    pub centroids: BTreeMap<String, [f64; 2]>,
 }
 
 /// Two classes laid on top of each other.
@@ -212,6 +214,7 @@ mod tests {
                 ("4-9".to_string(), 0.709),
                 (NONE_OF_THEM.to_string(), 0.862),
             ]),
+            centroids: BTreeMap::from([("03".to_string(), [0.5, -1.0]), ("08".to_string(), [0.5, -0.9])]),
         }
     }
 
