@@ -414,10 +414,15 @@ class Run:
         mean, variance, eta = self._run.embed(x, samples, seed, batch, device)
         return Embedding(mean, variance, eta)
 
-    def embed_split(self, split: str, samples: int = 8, device: str = "cpu") -> tuple:
+    def embed_split(self, split: str, samples: int = 8, device: str = "cpu", corrupt: bool = False,
+                    weights: Optional[Union[str, os.PathLike]] = None) -> tuple:
         """A split of the run's own data (``train``, ``test``, ``test_seen``, ``test_unseen``)
-        embedded as ``hedge hib embed --split`` does: ``(Embedding, labels)``."""
-        mean, variance, eta, labels = self._run.embed_split(split, samples, device)
+        embedded as ``hedge hib embed --split`` does: ``(Embedding, labels)``. ``corrupt=True``
+        embeds the evaluation's occluded twins (``--variant corrupt``); ``weights``, a weights file of the
+        same model such as the run's ``model_best.safetensors`` (the validation's choice), replaces
+        its final weights (``--weights``)."""
+        mean, variance, eta, labels = self._run.embed_split(split, samples, device, corrupt,
+                                                            None if weights is None else os.fspath(weights))
         return Embedding(mean, variance, eta), np.asarray(labels, dtype=np.int64)
 
     def evaluate(self, split: Optional[str] = None, estimator: str = "mc", samples: int = 8,

@@ -290,20 +290,25 @@ impl HibRun {
         })
     }
     /// A split of the run's own data embedded exactly as `hedge hib embed --split` does:
-    /// (mean, variance or None, eta, labels).
-    #[pyo3(signature = (split, samples=8, device_name="cpu"))]
+    /// (mean, variance or None, eta, labels). `corrupt` embeds the evaluation's occluded twins
+    /// (`--variant corrupt`); `weights`, a weights file of the same model (e.g. the run's
+    /// `model_best.safetensors`), replaces the run's final weights (`--weights`).
+    #[pyo3(signature = (split, samples=8, device_name="cpu", corrupt=false, weights=None))]
     fn embed_split(
         &self,
         py: Python<'_>,
         split: &str,
         samples: i64,
         device_name: &str,
+        corrupt: bool,
+        weights: Option<std::path::PathBuf>,
     ) -> PyResult<LabelledEmbeddingTensors> {
         crate::guarded(|| {
             let device = device(device_name)?;
             let split = NDigitSplit::parse(split).map_err(value_error)?;
             let data = HibData::new(DataRoot::from_env());
-            let set = embed_run(&self.run, &data, split, false, samples, None, device).map_err(value_error)?;
+            let set = embed_run(&self.run, &data, split, corrupt, samples, weights.as_deref(), device)
+                .map_err(value_error)?;
             let (mean, variance, eta) = embedding_tensors(py, &set)?;
             Ok((mean, variance, eta, set.labels))
         })

@@ -78,6 +78,29 @@ def test_embedding_equals_the_command_lines(trained):
     assert from_arrays.mean.shape == (unseen.sum(), 2, 2) and from_arrays.eta.shape == (unseen.sum(),)
 
 
+def test_occluded_twins_and_other_weights_equal_the_command_lines(trained):
+    from safetensors.torch import load_file, save_file
+
+    run, tmp, _, _ = trained
+    # Another weights file of the same model: the run's own, every tensor scaled, so that an
+    # embedding that ignored the file would differ from the command line's.
+    other = {k: v * 1.5 for k, v in load_file(run.path / "model.safetensors").items()}
+    save_file(other, tmp / "other.safetensors")
+    cli("hib", "embed", "--run", run.path, "--split", "test_unseen", "--variant", "corrupt",
+        "--weights", tmp / "other.safetensors", "--out", tmp / "unseen-corrupt-other.npz")
+    want = np.load(tmp / "unseen-corrupt-other.npz")
+    emb, _ = run.embed_split("test_unseen", corrupt=True, weights=tmp / "other.safetensors")
+    np.testing.assert_array_equal(emb.mean.numpy(), want["mean"])
+    np.testing.assert_array_equal(emb.eta.numpy(), want["eta"])
+    own, _ = run.embed_split("test_unseen", corrupt=True)
+    assert not np.array_equal(own.mean.numpy(), emb.mean.numpy())
+    clean, _ = run.embed_split("test_unseen")
+    assert not np.array_equal(clean.mean.numpy(), own.mean.numpy())
+    # A weights file that is not there is named in the error.
+    with pytest.raises(ValueError, match="missing.safetensors"):
+        run.embed_split("test_unseen", weights=tmp / "missing.safetensors")
+
+
 def test_index_and_search_answer_as_the_command_line_does(trained, mnist_test):
     run, tmp, _, _ = trained
     images, labels = mnist_test
