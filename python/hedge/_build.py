@@ -1,4 +1,8 @@
-"""The torch release the extension is compiled against (the repository's build: libtorch from
-scripts/setup-libtorch.sh). A wheel carries its own copy, written by scripts/wheel.py."""
+"""The torch releases hedge's extensions are compiled against, by torch minor, and the module each
+one is. The repository's build has one, ``hedge/_hedge``, compiled against libtorch 2.13.0
+(scripts/setup-libtorch.sh); a wheel carries its own copy, written by scripts/wheel.py, with one
+extension per minor (``hedge/_torch2_13/_hedge``, ...)."""
 
-BUILT_FOR_TORCH = "2.13.0"
+EXTENSIONS = {
+    "2.13": ("2.13.0", "_hedge"),
+}

@@ -25,6 +25,7 @@ import numpy as np
 
 from ._native import _hedge
 from ._arrays import matrix
+from ._sklearn import check_fitted
 from .bayes import BayesianLinearRegression, BayesianProbitRegression
 
 __all__ = [
@@ -87,7 +88,7 @@ def acs_fw(projections=None, *, gram=None, batch_size: int, distinct: bool = Tru
 def _fitted(model, kind):
     if not isinstance(model, kind):
         raise TypeError(f"`model` must be a fitted hedge.bayes.{kind.__name__}, not {type(model).__name__}")
-    model._check_fitted("posterior_")
+    check_fitted(model, "posterior_")
     return model.posterior_
 
 

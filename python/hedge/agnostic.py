@@ -26,7 +26,16 @@ from typing import Optional
 import numpy as np
 
 from ._native import _hedge
-from ._arrays import Estimator, matrix, vector
+from ._arrays import matrix, vector
+from ._sklearn import (
+    BaseEstimator,
+    TransformerMixin,
+    check_features,
+    check_features_and_target,
+    check_fitted,
+    codes_of,
+    encode_labels,
+)
 
 __all__ = [
     "Audit",
@@ -210,34 +219,71 @@ def group_balancing_weights(target, concept) -> np.ndarray:
     return 1.0 / counts[group.ravel()]
 
 
-class Leace(Estimator):
+class _ConceptEraser(TransformerMixin, BaseEstimator):
+    """What :class:`Leace` and :class:`Eraser` share: scikit-learn's transformer API with the
+    concept as the target ``y`` (required; ``concept=`` names it too), read as labels of any kind
+    (``concept_classes_``), and an optional ``sample_weight``."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+    def _fit_inputs(self, X, y, sample_weight, concept):
+        if concept is not None:
+            if y is not None:
+                raise ValueError("give the concept labels once: as `y` or as `concept`, not both")
+            y = concept
+        x, y = check_features_and_target(self, X, y, classifier=True, min_samples=2)
+        self.concept_classes_, z = encode_labels(y, "concept")
+        w = None
+        if sample_weight is not None:
+            w = vector(sample_weight, x.shape[0], "sample_weight")
+            if (w < 0).any():
+                raise ValueError(f"`sample_weight` holds {w[w < 0][0]}: weights must be >= 0")
+            if not (w > 0).any():
+                raise ValueError("`sample_weight` is zero everywhere: at least one row must carry a weight above zero")
+        return x, z, w
+
+
+class Leace(_ConceptEraser):
     """LEACE concept erasure, ``r(x) = x - strength * P (x - mu)``, fitted by least squares with
     the covariance shrunk towards a scaled identity (OAS), so it stays well posed when features
     outnumber rows. Fitted attributes: ``mean_`` ``[d]``, ``projection_`` ``[d, d]``,
-    ``rank_`` (dimensions erased: at most the number of concept classes minus one)."""
+    ``rank_`` (dimensions erased: at most the number of concept classes minus one),
+    ``concept_classes_`` (the concept's labels as fit saw them), ``n_features_in_``."""
 
     def __init__(self, strength: float = 1.0):
         self.strength = strength
 
-    def fit(self, X, concept, sample_weight=None) -> "Leace":
-        x = matrix(X)
-        z = _concept(concept, x.shape[0], "concept")
-        w = None if sample_weight is None else vector(sample_weight, x.shape[0], "sample_weight")
+    def fit(self, X, y=None, sample_weight=None, *, concept=None) -> "Leace":
+        """Fits the eraser of the concept ``y`` ``[n]`` (labels of any kind) from ``X`` ``[n, d]``."""
+        x, z, w = self._fit_inputs(X, y, sample_weight, concept)
         self.eraser_ = _hedge.leace_fit(x, z, w)
         self.mean_ = self.eraser_.mean
         self.projection_ = self.eraser_.projection
         self.rank_ = self.eraser_.rank
-        self.n_features_in_ = x.shape[1]
         return self
+
+    def __getstate__(self) -> dict:
+        # The Rust eraser is its mean, projection and rank, which are fitted attributes too.
+        state = self.__dict__.copy()
+        state.pop("eraser_", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "projection_" in state:
+            self.eraser_ = _hedge.leace_from_parts(self.mean_, self.projection_, int(self.rank_))
 
     def transform(self, X) -> np.ndarray:
         """``X`` ``[n, d]`` with the concept erased at ``strength`` (1: LEACE; lower values
         move each row part of the way)."""
-        self._check_fitted("eraser_")
-        return self.eraser_.erase(matrix(X, n_features=self.n_features_in_), float(self.strength))
+        check_fitted(self, "eraser_")
+        return self.eraser_.erase(check_features(self, X, reset=False), float(self.strength))
 
-    def fit_transform(self, X, concept, sample_weight=None) -> np.ndarray:
-        return self.fit(X, concept, sample_weight).transform(X)
+    def fit_transform(self, X, y=None, sample_weight=None, *, concept=None) -> np.ndarray:
+        return self.fit(X, y, sample_weight, concept=concept).transform(X)
 
 
 def erasers() -> dict:
@@ -246,13 +292,15 @@ def erasers() -> dict:
     return dict(_hedge.eraser_kinds())
 
 
-class Eraser(Estimator):
+class Eraser(_ConceptEraser):
     """Any registered concept eraser (:func:`erasers`), fitted on features and concept labels and
     applied at ``strength`` (1: full erasure; lower values move each row part of the way).
     ``params`` are the eraser's settings (``Eraser("inlp", params={"iterations": 4})``); an
     unknown kind or parameter is a ``ValueError`` naming the known ones. Fitted attributes:
-    ``rank_`` (dimensions erased) and ``reads_concept_`` (whether :meth:`transform` needs each
-    row's concept label, as quadratic LEACE's oracle does)."""
+    ``rank_`` (dimensions erased), ``reads_concept_`` (whether :meth:`transform` needs each
+    row's concept label, as quadratic LEACE's oracle does), ``concept_classes_``,
+    ``n_features_in_``. A pickled ``Eraser`` keeps the rows it was fitted on and fits again,
+    with the same seed, when it is loaded (the registered erasers have no common saved form)."""
 
     def __init__(self, kind: str = "leace", strength: float = 1.0, params: Optional[dict] = None, seed: int = 0):
         self.kind = kind
@@ -260,25 +308,44 @@ class Eraser(Estimator):
         self.params = params
         self.seed = seed
 
-    def fit(self, X, concept, sample_weight=None) -> "Eraser":
-        x = matrix(X)
-        z = _concept(concept, x.shape[0], "concept")
-        w = None if sample_weight is None else vector(sample_weight, x.shape[0], "sample_weight")
-        self.eraser_ = _hedge.eraser_fit(str(self.kind), json.dumps(self.params or {}), x, z, w, int(self.seed))
+    def _fit_eraser(self, x, z, w):
+        return _hedge.eraser_fit(str(self.kind), json.dumps(self.params or {}), x, z, w, int(self.seed))
+
+    def fit(self, X, y=None, sample_weight=None, *, concept=None) -> "Eraser":
+        """Fits the eraser of the concept ``y`` ``[n]`` (labels of any kind) from ``X`` ``[n, d]``."""
+        x, z, w = self._fit_inputs(X, y, sample_weight, concept)
+        self.eraser_ = self._fit_eraser(x, z, w)
+        self._fitted_on = (str(self.kind), self.params, int(self.seed), x, z, w)
         self.rank_ = self.eraser_.rank
         self.reads_concept_ = self.eraser_.reads_concept
-        self.n_features_in_ = x.shape[1]
         return self
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("eraser_", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_fitted_on" in state:
+            kind, params, seed, x, z, w = self._fitted_on
+            self.eraser_ = _hedge.eraser_fit(kind, json.dumps(params or {}), x, z, w, seed)
 
     def transform(self, X, concept=None) -> np.ndarray:
         """``X`` ``[n, d]`` with the concept erased at ``strength``."""
-        self._check_fitted("eraser_")
-        x = matrix(X, n_features=self.n_features_in_)
-        z = None if concept is None else _concept(concept, x.shape[0], "concept")
+        check_fitted(self, "eraser_")
+        x = check_features(self, X, reset=False)
+        z = None
+        if concept is not None:
+            labels = np.asarray(concept)
+            if labels.ndim != 1 or labels.shape[0] != x.shape[0]:
+                raise ValueError(f"`concept` must be 1-D with {x.shape[0]} labels (one per row of X); got shape {labels.shape}")
+            z = codes_of(self.concept_classes_, labels, "concept")
         return self.eraser_.erase(x, z, float(self.strength))
 
-    def fit_transform(self, X, concept, sample_weight=None) -> np.ndarray:
-        return self.fit(X, concept, sample_weight).transform(X, concept)
+    def fit_transform(self, X, y=None, sample_weight=None, *, concept=None) -> np.ndarray:
+        self.fit(X, y, sample_weight, concept=concept)
+        return self.transform(X, y if concept is None else concept)
 
 
 def _split(train_features, train_concept, test_features, test_concept):

@@ -1,4 +1,5 @@
-"""Bayesian models on NumPy arrays, scikit-learn style: ``fit(X, y)`` then ``predict``.
+"""Bayesian models on NumPy arrays as scikit-learn estimators: ``fit(X, y)`` then ``predict``
+(and ``score``, pipelines, grid searches, pickling; ``check_estimator`` passes on each).
 
 * :class:`GaussianProcessRegressor` -- exact GP, RBF or ARD kernel plus Gaussian noise,
   hyper-parameters by L-BFGS with restarts on the log marginal likelihood.
@@ -6,6 +7,12 @@
 * :class:`BayesianLinearRegression` -- Gaussian prior; known noise, or the noise integrated out
   (normal--inverse-gamma, Student-t predictive).
 * :class:`BayesianProbitRegression` -- Laplace approximation; ``predict_proba``.
+
+With scikit-learn >= 1.6 installed each is a ``BaseEstimator`` with ``RegressorMixin`` (the
+probit model ``ClassifierMixin``, binary), checked by scikit-learn's own input validation; without
+it they keep the same API (hedge/_sklearn.py). A pickled model keeps its posterior: the GPs their
+fitted hyper-parameters and training data (unpickling re-factorises, without the search), the
+linear and probit models their posterior's mean and covariance.
 
 Shapes: ``X`` is ``[n_samples, n_features]``, ``y`` is ``[n_samples]``. Inputs are used as
 given (standardise them first, e.g. with ``sklearn.preprocessing.StandardScaler``, as hedge's
@@ -19,7 +26,15 @@ import json
 import numpy as np
 
 from ._native import _hedge
-from ._arrays import Estimator, matrix, vector
+from ._sklearn import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    check_classification_targets,
+    check_features,
+    check_features_and_target,
+    check_fitted,
+)
 
 __all__ = [
     "BayesianLinearRegression",
@@ -40,7 +55,7 @@ def _predictive(raw, return_std: bool, include_noise: bool):
     return mean, np.sqrt(variance)
 
 
-class GaussianProcessRegressor(Estimator):
+class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
     """Exact Gaussian-process regression (hedge_bayes::GpConfig).
 
     Parameters:
@@ -54,7 +69,8 @@ class GaussianProcessRegressor(Estimator):
 
     Fitted attributes: ``signal_variance_``, ``lengthscales_`` (``[n_features]`` or ``[1]``),
     ``noise_variance_`` (original target scale), ``log_marginal_likelihood_`` (of the
-    training targets on their original scale), ``n_features_in_``, ``posterior_``.
+    training targets on their original scale), ``n_features_in_``, ``X_train_`` and ``y_train_``
+    (what the posterior is conditioned on), ``posterior_``.
     """
 
     def __init__(
@@ -98,29 +114,47 @@ class GaussianProcessRegressor(Estimator):
         }
 
     def _fit_posterior(self, x, y):
-        return _hedge.gp_fit(x, y, json.dumps(self._settings()))
+        settings = json.dumps(self._settings())
+        return settings, _hedge.gp_fit(x, y, settings)
+
+    def _condition(self, hyper: str):
+        return _hedge.gp_condition(self.X_train_, self.y_train_, self._fit_settings, hyper)
 
     def fit(self, X, y) -> "GaussianProcessRegressor":
         """Conditions on ``X`` ``[n, d]`` and ``y`` ``[n]`` (and fits the hyper-parameters)."""
-        x = matrix(X)
-        y = vector(y, x.shape[0])
-        self.posterior_ = self._fit_posterior(x, y)
-        self.n_features_in_ = x.shape[1]
+        x, y = check_features_and_target(self, X, y, min_samples=2)
+        self._fit_settings, self.posterior_ = self._fit_posterior(x, y)
+        self.X_train_, self.y_train_ = x, y
         self.signal_variance_ = self.posterior_.signal_variance
         self.noise_variance_ = self.posterior_.noise_variance
         self.lengthscales_ = np.asarray(self.posterior_.lengthscales)
         return self
 
+    def __getstate__(self) -> dict:
+        # The posterior (a Rust object) is kept as its hyper-parameters; the training data and
+        # the settings it was fitted with are fitted attributes already.
+        state = self.__dict__.copy()
+        posterior = state.pop("posterior_", None)
+        if posterior is not None:
+            state["_posterior_hyper"] = posterior.hyper_json
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        hyper = state.pop("_posterior_hyper", None)
+        self.__dict__.update(state)
+        if hyper is not None:
+            self.posterior_ = self._condition(hyper)
+
     @property
     def log_marginal_likelihood_(self) -> float:
-        self._check_fitted("posterior_")
+        check_fitted(self, "posterior_")
         return self.posterior_.objective
 
     def predict(self, X, return_std: bool = False, include_noise: bool = True):
         """The predictive mean ``[m]``; with ``return_std`` also its standard deviation ``[m]``:
         of y* (``include_noise``, the default) or of the latent f(x*)."""
-        self._check_fitted("posterior_")
-        x = matrix(X, n_features=self.n_features_in_)
+        check_fitted(self, "posterior_")
+        x = check_features(self, X, reset=False)
         return _predictive(self.posterior_.predict(x), return_std, include_noise)
 
 
@@ -169,7 +203,11 @@ class SparseGPRegressor(GaussianProcessRegressor):
             "optimise_inducing": bool(self.optimise_inducing),
             "jitter": float(self.jitter),
         }
-        return _hedge.sparse_gp_fit(x, y, json.dumps(settings))
+        settings = json.dumps(settings)
+        return settings, _hedge.sparse_gp_fit(x, y, settings)
+
+    def _condition(self, hyper: str):
+        return _hedge.sparse_gp_condition(self.X_train_, self.y_train_, self._fit_settings, hyper, self.inducing_points_)
 
     def fit(self, X, y) -> "SparseGPRegressor":
         super().fit(X, y)
@@ -182,7 +220,7 @@ class SparseGPRegressor(GaussianProcessRegressor):
         raise AttributeError("a sparse GP has `objective_` (FITC likelihood or VFE bound), not the exact likelihood")
 
 
-class BayesianLinearRegression(Estimator):
+class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     """Bayesian linear regression y = X w + noise with prior w ~ N(0, prior_precision^-1 I).
 
     ``noise_variance`` set: that noise is known (Gaussian predictive; ``log_evidence_``).
@@ -201,8 +239,7 @@ class BayesianLinearRegression(Estimator):
         self.b0 = b0
 
     def fit(self, X, y) -> "BayesianLinearRegression":
-        x = matrix(X)
-        y = vector(y, x.shape[0])
+        x, y = check_features_and_target(self, X, y)
         if self.noise_variance is None:
             settings = {"prior_precision": float(self.prior_precision), "a0": float(self.a0), "b0": float(self.b0)}
             self.posterior_ = _hedge.linear_fit(x, y, json.dumps(settings), False)
@@ -211,22 +248,35 @@ class BayesianLinearRegression(Estimator):
             self.posterior_ = _hedge.linear_fit(x, y, json.dumps(settings), True)
         self.coef_ = self.posterior_.coef
         self.log_evidence_ = self.posterior_.log_evidence
-        self.n_features_in_ = x.shape[1]
         return self
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        posterior = state.pop("posterior_", None)
+        if posterior is not None:
+            state["_posterior_parts"] = posterior.parts()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        parts = state.pop("_posterior_parts", None)
+        self.__dict__.update(state)
+        if parts is not None:
+            self.posterior_ = _hedge.linear_from_parts(*parts)
 
     def predict(self, X, return_std: bool = False, include_noise: bool = True):
         """The predictive mean ``[m]`` (and standard deviation ``[m]`` with ``return_std``)."""
-        self._check_fitted("posterior_")
-        x = matrix(X, n_features=self.n_features_in_)
+        check_fitted(self, "posterior_")
+        x = check_features(self, X, reset=False)
         return _predictive(self.posterior_.predict(x), return_std, include_noise)
 
 
-class BayesianProbitRegression(Estimator):
+class BayesianProbitRegression(ClassifierMixin, BaseEstimator):
     """Bayesian probit classification p(y = 1 | x, w) = Phi(w^T x), prior w ~ N(0, prior_variance I),
-    posterior by the Laplace approximation (Newton's method). Labels 0/1. No intercept is added.
+    posterior by the Laplace approximation (Newton's method). A binary classifier: ``y`` holds
+    two labels of any kind, the larger (``classes_[1]``) read as y = 1. No intercept is added.
 
     Fitted attributes: ``coef_`` (the posterior mode), ``covariance_``, ``log_evidence_``
-    (Laplace), ``n_features_in_``, ``classes_`` = [0, 1].
+    (Laplace), ``n_features_in_``, ``classes_`` (the two labels, sorted).
     """
 
     def __init__(self, prior_variance: float = 1.0, max_iters: int = 100, tolerance: float = 1e-10):
@@ -234,31 +284,53 @@ class BayesianProbitRegression(Estimator):
         self.max_iters = max_iters
         self.tolerance = tolerance
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
     def fit(self, X, y) -> "BayesianProbitRegression":
-        x = matrix(X)
-        labels = np.asarray(y)
-        if labels.ndim != 1 or labels.shape[0] != x.shape[0] or not np.isin(labels, (0, 1)).all():
-            raise ValueError(f"`y` must hold one 0/1 label per row of X ({x.shape[0]}); got shape {labels.shape}")
+        x, labels = check_features_and_target(self, X, y, classifier=True)
+        check_classification_targets(labels)
+        classes, codes = np.unique(labels, return_inverse=True)
+        if len(classes) != 2:
+            raise ValueError(
+                f"Only binary classification is supported: BayesianProbitRegression needs `y` with samples of 2 "
+                f"classes, and this one has {len(classes)} class{'es' if len(classes) != 1 else ''} ({classes.tolist()[:5]})"
+            )
         settings = {
             "prior_variance": float(self.prior_variance),
             "max_iters": int(self.max_iters),
             "tolerance": float(self.tolerance),
         }
-        self.posterior_ = _hedge.probit_fit(x, np.ascontiguousarray(labels.astype(np.uint8)), json.dumps(settings))
+        self.posterior_ = _hedge.probit_fit(x, np.ascontiguousarray(codes.reshape(-1), dtype=np.uint8), json.dumps(settings))
         self.coef_ = self.posterior_.coef
         self.covariance_ = self.posterior_.covariance
         self.log_evidence_ = self.posterior_.log_evidence
-        self.n_features_in_ = x.shape[1]
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         return self
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        posterior = state.pop("posterior_", None)
+        if posterior is not None:
+            state["_posterior_parts"] = (posterior.coef, posterior.covariance, posterior.log_evidence, posterior.iterations)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        parts = state.pop("_posterior_parts", None)
+        self.__dict__.update(state)
+        if parts is not None:
+            self.posterior_ = _hedge.probit_from_parts(*parts)
+
     def predict_proba(self, X) -> np.ndarray:
-        """``[m, 2]``: p(y = 0 | x) and p(y = 1 | x), the weights integrated out
-        (Phi(m^T x / sqrt(1 + x^T S x)))."""
-        self._check_fitted("posterior_")
-        p = self.posterior_.predict_proba(matrix(X, n_features=self.n_features_in_))
+        """``[m, 2]``: p(y = classes_[0] | x) and p(y = classes_[1] | x), the weights integrated
+        out (Phi(m^T x / sqrt(1 + x^T S x)))."""
+        check_fitted(self, "posterior_")
+        p = self.posterior_.predict_proba(check_features(self, X, reset=False))
         return np.stack([1 - p, p], axis=1)
 
     def predict(self, X) -> np.ndarray:
         """The more probable label per row."""
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
+        more_probable = (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
+        return self.classes_[more_probable]

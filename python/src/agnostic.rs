@@ -56,6 +56,28 @@ impl LeaceEraser {
     }
 }
 
+/// A `LeaceEraser` from its μ `[d]`, P `[d, d]` and rank (unpickling).
+#[pyfunction]
+pub fn leace_from_parts(
+    mean: PyReadonlyArray1<'_, f64>,
+    projection: PyReadonlyArray2<'_, f64>,
+    rank: usize,
+) -> PyResult<LeaceEraser> {
+    crate::guarded(|| {
+        let mean = mean.as_slice()?.to_vec();
+        let projection = crate::bayes::matrix(&projection);
+        if projection.nrows() != mean.len() || projection.ncols() != mean.len() {
+            return Err(value_error(format!(
+                "a LEACE projection must be [{0}, {0}] for a mean of {0} values; got [{1}, {2}]",
+                mean.len(),
+                projection.nrows(),
+                projection.ncols()
+            )));
+        }
+        Ok(LeaceEraser(Leace { mean, projection, rank }))
+    })
+}
+
 /// A fitted registered eraser (`hedge.agnostic.Eraser`): any kind of
 /// `hedge_agnostic::eraser::ERASERS`, fitted at strength 1 and applied at any strength.
 #[pyclass(module = "hedge._hedge")]

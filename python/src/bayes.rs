@@ -108,6 +108,13 @@ impl GpPosterior {
     fn target_scaler(&self) -> (f64, f64) {
         (self.scaler().mean, self.scaler().scale)
     }
+    /// The hyper-parameters on the standardised target scale, as JSON: with the training data
+    /// (and the pseudo-inputs of a sparse GP), what `gp_condition` and `sparse_gp_condition`
+    /// rebuild this posterior from (a pickled estimator keeps these, not the factorisation).
+    #[getter]
+    fn hyper_json(&self) -> PyResult<String> {
+        serde_json::to_string(self.hyper()).map_err(value_error)
+    }
     /// The pseudo-inputs Z, `[m, d]` (None for the exact GP).
     #[getter]
     fn inducing_points<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray2<f64>>> {
@@ -144,6 +151,46 @@ pub fn sparse_gp_fit(
         let checked = config::<SparseGpConfig>(settings, "sparse GP")?.check().map_err(value_error)?;
         let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
         let fitted = py.detach(|| checked.fit(x.as_ref(), &y)).map_err(value_error)?;
+        Ok(GpPosterior(GpModel::Sparse(fitted)))
+    })
+}
+
+/// A GP conditioned with fixed hyper-parameters (`hyper`, JSON, on the standardised scale as
+/// `GpPosterior.hyper_json` gives them): the posterior `gp_fit` ended with, rebuilt without the
+/// search (the same factorisation of the same matrix).
+#[pyfunction]
+pub fn gp_condition(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, f64>,
+    settings: &str,
+    hyper: &str,
+) -> PyResult<GpPosterior> {
+    crate::guarded(|| {
+        let checked = config::<GpConfig>(settings, "GP")?.check().map_err(value_error)?;
+        let hyper = config::<hedge_bayes::GpHyperParameters>(hyper, "GP hyper-parameter")?;
+        let (x, y) = (matrix(&x), y.as_slice()?.to_vec());
+        let fitted = py.detach(|| hedge_bayes::gp::fit_with(&checked, x.as_ref(), &y, hyper)).map_err(value_error)?;
+        Ok(GpPosterior(GpModel::Exact(fitted)))
+    })
+}
+
+/// A sparse GP conditioned with fixed hyper-parameters and pseudo-inputs `z` `[m, d]`.
+#[pyfunction]
+pub fn sparse_gp_condition(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f64>,
+    y: PyReadonlyArray1<'_, f64>,
+    settings: &str,
+    hyper: &str,
+    z: PyReadonlyArray2<'_, f64>,
+) -> PyResult<GpPosterior> {
+    crate::guarded(|| {
+        let checked = config::<SparseGpConfig>(settings, "sparse GP")?.check().map_err(value_error)?;
+        let hyper = config::<hedge_bayes::GpHyperParameters>(hyper, "GP hyper-parameter")?;
+        let (x, y, z) = (matrix(&x), y.as_slice()?.to_vec(), matrix(&z));
+        let fitted =
+            py.detach(|| hedge_bayes::sparse::fit_with(&checked, x.as_ref(), &y, hyper, z)).map_err(value_error)?;
         Ok(GpPosterior(GpModel::Sparse(fitted)))
     })
 }
@@ -189,6 +236,76 @@ impl LinearPosterior {
     fn log_evidence(&self) -> Option<f64> {
         self.known_noise.as_ref().map(|m| m.log_evidence)
     }
+    /// Everything the posterior is, for `linear_from_parts` (pickling): (known noise?, mean,
+    /// covariance, σ² or ã, None or b̃, log evidence or None).
+    #[allow(clippy::type_complexity)]
+    fn parts<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (bool, Bound<'py, PyArray1<f64>>, Bound<'py, PyArray2<f64>>, f64, Option<f64>, Option<f64>) {
+        match (&self.known_noise, &self.nig) {
+            (Some(m), _) => (
+                true,
+                m.mean.clone().into_pyarray(py),
+                matrix_to_numpy(py, &m.covariance),
+                m.noise_variance,
+                None,
+                Some(m.log_evidence),
+            ),
+            (_, Some(m)) => (
+                false,
+                m.mean.clone().into_pyarray(py),
+                matrix_to_numpy(py, &m.covariance),
+                m.a,
+                Some(m.b),
+                Some(m.log_evidence),
+            ),
+            _ => unreachable!("a LinearPosterior holds one model"),
+        }
+    }
+}
+
+/// The `[d]` mean and `[d, d]` covariance of a posterior rebuilt from its parts, checked.
+fn posterior_parts(
+    mean: PyReadonlyArray1<'_, f64>,
+    covariance: PyReadonlyArray2<'_, f64>,
+) -> PyResult<(Vec<f64>, Mat<f64>)> {
+    let mean = mean.as_slice()?.to_vec();
+    let covariance = matrix(&covariance);
+    if covariance.nrows() != mean.len() || covariance.ncols() != mean.len() {
+        return Err(value_error(format!(
+            "a posterior's covariance must be [{0}, {0}] for a mean of {0} values; got [{1}, {2}]",
+            mean.len(),
+            covariance.nrows(),
+            covariance.ncols()
+        )));
+    }
+    Ok((mean, covariance))
+}
+
+/// A `LinearPosterior` from `LinearPosterior.parts()` (unpickling).
+#[pyfunction]
+#[pyo3(signature = (known_noise, mean, covariance, first, second, log_evidence))]
+pub fn linear_from_parts(
+    known_noise: bool,
+    mean: PyReadonlyArray1<'_, f64>,
+    covariance: PyReadonlyArray2<'_, f64>,
+    first: f64,
+    second: Option<f64>,
+    log_evidence: Option<f64>,
+) -> PyResult<LinearPosterior> {
+    crate::guarded(|| {
+        let (mean, covariance) = posterior_parts(mean, covariance)?;
+        let log_evidence = log_evidence.unwrap_or(f64::NAN);
+        if known_noise {
+            let m = FittedBayesLinear { mean, covariance, noise_variance: first, log_evidence };
+            Ok(LinearPosterior { known_noise: Some(m), nig: None })
+        } else {
+            let b = second.ok_or_else(|| value_error("a normal–inverse-gamma posterior needs b̃"))?;
+            let m = FittedNigLinear { mean, covariance, a: first, b, log_evidence };
+            Ok(LinearPosterior { known_noise: None, nig: Some(m) })
+        }
+    })
 }
 
 #[pyfunction]
@@ -240,6 +357,25 @@ impl ProbitPosterior {
     fn log_evidence(&self) -> f64 {
         self.0.log_evidence
     }
+    /// Newton iterations the Laplace fit took.
+    #[getter]
+    fn iterations(&self) -> usize {
+        self.0.iterations
+    }
+}
+
+/// A `ProbitPosterior` from its mode, covariance, log evidence and iterations (unpickling).
+#[pyfunction]
+pub fn probit_from_parts(
+    mean: PyReadonlyArray1<'_, f64>,
+    covariance: PyReadonlyArray2<'_, f64>,
+    log_evidence: f64,
+    iterations: usize,
+) -> PyResult<ProbitPosterior> {
+    crate::guarded(|| {
+        let (mean, covariance) = posterior_parts(mean, covariance)?;
+        Ok(ProbitPosterior(FittedProbit { mean, covariance, log_evidence, iterations }))
+    })
 }
 
 #[pyfunction]

@@ -65,6 +65,10 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bayes::sparse_gp_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::linear_fit, m)?)?;
     m.add_function(wrap_pyfunction!(bayes::probit_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::gp_condition, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::sparse_gp_condition, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::linear_from_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(bayes::probit_from_parts, m)?)?;
     for f in [
         wrap_pyfunction!(active::acs_fw_projections, m)?,
         wrap_pyfunction!(active::acs_fw_gram, m)?,
@@ -80,6 +84,7 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(active::lcmd_heaviest_cluster, m)?,
         wrap_pyfunction!(active::lcmd_farthest_pick, m)?,
         wrap_pyfunction!(agnostic::leace_fit, m)?,
+        wrap_pyfunction!(agnostic::leace_from_parts, m)?,
         wrap_pyfunction!(agnostic::eraser_fit, m)?,
         wrap_pyfunction!(agnostic::eraser_kinds, m)?,
         wrap_pyfunction!(hib_run::hib_train, m)?,

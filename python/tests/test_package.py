@@ -41,8 +41,9 @@ def test_an_index_is_built_searched_and_pickled_without_importing_torch(tmp_path
     assert out.stdout.split() == ["False", "False", "hedge._ann"], out.stdout
 
 
-def test_extension_was_compiled_against_the_release_the_import_check_names():
+def test_the_extension_loaded_was_compiled_against_the_running_torchs_minor():
     assert hedge.libtorch_version().split("+")[0] == hedge.BUILT_FOR_TORCH
+    assert hedge.BUILT_FOR_TORCH in hedge.TORCH_RELEASES
     assert torch.__version__.split("+")[0].rsplit(".", 1)[0] == hedge.BUILT_FOR_TORCH.rsplit(".", 1)[0]
 
 
@@ -70,11 +71,12 @@ def test_the_package_is_the_installed_wheel_beside_torch_and_numpy_alone():
     assert repository not in package.parents, f"hedge imported from the source tree: {package}"
     assert package.parent == pathlib.Path(torch.__file__).resolve().parent.parent, "hedge and torch side by side"
     assert shutil.which("cargo") is None and shutil.which("rustc") is None, os.environ["PATH"]
-    dist = metadata.distribution("hedge")
-    assert dist.version.endswith(f"+torch{hedge.BUILT_FOR_TORCH}"), dist.version
+    dist = metadata.distribution("hedge-ml")
+    assert "+" not in dist.version, f"a local version label, which PyPI refuses: {dist.version}"
     needed = sorted(r.split(";")[0].replace(" ", "") for r in dist.requires if "extra ==" not in r)
-    release = ".".join(hedge.BUILT_FOR_TORCH.split(".")[:2])
-    assert needed == ["numpy>=1.24", f"torch=={release}.*"], needed
+    minors = sorted(tuple(int(p) for p in r.split(".")[:2]) for r in hedge.TORCH_RELEASES)
+    low, high = "%d.%d" % minors[0], "%d.%d" % (minors[-1][0], minors[-1][1] + 1)
+    assert needed == ["numpy>=1.24", f"torch>={low},<{high}"], needed
     tags = [line.split(": ", 1)[1] for line in dist.read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
     assert tags and all("manylinux_" in t for t in tags), tags
     from hedge._native import _hedge
@@ -83,12 +85,13 @@ def test_the_package_is_the_installed_wheel_beside_torch_and_numpy_alone():
     dynamic = subprocess.run(["readelf", "-d", str(extension)], capture_output=True, text=True, check=True).stdout
     libraries = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
     runpath = [line.rsplit("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "PATH)" in line]
-    assert runpath == ["$ORIGIN/../torch/lib"], runpath
+    assert extension.parent.name == "_torch" + hedge.BUILT_FOR_TORCH.rsplit(".", 1)[0].replace(".", "_"), extension
+    assert runpath == ["$ORIGIN/../../torch/lib"], runpath
     assert {"libtorch_cpu.so", "libc10.so", "libtorch_python.so"} <= set(libraries), libraries
     print(f"\ninstalled wheel {dist.version}, tags {tags}, the extension needs {libraries}, runpath {runpath}")
 
 
-def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):
+def test_a_torch_without_an_extension_is_refused_in_one_sentence_naming_both(tmp_path):
     # A stand-in `torch` package of another release ahead of the real one on the path.
     fake = tmp_path / "torch"
     fake.mkdir()
@@ -108,9 +111,11 @@ def test_a_different_torch_is_refused_with_both_versions_named(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(pathlib.Path(hedge.__file__).parent.parent)]))
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    message = out.stdout
-    release = ".".join(hedge.BUILT_FOR_TORCH.split(".")[:2])
-    assert "2.5.1+cpu" in message and hedge.BUILT_FOR_TORCH in message and f"torch=={release}.*" in message, message
+    message = out.stdout.strip()
+    from hedge._native import supported_range
+
+    assert "2.5.1+cpu" in message and all(r in message for r in hedge.TORCH_RELEASES), message
+    assert f"pip install '{supported_range()}'" in message and message.count(". ") == 0, message
 
 
 @pytest.mark.parametrize("module", ["_hedge", "_ann"])
