@@ -56,7 +56,9 @@ case "${1:-}" in
       echo "test-wheel: installing $(basename "$wheel") changed torch: '$torch_before' before, '$torch_after' after" >&2
       exit 1
     fi
-    changed="$(diff "$env_dir/freeze-before.txt" "$env_dir/freeze-after.txt" | sed -n 's/^[<>] //p' | paste -sd' ')"
+    # What the install changed, by name: +added, -removed (a changed version shows as both).
+    changed="$({ diff "$env_dir/freeze-before.txt" "$env_dir/freeze-after.txt" || true; } |
+      sed -n 's/^> \([^=@ ]*\).*/+\1/p; s/^< \([^=@ ]*\).*/-\1/p' | paste -sd' ')"
     echo "test-wheel: installed $(basename "$wheel") into $env_dir; pip freeze before and after: $torch_after both times; changed: ${changed:-nothing}" >&2
     PATH="$(without_rust)" pip check >&2
     ;;

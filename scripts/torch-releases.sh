@@ -75,8 +75,8 @@ md = [
     f"One wheel, `{wheel}` (`Requires-Dist: {requirement}`), installed with `pip install WHEEL` into a fresh "
     "environment per torch release that held torch, NumPy and the test tools and no Rust:",
     "",
-    "| torch | `pip freeze` before → after the install | the Python suite against the installed wheel |",
-    "|---|---|---|",
+    "| torch | `pip freeze` before → after the install | what the install changed | the Python suite against the installed wheel |",
+    "|---|---|---|---|",
 ]
 for r in rows:
     t = r.get("tests")
@@ -84,7 +84,8 @@ for r in rows:
     if t and t["errors"]:
         suite += f", {t['errors']} errors"
     freeze = "not installed" if not r["installed"] else f"`{r['torch_before']}` → `{r['torch_after']}`"
-    md.append(f"| {r['release']} | {freeze} | {suite} |")
+    changes = " ".join(f"`{c}`" for c in r["freeze_changes"] or []) or "—"
+    md.append(f"| {r['release']} | {freeze} | {changes} | {suite} |")
 with open(f"{out}/torch-releases.md.tmp", "w") as f:
     f.write("\n".join(md) + "\n")
 PY

@@ -4,7 +4,7 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 
 * :mod:`hedge.hib` -- hedged instance embeddings (Oh et al., ICLR 2019): the soft contrastive
   loss with the VIB term, match probabilities and self-mismatch on torch tensors, autograd intact.
-* :mod:`hedge.bayes` -- Gaussian-process and Bayesian linear/probit models, scikit-learn style.
+* :mod:`hedge.bayes` -- Gaussian-process and Bayesian linear/probit models as scikit-learn estimators.
 * :mod:`hedge.active` -- batch acquisition (ACS-FW, MaxEnt/BALD, LCMD) as functions of arrays.
 * :mod:`hedge.agnostic` -- concept erasure (LEACE) and the fresh-probe audit on feature arrays.
 * :mod:`hedge.ann` -- the HNSW graph behind identification, on NumPy arrays.

@@ -3,7 +3,8 @@
 //! mutual-information lower bound — on features or on a classifier's decisions (the floor).
 
 use hedge_agnostic::audit::{probe, probe_pair, ProbeConfig, ProbeKind};
-use hedge_agnostic::eraser::{EraserSpec, ERASERS};
+use hedge_agnostic::eraser::EraserSpec;
+use hedge_agnostic::erasers::ERASERS;
 use hedge_agnostic::erasure::{Erasure, Leace};
 use hedge_agnostic::ladder::{self, LadderConfig};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
@@ -79,7 +80,7 @@ pub fn leace_from_parts(
 }
 
 /// A fitted registered eraser (`hedge.agnostic.Eraser`): any kind of
-/// `hedge_agnostic::eraser::ERASERS`, fitted at strength 1 and applied at any strength.
+/// `hedge_agnostic::erasers::ERASERS`, fitted at strength 1 and applied at any strength.
 #[pyclass(module = "hedge._hedge")]
 pub struct FittedEraser {
     // A Mutex makes the class Sync (a fitted eraser holds libtorch tensors, which are Send only).
