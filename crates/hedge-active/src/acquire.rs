@@ -1,6 +1,6 @@
 //! Acquisitions as pieces the pool loop takes (baal's way): an [`Acquisition`] reads what a
 //! fitted model predicts about the unlabelled pool, a [`Predictive`], and names the points to
-//! label next. The built-in ones are registered in [`ACQUISITIONS`] under the names settings,
+//! label next. The built-in ones are registered in [`crate::acquisitions::ACQUISITIONS`] under the names settings,
 //! the command line and Python give them; a user's own (a closure, a Python callable) runs in
 //! the same loop ([`crate::pool::run_loop`]) for regression and classification alike.
 
@@ -148,25 +148,6 @@ impl Acquisition for Registration {
     }
 }
 
-/// Every acquisition hedge has, by the name settings give it.
-pub const ACQUISITIONS: &[Registration] = &[RANDOM, MAXENT, BALD, ACS_FW, LCMD, crate::least_confidence::REGISTRATION];
-
-/// The registered acquisition called `name`; the error lists the names there are.
-pub fn acquisition(name: &str) -> Result<&'static Registration> {
-    ACQUISITIONS.iter().find(|r| r.name == name).ok_or_else(|| {
-        ActiveError::Run(hedge_run::RunError::InvalidConfig {
-            field: "method",
-            value: name.to_string(),
-            reason: format!("no such acquisition; hedge has {}", acquisition_names()),
-        })
-    })
-}
-
-/// The registered names, for messages (`random, maxent, ...`).
-pub fn acquisition_names() -> String {
-    ACQUISITIONS.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
-}
-
 /// Refuses `acquisition` on a model that does not give everything it reads, naming both and
 /// `fix`.
 pub fn check_reads(acquisition: &dyn Acquisition, model: &str, offers: &[Reads], fix: &str) -> Result<()> {
@@ -251,38 +232,6 @@ pub fn check_batch(acquisition: &str, chosen: &[usize], len: usize, request: Req
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-
-    /// A regression predictive with entropies only.
-    struct Entropies(Vec<f64>);
-
-    impl Predictive for Entropies {
-        fn len(&self) -> usize {
-            self.0.len()
-        }
-        fn entropy(&self) -> Result<Vec<f64>> {
-            Ok(self.0.clone())
-        }
-    }
-
-    #[test]
-    fn registered_acquisitions_are_found_by_name_and_read_what_they_declare() {
-        let p = Entropies(vec![0.1, 2.0, -1.0, 3.0, 0.5]);
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let request = Request { size: 2, distinct: true };
-        assert_eq!(acquisition("maxent").unwrap().select(&p, request, &mut rng).unwrap(), vec![1, 3]);
-        assert_eq!(acquisition("random").unwrap().select(&p, request, &mut rng).unwrap().len(), 2);
-        let err = acquisition("bald").unwrap().select(&p, request, &mut rng).unwrap_err().to_string();
-        assert!(err.contains("class probabilities"), "{err}");
-        let err = acquisition("max-ent").unwrap_err().to_string();
-        assert!(err.contains("'method'") && err.contains("random, maxent, bald, acs-fw, lcmd"), "{err}");
-        let names: Vec<&str> = ACQUISITIONS.iter().map(|r| r.name).collect();
-        assert!((1..names.len()).all(|i| !names[..i].contains(&names[i])), "names are unique: {names:?}");
-        let err = check_reads(acquisition("lcmd").unwrap(), "the GP", &[Reads::Entropy], "use NeuralLinear")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("last-layer features, which the GP does not give; use NeuralLinear"), "{err}");
-    }
 
     #[test]
     fn a_batch_out_of_range_repeated_or_of_the_wrong_size_is_refused() {

@@ -334,7 +334,7 @@ pub fn labels_tensor(labels: &[u8]) -> Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acquire::ACQUISITIONS;
+    use crate::acquisitions::ACQUISITIONS;
 
     /// Synthetic 3-class images (class = which third of the image is bright): every method
     /// reaches the budget, and 60 labels classify better than 6.

@@ -1,6 +1,6 @@
 //! Least confidence (Lewis and Gale 1994; baal's `Certainty`): the `b` points whose most probable
 //! class is least probable under the MC predictive, 1 − max_c p̄(c | x). The worked example of
-//! an acquisition (ARCHITECTURE.md): this file and one line in [`crate::acquire::ACQUISITIONS`].
+//! an acquisition (ARCHITECTURE.md): this file and one line in [`crate::acquisitions::ACQUISITIONS`].
 
 use crate::acquire::{Reads, Registration};
 use crate::acquisition::top_b;
@@ -26,7 +26,8 @@ pub fn least_confidence(probabilities: &[f64], classes: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acquire::{acquisition, Acquisition, ClassProbabilities, Predictive, Request};
+    use crate::acquire::{Acquisition, ClassProbabilities, Predictive, Request};
+    use crate::acquisitions::acquisition;
     use rand::SeedableRng;
 
     struct Mean(ClassProbabilities);

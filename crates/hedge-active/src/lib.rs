@@ -4,6 +4,7 @@
 
 pub mod acquire;
 pub mod acquisition;
+pub mod acquisitions;
 pub mod bivariate;
 #[cfg(feature = "torch")]
 pub mod classification;
@@ -19,7 +20,8 @@ pub mod pool;
 #[cfg(feature = "torch")]
 pub mod regression_loop;
 
-pub use acquire::{acquisition, Acquisition, Predictive, Reads, Request, ACQUISITIONS};
+pub use acquire::{Acquisition, Predictive, Reads, Request};
+pub use acquisitions::{acquisition, ACQUISITIONS};
 pub use error::{ActiveError, Result};
 pub use frank_wolfe::{
     frank_wolfe, FwBatch, GramMatrix, PoolShard, PoolVectors, Projections, ShardSetup, ShardedFrankWolfe, Vertex,

@@ -1,6 +1,6 @@
 //! Concept erasers as an extension point: an [`Eraser`] is fitted on frozen features and their
 //! concept labels (scikit-learn's `fit`), and the [`FittedEraser`] it returns moves features
-//! (`transform`). Which erasers exist is one table, [`ERASERS`]: a sweep's `removal`, the CLI's
+//! (`transform`). Which erasers exist is one table, [`crate::erasers::ERASERS`]: a sweep's `removal`, the CLI's
 //! `--removal` and Python's `hedge.agnostic.Eraser(kind)` all read it, so a new eraser is its own
 //! file, one line there, and its test (ARCHITECTURE.md walks through one, the
 //! [`crate::mean_difference`] eraser).
@@ -124,14 +124,6 @@ impl EraserSpec {
             )),
         }
     }
-
-    /// The registered eraser these settings build.
-    pub fn build(&self) -> Result<Box<dyn Eraser>> {
-        let registered = ERASERS.iter().find(|r| r.kind == self.kind).ok_or_else(|| {
-            invalid("removal", &self.kind, format!("not an eraser hedge knows; the erasers are {}", eraser_kinds()))
-        })?;
-        (registered.build)(self)
-    }
 }
 
 impl Serialize for EraserSpec {
@@ -160,20 +152,6 @@ pub struct Registration {
     pub kind: &'static str,
     pub about: &'static str,
     pub build: fn(&EraserSpec) -> Result<Box<dyn Eraser>>,
-}
-
-/// Every eraser hedge has, by the name settings give it.
-pub const ERASERS: &[Registration] = &[
-    crate::erasure::LEACE,
-    crate::erasure::INLP,
-    crate::erasure::QUADRATIC_LEACE,
-    crate::mean_difference::REGISTRATION,
-    crate::kernel_eraser::REGISTRATION,
-];
-
-/// The registered names, for messages (`leace, inlp, ...`).
-pub fn eraser_kinds() -> String {
-    ERASERS.iter().map(|r| r.kind).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]

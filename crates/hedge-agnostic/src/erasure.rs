@@ -304,7 +304,7 @@ pub enum Removal {
     /// The training's own adversary (`TrainConfig::adversary`) at weight α.
     #[default]
     Adversary,
-    /// A registered eraser ([`crate::eraser::ERASERS`]) on the frozen features.
+    /// A registered eraser ([`crate::erasers::ERASERS`]) on the frozen features.
     Erase(EraserSpec),
 }
 
@@ -475,7 +475,7 @@ impl Eraser for QuadraticLeaceEraser {
     }
 }
 
-/// LEACE's registration in [`crate::eraser::ERASERS`].
+/// LEACE's registration in [`crate::erasers::ERASERS`].
 pub const LEACE: Registration = Registration {
     kind: "leace",
     about: "LEACE (Belrose et al. 2023): the least-squares affine edit after which no linear probe beats a constant",
@@ -485,7 +485,7 @@ pub const LEACE: Registration = Registration {
     },
 };
 
-/// INLP's registration in [`crate::eraser::ERASERS`].
+/// INLP's registration in [`crate::erasers::ERASERS`].
 pub const INLP: Registration = Registration {
     kind: "inlp",
     about: "INLP (Ravfogel et al. 2020): project out a logistic probe's directions, `iterations` times (default 10)",
@@ -499,7 +499,7 @@ pub const INLP: Registration = Registration {
     },
 };
 
-/// Quadratic LEACE's registration in [`crate::eraser::ERASERS`].
+/// Quadratic LEACE's registration in [`crate::erasers::ERASERS`].
 pub const QUADRATIC_LEACE: Registration = Registration {
     kind: "quadratic-leace",
     about: "quadratic LEACE: every concept class's feature mean and covariance moved onto one Gaussian (an oracle: \

@@ -25,7 +25,7 @@ use crate::eraser::{Eraser, FittedEraser, Registration};
 use crate::erasure::{check_rows, Leace};
 use crate::error::{invalid, Result};
 
-/// The registration [`crate::eraser::ERASERS`] lists.
+/// The registration [`crate::erasers::ERASERS`] lists.
 pub const REGISTRATION: Registration = Registration {
     kind: "kernel",
     about: "iterative kernel erasure: LEACE on random Fourier features of RBF kernels, then their first d principal axes, `rounds` times (default 3, 512 features)",

@@ -24,6 +24,7 @@
 
 pub mod audit;
 pub mod eraser;
+pub mod erasers;
 pub mod erasure;
 mod error;
 pub mod forest;

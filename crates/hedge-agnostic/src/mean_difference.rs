@@ -5,7 +5,7 @@
 //! so its edit is larger than LEACE's least-squares one.
 //!
 //! This file is the worked example of ARCHITECTURE.md's "Adding an eraser": the eraser, its
-//! registration (one line in [`crate::eraser::ERASERS`]) and its test.
+//! registration (one line in [`crate::erasers::ERASERS`]) and its test.
 
 use faer::Mat;
 use tch::Tensor;
@@ -14,7 +14,7 @@ use crate::eraser::{Eraser, FittedEraser, Registration};
 use crate::erasure::{check_rows, normalised_weights};
 use crate::error::Result;
 
-/// The registration [`crate::eraser::ERASERS`] lists.
+/// The registration [`crate::erasers::ERASERS`] lists.
 pub const REGISTRATION: Registration = Registration {
     kind: "mean-difference",
     about: "orthogonal projection removing the directions between the concept classes' means (a baseline)",

@@ -227,9 +227,12 @@ fn architecture_s_worked_examples_are_the_compiled_code() {
         ("### A loss (HIB)", &["crates/hedge-embed/src/focal.rs", "crates/hedge-embed/src/pair_loss.rs"][..]),
         (
             "### An acquisition function",
-            &["crates/hedge-active/src/least_confidence.rs", "crates/hedge-active/src/acquire.rs"][..],
+            &["crates/hedge-active/src/least_confidence.rs", "crates/hedge-active/src/acquisitions.rs"][..],
         ),
-        ("### An eraser", &["crates/hedge-agnostic/src/mean_difference.rs", "crates/hedge-agnostic/src/eraser.rs"][..]),
+        (
+            "### An eraser",
+            &["crates/hedge-agnostic/src/mean_difference.rs", "crates/hedge-agnostic/src/erasers.rs"][..],
+        ),
     ] {
         let start = text.find(section).unwrap_or_else(|| panic!("ARCHITECTURE.md has no '{section}'"));
         let body = &text[start + section.len()..];

@@ -6,6 +6,7 @@ mod common;
 
 mod active_cli;
 mod agnostic_cli;
+mod architecture;
 mod bayes_cli;
 mod cli;
 mod docs;

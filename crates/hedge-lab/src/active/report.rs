@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use super::experiment::{ClassificationSummary, RegressionSummary};
 use crate::report::format::{fixed, range, short, table, thousands};
-use crate::report::{missing, Fragment, Results};
+use crate::report::fragment::{missing, Fragment, Results};
 use crate::Result;
 
 const ACTIVE: &str = "results/active";

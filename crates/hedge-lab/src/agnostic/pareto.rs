@@ -9,11 +9,9 @@ use hedge_eval::MeanStd;
 use hedge_run::RunDirectory;
 use serde::{Deserialize, Serialize};
 
-use crate::agnostic::sweep::{DataDescription, SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
+use crate::agnostic::sweep::{SweepAudit, SweepConfig, SweepDataset, CONFIG_FILE, METRICS_FILE};
 use crate::error::{invalid, Result};
 use hedge_agnostic::erasure::Removal;
-use hedge_agnostic::train::{Adversary, DecisionPenaltyForm};
-use hedge_data::context::ContextMnistConfig;
 
 /// A mean and sample standard deviation over repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -99,59 +97,12 @@ pub fn method_label(config: &SweepConfig) -> String {
     if config.removal != Removal::Adversary {
         let t = &config.train;
         return if t.erase_on_alpha > 0.0 {
-            format!("{} on {} at α = {}", config.removal.name(), adversary_label(config), t.erase_on_alpha)
+            format!("{} on {} at α = {}", config.removal.name(), config.adversary_label(), t.erase_on_alpha)
         } else {
             config.removal.name()
         };
     }
-    adversary_label(config)
-}
-
-/// The adversary's settings in words (with its extra updates, resets, reweighing, bottleneck).
-pub(crate) fn adversary_label(config: &SweepConfig) -> String {
-    let t = &config.train;
-    let mut label = match t.adversary {
-        Adversary::Reversal => "grl".to_string(),
-        Adversary::Confusion => "confusion".into(),
-        Adversary::Hsic if t.hsic_bandwidth != 1.0 => format!("hsic (σ² = {} × median)", t.hsic_bandwidth),
-        Adversary::Hsic => "hsic".into(),
-        Adversary::Twin => "twin (ceiling)".into(),
-        Adversary::TwinLabelled => "twin, labelled (ceiling)".into(),
-    };
-    if t.adversary_steps > 1 {
-        label.push_str(&format!(", {} G_p updates", t.adversary_steps));
-    }
-    if t.reset_every > 0 {
-        label.push_str(&format!(", G_p reset every {} steps", t.reset_every));
-    }
-    if t.reweigh {
-        label.push_str(", reweighed");
-    }
-    if t.decision_penalty > 0.0 {
-        let form = match t.decision_penalty_form {
-            DecisionPenaltyForm::Aligned => "",
-            DecisionPenaltyForm::Unnormalised => " (unnormalised)",
-            DecisionPenaltyForm::Standardised => " (standardised)",
-        };
-        label.push_str(&format!(", decision HSIC{form} × {}", t.decision_penalty));
-    }
-    if let Some(width) = config.model.bottleneck {
-        label.push_str(&format!(", {width}-unit bottleneck"));
-    }
-    if let Some(rho) = reference_rho(config) {
-        label.push_str(&format!(", trained at ρ = {rho} (reference)"));
-    }
-    label
-}
-
-/// A Context-MNIST sweep trained at another background–target agreement than the default is a
-/// reference point (ρ = 0.5: no shortcut to learn), not a removal method: its ρ.
-fn reference_rho(config: &SweepConfig) -> Option<f64> {
-    let rho = match &config.data {
-        DataDescription::Context { config: c, .. } => Some(c.rho),
-        _ => None,
-    };
-    rho.filter(|&r| (r - ContextMnistConfig::default().rho).abs() > 1e-12)
+    config.adversary_label()
 }
 
 /// Reads every sweep in `sweeps` (all on one dataset), writes `pareto.json`, `pareto.md` and
@@ -196,7 +147,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
                 if config.train.erase_on_alpha > 0.0 {
                     family.push_str(&format!(
                         " on {} at α = {}",
-                        adversary_label(&config),
+                        config.adversary_label(),
                         config.train.erase_on_alpha
                     ));
                 }
@@ -206,7 +157,7 @@ pub fn pareto(sweeps: &[PathBuf], out: &Path, overwrite: bool) -> Result<ParetoS
         };
         for (alpha, runs) in by_alpha.into_values() {
             let mut p = point(&method, alpha, &runs, sweep, &mut chance)?;
-            p.reference = reference_rho(&config).is_some();
+            p.reference = config.reference_rho().is_some();
             p.family = family.clone();
             points.push(p);
         }
@@ -550,6 +501,7 @@ fn markdown(s: &ParetoSummary, dataset: SweepDataset) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hedge_agnostic::train::Adversary;
     use hedge_agnostic::TrainConfig;
 
     #[test]

@@ -18,7 +18,7 @@ use super::gradcam::{MapShares, MapsSummary};
 use super::pareto::{ParetoPoint, ParetoSummary, Spread};
 use super::sweep::{SpreadOverRepeats, SummaryNode, SweepAudit, SweepSummary};
 use crate::report::format::{fixed, mean_std, num, range, short, span2, table, wrap};
-use crate::report::{at_alpha, missing, Fragment, Results};
+use crate::report::fragment::{at_alpha, missing, Fragment, Results};
 use crate::Result;
 
 const AREA: &str = "results/agnostic";

@@ -20,6 +20,7 @@ use crate::error::{invalid, Result};
 use crate::LabError;
 use hedge_agnostic::audit::activation_maps;
 use hedge_agnostic::erasure::Removal;
+use hedge_agnostic::train::DecisionPenaltyForm;
 use hedge_agnostic::{Adversary, AgnosticNet, ExtractorKind, ModelConfig, TrainConfig};
 use hedge_run::{run_resumable, Experiment, ParamGuard};
 
@@ -534,6 +535,52 @@ pub struct NetworkFinished {
 }
 
 impl SweepConfig {
+    /// The adversary's settings in words (with its extra updates, resets, reweighing, bottleneck).
+    pub(crate) fn adversary_label(&self) -> String {
+        let t = &self.train;
+        let mut label = match t.adversary {
+            Adversary::Reversal => "grl".to_string(),
+            Adversary::Confusion => "confusion".into(),
+            Adversary::Hsic if t.hsic_bandwidth != 1.0 => format!("hsic (σ² = {} × median)", t.hsic_bandwidth),
+            Adversary::Hsic => "hsic".into(),
+            Adversary::Twin => "twin (ceiling)".into(),
+            Adversary::TwinLabelled => "twin, labelled (ceiling)".into(),
+        };
+        if t.adversary_steps > 1 {
+            label.push_str(&format!(", {} G_p updates", t.adversary_steps));
+        }
+        if t.reset_every > 0 {
+            label.push_str(&format!(", G_p reset every {} steps", t.reset_every));
+        }
+        if t.reweigh {
+            label.push_str(", reweighed");
+        }
+        if t.decision_penalty > 0.0 {
+            let form = match t.decision_penalty_form {
+                DecisionPenaltyForm::Aligned => "",
+                DecisionPenaltyForm::Unnormalised => " (unnormalised)",
+                DecisionPenaltyForm::Standardised => " (standardised)",
+            };
+            label.push_str(&format!(", decision HSIC{form} × {}", t.decision_penalty));
+        }
+        if let Some(width) = self.model.bottleneck {
+            label.push_str(&format!(", {width}-unit bottleneck"));
+        }
+        if let Some(rho) = self.reference_rho() {
+            label.push_str(&format!(", trained at ρ = {rho} (reference)"));
+        }
+        label
+    }
+
+    /// ρ of a Context-MNIST sweep trained away from the default (a reference run), else None.
+    pub(crate) fn reference_rho(&self) -> Option<f64> {
+        let rho = match &self.data {
+            DataDescription::Context { config: c, .. } => Some(c.rho),
+            _ => None,
+        };
+        rho.filter(|&r| (r - ContextMnistConfig::default().rho).abs() > 1e-12)
+    }
+
     /// Networks in the order they train: repeats outer, α inner.
     fn networks(&self) -> Vec<(u64, f64)> {
         (0..self.repeats).flat_map(|r| self.alphas.iter().map(move |&a| (r, a))).collect()
@@ -1187,11 +1234,7 @@ fn write_report(dir: &RunDirectory, config: &SweepConfig, audits: &[SweepAudit])
     let summary = SweepSummary { undefined, ..summary };
     dir.write_json(SUMMARY_FILE, &summary)?;
     let network = if config.train.erase_on_alpha > 0.0 {
-        format!(
-            "trained with its adversary at α = {} ({})",
-            config.train.erase_on_alpha,
-            crate::agnostic::pareto::adversary_label(config)
-        )
+        format!("trained with its adversary at α = {} ({})", config.train.erase_on_alpha, config.adversary_label())
     } else {
         "trained without an adversary".to_string()
     };

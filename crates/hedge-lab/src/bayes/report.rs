@@ -8,7 +8,7 @@ use serde::Deserialize;
 use super::bench::GpBenchReport;
 use super::experiment::GpReport;
 use crate::report::format::{fixed, num, table, thousands};
-use crate::report::{Fragment, Results};
+use crate::report::fragment::{Fragment, Results};
 use crate::Result;
 
 /// The GP suite's folders under `results/bayes/`, in the table's order.
@@ -48,11 +48,11 @@ fn gp_speed(results: &Results) -> Result<String> {
             .cases
             .iter()
             .find(|c| c.model == "exact" && c.rows == sk.rows)
-            .ok_or_else(|| crate::report::missing(FILE, format!("no hedge fit on {} rows", sk.rows)))?;
+            .ok_or_else(|| crate::report::fragment::missing(FILE, format!("no hedge fit on {} rows", sk.rows)))?;
         let (fit, lml) = case
             .fit_seconds
             .zip(case.log_marginal_likelihood)
-            .ok_or_else(|| crate::report::missing(FILE, "a hedge case without its fit (run with --fit)"))?;
+            .ok_or_else(|| crate::report::fragment::missing(FILE, "a hedge case without its fit (run with --fit)"))?;
         rows.push(thousands(sk.rows as u64));
         ours.push(num(lml, 4));
         theirs.push(num(sk.log_marginal_likelihood_standardised, 4));

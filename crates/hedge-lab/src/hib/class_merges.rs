@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::report_tables::MODELS;
+use super::paper::MODELS;
 use crate::report::format::{fixed, thousands};
-use crate::report::{missing, Results};
+use crate::report::fragment::{missing, Results};
 use crate::Result;
 
 /// The group of images whose number holds no digit of a merged pair.

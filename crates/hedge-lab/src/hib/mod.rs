@@ -8,7 +8,7 @@ pub mod identification;
 pub mod paper;
 pub mod quadrature;
 pub mod report;
-mod report_tables;
+pub(crate) mod report_tables;
 pub mod reproduce;
 #[cfg(feature = "clap")]
 pub mod request;

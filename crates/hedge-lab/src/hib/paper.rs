@@ -193,6 +193,9 @@ pub fn quick_metric_value(model: &PaperModel, metric: hedge_embed::monitor::Quic
     }
 }
 
+/// The Table 1 models: their key in run names and how the tables name them.
+pub(crate) const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::paper::{CleanCorrupt, PaperModel};
 use crate::report::format::{fixed, table, thousands, thousands_fixed};
-use crate::report::{missing, Fragment, Results};
+use crate::report::fragment::{missing, Fragment, Results};
 use crate::Result;
 
 const HIB: &str = "results/hib";
@@ -29,7 +29,8 @@ const IDENT: &str = "results/own-data/identification";
 const IDENT_RUNS: [&str; 3] = ["fashion-mnist-d8-split1", "fashion-mnist-d8", "fashion-mnist-d2"];
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 
-/// Every HIB fragment hedge-lab writes.
+/// The HIB fragments of this module (the tables' are `report_tables`'s, the side-by-side's
+/// `side_by_side`'s; [`crate::report::fragments`] gathers all three).
 pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     let r = results;
     let pairs: Vec<(&str, String)> = vec![
@@ -54,10 +55,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("corrupt-drop", corrupt_drop(r)?),
         ("pairing-drop", pairing_drop(r)?),
     ];
-    let mut all: Vec<Fragment> = pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect();
-    all.extend(super::report_tables::fragments(results)?);
-    all.extend(super::side_by_side::fragments(results)?);
-    Ok(all)
+    Ok(pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect())
 }
 
 // ----- the four Table 1 numbers --------------------------------------------------------------

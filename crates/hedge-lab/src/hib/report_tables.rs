@@ -15,11 +15,11 @@ use hedge_embed::{MonitorRecord, NDigitProtocol, NDigitSplit, QuickEval};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::paper::PaperModel;
+use super::paper::{PaperModel, MODELS};
 use super::report::{cells4, four, four_eval, four_paper, table_paper, GpuCall};
 use super::summary::{ModelSummary, ReproduceSummary};
 use crate::report::format::{fixed, range, short, table, thousands, thousands_fixed};
-use crate::report::{missing, Fragment, Results};
+use crate::report::fragment::{missing, Fragment, Results};
 use crate::Result;
 
 const HIB: &str = "results/hib";
@@ -33,8 +33,6 @@ const N2D2_SECOND: &str = "n2-d2-l-peak1e-2-16x16";
 /// The third, trained on the recipe with weight decay, moved aside when N = 2, D = 2 was
 /// retrained on it with the hidden layer.
 const N2D2_THIRD: &str = "n2-d2-wd1e-1";
-/// The Table 1 models: their key in run names and how the tables name them.
-pub(super) const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "MoG-1"), ("mog2", "MoG-2")];
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 /// What a lever of an instance lever study may change, and what the study fixed for all of
 /// its levers: what names a table's recipe.
@@ -79,7 +77,7 @@ fn ab_keys() -> [(&'static str, Value); 6] {
 }
 
 /// Every HIB table and study fragment.
-pub(super) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
+pub(crate) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     let r = results;
     let mut pairs: Vec<(&str, String)> = vec![
         ("open-set", open_set(r)?),

@@ -13,7 +13,7 @@ use hedge_identify::{SearchSummary, UncertaintyScore};
 use serde::{Deserialize, Serialize};
 
 use crate::report::format::thousands;
-use crate::report::{Fragment, Results};
+use crate::report::fragment::{Fragment, Results};
 use crate::Result;
 
 /// Where the script's runs are collected.

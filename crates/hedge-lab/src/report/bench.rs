@@ -14,7 +14,7 @@
 use serde::Deserialize;
 
 use super::format::{fixed, table, thousands, thousands_fixed};
-use super::{Fragment, Results};
+use super::fragment::{missing, Fragment, Results};
 use crate::Result;
 
 /// Every benchmark fragment.
@@ -225,8 +225,7 @@ fn ann_fashion(results: &Results, file: &str) -> Result<String> {
 fn scale_capacity(results: &Results) -> Result<String> {
     const FILE: &str = "results/scale/ann-vs-hnswlib-1m.json";
     let bench: AnnBenchmark = results.json(FILE)?;
-    let row =
-        bench.medians.iter().find(|r| r.library == "hedge").ok_or_else(|| super::missing(FILE, "no row of hedge"))?;
+    let row = bench.medians.iter().find(|r| r.library == "hedge").ok_or_else(|| missing(FILE, "no row of hedge"))?;
     let threads = bench.settings.threads as f64;
     let total = 1e9;
     let per_point = row.build_rss_bytes_per_point;
