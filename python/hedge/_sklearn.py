@@ -86,6 +86,42 @@ else:
             raise ValueError("Unknown label type: continuous. Maybe you are trying to fit a classifier on a regression target")
 
 
+class NativeState:
+    """Pickling for an estimator whose fitted state holds a Rust object, which pickle cannot
+    write: the attribute ``_native`` names it, :meth:`_native_parts` says what the pickle keeps
+    in its place (``None``: nothing beyond the fitted attributes), and :meth:`_rebuild_native`
+    makes it again on load. scikit-learn's own ``__getstate__``/``__setstate__`` (its version
+    stamp) still run around it."""
+
+    _native = "posterior_"
+
+    def _native_parts(self, native):
+        return None
+
+    def _rebuild_native(self, parts):
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict:
+        parent = getattr(super(), "__getstate__", None)
+        state = parent() if parent is not None else None
+        state = dict(state if state is not None else self.__dict__)
+        native = state.pop(self._native, None)
+        if native is not None:
+            state["_native_parts"] = (self._native_parts(native),)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        parts = state.pop("_native_parts", None)
+        parent = getattr(super(), "__setstate__", None)
+        if parent is not None:
+            parent(state)
+        else:
+            self.__dict__.update(state)
+        if parts is not None:
+            setattr(self, self._native, self._rebuild_native(parts[0]))
+
+
 def check_fitted(estimator, attribute: str) -> None:
     """``NotFittedError`` naming the estimator where ``fit`` has not run."""
     message = f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' with appropriate arguments before using this estimator."

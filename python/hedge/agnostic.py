@@ -29,6 +29,7 @@ from ._native import _hedge
 from ._arrays import matrix, vector
 from ._sklearn import (
     BaseEstimator,
+    NativeState,
     TransformerMixin,
     check_features,
     check_features_and_target,
@@ -219,10 +220,13 @@ def group_balancing_weights(target, concept) -> np.ndarray:
     return 1.0 / counts[group.ravel()]
 
 
-class _ConceptEraser(TransformerMixin, BaseEstimator):
+class _ConceptEraser(NativeState, TransformerMixin, BaseEstimator):
     """What :class:`Leace` and :class:`Eraser` share: scikit-learn's transformer API with the
     concept as the target ``y`` (required; ``concept=`` names it too), read as labels of any kind
-    (``concept_classes_``), and an optional ``sample_weight``."""
+    (``concept_classes_``), and an optional ``sample_weight``. The fitted Rust eraser is
+    ``eraser_``; a pickle rebuilds it from the fitted attributes."""
+
+    _native = "eraser_"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -265,16 +269,9 @@ class Leace(_ConceptEraser):
         self.rank_ = self.eraser_.rank
         return self
 
-    def __getstate__(self) -> dict:
+    def _rebuild_native(self, parts):
         # The Rust eraser is its mean, projection and rank, which are fitted attributes too.
-        state = self.__dict__.copy()
-        state.pop("eraser_", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "projection_" in state:
-            self.eraser_ = _hedge.leace_from_parts(self.mean_, self.projection_, int(self.rank_))
+        return _hedge.leace_from_parts(self.mean_, self.projection_, int(self.rank_))
 
     def transform(self, X) -> np.ndarray:
         """``X`` ``[n, d]`` with the concept erased at ``strength`` (1: LEACE; lower values
@@ -320,16 +317,9 @@ class Eraser(_ConceptEraser):
         self.reads_concept_ = self.eraser_.reads_concept
         return self
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state.pop("eraser_", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if "_fitted_on" in state:
-            kind, params, seed, x, z, w = self._fitted_on
-            self.eraser_ = _hedge.eraser_fit(kind, json.dumps(params or {}), x, z, w, seed)
+    def _rebuild_native(self, parts):
+        kind, params, seed, x, z, w = self._fitted_on
+        return _hedge.eraser_fit(kind, json.dumps(params or {}), x, z, w, seed)
 
     def transform(self, X, concept=None) -> np.ndarray:
         """``X`` ``[n, d]`` with the concept erased at ``strength``."""

@@ -28,6 +28,7 @@ import numpy as np
 from ._native import _hedge
 from ._sklearn import (
     BaseEstimator,
+    NativeState,
     ClassifierMixin,
     RegressorMixin,
     check_classification_targets,
@@ -55,7 +56,7 @@ def _predictive(raw, return_std: bool, include_noise: bool):
     return mean, np.sqrt(variance)
 
 
-class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
+class GaussianProcessRegressor(NativeState, RegressorMixin, BaseEstimator):
     """Exact Gaussian-process regression (hedge_bayes::GpConfig).
 
     Parameters:
@@ -130,20 +131,13 @@ class GaussianProcessRegressor(RegressorMixin, BaseEstimator):
         self.lengthscales_ = np.asarray(self.posterior_.lengthscales)
         return self
 
-    def __getstate__(self) -> dict:
-        # The posterior (a Rust object) is kept as its hyper-parameters; the training data and
-        # the settings it was fitted with are fitted attributes already.
-        state = self.__dict__.copy()
-        posterior = state.pop("posterior_", None)
-        if posterior is not None:
-            state["_posterior_hyper"] = posterior.hyper_json
-        return state
+    # Pickled, the posterior (a Rust object) is its hyper-parameters: the training data and the
+    # settings it was fitted with are fitted attributes already.
+    def _native_parts(self, posterior):
+        return posterior.hyper_json
 
-    def __setstate__(self, state: dict) -> None:
-        hyper = state.pop("_posterior_hyper", None)
-        self.__dict__.update(state)
-        if hyper is not None:
-            self.posterior_ = self._condition(hyper)
+    def _rebuild_native(self, hyper):
+        return self._condition(hyper)
 
     @property
     def log_marginal_likelihood_(self) -> float:
@@ -220,7 +214,7 @@ class SparseGPRegressor(GaussianProcessRegressor):
         raise AttributeError("a sparse GP has `objective_` (FITC likelihood or VFE bound), not the exact likelihood")
 
 
-class BayesianLinearRegression(RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(NativeState, RegressorMixin, BaseEstimator):
     """Bayesian linear regression y = X w + noise with prior w ~ N(0, prior_precision^-1 I).
 
     ``noise_variance`` set: that noise is known (Gaussian predictive; ``log_evidence_``).
@@ -250,18 +244,11 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.log_evidence_ = self.posterior_.log_evidence
         return self
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        posterior = state.pop("posterior_", None)
-        if posterior is not None:
-            state["_posterior_parts"] = posterior.parts()
-        return state
+    def _native_parts(self, posterior):
+        return posterior.parts()
 
-    def __setstate__(self, state: dict) -> None:
-        parts = state.pop("_posterior_parts", None)
-        self.__dict__.update(state)
-        if parts is not None:
-            self.posterior_ = _hedge.linear_from_parts(*parts)
+    def _rebuild_native(self, parts):
+        return _hedge.linear_from_parts(*parts)
 
     def predict(self, X, return_std: bool = False, include_noise: bool = True):
         """The predictive mean ``[m]`` (and standard deviation ``[m]`` with ``return_std``)."""
@@ -270,7 +257,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         return _predictive(self.posterior_.predict(x), return_std, include_noise)
 
 
-class BayesianProbitRegression(ClassifierMixin, BaseEstimator):
+class BayesianProbitRegression(NativeState, ClassifierMixin, BaseEstimator):
     """Bayesian probit classification p(y = 1 | x, w) = Phi(w^T x), prior w ~ N(0, prior_variance I),
     posterior by the Laplace approximation (Newton's method). A binary classifier: ``y`` holds
     two labels of any kind, the larger (``classes_[1]``) read as y = 1. No intercept is added.
@@ -310,18 +297,11 @@ class BayesianProbitRegression(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         return self
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        posterior = state.pop("posterior_", None)
-        if posterior is not None:
-            state["_posterior_parts"] = (posterior.coef, posterior.covariance, posterior.log_evidence, posterior.iterations)
-        return state
+    def _native_parts(self, posterior):
+        return (posterior.coef, posterior.covariance, posterior.log_evidence, posterior.iterations)
 
-    def __setstate__(self, state: dict) -> None:
-        parts = state.pop("_posterior_parts", None)
-        self.__dict__.update(state)
-        if parts is not None:
-            self.posterior_ = _hedge.probit_from_parts(*parts)
+    def _rebuild_native(self, parts):
+        return _hedge.probit_from_parts(*parts)
 
     def predict_proba(self, X) -> np.ndarray:
         """``[m, 2]``: p(y = classes_[0] | x) and p(y = classes_[1] | x), the weights integrated
