@@ -34,7 +34,7 @@ fn manifest_dependencies(folder: &str) -> (String, BTreeSet<String>) {
             name = line.split('"').nth(1).map(str::to_string);
         }
         if section == "[dependencies]" && line.starts_with("hedge-") {
-            let dependency = line.split(|c: char| c == '.' || c == ' ' || c == '=').next().unwrap();
+            let dependency = line.split(['.', ' ', '=']).next().unwrap();
             hedge.insert(dependency.to_string());
         }
     }
