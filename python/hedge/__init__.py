@@ -15,9 +15,10 @@ The Rust library's algorithms for Python, on the libtorch of the user's own ``to
 
 ``import hedge`` itself loads nothing heavy: each module loads on first use (``hedge.hib``,
 ``from hedge import bayes``). The modules that run on libtorch import ``torch`` first (the
-extension shares its libtorch: tensors pass without a copy); a wheel holds one extension per torch
-minor (2.13, 2.14 and 2.15) and loads the one of the running torch; :mod:`hedge.ann` runs on its own extension without libtorch, so a process that only
-searches an index (a Ray shard actor) never imports torch.
+extension shares its libtorch: tensors pass without a copy); a wheel holds one extension per
+torch minor (2.13, 2.14 and 2.15) and loads the one of the running torch. :mod:`hedge.ann` runs
+on its own extension without libtorch, so a process that only searches an index (a Ray shard
+actor) never imports torch.
 """
 
 import importlib

@@ -35,6 +35,7 @@ from ._sklearn import (
     check_features,
     check_features_and_target,
     check_fitted,
+    encode_labels,
 )
 
 __all__ = [
@@ -279,7 +280,7 @@ class BayesianProbitRegression(NativeState, ClassifierMixin, BaseEstimator):
     def fit(self, X, y) -> "BayesianProbitRegression":
         x, labels = check_features_and_target(self, X, y, classifier=True)
         check_classification_targets(labels)
-        classes, codes = np.unique(labels, return_inverse=True)
+        classes, codes = encode_labels(labels)
         if len(classes) != 2:
             raise ValueError(
                 f"Only binary classification is supported: BayesianProbitRegression needs `y` with samples of 2 "
@@ -290,7 +291,7 @@ class BayesianProbitRegression(NativeState, ClassifierMixin, BaseEstimator):
             "max_iters": int(self.max_iters),
             "tolerance": float(self.tolerance),
         }
-        self.posterior_ = _hedge.probit_fit(x, np.ascontiguousarray(codes.reshape(-1), dtype=np.uint8), json.dumps(settings))
+        self.posterior_ = _hedge.probit_fit(x, codes.astype(np.uint8), json.dumps(settings))
         self.coef_ = self.posterior_.coef
         self.covariance_ = self.posterior_.covariance
         self.log_evidence_ = self.posterior_.log_evidence

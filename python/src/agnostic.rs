@@ -65,16 +65,7 @@ pub fn leace_from_parts(
     rank: usize,
 ) -> PyResult<LeaceEraser> {
     crate::guarded(|| {
-        let mean = mean.as_slice()?.to_vec();
-        let projection = crate::bayes::matrix(&projection);
-        if projection.nrows() != mean.len() || projection.ncols() != mean.len() {
-            return Err(value_error(format!(
-                "a LEACE projection must be [{0}, {0}] for a mean of {0} values; got [{1}, {2}]",
-                mean.len(),
-                projection.nrows(),
-                projection.ncols()
-            )));
-        }
+        let (mean, projection) = crate::bayes::mean_and_square(mean, projection, "a LEACE projection")?;
         Ok(LeaceEraser(Leace { mean, projection, rank }))
     })
 }

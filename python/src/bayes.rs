@@ -265,22 +265,24 @@ impl LinearPosterior {
     }
 }
 
-/// The `[d]` mean and `[d, d]` covariance of a posterior rebuilt from its parts, checked.
-fn posterior_parts(
+/// A `[d]` mean and the `[d, d]` matrix beside it (a posterior's covariance, LEACE's projection)
+/// of a fitted model rebuilt from its parts, checked: `what` names the matrix in the error.
+pub(crate) fn mean_and_square(
     mean: PyReadonlyArray1<'_, f64>,
-    covariance: PyReadonlyArray2<'_, f64>,
+    square: PyReadonlyArray2<'_, f64>,
+    what: &str,
 ) -> PyResult<(Vec<f64>, Mat<f64>)> {
     let mean = mean.as_slice()?.to_vec();
-    let covariance = matrix(&covariance);
-    if covariance.nrows() != mean.len() || covariance.ncols() != mean.len() {
+    let square = matrix(&square);
+    if square.nrows() != mean.len() || square.ncols() != mean.len() {
         return Err(value_error(format!(
-            "a posterior's covariance must be [{0}, {0}] for a mean of {0} values; got [{1}, {2}]",
+            "{what} must be [{0}, {0}] for a mean of {0} values; got [{1}, {2}]",
             mean.len(),
-            covariance.nrows(),
-            covariance.ncols()
+            square.nrows(),
+            square.ncols()
         )));
     }
-    Ok((mean, covariance))
+    Ok((mean, square))
 }
 
 /// A `LinearPosterior` from `LinearPosterior.parts()` (unpickling).
@@ -295,7 +297,7 @@ pub fn linear_from_parts(
     log_evidence: Option<f64>,
 ) -> PyResult<LinearPosterior> {
     crate::guarded(|| {
-        let (mean, covariance) = posterior_parts(mean, covariance)?;
+        let (mean, covariance) = mean_and_square(mean, covariance, "a posterior's covariance")?;
         let log_evidence = log_evidence.unwrap_or(f64::NAN);
         if known_noise {
             let m = FittedBayesLinear { mean, covariance, noise_variance: first, log_evidence };
@@ -373,7 +375,7 @@ pub fn probit_from_parts(
     iterations: usize,
 ) -> PyResult<ProbitPosterior> {
     crate::guarded(|| {
-        let (mean, covariance) = posterior_parts(mean, covariance)?;
+        let (mean, covariance) = mean_and_square(mean, covariance, "a posterior's covariance")?;
         Ok(ProbitPosterior(FittedProbit { mean, covariance, log_evidence, iterations }))
     })
 }
