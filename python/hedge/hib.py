@@ -45,6 +45,9 @@ __all__ = [
     "csd",
     "csd_loss",
     "csd_match_probability",
+    "closed_form_match_probability",
+    "closed_form_self_mismatch",
+    "closed_forms",
     "log_match",
     "match_probability",
     "match_probability_quadrature",
@@ -182,6 +185,28 @@ def csd_match_probability(head: MatchHead, e1: Embedding, e2: Embedding) -> torc
     """PCME++'s match probability ``sigmoid(-a * csd(e1, e2) + b)``: exact, no sampling.
     Differentiable. Returns ``[B]``."""
     return _hedge.hib_csd_match_probability(e1.mean, e1.variance, e2.mean, e2.variance, head.a_raw, head.b)
+
+
+def closed_forms() -> list:
+    """The names of the registered losses' closed-form match probabilities (``"csd"``, ...):
+    what :func:`closed_form_match_probability` takes and what ``evaluate`` reports as the
+    estimator of a model trained with such a loss."""
+    return list(_hedge.hib_closed_forms())
+
+
+def closed_form_match_probability(form: str, head: MatchHead, e1: Embedding, e2: Embedding) -> torch.Tensor:
+    """``p(m | x1, x2)`` of aligned rows under the registered closed form ``form`` (one of
+    :func:`closed_forms`): exact, no sampling, differentiable. What a model trained with that
+    loss is scored, ranked and searched by."""
+    return _hedge.hib_closed_form_match_probability(
+        form, e1.mean, e1.variance, e2.mean, e2.variance, head.a_raw, head.b
+    )
+
+
+def closed_form_self_mismatch(form: str, head: MatchHead, e: Embedding) -> torch.Tensor:
+    """Self-mismatch ``1 - p(m | x, x)`` under the registered closed form ``form``:
+    exact, differentiable."""
+    return _hedge.hib_closed_form_self_mismatch(form, e.mean, e.variance, head.a_raw, head.b)
 
 
 def csd_loss(head: MatchHead, e1: Embedding, e2: Embedding, is_match: torch.Tensor) -> torch.Tensor:
@@ -434,7 +459,7 @@ class Run:
         AURC of identification and verification, AUROC/AUPRC of the uncertainty for the errors --
         without writing into the run. ``estimator``: ``"mc"`` (``samples`` draws, ``repeats``
         repeats) or ``"quadrature"`` (``points`` nodes per axis; default: the measured count for
-        the run's D). A model trained with the csd loss is scored by its closed form."""
+        the run's D). A model trained with a loss that has its own closed form (:func:`closed_forms`) is scored by it."""
         text = self._run.evaluate(split, estimator, samples, points, repeats, candidates, ",".join(metrics),
                                   ",".join(exclude_metrics), per_class, device)
         return EvalReport.from_json(text)
@@ -627,9 +652,10 @@ class Index:
         is chosen on ``validation`` probes (or leave-one-out on the gallery without them).
 
         ``candidates_by`` is where the ANN stage finds candidates: ``"means"`` (Euclidean
-        distance between component means) or ``"csd"`` (PCME++'s closed-form sampled distance,
-        which counts both sides' variances); ``None`` picks csd for a model trained with the csd
-        loss, means otherwise."""
+        distance between component means) or the name of a closed form with an exact search
+        space, such as ``"csd"`` (PCME++'s closed-form sampled distance, which counts both
+        sides' variances); ``None`` picks the exact space of the model's loss where it has one,
+        means otherwise."""
         run_path = run.path if isinstance(run, Run) else pathlib.Path(run)
         with tempfile.TemporaryDirectory(prefix="hedge-index-") as tmp:
             g = _image_source(gallery, gallery_labels, pathlib.Path(tmp), "gallery")

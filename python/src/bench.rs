@@ -19,7 +19,7 @@ use crate::value_error;
 #[pyfunction]
 pub fn bench_match_probability(py: Python<'_>, batch: i64, dim: i64, samples: i64, calls: usize) -> f64 {
     py.detach(move || {
-        let head = MatchHead { a_raw: Tensor::from(0.5f32), b: Tensor::from(0.0f32), csd: false };
+        let head = MatchHead { a_raw: Tensor::from(0.5f32), b: Tensor::from(0.0f32), matching: Default::default() };
         let e1 = Embedding {
             mean: Tensor::zeros([batch, 1, dim], (Kind::Float, Device::Cpu)),
             variance: Some(Tensor::ones([batch, 1, dim], (Kind::Float, Device::Cpu))),

@@ -134,7 +134,7 @@ fn head(a_raw: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, like: &Tensor) -> PyResu
     });
     let a_raw = scalars.next().expect("two scalars")?;
     let b = scalars.next().expect("two scalars")?;
-    Ok(MatchHead { a_raw, b, csd: false })
+    Ok(MatchHead { a_raw, b, matching: Default::default() })
 }
 
 fn check_pair(left: (&Embedding, Sizes), right: (&Embedding, Sizes)) -> PyResult<()> {
@@ -340,6 +340,58 @@ pub fn hib_csd_loss(
         let head = head(a_raw, b, &left.mean)?;
         to_python(py, &hedge_embed::csd::csd_loss(&head, &left, &right, &is_match))
     })
+}
+
+/// The closed form registered as `form` ([`hedge_embed::losses::closed_form_named`]); a
+/// ValueError lists the names there are.
+fn closed_form(form: &str) -> PyResult<&'static hedge_embed::loss::ClosedForm> {
+    hedge_embed::losses::closed_form_named(form).map_err(crate::value_error)
+}
+
+/// p(m | x1, x2) of aligned rows under a registered loss's closed form (its name: `form`),
+/// differentiable.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn hib_closed_form_match_probability(
+    py: Python<'_>,
+    form: &str,
+    mean1: &Bound<'_, PyAny>,
+    variance1: Option<&Bound<'_, PyAny>>,
+    mean2: &Bound<'_, PyAny>,
+    variance2: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    crate::guarded(|| {
+        let form = closed_form(form)?;
+        let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
+        let head = head(a_raw, b, &left.mean)?;
+        to_python(py, &(form.probability)(&head, &left, &right))
+    })
+}
+
+/// η(x) = 1 − p(m | x, x) under a registered loss's closed form (its name: `form`), differentiable.
+#[pyfunction]
+pub fn hib_closed_form_self_mismatch(
+    py: Python<'_>,
+    form: &str,
+    mean: &Bound<'_, PyAny>,
+    variance: Option<&Bound<'_, PyAny>>,
+    a_raw: &Bound<'_, PyAny>,
+    b: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    crate::guarded(|| {
+        let form = closed_form(form)?;
+        let (e, _) = embedding(mean, variance, Side::Only)?;
+        let head = head(a_raw, b, &e.mean)?;
+        to_python(py, &(form.self_mismatch)(&head, &e))
+    })
+}
+
+/// The names of the registered losses' closed forms.
+#[pyfunction]
+pub fn hib_closed_forms() -> Vec<&'static str> {
+    hedge_embed::losses::closed_forms().map(|f| f.name).collect()
 }
 
 /// Self-mismatch η(x) = 1 − p(m | x, x) (Eq. 9) by Monte Carlo.

@@ -316,8 +316,8 @@ impl HibRun {
     /// The run evaluated on `split` (default: the protocol's main test split) exactly as
     /// `hedge hib eval --json` evaluates it: the EvalReport as JSON. Nothing is written into the
     /// run. `estimator` is "mc" (`samples` draws) or "quadrature" (`points` nodes per axis, by
-    /// default the measured count for the run's D); a model trained with the csd loss is scored
-    /// by its closed form whatever is asked. `metrics` and `exclude_metrics` are comma-separated
+    /// default the measured count for the run's D); a model trained with a loss that has its own
+    /// closed form is scored by it whatever is asked. `metrics` and `exclude_metrics` are comma-separated
     /// names as `--metrics` takes them.
     #[pyo3(signature = (split=None, estimator="mc", samples=8, points=None, repeats=10, candidates=100, metrics="", exclude_metrics="", per_class=None, device_name="cpu"))]
     #[allow(clippy::too_many_arguments)]
@@ -396,17 +396,9 @@ pub(crate) fn index_settings(
     ann.check().map_err(value_error)?;
     let config = RunDir::open(run).and_then(|r| r.read_config()).map_err(value_error)?.hib;
     let mut search = SearchOptions::for_model(&config).with_candidates(candidates).with_top_k(top_k);
-    search = match candidates_by {
-        None => search,
-        Some("means") => search.with_space(SearchSpace::Means),
-        Some("csd") => search.with_space(SearchSpace::Csd),
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "candidates_by {other:?}: use \"means\" or \"csd\" (or None: csd for a model trained with the csd \
-                 loss, means otherwise)"
-            )))
-        }
-    };
+    if let Some(space) = candidates_by {
+        search = search.with_space(SearchSpace::named(space).map_err(value_error)?);
+    }
     search.check().map_err(value_error)?;
     let score = match abstain_by {
         "eta" => UncertaintyScore::Eta,

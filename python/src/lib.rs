@@ -40,6 +40,9 @@ fn _hedge(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hib::hib_csd, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_csd_match_probability, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_csd_loss, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_closed_form_match_probability, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_closed_form_self_mismatch, m)?)?;
+    m.add_function(wrap_pyfunction!(hib::hib_closed_forms, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_contrastive, m)?)?;
     m.add_function(wrap_pyfunction!(hib::hib_vib_loss, m)?)?;
     m.add_class::<bayes::GpPosterior>()?;

@@ -201,7 +201,7 @@ def test_csd_identification_returns_the_brute_force_csd_ranking(tmp_path, mnist_
         np.testing.assert_allclose([m.probability for m in r.matches], [q for _, (q, _) in want], rtol=1e-5, atol=1e-7)
     # One candidate: each probe's answer is its item of least CSD. (How often that is not the
     # item of the nearest mean depends on the trained variances; the Rust test
-    # `search_by_means_ignores_the_variances_that_csd_counts` shows the two searches differ.)
+    # `search_by_means_ignores_the_variances_that_an_exact_space_counts` shows the two searches differ.)
     one = hib.Index.build(run, gallery, tmp_path / "one", gallery_labels=gallery_labels, validation=validation[0],
                           validation_labels=validation[1], candidates=1, top_k=1, ef_search=1024)
     results, _ = one.search(probes, probe_labels)

@@ -32,10 +32,10 @@ pub enum BenchCommand {
     /// Identification's ANN stage: HNSW build and query throughput, recall@10 against exact
     /// search and memory for a gallery of 10⁶ embedding means (D = 2, 3, 16) on this machine.
     Search(crate::identification::SearchBenchArgs),
-    /// Identification of probabilistic embeddings: search by PCME++'s CSD (one graph point
-    /// [m, sqrt(s)] per item) beside means-first search re-ranked by CSD, on synthetic Gaussian
-    /// embeddings: build seconds, queries/s and recall@10 of the exact CSD top 10.
-    CsdSearch(crate::identification::CsdSearchBenchArgs),
+    /// Identification of probabilistic embeddings: search in a loss's exact space (one graph
+    /// point per item) beside means-first search re-ranked by its closed form, on synthetic
+    /// Gaussian embeddings: build seconds, queries/s and recall@10 of the exact top 10.
+    ExactSearch(crate::identification::ExactSearchBenchArgs),
     /// Quadrature of HIB's match probability: the worst relative error of the Gauss-Hermite
     /// product rule and of the polar rule by node count, against a 96-node polar reference,
     /// over a grid of Gaussian pairs in D = 1, 2, 3.
@@ -186,7 +186,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Recipe(a) => return bench_recipe(a),
         BenchCommand::Fuzz(a) => return bench_fuzz(a),
         BenchCommand::Search(a) => return crate::identification::bench(a),
-        BenchCommand::CsdSearch(a) => return crate::identification::bench_csd(a),
+        BenchCommand::ExactSearch(a) => return crate::identification::bench_exact(a),
         BenchCommand::Quadrature(a) => return bench_quadrature(a),
     };
     crate::set_threads(args.threads)?;

@@ -15,12 +15,6 @@ pub enum ScoreArg {
     Margin,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SpaceArg {
-    Means,
-    Csd,
-}
-
 #[derive(Args)]
 pub struct IndexArgs {
     /// Run directory written by `hedge hib train` (its model embeds the gallery and the probes).
@@ -54,10 +48,10 @@ pub struct IndexArgs {
     #[arg(long, default_value_t = 5)]
     top_k: usize,
     /// Where the ANN stage finds candidates: means (Euclidean distance between component means)
-    /// or csd (PCME++'s closed-form sampled distance, which counts both sides' variances). The
-    /// default is csd for a model trained with --loss csd, means otherwise.
-    #[arg(long, value_enum)]
-    candidates_by: Option<SpaceArg>,
+    /// or the exact space of the model's loss, where its closed form has one (counting both
+    /// sides' variances). The default is the loss's exact space where it has one, means otherwise.
+    #[arg(long)]
+    candidates_by: Option<String>,
     #[command(flatten)]
     ann: AnnArgs,
     #[arg(long, default_value = "cpu", value_parser = crate::device)]
@@ -114,7 +108,10 @@ pub struct SearchBenchArgs {
 }
 
 #[derive(Args)]
-pub struct CsdSearchBenchArgs {
+pub struct ExactSearchBenchArgs {
+    /// The loss whose closed form is searched in its exact space (one that has one).
+    #[arg(long)]
+    loss: String,
     /// Gallery sizes, comma-separated (synthetic Gaussian embeddings: ten per identity around
     /// N(0, I) centres, per-dimension variance 0.01 exp(U(-2, 2))).
     #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
@@ -122,10 +119,10 @@ pub struct CsdSearchBenchArgs {
     /// Embedding dimensions, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "2,16")]
     dims: Vec<usize>,
-    /// Queries timed and checked against the exact CSD top 10.
+    /// Queries timed and checked against the closed form's exact top 10.
     #[arg(long, default_value_t = 1000)]
     queries: usize,
-    /// Items the means graph proposes per query for the CSD re-rank (`hib index --candidates`).
+    /// Items the means graph proposes per query for the closed form's re-rank (`hib index --candidates`).
     #[arg(long, default_value_t = 100)]
     candidates: usize,
     #[command(flatten)]
@@ -173,11 +170,8 @@ pub fn index(args: IndexArgs) -> Result<()> {
     let run = hedge_embed::RunDir::open(&args.run)?;
     let mut search =
         SearchOptions::for_model(&run.read_config()?.hib).with_candidates(args.candidates).with_top_k(args.top_k);
-    if let Some(space) = args.candidates_by {
-        search = search.with_space(match space {
-            SpaceArg::Means => SearchSpace::Means,
-            SpaceArg::Csd => SearchSpace::Csd,
-        });
+    if let Some(space) = &args.candidates_by {
+        search = search.with_space(SearchSpace::named(space)?);
     }
     // Sizes first: nothing is read while a flag would refuse the work.
     search.check()?;
@@ -262,20 +256,24 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn bench_csd(args: CsdSearchBenchArgs) -> Result<()> {
+pub fn bench_exact(args: ExactSearchBenchArgs) -> Result<()> {
     if let Some(out) = &args.out {
         hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
     }
     let ann = args.ann.config()?;
-    println!("{}", identification::CSD_SEARCH_BENCH_HEADER);
-    let rows = identification::csd_search_bench_suite(
+    let SearchSpace::Exact(form) = SearchSpace::named(args.loss.as_str())? else {
+        anyhow::bail!("--loss means: give a loss whose closed form has an exact search space");
+    };
+    println!("{}", identification::exact_search_bench_header(form));
+    let rows = identification::exact_search_bench_suite(
+        form,
         &args.dims,
         &args.points,
         args.queries,
         args.candidates,
         &ann,
         args.seed,
-        |row| println!("{}", identification::csd_search_bench_row(row)),
+        |row| println!("{}", identification::exact_search_bench_row(form, row)),
     )?;
     if let Some(out) = &args.out {
         hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;

@@ -59,8 +59,8 @@ impl EmbeddingKind {
     }
 }
 
-/// The pair loss: a name registered in [`crate::pair_loss::LOSSES`].
-pub use crate::pair_loss::LossKind;
+/// The pair loss: a name registered in [`crate::losses::LOSSES`].
+pub use crate::losses::LossKind;
 
 /// Which digit images a run's validation images show (N-digit MNIST).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -302,7 +302,7 @@ pub fn onednn_isa_has_bf16(isa: &str) -> bool {
 /// | `match_init` | model | fixed | fixed (`init_a`, `init_b`) or first_batch (b from the first batch) | |
 /// | `init_a`, `init_b` | model | 1, 0 | initial soft-threshold scale a > 0 and offset b | |
 /// | `conv_precision` | model | auto | f32, bf16, or auto (`HEDGE_CONV_PRECISION` where set, else bf16 where the hardware has it) | |
-/// | `loss` | loss | soft | a name in [`crate::pair_loss::LOSSES`]: soft, contrastive, focal | contrastive needs `model = point`; `pair_set = all` needs soft |
+/// | `loss` | loss | soft | a name in [`crate::losses::LOSSES`] (`hib train --help` lists them) | each loss's own check: contrastive needs `model = point`; `pair_set = all` needs soft |
 /// | `margin` | loss | 1.0 | contrastive margin M | > 0 |
 /// | `beta` | loss | 1e-4 | weight of the KL term (Eq. 8) | ≥ 0 |
 /// | `samples` | loss | 8 | Monte-Carlo samples K per input (Eq. 5) | ≥ 1, multiple of C |
@@ -923,6 +923,18 @@ impl HibConfig {
         footprint
     }
 
+    /// What the pair loss reads of these settings.
+    pub fn loss_params(&self) -> crate::pair_loss::LossParams {
+        crate::pair_loss::LossParams {
+            name: self.loss.kind.name(),
+            samples: self.effective_samples(),
+            beta: self.loss.beta,
+            margin: self.loss.margin,
+            stochastic: self.model.embedding != EmbeddingKind::Point,
+            all_pairs: self.data.pair_set == PairSet::All,
+        }
+    }
+
     /// Monte-Carlo samples actually drawn: 1 for a point embedding (it is its own sample).
     pub fn effective_samples(&self) -> usize {
         match self.model.embedding {
@@ -1038,7 +1050,7 @@ impl ParamGuard for HibConfig {
             );
         }
         // What the loss itself cannot train with (contrastive: point embeddings only).
-        crate::pair_loss::PairLoss::check(self.loss.kind.loss(), self)?;
+        crate::pair_loss::PairLoss::check(self.loss.kind.loss(), &self.loss_params())?;
         if !(self.loss.margin.is_finite() && self.loss.margin > 0.0) {
             return fail("margin", self.loss.margin, "the contrastive margin must be > 0");
         }

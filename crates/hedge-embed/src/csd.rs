@@ -14,15 +14,15 @@
 //! and total variance, which for one component is PCME++'s own formula. A point embedding has
 //! s = 0, and its CSD is the squared Euclidean distance.
 //!
-//! The worked example of a second loss family: this file, one line in
-//! [`crate::pair_loss::LOSSES`], and the match estimator [`crate::MatchEstimator::Csd`] that
-//! evaluates a model trained with it.
+//! A loss family with its own match function: this file, one line in
+//! [`crate::losses::LOSSES`] and its `mod` line. [`CLOSED_FORM`] is what a model trained with it
+//! scores, ranks, searches (exactly, [`csd_gallery_points`]) and abstains by.
 
 use tch::{Kind, Tensor};
 
 use crate::distribution::Embedding;
-use crate::loss::MatchHead;
-use crate::pair_loss::{sampled_pairs_only, LossTerms, Registration};
+use crate::loss::{ClosedForm, MatchHead, Matching, Search};
+use crate::pair_loss::{sampled_pairs_only, with_kl, Registration};
 
 /// Each input's mean m = E z and summed variance s = E‖z‖² − ‖m‖² under its (equal-weight)
 /// mixture; s = 0 for a point embedding.
@@ -130,24 +130,22 @@ pub fn csd_loss(matcher: &MatchHead, left: &Embedding, right: &Embedding, is_mat
     -logit.log_sigmoid().where_self(is_match, &(-&logit).log_sigmoid())
 }
 
+/// σ(−a·CSD + b), its η, its ranking by −CSD and the exact search over [m, √s].
+pub const CLOSED_FORM: ClosedForm = ClosedForm {
+    name: "csd",
+    about: "PCME++'s σ(−a·E‖z1 − z2‖² + b), exact; searched exactly over [m, √s]",
+    probability: match_probability,
+    self_mismatch,
+    rank: |probes, gallery| -csd_matrix(probes, gallery),
+    search: Search::Exact { point_dim: |d| d + 1, gallery_points: csd_gallery_points, probe_points: csd_probe_points },
+};
+
 pub const REGISTRATION: Registration = Registration {
     name: "csd",
-    about: "PCME++'s closed-form sampled distance: binary cross-entropy of σ(−a·E‖z1 − z2‖² + b), no sampling, plus β·KL (Chun 2024)",
+    about: "PCME++ CSD: binary cross-entropy of σ(−a·E‖z1 − z2‖² + b), the closed-form sampled distance, no sampling, plus β·KL (Chun 2024)",
     check: sampled_pairs_only,
-    loss: |input| {
-        let pair = csd_loss(input.matcher, input.left, input.right, input.is_match).mean(Kind::Float);
-        let beta = input.config.loss.beta;
-        let stochastic = input.left.variance.is_some();
-        let kl = if beta > 0.0 && stochastic {
-            let k = input.config.effective_samples() as i64;
-            let (z1, z2) = (input.left.sample(k), input.right.sample(k));
-            (input.left.kl_to_standard_normal(&z1) + input.right.kl_to_standard_normal(&z2)).mean(Kind::Float)
-        } else {
-            pair.zeros_like()
-        };
-        let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
-        LossTerms { total, pair, kl, pairs: input.is_match.size()[0] as usize }
-    },
+    loss: |input| with_kl(input, csd_loss(input.matcher, input.left, input.right, input.is_match).mean(Kind::Float)),
+    matching: Matching::ClosedForm(&CLOSED_FORM),
 };
 
 #[cfg(test)]

@@ -11,21 +11,75 @@ use tch::{Device, Kind, Tensor};
 
 use crate::distribution::{index_tensor, Embedding};
 use crate::embed::EmbeddedSet;
-use crate::loss::MatchHead;
+use crate::loss::{ClosedForm, MatchHead, Matching};
 use crate::{EmbedError, Result};
 
 /// How p(m | x1, x2) is computed for stochastic embeddings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+///
+/// Reads and writes as `{"kind": "monte_carlo", "samples": 8}`, `{"kind": "quadrature",
+/// "points": 32}` or `{"kind": NAME}` for a registered loss's closed form
+/// ([`crate::losses::closed_form_named`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(try_from = "EstimatorForm", into = "EstimatorForm")]
 pub enum MatchEstimator {
     /// Eq. 5: the average of σ(−a‖z1 − z2‖ + b) over K x K samples.
     MonteCarlo { samples: i64 },
     /// z1 − z2 is Gaussian (a Gaussian mixture for MoG embeddings), so the expectation is a
     /// Gauss–Hermite product rule with `points` nodes per dimension: no sampling noise.
     Quadrature { points: usize },
-    /// PCME++'s closed form σ(−a·CSD + b) ([`crate::csd`]): the match probability of a model
-    /// trained with `loss = "csd"`, exact, and its neighbours found by CSD over the whole gallery.
-    Csd,
+    /// The closed form of the loss that trained the model ([`crate::loss::Matching`]): exact,
+    /// and its neighbours ranked over the whole gallery.
+    ClosedForm(&'static ClosedForm),
+}
+
+impl PartialEq for MatchEstimator {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (MatchEstimator::MonteCarlo { samples: a }, MatchEstimator::MonteCarlo { samples: b }) => a == b,
+            (MatchEstimator::Quadrature { points: a }, MatchEstimator::Quadrature { points: b }) => a == b,
+            (MatchEstimator::ClosedForm(a), MatchEstimator::ClosedForm(b)) => a.name == b.name,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for MatchEstimator {}
+
+/// [`MatchEstimator`]'s serde form.
+#[derive(Serialize, Deserialize)]
+struct EstimatorForm {
+    kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    samples: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    points: Option<usize>,
+}
+
+impl TryFrom<EstimatorForm> for MatchEstimator {
+    type Error = String;
+    fn try_from(form: EstimatorForm) -> std::result::Result<Self, String> {
+        let missing = |field: &str| format!("match estimator {:?} needs `{field}`", form.kind);
+        match form.kind.as_str() {
+            "monte_carlo" => {
+                Ok(MatchEstimator::MonteCarlo { samples: form.samples.ok_or_else(|| missing("samples"))? })
+            }
+            "quadrature" => Ok(MatchEstimator::Quadrature { points: form.points.ok_or_else(|| missing("points"))? }),
+            name => crate::losses::closed_form_named(name)
+                .map(MatchEstimator::ClosedForm)
+                .map_err(|e| format!("match estimator: {e} (or monte_carlo, quadrature)")),
+        }
+    }
+}
+
+impl From<MatchEstimator> for EstimatorForm {
+    fn from(estimator: MatchEstimator) -> Self {
+        let (kind, samples, points) = match estimator {
+            MatchEstimator::MonteCarlo { samples } => ("monte_carlo", Some(samples), None),
+            MatchEstimator::Quadrature { points } => ("quadrature", None, Some(points)),
+            MatchEstimator::ClosedForm(form) => (form.name, None, None),
+        };
+        EstimatorForm { kind: kind.to_string(), samples, points }
+    }
 }
 
 impl MatchEstimator {
@@ -33,18 +87,32 @@ impl MatchEstimator {
         match self {
             MatchEstimator::MonteCarlo { .. } => "mc",
             MatchEstimator::Quadrature { .. } => "quadrature",
-            MatchEstimator::Csd => "csd",
+            MatchEstimator::ClosedForm(form) => form.name,
         }
     }
 
-    /// The estimator of a model trained with `config`: [`MatchEstimator::Csd`] for the CSD loss,
-    /// whose match probability is a different function of the embeddings than HIB's, else
-    /// `hib`.
+    /// The estimator of a model trained with `config`: its loss's closed form where it has one,
+    /// whose match probability is a different function of the embeddings than HIB's, else `hib`.
     pub fn for_model(config: &crate::HibConfig, hib: MatchEstimator) -> MatchEstimator {
-        if config.loss.kind.name() == crate::csd::REGISTRATION.name {
-            MatchEstimator::Csd
-        } else {
-            hib
+        Self::for_matching(crate::pair_loss::PairLoss::matching(config.loss.kind.loss()), hib)
+    }
+
+    /// `matching`'s closed form where it has one, else `hib`.
+    pub fn for_matching(matching: Matching, hib: MatchEstimator) -> MatchEstimator {
+        matching.closed_form().map_or(hib, MatchEstimator::ClosedForm)
+    }
+
+    /// The match probability of aligned rows (`B` inputs each → `[B]`): Monte Carlo with the
+    /// estimator's samples per side rounded up to a multiple of the components, quadrature, or
+    /// the closed form.
+    pub fn probability(self, matcher: &MatchHead, left: &Embedding, right: &Embedding) -> Result<Tensor> {
+        match self {
+            MatchEstimator::ClosedForm(form) => Ok((form.probability)(matcher, left, right)),
+            MatchEstimator::Quadrature { points } => match_probability_quadrature(matcher, left, right, points),
+            MatchEstimator::MonteCarlo { samples } => {
+                let c = left.components();
+                Ok(matcher.match_probability(left, right, (samples.max(1) + c - 1) / c * c))
+            }
         }
     }
 }
@@ -333,14 +401,10 @@ pub struct Scorer<'a> {
 }
 
 impl Scorer<'_> {
-    /// The estimator in use: a CSD head's own closed form whatever was asked, since its match
-    /// probability is another function of the embeddings.
+    /// The estimator in use: a closed-form head's own closed form whatever was asked, since its
+    /// match probability is another function of the embeddings.
     fn estimator(&self) -> MatchEstimator {
-        if self.matcher.csd {
-            MatchEstimator::Csd
-        } else {
-            self.estimator
-        }
+        MatchEstimator::for_matching(self.matcher.matching, self.estimator)
     }
 
     /// Per-image samples for Monte Carlo (drawn once per repeat, so a pair's score does not
@@ -351,7 +415,7 @@ impl Scorer<'_> {
     fn samples(&self, set: &Embedding) -> Tensor {
         match self.estimator() {
             MatchEstimator::MonteCarlo { samples } => set.sample(samples),
-            MatchEstimator::Quadrature { .. } | MatchEstimator::Csd => set.mean.shallow_clone(),
+            MatchEstimator::Quadrature { .. } | MatchEstimator::ClosedForm(_) => set.mean.shallow_clone(),
         }
     }
 
@@ -360,7 +424,7 @@ impl Scorer<'_> {
         match self.estimator() {
             MatchEstimator::MonteCarlo { .. } => Ok(self.matcher.log_match(za, zb).0.exp()),
             MatchEstimator::Quadrature { points } => match_probability_quadrature(self.matcher, a, b, points),
-            MatchEstimator::Csd => Ok(crate::csd::match_probability(self.matcher, a, b)),
+            MatchEstimator::ClosedForm(form) => Ok((form.probability)(self.matcher, a, b)),
         }
     }
 
@@ -420,10 +484,13 @@ impl Scorer<'_> {
                 // Ranking score: the exact one for points (−distance); for distributions the
                 // match probability of the component means, averaged over component pairs as the
                 // mixture averages (variance ignored), which the exact estimator then re-ranks.
-                // CSD ranks every gallery item exactly: no candidate stage.
-                let exact_csd = self.estimator() == MatchEstimator::Csd;
-                let mut rank = if exact_csd {
-                    -crate::csd::csd_matrix(&p, gallery)
+                // A closed form ranks every gallery item exactly: no candidate stage.
+                let closed_form = match self.estimator() {
+                    MatchEstimator::ClosedForm(form) => Some(form),
+                    _ => None,
+                };
+                let mut rank = if let Some(form) = closed_form {
+                    (form.rank)(&p, gallery)
                 } else if self.stochastic {
                     (-self.matcher.a() * &dist + &self.matcher.b).sigmoid().mean_dim(
                         [2i64, 3].as_slice(),
@@ -439,7 +506,7 @@ impl Scorer<'_> {
                     let cols = &rows + start;
                     let _ = rank.index_put_(&[Some(rows), Some(cols)], &Tensor::from(f32::NEG_INFINITY), false);
                 }
-                if !self.stochastic || exact_csd {
+                if !self.stochastic || closed_form.is_some() {
                     let d: Vec<f64> = Vec::<f64>::try_from(rank.to_kind(Kind::Double).flatten(0, -1))?;
                     for row in d.chunks(n_gallery as usize) {
                         out.push(top_k(row, k, None));
@@ -493,12 +560,12 @@ pub fn verification_ap(
 
 /// η for every image of `set` under the estimator (seeded by the caller for Monte Carlo).
 pub fn self_mismatch(matcher: &MatchHead, set: &Embedding, estimator: MatchEstimator) -> Result<Vec<f64>> {
-    let estimator = if matcher.csd { MatchEstimator::Csd } else { estimator };
+    let estimator = MatchEstimator::for_matching(matcher.matching, estimator);
     tch::no_grad(|| {
         let eta = match estimator {
             MatchEstimator::MonteCarlo { samples } => matcher.self_mismatch(set, samples),
             MatchEstimator::Quadrature { points } => 1.0 - match_probability_quadrature(matcher, set, set, points)?,
-            MatchEstimator::Csd => crate::csd::self_mismatch(matcher, set),
+            MatchEstimator::ClosedForm(form) => (form.self_mismatch)(matcher, set),
         };
         Ok(Vec::<f64>::try_from(eta.to_kind(Kind::Double))?)
     })
@@ -946,7 +1013,7 @@ fn mean_bins(runs: &[Vec<f64>]) -> Vec<f64> {
 
 /// Refuses `options.repeats` when the repeats' match probabilities would run past the work
 /// bound (`HEDGE_WORK_BOUND`): `images` test images embedded in `dim` dimensions, scored with
-/// `estimator` (the one [`evaluate_model`] uses: [`MatchEstimator::Csd`] for a CSD head).
+/// `estimator` (the one [`evaluate_model`] uses: the closed form of a closed-form head).
 /// A deterministic model has one repeat whatever the count, so only a `stochastic` one is checked.
 ///
 /// [`evaluate_model`] makes this check itself; a caller that still has to embed the test sets
@@ -970,7 +1037,7 @@ pub fn check_eval_workload(
     let per_pair = match estimator {
         MatchEstimator::MonteCarlo { samples } => (samples.max(1) as f64).powi(2),
         MatchEstimator::Quadrature { points } => (points.max(1) as f64).powi(dim as i32),
-        MatchEstimator::Csd => 1.0,
+        MatchEstimator::ClosedForm(_) => 1.0,
     } * (2.0 * dim as f64 + 8.0);
     let pairs = (options.matching_pairs + options.non_matching_pairs) as f64;
     let probes = images as f64 * options.base.candidates as f64;
@@ -998,7 +1065,7 @@ pub fn evaluate_model(
     }
     let needs = want.needs();
     let has = |m| want.contains(m);
-    let estimator = if matcher.csd { MatchEstimator::Csd } else { options.base.estimator };
+    let estimator = MatchEstimator::for_matching(matcher.matching, options.base.estimator);
     check_eval_workload(estimator, clean.embedding.dim() as usize, clean.len(), stochastic, options)?;
     // Embedded sets live on the CPU; so must the match head, whatever device trained it.
     let matcher = &matcher.to_cpu();
@@ -1008,7 +1075,8 @@ pub fn evaluate_model(
         options.non_matching_pairs,
         options.pair_seed,
     )?;
-    let deterministic = !stochastic || matches!(estimator, MatchEstimator::Quadrature { .. } | MatchEstimator::Csd);
+    let deterministic =
+        !stochastic || matches!(estimator, MatchEstimator::Quadrature { .. } | MatchEstimator::ClosedForm(_));
     let repeats = if deterministic { 1 } else { options.repeats.max(1) };
     let bins = options.base.bins;
     let set_of = |name: &str| if name == "clean" { clean } else { corrupt };

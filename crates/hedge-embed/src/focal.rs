@@ -1,11 +1,12 @@
 //! The focal soft contrastive loss: Lin et al.'s focal loss (ICCV 2017) on HIB's match
 //! probability, −(1 − p_t)^γ log p_t with p_t = p(m = m̂ | x₁, x₂) and γ = 2 (their choice),
 //! plus β·KL as in Eq. 8. Pairs the head already gets right weigh less, so training dwells on
-//! the hard ones. The worked example of a loss (ARCHITECTURE.md): this file and one line in
-//! [`crate::pair_loss::LOSSES`].
+//! the hard ones. The worked example of a loss (ARCHITECTURE.md): this file, one line in
+//! [`crate::losses::LOSSES`] and its `mod` line. It scores by HIB's match probability.
 
 use tch::{Kind, Tensor};
 
+use crate::loss::Matching;
 use crate::pair_loss::{sampled_pairs_only, LossTerms, Registration};
 
 /// Lin et al.'s focusing parameter.
@@ -15,13 +16,14 @@ pub const REGISTRATION: Registration = Registration {
     name: "focal",
     about: "Focal soft contrastive loss −(1 − p_t)² log p_t on the match probability, plus β·KL (Lin et al. 2017)",
     check: sampled_pairs_only,
+    matching: Matching::Hib,
     loss: |input| {
-        let k = input.config.effective_samples() as i64;
+        let k = input.params.samples as i64;
         let (z1, z2) = (input.left.sample(k), input.right.sample(k));
         let (log_p, log_not_p) = input.matcher.log_match(&z1, &z2);
         let pair = focal(&log_p.where_self(input.is_match, &log_not_p), GAMMA).mean(Kind::Float);
         let kl = (input.left.kl_to_standard_normal(&z1) + input.right.kl_to_standard_normal(&z2)).mean(Kind::Float);
-        let beta = input.config.loss.beta;
+        let beta = input.params.beta;
         let total = if beta > 0.0 { &pair + &kl * beta } else { pair.shallow_clone() };
         LossTerms { total, pair, kl, pairs: input.is_match.size()[0] as usize }
     },

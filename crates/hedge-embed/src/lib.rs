@@ -40,6 +40,7 @@ pub mod evaluate;
 pub mod experiment;
 pub mod focal;
 pub mod loss;
+pub mod losses;
 pub mod model;
 pub mod monitor;
 pub mod optim;

@@ -8,14 +8,81 @@ use crate::distribution::Embedding;
 /// embedding compared with itself sits exactly there. 1e-12 moves distances by at most 1e-6.
 const DISTANCE_EPS: f64 = 1e-12;
 
-/// The learnable soft threshold p(m | z1, z2) = σ(−a‖z1 − z2‖ + b), with a = softplus(a_raw) > 0.
+/// Which function of two embeddings a head's match probability is: HIB's expectation
+/// E σ(−a‖z1 − z2‖ + b) (Eq. 5, estimated by Monte Carlo or quadrature), or a loss's own closed
+/// form. A pair loss's registration names it ([`crate::pair_loss::Registration::matching`]), so a
+/// model scores, ranks and abstains by the function it was trained with.
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Matching {
+    /// HIB's match probability (Eq. 5) and self-mismatch (Eq. 9).
+    #[default]
+    Hib,
+    /// A closed form of the loss that trained the model.
+    ClosedForm(&'static ClosedForm),
+}
+
+impl Matching {
+    /// The closed form, if the match probability is one.
+    pub fn closed_form(self) -> Option<&'static ClosedForm> {
+        match self {
+            Matching::Hib => None,
+            Matching::ClosedForm(form) => Some(form),
+        }
+    }
+}
+
+impl PartialEq for Matching {
+    fn eq(&self, other: &Self) -> bool {
+        self.closed_form().map(|f| f.name) == other.closed_form().map(|f| f.name)
+    }
+}
+
+/// A match probability in closed form p = σ(ℓ(x₁, x₂)), with what evaluation, search and
+/// abstention need of it. Every function is exact: no sampling.
+#[derive(Debug)]
+pub struct ClosedForm {
+    /// The name evaluation reports and index manifests give it (`"kind"` of a match estimator).
+    pub name: &'static str,
+    /// What it is, in one line.
+    pub about: &'static str,
+    /// p(m | x₁, x₂) of aligned rows: `B` inputs each → `[B]`.
+    pub probability: fn(&MatchHead, &Embedding, &Embedding) -> Tensor,
+    /// η(x) = 1 − p(m | x, x): `B` inputs → `[B]`.
+    pub self_mismatch: fn(&MatchHead, &Embedding) -> Tensor,
+    /// A score of every probe against every gallery item (`P` and `G` inputs → `[P, G]`) that
+    /// orders a probe's items as the match probability does for any head (a > 0): the exact
+    /// ranking of identification.
+    pub rank: fn(&Embedding, &Embedding) -> Tensor,
+    /// Where an index looks for a probe's candidates.
+    pub search: Search,
+}
+
+/// Where an approximate-nearest-neighbour index looks for a closed form's candidates.
+#[derive(Debug, Clone, Copy)]
+pub enum Search {
+    /// By the component means, as for HIB; the closed form then re-ranks the candidates, and an
+    /// index reports the candidates' recall of the exact top 10.
+    Means,
+    /// Exactly: the Euclidean order of these points is the order of [`ClosedForm::rank`], so a
+    /// Euclidean graph over the gallery's points finds the exact neighbours.
+    Exact {
+        /// D′ of embeddings in D dimensions.
+        point_dim: fn(usize) -> usize,
+        /// `G` inputs in `D` dimensions → `[G, D′]`.
+        gallery_points: fn(&Embedding) -> Tensor,
+        /// `P` inputs → `[P, D′]`.
+        probe_points: fn(&Embedding) -> Tensor,
+    },
+}
+
+/// The learnable soft threshold p(m | z1, z2) = σ(−a‖z1 − z2‖ + b), with a = softplus(a_raw) > 0,
+/// or the closed form of the loss that trained it ([`Matching`]).
 #[derive(Debug)]
 pub struct MatchHead {
     pub a_raw: Tensor,
     pub b: Tensor,
-    /// The match probability is PCME++'s σ(−a·CSD + b) ([`crate::csd`]) instead of HIB's
-    /// E σ(−a‖z1 − z2‖ + b): a model trained with `loss = "csd"`.
-    pub csd: bool,
+    /// Which function of the embeddings the match probability is.
+    pub matching: Matching,
 }
 
 impl MatchHead {
@@ -24,7 +91,7 @@ impl MatchHead {
         MatchHead {
             a_raw: self.a_raw.to_device(tch::Device::Cpu),
             b: self.b.to_device(tch::Device::Cpu),
-            csd: self.csd,
+            matching: self.matching,
         }
     }
 
@@ -34,14 +101,19 @@ impl MatchHead {
         MatchHead {
             a_raw: vs.var("a_raw", &[], nn::Init::Const(a_raw)),
             b: vs.var("b", &[], nn::Init::Const(init_b)),
-            csd: false,
+            matching: Matching::Hib,
         }
     }
 
-    /// The same head scoring by CSD (`csd`) or by HIB's distance.
-    pub fn with_csd(mut self, csd: bool) -> Self {
-        self.csd = csd;
+    /// The same head scoring by `matching`.
+    pub fn with_matching(mut self, matching: Matching) -> Self {
+        self.matching = matching;
         self
+    }
+
+    /// The head's closed form, if its match probability is one.
+    pub fn closed_form(&self) -> Option<&'static ClosedForm> {
+        self.matching.closed_form()
     }
 
     /// The scale a > 0.
@@ -73,26 +145,26 @@ impl MatchHead {
         (log_p, log_not_p)
     }
 
-    /// p(m | x1, x2) by Monte Carlo with `k` samples from each embedding (a CSD head: its closed
-    /// form, `k` unused).
+    /// p(m | x1, x2) by Monte Carlo with `k` samples from each embedding (a closed-form head:
+    /// its closed form, `k` unused).
     ///
     /// # Shapes
     /// returns `[B]`.
     pub fn match_probability(&self, e1: &Embedding, e2: &Embedding, k: i64) -> Tensor {
-        if self.csd {
-            return crate::csd::match_probability(self, e1, e2);
+        if let Some(form) = self.closed_form() {
+            return (form.probability)(self, e1, e2);
         }
         self.log_match(&e1.sample(k), &e2.sample(k)).0.exp()
     }
 
     /// Self-mismatch uncertainty η(x) = 1 − p(m | x, x) (Eq. 9), from two independent sample sets
-    /// (a CSD head: its closed form, `k` unused).
+    /// (a closed-form head: its closed form, `k` unused).
     ///
     /// # Shapes
     /// returns `[B]`.
     pub fn self_mismatch(&self, e: &Embedding, k: i64) -> Tensor {
-        if self.csd {
-            return crate::csd::self_mismatch(self, e);
+        if let Some(form) = self.closed_form() {
+            return (form.self_mismatch)(self, e);
         }
         self.log_match(&e.sample(k), &e.sample(k)).1.exp()
     }

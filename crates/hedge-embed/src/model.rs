@@ -65,7 +65,7 @@ impl HibNet {
             hidden,
             head: nn::linear(vs / "head", head_inputs, outputs, Default::default()),
             matcher: MatchHead::new(vs / "match", config.model.init_a, config.model.init_b)
-                .with_csd(config.loss.kind.name() == crate::csd::REGISTRATION.name),
+                .with_matching(crate::pair_loss::PairLoss::matching(config.loss.kind.loss())),
             kind: config.model.embedding.kind(),
             components,
             dim,

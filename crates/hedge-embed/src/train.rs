@@ -491,7 +491,7 @@ impl Trainer {
             right: &right,
             is_match: &batch.is_match,
             all_pairs,
-            config: &self.config,
+            params: self.config.loss_params(),
         });
         let (total, pair, kl, scored_pairs) = (terms.total, terms.pair, terms.kl, terms.pairs);
         self.adam.learning_rate = self.config.learning_rate_at(self.step);

@@ -24,8 +24,8 @@ use tch::{Device, Kind, Tensor};
 use crate::{IdentifyError, Result};
 use hedge_embed::distribution::{index_tensor, Embedding};
 use hedge_embed::embed::{embed_dataset, EmbedOptions, EmbeddedSet};
-use hedge_embed::evaluate::{match_probability_quadrature, MatchEstimator};
-use hedge_embed::loss::MatchHead;
+use hedge_embed::evaluate::MatchEstimator;
+use hedge_embed::loss::{ClosedForm, MatchHead, Matching, Search};
 use hedge_embed::run::RunDir;
 use hedge_embed::train::{load_model, weights_path};
 use hedge_embed::ModelKind;
@@ -221,27 +221,82 @@ impl Calibration {
     }
 }
 
-/// Where the ANN stage looks for a probe's candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Where the ANN stage looks for a probe's candidates. Reads and writes as `"means"` or the
+/// name of a registered loss's closed form with an exact search ([`hedge_embed::loss::Search`]).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum SearchSpace {
     /// Euclidean distance between component means: one graph point per component of every
     /// item, and an item is as near as its nearest component. A probe's variance never changes
     /// which items are found.
     Means,
-    /// PCME++'s closed-form sampled distance CSD = E‖z₁ − z₂‖²
-    /// ([`hedge_embed::csd`]): one graph point per item, [m, √s] in D + 1 dimensions
-    /// ([`hedge_embed::csd::csd_gallery_points`]), a probe as [m, 0]. Their squared Euclidean
-    /// distance is the CSD less the probe's own summed variance, the same for every item of
-    /// one probe's ranking: the graph's order is exactly the CSD order.
-    Csd,
+    /// A closed form's own points ([`hedge_embed::loss::Search::Exact`]): one graph point per
+    /// item, whose Euclidean order is the closed form's ranking, so the graph finds its exact
+    /// neighbours.
+    Exact(&'static ClosedForm),
+}
+
+impl PartialEq for SearchSpace {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for SearchSpace {}
+
+impl TryFrom<String> for SearchSpace {
+    type Error = String;
+    fn try_from(name: String) -> std::result::Result<Self, String> {
+        SearchSpace::named(&name).map_err(|e| e.to_string())
+    }
+}
+
+impl From<SearchSpace> for String {
+    fn from(space: SearchSpace) -> String {
+        space.name().to_string()
+    }
 }
 
 impl SearchSpace {
     pub fn name(self) -> &'static str {
         match self {
             SearchSpace::Means => "means",
-            SearchSpace::Csd => "csd",
+            SearchSpace::Exact(form) => form.name,
+        }
+    }
+
+    /// `"means"` or the closed form called `name`, if its search is exact.
+    pub fn named(name: &str) -> Result<SearchSpace> {
+        if name == "means" {
+            return Ok(SearchSpace::Means);
+        }
+        let exact: Vec<&str> = exact_forms().map(|f| f.name).collect();
+        exact_forms().find(|f| f.name == name).map(SearchSpace::Exact).ok_or_else(|| {
+            IdentifyError::invalid(
+                "candidates_by",
+                name,
+                format!(
+                    "candidates are found by \"means\" or {}",
+                    exact.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
+    }
+
+    /// Where a model that scores by `matching` finds its candidates: its closed form's exact
+    /// points where it has them, else the means.
+    pub fn for_matching(matching: Matching) -> SearchSpace {
+        match matching.closed_form() {
+            Some(form) if matches!(form.search, Search::Exact { .. }) => SearchSpace::Exact(form),
+            _ => SearchSpace::Means,
+        }
+    }
+
+    /// The exact search's point functions.
+    fn exact_points(form: &ClosedForm) -> (PointsOf, PointsOf) {
+        match form.search {
+            Search::Exact { gallery_points, probe_points, .. } => (gallery_points, probe_points),
+            Search::Means => unreachable!("SearchSpace::Exact holds only closed forms with an exact search"),
         }
     }
 
@@ -249,7 +304,10 @@ impl SearchSpace {
     pub fn point_dim(self, dim: usize) -> usize {
         match self {
             SearchSpace::Means => dim,
-            SearchSpace::Csd => dim + 1,
+            SearchSpace::Exact(form) => match form.search {
+                Search::Exact { point_dim, .. } => point_dim(dim),
+                Search::Means => dim,
+            },
         }
     }
 
@@ -257,7 +315,7 @@ impl SearchSpace {
     pub fn points_per_item(self, components: usize) -> usize {
         match self {
             SearchSpace::Means => components,
-            SearchSpace::Csd => 1,
+            SearchSpace::Exact(_) => 1,
         }
     }
 
@@ -268,7 +326,7 @@ impl SearchSpace {
     pub fn gallery_points(self, gallery: &Embedding) -> Result<Vec<f32>> {
         match self {
             SearchSpace::Means => component_rows(&gallery.mean),
-            SearchSpace::Csd => component_rows(&hedge_embed::csd::csd_gallery_points(gallery)),
+            SearchSpace::Exact(form) => component_rows(&(Self::exact_points(form).0)(gallery)),
         }
     }
 
@@ -276,9 +334,17 @@ impl SearchSpace {
     pub fn probe_points(self, probes: &Embedding) -> Result<Vec<f32>> {
         match self {
             SearchSpace::Means => component_rows(&probes.mean),
-            SearchSpace::Csd => component_rows(&hedge_embed::csd::csd_probe_points(probes)),
+            SearchSpace::Exact(form) => component_rows(&(Self::exact_points(form).1)(probes)),
         }
     }
+}
+
+/// A closed form's search points of a set of embeddings.
+type PointsOf = fn(&Embedding) -> Tensor;
+
+/// The registered closed forms whose search is exact.
+fn exact_forms() -> impl Iterator<Item = &'static ClosedForm> {
+    hedge_embed::losses::closed_forms().filter(|f| matches!(f.search, Search::Exact { .. }))
 }
 
 /// How candidates are proposed and scored.
@@ -309,13 +375,16 @@ impl SearchOptions {
         SearchOptions { space: SearchSpace::Means, candidates: 100, top_k: 5, estimator, eta_samples: 8, seed: 0 }
     }
 
-    /// The options for a model trained with `config`: a model trained with the CSD loss is
-    /// searched by CSD and scored by its closed form; any other as [`SearchOptions::for_dim`].
+    /// The options for a model trained with `config`: a model whose loss has a closed form is
+    /// scored by it and searched in its space ([`SearchSpace::for_matching`]); any other as
+    /// [`SearchOptions::for_dim`].
     pub fn for_model(config: &hedge_embed::HibConfig) -> Self {
         let options = Self::for_dim(config.model.dim);
-        match MatchEstimator::for_model(config, options.estimator) {
-            MatchEstimator::Csd => SearchOptions { space: SearchSpace::Csd, estimator: MatchEstimator::Csd, ..options },
-            _ => options,
+        let matching = hedge_embed::pair_loss::PairLoss::matching(config.loss.kind.loss());
+        SearchOptions {
+            space: SearchSpace::for_matching(matching),
+            estimator: MatchEstimator::for_matching(matching, options.estimator),
+            ..options
         }
     }
 
@@ -582,6 +651,11 @@ pub struct SearchSummary {
     /// ANN recall@10 of gallery items against exact search by mean distance; `None` when the
     /// exact search was skipped.
     pub ann_recall_at_10: Option<f64>,
+    /// For a model scored by a closed form whose candidates are found by the means: the share of
+    /// the closed form's exact top 10 among the proposed candidates (the re-rank can recover no
+    /// other). Absent for other models, and where the exact search was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_recall_at_10: Option<f64>,
     pub probes_per_second: f64,
     /// How well each uncertainty score ranks the labelled probes' top-1 errors: η (stochastic
     /// models) and the margin (every model). Empty in summaries written before it was measured.
@@ -758,8 +832,8 @@ impl Gallery {
 
     /// Gallery items proposed for every probe, nearest first, each with its distance in the
     /// index's [`SearchSpace`]: by means, ANN neighbours of each probe component among all
-    /// gallery components, merged by distance, an item as near as its closest component; by CSD,
-    /// ANN neighbours of the probe's point, √(CSD − s_probe). One entry per item, at most the
+    /// gallery components, merged by distance, an item as near as its closest component; in a
+    /// closed form's exact space, ANN neighbours of the probe's point. One entry per item, at most the
     /// manifest's `candidates`. With `skip_self`, probe i never proposes item i (leave one out).
     /// The distances let proposals of several shards merge into the same list.
     ///
@@ -801,7 +875,7 @@ impl Gallery {
     }
 
     /// Recall@10 of the proposals against exhaustive search in the index's space (the closest
-    /// pair of component means, or the CSD); skipped (None) above 10⁹ component distances.
+    /// pair of component means, or the closed form's rank); skipped (None) above 10⁹ component distances.
     fn ann_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
         let (p, n, c) = (probes.batch(), self.embedding.batch(), self.manifest.components as i64);
         if (p * n * c * c) as f64 > 1e9 {
@@ -822,8 +896,38 @@ impl Gallery {
         Ok(Some(recall_at(proposals, &exact, k as usize)))
     }
 
+    /// For a closed-form model searched by the means: the share of each probe's exact top 10 by
+    /// the closed form ([`ClosedForm::rank`] over the whole gallery) among its proposals,
+    /// averaged; `None` for other models or above 10⁹ component pairs.
+    fn candidate_recall(&self, probes: &Embedding, proposals: &[Vec<usize>]) -> Result<Option<f64>> {
+        let (SearchSpace::Means, MatchEstimator::ClosedForm(form)) =
+            (self.manifest.search.space, self.manifest.search.estimator)
+        else {
+            return Ok(None);
+        };
+        let (p, n, c) = (probes.batch(), self.embedding.batch(), self.manifest.components as i64);
+        if (p * n * c * c) as f64 > 1e9 || p == 0 {
+            return Ok(None);
+        }
+        let k = 10.min(n);
+        let mut found = 0usize;
+        tch::no_grad(|| -> Result<()> {
+            for start in (0..p).step_by(256) {
+                let len = 256.min(p - start);
+                let (_, idx) = (form.rank)(&probes.narrow(start, len), &self.embedding).topk(k, 1, true, true);
+                let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
+                for (row, exact) in idx.chunks(k as usize).enumerate() {
+                    let proposed = &proposals[start as usize + row];
+                    found += exact.iter().filter(|&&i| proposed.contains(&(i as usize))).count();
+                }
+            }
+            Ok(())
+        })?;
+        Ok(Some(found as f64 / (p * k) as f64))
+    }
+
     /// Every probe's distance to every gallery item in the index's space, in the graph's order
-    /// (squared: the closest pair of component means, or the CSD).
+    /// (squared: the closest pair of component means, or minus the closed form's rank).
     ///
     /// # Shapes
     /// `probes.mean`: `[P, C, D]`; returns `[P, N]`.
@@ -835,7 +939,7 @@ impl Gallery {
                 let diff = probes.mean.view([p, 1, cp, 1, d]) - self.embedding.mean.view([1, n, 1, cg, d]);
                 diff.square().sum_dim_intlist([4i64].as_slice(), false, Kind::Float).amin([2i64, 3].as_slice(), false)
             }
-            SearchSpace::Csd => hedge_embed::csd::csd_matrix(probes, &self.embedding),
+            SearchSpace::Exact(form) => -(form.rank)(probes, &self.embedding),
         }
     }
 }
@@ -858,17 +962,8 @@ impl Rules {
             for (r, g) in rows.chunks(20_000).zip(items.chunks(20_000)) {
                 let left = probes.select_rows(&index_tensor(r));
                 let right = candidates.embedding.select_rows(&index_tensor(g));
-                let estimator = if self.matcher.csd { MatchEstimator::Csd } else { self.manifest.search.estimator };
-                let p = match estimator {
-                    MatchEstimator::Csd => hedge_embed::csd::match_probability(&self.matcher, &left, &right),
-                    MatchEstimator::Quadrature { points } => {
-                        match_probability_quadrature(&self.matcher, &left, &right, points)?
-                    }
-                    MatchEstimator::MonteCarlo { samples } => {
-                        let c = left.components();
-                        self.matcher.match_probability(&left, &right, (samples.max(1) + c - 1) / c * c)
-                    }
-                };
+                let estimator = MatchEstimator::for_matching(self.matcher.matching, self.manifest.search.estimator);
+                let p = estimator.probability(&self.matcher, &left, &right)?;
                 probabilities.extend(Vec::<f64>::try_from(p.to_kind(Kind::Double))?);
             }
             Ok(())
@@ -1004,12 +1099,13 @@ impl Identifier {
         let results = self.rules.decide(probes, &set, &self.gallery.view(&proposals))?;
         let seconds = start.elapsed().as_secs_f64();
         let recall = self.gallery.ann_recall(&set.embedding, &proposals)?;
-        let summary = summarise(
+        let mut summary = summarise(
             &results,
             &self.rules.manifest,
             recall.ok_or(RecallSkipped::TooLarge),
             probes.len() as f64 / seconds.max(1e-9),
         );
+        summary.candidate_recall_at_10 = self.gallery.candidate_recall(&set.embedding, &proposals)?;
         Ok((results, summary))
     }
 }
@@ -1039,6 +1135,7 @@ pub fn summarise(
         accuracy_answered: (!answered.is_empty())
             .then(|| answered.iter().filter(|r| top1(r)).count() as f64 / answered.len() as f64),
         ann_recall_at_10: recall.ok(),
+        candidate_recall_at_10: None,
         probes_per_second: rate,
         // A point model has no η (it is 0 for every probe): only the margin ranks its answers.
         selective: [UncertaintyScore::Eta, UncertaintyScore::Margin]
@@ -1491,53 +1588,61 @@ fn synthetic_means(
     (gallery, probe)
 }
 
-/// One row of `hedge bench csd-search`: one way of finding each query's ten gallery items of
-/// least CSD (PCME++'s closed-form sampled distance, [`SearchSpace::Csd`]).
+/// One row of `hedge bench exact-search`: one way of finding each query's ten gallery items of
+/// highest match probability under a closed form with an exact search space
+/// ([`SearchSpace::Exact`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CsdSearchBenchRow {
+pub struct ExactSearchBenchRow {
     pub dim: usize,
     pub points: usize,
     pub queries: usize,
     pub ann: AnnConfig,
-    /// `means`: the graph over the means proposes `candidates` items per query and the exact CSD
-    /// re-ranks them (how a means index finds a CSD model's candidates); `csd`: the graph over
-    /// [m, √s] finds the ten directly.
+    /// `means`: the graph over the means proposes `candidates` items per query and the closed
+    /// form re-ranks them (how a means index finds such a model's candidates); the closed form's
+    /// own space: the graph over its points finds the ten directly.
     pub space: SearchSpace,
-    /// Items the means graph proposes per query (10 for `csd`).
+    /// Items the graph proposes per query (10 in the exact space).
     pub candidates: usize,
     pub build_seconds: f64,
     pub inserts_per_second: f64,
     /// Ten-neighbour queries a second, the re-rank included (the best of three passes).
     pub queries_per_second: f64,
-    /// Recall@10 against the exact CSD top 10 (brute force over every item).
+    /// Recall@10 against the closed form's exact top 10 (brute force over every item).
     pub recall_at_10: f64,
     /// What the graph holds once built ([`Hnsw::memory_bytes`]).
     pub memory_bytes: u64,
 }
 
-/// Per-dimension variance of the synthetic embeddings of [`csd_search_bench`]: 0.01 ·
+/// Per-dimension variance of the synthetic embeddings of [`exact_search_bench`]: 0.01 ·
 /// exp(U(−2, 2)), around the square of the spread of an identity's images (sd 0.1), so that an
 /// item's uncertainty is on the scale of the distances that separate its neighbours.
 fn synthetic_variances(n: usize, dim: usize, rng: &mut rand_chacha::ChaCha8Rng) -> Vec<f32> {
     (0..n * dim).map(|_| 0.01 * rand::Rng::random_range(&mut *rng, -2.0f32..2.0).exp()).collect()
 }
 
-/// Search by CSD beside means-first search, on `points` synthetic Gaussian embeddings of
-/// dimension `dim` ([`search_bench`]'s means, each with a diagonal variance of 0.01 ·
-/// exp(U(−2, 2)) per dimension) and `queries` fresh ones: for each space its build time, query
-/// rate and recall@10 against the exact CSD top 10. Means-first search asks the graph over the
-/// means for `candidates` items and re-ranks them by the exact CSD; search by CSD asks the graph
-/// over [m, √s] ([`hedge_embed::csd::csd_gallery_points`]) for ten.
-pub fn csd_search_bench(
+/// Search in a closed form's exact space beside means-first search, on `points` synthetic
+/// Gaussian embeddings of dimension `dim` ([`search_bench`]'s means, each with a diagonal
+/// variance of 0.01 · exp(U(−2, 2)) per dimension) and `queries` fresh point queries: for each
+/// space its build time, query rate and recall@10 against the closed form's exact top 10
+/// ([`ClosedForm::rank`] by brute force). Means-first search asks the graph over the means for
+/// `candidates` items and re-ranks them by the closed form's match probability (a unit head:
+/// a = 1, b = 0), as an index does; the exact space asks the graph over the closed form's
+/// points for ten.
+pub fn exact_search_bench(
+    form: &'static ClosedForm,
     dim: usize,
     points: usize,
     queries: usize,
     candidates: usize,
     ann: &AnnConfig,
     seed: u64,
-) -> Result<[CsdSearchBenchRow; 2]> {
+) -> Result<[ExactSearchBenchRow; 2]> {
     use rand::SeedableRng;
     ann.check()?;
+    let space = SearchSpace::for_matching(Matching::ClosedForm(form));
+    if space == SearchSpace::Means {
+        return Err(IdentifyError::invalid("loss", form.name, "its closed form has no exact search space"));
+    }
     if points < 10 || queries == 0 || dim == 0 {
         return Err(IdentifyError::invalid("points", points, "need at least 10 points, 1 query and 1 dimension"));
     }
@@ -1546,22 +1651,20 @@ pub fn csd_search_bench(
     }
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let (gallery_means, probe_means) = synthetic_means(dim, points, queries, &mut rng);
-    let gallery_spread: Vec<f32> =
-        synthetic_variances(points, dim, &mut rng).chunks_exact(dim).map(|v| v.iter().sum()).collect();
-    // [m, √s] for the gallery and [m, 0] for the queries: squared Euclidean distance is the
-    // CSD less the query's own summed variance, which no ranking of one query depends on.
-    let lift = |means: &[f32], spread: Option<&[f32]>| -> Vec<f32> {
-        means
-            .chunks_exact(dim)
-            .enumerate()
-            .flat_map(|(i, m)| m.iter().copied().chain([spread.map_or(0.0, |s| s[i].sqrt())]))
-            .collect()
+    let variances = synthetic_variances(points, dim, &mut rng);
+    let shape = |n: usize| [n as i64, 1, dim as i64];
+    let gallery = Embedding {
+        mean: Tensor::from_slice(&gallery_means).reshape(shape(points)),
+        variance: Some(Tensor::from_slice(&variances).reshape(shape(points))),
     };
-    let gallery_points = lift(&gallery_means, Some(&gallery_spread));
-    let probe_points = lift(&probe_means, None);
-    let exact = exact_nearest(&gallery_points, dim + 1, &probe_points, 10)?;
+    let probes = Embedding::point(Tensor::from_slice(&probe_means).reshape([queries as i64, dim as i64]));
+    let exact: Vec<Vec<usize>> = tch::no_grad(|| -> Result<_> {
+        let (_, idx) = (form.rank)(&probes, &gallery).topk(10, 1, true, true);
+        let idx: Vec<i64> = Vec::<i64>::try_from(idx.flatten(0, -1))?;
+        Ok(idx.chunks(10).map(|r| r.iter().map(|&i| i as usize).collect()).collect())
+    })?;
     let row = |space, candidates, build_seconds: f64, query_seconds: f64, found: &[Vec<usize>], index: &Hnsw| {
-        CsdSearchBenchRow {
+        ExactSearchBenchRow {
             dim,
             points,
             queries,
@@ -1576,43 +1679,54 @@ pub fn csd_search_bench(
         }
     };
 
+    let head = MatchHead {
+        a_raw: Tensor::from(1f32.exp_m1().ln()),
+        b: Tensor::from(0f32),
+        matching: Matching::ClosedForm(form),
+    };
     let start = Instant::now();
     let by_means = Hnsw::build(&gallery_means, dim, ann)?;
     let means_build = start.elapsed().as_secs_f64();
-    let (means_query, reranked) = best_of_three(|| {
+    let (means_query, reranked) = best_of_three(|| -> Result<Vec<Vec<usize>>> {
         let proposed = by_means.nearest_with_ef(&probe_means, candidates, ann.ef_search.max(candidates));
-        proposed
+        let (rows, items): (Vec<usize>, Vec<usize>) =
+            proposed.iter().enumerate().flat_map(|(q, found)| found.iter().map(move |&(i, _)| (q, i))).unzip();
+        let p = tch::no_grad(|| {
+            (form.probability)(
+                &head,
+                &probes.select_rows(&index_tensor(&rows)),
+                &gallery.select_rows(&index_tensor(&items)),
+            )
+        });
+        let p: Vec<f64> = Vec::<f64>::try_from(p.to_kind(Kind::Double))?;
+        let mut at = 0;
+        Ok(proposed
             .iter()
-            .zip(probe_means.chunks_exact(dim))
-            .map(|(items, q)| {
-                let mut scored: Vec<(f32, usize)> = items
-                    .iter()
-                    .map(|&(i, _)| {
-                        let m = &gallery_means[i * dim..(i + 1) * dim];
-                        let d2: f32 = m.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum();
-                        (d2 + gallery_spread[i], i)
-                    })
-                    .collect();
-                scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                scored.into_iter().take(10).map(|(_, i)| i).collect::<Vec<usize>>()
+            .map(|found| {
+                let mut scored: Vec<(f64, usize)> =
+                    found.iter().zip(&p[at..at + found.len()]).map(|(&(i, _), &p)| (p, i)).collect();
+                at += found.len();
+                scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                scored.into_iter().take(10).map(|(_, i)| i).collect()
             })
-            .collect::<Vec<_>>()
+            .collect())
     });
-    let means_row = row(SearchSpace::Means, candidates, means_build, means_query, &reranked, &by_means);
+    let means_row = row(SearchSpace::Means, candidates, means_build, means_query, &reranked?, &by_means);
     drop(by_means);
 
+    let (gallery_points, probe_points) = (space.gallery_points(&gallery)?, space.probe_points(&probes)?);
     let start = Instant::now();
-    let by_csd = Hnsw::build(&gallery_points, dim + 1, ann)?;
-    let csd_build = start.elapsed().as_secs_f64();
-    let (csd_query, found) = best_of_three(|| {
-        by_csd
+    let by_form = Hnsw::build(&gallery_points, space.point_dim(dim), ann)?;
+    let exact_build = start.elapsed().as_secs_f64();
+    let (exact_query, found) = best_of_three(|| {
+        by_form
             .nearest(&probe_points, 10)
             .into_iter()
             .map(|r| r.into_iter().map(|(i, _)| i).collect::<Vec<usize>>())
             .collect::<Vec<_>>()
     });
-    let csd_row = row(SearchSpace::Csd, 10, csd_build, csd_query, &found, &by_csd);
-    Ok([means_row, csd_row])
+    let exact_row = row(space, 10, exact_build, exact_query, &found, &by_form);
+    Ok([means_row, exact_row])
 }
 
 /// The shortest of three timings of `run` (a shared machine only ever slows a pass down; one
@@ -1677,7 +1791,7 @@ mod tests {
     }
 
     /// A gallery of `n` two-component mixtures in 3 dimensions whose summed variances span two
-    /// orders of magnitude (so the CSD order is not the order of the means), searched in `space`
+    /// orders of magnitude (so an exact space's order is not the order of the means), searched in `space`
     /// with a graph search that keeps more candidates than there are points (exhaustive, hence
     /// exact: the build leaves no point unreachable).
     fn mixture_gallery(n: usize, space: SearchSpace, seed: i64) -> (Gallery, Embedding) {
@@ -1713,10 +1827,10 @@ mod tests {
         (Gallery::from_embedding(manifest, gallery, labels).unwrap(), probes)
     }
 
-    /// Each probe's `k` items of least CSD, by brute force over the whole gallery.
-    fn brute_force_csd(gallery: &Gallery, probes: &Embedding, k: i64) -> Vec<Vec<usize>> {
-        let csd = hedge_embed::csd::csd_matrix(probes, &gallery.embedding);
-        let (_, idx) = csd.topk(k, 1, false, true);
+    /// Each probe's `k` items of highest rank under `form`, by brute force over the whole gallery.
+    fn brute_force(form: &ClosedForm, gallery: &Gallery, probes: &Embedding, k: i64) -> Vec<Vec<usize>> {
+        let rank = (form.rank)(probes, &gallery.embedding);
+        let (_, idx) = rank.topk(k, 1, true, true);
         Vec::<i64>::try_from(idx.flatten(0, -1))
             .unwrap()
             .chunks(k as usize)
@@ -1724,47 +1838,46 @@ mod tests {
             .collect()
     }
 
+    /// Every registered closed form with an exact search space: the graph over its points finds
+    /// exactly the brute-force top 10, nearest first, after a write and a read, and two shards
+    /// merged by distance answer as the whole gallery.
     #[test]
-    fn search_by_csd_returns_exactly_the_brute_force_csd_top_k() {
-        let (gallery, probes) = mixture_gallery(300, SearchSpace::Csd, 3);
-        assert_eq!((gallery.ann.dim(), gallery.ann.len()), (4, 300), "one point per item in D + 1 dimensions");
-        let found = gallery.propose(&probes, false).unwrap();
-        let truth = brute_force_csd(&gallery, &probes, 10);
-        let items: Vec<Vec<usize>> = found.iter().map(|p| p.iter().map(|&(i, _)| i).collect()).collect();
-        assert_eq!(items, truth);
-        // The distance reported is √(CSD − s_probe): the CSD less a term that is the same for
-        // every item of one probe.
-        let csd = hedge_embed::csd::csd_matrix(&probes, &gallery.embedding);
-        let (_, spread) = hedge_embed::csd::moments(&probes);
-        for (p, row) in found.iter().enumerate() {
-            let s = spread.double_value(&[p as i64]);
-            for &(item, distance) in row {
-                let want = csd.double_value(&[p as i64, item as i64]) - s;
-                assert!((f64::from(distance).powi(2) - want).abs() <= 1e-4 * want.max(1.0), "{p} {item}");
+    fn search_in_an_exact_space_returns_exactly_the_brute_force_top_k() {
+        let forms: Vec<&ClosedForm> = exact_forms().collect();
+        assert!(!forms.is_empty(), "a registered loss has an exact search space");
+        for form in forms {
+            let space = SearchSpace::Exact(form);
+            let (gallery, probes) = mixture_gallery(300, space, 3);
+            assert_eq!((gallery.ann.dim(), gallery.ann.len()), (space.point_dim(3), 300), "one point per item");
+            let found = gallery.propose(&probes, false).unwrap();
+            let truth = brute_force(form, &gallery, &probes, 10);
+            let items: Vec<Vec<usize>> = found.iter().map(|p| p.iter().map(|&(i, _)| i).collect()).collect();
+            assert_eq!(items, truth, "{}", form.name);
+            assert!(found.iter().all(|row| row.windows(2).all(|w| w[0].1 <= w[1].1)), "nearest first");
+            // The graph written and read back answers the same.
+            let dir = tempfile::tempdir().unwrap();
+            write_index(&gallery, &Tensor::zeros([300], (Kind::Float, Device::Cpu)), &dir.path().join("i"), false)
+                .unwrap();
+            let loaded = IndexFiles::open(&dir.path().join("i")).unwrap().load_gallery().unwrap();
+            assert_eq!(loaded.manifest.search.space, space);
+            assert_eq!(loaded.propose(&probes, false).unwrap(), found);
+            // Two shards, each searched alone and merged by distance, answer as the whole gallery.
+            let halves = [(0..150).collect::<Vec<_>>(), (150..300).collect()];
+            for (p, whole) in items.iter().enumerate() {
+                let mut merged: Vec<(f32, usize)> = Vec::new();
+                for half in &halves {
+                    let shard = gallery.subset(half).unwrap();
+                    let found = shard.propose(&probes.narrow(p as i64, 1), false).unwrap();
+                    merged.extend(found[0].iter().map(|&(i, dist)| (dist, half[i])));
+                }
+                merged.sort_by(|x, y| x.0.total_cmp(&y.0));
+                assert_eq!(&merged.iter().take(10).map(|m| m.1).collect::<Vec<_>>(), whole, "probe {p}");
             }
-        }
-        // The graph written and read back answers the same.
-        let dir = tempfile::tempdir().unwrap();
-        write_index(&gallery, &Tensor::zeros([300], (Kind::Float, Device::Cpu)), &dir.path().join("i"), false).unwrap();
-        let loaded = IndexFiles::open(&dir.path().join("i")).unwrap().load_gallery().unwrap();
-        assert_eq!(loaded.manifest.search.space, SearchSpace::Csd);
-        assert_eq!(loaded.propose(&probes, false).unwrap(), found);
-        // Two shards, each searched alone and merged by distance, answer as the whole gallery.
-        let halves = [(0..150).collect::<Vec<_>>(), (150..300).collect()];
-        for (p, whole) in items.iter().enumerate() {
-            let mut merged: Vec<(f32, usize)> = Vec::new();
-            for half in &halves {
-                let shard = gallery.subset(half).unwrap();
-                let found = shard.propose(&probes.narrow(p as i64, 1), false).unwrap();
-                merged.extend(found[0].iter().map(|&(i, dist)| (dist, half[i])));
-            }
-            merged.sort_by(|x, y| x.0.total_cmp(&y.0));
-            assert_eq!(&merged.iter().take(10).map(|m| m.1).collect::<Vec<_>>(), whole, "probe {p}");
         }
     }
 
     #[test]
-    fn search_by_means_ignores_the_variances_that_csd_counts() {
+    fn search_by_means_ignores_the_variances_that_an_exact_space_counts() {
         let (by_means, probes) = mixture_gallery(300, SearchSpace::Means, 3);
         assert_eq!((by_means.ann.dim(), by_means.ann.len()), (3, 600), "one point per component");
         let found: Vec<Vec<usize>> = by_means.proposal_items(&probes, false).unwrap();
@@ -1774,9 +1887,22 @@ mod tests {
         let nearest: Vec<usize> =
             Vec::<i64>::try_from(idx.flatten(0, -1)).unwrap().iter().map(|&i| i as usize).collect();
         assert_eq!(found.concat(), nearest);
-        let truth = brute_force_csd(&by_means, &probes, 10);
-        let differ = found.iter().zip(&truth).filter(|(a, b)| a != b).count();
-        assert!(differ > 20, "the variances change most probes' CSD top 10 ({differ} of 40 differ)");
+        for form in exact_forms() {
+            let truth = brute_force(form, &by_means, &probes, 10);
+            let differ = found.iter().zip(&truth).filter(|(a, b)| a != b).count();
+            assert!(differ > 20, "the variances change most probes' {} top 10 ({differ} of 40 differ)", form.name);
+        }
+    }
+
+    #[test]
+    fn a_search_space_reads_and_writes_as_its_name() {
+        assert_eq!(serde_json::to_string(&SearchSpace::Means).unwrap(), "\"means\"");
+        for form in exact_forms() {
+            let space: SearchSpace = serde_json::from_str(&format!("\"{}\"", form.name)).unwrap();
+            assert_eq!(space, SearchSpace::Exact(form));
+        }
+        let err = serde_json::from_str::<SearchSpace>("\"cosine\"").unwrap_err().to_string();
+        assert!(err.contains("candidates are found by \"means\""), "{err}");
     }
 
     #[test]

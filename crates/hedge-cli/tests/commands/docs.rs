@@ -224,7 +224,7 @@ fn list_numbers_words_paths_and_citations_are_no_numbers_by_hand() {
 fn architecture_s_worked_examples_are_the_compiled_code() {
     let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     for (section, files) in [
-        ("### A loss (HIB)", &["crates/hedge-embed/src/focal.rs", "crates/hedge-embed/src/pair_loss.rs"][..]),
+        ("### A loss (HIB)", &["crates/hedge-embed/src/focal.rs", "crates/hedge-embed/src/losses.rs"][..]),
         (
             "### An acquisition function",
             &["crates/hedge-active/src/least_confidence.rs", "crates/hedge-active/src/acquisitions.rs"][..],

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use hedge_embed::loss::ClosedForm;
 use hedge_identify::{
-    csd_search_bench, search_bench, AnnConfig, Calibration, CsdSearchBenchRow, ProbeResult, SearchBenchRow,
+    exact_search_bench, search_bench, AnnConfig, Calibration, ExactSearchBenchRow, ProbeResult, SearchBenchRow,
     SearchSpace, SearchSummary, UncertaintyScore,
 };
 
@@ -133,20 +134,23 @@ pub fn search_bench_suite(
     Ok(rows)
 }
 
-/// Search by CSD beside means-first search (`hedge bench csd-search`) at every dimension of
-/// `dims` and gallery size of `points` ([`csd_search_bench`]), checked as
-/// [`search_bench_suite`] is (two graphs per setting, one at a time, the second one dimension
-/// wider); `on_row` sees each row as it is measured.
-pub fn csd_search_bench_suite(
+/// Search in `form`'s exact space beside means-first search (`hedge bench exact-search`) at every
+/// dimension of `dims` and gallery size of `points` ([`exact_search_bench`]), checked as
+/// [`search_bench_suite`] is (two graphs per setting, one at a time, the second in the exact
+/// space's dimension); `on_row` sees each row as it is measured.
+#[allow(clippy::too_many_arguments)]
+pub fn exact_search_bench_suite(
+    form: &'static ClosedForm,
     dims: &[usize],
     points: &[usize],
     queries: usize,
     candidates: usize,
     ann: &AnnConfig,
     seed: u64,
-    mut on_row: impl FnMut(&CsdSearchBenchRow),
-) -> Result<Vec<CsdSearchBenchRow>> {
-    let wider: Vec<usize> = dims.iter().map(|&d| d + 1).collect();
+    mut on_row: impl FnMut(&ExactSearchBenchRow),
+) -> Result<Vec<ExactSearchBenchRow>> {
+    let space = SearchSpace::Exact(form);
+    let wider: Vec<usize> = dims.iter().map(|&d| space.point_dim(d).max(d)).collect();
     if dims.contains(&0) {
         return Err(crate::error::invalid(
             "dims",
@@ -154,11 +158,11 @@ pub fn csd_search_bench_suite(
             "give positive embedding dimensions, e.g. 2,16",
         ));
     }
-    check_search_bench("bench csd-search", &wider, points, queries, ann, 2)?;
+    check_search_bench("bench exact-search", &wider, points, queries, ann, 2)?;
     let mut rows = Vec::new();
     for &n in points {
         for &dim in dims {
-            for row in csd_search_bench(dim, n, queries, candidates, ann, seed)? {
+            for row in exact_search_bench(form, dim, n, queries, candidates, ann, seed)? {
                 on_row(&row);
                 rows.push(row);
             }
@@ -218,11 +222,11 @@ fn check_search_bench(
     Ok(())
 }
 
-/// A row of `hedge bench csd-search` as it prints it, under [`CSD_SEARCH_BENCH_HEADER`].
-pub fn csd_search_bench_row(row: &CsdSearchBenchRow) -> String {
+/// A row of `hedge bench exact-search` as it prints it, under [`exact_search_bench_header`].
+pub fn exact_search_bench_row(form: &ClosedForm, row: &ExactSearchBenchRow) -> String {
     let found_by = match row.space {
-        SearchSpace::Means => format!("means, {} re-ranked by CSD", row.candidates),
-        SearchSpace::Csd => "CSD".to_string(),
+        SearchSpace::Means => format!("means, {} re-ranked by {}", row.candidates, form.name),
+        SearchSpace::Exact(form) => form.name.to_string(),
     };
     format!(
         "| {} | {} | {found_by} | {:.1} | {:.0} | {:.4} | {:.0} |",
@@ -235,10 +239,14 @@ pub fn csd_search_bench_row(row: &CsdSearchBenchRow) -> String {
     )
 }
 
-/// The header of [`csd_search_bench_row`]'s table.
-pub const CSD_SEARCH_BENCH_HEADER: &str =
-    "| D | points | candidates found by | build s | queries/s (k = 10) | recall@10 \
-                                           of the CSD top 10 | graph MiB |\n|---|---|---|---|---|---|---|";
+/// The header of [`exact_search_bench_row`]'s table.
+pub fn exact_search_bench_header(form: &ClosedForm) -> String {
+    format!(
+        "| D | points | candidates found by | build s | queries/s (k = 10) | recall@10 of the {} top 10 | graph MiB \
+         |\n|---|---|---|---|---|---|---|",
+        form.name
+    )
+}
 
 /// A benchmark row as `hedge bench search` prints it, under [`SEARCH_BENCH_HEADER`].
 pub fn search_bench_row(row: &SearchBenchRow) -> String {

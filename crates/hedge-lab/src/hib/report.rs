@@ -11,10 +11,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use hedge_embed::loss::ClosedForm;
 use hedge_embed::report::{CurvePoint, EvalReport, TwinStats, VerificationStats};
 use hedge_embed::run::{RunConfig, RunState, StepMetrics};
 use hedge_embed::OwnSplit;
-use hedge_identify::{Abstention, CsdSearchBenchRow, SearchBenchRow, SearchSpace, SearchSummary};
+use hedge_identify::{Abstention, ExactSearchBenchRow, SearchBenchRow, SearchSpace, SearchSummary};
 use serde::Deserialize;
 
 use super::paper::{CleanCorrupt, PaperModel};
@@ -44,8 +45,6 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("identification-aurc", identification_aurc(r)?),
         ("bench-search", bench_search(r)?),
         ("bench-search-sentence", bench_search_sentence(r)?),
-        ("bench-csd-search", bench_csd_search(r)?),
-        ("bench-csd-search-sentence", bench_csd_search_sentence(r)?),
         ("quadrature-error", quadrature_error(r)?),
         ("paper-schedule-gpu", paper_schedule_gpu(r)?),
         ("paper-schedule-gpu-trend", paper_schedule_gpu_trend(r)?),
@@ -55,7 +54,20 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("corrupt-drop", corrupt_drop(r)?),
         ("pairing-drop", pairing_drop(r)?),
     ];
-    Ok(pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect())
+    let mut fragments: Vec<Fragment> = pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect();
+    // `hedge bench exact-search --loss NAME` of every closed form with an exact space, where run.
+    for form in hedge_embed::losses::closed_forms() {
+        let space = SearchSpace::Exact(form);
+        if space != SearchSpace::for_matching(hedge_embed::loss::Matching::ClosedForm(form))
+            || !r.path(&exact_search_file(form)).is_file()
+        {
+            continue;
+        }
+        let name = format!("bench-{}-search", form.name);
+        fragments.push(Fragment::new("hib", &name, bench_exact_search(r, form)?));
+        fragments.push(Fragment::new("hib", &format!("{name}-sentence"), bench_exact_search_sentence(r, form)?));
+    }
+    Ok(fragments)
 }
 
 // ----- the four Table 1 numbers --------------------------------------------------------------
@@ -527,7 +539,10 @@ fn bench_search_sentence(results: &Results) -> Result<String> {
     ))
 }
 
-const CSD_SEARCH: &str = "results/own-data/identification/bench-csd-search.json";
+/// Where `hedge bench exact-search --loss NAME` writes its rows for `form`.
+fn exact_search_file(form: &ClosedForm) -> String {
+    format!("{IDENT}/bench-{}-search.json", form.name)
+}
 
 fn gallery_size(points: usize) -> String {
     match points {
@@ -537,19 +552,21 @@ fn gallery_size(points: usize) -> String {
     }
 }
 
-/// `hedge bench csd-search`: both ways of finding a CSD model's candidates, side by side.
-fn bench_csd_search(results: &Results) -> Result<String> {
-    let rows: Vec<CsdSearchBenchRow> = results.json(CSD_SEARCH)?;
+/// `hedge bench exact-search`: both ways of finding a closed-form model's candidates, side by side.
+fn bench_exact_search(results: &Results, form: &ClosedForm) -> Result<String> {
+    let rows: Vec<ExactSearchBenchRow> = results.json(&exact_search_file(form))?;
+    let label = form.name.to_uppercase();
     let mut out = vec![
-        "| D | gallery | candidates found by | build s | queries/s (k = 10) | recall@10 of the exact CSD top 10 | graph \
-         MiB |"
-            .to_string(),
+        format!(
+            "| D | gallery | candidates found by | build s | queries/s (k = 10) | recall@10 of the exact {label} top 10 \
+             | graph MiB |"
+        ),
         "|---|---|---|---|---|---|---|".into(),
     ];
     for b in &rows {
         let found_by = match b.space {
-            SearchSpace::Means => format!("means ({} re-ranked by CSD)", b.candidates),
-            SearchSpace::Csd => "CSD ([m, √s], D + 1)".into(),
+            SearchSpace::Means => format!("means ({} re-ranked by {label})", b.candidates),
+            SearchSpace::Exact(_) => format!("{label} (its exact space, D′ = {})", b.space.point_dim(b.dim)),
         };
         out.push(format!(
             "| {} | {} | {found_by} | {} | {} | {} | {} |",
@@ -564,24 +581,25 @@ fn bench_csd_search(results: &Results) -> Result<String> {
     Ok(out.join("\n"))
 }
 
-/// Where means-first search loses the CSD's nearest items, in one sentence per gallery size
-/// and dimension that loses any.
-fn bench_csd_search_sentence(results: &Results) -> Result<String> {
-    let rows: Vec<CsdSearchBenchRow> = results.json(CSD_SEARCH)?;
+/// Where means-first search loses the closed form's nearest items, in one sentence per gallery
+/// size and dimension.
+fn bench_exact_search_sentence(results: &Results, form: &ClosedForm) -> Result<String> {
+    let rows: Vec<ExactSearchBenchRow> = results.json(&exact_search_file(form))?;
+    let label = form.name.to_uppercase();
     let mut lines = Vec::new();
     for means in rows.iter().filter(|b| b.space == SearchSpace::Means) {
-        let Some(csd) =
-            rows.iter().find(|b| b.space == SearchSpace::Csd && (b.dim, b.points) == (means.dim, means.points))
+        let Some(exact) =
+            rows.iter().find(|b| b.space != SearchSpace::Means && (b.dim, b.points) == (means.dim, means.points))
         else {
             continue;
         };
         lines.push(format!(
-            "- D = {}, {} items: recall@10 {} by CSD against {} by means then CSD, at {} times the query rate.",
+            "- D = {}, {} items: recall@10 {} by {label} against {} by means then {label}, at {} times the query rate.",
             means.dim,
             gallery_size(means.points),
-            fixed(csd.recall_at_10, 4),
+            fixed(exact.recall_at_10, 4),
             fixed(means.recall_at_10, 4),
-            fixed(csd.queries_per_second / means.queries_per_second.max(1e-9), 2)
+            fixed(exact.queries_per_second / means.queries_per_second.max(1e-9), 2)
         ));
     }
     Ok(lines.join("\n"))

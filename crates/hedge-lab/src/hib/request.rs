@@ -36,7 +36,7 @@ impl From<TestSplit> for NDigitSplit {
 
 /// Every registered pair loss, with its summary in `--help`.
 fn losses() -> clap::builder::PossibleValuesParser {
-    crate::request::registered(hedge_embed::pair_loss::LOSSES.iter().map(|r| (r.name, r.about)))
+    crate::request::registered(hedge_embed::losses::LOSSES.iter().map(|r| (r.name, r.about)))
 }
 
 /// A struct of named flags as overrides in the config's serde form.

@@ -1,4 +1,4 @@
-//! Point, HIB MoG-1 and PCME++'s CSD side by side (issue 82, item 6): the fragments of
+//! Point, HIB MoG-1 and the losses with their own match functions side by side (issue 82, item 6): the fragments of
 //! `results/hib/side-by-side/` (`scripts/side-by-side.sh`), read from every run's typed files:
 //! `eval.json` / `eval-quadrature.json` ([`EvalReport`]), `state.json` ([`RunState`]),
 //! `identification-<score>/summary.json` ([`SearchSummary`]) and the timing run's
@@ -27,8 +27,19 @@ pub const SETTINGS: [(&str, &str); 4] = [
     ("fashion-d16", "Fashion-MNIST, D = 16"),
     ("fashion-d64", "Fashion-MNIST, D = 64"),
 ];
-/// The trained models (folder prefix, words).
-pub const MODELS: [(&str, &str); 3] = [("point", "point"), ("mog1", "HIB MoG-1"), ("csd", "PCME++ CSD")];
+/// The trained models (folder prefix, words): HIB's point and MoG-1, then every registered loss
+/// with its own closed-form match probability whose runs are collected (folder prefix: the loss's
+/// name; words: its summary up to the colon, "PCME++ CSD").
+pub fn models(results: &Results) -> Vec<(String, String)> {
+    let mut models = vec![("point".to_string(), "point".to_string()), ("mog1".into(), "HIB MoG-1".into())];
+    for loss in hedge_embed::losses::LOSSES.iter().filter(|r| r.matching.closed_form().is_some()) {
+        if results.path(&run_dir(SETTINGS[0].0, loss.name, SEEDS[0])).is_dir() {
+            let words = loss.about.split(':').next().unwrap_or(loss.name);
+            models.push((loss.name.to_string(), words.to_string()));
+        }
+    }
+    models
+}
 
 /// One model's timing in `calibration.json`: two copies of a short run side by side, and the
 /// steps the budget buys at that rate.
@@ -81,7 +92,8 @@ fn over_seeds(values: &[Option<f64>], decimals: usize) -> String {
 
 fn evaluated(results: &Results, calibration: &Calibration, setting: &str) -> Result<Vec<Evaluated>> {
     let mut out = Vec::new();
-    for (model, words) in MODELS {
+    for (model, words) in models(results) {
+        let (model, words) = (model.as_str(), words.as_str());
         let row = &calibration[setting][model];
         let mut steps = Vec::new();
         for seed in SEEDS {
@@ -119,8 +131,8 @@ fn calibration_table(results: &Results) -> Result<String> {
         "|---|---|---|---|---|".into(),
     ];
     for (setting, data) in SETTINGS {
-        for (model, words) in MODELS {
-            let row = &calibration[setting][model];
+        for (model, words) in models(results) {
+            let row = &calibration[setting][&model];
             rows.push(format!(
                 "| {data} | {words} | {} s | {:.2} | {} |",
                 row.budget_seconds,
@@ -176,7 +188,8 @@ fn identification_table(results: &Results) -> Result<String> {
     ];
     for (setting, _) in SETTINGS.iter().filter(|(s, _)| s.starts_with("fashion")) {
         let dim = setting.trim_start_matches("fashion-d");
-        for (model, words) in MODELS {
+        for (model, words) in models(results) {
+            let (model, words) = (model.as_str(), words.as_str());
             for score in [UncertaintyScore::Eta, UncertaintyScore::Margin] {
                 let file =
                     |seed| format!("{}/identification-{}/summary.json", run_dir(setting, model, seed), score.name());
