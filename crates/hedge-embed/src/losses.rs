@@ -12,8 +12,13 @@ use crate::loss::ClosedForm;
 use crate::pair_loss::{self, Registration};
 
 /// Every pair loss hedge has, by the name settings give it.
-pub const LOSSES: &[Registration] =
-    &[pair_loss::SOFT, pair_loss::CONTRASTIVE, crate::focal::REGISTRATION, crate::csd::REGISTRATION];
+pub const LOSSES: &[Registration] = &[
+    // One line per loss, in the order `--help` lists them; the first is the default.
+    pair_loss::SOFT,
+    pair_loss::CONTRASTIVE,
+    crate::focal::REGISTRATION,
+    crate::csd::REGISTRATION,
+];
 
 /// Which registered loss a run trains with; reads and writes as its name (`"soft"`).
 #[derive(Clone, Copy)]
