@@ -41,6 +41,7 @@ pub mod experiment;
 pub mod focal;
 pub mod loss;
 pub mod losses;
+pub mod mls;
 pub mod model;
 pub mod monitor;
 pub mod optim;

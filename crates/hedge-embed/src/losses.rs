@@ -18,6 +18,7 @@ pub const LOSSES: &[Registration] = &[
     pair_loss::CONTRASTIVE,
     crate::focal::REGISTRATION,
     crate::csd::REGISTRATION,
+    crate::mls::REGISTRATION,
 ];
 
 /// Which registered loss a run trains with; reads and writes as its name (`"soft"`).
