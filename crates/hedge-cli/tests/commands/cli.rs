@@ -383,6 +383,25 @@ fn eval_writes_every_documented_key() {
     assert!(!o.status.success() && stderr(&o).contains("per-class"), "{}", stderr(&o));
 }
 
+/// `--set KEY=VALUE` reaches any setting by its config.json name, a number as a number and a
+/// word as a word; a misspelt name is refused by its spelling, and a setting given by its own flag
+/// and by `--set` is refused, before anything trains.
+#[test]
+fn set_reaches_any_setting_by_name_and_refuses_a_typo_or_a_second_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let args = ["hib", "train", "--steps", "2", "--batch", "4", "--no-eval", "--out", s(&run)];
+    let o = hedge(&[&args[..], &["--set", "init_a=2.5", "--set", "lr_schedule=cosine"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("config.json")).unwrap()).unwrap();
+    assert_eq!((config["hib"]["init_a"].as_f64(), config["hib"]["lr_schedule"].as_str()), (Some(2.5), Some("cosine")));
+    let o = hedge(&[&args[..], &["--set", "init_aa=2", "--overwrite"]].concat());
+    assert!(!o.status.success() && stderr(&o).contains("unknown field `init_aa`"), "{}", stderr(&o));
+    let o = hedge(&[&args[..], &["--set", "loss=csd", "--loss", "soft", "--overwrite"]].concat());
+    assert!(!o.status.success() && stderr(&o).contains("a flag of its own gives it too"), "{}", stderr(&o));
+}
+
 /// A model trained with PCME++'s CSD loss is evaluated by its own closed form whatever
 /// `--match-estimator` says: the report names `csd`, one deterministic repeat, and η follows
 /// σ(−a·CSD(x, x) + b), the same for every repeat.

@@ -256,6 +256,10 @@ pub struct TrainRequest {
     /// The settings a flag can override, in HibConfig's serde form.
     #[command(flatten)]
     pub settings: SettingFlags,
+    /// Any setting by its name in a run's config.json, KEY=VALUE (repeatable): the ones no flag
+    /// names, e.g. --set init_a=2 --set lr_schedule=cosine. Refused with the flag that names it.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Your own labelled images instead of N-digit MNIST: a folder `ROOT/<label>/<image>.png` (or
     /// .jpg; one sub-folder per class, one image size) or an .npz with `images` `[N, H, W]` or
     /// `[N, C, H, W]` and `labels` `[N]`. The network's input adapts to the images' channels and size.
@@ -309,7 +313,14 @@ impl TrainRequest {
             seen_test_fraction: self.seen_test_fraction,
             split_seed: self.split_seed,
         });
-        Ok(SettingsRequest::new("hib train's flags", overrides(&self.settings)?)
+        let mut flags = overrides(&self.settings)?;
+        for (key, value) in crate::request::key_values("set", &self.set)? {
+            if flags.contains_key(&key) {
+                return Err(invalid("set", &key, "a flag of its own gives it too; give it once"));
+            }
+            flags.insert(key, value);
+        }
+        Ok(SettingsRequest::new("hib train's flags", flags)
             .with_recipe(self.config.clone())
             .with_own_images(own_images)
             .with_length(self.steps, self.budget_minutes))
