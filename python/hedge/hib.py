@@ -599,6 +599,9 @@ class SearchSummary:
     accuracy_answered: Optional[float]
     ann_recall_at_10: Optional[float]
     probes_per_second: float
+    candidate_recall_at_10: Optional[float] = None
+    """For a model scored by a closed form whose candidates are found by the means (``mls``):
+    the share of the closed form's exact top 10 among the proposed candidates; None otherwise."""
     selective: list = field(default_factory=list)
     """[SelectiveQuality] by eta (stochastic models) and by margin."""
     undefined: list = field(default_factory=list)
