@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Point, HIB MoG-1 and PCME++'s CSD side by side at equal training time, 3 seeds (issue 82,
-# item 6), on the same data, the same evaluation and the same identification:
+# Point, HIB MoG-1, PCME++'s CSD and PFE's mutual likelihood score (issue 110) side by side at
+# equal training time, 3 seeds (issue 82, item 6), on the same data, the same evaluation and the
+# same identification:
 #
 # - mnist-n2-d2: 2-digit MNIST, D = 2, the instance protocol, hedge's recipe
 #   (reference/hib/hedge-recipe.toml), 4 minutes of training per run (700-800 steps on one thread);
@@ -18,6 +19,7 @@
 #   scripts/side-by-side.sh eval [SEED...]      # eval.json per run (MoG-1: Monte Carlo, 3 repeats, and quadrature where D <= 3)
 #   scripts/side-by-side.sh identify [SEED...]  # Fashion-MNIST: the held-out classes identified, abstaining at target risks 0.1 and 0.3
 #   scripts/side-by-side.sh collect    # the runs' small files into results/hib/side-by-side/runs
+#   MODELS=mls scripts/side-by-side.sh calibrate  # ... and so on: one model added to the study
 #
 # Runs train under runs/side-by-side (ignored); `collect` copies what the table reads, and the
 # weights, into results/hib/side-by-side/runs; `hedge report` writes the table from there.
@@ -40,12 +42,14 @@ held_out=coat,shirt,t-shirt
 fashion=data/own/fashion-mnist
 mkdir -p "$work"
 settings=(mnist-n2-d2 fashion-d2 fashion-d16 fashion-d64)
-models=(point mog1 csd)
+# MODELS="mls" limits every step to the models named (a model added to a finished study).
+read -r -a models <<< "${MODELS:-point mog1 csd mls}"
 model_flags() { # model
     case $1 in
         point) echo "--model point" ;;
         mog1) echo "--model gaussian" ;;
         csd) echo "--model gaussian --loss csd" ;;
+        mls) echo "--model gaussian --loss mls" ;;
     esac
 }
 data_flags() { # setting
@@ -131,17 +135,24 @@ export hedge work fashion calibration calibration_steps repeats search
 case ${1:-} in
     calibrate)
         export_fashion
-        jobs_for_seeds 0 | cut -d' ' -f1,2 | xargs -L 1 bash -c 'calibrate_one "$@"' _
+        # Only the models calibration.json lacks: a model added later is timed alone, and the
+        # budgets of those already trained stay as they were.
+        jobs_for_seeds 0 | cut -d' ' -f1,2 | while read -r setting model; do
+            python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); sys.exit(0 if sys.argv[3] in c.get(sys.argv[2], {}) else 1)' \
+                "$calibration" "$setting" "$model" 2>/dev/null || echo "$setting $model"
+        done | xargs -r -L 1 bash -c 'calibrate_one "$@"' _
         # Steps per second over the timed run (state.json's training seconds), and the steps
         # the budget buys.
         python3 - "$work/calibration" "$calibration" "${settings[@]}" <<'PY'
 import json, pathlib, sys
 root, out, settings = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3:]
 budget = {s: 240 if s == "mnist-n2-d2" else 90 for s in settings}
-table = {}
+table = json.loads(out.read_text()) if out.exists() else {}
 for s in settings:
-    table[s] = {}
-    for m in ["point", "mog1", "csd"]:
+    table.setdefault(s, {})
+    for m in ["point", "mog1", "csd", "mls"]:
+        if m in table[s]:
+            continue
         states = [json.loads((root / f"{s}-{m}-copy{c}" / "state.json").read_text()) for c in (0, 1)]
         rate = sum(st["step"] for st in states) / sum(st["seconds"] for st in states)
         table[s][m] = {"budget_seconds": budget[s], "timed_steps": [st["step"] for st in states],

@@ -135,6 +135,45 @@ def test_csd_loss_and_gradients_equal_plain_pytorch(kind, components):
         assert torch.allclose(p, torch.sigmoid(logit.detach()), rtol=1e-5, atol=1e-7)
 
 
+def reference_log_likelihood_kernel(m1, v1, m2, v2):
+    """PFE's mutual likelihood score with its constants (Shi & Jain, ICCV 2019), log N(mu1; mu2,
+    Sigma1 + Sigma2), for mixtures the log of the mean kernel over component pairs; written with
+    torch.distributions, independently of hedge."""
+    var = v1.unsqueeze(2) + v2.unsqueeze(1)  # [B, C1, C2, D]
+    normal = torch.distributions.Normal(m2.unsqueeze(1), var.sqrt())
+    log_k = normal.log_prob(m1.unsqueeze(2)).sum(-1)  # [B, C1, C2]
+    return torch.logsumexp(log_k.flatten(1), dim=1) - math.log(log_k.shape[1] * log_k.shape[2])
+
+
+@pytest.mark.parametrize("components", [1, 2])
+def test_a_closed_form_by_name_equals_plain_pytorch_with_its_gradients(components):
+    """Every registered closed form is reachable by name; PFE's (mls) is checked here: the match
+    probability sigmoid(a log K + b) and its gradients, and eta = 1 - p(x, x)."""
+    assert {"csd", "mls"} <= set(hib.closed_forms())
+    m1, v1, m2, v2 = leaves(5, components, 3, True, seed=4)
+    head = hib.MatchHead(init_a=0.6, init_b=0.4)
+    e1, e2 = hib.Embedding(m1, v1), hib.Embedding(m2, v2)
+    got = hib.closed_form_match_probability("mls", head, e1, e2)
+    got.sum().backward()
+    got_grads = [t.grad.clone() for t in (m1, v1, m2, v2, head.a_raw, head.b)]
+
+    r = [t.detach().clone().requires_grad_() for t in (m1, v1, m2, v2)]
+    a_raw = head.a_raw.detach().clone().requires_grad_()
+    b = head.b.detach().clone().requires_grad_()
+    want = torch.sigmoid(torch.nn.functional.softplus(a_raw) * reference_log_likelihood_kernel(*r) + b)
+    want.sum().backward()
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-7), (got, want)
+    for g, w in zip(got_grads, [*(t.grad for t in r), a_raw.grad, b.grad]):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-6), (g, w)
+    with torch.no_grad():
+        eta = hib.closed_form_self_mismatch("mls", head, e1)
+        a = torch.nn.functional.softplus(head.a_raw)
+        want_eta = 1 - torch.sigmoid(a * reference_log_likelihood_kernel(m1, v1, m1, v1) + head.b)
+        assert torch.allclose(eta, want_eta, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="no such closed-form match probability"):
+        hib.closed_form_match_probability("soft", head, e1, e2)
+
+
 def small_net():
     return torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 5, stride=2),

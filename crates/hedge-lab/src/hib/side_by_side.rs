@@ -50,6 +50,23 @@ pub struct CalibrationRow {
     pub timed_seconds: Vec<f64>,
     pub steps_per_second: f64,
     pub steps: usize,
+    /// For a model added after the others were timed, on another machine: the model it was timed
+    /// beside, whose committed speed its own is scaled from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerTiming>,
+}
+
+/// A later model's timing against a peer's: two copies of each, timed side by side in one
+/// session, and the ratio of their speeds. Its `steps_per_second` is the peer's committed speed
+/// times `ratio`, so the budget buys the steps it would have bought beside the others.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerTiming {
+    /// The peer's folder prefix (`csd`).
+    pub model: String,
+    /// The peer's two copies' seconds for the same steps, in that session.
+    pub timed_seconds: Vec<f64>,
+    /// This model's speed over the peer's, in that session.
+    pub ratio: f64,
 }
 
 /// `calibration.json`: setting → model → timing.
@@ -65,6 +82,7 @@ pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         Fragment::new("hib", "side-by-side", quality_table(results)?),
         Fragment::new("hib", "side-by-side-findings", findings(results)?),
         Fragment::new("hib", "side-by-side-identification", identification_table(results)?),
+        Fragment::new("hib", "side-by-side-candidate-recall", candidate_recall_table(results)?),
     ])
 }
 
@@ -133,10 +151,15 @@ fn calibration_table(results: &Results) -> Result<String> {
     for (setting, data) in SETTINGS {
         for (model, words) in models(results) {
             let row = &calibration[setting][&model];
+            let speed = match &row.peer {
+                Some(peer) => {
+                    format!("{:.2} ({:.3} × {}'s, timed beside it later)", row.steps_per_second, peer.ratio, peer.model)
+                }
+                None => format!("{:.2}", row.steps_per_second),
+            };
             rows.push(format!(
-                "| {data} | {words} | {} s | {:.2} | {} |",
+                "| {data} | {words} | {} s | {speed} | {} |",
                 row.budget_seconds,
-                row.steps_per_second,
                 thousands(row.steps as u64)
             ));
         }
@@ -172,6 +195,35 @@ fn quality_table(results: &Results) -> Result<String> {
                 col(&|r| r.verification_aurc.map(|m| m.mean), 3),
                 col(&|r| r.verification_aurc_eta.map(|m| m.mean), 3),
             ));
+        }
+    }
+    Ok(rows.join("\n"))
+}
+
+/// For the models scored by a closed form whose candidates the index finds by the means: the
+/// share of the closed form's exact top 10 among each probe's 100 candidates, mean ± sd over seeds.
+fn candidate_recall_table(results: &Results) -> Result<String> {
+    let mut rows = vec![
+        "| D | model | exact top 10 among the candidates (η index) | (margin index) |".to_string(),
+        "|---|---|---|---|".into(),
+    ];
+    for (setting, _) in SETTINGS.iter().filter(|(s, _)| s.starts_with("fashion")) {
+        for (model, words) in models(results) {
+            let recall = |score: &str| -> Result<Option<String>> {
+                let file = |seed| format!("{}/identification-{score}/summary.json", run_dir(setting, &model, seed));
+                if !results.exists(&file(0)) {
+                    return Ok(None);
+                }
+                let values = SEEDS
+                    .iter()
+                    .map(|&seed| Ok(results.json::<SearchSummary>(&file(seed))?.candidate_recall_at_10))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(values.iter().any(Option::is_some).then(|| over_seeds(&values, 3)))
+            };
+            if let (Some(eta), margin) = (recall("eta")?, recall("margin")?) {
+                let dim = setting.trim_start_matches("fashion-d");
+                rows.push(format!("| {dim} | {words} | {eta} | {} |", margin.unwrap_or_else(|| "—".into())));
+            }
         }
     }
     Ok(rows.join("\n"))
