@@ -29,7 +29,7 @@ pub const SETTINGS: [(&str, &str); 4] = [
 ];
 /// The trained models (folder prefix, words): HIB's point and MoG-1, then every registered loss
 /// with its own closed-form match probability whose runs are collected (folder prefix: the loss's
-/// name; words: its summary up to the colon, "PCME++ CSD").
+/// name; words: its summary up to the colon).
 pub fn models(results: &Results) -> Vec<(String, String)> {
     let mut models = vec![("point".to_string(), "point".to_string()), ("mog1".into(), "HIB MoG-1".into())];
     for loss in hedge_embed::losses::LOSSES.iter().filter(|r| r.matching.closed_form().is_some()) {
@@ -61,7 +61,7 @@ pub struct CalibrationRow {
 /// times `ratio`, so the budget buys the steps it would have bought beside the others.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerTiming {
-    /// The peer's folder prefix (`csd`).
+    /// The peer's folder prefix (a registered loss's name).
     pub model: String,
     /// The peer's two copies' seconds for the same steps, in that session.
     pub timed_seconds: Vec<f64>,
