@@ -720,6 +720,8 @@ mod tests {
     /// silently turn the decay off.
     #[test]
     fn weight_decay_applies_to_the_conv_and_head_weights_only() {
+        // Initialising weights draws from the process's one generator: hold it (tests run beside each other).
+        let _generator = crate::seeded_generator(0);
         let config = HibConfig::default().with_norm(crate::config::Norm::Batch).with_weight_decay(1e-3);
         let (vs, _net) = build_model(&config, Device::Cpu).unwrap();
         let mut decayed: Vec<String> = vs
@@ -739,6 +741,8 @@ mod tests {
     /// from its own variables, the head reads H inputs, and weight decay reaches the new matrix.
     #[test]
     fn hidden_units_put_a_relu_layer_between_the_trunk_and_the_head() {
+        // Initialising weights draws from the process's one generator: hold it (tests run beside each other).
+        let _generator = crate::seeded_generator(0);
         let config = HibConfig::default().with_model(EmbeddingKind::Point).with_hidden_units(5);
         let (vs, net) = build_model(&config, Device::Cpu).unwrap();
         let vars = vs.variables();

@@ -1795,7 +1795,7 @@ mod tests {
     /// with a graph search that keeps more candidates than there are points (exhaustive, hence
     /// exact: the build leaves no point unreachable).
     fn mixture_gallery(n: usize, space: SearchSpace, seed: i64) -> (Gallery, Embedding) {
-        tch::manual_seed(seed);
+        let _generator = hedge_run::torch::seeded_generator(seed);
         let (c, d) = (2, 3);
         let spread = |rows: i64| (Tensor::rand([rows, c, d], (Kind::Float, Device::Cpu)) * 5.0 - 4.0).exp();
         let gallery = Embedding {
