@@ -46,11 +46,6 @@ STUDY_KEYS = ("protocol", "validation_fraction", "validation_seed", "conv_precis
 # config written before the field existed means (hedge's default, the paper's).
 AB_KEYS = {"weight_decay": 0.0, "dropout": 0.0, "recompose": False, "digit_shift": 0, "validation_digits": "shared",
            "hidden_units": 0}
-# The A/B studies that train arms on the shared base recipe, with the study and arm whose runs
-# they are measured against (an arm of another study where the arms add one setting to it).
-AB_STUDIES = {"recompose": ("recompose", "control"), "digit-shift": ("digit-shift", "control"),
-              "weight-decay": ("digit-shift", "control"), "dropout": ("digit-shift", "control"),
-              "hidden": ("weight-decay", "wd1e-1")}
 RECIPE_STUDY = "instance-levers-f32"
 
 
@@ -107,14 +102,32 @@ def load_toml_recipe(path=os.path.join(HIB, "recipe.toml")):
     return recipe
 
 
-def plan_runs(name):
-    """The names of the [[runs]] of the study plan studies/hib/<name>.toml."""
+def load_plan(name):
+    """The study plan studies/hib/<name>.toml."""
     import tomllib
     path = os.path.join(ROOT, "studies", "hib", f"{name}.toml")
     if not os.path.exists(path):
         sys.exit(f"hib-choose-recipe: no study plan {os.path.relpath(path, ROOT)}; pass --levers")
     with open(path, "rb") as f:
-        return [run["name"] for run in tomllib.load(f).get("runs", [])]
+        return tomllib.load(f)
+
+
+def plan_runs(name):
+    """The names of the [[runs]] of the study plan studies/hib/<name>.toml."""
+    return [run["name"] for run in load_plan(name).get("runs", [])]
+
+
+def ab_studies():
+    """The A/B studies that train arms on the shared base recipe: their plans studies/hib/ab-*.toml."""
+    folder = os.path.join(ROOT, "studies", "hib")
+    return sorted(f[len("ab-"):-len(".toml")] for f in os.listdir(folder) if f.startswith("ab-") and f.endswith(".toml"))
+
+
+def ab_control(study):
+    """(study, arm) whose runs an A/B study is measured against: its plan's [report] control_from
+    (an arm of another study its arms add one setting to), else its own control."""
+    source = load_plan(f"ab-{study}").get("report", {}).get("control_from")
+    return (source["study"], source["arm"]) if source else (study, "control")
 
 
 def study_levers(study):
@@ -174,7 +187,7 @@ def choose_ab_arm(study, min_seeds):
     weights the repository can hold (MAX_WEIGHT_BYTES), or None; the verdict of each arm."""
     arms = ab_study_arms(study)
     scores = finished_scores(study, arms)
-    control_study, control_arm = AB_STUDIES[study]
+    control_study, control_arm = ab_control(study)
     control = finished_scores(control_study, [control_arm]).get(control_arm, {})
     short = [f"{arm} ({len(scores.get(arm, {}))})" for arm in arms if len(scores.get(arm, {})) < min_seeds]
     if short or len(control) < min_seeds:
@@ -243,7 +256,7 @@ def main_ab(args):
 
 def on_top(study):
     """` (added to weight-decay/wd1e-1, its control)` for a study measured against another's arm."""
-    other, arm = AB_STUDIES[study]
+    other, arm = ab_control(study)
     return "" if arm == "control" else f" (added to {other}/{arm}, its control)"
 
 
@@ -264,7 +277,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(HIB, "recipe.toml"))
     parser.add_argument("--levers", help="comma-separated levers that must all have finished (default: the study plan's runs)")
     parser.add_argument("--dry-run", action="store_true", help="print the recipe, write nothing")
-    parser.add_argument("--ab-study", choices=sorted(AB_STUDIES), help="add the best arm of this A/B study to results/hib/ab-recipe.toml")
+    parser.add_argument("--ab-study", choices=ab_studies(), help="add the best arm of this A/B study to results/hib/ab-recipe.toml")
     args = parser.parse_args()
     if args.ab_study:
         return main_ab(args)

@@ -24,15 +24,6 @@ use crate::Result;
 
 const HIB: &str = "results/hib";
 const SETTINGS: [&str; 4] = ["n2-d2", "n2-d3", "n3-d2", "n3-d3"];
-/// The first N = 2, D = 2 table, trained on the recipe the f32 lever study first chose, moved
-/// aside when N = 2, D = 2 was retrained on the re-chosen recipe (its lever study lives in it).
-const N2D2_FIRST: &str = "n2-d2-d-peak1e-2";
-/// The second, trained on the re-chosen recipe and moved aside when N = 2, D = 2 was retrained
-/// on it with weight decay.
-const N2D2_SECOND: &str = "n2-d2-l-peak1e-2-16x16";
-/// The third, trained on the recipe with weight decay, moved aside when N = 2, D = 2 was
-/// retrained on it with the hidden layer.
-const N2D2_THIRD: &str = "n2-d2-wd1e-1";
 const CELL_NAMES: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 /// What a lever of an instance lever study may change, and what the study fixed for all of
 /// its levers: what names a table's recipe.
@@ -50,17 +41,53 @@ const LEVER_KEYS: [&str; 11] = [
     "channels",
 ];
 const STUDY_KEYS: [&str; 4] = ["protocol", "validation_fraction", "validation_seed", "conv_precision"];
-/// The A/B studies that train arms on the shared base recipe, in the order they were run: each
-/// study, its arms, and the study and arm its arms add one setting to where that is not its own
-/// `control` (an arm of another study: its name prefixes the arms' in a recipe's name).
-type AbStudy = (&'static str, &'static [&'static str], Option<(&'static str, &'static str)>);
-const AB_STUDIES: [AbStudy; 5] = [
-    ("recompose", &["recompose"], None),
-    ("digit-shift", &["shift2"], None),
-    ("weight-decay", &["wd5e-2", "wd1e-1", "wd2e-1"], Some(("digit-shift", "control"))),
-    ("dropout", &["drop5e-1"], Some(("digit-shift", "control"))),
-    ("hidden", &["hid256", "hid64"], Some(("weight-decay", "wd1e-1"))),
-];
+/// An A/B study that trains arms on the shared base recipe, as its plan
+/// (`studies/hib/ab-<name>.toml`) says: its arms (the plan's runs other than `control`, in the
+/// plan's order) and, where its arms add one setting to an arm of another study, that study and
+/// arm (`[report] control_from`), read as its control.
+struct AbStudy {
+    name: String,
+    arms: Vec<String>,
+    control_from: Option<(String, String)>,
+}
+
+/// Where the A/B studies' plans are.
+const AB_PLANS: &str = "studies/hib";
+
+/// Every A/B study's plan (`studies/hib/ab-*.toml`), by name.
+fn ab_studies(results: &Results) -> Result<Vec<AbStudy>> {
+    let folder = results.path(AB_PLANS);
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .map_err(|e| missing(AB_PLANS, e.to_string()))?
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_string_lossy().into_owned();
+            file.strip_prefix("ab-").and_then(|f| f.strip_suffix(".toml")).map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let plan = super::study::StudyPlan::from_toml_file(&folder.join(format!("ab-{name}.toml")))?;
+            let arms = plan.runs.iter().map(|r| r.name.clone()).filter(|n| n != "control").collect();
+            let control_from = plan.report.control_from.map(|c| (c.study, c.arm));
+            Ok(AbStudy { name, arms, control_from })
+        })
+        .collect()
+}
+
+/// The folder of `setting`'s `table`-th table (1: the first), moved aside when the setting was
+/// retrained, as its `moved-aside.json` marker names it.
+fn aside_table(results: &Results, setting: &str, table: u32) -> Result<String> {
+    Asides::read(results)?
+        .0
+        .into_iter()
+        .find(|a| a.1 == setting && a.3 == table)
+        .map(|a| a.0)
+        .ok_or_else(|| missing(HIB, format!("no folder's moved-aside.json marks table {table} of {setting}")))
+}
+
 const RECIPE_STUDY: &str = "instance-levers-f32";
 
 /// What an arm of an A/B study adds to the recipe, with the value a config written before the
@@ -79,7 +106,7 @@ fn ab_keys() -> [(&'static str, Value); 6] {
 /// Every HIB table and study fragment.
 pub(crate) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     let r = results;
-    let mut pairs: Vec<(&str, String)> = vec![
+    let pairs: Vec<(&str, String)> = vec![
         ("open-set", open_set(r)?),
         ("instance-tables", instance_tables(r)?),
         ("paper-items", paper_items(r)?),
@@ -92,8 +119,11 @@ pub(crate) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("long-run-progress", long_run_progress(r)?),
         ("long-run-gallery", long_run_gallery(r)?),
         ("long-run-length", long_run_length(r)?),
-        ("n2-d2-third-against-second", table_against_aside(r, N2D2_THIRD, N2D2_SECOND)?),
-        ("n2-d2-against-third", table_against_aside(r, "n2-d2", N2D2_THIRD)?),
+        (
+            "n2-d2-third-against-second",
+            table_against_aside(r, &aside_table(r, "n2-d2", 3)?, &aside_table(r, "n2-d2", 2)?)?,
+        ),
+        ("n2-d2-against-third", table_against_aside(r, "n2-d2", &aside_table(r, "n2-d2", 3)?)?),
         ("others-against-asides", others_against_asides(r)?),
         ("n2-d2-tables", table_means_against_asides(r, "n2-d2")?),
         ("instance-acceptance", instance_acceptance(r, "n2-d2")?),
@@ -110,10 +140,13 @@ pub(crate) fn fragments(results: &Results) -> Result<Vec<Fragment>> {
         ("quickstart-schedule", quickstart_schedule(r)?),
         ("f32-peer", f32_peer(r)?),
     ];
-    for (study, arms, control_from) in AB_STUDIES {
-        pairs.push((study, ab(r, study, arms, control_from)?));
+    let mut fragments: Vec<Fragment> = pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect();
+    for study in ab_studies(r)? {
+        let arms: Vec<&str> = study.arms.iter().map(String::as_str).collect();
+        let control_from = study.control_from.as_ref().map(|(s, a)| (s.as_str(), a.as_str()));
+        fragments.push(Fragment::new("hib", &study.name, ab(r, &study.name, &arms, control_from)?));
     }
-    Ok(pairs.into_iter().map(|(name, text)| Fragment::new("hib", name, text)).collect())
+    Ok(fragments)
 }
 
 // ----- folders and names ---------------------------------------------------------------------
@@ -134,7 +167,8 @@ pub struct MovedAside {
 pub const MOVED_ASIDE_FILE: &str = "moved-aside.json";
 
 /// Every table folder under `results/hib/` moved aside, as their markers describe them.
-struct Asides(Vec<(String, String, String)>);
+/// (folder, setting, "first table", table number).
+struct Asides(Vec<(String, String, String, u32)>);
 
 impl Asides {
     /// The markers of `results/hib/*/`.
@@ -157,7 +191,10 @@ impl Asides {
             n => format!("{n}th"),
         };
         Ok(Asides(
-            found.into_iter().map(|(n, folder, setting)| (folder, setting, format!("{} table", ordinal(n)))).collect(),
+            found
+                .into_iter()
+                .map(|(n, folder, setting)| (folder, setting, format!("{} table", ordinal(n)), n))
+                .collect(),
         ))
     }
 
@@ -578,7 +615,9 @@ fn recipe_lever(results: &Results, config: &Recipe) -> Result<Option<String>> {
             return Ok(Some(lever));
         }
     }
-    for (study, _, control_from) in AB_STUDIES {
+    for study in ab_studies(results)? {
+        let control_from = study.control_from.as_ref().map(|(s, a)| (s.as_str(), a.as_str()));
+        let study = study.name.as_str();
         for (arm, seed, folder, _) in ab_runs(results, study) {
             if seed != 0 || arm == "control" {
                 continue;
@@ -964,6 +1003,7 @@ fn gpu_calls(results: &Results) -> Result<Vec<GpuCall>> {
 }
 
 fn long_run_cost(results: &Results) -> Result<String> {
+    let n2d2_first = aside_table(results, "n2-d2", 1)?;
     let mut rows = vec![
         format!("| where | run measured | ms a training step | {} steps |", thousands(LONG_RUN_STEPS as u64)),
         "|---|---|---|---|".into(),
@@ -990,7 +1030,7 @@ fn long_run_cost(results: &Results) -> Result<String> {
     // The long run trains the first N = 2, D = 2 table's recipe (f32 convolutions), so that
     // table's own MoG-1 seeds give its cost most directly.
     let mut per_step: Vec<f64> = Vec::new();
-    for (lever, _, folder) in lever_runs(results, &format!("{N2D2_FIRST}/runs")) {
+    for (lever, _, folder) in lever_runs(results, &format!("{n2d2_first}/runs")) {
         if lever == "mog1" && has(results, &folder, "eval.json") {
             let st = state(results, &folder)?;
             per_step.push(st.seconds / st.step as f64);
@@ -1035,11 +1075,13 @@ fn steps_or(steps: &[usize]) -> String {
 }
 
 fn first_table_mog1(results: &Results) -> Result<ModelSummary> {
-    let s = summary(results, &format!("{HIB}/{N2D2_FIRST}"))?;
-    s.models.get("mog1").cloned().ok_or_else(|| missing(N2D2_FIRST, "no mog1"))
+    let n2d2_first = aside_table(results, "n2-d2", 1)?;
+    let s = summary(results, &format!("{HIB}/{n2d2_first}"))?;
+    s.models.get("mog1").cloned().ok_or_else(|| missing(&n2d2_first, "no mog1"))
 }
 
 fn long_run_progress(results: &Results) -> Result<String> {
+    let n2d2_first = aside_table(results, "n2-d2", 1)?;
     if !has(results, LONG_RUN, "state.json") {
         return Ok("Not started.".into());
     }
@@ -1075,7 +1117,7 @@ fn long_run_progress(results: &Results) -> Result<String> {
     }
     if has(results, LONG_RUN, "curve.json") {
         let curve: Vec<hedge_embed::report::CurvePoint> = results.json(&format!("{LONG_RUN}/curve.json"))?;
-        let paper = paper_model(results, &format!("{HIB}/{N2D2_FIRST}"), "mog1")?;
+        let paper = paper_model(results, &format!("{HIB}/{n2d2_first}"), "mog1")?;
         out.extend([
             String::new(),
             format!(
@@ -1101,7 +1143,7 @@ fn long_run_progress(results: &Results) -> Result<String> {
             mog1.runs.iter().map(|r| Ok(state(results, r)?.seconds / 60.0)).collect::<Result<_>>()?;
         let (lo, hi) = range(&minutes);
         out.push(format!(
-            "| the first N = 2, D = 2 table's MoG-1 (`{N2D2_FIRST}/`, {} seeds of {} steps, its cosine ended) | {}–{} | {} |",
+            "| the first N = 2, D = 2 table's MoG-1 (`{n2d2_first}/`, {} seeds of {} steps, its cosine ended) | {}–{} | {} |",
             mog1.seeds,
             steps_or(&steps),
             fixed(lo, 0),
@@ -1127,6 +1169,7 @@ struct DigitOverlap {
 }
 
 fn long_run_gallery(results: &Results) -> Result<String> {
+    let n2d2_first = aside_table(results, "n2-d2", 1)?;
     let path = format!("{LONG_RUN}/eval_test_50_per_class.json");
     if !results.exists(&path) {
         return Ok("Not measured yet.".into());
@@ -1160,7 +1203,7 @@ fn long_run_gallery(results: &Results) -> Result<String> {
         cut.repeats,
         fmt4(four_eval(&cut), true),
         validation_cells.join(" / "),
-        fmt4(paper_model(results, &format!("{HIB}/{N2D2_FIRST}"), "mog1")?, true)
+        fmt4(paper_model(results, &format!("{HIB}/{n2d2_first}"), "mog1")?, true)
     ))
 }
 
@@ -1173,6 +1216,7 @@ const FAR_STEPS: f64 = 50_000_000.0;
 /// N = 2, D = 2 table's MoG-1 (the same recipe over fewer steps), as a gain per doubling of the
 /// steps, and the steps and hours each paper value would need at that gain.
 fn long_run_length(results: &Results) -> Result<String> {
+    let n2d2_first = aside_table(results, "n2-d2", 1)?;
     if !has(results, LONG_RUN, "curve.json") {
         return Ok("The long run has not ended yet (no `curve.json`).".into());
     }
@@ -1189,7 +1233,7 @@ fn long_run_length(results: &Results) -> Result<String> {
     let st = state(results, LONG_RUN)?;
     let seconds_a_step = st.seconds / st.step as f64;
     let mog1 = first_table_mog1(results)?;
-    let paper = paper_model(results, &format!("{HIB}/{N2D2_FIRST}"), "mog1")?;
+    let paper = paper_model(results, &format!("{HIB}/{n2d2_first}"), "mog1")?;
     let table_steps = planned_steps(results, &mog1.runs)?;
     let doublings = (steps as f64 / *table_steps.last().unwrap_or(&1) as f64).log2();
     let long = four(&last.verification_ap, &last.knn_accuracy);
@@ -1227,7 +1271,7 @@ fn long_run_length(results: &Results) -> Result<String> {
     }
     Ok(format!(
         "The same recipe with its cosine laid over {} steps instead of {} ({} doublings): the first N = 2, D = 2 table's \
-         MoG-1 (`{N2D2_FIRST}/`, mean ± std of {} seeds) against the long run's last kept copy (seed 0, {} Monte-Carlo \
+         MoG-1 (`{n2d2_first}/`, mean ± std of {} seeds) against the long run's last kept copy (seed 0, {} Monte-Carlo \
          repeats), the gain per doubling of the steps, and, were that gain to hold, the steps (and hours at the long \
          run's {} ms a step) each paper value would need (a gain under {} of the table's standard deviations counts as \
          none):\n\n| number | table, end of its cosine | long run, end of its cosine | gain per doubling | paper | \

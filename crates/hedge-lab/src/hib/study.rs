@@ -31,6 +31,8 @@
 //! [[runs]]
 //! name = "focal"
 //! settings = { loss = "focal" }
+//! [report]                             # optional: what the study's report reads beyond its runs
+//! # control_from = { study = "weight-decay", arm = "wd1e-1" }   # an A/B study's control
 //! ```
 
 use std::collections::BTreeMap;
@@ -97,6 +99,29 @@ pub struct StudyPlan {
     /// Runs by name.
     #[serde(default)]
     pub runs: Vec<PlannedRun>,
+    /// What the study's report reads beyond its runs.
+    #[serde(default)]
+    pub report: StudyReport,
+}
+
+/// What a study's report reads beyond its runs, kept with the plan rather than in the report's
+/// code.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyReport {
+    /// An A/B study whose arms add one setting to an arm of another study: that study and arm,
+    /// whose runs its table reads as `control` (absent: the study's own `control` runs).
+    #[serde(default)]
+    pub control_from: Option<ArmOf>,
+}
+
+/// An arm of a study: `{ study = "weight-decay", arm = "wd1e-1" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArmOf {
+    /// The study's name (its plan `studies/hib/ab-<study>.toml`, its runs in `results/hib/<study>/`).
+    pub study: String,
+    pub arm: String,
 }
 
 fn one() -> usize {
