@@ -343,9 +343,15 @@ pub fn hib_csd_loss(
 }
 
 /// The closed form registered as `form` ([`hedge_embed::losses::closed_form_named`]); a
-/// ValueError lists the names there are.
-fn closed_form(form: &str) -> PyResult<&'static hedge_embed::loss::ClosedForm> {
-    hedge_embed::losses::closed_form_named(form).map_err(crate::value_error)
+/// ValueError lists the names there are, or says that `form` needs the variances not given.
+fn closed_form(form: &str, variances_given: bool) -> PyResult<&'static hedge_embed::loss::ClosedForm> {
+    let found = hedge_embed::losses::closed_form_named(form).map_err(crate::value_error)?;
+    if found.distributions_only && !variances_given {
+        return Err(PyValueError::new_err(format!(
+            "{form} scores distributions: give every embedding its variance (a point embedding has none)"
+        )));
+    }
+    Ok(found)
 }
 
 /// p(m | x1, x2) of aligned rows under a registered loss's closed form (its name: `form`),
@@ -363,7 +369,7 @@ pub fn hib_closed_form_match_probability(
     b: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
     crate::guarded(|| {
-        let form = closed_form(form)?;
+        let form = closed_form(form, variance1.is_some() && variance2.is_some())?;
         let (left, right) = pair_of_embeddings((mean1, variance1), (mean2, variance2), None)?;
         let head = head(a_raw, b, &left.mean)?;
         to_python(py, &(form.probability)(&head, &left, &right))
@@ -381,7 +387,7 @@ pub fn hib_closed_form_self_mismatch(
     b: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
     crate::guarded(|| {
-        let form = closed_form(form)?;
+        let form = closed_form(form, variance.is_some())?;
         let (e, _) = embedding(mean, variance, Side::Only)?;
         let head = head(a_raw, b, &e.mean)?;
         to_python(py, &(form.self_mismatch)(&head, &e))

@@ -172,6 +172,8 @@ def test_a_closed_form_by_name_equals_plain_pytorch_with_its_gradients(component
         assert torch.allclose(eta, want_eta, rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="no such closed-form match probability"):
         hib.closed_form_match_probability("soft", head, e1, e2)
+    with pytest.raises(ValueError, match="mls scores distributions: give every embedding its variance"):
+        hib.closed_form_match_probability("mls", head, hib.Embedding(m1.detach()), e2)
 
 
 def small_net():

@@ -134,6 +134,7 @@ pub fn csd_loss(matcher: &MatchHead, left: &Embedding, right: &Embedding, is_mat
 pub const CLOSED_FORM: ClosedForm = ClosedForm {
     name: "csd",
     about: "PCME++'s σ(−a·E‖z1 − z2‖² + b), exact; searched exactly over [m, √s]",
+    distributions_only: false,
     probability: match_probability,
     self_mismatch,
     rank: |probes, gallery| -csd_matrix(probes, gallery),

@@ -45,6 +45,9 @@ pub struct ClosedForm {
     pub name: &'static str,
     /// What it is, in one line.
     pub about: &'static str,
+    /// Whether it needs both sides' variances (a point embedding has none); callers that take
+    /// embeddings from a user check this before calling.
+    pub distributions_only: bool,
     /// p(m | x₁, x₂) of aligned rows: `B` inputs each → `[B]`.
     pub probability: fn(&MatchHead, &Embedding, &Embedding) -> Tensor,
     /// η(x) = 1 − p(m | x, x): `B` inputs → `[B]`.

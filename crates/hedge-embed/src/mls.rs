@@ -104,6 +104,7 @@ pub fn mls_loss(matcher: &MatchHead, left: &Embedding, right: &Embedding, is_mat
 pub const CLOSED_FORM: ClosedForm = ClosedForm {
     name: "mls",
     about: "PFE's mutual likelihood score under a sigmoid head, σ(a·log N(μ1; μ2, Σ1 + Σ2) + b), exact",
+    distributions_only: true,
     probability: |matcher, left, right| match_logit(matcher, left, right).sigmoid(),
     self_mismatch: |matcher, e| match_logit(matcher, e, e).sigmoid().neg() + 1.0,
     rank: log_kernel_matrix,
