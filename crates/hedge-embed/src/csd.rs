@@ -22,7 +22,7 @@ use tch::{Kind, Tensor};
 
 use crate::distribution::Embedding;
 use crate::loss::{ClosedForm, MatchHead, Matching, Search};
-use crate::pair_loss::{sampled_pairs_only, with_kl, Registration};
+use crate::pair_loss::{logistic, sampled_pairs_only, with_kl, Registration};
 
 /// Each input's mean m = E z and summed variance s = E‖z‖² − ‖m‖² under its (equal-weight)
 /// mixture; s = 0 for a point embedding.
@@ -127,7 +127,7 @@ pub fn self_mismatch(matcher: &MatchHead, e: &Embedding) -> Tensor {
 /// `is_match`: `[B]` bool; returns `[B]`.
 pub fn csd_loss(matcher: &MatchHead, left: &Embedding, right: &Embedding, is_match: &Tensor) -> Tensor {
     let logit = match_logit(matcher, left, right);
-    -logit.log_sigmoid().where_self(is_match, &(-&logit).log_sigmoid())
+    logistic(&logit, is_match)
 }
 
 /// σ(−a·CSD + b), its η, its ranking by −CSD and the exact search over [m, √s].

@@ -21,7 +21,7 @@ use tch::{Kind, Tensor};
 
 use crate::distribution::Embedding;
 use crate::loss::{ClosedForm, MatchHead, Matching, Search};
-use crate::pair_loss::{distributions_only, sampled_pairs_only, with_kl, LossParams, Registration};
+use crate::pair_loss::{distributions_only, logistic, sampled_pairs_only, with_kl, LossParams, Registration};
 
 const LOG_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -97,7 +97,7 @@ pub fn match_logit(matcher: &MatchHead, left: &Embedding, right: &Embedding) -> 
 /// `is_match`: `[B]` bool; returns `[B]`.
 pub fn mls_loss(matcher: &MatchHead, left: &Embedding, right: &Embedding, is_match: &Tensor) -> Tensor {
     let logit = match_logit(matcher, left, right);
-    -logit.log_sigmoid().where_self(is_match, &(-&logit).log_sigmoid())
+    logistic(&logit, is_match)
 }
 
 /// σ(a · log K + b), η = 1 − σ(a · log K(x, x) + b), ranked by log K; candidates by the means.

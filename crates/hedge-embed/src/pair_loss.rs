@@ -122,6 +122,15 @@ pub fn distributions_only(params: &LossParams) -> Result<()> {
     Ok(())
 }
 
+/// Binary cross-entropy of a match logit per pair: −log σ(ℓ) for matches, −log σ(−ℓ) otherwise
+/// (from log-sigmoids, so neither saturates); what a closed-form loss minimises.
+///
+/// # Shapes
+/// `logit`, `is_match` (bool): `[B]`; returns `[B]`.
+pub fn logistic(logit: &Tensor, is_match: &Tensor) -> Tensor {
+    -logit.log_sigmoid().where_self(is_match, &(-logit).log_sigmoid())
+}
+
 /// β·KL(p(z|x) ‖ N(0, I)) of both sides of the pairs with `params.samples` draws each (Eq. 8's
 /// regulariser), with the step's total: `pair` plus it where β > 0. Zero for point embeddings or
 /// β = 0.
