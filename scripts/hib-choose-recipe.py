@@ -164,7 +164,7 @@ def finished_scores(study, arms):
 
 
 # The repository keeps no file over 5 MB, and a table's weights must stay in it: later sessions
-# score them again (scripts/hib-test-seen.sh) from a clean checkout.
+# score them again (studies/hib/test-seen.toml) from a clean checkout.
 MAX_WEIGHT_BYTES = 5_000_000
 
 
@@ -240,7 +240,7 @@ def main_ab(args):
         base_lines = [line.rstrip("\n") for line in f if re.fullmatch(r"\w+ = .+", line.strip())]
     lines = [
         "# The recipe of the instance-protocol tables (results/hib/README.md): MoG-1's settings, applied to",
-        "# point, MoG-1 and MoG-2 by `hedge hib reproduce --config` (scripts/hib-table.sh).",
+        "# point, MoG-1 and MoG-2 by `hedge hib reproduce --config` (studies/hib/table.toml).",
         "#",
         f"# Written by `python3 scripts/hib-choose-recipe.py --ab-study {args.ab_study}`: the base recipe the",
         "# A/B studies train on (results/hib/ab-recipe.toml, itself the lever study's choice) and the",
@@ -298,7 +298,7 @@ def main():
     rel = os.path.relpath(folder, ROOT)
     lines = [
         "# The recipe of the instance-protocol tables (results/hib/README.md): MoG-1's settings, applied to",
-        "# point, MoG-1 and MoG-2 by `hedge hib reproduce --config` (scripts/hib-table.sh).",
+        "# point, MoG-1 and MoG-2 by `hedge hib reproduce --config` (studies/hib/table.toml).",
         "#",
         f"# Written by `python3 scripts/hib-choose-recipe.py --study {args.study}`: the lever with the best",
         f"# mean validation score over its seeds, {winner} ({mean:.4f} over {len(runs)} seeds; the ranking is",

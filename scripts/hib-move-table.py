@@ -3,10 +3,10 @@
 
     python3 scripts/hib-move-table.py SETTING NEW_NAME [--dry-run]
 
-`git mv`s results/hib/SETTING/ to results/hib/NEW_NAME/, with the files `scripts/hib-table.sh`
+`git mv`s results/hib/SETTING/ to results/hib/NEW_NAME/, with the files `studies/hib/table.toml`
 writes beside it (SETTING.log, SETTING-curves.md and its PNGs) and the same runs' `test_seen`
-reports (`scripts/hib-test-seen.sh`'s results/hib/test-seen/SETTING/, which moves to
-test-seen/NEW_NAME/), so that `scripts/hib-table.sh SETTING` trains the table afresh while the old
+reports (`studies/hib/test-seen.toml`'s results/hib/test-seen/SETTING/, which moves to
+test-seen/NEW_NAME/), so that the SETTING step of `studies/hib/table.toml` trains the table afresh while the old
 one stays as evidence. The JSON path fields of the
 moved files (a report's `run` and `weights`, a summary's `runs`: every string value that starts
 with `results/hib/SETTING/`) then name the new folder; the recorded commands keep the folder they
@@ -39,7 +39,7 @@ def git(*args, capture=False):
 
 
 def companions(setting):
-    """The files scripts/hib-table.sh writes beside a setting's folder: (old, new suffix)."""
+    """The files studies/hib/table.toml writes beside a setting's folder: (old, new suffix)."""
     base = os.path.join(ROOT, HIB_REL)
     names = [f"{setting}.log", f"{setting}-curves.md"]
     names += sorted(os.path.basename(p) for p in glob.glob(os.path.join(base, f"{setting}-curves_*.png")))

@@ -162,7 +162,12 @@ fn sweep(args: SweepArgs) -> Result<()> {
     } else {
         let (config, data) = args.request.prepare(crate::command_line(), &root)?;
         let out = args.folder.out();
-        config.run(&data, &out, args.folder.overwrite, progress)?;
+        // The same sweep started again continues (a study calls it so after an interruption).
+        if !args.folder.overwrite && out.join("sealed-config.json").is_file() {
+            config.run_or_resume(&root, &out, false, progress)?;
+        } else {
+            config.run(&data, &out, args.folder.overwrite, progress)?;
+        }
         out
     };
     bar.finish_and_clear();

@@ -131,6 +131,9 @@ pub struct EvalArgs {
     /// Print the report as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write the report as JSON to this file (replacing only a report hedge wrote there).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     #[arg(long, default_value = "cpu", value_parser = crate::device)]
     device: tch::Device,
     #[arg(long, default_value_t = 0)]
@@ -351,7 +354,14 @@ fn eval(args: EvalArgs) -> Result<()> {
         validation_digits: args.validation_digits,
     };
     let data = HibData::new(hedge_data::DataRoot::from_env());
+    if let Some(path) = &args.report {
+        let is_report = |p: &Path| std::fs::read(p).is_ok_and(|b| serde_json::from_slice::<EvalReport>(&b).is_ok());
+        hedge_run::atomic::check_output_file(path, "--report", true, is_report)?;
+    }
     let (eval, report) = evaluate_run(&run, &data, args.weights.as_deref(), &settings, device, &crate::command_line())?;
+    if let Some(path) = &args.report {
+        hedge_run::write_atomic(path, (serde_json::to_string_pretty(&report)? + "\n").as_bytes())?;
+    }
     // A report on other weights, of some metrics, of a subset of images or of validation images
     // with other digits than the run's goes to stdout only: the run's eval.json holds the whole
     // evaluation of its own model.

@@ -54,6 +54,9 @@ enum Command {
         #[command(subcommand)]
         command: bench::BenchCommand,
     },
+    /// Runs a study plan: steps of any command (trainings, sweeps, experiments, evaluations,
+    /// index and search), in order, resumable, each step continuing itself after an interruption.
+    Study(study::PlanArgs),
     /// Writes the tables and measured sentences the READMEs include (results/<area>/report/)
     /// from the result files.
     Report(report::ReportArgs),
@@ -72,7 +75,15 @@ fn main() {
         .with_target(false)
         .init();
     let cli = Cli::parse();
-    let result = match cli.command {
+    if let Err(e) = dispatch(cli.command) {
+        eprintln!("error: {}", error_message(&e));
+        std::process::exit(1);
+    }
+}
+
+/// Calls the command.
+fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Hib { command } => hib::run(command),
         Command::Active { command } => active::run(command),
         Command::Agnostic { command } => agnostic::run(command),
@@ -80,10 +91,7 @@ fn main() {
         Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
         Command::Report(args) => report::run(args),
-    };
-    if let Err(e) = result {
-        eprintln!("error: {}", error_message(&e));
-        std::process::exit(1);
+        Command::Study(args) => study::run_plan(args),
     }
 }
 
@@ -163,9 +171,16 @@ pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
 
 /// The command as a user would type it from the repository root, recorded in every artefact:
 /// `argv[0]` is normalised, since the binary may run from a copy.
+/// A study's step is recorded as the step's command, not the study's.
 pub(crate) fn command_line() -> String {
+    if let Some(step) = STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        return step;
+    }
     std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
+
+/// The command line of the study step under way (`hedge study`).
+pub(crate) static STEP_COMMAND: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// `--device`: cpu, cuda, cuda:N or auto, parsed once by clap into the device every command
 /// passes down (an unknown name or an absent GPU is refused with the usage line).

@@ -1,12 +1,13 @@
-//! `hedge hib study`: the arguments of `hedge_lab::hib::study` (a grid of HIB runs from a plan
-//! file, trained, evaluated and tabled on hedge's resumable engine).
+//! `hedge study`: a plan of any commands, run by `hedge_lab::study` with this command line as its
+//! step runner; and `hedge hib study`: a grid of HIB runs (`hedge_lab::hib::study`).
 
 use std::path::PathBuf;
 
-use anyhow::Result;
-use clap::Args;
+use anyhow::{Context, Result};
+use clap::{Args, Parser};
 use hedge_lab::hib::reproduce::{ReproduceData, ReproduceEnv};
 use hedge_lab::hib::study::{study_table, Study, StudyPlan, StudyRecord};
+use hedge_lab::study::{self as plan, BoxedError, PlanFile, Runner, StepRecord, StepRunner, StudyStep, STEPS_LOG};
 use hedge_run::Experiment;
 
 #[derive(Args)]
@@ -66,5 +67,103 @@ pub fn run(args: StudyArgs) -> Result<()> {
     };
     print!("{}", study_table(&summary));
     println!("results in {}", out.display());
+    Ok(())
+}
+
+/// `hedge study`: a plan of steps of any command, or a HIB grid plan.
+#[derive(Args)]
+pub struct PlanArgs {
+    /// The plan: TOML with `[[steps]]` (each a command and its flags), or a HIB grid plan (as
+    /// `hedge hib study --plan` takes).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    plan: Option<PathBuf>,
+    /// The study's folder [default: the plan's `out`]: a new one, or this plan's own, which the
+    /// same command given again continues at its first unfinished step.
+    #[command(flatten)]
+    folder: OptionalFolder,
+    /// Print every step as a command line and stop.
+    #[arg(long, requires = "plan")]
+    dry_run: bool,
+}
+
+#[derive(Args)]
+struct OptionalFolder {
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Start over in an --out that holds an earlier study (its log is replaced; each step's own
+    /// folder is continued or refused by the step itself).
+    #[arg(long)]
+    overwrite: bool,
+    /// Continue the study in this folder at its first unfinished step.
+    #[arg(long)]
+    resume: Option<PathBuf>,
+}
+
+/// Runs a step as the command it names, in this process.
+struct CommandLineRunner;
+
+impl CommandLineRunner {
+    fn parse(step: &StudyStep) -> std::result::Result<crate::Command, BoxedError> {
+        let argv = std::iter::once("hedge").chain(step.command.iter().chain(&step.args).map(String::as_str));
+        match crate::Cli::try_parse_from(argv) {
+            Ok(crate::Cli { command: crate::Command::Study(_) }) => Err("a study's step cannot be a study".into()),
+            Ok(cli) => Ok(cli.command),
+            Err(e) => Err(e.render().to_string().trim_end().into()),
+        }
+    }
+}
+
+impl StepRunner for CommandLineRunner {
+    fn check(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
+        Self::parse(step).map(drop)
+    }
+
+    fn run(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
+        let command = Self::parse(step)?;
+        *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = Some(step.command_line());
+        let result = crate::dispatch(command);
+        *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        result.map_err(Into::into)
+    }
+}
+
+pub fn run_plan(args: PlanArgs) -> Result<()> {
+    let runner: Runner = std::sync::Arc::new(CommandLineRunner);
+    let folder = &args.folder;
+    let (study, out) = match (&folder.resume, &args.plan) {
+        (Some(dir), _) => (plan::Study::resume(dir, &runner, |_| {})?.0, dir.clone()),
+        (None, Some(path)) => {
+            if !hedge_lab::study::lists_steps(path)? {
+                // A HIB grid plan: one step of `hedge hib study`.
+                let mut words: Vec<String> = vec!["--plan".into(), path.display().to_string()];
+                match (&folder.out, args.dry_run) {
+                    (_, true) => words.push("--dry-run".into()),
+                    (Some(out), false) => words.extend(["--out".into(), out.display().to_string()]),
+                    (None, false) => {
+                        anyhow::bail!("{}: a HIB grid plan names no folder: give --out DIR", path.display())
+                    }
+                }
+                words.extend(folder.overwrite.then(|| "--overwrite".to_string()));
+                let step =
+                    StudyStep { name: "hib study".into(), command: vec!["hib".into(), "study".into()], args: words };
+                println!("{}", step.command_line());
+                return runner.run(&step).map_err(anyhow::Error::from_boxed);
+            }
+            let plan = PlanFile::from_toml_file(path)?;
+            let study = plan.resolve(path)?;
+            if args.dry_run {
+                study.check_steps(runner.as_ref())?;
+                print!("{}", study.table(&[]));
+                return Ok(());
+            }
+            let out = folder.out.clone().or(plan.out).context("the plan names no `out` folder: give --out DIR")?;
+            study.run_or_resume(&runner, &out, folder.overwrite, |r| tracing::info!("{} finished", r.name))?;
+            (study, out)
+        }
+        (None, None) => unreachable!("clap requires PLAN without --resume"),
+    };
+    let finished = hedge_run::RunDirectory::open(&out)?.read_json_lines::<StepRecord>(STEPS_LOG)?;
+    print!("{}", study.table(&finished));
+    println!("study log in {}", out.display());
     Ok(())
 }

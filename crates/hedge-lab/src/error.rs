@@ -32,6 +32,13 @@ pub enum LabError {
     /// A figure that could not be drawn.
     #[error(transparent)]
     Plot(#[from] hedge_plot::PlotError),
+    /// A step of a study that failed or was refused: its name, then why.
+    #[error("study step {name}: {source}")]
+    Step {
+        name: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A command-line flag whose value was refused: the flag as the user typed it, then why.
     #[error("{flag}: {source}")]
     Flag {

@@ -13,5 +13,6 @@ pub mod hib;
 pub mod report;
 #[cfg(feature = "clap")]
 pub mod request;
+pub mod study;
 
 pub use error::{LabError, Result};

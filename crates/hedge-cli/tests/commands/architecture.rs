@@ -353,3 +353,68 @@ fn the_circle_finder_sees_a_circle_through_use_groups_inline_paths_and_super() {
     std::fs::write(src.join("c.rs"), "pub fn g() { crate::a::f() }\n").unwrap();
     assert_eq!(circles(&import_graph(src)).len(), 2, "a → b → c → a");
 }
+
+/// Scripts that still loop over hedge commands, each to become a study plan (issue 110, item 3):
+/// the list only shrinks.
+const SCRIPTS_STILL_LOOPING: &[&str] = &[
+    "scripts/bench-f32-peer.sh",
+    "scripts/fuzz-campaign.sh",
+    "scripts/hib-class-merges.py",
+    "scripts/hib-reference.sh",
+    "scripts/hib-validation-digits.py",
+    "scripts/quickstart-schedule.sh",
+    "scripts/quickstart-timing.sh",
+    "scripts/side-by-side.sh",
+];
+
+/// Whether a script calls the hedge binary (`$hedge`, `$HEDGE`, `target/release/hedge CMD`, or a
+/// path joined to `"release", "hedge"`) and has a loop statement (`for`, `while`, `until`): a
+/// study is a plan file run by `hedge study`, not a loop in a script.
+fn loops_over_hedge(text: &str) -> bool {
+    let code: Vec<&str> = text.lines().map(str::trim_start).filter(|l| !l.starts_with('#')).collect();
+    let names_binary = |l: &str| {
+        let variable = ["$hedge", "${hedge", "$HEDGE", "${HEDGE"].iter().any(|v| {
+            l.match_indices(v)
+                .any(|(at, _)| !l[at + v.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        });
+        // The binary's path followed by a subcommand (not a copy of the file).
+        let path = l.match_indices("target/release/hedge").any(|(at, p)| {
+            let rest = l[at + p.len()..].trim_start_matches('"');
+            rest.strip_prefix(' ').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_lowercase()))
+        });
+        // Python reads the binary's path from `HEDGE` or `--hedge`; the main job is a call too.
+        let other = ["\"release\", \"hedge\"", "environ.get(\"HEDGE\"", "scripts/quickstart.sh \""];
+        variable || path || other.iter().any(|o| l.contains(o))
+    };
+    let loops = code.iter().any(|l| {
+        ["for ", "while ", "until "].iter().any(|k| l.starts_with(k)) || l.contains("; do") || l.ends_with(" do")
+    });
+    code.iter().any(|l| names_binary(l)) && loops
+}
+
+#[test]
+fn no_script_loops_over_hedge_commands() {
+    let scripts = root().join("scripts");
+    let mut found = Vec::new();
+    let mut folders = vec![scripts.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            if loops_over_hedge(&text) {
+                found.push(path.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    let new: Vec<&String> = found.iter().filter(|f| !SCRIPTS_STILL_LOOPING.contains(&f.as_str())).collect();
+    assert!(new.is_empty(), "scripts that loop over hedge commands (write a plan for `hedge study` instead): {new:?}");
+    let gone: Vec<&&str> = SCRIPTS_STILL_LOOPING.iter().filter(|k| !found.contains(&k.to_string())).collect();
+    assert!(gone.is_empty(), "no longer loops: take it off SCRIPTS_STILL_LOOPING: {gone:?}");
+    assert!(loops_over_hedge("for s in a b; do\n  \"$hedge\" hib train --seed \"$s\"\ndone\n"));
+    assert!(!loops_over_hedge("# for each set\n\"$hedge\" study studies/active/paper-protocol.toml\n"));
+}

@@ -13,3 +13,4 @@ mod docs;
 mod hostile_input;
 mod identification_cli;
 mod own_data_cli;
+mod studies;

@@ -929,13 +929,13 @@ fn ladder_rungs() -> String {
 }
 
 /// The rounds of iterative kernel erasure swept on Context-MNIST and on Adult
-/// (`scripts/agnostic-ladder-front.sh`).
+/// (`studies/agnostic/ladder-front.toml`).
 const KERNEL_FRONT_ROUNDS: ([u32; 4], [u32; 3]) = ([1, 2, 4, 8], [1, 3, 8]);
 
 /// The same with the task's class-mean directions kept each round (`keep-task=1`).
 const KERNEL_TASK_ROUNDS: ([u32; 2], [u32; 2]) = ([4, 8], [3, 8]);
 
-/// Erasers stacked on adversarially trained networks (`scripts/agnostic-stacked-front.sh`):
+/// Erasers stacked on adversarially trained networks (`studies/agnostic/ladder-front.toml`):
 /// (folder under `stacked-front/`, the method in words, whether it is Context-MNIST's).
 const STACKED: [(&str, &str, bool); 8] = [
     ("ctx-hsic09-kernel-r1", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 1 round", true),

@@ -473,7 +473,7 @@ fn instance_tables(results: &Results) -> Result<String> {
         out.extend(table1_rows(results, &folder, &a.label(&setting), true)?.1);
     }
     if !found {
-        out = vec!["No instance-protocol table has finished yet (`scripts/hib-table.sh` trains them; \
+        out = vec!["No instance-protocol table has finished yet (`hedge study studies/hib/table.toml` trains them; \
                     `results/hib/time-to-quality.md` says where the study stands)."
             .into()];
     }
@@ -528,7 +528,11 @@ fn paper_items(results: &Results) -> Result<String> {
         } else {
             format!(
                 "not yet: {}",
-                missing_.iter().map(|f| format!("`scripts/hib-table.sh {f}`")).collect::<Vec<_>>().join(", ")
+                missing_
+                    .iter()
+                    .map(|f| format!("step `{f}` of `hedge study studies/hib/table.toml`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         };
         let have = if have.is_empty() { "—".to_string() } else { have.join(", ") };
@@ -1750,7 +1754,10 @@ fn instance_acceptance_others(results: &Results) -> Result<String> {
         if acceptance_source(results, setting)?.is_some() {
             out.push(format!("**{}.** {}", a.label(setting), instance_acceptance(results, setting)?));
         } else {
-            out.push(format!("**{}.** Not ended yet (`scripts/hib-table.sh {setting}`).", a.label(setting)));
+            out.push(format!(
+                "**{}.** Not ended yet (step `{setting}` of `hedge study studies/hib/table.toml`).",
+                a.label(setting)
+            ));
         }
         out.push(String::new());
     }
@@ -1840,7 +1847,9 @@ fn test_seen(results: &Results) -> Result<String> {
         }
     }
     if rows.is_empty() {
-        return Ok("Not measured yet (`scripts/hib-test-seen.sh` once an N = 3 table's runs have ended).".into());
+        return Ok(
+            "Not measured yet (`hedge study studies/hib/test-seen.toml` once an N = 3 table's runs have ended).".into(),
+        );
     }
     let mut out = vec![
         "| N, D | model (seed 0) | `test`: 1,000 classes x 10 images | `test_seen`: 100 classes x 100 images | paper |"

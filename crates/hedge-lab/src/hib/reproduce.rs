@@ -697,13 +697,12 @@ fn scored_weights(run: &RunDir) -> Option<std::path::PathBuf> {
     best.is_file().then_some(best)
 }
 
-/// Trains, evaluates and writes the whole reproduction into a new folder `out` (refused when
-/// it holds files, unless `overwrite` and hedge made it); returns its summary. The same as
-/// [`Experiment::run`] after [`Experiment::load`], for callers that hold no data yet.
+/// Trains, evaluates and writes the whole reproduction into `out`, or continues it there when
+/// `out` holds this very reproduction (another one, or other files, are refused unless
+/// `overwrite` and hedge made them); returns its summary ([`Experiment::run_or_resume`]).
 pub fn reproduce(c: &ReproduceConfig, env: &ReproduceEnv, out: &Path, overwrite: bool) -> Result<ReproduceSummary> {
     c.check_ref()?;
-    let data = c.load(env)?;
-    c.run(&data, out, overwrite, |r| info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps))
+    c.run_or_resume(env, out, overwrite, |r| info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps))
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

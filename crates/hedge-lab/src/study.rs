@@ -1,0 +1,515 @@
+//! A study: hedge commands of any pillar (HIB trainings and reproductions, agnostic sweeps and
+//! fronts, active-learning experiments, evaluations, index and search steps), run in order on
+//! hedge's one engine ([`hedge_run::Experiment`]) from a plan file, `hedge study PLAN.toml`. The
+//! study's folder holds the resolved plan (`config.json`), one line per finished step
+//! (`steps.jsonl`) and `table.md`; the same command given again after any interruption
+//! continues at the first unfinished step, and that step continues itself (an experiment from
+//! its own checkpoint), so no step tests for files.
+//!
+//! A plan is TOML: the study's folder, flags every step of a command shares, then the steps,
+//! each a command with its flags (a flag `true` is given bare, `false` left out, a list given
+//! once per value), and optionally a grid whose every combination is a step, its values
+//! written into the name and the flags where they name it in braces:
+//!
+//! ```toml
+//! about = "Kernel erasure against the probe ladder"   # optional: shown by --dry-run
+//! out = "results/agnostic/kernel-front/study"         # the study's folder (or --out)
+//! [defaults."agnostic sweep"]                          # every `agnostic sweep` step
+//! alphas = "1"
+//! repeats = 3
+//! [[steps]]
+//! name = "ctx-kernel-r{rounds}"                        # unique: steps ctx-kernel-r1, …-r2
+//! run = "agnostic sweep"
+//! grid = { rounds = [1, 2] }
+//! flags = { dataset = "context-mnist", removal = "kernel", eraser-param = ["rounds={rounds}"], out = "results/agnostic/kernel-front/ctx-kernel-r{rounds}" }
+//! ```
+//!
+//! What runs a step is a [`StepRunner`]: hedge's command line parses the step as the command it
+//! names and calls it, so every command is a step with the flags and checks it has there. Every
+//! step is checked before the first runs, so a typo in the last step costs no training.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tracing::info;
+
+use crate::error::invalid;
+use crate::{LabError, Result};
+use hedge_run::{run_resumable, Experiment, RunDirectory};
+
+/// The log of finished steps.
+pub const STEPS_LOG: &str = "steps.jsonl";
+/// The study's table of steps.
+pub const TABLE_FILE: &str = "table.md";
+
+/// A plan as its TOML file says it (see the module's docs).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// One line on what the study is for.
+    #[serde(default)]
+    pub about: Option<String>,
+    /// The study's own folder (its plan, progress and step log), relative to the directory
+    /// the command runs in.
+    #[serde(default)]
+    pub out: Option<PathBuf>,
+    /// Flags every step of a command shares, by command (`"agnostic sweep"`); a step's own flags
+    /// win.
+    #[serde(default)]
+    pub defaults: BTreeMap<String, toml::Table>,
+    /// The steps, in the order they run.
+    #[serde(default)]
+    pub steps: Vec<PlanStep>,
+}
+
+/// One `[[steps]]` entry: a command, its flags and an optional grid.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    /// The step's name, unique in the study; with a grid, it names every grid key in braces.
+    pub name: String,
+    /// The command, as typed after `hedge` (`"hib train"`, `"active run"`).
+    pub run: String,
+    /// Values per key: the step runs once per combination (keys in sorted order, the last
+    /// varying fastest), each `{key}` in its name and flags replaced by the value.
+    #[serde(default)]
+    pub grid: BTreeMap<String, Vec<toml::Value>>,
+    /// The command's flags by their long names, without the dashes.
+    #[serde(default)]
+    pub flags: toml::Table,
+}
+
+/// A step as it runs: its name, the command's words and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StudyStep {
+    pub name: String,
+    /// The command's words (`["agnostic", "sweep"]`).
+    pub command: Vec<String>,
+    /// Its arguments, flags as the command line takes them (`["--alphas", "1", "--reweigh"]`).
+    pub args: Vec<String>,
+}
+
+impl StudyStep {
+    /// The step as a user would type it from the repository root.
+    pub fn command_line(&self) -> String {
+        let mut words = vec!["./target/release/hedge".to_string()];
+        words.extend(self.command.iter().cloned());
+        words.extend(self.args.iter().map(|a| shell_word(a)));
+        words.join(" ")
+    }
+}
+
+/// `word`, quoted for a shell when it holds anything but plain characters.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./,:=+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// What runs the steps of a study: hedge's command line parses a step as the command it names
+/// and calls it; tests count calls and fail on purpose.
+pub trait StepRunner {
+    /// Refuses a step that cannot run (an unknown command, a flag it does not take, a value it
+    /// refuses), before any step of the study runs.
+    fn check(&self, step: &StudyStep) -> std::result::Result<(), BoxedError>;
+    /// Runs the step to its end: a step interrupted before is called again and continues
+    /// itself (an experiment from its own checkpoint).
+    fn run(&self, step: &StudyStep) -> std::result::Result<(), BoxedError>;
+}
+
+/// The error a [`StepRunner`] returns (its causes kept).
+pub type BoxedError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The runner a study is run with, shared by its definition's load and its runs.
+pub type Runner = Arc<dyn StepRunner + Send + Sync>;
+
+/// A resolved study: its steps in order (written to `config.json`; a resumed study runs
+/// exactly these).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Study {
+    /// The plan file it was resolved from, as given.
+    pub plan: String,
+    #[serde(default)]
+    pub about: Option<String>,
+    pub steps: Vec<StudyStep>,
+}
+
+/// One line of `steps.jsonl`: a finished step, and how long it took in this study (a step
+/// resumed after an interruption counts its last call only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub name: String,
+    pub command: String,
+    pub seconds: f64,
+}
+
+/// Whether the TOML file at `path` is a plan of steps (it has `[[steps]]`) rather than a HIB
+/// grid plan ([`crate::hib::study::StudyPlan`]).
+pub fn lists_steps(path: &Path) -> Result<bool> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| invalid("plan", path.display(), format!("cannot read it: {e}")))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| invalid("plan", path.display(), format!("not TOML: {e}")))?;
+    // A HIB grid plan's `steps` is a number (every run's length).
+    Ok(table.get("steps").is_some_and(toml::Value::is_array))
+}
+
+impl PlanFile {
+    /// Reads a plan, naming the file in every error.
+    pub fn from_toml_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid("plan", path.display(), format!("cannot read it: {e}")))?;
+        toml::from_str(&text).map_err(|e| invalid("plan", path.display(), format!("not a study plan: {e}")))
+    }
+
+    /// The steps in order, each grid expanded and every name checked to be unique.
+    pub fn resolve(&self, plan: &Path) -> Result<Study> {
+        if self.steps.is_empty() {
+            return Err(invalid("plan", plan.display(), "lists no [[steps]]"));
+        }
+        let mut steps = Vec::new();
+        for step in &self.steps {
+            let defaults = self.defaults.get(step.run.trim()).cloned().unwrap_or_default();
+            for point in grid_points(&step.grid) {
+                let name = fill(&step.name, &point);
+                let mut flags = defaults.clone();
+                flags.extend(step.flags.clone());
+                let args = flags_to_args(&flags, &point).map_err(|reason| invalid("flags", &name, reason))?;
+                let command: Vec<String> = step.run.split_whitespace().map(str::to_string).collect();
+                if command.is_empty() {
+                    return Err(invalid("run", &name, "names no command (for example \"hib train\")"));
+                }
+                if steps.iter().any(|s: &StudyStep| s.name == name) {
+                    return Err(invalid(
+                        "name",
+                        &name,
+                        "two steps have this name: name each grid key in braces (\"run-{seed}\")",
+                    ));
+                }
+                steps.push(StudyStep { name, command, args });
+            }
+        }
+        for name in self.defaults.keys() {
+            if !self.steps.iter().any(|s| s.run.trim() == name) {
+                return Err(invalid("defaults", name, "no step runs this command: spell it as a step's `run` does"));
+            }
+        }
+        Ok(Study { plan: plan.display().to_string(), about: self.about.clone(), steps })
+    }
+}
+
+/// Every combination of the grid's values, keys in sorted order, the last varying fastest (one
+/// empty combination for no grid).
+fn grid_points(grid: &BTreeMap<String, Vec<toml::Value>>) -> Vec<Vec<(String, String)>> {
+    let mut points = vec![Vec::new()];
+    for (key, values) in grid {
+        points = points
+            .into_iter()
+            .flat_map(|point| {
+                values.iter().map(move |value| {
+                    let mut point = point.clone();
+                    point.push((key.clone(), value_text(value)));
+                    point
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// A TOML value as a command-line word (a string without its quotes).
+fn value_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `text` with every `{key}` of `point` replaced by its value.
+fn fill(text: &str, point: &[(String, String)]) -> String {
+    point.iter().fold(text.to_string(), |text, (key, value)| text.replace(&format!("{{{key}}}"), value))
+}
+
+/// Flags as arguments: `true` bare, `false` left out, a list once per value, anything else
+/// its text; grid values filled in.
+fn flags_to_args(flags: &toml::Table, point: &[(String, String)]) -> std::result::Result<Vec<String>, String> {
+    let mut args = Vec::new();
+    for (key, value) in flags {
+        let flag = format!("--{key}");
+        let values = match value {
+            toml::Value::Boolean(true) => {
+                args.push(flag);
+                continue;
+            }
+            toml::Value::Boolean(false) => continue,
+            toml::Value::Array(values) => values.clone(),
+            toml::Value::Table(_) => return Err(format!("{key} is a table: give a value or a list of values")),
+            other => vec![other.clone()],
+        };
+        for value in &values {
+            if matches!(value, toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Boolean(_)) {
+                return Err(format!("{key}: a list holds plain values (strings or numbers)"));
+            }
+            args.push(flag.clone());
+            args.push(fill(&value_text(value), point));
+        }
+    }
+    Ok(args)
+}
+
+impl Study {
+    /// Checks every step with `runner` (naming the step that fails).
+    pub fn check_steps(&self, runner: &dyn StepRunner) -> Result<()> {
+        for step in &self.steps {
+            runner.check(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?;
+        }
+        Ok(())
+    }
+}
+
+impl Experiment for Study {
+    type Data = Runner;
+    type Root = Runner;
+    type Summary = Vec<StepRecord>;
+    type Finished = StepRecord;
+    type Error = LabError;
+
+    const KIND: &'static str = "study";
+    const FILES: &'static [&'static str] = &[STEPS_LOG, TABLE_FILE];
+
+    fn is_started_as(&self, started: &Self) -> bool {
+        self.steps == started.steps
+    }
+
+    fn load(&self, root: &Runner) -> Result<Runner> {
+        Ok(root.clone())
+    }
+
+    fn check(&self, runner: &Runner) -> Result<()> {
+        self.check_steps(runner.as_ref())
+    }
+
+    fn continue_in(
+        &self,
+        dir: &RunDirectory,
+        runner: &Runner,
+        progress: &mut dyn FnMut(StepRecord),
+    ) -> Result<Vec<StepRecord>> {
+        let total = self.steps.len();
+        run_resumable::<StepRecord, (), LabError>(
+            dir,
+            STEPS_LOG,
+            total,
+            |index, _, on_step| {
+                let step = &self.steps[index];
+                info!("study step {} of {total}: {}: {}", index + 1, step.name, step.command_line());
+                let started = Instant::now();
+                runner.run(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?;
+                let record = StepRecord {
+                    name: step.name.clone(),
+                    command: step.command_line(),
+                    seconds: started.elapsed().as_secs_f64(),
+                };
+                on_step(&record, None)?;
+                progress(record);
+                Ok(())
+            },
+            |_| {},
+        )?;
+        self.report_in(dir)
+    }
+
+    fn report_in(&self, dir: &RunDirectory) -> Result<Vec<StepRecord>> {
+        let finished: Vec<StepRecord> = dir.checkpointed_json_lines(STEPS_LOG)?;
+        dir.write_bytes(TABLE_FILE, self.table(&finished).as_bytes())?;
+        Ok(finished)
+    }
+}
+
+impl Study {
+    /// The steps as a Markdown table: each finished one with its minutes, the rest waiting.
+    pub fn table(&self, finished: &[StepRecord]) -> String {
+        let mut table = String::new();
+        if let Some(about) = &self.about {
+            let _ = writeln!(table, "{about}\n");
+        }
+        table.push_str("| step | command | minutes |\n|---|---|---:|\n");
+        for step in &self.steps {
+            let minutes = match finished.iter().find(|r| r.name == step.name) {
+                Some(record) => format!("{:.1}", record.seconds / 60.0),
+                None => "waiting".into(),
+            };
+            let _ = writeln!(table, "| {} | `{}` | {minutes} |", step.name, step.command_line());
+        }
+        table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn plan(text: &str) -> Result<Study> {
+        toml::from_str::<PlanFile>(text).unwrap().resolve(Path::new("plan.toml"))
+    }
+
+    #[test]
+    fn a_grid_fills_names_and_flags_and_defaults_sit_under_a_step_s_own_flags() {
+        let study = plan(
+            r#"
+[defaults."agnostic sweep"]
+alphas = "1"
+repeats = 3
+reweigh = false
+[[steps]]
+name = "ctx-r{rounds}-{task}"
+run = "agnostic sweep"
+grid = { rounds = [1, 8], task = [0, 1] }
+flags = { repeats = 1, reweigh = true, eraser-param = ["rounds={rounds}", "keep-task={task}"], out = "x/r{rounds}-{task}" }
+[[steps]]
+name = "front"
+run = "agnostic  pareto"
+flags = { sweeps = "x/r1-0,x/r8-1", tolerance = 0.05 }
+"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = study.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ctx-r1-0", "ctx-r1-1", "ctx-r8-0", "ctx-r8-1", "front"]);
+        let s = &study.steps[1];
+        assert_eq!(s.command, ["agnostic", "sweep"]);
+        assert_eq!(
+            s.args,
+            [
+                "--alphas",
+                "1",
+                "--eraser-param",
+                "rounds=1",
+                "--eraser-param",
+                "keep-task=1",
+                "--out",
+                "x/r1-1",
+                "--repeats",
+                "1",
+                "--reweigh"
+            ]
+        );
+        assert_eq!(study.steps[4].args, ["--sweeps", "x/r1-0,x/r8-1", "--tolerance", "0.05"]);
+        assert_eq!(
+            study.steps[4].command_line(),
+            "./target/release/hedge agnostic pareto --sweeps x/r1-0,x/r8-1 --tolerance 0.05"
+        );
+    }
+
+    #[test]
+    fn a_plan_that_cannot_run_as_written_is_refused_naming_what_to_change() {
+        let e = plan("[[steps]]\nname = \"a{seed}\"\nrun = \"hib train\"\ngrid = { s = [0, 1] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two steps have this name"), "{e}");
+        let e = plan("[defaults.\"hib trian\"]\nseed = 1\n[[steps]]\nname = \"a\"\nrun = \"hib train\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hib trian") && e.contains("no step runs this command"), "{e}");
+        let e = plan("[[steps]]\nname = \"a\"\nrun = \"hib train\"\nflags = { set = { a = 1 } }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("set is a table"), "{e}");
+        assert!(plan("").unwrap_err().to_string().contains("[[steps]]"));
+        assert!(toml::from_str::<PlanFile>("[[steps]]\nname = \"a\"\nrun = \"x\"\nflag = {}\n").is_err());
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("rounds=1"), "rounds=1");
+    }
+
+    /// Runs what it is told, records each call, and fails the run of one chosen step once.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Mutex<Vec<String>>,
+        fail_once: Mutex<Option<String>>,
+    }
+
+    impl StepRunner for Recorder {
+        fn check(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
+            if step.command == ["no", "such"] {
+                return Err("unknown command 'no such'".into());
+            }
+            Ok(())
+        }
+        fn run(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
+            self.calls.lock().unwrap().push(step.name.clone());
+            if self.fail_once.lock().unwrap().take_if(|name| *name == step.name).is_some() {
+                return Err("interrupted".into());
+            }
+            Ok(())
+        }
+    }
+
+    fn four_steps() -> Study {
+        plan("[[steps]]\nname = \"s{i}\"\nrun = \"hib train\"\ngrid = { i = [0, 1, 2, 3] }\n").unwrap()
+    }
+
+    /// A study stopped by a failed write after each of its checkpoints in turn, or by a step
+    /// that fails, continues at its first unfinished step: every finished step ran once, the
+    /// interrupted one again, and the log lists each step once, in order.
+    #[test]
+    fn an_interrupted_study_continues_at_its_first_unfinished_step() {
+        let study = four_steps();
+        let names: Vec<String> = study.steps.iter().map(|s| s.name.clone()).collect();
+        for stop in 1..12 {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = tmp.path().join("study");
+            let recorder = Arc::new(Recorder::default());
+            let runner: Runner = recorder.clone();
+            let dir = RunDirectory::create(&out, Study::KIND, false).unwrap().stop_after_writes(stop);
+            let Err(e) = study.run_in(&dir, &runner, |_| {}) else {
+                continue;
+            };
+            assert!(e.to_string().contains("fault injection"), "stop {stop}: {e}");
+            let first = recorder.calls.lock().unwrap().len();
+            let records = Study::resume(&out, &runner, |_| {}).unwrap().1;
+            let logged: Vec<&String> = records.iter().map(|r| &r.name).collect();
+            assert_eq!(logged, names.iter().collect::<Vec<_>>(), "stop {stop}");
+            let calls = recorder.calls.lock().unwrap().clone();
+            // Before the fault the steps ran in order; after it, the rest in order from the
+            // step under way (again) or the next one.
+            assert_eq!(calls[..first], names[..first], "stop {stop}: {calls:?}");
+            let resumed_from = (names.len() + first).checked_sub(calls.len()).expect("no step runs three times");
+            assert!(resumed_from + 1 >= first && resumed_from <= first, "stop {stop}: {calls:?}");
+            assert_eq!(calls[first..], names[resumed_from..], "stop {stop}: {calls:?}");
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("study");
+        let recorder = Arc::new(Recorder { fail_once: Mutex::new(Some("s2".into())), ..Default::default() });
+        let runner: Runner = recorder.clone();
+        let e = study.run_or_resume(&runner, &out, false, |_| {}).unwrap_err().to_string();
+        assert!(e.contains("step s2") && e.contains("interrupted"), "{e}");
+        let records = study.run_or_resume(&runner, &out, false, |_| {}).unwrap();
+        assert_eq!(records.len(), 4);
+        assert_eq!(*recorder.calls.lock().unwrap(), ["s0", "s1", "s2", "s2", "s3"]);
+        let table = std::fs::read_to_string(out.join(TABLE_FILE)).unwrap();
+        assert!(table.contains("| s3 | `./target/release/hedge hib train` |"), "{table}");
+        let other = plan("[[steps]]\nname = \"t\"\nrun = \"hib train\"\n").unwrap();
+        let e = other.run_or_resume(&runner, &out, false, |_| {}).unwrap_err().to_string();
+        assert!(e.contains("holds another study"), "{e}");
+    }
+
+    #[test]
+    fn every_step_is_checked_before_the_first_runs() {
+        let mut study = four_steps();
+        study.steps[3].command = vec!["no".into(), "such".into()];
+        let recorder = Arc::new(Recorder::default());
+        let runner: Runner = recorder.clone();
+        let tmp = tempfile::tempdir().unwrap();
+        let e = study.run_or_resume(&runner, &tmp.path().join("s"), false, |_| {}).unwrap_err().to_string();
+        assert!(e.contains("step s3") && e.contains("unknown command"), "{e}");
+        assert!(recorder.calls.lock().unwrap().is_empty());
+        assert!(!tmp.path().join("s").exists());
+    }
+}
