@@ -27,22 +27,28 @@ out=results/fuzz
 mkdir -p "$out/logs" fuzz/corpus
 hedge=${HEDGE:-./target/release/hedge}
 
-seed_corpus() {
-    local t=$1
-    [ -d "fuzz/corpus/$t" ] && [ -n "$(ls -A "fuzz/corpus/$t")" ] && return
+# The targets whose corpus is still empty start from fuzz/seeds/<target>/ where it exists, the
+# rest from the seeds `hedge bench fuzz --seeds` writes for all of them in one call.
+generated=()
+for t in "${targets[@]}"; do
+    [ -d "fuzz/corpus/$t" ] && [ -n "$(ls -A "fuzz/corpus/$t")" ] && continue
     if [ -d "fuzz/seeds/$t" ]; then
         mkdir -p "fuzz/corpus/$t"
         cp "fuzz/seeds/$t"/* "fuzz/corpus/$t/"
-        return
+    else
+        generated+=("$t")
     fi
-    local tmp
+done
+if [ ${#generated[@]} -gt 0 ]; then
     tmp=$(mktemp -d)
     rmdir "$tmp"
-    "$hedge" bench fuzz --target "$t" --seeds "$tmp" >/dev/null
-    mkdir -p "fuzz/corpus/$t"
-    cp "$tmp/$t"/* "fuzz/corpus/$t/"
+    "$hedge" bench fuzz --target "$(IFS=,; echo "${generated[*]}")" --seeds "$tmp" >/dev/null
+    for t in "${generated[@]}"; do
+        mkdir -p "fuzz/corpus/$t"
+        cp "$tmp/$t"/* "fuzz/corpus/$t/"
+    done
     rm -rf "$tmp"
-}
+fi
 
 flags() {
     case $1 in
@@ -76,9 +82,6 @@ campaign() {
     echo "$t: rc $rc, $crashes crash(es), corpus $before -> $after files"
 }
 
-for t in "${targets[@]}"; do
-    seed_corpus "$t"
-done
 # Build every target first (one build at a time), then fuzz two at a time.
 for t in "${targets[@]}"; do
     # shellcheck disable=SC2046

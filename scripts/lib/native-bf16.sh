@@ -1,4 +1,4 @@
-# Sourced by scripts/test.sh, scripts/quickstart-timing.sh and scripts/hib-reference.sh: whether
+# Sourced by scripts/test.sh: whether
 # hedge's `auto` convolution precision takes bf16 here, decided as
 # hedge_embed::config::cpu_has_native_bf16 decides it: the CPU has AVX512-BF16 or AMX-BF16, and
 # oneDNN's ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA) does not cap it below AVX512_CORE_BF16

@@ -115,10 +115,19 @@ impl CommandLineRunner {
 
 impl StepRunner for CommandLineRunner {
     fn check(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
-        Self::parse(step).map(drop)
+        match &step.program {
+            Some(program) if program.contains('/') && !std::path::Path::new(program).is_file() => {
+                Err(format!("program {program} does not exist (a path is read from where hedge runs)").into())
+            }
+            Some(_) => Ok(()),
+            None => Self::parse(step).map(drop),
+        }
     }
 
     fn run(&self, step: &StudyStep) -> std::result::Result<(), BoxedError> {
+        if step.runs_apart() {
+            return run_apart(step);
+        }
         let command = Self::parse(step)?;
         *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = Some(step.command_line());
         let result = crate::dispatch(command);
@@ -144,8 +153,12 @@ pub fn run_plan(args: PlanArgs) -> Result<()> {
                     }
                 }
                 words.extend(folder.overwrite.then(|| "--overwrite".to_string()));
-                let step =
-                    StudyStep { name: "hib study".into(), command: vec!["hib".into(), "study".into()], args: words };
+                let step = StudyStep {
+                    name: "hib study".into(),
+                    command: vec!["hib".into(), "study".into()],
+                    args: words,
+                    ..Default::default()
+                };
                 println!("{}", step.command_line());
                 return runner.run(&step).map_err(anyhow::Error::from_boxed);
             }
@@ -165,5 +178,25 @@ pub fn run_plan(args: PlanArgs) -> Result<()> {
     let finished = hedge_run::RunDirectory::open(&out)?.read_json_lines::<StepRecord>(STEPS_LOG)?;
     print!("{}", study.table(&finished));
     println!("study log in {}", out.display());
+    Ok(())
+}
+
+/// Runs a step in a process of its own: its program (hedge itself by default) with its
+/// environment, its standard output written to its file once it has succeeded.
+fn run_apart(step: &StudyStep) -> std::result::Result<(), BoxedError> {
+    let program = match &step.program {
+        Some(program) => PathBuf::from(program),
+        None => std::env::current_exe()?,
+    };
+    let mut child = std::process::Command::new(&program);
+    child.args(step.command.iter().chain(&step.args)).envs(&step.env);
+    child.stdout(if step.stdout.is_some() { std::process::Stdio::piped() } else { std::process::Stdio::inherit() });
+    let output = child.spawn().map_err(|e| format!("cannot start {}: {e}", program.display()))?.wait_with_output()?;
+    if !output.status.success() {
+        return Err(format!("{} exited with {} (its messages are above)", step.command_line(), output.status).into());
+    }
+    if let Some(file) = &step.stdout {
+        hedge_run::write_atomic(std::path::Path::new(file), &output.stdout)?;
+    }
     Ok(())
 }

@@ -72,8 +72,24 @@ pub struct PlanFile {
 pub struct PlanStep {
     /// The step's name, unique in the study; with a grid, it names every grid key in braces.
     pub name: String,
-    /// The command, as typed after `hedge` (`"hib train"`, `"active run"`).
+    /// The command, as typed after `hedge` (`"hib train"`, `"active run"`); or, with
+    /// `program`, what the defaults of that program are filed under.
+    #[serde(default)]
     pub run: String,
+    /// Another program instead of hedge (a peer or a reference implementation, say
+    /// `.venv/bin/python`), run with `args` and the flags.
+    #[serde(default)]
+    pub program: Option<String>,
+    /// Words given before the flags (a program's script, a command's positional argument).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables the step runs with (oneDNN's instruction set, say): the step then
+    /// runs in a process of its own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A file the step's standard output is written to (whole, once the step has succeeded).
+    #[serde(default)]
+    pub stdout: Option<String>,
     /// Values per key: the step runs once per combination (keys in sorted order, the last
     /// varying fastest), each `{key}` in its name and flags replaced by the value.
     #[serde(default)]
@@ -84,22 +100,41 @@ pub struct PlanStep {
 }
 
 /// A step as it runs: its name, the command's words and its arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StudyStep {
     pub name: String,
-    /// The command's words (`["agnostic", "sweep"]`).
+    /// Another program than hedge, when the step runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// The command's words (`["agnostic", "sweep"]`; none for another program).
     pub command: Vec<String>,
     /// Its arguments, flags as the command line takes them (`["--alphas", "1", "--reweigh"]`).
     pub args: Vec<String>,
+    /// Environment variables it runs with (in a process of its own).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Where its standard output goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
 }
 
 impl StudyStep {
     /// The step as a user would type it from the repository root.
     pub fn command_line(&self) -> String {
-        let mut words = vec!["./target/release/hedge".to_string()];
+        let mut words: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
+        words.push(self.program.as_deref().map_or("./target/release/hedge".into(), shell_word));
         words.extend(self.command.iter().cloned());
         words.extend(self.args.iter().map(|a| shell_word(a)));
+        if let Some(file) = &self.stdout {
+            words.extend([">".into(), shell_word(file)]);
+        }
         words.join(" ")
+    }
+
+    /// Whether the step needs a process of its own (another program, its own environment or
+    /// its standard output in a file).
+    pub fn runs_apart(&self) -> bool {
+        self.program.is_some() || !self.env.is_empty() || self.stdout.is_some()
     }
 }
 
@@ -181,11 +216,18 @@ impl PlanFile {
                 let name = fill(&step.name, &point);
                 let mut flags = defaults.clone();
                 flags.extend(step.flags.clone());
-                let args = flags_to_args(&flags, &point).map_err(|reason| invalid("flags", &name, reason))?;
-                let command: Vec<String> = step.run.split_whitespace().map(str::to_string).collect();
-                if command.is_empty() {
-                    return Err(invalid("run", &name, "names no command (for example \"hib train\")"));
+                let mut args: Vec<String> = step.args.iter().map(|a| fill(a, &point)).collect();
+                args.extend(flags_to_args(&flags, &point).map_err(|reason| invalid("flags", &name, reason))?);
+                let program = step.program.as_ref().map(|p| fill(p, &point));
+                let command: Vec<String> = match program {
+                    Some(_) => Vec::new(),
+                    None => step.run.split_whitespace().map(str::to_string).collect(),
+                };
+                if command.is_empty() && program.is_none() {
+                    return Err(invalid("run", &name, "names no command (for example \"hib train\") or program"));
                 }
+                let env = step.env.iter().map(|(k, v)| (k.clone(), fill(v, &point))).collect();
+                let stdout = step.stdout.as_ref().map(|f| fill(f, &point));
                 if steps.iter().any(|s: &StudyStep| s.name == name) {
                     return Err(invalid(
                         "name",
@@ -193,7 +235,7 @@ impl PlanFile {
                         "two steps have this name: name each grid key in braces (\"run-{seed}\")",
                     ));
                 }
-                steps.push(StudyStep { name, command, args });
+                steps.push(StudyStep { name, program, command, args, env, stdout });
             }
         }
         for name in self.defaults.keys() {

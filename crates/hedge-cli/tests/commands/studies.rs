@@ -115,9 +115,10 @@ fn every_step_of_a_committed_run_is_the_command_it_recorded() {
     assert!(compared >= 30, "only {compared} steps compared with committed runs");
 }
 
-/// A real study (MNIST images exported as folders, a grid of two splits) runs both steps,
-/// records each step's own command line, and given again runs nothing twice; a step with a flag
-/// its command does not take is refused before any step runs.
+/// A real study (MNIST images exported as folders, a grid of two splits, then one checked in a
+/// process of its own with its output in a file) runs every step, records each step's own
+/// command line, and given again runs nothing twice; a step with a flag its command does not
+/// take is refused before any step runs.
 #[test]
 fn a_study_runs_its_steps_once_and_refuses_a_bad_step_before_the_first() {
     let tmp = tempfile::tempdir().unwrap();
@@ -146,7 +147,18 @@ fn a_study_runs_its_steps_once_and_refuses_a_bad_step_before_the_first() {
         ),
     )
     .unwrap();
+    // A third step in a process of its own: its environment, its standard output to a file.
+    let checked = tmp.path().join("checked.txt");
+    let mut plan = std::fs::read_to_string(&two_steps).unwrap();
+    plan.push_str(&format!(
+        "[[steps]]\nname = \"check\"\nrun = \"data check\"\nargs = [\"{images}-test\"]\nenv = {{ OMP_NUM_THREADS = \"1\" }}\nstdout = {checked:?}\n",
+        images = s(&images),
+        checked = s(&checked),
+    ));
+    std::fs::write(&two_steps, plan).unwrap();
     let first = ok(&hedge(&["study", s(&two_steps)]));
+    let check = std::fs::read_to_string(&checked).unwrap();
+    assert!(check.contains("6 images of 28 x 28 pixels") && check.contains("2 classes"), "{check}");
     assert!(first.contains("| export-train |") && first.contains("| export-test |"), "{first}");
     let exported = std::fs::read_dir(format!("{}-test", s(&images))).unwrap().count();
     assert!(exported >= 2, "{exported} class folders");
@@ -155,6 +167,6 @@ fn a_study_runs_its_steps_once_and_refuses_a_bad_step_before_the_first() {
     let again = ok(&hedge(&["study", s(&two_steps)]));
     assert!(!again.contains("waiting"), "{again}");
     let log = std::fs::read_to_string(tmp.path().join("log").join(STEPS_LOG)).unwrap();
-    assert_eq!(log.lines().count(), 2, "{log}");
+    assert_eq!(log.lines().count(), 3, "{log}");
     assert!(log.contains("data export-images --classes 0,1 --dataset mnist --out"), "{log}");
 }

@@ -2151,7 +2151,10 @@ fn reference(results: &Results) -> Result<String> {
         }
     }
     if verdicts.is_empty() {
-        return Ok("No pair of a reference run and a hedge run has ended yet (`scripts/hib-reference.sh`).".into());
+        return Ok(
+            "No pair of a reference run and a hedge run has ended yet (`hedge study studies/hib/reference.toml`)."
+                .into(),
+        );
     }
     rows.push(String::new());
     rows.push(format!(
@@ -2263,7 +2266,7 @@ fn reference_cross(results: &Results) -> Result<String> {
 }
 
 const REFERENCE_LEVERS: &str = "results/hib/reference/levers";
-/// `scripts/hib-reference-levers.sh`'s levers in its order, with what each changes in the
+/// `hedge study studies/hib/reference-levers.toml`'s levers in its order, with what each changes in the
 /// control (the paper's plain recipe on the reference).
 const REFERENCE_LEVER_NAMES: [(&str, &str); 8] = [
     ("control", "none: conv widths 32, 64, no hidden layer, PyTorch's initialisers, Adam 1e-3, half the pairs matching, softplus variance, −log of the sample pairs' mean"),
@@ -2375,7 +2378,9 @@ fn reference_levers(results: &Results) -> Result<String> {
         finished.push((lever, change, runs));
     }
     let Some(control) = finished.iter().find(|f| f.0 == "control" && !f.2.is_empty()) else {
-        return Ok("No control run of the lever study has ended yet (`scripts/hib-reference-levers.sh`).".into());
+        return Ok(
+            "No control run of the lever study has ended yet (`hedge study studies/hib/reference-levers.toml`).".into(),
+        );
     };
     let score = |r: &ReferenceLeverEval| mean(&r.validation.four_kept());
     let control_scores: Vec<f64> = control.2.iter().map(|r| score(&r.1)).collect();
@@ -2482,7 +2487,7 @@ fn reference_levers(results: &Results) -> Result<String> {
     Ok(rows.join("\n"))
 }
 
-/// `scripts/quickstart-timing.sh`'s measurement (`results/hib/quickstart/<setting>.json`).
+/// `studies/hib/quickstart-timing.toml`'s measurement (`results/hib/quickstart/<setting>.json`).
 #[derive(Debug, Deserialize)]
 struct QuickstartTiming {
     cpu: String,
@@ -2530,13 +2535,13 @@ fn quickstart(results: &Results) -> Result<String> {
         }
     }
     if by_cpu.is_empty() {
-        return Ok("Not measured yet (`scripts/quickstart-timing.sh`).".into());
+        return Ok("Not measured yet (`studies/hib/quickstart-timing.toml`).".into());
     }
     Ok(by_cpu
         .into_iter()
         .map(|(cpu, parts)| {
             format!(
-                "Measured on {cpu}, 2 cores (`scripts/quickstart-timing.sh`, `results/hib/quickstart/`): {}.",
+                "Measured on {cpu}, 2 cores (`studies/hib/quickstart-timing.toml`, `results/hib/quickstart/`): {}.",
                 parts.join("; ")
             )
         })
@@ -2544,7 +2549,7 @@ fn quickstart(results: &Results) -> Result<String> {
         .join(" "))
 }
 
-/// One trial of `scripts/quickstart-schedule.sh` (`results/hib/quickstart/schedule.jsonl`).
+/// One trial of `studies/hib/quickstart-schedule.toml` (`results/hib/quickstart/schedule.jsonl`).
 #[derive(Debug, Deserialize)]
 struct ScheduleTrial {
     steps: u64,
@@ -2559,7 +2564,7 @@ struct ScheduleTrial {
 fn quickstart_schedule(results: &Results) -> Result<String> {
     let file = format!("{HIB}/quickstart/schedule.jsonl");
     if !results.exists(&file) {
-        return Ok("No schedule trials yet (`scripts/quickstart-schedule.sh`).".into());
+        return Ok("No schedule trials yet (`hedge study studies/hib/quickstart-schedule.toml`).".into());
     }
     let trials: Vec<ScheduleTrial> = results.json_lines(&format!("{HIB}/quickstart"), "schedule.jsonl")?;
     let mut arms: BTreeMap<(u64, u64), Vec<&ScheduleTrial>> = BTreeMap::new();
@@ -2579,7 +2584,7 @@ fn quickstart_schedule(results: &Results) -> Result<String> {
         ]);
     }
     Ok(format!(
-        "The main job's schedule trials (`scripts/quickstart-schedule.sh`, `{file}`: \
+        "The main job's schedule trials (`hedge study studies/hib/quickstart-schedule.toml`, `{file}`: \
          `scripts/quickstart-recipe.toml` at each step count, with and without its hidden layer, f32 convolutions, \
          verification AP on the instance test split, one value a seed; the bar is {}, the AP on clean pairs of \
          the 2,000 steps of 128 independent pairs the main job trained before):\n\n{}",
@@ -2592,7 +2597,7 @@ fn quickstart_schedule(results: &Results) -> Result<String> {
 /// 128 independent pairs) reached, which issue 79 asks the faster main job to keep.
 const QUICKSTART_BAR: f64 = 0.946;
 
-/// `scripts/bench-f32-peer.sh`'s measurement (`results/bench/hib-f32-peer.json`).
+/// `studies/bench/f32-peer.toml`'s measurement (`results/bench/hib-f32-peer.json`).
 #[derive(Debug, Deserialize)]
 struct F32Peer {
     tries: Vec<F32PeerTry>,
@@ -2610,7 +2615,7 @@ struct F32PeerTry {
 }
 
 /// hedge's f32 training images/s beside PyTorch's: the median over tries, and hedge's ratio, on
-/// each CPU measured (`scripts/bench-f32-peer.sh`; a CPU without native bf16 in a file of its own).
+/// each CPU measured (`studies/bench/f32-peer.toml`; a CPU without native bf16 in a file of its own).
 fn f32_peer(results: &Results) -> Result<String> {
     let files = ["results/bench/hib-f32-peer.json", "results/bench/hib-f32-peer-no-bf16.json"];
     let median = |mut v: Vec<f64>| {
@@ -2655,7 +2660,7 @@ fn f32_peer(results: &Results) -> Result<String> {
         sources.push(format!("torch {} on {} (`{}`)", d.torch, d.cpu, d.command));
     }
     if sources.is_empty() {
-        return Ok("Not measured yet (`scripts/bench-f32-peer.sh`).".into());
+        return Ok("Not measured yet (`studies/bench/f32-peer.toml`).".into());
     }
     out.push(String::new());
     out.push(format!(
