@@ -41,6 +41,9 @@ use crate::error::invalid;
 use crate::{LabError, Result};
 use hedge_run::{run_resumable, Experiment, RunDirectory};
 
+/// The most steps a study runs at once (each a process of hedge with its own threads).
+pub const MAX_PARALLEL: usize = 64;
+
 /// The log of finished steps.
 pub const STEPS_LOG: &str = "steps.jsonl";
 /// The study's table of steps.
@@ -61,6 +64,10 @@ pub struct PlanFile {
     /// win.
     #[serde(default)]
     pub defaults: BTreeMap<String, toml::Table>,
+    /// How many steps run at once, each in a process of its own (default 1): the steps in
+    /// order, in groups of this many, a group finishing before the next starts.
+    #[serde(default)]
+    pub parallel: Option<usize>,
     /// The steps, in the order they run.
     #[serde(default)]
     pub steps: Vec<PlanStep>,
@@ -116,6 +123,10 @@ pub struct StudyStep {
     /// Where its standard output goes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
+    /// Whether it runs in a process of its own even without the above (a study that runs steps
+    /// at once).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub apart: bool,
 }
 
 impl StudyStep {
@@ -134,7 +145,7 @@ impl StudyStep {
     /// Whether the step needs a process of its own (another program, its own environment or
     /// its standard output in a file).
     pub fn runs_apart(&self) -> bool {
-        self.program.is_some() || !self.env.is_empty() || self.stdout.is_some()
+        self.apart || self.program.is_some() || !self.env.is_empty() || self.stdout.is_some()
     }
 }
 
@@ -173,7 +184,14 @@ pub struct Study {
     pub plan: String,
     #[serde(default)]
     pub about: Option<String>,
+    /// Steps run at once, in groups of this many.
+    #[serde(default = "one")]
+    pub parallel: usize,
     pub steps: Vec<StudyStep>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One line of `steps.jsonl`: a finished step, and how long it took in this study (a step
@@ -235,7 +253,8 @@ impl PlanFile {
                         "two steps have this name: name each grid key in braces (\"run-{seed}\")",
                     ));
                 }
-                steps.push(StudyStep { name, program, command, args, env, stdout });
+                let apart = self.parallel.unwrap_or(1) > 1;
+                steps.push(StudyStep { name, program, command, args, env, stdout, apart });
             }
         }
         for name in self.defaults.keys() {
@@ -243,7 +262,14 @@ impl PlanFile {
                 return Err(invalid("defaults", name, "no step runs this command: spell it as a step's `run` does"));
             }
         }
-        Ok(Study { plan: plan.display().to_string(), about: self.about.clone(), steps })
+        let parallel = match self.parallel {
+            Some(0) => return Err(invalid("parallel", 0, "at least one step runs at a time")),
+            Some(n) if n > MAX_PARALLEL => {
+                return Err(invalid("parallel", n, format!("at most {MAX_PARALLEL} steps run at once")))
+            }
+            other => other.unwrap_or(1),
+        };
+        Ok(Study { plan: plan.display().to_string(), about: self.about.clone(), parallel, steps })
     }
 }
 
@@ -327,7 +353,8 @@ impl Experiment for Study {
     const FILES: &'static [&'static str] = &[STEPS_LOG, TABLE_FILE];
 
     fn is_started_as(&self, started: &Self) -> bool {
-        self.steps == started.steps
+        // The grouping is part of where a study stands (its progress counts groups).
+        self.steps == started.steps && self.parallel == started.parallel
     }
 
     fn load(&self, root: &Runner) -> Result<Runner> {
@@ -345,22 +372,59 @@ impl Experiment for Study {
         progress: &mut dyn FnMut(StepRecord),
     ) -> Result<Vec<StepRecord>> {
         let total = self.steps.len();
-        run_resumable::<StepRecord, (), LabError>(
+        let groups: Vec<&[StudyStep]> = self.steps.chunks(self.parallel.max(1)).collect();
+        let mut first = 0;
+        let starts: Vec<usize> = groups
+            .iter()
+            .map(|g| {
+                first += g.len();
+                first - g.len()
+            })
+            .collect();
+        // A group's state: how many of its steps are logged (an interrupted group runs the rest).
+        run_resumable::<StepRecord, usize, LabError>(
             dir,
             STEPS_LOG,
-            total,
-            |index, _, on_step| {
-                let step = &self.steps[index];
-                info!("study step {} of {total}: {}: {}", index + 1, step.name, step.command_line());
-                let started = Instant::now();
-                runner.run(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?;
-                let record = StepRecord {
-                    name: step.name.clone(),
-                    command: step.command_line(),
-                    seconds: started.elapsed().as_secs_f64(),
+            groups.len(),
+            |group, logged, on_step| {
+                let logged = logged.unwrap_or(0);
+                let steps = &groups[group][logged..];
+                for (i, step) in steps.iter().enumerate() {
+                    let number = starts[group] + logged + i + 1;
+                    info!("study step {number} of {total}: {}: {}", step.name, step.command_line());
+                }
+                let run_one = |step: &StudyStep| {
+                    let started = Instant::now();
+                    runner.run(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?;
+                    Ok::<_, LabError>(StepRecord {
+                        name: step.name.clone(),
+                        command: step.command_line(),
+                        seconds: started.elapsed().as_secs_f64(),
+                    })
                 };
-                on_step(&record, None)?;
-                progress(record);
+                let records: Vec<Result<StepRecord>> = if steps.len() == 1 {
+                    vec![run_one(&steps[0])]
+                } else {
+                    std::thread::scope(|scope| {
+                        let running: Vec<_> = steps.iter().map(|step| scope.spawn(move || run_one(step))).collect();
+                        running
+                            .into_iter()
+                            .zip(steps)
+                            .map(|(thread, step)| {
+                                thread.join().unwrap_or_else(|_| {
+                                    Err(LabError::Step { name: step.name.clone(), source: "its thread stopped".into() })
+                                })
+                            })
+                            .collect()
+                    })
+                };
+                let size = groups[group].len();
+                for (i, record) in records.into_iter().enumerate() {
+                    let record = record?;
+                    let done = logged + i + 1;
+                    on_step(&record, (done < size).then_some(&done))?;
+                    progress(record);
+                }
                 Ok(())
             },
             |_| {},
@@ -540,6 +604,41 @@ flags = { sweeps = "x/r1-0,x/r8-1", tolerance = 0.05 }
         let other = plan("[[steps]]\nname = \"t\"\nrun = \"hib train\"\n").unwrap();
         let e = other.run_or_resume(&runner, &out, false, |_| {}).unwrap_err().to_string();
         assert!(e.contains("holds another study"), "{e}");
+    }
+
+    /// Two steps at a time: stopped after each checkpoint in turn, the study continues with the
+    /// steps of the group under way that its log does not hold; every step runs, none more than
+    /// twice, and the log lists each once, in the plan's order.
+    #[test]
+    fn a_study_of_steps_at_once_continues_with_the_steps_it_has_not_logged() {
+        let study =
+            plan("parallel = 2\n[[steps]]\nname = \"s{i}\"\nrun = \"hib train\"\ngrid = { i = [0, 1, 2, 3, 4] }\n")
+                .unwrap();
+        assert!(study.steps.iter().all(|s| s.runs_apart()));
+        let names: Vec<String> = study.steps.iter().map(|s| s.name.clone()).collect();
+        let mut stopped = 0;
+        for stop in 1..14 {
+            let tmp = tempfile::tempdir().unwrap();
+            let out = tmp.path().join("study");
+            let recorder = Arc::new(Recorder::default());
+            let runner: Runner = recorder.clone();
+            let dir = RunDirectory::create(&out, Study::KIND, false).unwrap().stop_after_writes(stop);
+            if study.run_in(&dir, &runner, |_| {}).is_ok() {
+                continue;
+            }
+            stopped += 1;
+            let records = Study::resume(&out, &runner, |_| {}).unwrap().1;
+            let logged: Vec<&String> = records.iter().map(|r| &r.name).collect();
+            assert_eq!(logged, names.iter().collect::<Vec<_>>(), "stop {stop}");
+            let calls = recorder.calls.lock().unwrap().clone();
+            for name in &names {
+                let n = calls.iter().filter(|c| *c == name).count();
+                assert!((1..=2).contains(&n), "stop {stop}: {name} ran {n} times: {calls:?}");
+            }
+        }
+        assert!(stopped >= 8, "{stopped} stops");
+        let e = plan("parallel = 0\n[[steps]]\nname = \"a\"\nrun = \"hib train\"\n").unwrap_err().to_string();
+        assert!(e.contains("parallel"), "{e}");
     }
 
     #[test]
