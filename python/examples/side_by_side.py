@@ -12,7 +12,7 @@ reliability diagrams of p(match). The printed table says, per model: verificatio
 accuracy (clean / occluded), the ECE of p(match), the AURC of identification and of
 verification, and how well the model's uncertainty finds its own identification errors (AUROC).
 
-scripts/side-by-side.sh runs the same comparison at equal training time on 3 seeds
+studies/hib/side-by-side.toml runs the same comparison at equal training time on 3 seeds
 (results/hib/side-by-side/); this example is the few-line version of it for a user's images.
 """
 

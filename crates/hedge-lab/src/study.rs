@@ -64,8 +64,9 @@ pub struct PlanFile {
     /// win.
     #[serde(default)]
     pub defaults: BTreeMap<String, toml::Table>,
-    /// How many steps run at once, each in a process of its own (default 1): the steps in
-    /// order, in groups of this many, a group finishing before the next starts.
+    /// How many steps run at once, each in a process of its own (default 1): the steps of each
+    /// `[[steps]]` entry in order, in groups of this many, a group finishing before the next
+    /// starts.
     #[serde(default)]
     pub parallel: Option<usize>,
     /// The steps, in the order they run.
@@ -97,8 +98,14 @@ pub struct PlanStep {
     /// A file the step's standard output is written to (whole, once the step has succeeded).
     #[serde(default)]
     pub stdout: Option<String>,
+    /// What the step makes, for a step that prepares data: where this path exists, the step
+    /// is done (a data export shared by several studies, say).
+    #[serde(default)]
+    pub creates: Option<String>,
     /// Values per key: the step runs once per combination (keys in sorted order, the last
-    /// varying fastest), each `{key}` in its name and flags replaced by the value.
+    /// varying fastest), each `{key}` in its name and flags replaced by the value. A value may
+    /// be a record (`{ model = "point", steps = 900 }`), whose fields `{key.model}`,
+    /// `{key.steps}` vary together; a flag whose value a grid fills with nothing is left out.
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<toml::Value>>,
     /// The command's flags by their long names, without the dashes.
@@ -127,6 +134,13 @@ pub struct StudyStep {
     /// at once).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub apart: bool,
+    /// The `[[steps]]` entry it comes from (counted from 0): steps run at once only beside
+    /// steps of the same entry.
+    #[serde(default)]
+    pub entry: usize,
+    /// A path whose existence means the step's work is there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creates: Option<String>,
 }
 
 impl StudyStep {
@@ -228,7 +242,7 @@ impl PlanFile {
             return Err(invalid("plan", plan.display(), "lists no [[steps]]"));
         }
         let mut steps = Vec::new();
-        for step in &self.steps {
+        for (entry, step) in self.steps.iter().enumerate() {
             let defaults = self.defaults.get(step.run.trim()).cloned().unwrap_or_default();
             for point in grid_points(&step.grid) {
                 let name = fill(&step.name, &point);
@@ -246,6 +260,7 @@ impl PlanFile {
                 }
                 let env = step.env.iter().map(|(k, v)| (k.clone(), fill(v, &point))).collect();
                 let stdout = step.stdout.as_ref().map(|f| fill(f, &point));
+                let creates = step.creates.as_ref().map(|f| fill(f, &point));
                 if steps.iter().any(|s: &StudyStep| s.name == name) {
                     return Err(invalid(
                         "name",
@@ -254,7 +269,7 @@ impl PlanFile {
                     ));
                 }
                 let apart = self.parallel.unwrap_or(1) > 1;
-                steps.push(StudyStep { name, program, command, args, env, stdout, apart });
+                steps.push(StudyStep { name, program, command, args, env, stdout, apart, entry, creates });
             }
         }
         for name in self.defaults.keys() {
@@ -283,7 +298,12 @@ fn grid_points(grid: &BTreeMap<String, Vec<toml::Value>>) -> Vec<Vec<(String, St
             .flat_map(|point| {
                 values.iter().map(move |value| {
                     let mut point = point.clone();
-                    point.push((key.clone(), value_text(value)));
+                    match value {
+                        // A record: its fields by `{key.field}`, varying together.
+                        toml::Value::Table(fields) => point
+                            .extend(fields.iter().map(|(field, value)| (format!("{key}.{field}"), value_text(value)))),
+                        value => point.push((key.clone(), value_text(value))),
+                    }
                     point
                 })
             })
@@ -325,8 +345,12 @@ fn flags_to_args(flags: &toml::Table, point: &[(String, String)]) -> std::result
             if matches!(value, toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Boolean(_)) {
                 return Err(format!("{key}: a list holds plain values (strings or numbers)"));
             }
-            args.push(flag.clone());
-            args.push(fill(&value_text(value), point));
+            // A value that a grid leaves empty leaves its flag out.
+            let text = fill(&value_text(value), point);
+            if !text.is_empty() || value_text(value).is_empty() {
+                args.push(flag.clone());
+                args.push(text);
+            }
         }
     }
     Ok(args)
@@ -372,7 +396,11 @@ impl Experiment for Study {
         progress: &mut dyn FnMut(StepRecord),
     ) -> Result<Vec<StepRecord>> {
         let total = self.steps.len();
-        let groups: Vec<&[StudyStep]> = self.steps.chunks(self.parallel.max(1)).collect();
+        let groups: Vec<&[StudyStep]> = self
+            .steps
+            .chunk_by(|a, b| a.entry == b.entry)
+            .flat_map(|entry| entry.chunks(self.parallel.max(1)))
+            .collect();
         let mut first = 0;
         let starts: Vec<usize> = groups
             .iter()
@@ -395,7 +423,10 @@ impl Experiment for Study {
                 }
                 let run_one = |step: &StudyStep| {
                     let started = Instant::now();
-                    runner.run(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?;
+                    match &step.creates {
+                        Some(path) if Path::new(path).exists() => info!("{}: {path} is there already", step.name),
+                        _ => runner.run(step).map_err(|source| LabError::Step { name: step.name.clone(), source })?,
+                    }
                     Ok::<_, LabError>(StepRecord {
                         name: step.name.clone(),
                         command: step.command_line(),
@@ -508,6 +539,27 @@ flags = { sweeps = "x/r1-0,x/r8-1", tolerance = 0.05 }
             ]
         );
         assert_eq!(study.steps[4].args, ["--sweeps", "x/r1-0,x/r8-1", "--tolerance", "0.05"]);
+        let records = plan(
+            r#"
+[[steps]]
+name = "{run.model}-seed{seed}"
+run = "hib train"
+grid = { run = [{ model = "point", loss = "", steps = 900 }, { model = "csd", loss = "csd", steps = 700 }], seed = [0, 1] }
+flags = { loss = "{run.loss}", steps = "{run.steps}", seed = "{seed}" }
+"#,
+        )
+        .unwrap();
+        let got: Vec<(&str, Vec<&str>)> =
+            records.steps.iter().map(|s| (s.name.as_str(), s.args.iter().map(String::as_str).collect())).collect();
+        assert_eq!(
+            got,
+            [
+                ("point-seed0", vec!["--seed", "0", "--steps", "900"]),
+                ("point-seed1", vec!["--seed", "1", "--steps", "900"]),
+                ("csd-seed0", vec!["--loss", "csd", "--seed", "0", "--steps", "700"]),
+                ("csd-seed1", vec!["--loss", "csd", "--seed", "1", "--steps", "700"]),
+            ]
+        );
         assert_eq!(
             study.steps[4].command_line(),
             "./target/release/hedge agnostic pareto --sweeps x/r1-0,x/r8-1 --tolerance 0.05"
@@ -612,8 +664,9 @@ flags = { sweeps = "x/r1-0,x/r8-1", tolerance = 0.05 }
     #[test]
     fn a_study_of_steps_at_once_continues_with_the_steps_it_has_not_logged() {
         let study =
-            plan("parallel = 2\n[[steps]]\nname = \"s{i}\"\nrun = \"hib train\"\ngrid = { i = [0, 1, 2, 3, 4] }\n")
+            plan("parallel = 2\n[[steps]]\nname = \"one\"\nrun = \"data check\"\n[[steps]]\nname = \"s{i}\"\nrun = \"hib train\"\ngrid = { i = [0, 1, 2, 3, 4] }\n")
                 .unwrap();
+        assert_eq!(study.steps.iter().map(|s| s.entry).collect::<Vec<_>>(), [0, 1, 1, 1, 1, 1]);
         assert!(study.steps.iter().all(|s| s.runs_apart()));
         let names: Vec<String> = study.steps.iter().map(|s| s.name.clone()).collect();
         let mut stopped = 0;

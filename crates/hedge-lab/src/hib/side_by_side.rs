@@ -1,5 +1,5 @@
 //! Point, HIB MoG-1 and the losses with their own match functions side by side (issue 82, item 6): the fragments of
-//! `results/hib/side-by-side/` (`scripts/side-by-side.sh`), read from every run's typed files:
+//! `results/hib/side-by-side/` (`studies/hib/side-by-side.toml`), read from every run's typed files:
 //! `eval.json` / `eval-quadrature.json` ([`EvalReport`]), `state.json` ([`RunState`]),
 //! `identification-<score>/summary.json` ([`SearchSummary`]) and the timing run's
 //! `calibration.json` ([`CalibrationRow`]).
@@ -72,7 +72,7 @@ pub struct PeerTiming {
 /// `calibration.json`: setting → model → timing.
 pub type Calibration = BTreeMap<String, BTreeMap<String, CalibrationRow>>;
 
-/// The fragments, once the runs are collected (`scripts/side-by-side.sh collect`; none before).
+/// The fragments, once the runs are collected (the `collect` step of `studies/hib/side-by-side.toml`; none before).
 pub fn fragments(results: &Results) -> Result<Vec<Fragment>> {
     if !results.path(&format!("{SIDE_BY_SIDE}/runs")).is_dir() {
         return Ok(Vec::new());
