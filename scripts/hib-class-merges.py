@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Which classes a trained HIB model lays on top of each other, and by which digits they differ (issue 79).
 
-    .venv/bin/python scripts/hib-class-merges.py [RUN_DIR ...] [--out FILE] [--hedge BIN]
+    .venv/bin/python scripts/hib-class-merges.py [RUN_DIR ...] [--out FILE]
 
 With the hidden layer, the N = 2, D = 2 table's KNN varies between seeds far more than before.
 This script looks at where a seed loses: it embeds the instance test split (clean) with each
-run's chosen weights (`hedge hib embed --weights RUN/model_best.safetensors`, the weights the
-table scores), takes each image's embedding mean (a mixture's weighted mean of its components'
+run's chosen weights (`hedge.hib.Run(RUN).embed_split("test", weights=RUN/model_best.safetensors)`,
+the weights the table scores), takes each image's embedding mean (a mixture's weighted mean of its components'
 means), and per class the centroid of its images and their mean distance to it (the class's
 radius). A class is merged with its nearest other class when the two centroids lie closer than
 the class's radius: the two clouds overlap more than they are apart. For each merged pair it
@@ -21,17 +21,15 @@ Default runs: every Table 1 run (`point|mog1|mog2-seedK`) of `results/hib/n2-d2/
 `results/hib/n2-d2-wd1e-1/` that has ended (its `eval.json` exists). Writes
 `results/hib/class-merges.json` (temp file, then rename; with each run's class centroids) and a
 figure of the centroids, `results/hib/class-merges.png`; `hedge report` renders the JSON
-(`results/hib/report/class-merges.md`). Needs numpy (the project's `.venv` has it); reads
-`HEDGE_DATA_DIR` (default `./data`) through `hedge`.
+(`results/hib/report/class-merges.md`). Needs the hedge package and numpy (the project's `.venv`
+has them); reads `HEDGE_DATA_DIR` (default `./data`).
 """
 import argparse
 import glob
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -58,21 +56,23 @@ def class_numbers(digits):
     return np.load(path)["chosen_numbers"]
 
 
-def embed(hedge, run, out):
+def embed(run):
+    """The run's clean instance test images embedded with its chosen weights: (means, labels)."""
+    from hedge import hib
+
     weights = os.path.join(run, "model_best.safetensors")
     if not os.path.exists(weights):
         sys.exit(f"error: {weights} not found: the run has not chosen weights (has it ended?)")
-    cmd = [hedge, "hib", "embed", "--run", run, "--weights", weights, "--out", out, "--overwrite"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"error: {' '.join(cmd)} failed:\n{done.stderr.strip()}")
-    return np.load(out)
+    embedding, labels = hib.Run(run).embed_split("test", weights=weights)
+    return means_of(embedding), labels
 
 
-def means_of(arrays):
-    """Each image's embedding mean: (images, components, D) weighted over the components."""
-    mean, weights = arrays["mean"], arrays["weights"]
-    return (mean * weights[:, :, None]).sum(axis=1)
+def means_of(embedding):
+    """Each image's embedding mean: a mixture's components weighted, (images, D)."""
+    mean = embedding.mean.numpy()
+    if mean.ndim == 2:
+        return mean
+    return (mean * embedding.weights.numpy()[:, :, None]).sum(axis=1)
 
 
 def merges(points, labels, numbers, digits):
@@ -159,49 +159,44 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", help="run directories (default: the N = 2, D = 2 tables' Table 1 runs)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "hib", "class-merges.json"))
-    parser.add_argument("--hedge", default=os.path.join(ROOT, "target", "release", "hedge"))
     args = parser.parse_args()
     runs = [os.path.abspath(r) for r in args.runs] or default_runs()
     if not runs:
         sys.exit("error: no ended run to read (give RUN_DIR arguments)")
-    if not os.access(args.hedge, os.X_OK):
-        sys.exit(f"error: {args.hedge} is not an executable hedge (build it: cargo build --release -p hedge-cli, or pass --hedge)")
     rows, kept = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for run in runs:
-            config = json.load(open(os.path.join(run, "config.json")))["hib"]
-            if config.get("protocol") != "instance":
-                sys.exit(f"error: {run}: protocol {config.get('protocol')!r}; this reading is for the instance protocol")
-            digits = int(config["digits"])
-            numbers = class_numbers(digits)
-            best = json.load(open(os.path.join(run, "best.json")))
-            arrays = embed(args.hedge, run, os.path.join(tmp, "embedding.npz"))
-            labels = arrays["label"].astype(np.int64)
-            found, right, per_class, classes, centroids = merges(means_of(arrays), labels, numbers, digits)
-            nn1 = float(right.mean())
-            image_numbers = [str(int(numbers[c])).zfill(digits) for c in labels]
-            kept.append((right, image_numbers))
-            swaps = {}
-            for pair in found:
-                key = pair["digits"] or "several digits"
-                swaps[key] = swaps.get(key, 0) + 1
-            name = os.path.basename(run)
-            model, seed = TABLE_RUN.match(name).groups() if TABLE_RUN.match(name) else (config["model"], config["seed"])
-            rows.append({
-                "run": os.path.relpath(run, ROOT),
-                "model": model,
-                "seed": int(seed),
-                "step": int(best["step"]),
-                "nn1_leave_one_out": nn1,
-                "classes_under_half": int((per_class < 0.5).sum()),
-                "classes": int(len(per_class)),
-                "merged_pairs": found,
-                "merged_by_digits": dict(sorted(swaps.items())),
-                "centroids": {str(int(numbers[c])).zfill(digits): [float(x) for x in centroids[i][:2]]
-                              for i, c in enumerate(classes)},
-            })
-            print(f"{rows[-1]['run']}: 1-NN {nn1:.3f}, {rows[-1]['classes_under_half']} classes under half, "
-                  f"{len(found)} merged pairs {rows[-1]['merged_by_digits']}")
+    for run in runs:
+        config = json.load(open(os.path.join(run, "config.json")))["hib"]
+        if config.get("protocol") != "instance":
+            sys.exit(f"error: {run}: protocol {config.get('protocol')!r}; this reading is for the instance protocol")
+        digits = int(config["digits"])
+        numbers = class_numbers(digits)
+        best = json.load(open(os.path.join(run, "best.json")))
+        means, labels = embed(run)
+        found, right, per_class, classes, centroids = merges(means, labels, numbers, digits)
+        nn1 = float(right.mean())
+        image_numbers = [str(int(numbers[c])).zfill(digits) for c in labels]
+        kept.append((right, image_numbers))
+        swaps = {}
+        for pair in found:
+            key = pair["digits"] or "several digits"
+            swaps[key] = swaps.get(key, 0) + 1
+        name = os.path.basename(run)
+        model, seed = TABLE_RUN.match(name).groups() if TABLE_RUN.match(name) else (config["model"], config["seed"])
+        rows.append({
+            "run": os.path.relpath(run, ROOT),
+            "model": model,
+            "seed": int(seed),
+            "step": int(best["step"]),
+            "nn1_leave_one_out": nn1,
+            "classes_under_half": int((per_class < 0.5).sum()),
+            "classes": int(len(per_class)),
+            "merged_pairs": found,
+            "merged_by_digits": dict(sorted(swaps.items())),
+            "centroids": {str(int(numbers[c])).zfill(digits): [float(x) for x in centroids[i][:2]]
+                          for i, c in enumerate(classes)},
+        })
+        print(f"{rows[-1]['run']}: 1-NN {nn1:.3f}, {rows[-1]['classes_under_half']} classes under half, "
+              f"{len(found)} merged pairs {rows[-1]['merged_by_digits']}")
     # 1-NN by group, the same groups for every run: the images whose number holds either digit of
     # a pair merged in any run (the groups of two pairs overlap), and the images holding none.
     merged_digits = sorted({p["digits"] for r in rows for p in r["merged_pairs"] if p["digits"]})

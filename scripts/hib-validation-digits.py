@@ -19,14 +19,13 @@ test split (`test`), each with `--metrics verification_ap,knn_accuracy --repeats
 Writes `results/hib/validation-digits/scores.jsonl` (one line per run, weights and set; resumable:
 lines already there are kept), then `summary.json` and `table.md` from it (temp file, then
 rename). `--tables-only` rewrites the last two from `scores.jsonl` without evaluating anything.
-Reads `HEDGE` (default `./target/release/hedge`).
+Evaluates through the hedge package (`hedge.hib.Run.evaluate`, the numbers `hedge hib eval` gives).
 """
 import argparse
 import glob
 import json
 import math
 import os
-import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -51,17 +50,18 @@ def targets():
     return out
 
 
-def evaluate(hedge, run, weights, which, repeats):
-    cmd = [hedge, "hib", "eval", "--run", run, "--weights", weights, "--metrics", "verification_ap,knn_accuracy",
-           "--repeats", str(repeats), "--json"]
-    if which != "test":
-        cmd += ["--split", "validation", "--validation-digits", which]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"error: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
-    report = json.loads(done.stdout)
-    values = [report[m][v] for m, v in METRICS]
-    return values, " ".join(cmd)
+def evaluate(run, weights, which, repeats):
+    """The four numbers of `weights` on `which` set, and the call that scored them."""
+    from hedge import hib
+
+    split = dict(split="validation", validation_digits=which) if which != "test" else {}
+    report = hib.Run(os.path.join(ROOT, run)).evaluate(
+        metrics=["verification_ap", "knn_accuracy"], repeats=repeats, weights=os.path.join(ROOT, weights), **split)
+    values = [getattr(getattr(report, m), v) for m, v in METRICS]
+    arguments = ", ".join(f"{k}={v!r}" for k, v in split.items())
+    call = (f"hedge.hib.Run({run!r}).evaluate(metrics=['verification_ap', 'knn_accuracy'], repeats={repeats}, "
+            f"weights={weights!r}{', ' + arguments if arguments else ''})")
+    return values, call
 
 
 def write(path, text):
@@ -169,12 +169,11 @@ def main():
         with open(scores) as f:
             rows = [json.loads(line) for line in f if line.strip()]
     if not args.tables_only:
-        hedge = os.environ.get("HEDGE", "./target/release/hedge")
         have = {(r["study"], r["label"], r["set"]) for r in rows if r["repeats"] == args.repeats}
         todo = [(t, s) for t in targets() for s in SETS if (t[0], t[2], s) not in have]
         for n, ((study, run, label, weights), which) in enumerate(todo, 1):
             print(f"[{n}/{len(todo)}] {study} {label} {which}", file=sys.stderr, flush=True)
-            values, command = evaluate(hedge, run, weights, which, args.repeats)
+            values, command = evaluate(run, weights, which, args.repeats)
             row = {"study": study, "label": label, "run": run, "weights": weights, "set": which,
                    "repeats": args.repeats, "values": values, "command": command}
             rows.append(row)

@@ -453,15 +453,20 @@ class Run:
     def evaluate(self, split: Optional[str] = None, estimator: str = "mc", samples: int = 8,
                  points: Optional[int] = None, repeats: int = 10, candidates: int = 100, metrics: Sequence[str] = (),
                  exclude_metrics: Sequence[str] = (), per_class: Optional[int] = None,
-                 device: str = "cpu") -> "EvalReport":
+                 device: str = "cpu", weights: Optional[Union[str, os.PathLike]] = None,
+                 validation_digits: Optional[str] = None) -> "EvalReport":
         """The run evaluated on ``split`` (default: its protocol's main test split) exactly as
         ``hedge hib eval --json`` does -- verification AP, KNN, ECE and the reliability diagram,
         AURC of identification and verification, AUROC/AUPRC of the uncertainty for the errors --
         without writing into the run. ``estimator``: ``"mc"`` (``samples`` draws, ``repeats``
         repeats) or ``"quadrature"`` (``points`` nodes per axis; default: the measured count for
-        the run's D). A model trained with a loss that has its own closed form (:func:`closed_forms`) is scored by it."""
+        the run's D). A model trained with a loss that has its own closed form (:func:`closed_forms`) is scored by it.
+        ``weights``: another weights file of the run's model, such as ``model_best.safetensors``
+        (``--weights``); ``validation_digits``: with ``split="validation"``, ``"shared"`` or
+        ``"unused"`` digit images (``--validation-digits``)."""
         text = self._run.evaluate(split, estimator, samples, points, repeats, candidates, ",".join(metrics),
-                                  ",".join(exclude_metrics), per_class, device)
+                                  ",".join(exclude_metrics), per_class, device,
+                                  None if weights is None else os.fspath(weights), validation_digits)
         return EvalReport.from_json(text)
 
 

@@ -318,8 +318,10 @@ impl HibRun {
     /// run. `estimator` is "mc" (`samples` draws) or "quadrature" (`points` nodes per axis, by
     /// default the measured count for the run's D); a model trained with a loss that has its own
     /// closed form is scored by it whatever is asked. `metrics` and `exclude_metrics` are comma-separated
-    /// names as `--metrics` takes them.
-    #[pyo3(signature = (split=None, estimator="mc", samples=8, points=None, repeats=10, candidates=100, metrics="", exclude_metrics="", per_class=None, device_name="cpu"))]
+    /// names as `--metrics` takes them; `weights` another weights file of the run's model
+    /// (`--weights`), `validation_digits` the digit images of the validation split (`shared` or
+    /// `unused`, `--validation-digits`).
+    #[pyo3(signature = (split=None, estimator="mc", samples=8, points=None, repeats=10, candidates=100, metrics="", exclude_metrics="", per_class=None, device_name="cpu", weights=None, validation_digits=None))]
     #[allow(clippy::too_many_arguments)]
     fn evaluate(
         &self,
@@ -334,9 +336,19 @@ impl HibRun {
         exclude_metrics: &str,
         per_class: Option<usize>,
         device_name: &str,
+        weights: Option<String>,
+        validation_digits: Option<&str>,
     ) -> PyResult<String> {
         crate::guarded(|| {
             let device = device(device_name)?;
+            let validation_digits = validation_digits
+                .map(|d| {
+                    serde_json::from_value::<hedge_embed::ValidationDigits>(serde_json::Value::String(d.into()))
+                        .map_err(|_| {
+                            PyValueError::new_err(format!("validation_digits {d:?}: use \"shared\" or \"unused\""))
+                        })
+                })
+                .transpose()?;
             let split = match split {
                 Some(s) => NDigitSplit::parse(s).map_err(value_error)?,
                 None => self.config.data.protocol.main_test_split(),
@@ -359,12 +371,22 @@ impl HibRun {
                 candidates,
                 metrics: MetricSet::parse(metrics, exclude_metrics).map_err(value_error)?,
                 images_per_class: per_class,
-                validation_digits: None,
+                validation_digits,
             };
             let data = HibData::new(DataRoot::from_env());
             let command = format!("python: hedge.hib.Run({:?}).evaluate(...)", self.run.path.display().to_string());
-            let (_, report) =
-                py.detach(|| evaluate_run(&self.run, &data, None, &settings, device, &command)).map_err(value_error)?;
+            let (_, report) = py
+                .detach(|| {
+                    evaluate_run(
+                        &self.run,
+                        &data,
+                        weights.as_deref().map(std::path::Path::new),
+                        &settings,
+                        device,
+                        &command,
+                    )
+                })
+                .map_err(value_error)?;
             serde_json::to_string(&report).map_err(value_error)
         })
     }

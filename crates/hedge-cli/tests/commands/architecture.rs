@@ -354,10 +354,6 @@ fn the_circle_finder_sees_a_circle_through_use_groups_inline_paths_and_super() {
     assert_eq!(circles(&import_graph(src)).len(), 2, "a → b → c → a");
 }
 
-/// Scripts that still loop over hedge commands, each to become a study plan (issue 110, item 3):
-/// the list only shrinks.
-const SCRIPTS_STILL_LOOPING: &[&str] = &["scripts/hib-class-merges.py", "scripts/hib-validation-digits.py"];
-
 /// Whether a line calls the hedge binary (`$hedge`, `$HEDGE`, `target/release/hedge CMD`; Python's
 /// path joined to `"release", "hedge"` or read from `HEDGE`; the main job's script).
 fn calls_hedge(line: &str) -> bool {
@@ -435,10 +431,10 @@ fn no_script_loops_over_hedge_commands() {
         }
     }
     found.sort();
-    let new: Vec<&String> = found.iter().filter(|f| !SCRIPTS_STILL_LOOPING.contains(&f.as_str())).collect();
-    assert!(new.is_empty(), "scripts that loop over hedge commands (write a plan for `hedge study` instead): {new:?}");
-    let gone: Vec<&&str> = SCRIPTS_STILL_LOOPING.iter().filter(|k| !found.contains(&k.to_string())).collect();
-    assert!(gone.is_empty(), "no longer loops: take it off SCRIPTS_STILL_LOOPING: {gone:?}");
+    assert!(
+        found.is_empty(),
+        "scripts that loop over hedge commands (write a plan for `hedge study` instead): {found:?}"
+    );
     assert!(loops_over_hedge("for s in a b; do\n  \"$hedge\" hib train --seed \"$s\"\ndone\n", false));
     assert!(loops_over_hedge(
         "train() {\n  \"$hedge\" hib train --seed \"$1\"\n}\nfor s in 0 1; do\n  train $s\ndone\n",
