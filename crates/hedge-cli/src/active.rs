@@ -112,7 +112,7 @@ fn classify(args: ClassifyArgs) -> Result<()> {
         ClassificationExperiment::resume(dir, &root, progress(&bar))?;
         dir.clone()
     } else {
-        let experiment = args.request.experiment(crate::command_line());
+        let experiment = args.request.experiment(crate::command_line())?;
         let data = experiment.load(&root).with_context(|| {
             format!("--dataset {}: expected the four IDX files under $HEDGE_DATA_DIR/{0}", experiment.dataset)
         })?;

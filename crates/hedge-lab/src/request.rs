@@ -41,6 +41,35 @@ pub fn key_values(flag: &'static str, pairs: &[String]) -> crate::Result<serde_j
     Ok(map)
 }
 
+/// `settings` with `--set KEY=VALUE` pairs laid over their serde form
+/// ([`hedge_run::with_overrides`]): a KEY with dots names a field inside another (`train.lr`,
+/// `model.epochs`), so every setting of the experiment is a flag without a flag of its own, and
+/// a key the settings do not have is refused with its path. `what` names the settings in errors.
+pub fn with_set<T: serde::Serialize + serde::de::DeserializeOwned + Clone>(
+    settings: &T,
+    pairs: &[String],
+    what: &str,
+) -> crate::Result<T> {
+    if pairs.is_empty() {
+        return Ok(settings.clone());
+    }
+    let mut nested = serde_json::Map::new();
+    for (key, value) in key_values("set", pairs)? {
+        let mut path: Vec<&str> = key.split('.').collect();
+        let last = path.pop().unwrap_or_default();
+        let mut table = &mut nested;
+        for part in path {
+            let entry = table.entry(part.to_string()).or_insert_with(|| serde_json::Value::Object(Default::default()));
+            let serde_json::Value::Object(inner) = entry else {
+                return Err(crate::error::invalid("set", &key, format!("{part} is given a value and fields at once")));
+            };
+            table = inner;
+        }
+        table.insert(last.to_string(), value);
+    }
+    Ok(hedge_run::with_overrides(settings, &nested, &format!("--set on {what}"))?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +86,24 @@ mod tests {
         assert!(err.contains("write KEY=VALUE"), "{err}");
         let err = key_values("set", &["seed=1".into(), "seed=2".into()]).unwrap_err().to_string();
         assert!(err.contains("seed is given twice"), "{err}");
+    }
+
+    /// `--set` reaches a field inside another by its dotted path, leaves the rest as it was,
+    /// and refuses a path the settings do not have.
+    #[test]
+    fn set_lays_dotted_keys_over_nested_settings() {
+        let base = hedge_agnostic::TrainConfig::default();
+        let got = with_set(&base, &["learning_rate=0.02".into(), "steps=7".into()], "train").unwrap();
+        assert_eq!((got.learning_rate, got.steps, got.batch), (0.02, 7, base.batch));
+        #[derive(Clone, serde::Serialize, serde::Deserialize)]
+        struct Both {
+            train: hedge_agnostic::TrainConfig,
+            model: hedge_agnostic::ModelConfig,
+        }
+        let both = Both { train: base, model: hedge_agnostic::ModelConfig::default() };
+        let got = with_set(&both, &["train.learning_rate=0.5".into(), "model.bottleneck=64".into()], "sweep").unwrap();
+        assert_eq!((got.train.learning_rate, got.model.bottleneck), (0.5, Some(64)));
+        let e = with_set(&both, &["train.lr=0.5".into()], "sweep").err().unwrap().to_string();
+        assert!(e.contains("train.lr") && e.contains("no such setting"), "{e}");
     }
 }

@@ -82,13 +82,13 @@ fn active_run_with_the_paper_recipe_records_it() {
 /// The authors' settings, the default on their four sets: 20 + 100 = 120 labels and, on energy,
 /// their half-power-of-two minibatches; the summary says both. `--protocol paper` on a dataset
 /// their scripts do not cover is refused before anything is written, and such data runs hedge's
-/// protocol by default.
+/// protocol by default; `--set` reaches any setting of the loop, and a misspelt one is refused.
 #[test]
 fn active_run_with_the_authors_protocol_records_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("energy");
     let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
-        .args(["active", "run", "--dataset", "uci/energy", "--epochs", "2"])
+        .args(["active", "run", "--dataset", "uci/energy", "--epochs", "2", "--set", "model.weight_decay=0.001"])
         .args(["--seeds", "1", "--method", "random", "--out", out.to_str().unwrap()])
         .output()
         .unwrap();
@@ -99,11 +99,28 @@ fn active_run_with_the_authors_protocol_records_it() {
     let config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("config.json")).unwrap()).unwrap();
     assert_eq!(config["loop"]["model"]["minibatch"], "half-power-of-two");
+    assert_eq!(config["loop"]["model"]["weight_decay"], 0.001, "--set lands in the settings");
     let rounds = std::fs::read_to_string(out.join("rounds.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(rounds.lines().last().unwrap()).unwrap();
     assert_eq!(last["labels"], 120);
 
     let refused = dir.path().join("concrete");
+    let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
+        .args([
+            "active",
+            "run",
+            "--dataset",
+            "uci/concrete",
+            "--set",
+            "model.epocs=3",
+            "--out",
+            refused.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("model.epocs") && e.contains("no such setting"), "{e}");
+    assert!(!refused.exists());
     let o = Command::new(env!("CARGO_BIN_EXE_hedge"))
         .args(["active", "run", "--dataset", "uci/concrete", "--protocol", "paper", "--seeds", "1"])
         .args(["--out", refused.to_str().unwrap()])

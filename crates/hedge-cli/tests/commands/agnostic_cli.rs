@@ -138,7 +138,8 @@ fn adult_sweep_measures_the_parity_gap_and_the_leak() {
 
 /// Jia et al.'s settings (`--protocol paper`) exist for the context-mnist analogue of their
 /// experiments only; elsewhere they are refused before anything is written, and they fix the
-/// schedule, so `--steps` is refused beside them.
+/// schedule, so `--steps` is refused beside them. A `--set` that names no setting is refused
+/// before anything is written too.
 #[test]
 fn the_papers_training_protocol_is_refused_where_it_does_not_apply() {
     let dir = tempfile::tempdir().unwrap();
@@ -149,6 +150,11 @@ fn the_papers_training_protocol_is_refused_where_it_does_not_apply() {
     assert!(!out.exists());
     let o = hedge(&["agnostic", "sweep", "--protocol", "paper", "--steps", "10", "--out", out.to_str().unwrap()]);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--steps"));
+    assert!(!out.exists());
+    let o =
+        hedge(&["agnostic", "sweep", "--dataset", "adult", "--set", "train.lr=0.1", "--out", out.to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("train.lr") && e.contains("no such setting"), "{e}");
     assert!(!out.exists());
 }
 

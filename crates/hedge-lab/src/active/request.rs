@@ -105,6 +105,11 @@ pub struct RegressionRequest {
     /// [default: the recipe's].
     #[arg(long, value_enum)]
     pub layer_init: Option<LayerInit>,
+    /// Any loop or network setting by its name under config.json's `loop`, laid over the flags
+    /// (e.g. --set model.epochs=300 --set target_scaling=false). Refused with its path
+    /// when there is no such setting.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 impl RegressionRequest {
@@ -149,6 +154,7 @@ impl RegressionRequest {
                 ..model
             },
         };
+        let loop_config = crate::request::with_set(&loop_config, &self.set, "the experiment's loop")?;
         Ok(RegressionExperiment {
             schema: ACTIVE_SCHEMA,
             command,
@@ -199,12 +205,19 @@ pub struct ClassificationRequest {
     /// Random projections J for ACS-FW.
     #[arg(long, default_value_t = 10)]
     pub projections: i64,
+    /// Any loop or network setting by its name under config.json's `loop`, laid over the flags
+    /// (e.g. --set model.learning_rate=0.01). Refused with its path when there is no such setting.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }
 
 impl ClassificationRequest {
     /// The experiment these flags ask for, `command` recorded with it, run on libtorch's current
     /// thread count.
-    pub fn experiment(&self, command: String) -> ClassificationExperiment {
+    ///
+    /// # Errors
+    /// A `--set` key the loop's settings do not have.
+    pub fn experiment(&self, command: String) -> Result<ClassificationExperiment> {
         let mut loop_config = ClassLoopConfig {
             init: self.init,
             batch: self.batch,
@@ -215,7 +228,8 @@ impl ClassificationRequest {
             ..Default::default()
         };
         loop_config.model = loop_config.model.with_steps(self.steps);
-        ClassificationExperiment {
+        let loop_config = crate::request::with_set(&loop_config, &self.set, "the experiment's loop")?;
+        Ok(ClassificationExperiment {
             schema: ACTIVE_SCHEMA,
             command,
             dataset: self.dataset.clone(),
@@ -226,6 +240,6 @@ impl ClassificationRequest {
             seeds: self.seeds,
             test: self.test,
             threads: tch::get_num_threads(),
-        }
+        })
     }
 }

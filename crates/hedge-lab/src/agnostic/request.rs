@@ -120,6 +120,18 @@ pub struct SweepRequest {
     /// Adam steps per probe.
     #[arg(long, default_value_t = 300)]
     pub probe_steps: usize,
+    /// Any training or network setting by its name in config.json, laid over the flags (e.g.
+    /// --set train.momentum=0.5 --set model.negative_slope=0.1). Refused with its path when the
+    /// settings have no such field.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// The settings of a sweep that `--set` reaches.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Settable {
+    train: TrainConfig,
+    model: ModelConfig,
 }
 
 impl SweepRequest {
@@ -193,9 +205,10 @@ impl SweepRequest {
                 "stacks an eraser on an adversarially trained network: give a post-hoc --removal (leace, kernel…), or set α with --alphas",
             ));
         }
-        train.with_alpha(alphas[0]).check_ref()?;
-        check_method(&removal, self.adversary, dataset)?;
         let model = ModelConfig::default().with_negative_slope(self.negative_slope).with_bottleneck(self.bottleneck);
+        let Settable { train, model } = crate::request::with_set(&Settable { train, model }, &self.set, "the sweep")?;
+        train.with_alpha(alphas[0]).check_ref()?;
+        check_method(&removal, train.adversary, dataset)?;
         model.check_ref()?;
         let (data, description, model) = PreparedData::build(dataset, &options, model, root)?;
         let repeats = self.repeats.unwrap_or(match self.protocol {
