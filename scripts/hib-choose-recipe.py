@@ -142,7 +142,7 @@ def ab_study_arms(study):
 
 def ab_runs(study):
     """(arm, seed, folder, test report) of an A/B study's runs: the shell loop's `<arm>-seed<N>/`
-    with `<arm>-seed<N>.test.json` beside it, and `hedge hib study`'s `runs/<arm>,seed=<N>/` with
+    with `<arm>-seed<N>.test.json` beside it, and `hedge study`'s `runs/<arm>,seed=<N>/` with
     its `eval.json`."""
     runs = [(arm, seed, folder, f"{folder}.test.json") for arm, seed, folder in lever_runs(study)]
     base = os.path.join(HIB, study, "runs")
@@ -193,7 +193,7 @@ def choose_ab_arm(study, min_seeds):
     if short or len(control) < min_seeds:
         sys.exit(f"hib-choose-recipe: results/hib/{study}: fewer than {min_seeds} finished seeds for "
                  f"{', '.join(short + ([f'control ({len(control)})'] if len(control) < min_seeds else []))}; "
-                 f"finish them (hedge hib study --plan studies/hib/ab-{study}.toml) or lower --min-seeds")
+                 f"finish them (hedge study studies/hib/ab-{study}.toml) or lower --min-seeds")
     best, verdicts = None, []
     for arm in arms:
         seeds = sorted(scores[arm])
@@ -283,14 +283,14 @@ def main():
         return main_ab(args)
 
     if not lever_runs(args.study):
-        sys.exit(f"hib-choose-recipe: results/hib/{args.study} holds no lever run (hedge hib study --plan studies/hib/{args.study}.toml makes them)")
+        sys.exit(f"hib-choose-recipe: results/hib/{args.study} holds no lever run (hedge study studies/hib/{args.study}.toml makes them)")
     levers = args.levers.split(",") if args.levers else study_levers(args.study)
     ranked = ranked_levers(args.study)
     counts = {lever: len(runs) for lever, _, runs in ranked}
     short = [f"{lever} ({counts.get(lever, 0)})" for lever in levers if counts.get(lever, 0) < args.min_seeds]
     if short:
         sys.exit(f"hib-choose-recipe: results/hib/{args.study}: these levers have fewer than {args.min_seeds} "
-                 f"finished seeds: {', '.join(short)}; finish them (hedge hib study --plan studies/hib/{args.study}.toml) "
+                 f"finished seeds: {', '.join(short)}; finish them (hedge study studies/hib/{args.study}.toml) "
                  f"or lower --min-seeds")
     winner, mean, runs = ranked[0]
     folder = min(runs)[2]

@@ -263,3 +263,11 @@ def test_evaluate_gives_the_command_lines_report(trained):
     assert quadrature.knn_accuracy.clean is None and quadrature.reliability is not None
     with pytest.raises(ValueError, match="estimator"):
         run.evaluate(estimator="exact")
+    # Its own weights named as a file score as the run does (as `--weights`); a validation
+    # digit set that does not exist is refused by name.
+    named = run.evaluate(estimator="quadrature", candidates=20, metrics=["ece", "aurc"],
+                         weights=run.path / "model.safetensors")
+    assert named.reliability.ece == quadrature.reliability.ece
+    assert named.verification_aurc.mean == quadrature.verification_aurc.mean
+    with pytest.raises(ValueError, match="validation_digits"):
+        run.evaluate(split="validation", validation_digits="fresh")

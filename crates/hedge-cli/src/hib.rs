@@ -24,9 +24,6 @@ pub enum HibCommand {
     Curve(CurveArgs),
     /// Train and evaluate point, MoG-1 and MoG-2; write the paper's tables, summary.json, figures.
     Reproduce(Box<crate::reproduce::ReproduceArgs>),
-    /// Train and evaluate a grid of runs from a plan file (a lever study, seeds of recipes):
-    /// `runs/<name>/` each, runs.jsonl, summary.json and table.md; --resume continues it.
-    Study(Box<crate::study::StudyArgs>),
     /// Quality against training wall-clock of runs trained with --watch-every: when each reached
     /// the paper's Table 1 values (Markdown) and one plot per metric.
     TimeToQuality(TimeToQualityArgs),
@@ -233,7 +230,6 @@ pub fn run(command: HibCommand) -> Result<()> {
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
-        HibCommand::Study(args) => crate::study::run(*args),
         HibCommand::TimeToQuality(args) => time_to_quality(args),
         HibCommand::Index(args) => crate::identification::index(*args),
         HibCommand::Search(args) => crate::identification::search(args),

@@ -1,5 +1,5 @@
-//! `hedge study`: a plan of any commands, run by `hedge_lab::study` with this command line as its
-//! step runner; and `hedge hib study`: a grid of HIB runs (`hedge_lab::hib::study`).
+//! `hedge study`: a plan of steps of any command, run by `hedge_lab::study` with this command
+//! line as its step runner, or a HIB grid plan (`hedge_lab::hib::study`).
 
 use std::path::PathBuf;
 
@@ -11,42 +11,77 @@ use hedge_lab::study::{self as plan, BoxedError, PlanFile, Runner, StepRecord, S
 use hedge_run::Experiment;
 
 #[derive(Args)]
-pub struct StudyArgs {
-    /// The plan: TOML with an optional `recipe`, `steps`, `repeats`, `[settings]` every run
-    /// shares, a `[grid]` of values per setting and/or `[[runs]]` by name (settings by the names
-    /// a run's config.json writes).
-    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+pub struct PlanArgs {
+    /// The plan: TOML with `[[steps]]` (each a command and its flags), or a HIB grid plan (a
+    /// `recipe`, `[settings]` every run shares, a `[grid]` and/or `[[runs]]`).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     plan: Option<PathBuf>,
-    /// The study's folder: a new one, or this plan's own, which the command continues from its
-    /// last finished run (the same command given again after any interruption).
-    #[arg(long, required_unless_present_any = ["resume", "dry_run"], conflicts_with = "resume")]
+    /// The study's folder [default: the plan's `out`]: a new one, or this plan's own, which the
+    /// same command given again continues where it stopped.
+    #[arg(long)]
     out: Option<PathBuf>,
-    /// Start a new study in an --out that holds an earlier one (its files are replaced; run
-    /// folders under runs/ with the same settings are continued or read back).
-    #[arg(long, requires = "out")]
+    /// Start over in an --out that holds an earlier study (its log is replaced; each step's own
+    /// folder, and a HIB grid's runs with the same settings, are continued or read back).
+    #[arg(long)]
     overwrite: bool,
-    /// Continue the study in this folder from its last finished run.
+    /// Continue the study in this folder where it stopped.
     #[arg(long)]
     resume: Option<PathBuf>,
-    /// cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    /// Print the runs the plan resolves to (name, the run whose planned steps it trains, its
-    /// settings) and stop.
+    /// Print the steps as command lines (a HIB grid: its runs and their settings) and stop.
     #[arg(long, requires = "plan")]
     dry_run: bool,
-    /// Intra-op threads (0: libtorch's default).
+    /// A HIB grid's device: cpu, cuda, cuda:N or auto (a step gives its own).
+    #[arg(long, default_value = "cpu", value_parser = crate::device)]
+    device: tch::Device,
+    /// A HIB grid's intra-op threads (0: libtorch's default; a step gives its own).
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }
 
-pub fn run(args: StudyArgs) -> Result<()> {
+pub fn run_plan(args: PlanArgs) -> Result<()> {
+    let runner: Runner = std::sync::Arc::new(CommandLineRunner);
+    let grid = match (&args.resume, &args.plan) {
+        (Some(dir), _) => {
+            let config: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("config.json"))?)?;
+            config.get("runs").is_some()
+        }
+        (None, Some(path)) => !hedge_lab::study::lists_steps(path)?,
+        (None, None) => unreachable!("clap requires PLAN without --resume"),
+    };
+    if grid {
+        return run_grid(&args);
+    }
+    let (study, out) = match (&args.resume, &args.plan) {
+        (Some(dir), _) => (plan::Study::resume(dir, &runner, |_| {})?.0, dir.clone()),
+        (_, path) => {
+            let path = path.as_ref().expect("clap requires PLAN without --resume");
+            let plan = PlanFile::from_toml_file(path)?;
+            let study = plan.resolve(path)?;
+            if args.dry_run {
+                study.check_steps(runner.as_ref())?;
+                print!("{}", study.table(&[]));
+                return Ok(());
+            }
+            let out = args.out.clone().or(plan.out).context("the plan names no `out` folder: give --out DIR")?;
+            study.run_or_resume(&runner, &out, args.overwrite, |r| tracing::info!("{} finished", r.name))?;
+            (study, out)
+        }
+    };
+    let finished = hedge_run::RunDirectory::open(&out)?.read_json_lines::<StepRecord>(STEPS_LOG)?;
+    print!("{}", study.table(&finished));
+    println!("study log in {}", out.display());
+    Ok(())
+}
+
+/// A HIB grid plan: its runs trained, evaluated and tabled.
+fn run_grid(args: &PlanArgs) -> Result<()> {
     crate::set_threads(args.threads)?;
     let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.device };
     let finished = |r: StudyRecord| tracing::info!("{} finished ({} steps)", r.name, r.steps);
-    let (summary, out) = match (&args.resume, &args.plan, &args.out) {
-        (Some(dir), _, _) => (Study::resume(dir, &env, finished)?.1, dir.clone()),
-        (None, Some(plan), out) => {
+    let (summary, out) = match (&args.resume, &args.plan) {
+        (Some(dir), _) => (Study::resume(dir, &env, finished)?.1, dir.clone()),
+        (_, plan) => {
+            let plan = plan.as_ref().expect("clap requires PLAN without --resume");
             let data = ReproduceData::new(&env);
             let study = StudyPlan::from_toml_file(plan)?.resolve(&data.images, &crate::command_line())?;
             if args.dry_run {
@@ -60,43 +95,13 @@ pub fn run(args: StudyArgs) -> Result<()> {
                 }
                 return Ok(());
             }
-            let out = out.as_ref().expect("clap requires --out with --plan");
+            let out = args.out.as_ref().context("a HIB grid plan names no folder: give --out DIR")?;
             (study.run_or_resume(&env, out, args.overwrite, finished)?, out.clone())
         }
-        (None, None, _) => unreachable!("clap requires --plan without --resume"),
     };
     print!("{}", study_table(&summary));
     println!("results in {}", out.display());
     Ok(())
-}
-
-/// `hedge study`: a plan of steps of any command, or a HIB grid plan.
-#[derive(Args)]
-pub struct PlanArgs {
-    /// The plan: TOML with `[[steps]]` (each a command and its flags), or a HIB grid plan (as
-    /// `hedge hib study --plan` takes).
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
-    plan: Option<PathBuf>,
-    /// The study's folder [default: the plan's `out`]: a new one, or this plan's own, which the
-    /// same command given again continues at its first unfinished step.
-    #[command(flatten)]
-    folder: OptionalFolder,
-    /// Print every step as a command line and stop.
-    #[arg(long, requires = "plan")]
-    dry_run: bool,
-}
-
-#[derive(Args)]
-struct OptionalFolder {
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Start over in an --out that holds an earlier study (its log is replaced; each step's own
-    /// folder is continued or refused by the step itself).
-    #[arg(long)]
-    overwrite: bool,
-    /// Continue the study in this folder at its first unfinished step.
-    #[arg(long)]
-    resume: Option<PathBuf>,
 }
 
 /// Runs a step as the command it names, in this process.
@@ -134,51 +139,6 @@ impl StepRunner for CommandLineRunner {
         *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = None;
         result.map_err(Into::into)
     }
-}
-
-pub fn run_plan(args: PlanArgs) -> Result<()> {
-    let runner: Runner = std::sync::Arc::new(CommandLineRunner);
-    let folder = &args.folder;
-    let (study, out) = match (&folder.resume, &args.plan) {
-        (Some(dir), _) => (plan::Study::resume(dir, &runner, |_| {})?.0, dir.clone()),
-        (None, Some(path)) => {
-            if !hedge_lab::study::lists_steps(path)? {
-                // A HIB grid plan: one step of `hedge hib study`.
-                let mut words: Vec<String> = vec!["--plan".into(), path.display().to_string()];
-                match (&folder.out, args.dry_run) {
-                    (_, true) => words.push("--dry-run".into()),
-                    (Some(out), false) => words.extend(["--out".into(), out.display().to_string()]),
-                    (None, false) => {
-                        anyhow::bail!("{}: a HIB grid plan names no folder: give --out DIR", path.display())
-                    }
-                }
-                words.extend(folder.overwrite.then(|| "--overwrite".to_string()));
-                let step = StudyStep {
-                    name: "hib study".into(),
-                    command: vec!["hib".into(), "study".into()],
-                    args: words,
-                    ..Default::default()
-                };
-                println!("{}", step.command_line());
-                return runner.run(&step).map_err(anyhow::Error::from_boxed);
-            }
-            let plan = PlanFile::from_toml_file(path)?;
-            let study = plan.resolve(path)?;
-            if args.dry_run {
-                study.check_steps(runner.as_ref())?;
-                print!("{}", study.table(&[]));
-                return Ok(());
-            }
-            let out = folder.out.clone().or(plan.out).context("the plan names no `out` folder: give --out DIR")?;
-            study.run_or_resume(&runner, &out, folder.overwrite, |r| tracing::info!("{} finished", r.name))?;
-            (study, out)
-        }
-        (None, None) => unreachable!("clap requires PLAN without --resume"),
-    };
-    let finished = hedge_run::RunDirectory::open(&out)?.read_json_lines::<StepRecord>(STEPS_LOG)?;
-    print!("{}", study.table(&finished));
-    println!("study log in {}", out.display());
-    Ok(())
 }
 
 /// Runs a step in a process of its own: its program (hedge itself by default) with its

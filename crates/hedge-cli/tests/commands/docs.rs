@@ -249,3 +249,25 @@ fn architecture_s_worked_examples_are_the_compiled_code() {
         }
     }
 }
+
+/// ARCHITECTURE.md's study plans are shipped ones: every line of its TOML examples is a line of a
+/// plan under studies/.
+#[test]
+fn architecture_s_study_examples_are_shipped_plans() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let start = text.find("### A study").expect("ARCHITECTURE.md has '### A study'");
+    let body = &text[start..];
+    let body = &body[..body[4..].find("\n### ").map_or(body.len(), |e| e + 4)];
+    let mut plans = String::new();
+    for folder in ["studies/active", "studies/hib"] {
+        for entry in std::fs::read_dir(root().join(folder)).unwrap().flatten() {
+            plans.push_str(&std::fs::read_to_string(entry.path()).unwrap());
+        }
+    }
+    let plan_lines: Vec<&str> = plans.lines().map(str::trim).collect();
+    let blocks: Vec<&str> = body.split("```toml").skip(1).map(|b| &b[..b.find("```").unwrap()]).collect();
+    assert_eq!(blocks.len(), 2, "a plan of steps and a HIB grid");
+    for line in blocks.iter().flat_map(|b| b.lines()).map(str::trim).filter(|l| !l.is_empty()) {
+        assert!(plan_lines.contains(&line), "`{line}` is in no plan under studies/");
+    }
+}

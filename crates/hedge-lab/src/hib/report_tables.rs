@@ -1295,7 +1295,7 @@ fn long_run_length(results: &Results) -> Result<String> {
 
 /// The finished runs of an A/B study: `(arm, seed, run folder, its test-split report)`, from
 /// the shell loop's layout (`<arm>-seed<N>/` with `<arm>-seed<N>.test.json` beside it) and from
-/// `hedge hib study`'s (`runs/<arm>,seed=<N>/` with its `eval.json`).
+/// `hedge study`'s (`runs/<arm>,seed=<N>/` with its `eval.json`).
 fn ab_runs(results: &Results, study: &str) -> Vec<(String, u64, String, String)> {
     let mut runs: Vec<(String, u64, String, String)> = lever_runs(results, study)
         .into_iter()
@@ -1346,7 +1346,7 @@ fn ab(results: &Results, study: &str, levers: &[&str], control_from: Option<(&st
         }
     }
     if runs.is_empty() || (control_from.is_some() && !runs.iter().any(|r| levers.contains(&r.0 .0.as_str()))) {
-        return Ok(format!("Not run yet (`hedge hib study --plan studies/hib/ab-{study}.toml`)."));
+        return Ok(format!("Not run yet (`hedge study studies/hib/ab-{study}.toml`)."));
     }
     let mut tests: BTreeMap<(String, u64), EvalReport> = BTreeMap::new();
     let mut digits = BTreeSet::new();
@@ -1927,7 +1927,7 @@ fn n3_levers(results: &Results) -> Result<String> {
         ));
     }
     if rows.is_empty() {
-        return Ok("No run has ended yet (`hedge hib study --plan studies/hib/n3-levers.toml`).".into());
+        return Ok("No run has ended yet (`hedge study studies/hib/n3-levers.toml`).".into());
     }
     // The table the study set out from (trained before it, on the recipe without weight decay).
     let table = "n3-d2-l-peak1e-2-16x16";
@@ -2758,7 +2758,7 @@ mod tests {
     }
 
     /// An A/B study's finished runs are found in both layouts it may have: the shell loop's
-    /// (`<arm>-seed<N>/` with `.test.json` beside it) and `hedge hib study`'s (`runs/<arm>,seed=<N>/`
+    /// (`<arm>-seed<N>/` with `.test.json` beside it) and `hedge study`'s (`runs/<arm>,seed=<N>/`
     /// with its `eval.json`); a run without its test report has not finished and is left out.
     #[test]
     fn an_ab_studys_runs_are_read_from_the_loops_layout_and_the_study_engines() {

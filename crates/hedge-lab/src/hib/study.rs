@@ -1,6 +1,6 @@
 //! A study: a grid of HIB runs that differ in a few settings (a lever study, seeds of two
 //! recipes), trained and evaluated in order on hedge's one engine ([`hedge_run::Experiment`]),
-//! started by `hedge hib study --plan F --out DIR` and continued by `--resume DIR`. Each run
+//! started by `hedge study F --out DIR` and continued by `--resume DIR`. Each run
 //! trains in `runs/<name>/` (resuming from its own checkpoint there), is evaluated on its
 //! protocol's test splits (the main one in the table), and is logged to `runs.jsonl`; `summary.json` and `table.md` are
 //! written from that log. No shell loop tests for files: an interrupted study resumes from its
@@ -146,11 +146,7 @@ impl StudyPlan {
         let text =
             std::fs::read_to_string(path).map_err(|e| hedge_run::RunError::Io { path: path.into(), source: e })?;
         let mut plan: StudyPlan = toml::from_str(&text).map_err(|e| {
-            crate::error::invalid(
-                "plan",
-                path.display(),
-                format!("not a study plan (see `hedge hib study --help`): {e}"),
-            )
+            crate::error::invalid("plan", path.display(), format!("not a study plan (see `hedge study --help`): {e}"))
         })?;
         if let Some(recipe) = &plan.recipe {
             plan.recipe = Some(path.parent().unwrap_or(Path::new(".")).join(recipe));
