@@ -384,6 +384,21 @@ impl LadderAudit {
         self.rungs.iter().filter_map(|r| r.excess().map(|e| (r.rung.as_str(), e))).max_by(|a, b| a.1.total_cmp(&b.1))
     }
 
+    /// One sentence on the audit at the bar `max_excess`: the worst rung and its excess over
+    /// the decision floor, or, without decisions, how many rungs read the concept above chance.
+    pub fn verdict(&self, max_excess: f64) -> String {
+        match self.worst_rung() {
+            Some((rung, excess)) => format!(
+                "worst rung: {rung}, {excess:+.4} over the decision floor ({} at the audit's bar of {max_excess})",
+                if excess <= max_excess { "passes" } else { "fails" }
+            ),
+            None => format!(
+                "no decisions given: {} rung(s) outside the chance interval",
+                self.rungs.iter().filter(|r| !r.features.at_chance).count()
+            ),
+        }
+    }
+
     /// Whether every rung reads at most `max_excess` more from the features than from the
     /// decisions; without decisions, whether every rung stayed inside its chance interval.
     pub fn passes(&self, max_excess: f64) -> bool {

@@ -4,12 +4,16 @@ use crate::{AnnError, Result};
 
 /// Settings of the HNSW graph (Malkov & Yashunin 2018).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct AnnConfig {
-    /// Links per point on the upper layers (HNSW's M); layer 0 keeps twice as many.
+    /// HNSW links per point on the upper layers (M); layer 0 keeps twice as many.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 16))]
     pub max_connections: usize,
-    /// Candidates kept while inserting a point (efConstruction).
+    /// HNSW candidates kept while inserting a point (efConstruction).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 200))]
     pub ef_construction: usize,
-    /// Candidates kept while searching (ef); raised to the number asked for when smaller.
+    /// HNSW candidates kept while searching (ef); raised to the number asked for when smaller.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 200))]
     pub ef_search: usize,
 }
 

@@ -112,17 +112,7 @@ pub fn run(command: AgnosticCommand) -> Result<()> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&audit)?);
             } else {
-                print!("{}", audit.to_markdown());
-                match audit.worst_rung() {
-                    Some((rung, excess)) => println!(
-                        "\nworst rung: {rung}, {excess:+.4} over the decision floor ({} at the audit's bar of 0.01)",
-                        if excess <= 0.01 { "passes" } else { "fails" }
-                    ),
-                    None => println!(
-                        "\nno decisions given: {} rung(s) outside the chance interval",
-                        audit.rungs.iter().filter(|r| !r.features.at_chance).count()
-                    ),
-                }
+                print!("{}\n{}\n", audit.to_markdown(), audit.verdict(0.01));
             }
             Ok(())
         }

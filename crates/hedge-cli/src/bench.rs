@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use hedge_embed::HibConfig;
-use hedge_lab::active::bench::{AcsFwBench, PoolStorage};
+use hedge_lab::active::bench::AcsFwBench;
 use hedge_lab::bayes::bench::GpBench;
 use hedge_lab::hib::bench::{throughput, RecipeBench};
 
@@ -100,22 +100,8 @@ pub struct RecipeBenchArgs {
 
 #[derive(Args)]
 pub struct AcsFwBenchArgs {
-    /// Pool sizes N.
-    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
-    pool: Vec<usize>,
-    /// Projection dimensions J (the paper's default is 10).
-    #[arg(long, value_delimiter = ',', default_value = "10,100")]
-    projections: Vec<usize>,
-    /// Frank–Wolfe iterations per batch (the batch size b).
-    #[arg(long, value_delimiter = ',', default_value = "10,100")]
-    batch: Vec<usize>,
-    /// Timed batches per case (after one untimed warm-up).
-    #[arg(long, default_value_t = 20)]
-    repeats: usize,
-    /// Where the pool lives: in memory, or streamed from an .npy file one pass per
-    /// Frank–Wolfe iteration (for pools larger than memory); each is a case of its own.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "in-memory")]
-    storage: Vec<PoolStorage>,
+    #[command(flatten)]
+    bench: AcsFwBench,
     /// Directory for pool_N_J.npz (vectors, picks_b), streamed pools (pool_N_J.npy) and rust.json.
     #[arg(long)]
     export: Option<std::path::PathBuf>,
@@ -133,21 +119,8 @@ pub struct BayesBenchArgs {
     /// Print one JSON object only.
     #[arg(long)]
     json: bool,
-    /// Training rows for the exact GP (taken from kin8nm split 0).
-    #[arg(long, value_delimiter = ',', default_value = "2000,5000")]
-    exact_rows: Vec<usize>,
-    /// Pseudo-inputs for FITC and VFE on protein split 0 (`--inducing` alone: no sparse GP).
-    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "256,512")]
-    inducing: Vec<usize>,
-    /// Timed objective-and-gradient evaluations per case.
-    #[arg(long, default_value_t = 3)]
-    evals: usize,
-    /// Also time complete fits (L-BFGS to convergence, no restarts).
-    #[arg(long)]
-    fit: bool,
-    /// L-BFGS iterations per fit.
-    #[arg(long, default_value_t = 200)]
-    max_iters: usize,
+    #[command(flatten)]
+    bench: GpBench,
 }
 
 #[derive(Args)]
@@ -161,11 +134,8 @@ pub struct BenchArgs {
     /// Untimed warm-up steps.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    /// Intra-op threads (0: libtorch's default).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
     /// Number format of the convolutions.
     #[arg(long, value_enum, default_value = "auto")]
     precision: hedge_embed::ConvPrecision,
@@ -189,8 +159,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::ExactSearch(a) => return crate::identification::bench_exact(a),
         BenchCommand::Quadrature(a) => return bench_quadrature(a),
     };
-    crate::set_threads(args.threads)?;
-    let device = args.device;
+    let device = args.compute.apply()?;
     let precision = args.precision.resolve(device)?;
     let config = HibConfig::default().with_dim(args.dim).with_conv_precision(precision);
     // Both numbers are always measured, so one JSON object carries both keys.
@@ -234,26 +203,13 @@ fn bench_quadrature(args: QuadratureBenchArgs) -> Result<()> {
 }
 
 fn bench_bayes(args: BayesBenchArgs) -> Result<()> {
-    let bench = GpBench {
-        exact_rows: args.exact_rows,
-        inducing: args.inducing,
-        evals: args.evals,
-        fit: args.fit,
-        max_iters: args.max_iters,
-    };
-    let report = bench.run(&hedge_data::DataRoot::from_env())?;
+    let report = args.bench.run(&hedge_data::DataRoot::from_env())?;
     println!("{}", if args.json { serde_json::to_string(&report)? } else { report.markdown() });
     Ok(())
 }
 
 fn bench_acs_fw(args: AcsFwBenchArgs) -> Result<()> {
-    let bench = AcsFwBench {
-        pool: args.pool,
-        projections: args.projections,
-        batch: args.batch,
-        repeats: args.repeats,
-        storage: args.storage,
-    };
+    let bench = args.bench;
     if let Some(dir) = &args.export {
         hedge_run::atomic::check_output_dir(dir, hedge_lab::active::bench::ACS_FW_EXPORT_KIND, args.overwrite)?;
     }

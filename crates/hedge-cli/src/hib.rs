@@ -69,10 +69,8 @@ pub struct CurveArgs {
     /// curve.json; test_seen writes curve_test_seen.json].
     #[arg(long, value_enum)]
     split: Option<TestSplit>,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 #[derive(Args)]
@@ -131,10 +129,8 @@ pub struct EvalArgs {
     /// Also write the report as JSON to this file (replacing only a report hedge wrote there).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 /// The split a command names, or the protocol's main test split of the run's config.
@@ -171,12 +167,8 @@ pub struct TrainArgs {
     resume: Option<PathBuf>,
     #[command(flatten)]
     request: TrainRequest,
-    /// cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    /// Intra-op threads (0: libtorch's default).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
     /// Skip the closing verification check on the protocol's test split.
     #[arg(long)]
     no_eval: bool,
@@ -207,10 +199,8 @@ pub struct EmbedArgs {
     /// scores) or a kept copy in RUN_DIR/checkpoints/.
     #[arg(long)]
     weights: Option<PathBuf>,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 pub fn run(command: HibCommand) -> Result<()> {
@@ -219,14 +209,14 @@ pub fn run(command: HibCommand) -> Result<()> {
         HibCommand::Embed(args) => embed(args),
         HibCommand::Eval(args) => eval(args),
         HibCommand::Curve(args) => {
-            crate::set_threads(args.threads)?;
+            let device = args.compute.apply()?;
             let run = RunDir::open(&args.run)?;
             let split = match args.split {
                 Some(s) => s.into(),
                 None => run.read_config()?.hib.data.protocol.main_test_split(),
             };
             let data = HibData::new(hedge_data::DataRoot::from_env());
-            curve(&run, &data, args.repeats, split, args.device, &crate::command_line())?;
+            curve(&run, &data, args.repeats, split, device, &crate::command_line())?;
             Ok(())
         }
         HibCommand::Reproduce(args) => crate::reproduce::run(*args),
@@ -252,8 +242,7 @@ fn time_to_quality(args: TimeToQualityArgs) -> Result<()> {
 }
 
 fn train(args: TrainArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let device = args.device;
+    let device = args.compute.apply()?;
     // Every image this command reads comes through here, read once.
     let data = HibData::new(hedge_data::DataRoot::from_env());
     let started = args.out.as_ref().filter(|out| args.continue_run && out.join("config.json").is_file());
@@ -286,8 +275,7 @@ fn train(args: TrainArgs) -> Result<()> {
 }
 
 fn embed(args: EmbedArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let device = args.device;
+    let device = args.compute.apply()?;
     let run = RunDir::open(&args.run)?;
     let split = split_or_main(args.split.as_deref(), &run)?;
     check_output_path(&args.out, args.overwrite, is_embedding_npz)?;
@@ -326,8 +314,7 @@ fn is_time_to_quality_report(path: &Path) -> bool {
 }
 
 fn eval(args: EvalArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let device = args.device;
+    let device = args.compute.apply()?;
     let run = RunDir::open(&args.run)?;
     let estimator = match args.match_estimator {
         EstimatorArg::Mc => MatchEstimator::MonteCarlo { samples: args.samples },

@@ -4,16 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use hedge_data::ImageSet;
 use hedge_identify::{build_index, AnnConfig, IndexFiles, IndexRequest, SearchOptions, SearchSpace, UncertaintyScore};
 use hedge_lab::hib::identification;
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ScoreArg {
-    Eta,
-    Margin,
-}
 
 #[derive(Args)]
 pub struct IndexArgs {
@@ -34,7 +28,7 @@ pub struct IndexArgs {
     /// What ranks probes from sure to unsure: eta (the probe's self-mismatch, the paper's) or
     /// margin (1 - (p1 - p2) of the best two identities' match probabilities).
     #[arg(long, value_enum, default_value = "eta")]
-    abstain_by: ScoreArg,
+    abstain_by: UncertaintyScore,
     /// New index folder.
     #[arg(long)]
     out: PathBuf,
@@ -53,11 +47,9 @@ pub struct IndexArgs {
     #[arg(long)]
     candidates_by: Option<String>,
     #[command(flatten)]
-    ann: AnnArgs,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    ann: AnnConfig,
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 #[derive(Args)]
@@ -81,27 +73,14 @@ pub struct SearchArgs {
     /// The run, when it moved since the index was built (its weights must be the same).
     #[arg(long)]
     run: Option<PathBuf>,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 #[derive(Args)]
 pub struct SearchBenchArgs {
-    /// Gallery embeddings (synthetic: ten per identity around N(0, I) centres).
-    #[arg(long, default_value_t = 1_000_000)]
-    points: usize,
-    /// Embedding dimensions to measure, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,3,16")]
-    dims: Vec<usize>,
-    /// Queries timed and checked against exact search.
-    #[arg(long, default_value_t = 1000)]
-    queries: usize,
     #[command(flatten)]
-    ann: AnnArgs,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    bench: identification::SearchBench,
     /// Also write the rows as JSON to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -109,60 +88,17 @@ pub struct SearchBenchArgs {
 
 #[derive(Args)]
 pub struct ExactSearchBenchArgs {
-    /// The loss whose closed form is searched in its exact space (one that has one).
-    #[arg(long)]
-    loss: String,
-    /// Gallery sizes, comma-separated (synthetic Gaussian embeddings: ten per identity around
-    /// N(0, I) centres, per-dimension variance 0.01 exp(U(-2, 2))).
-    #[arg(long, value_delimiter = ',', default_value = "100000,1000000")]
-    points: Vec<usize>,
-    /// Embedding dimensions, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,16")]
-    dims: Vec<usize>,
-    /// Queries timed and checked against the closed form's exact top 10.
-    #[arg(long, default_value_t = 1000)]
-    queries: usize,
-    /// Items the means graph proposes per query for the closed form's re-rank (`hib index --candidates`).
-    #[arg(long, default_value_t = 100)]
-    candidates: usize,
     #[command(flatten)]
-    ann: AnnArgs,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    bench: identification::ExactSearchBench,
     /// Also write the rows as JSON to this file.
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
-/// The HNSW graph's settings (`hib index`, `bench search`).
-#[derive(Args)]
-pub struct AnnArgs {
-    /// HNSW links per point (M).
-    #[arg(long, default_value_t = 16)]
-    max_connections: usize,
-    /// HNSW candidates kept while inserting.
-    #[arg(long, default_value_t = 200)]
-    ef_construction: usize,
-    /// HNSW candidates kept while searching.
-    #[arg(long, default_value_t = 200)]
-    ef_search: usize,
-}
-
-impl AnnArgs {
-    fn config(&self) -> Result<AnnConfig> {
-        let ann = AnnConfig::default()
-            .with_max_connections(self.max_connections)
-            .with_ef_construction(self.ef_construction)
-            .with_ef_search(self.ef_search);
-        ann.check()?;
-        Ok(ann)
-    }
-}
-
 pub fn index(args: IndexArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let device = args.device;
-    let ann = args.ann.config()?;
+    let device = args.compute.apply()?;
+    let ann = args.ann;
+    ann.check()?;
     hedge_run::check_out_not_inside(&args.out, &args.gallery, "--gallery")?;
     if let Some(v) = &args.validation {
         hedge_run::check_out_not_inside(&args.out, v, "--validation")?;
@@ -177,35 +113,9 @@ pub fn index(args: IndexArgs) -> Result<()> {
     search.check()?;
     let gallery = ImageSet::read(&args.gallery)?;
     let validation = args.validation.as_deref().map(ImageSet::read).transpose()?;
-    let score = match args.abstain_by {
-        ScoreArg::Eta => UncertaintyScore::Eta,
-        ScoreArg::Margin => UncertaintyScore::Margin,
-    };
-    let request = IndexRequest { ann, search, validation, target_risk: args.target_risk, score };
+    let request = IndexRequest { ann, search, validation, target_risk: args.target_risk, score: args.abstain_by };
     let manifest = build_index(&args.run, &gallery, &request, &args.out, args.overwrite, device)?;
-    let c = &manifest.calibration;
-    println!(
-        "indexed {} images of {} identities ({} x {} components, D = {}, candidates by {}) in {:.1} s embedding + \
-         {:.1} s graph",
-        manifest.item_names.len(),
-        manifest.class_names.len(),
-        manifest.item_names.len(),
-        manifest.components,
-        manifest.dim,
-        manifest.search.space.name(),
-        manifest.embed_seconds,
-        manifest.build_seconds
-    );
-    println!(
-        "abstention by {} for target risk {}: {:?} (coverage {:.3}, risk {:.3} on {} validation probes: {})",
-        c.score.name(),
-        c.target_risk,
-        c.rule,
-        c.coverage,
-        c.risk,
-        c.uncertainty.len(),
-        c.source
-    );
+    println!("{}", identification::index_lines(&manifest));
     println!("index: {}", args.out.display());
     Ok(())
 }
@@ -214,8 +124,7 @@ pub fn index(args: IndexArgs) -> Result<()> {
 const SEARCH_KIND: &str = "hib search results";
 
 pub fn search(args: SearchArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let device = args.device;
+    let device = args.compute.apply()?;
     hedge_run::atomic::check_output_dir(&args.out, SEARCH_KIND, args.overwrite)?;
     hedge_run::check_out_not_inside(&args.out, &args.probe, "--probe")?;
     hedge_run::check_out_not_inside(&args.out, &args.index, "--index")?;
@@ -227,16 +136,7 @@ pub fn search(args: SearchArgs) -> Result<()> {
     }
     let (results, summary) = identifier.identify(&probes)?;
     hedge_run::prepare_output_dir(&args.out, SEARCH_KIND, args.overwrite)?;
-    let mut jsonl = String::new();
-    for r in &results {
-        jsonl.push_str(&serde_json::to_string(r)?);
-        jsonl.push('\n');
-    }
-    hedge_run::write_atomic(&args.out.join("search.jsonl"), jsonl.as_bytes())?;
-    hedge_run::write_atomic(&args.out.join("search.csv"), &identification::results_csv(&results, summary.top_k))?;
-    hedge_run::write_atomic(&args.out.join("summary.json"), serde_json::to_string_pretty(&summary)?.as_bytes())?;
-    let figure = args.out.join("risk_coverage.png");
-    hedge_lab::hib::identification::risk_coverage_figure(&figure, &identifier.rules.manifest.calibration, &results)?;
+    identification::write_search(&args.out, &results, &summary, &identifier.rules.manifest.calibration)?;
     println!("{}\nresults: {}", identification::summary_lines(&summary), args.out.display());
     Ok(())
 }
@@ -245,11 +145,8 @@ pub fn bench(args: SearchBenchArgs) -> Result<()> {
     if let Some(out) = &args.out {
         hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
     }
-    let ann = args.ann.config()?;
     println!("{}", identification::SEARCH_BENCH_HEADER);
-    let rows = identification::search_bench_suite(&args.dims, args.points, args.queries, &ann, args.seed, |row| {
-        println!("{}", identification::search_bench_row(row))
-    })?;
+    let rows = args.bench.run(|row| println!("{}", identification::search_bench_row(row)))?;
     if let Some(out) = &args.out {
         hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }
@@ -260,21 +157,9 @@ pub fn bench_exact(args: ExactSearchBenchArgs) -> Result<()> {
     if let Some(out) = &args.out {
         hedge_run::atomic::check_output_file(out, "--out", false, |_| false)?;
     }
-    let ann = args.ann.config()?;
-    let SearchSpace::Exact(form) = SearchSpace::named(args.loss.as_str())? else {
-        anyhow::bail!("--loss means: give a loss whose closed form has an exact search space");
-    };
+    let form = args.bench.form()?;
     println!("{}", identification::exact_search_bench_header(form));
-    let rows = identification::exact_search_bench_suite(
-        form,
-        &args.dims,
-        &args.points,
-        args.queries,
-        args.candidates,
-        &ann,
-        args.seed,
-        |row| println!("{}", identification::exact_search_bench_row(form, row)),
-    )?;
+    let rows = args.bench.run(|row| println!("{}", identification::exact_search_bench_row(form, row)))?;
     if let Some(out) = &args.out {
         hedge_run::write_atomic(out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
     }

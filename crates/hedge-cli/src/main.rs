@@ -179,6 +179,25 @@ pub(crate) fn command_line() -> String {
     std::iter::once("./target/release/hedge".to_string()).chain(std::env::args().skip(1)).collect::<Vec<_>>().join(" ")
 }
 
+/// Where a command computes: `--device` and `--threads`.
+#[derive(clap::Args)]
+pub(crate) struct Compute {
+    /// cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "cpu", value_parser = device)]
+    pub device: tch::Device,
+    /// Intra-op threads (0: libtorch's default).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl Compute {
+    /// Applies `--threads` ([`set_threads`]) and gives the device.
+    pub fn apply(&self) -> anyhow::Result<tch::Device> {
+        set_threads(self.threads)?;
+        Ok(self.device)
+    }
+}
+
 /// The command line of the study step under way (`hedge study`).
 pub(crate) static STEP_COMMAND: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 

@@ -13,10 +13,8 @@ use hedge_run::Experiment;
 pub struct ReproduceArgs {
     #[command(flatten)]
     request: ReproduceRequest,
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[command(flatten)]
+    compute: crate::Compute,
     /// Output folder, e.g. results/hib/n2-d2 (must not exist or be empty, unless --overwrite).
     #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
     out: Option<PathBuf>,
@@ -32,8 +30,7 @@ pub struct ReproduceArgs {
 }
 
 pub fn run(args: ReproduceArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.device };
+    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.compute.apply()? };
     let finished = |r: FinishedRun| tracing::info!("{} seed {} finished ({} steps)", r.model, r.seed, r.steps);
     let (summary, out) = match &args.resume {
         Some(dir) => (ReproduceConfig::resume(dir, &env, finished)?.1, dir.clone()),

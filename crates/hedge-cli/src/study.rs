@@ -30,12 +30,9 @@ pub struct PlanArgs {
     /// Print the steps as command lines (a HIB grid: its runs and their settings) and stop.
     #[arg(long, requires = "plan")]
     dry_run: bool,
-    /// A HIB grid's device: cpu, cuda, cuda:N or auto (a step gives its own).
-    #[arg(long, default_value = "cpu", value_parser = crate::device)]
-    device: tch::Device,
-    /// A HIB grid's intra-op threads (0: libtorch's default; a step gives its own).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    /// A HIB grid's device and threads (a step gives its own).
+    #[command(flatten)]
+    compute: crate::Compute,
 }
 
 pub fn run_plan(args: PlanArgs) -> Result<()> {
@@ -75,8 +72,7 @@ pub fn run_plan(args: PlanArgs) -> Result<()> {
 
 /// A HIB grid plan: its runs trained, evaluated and tabled.
 fn run_grid(args: &PlanArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.device };
+    let env = ReproduceEnv { data: hedge_data::DataRoot::from_env(), device: args.compute.apply()? };
     let finished = |r: StudyRecord| tracing::info!("{} finished ({} steps)", r.name, r.steps);
     let (summary, out) = match (&args.resume, &args.plan) {
         (Some(dir), _) => (Study::resume(dir, &env, finished)?.1, dir.clone()),

@@ -72,6 +72,7 @@ pub fn exact_nearest(points: &[f32], dim: usize, queries: &[f32], k: usize) -> R
 /// What ranks probes from sure to unsure for abstention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum UncertaintyScore {
     /// The probe's self-mismatch η (Eq. 9 of Oh et al.): uncertainty of the input alone.
     #[default]

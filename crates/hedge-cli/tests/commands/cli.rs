@@ -609,8 +609,17 @@ fn reproduce_smoke_run_writes_tables_summary_and_figures() {
     for f in ["table2.md", "table6.md", "table7.md", "README.md", "embeddings_mog2.png", "uncertainty_bins_mog1.png"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
-    // The same command again is refused: the folder holds a reproduction.
+    // The same command again continues the reproduction in its folder (a study gives it again
+    // after an interruption): finished, it trains nothing and reports the same numbers.
     let o = hedge(&args);
+    assert!(o.status.success() && !stderr(&o).contains("training "), "{}", stderr(&o));
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(again["models"], summary["models"]);
+    // Other settings in that folder are refused: it holds another reproduction.
+    let mut other = args.to_vec();
+    other[3] = "3";
+    let o = hedge(&other);
     assert!(!o.status.success() && stderr(&o).contains("--overwrite"), "{}", stderr(&o));
     // --resume of a finished reproduction trains nothing and rebuilds the same summary from
     // its log (the wall-clock is the runs' own training and evaluation time, not this call's).

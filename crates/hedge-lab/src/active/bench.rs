@@ -14,18 +14,26 @@ use crate::LabError;
 use hedge_active::frank_wolfe::{frank_wolfe, frank_wolfe_streamed, stream_block_rows, FwBatch, Projections};
 use hedge_run::ParamGuard;
 
-/// Which pools, projection dimensions and batch sizes to time.
+/// Which pools, projection dimensions and batch sizes to time (`hedge bench acs-fw` takes these
+/// as its flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct AcsFwBench {
     /// Pool sizes N.
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "10000,100000"))]
     pub pool: Vec<usize>,
-    /// Projection dimensions J.
+    /// Projection dimensions J (the paper's default is 10).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "10,100"))]
     pub projections: Vec<usize>,
     /// Frank–Wolfe iterations per batch (the batch size b).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "10,100"))]
     pub batch: Vec<usize>,
     /// Timed batches per case (after one untimed warm-up).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20))]
     pub repeats: usize,
-    /// Where the pool lives while Frank–Wolfe runs (each storage is a case of its own).
+    /// Where the pool lives: in memory, or streamed from an .npy file one pass per Frank–Wolfe
+    /// iteration (for pools larger than memory); each is a case of its own.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, value_delimiter = ',', default_value = "in-memory"))]
     pub storage: Vec<PoolStorage>,
 }
 

@@ -10,17 +10,24 @@ use crate::error::Result;
 use hedge_bayes::gp::{log_marginal_likelihood, GpConfig};
 use hedge_bayes::sparse::{sparse_objective, SparseGpConfig, SparseMethod};
 
-/// What to time.
+/// What to time (`hedge bench bayes` takes these as its flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct GpBench {
     /// Training rows for the exact GP (the first rows of kin8nm split 0).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "2000,5000"))]
     pub exact_rows: Vec<usize>,
-    /// Pseudo-inputs for FITC and VFE on protein split 0.
+    /// Pseudo-inputs for FITC and VFE on protein split 0 (`--inducing` alone: no sparse GP).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', num_args = 0.., default_value = "256,512"))]
     pub inducing: Vec<usize>,
     /// Timed objective-and-gradient evaluations per case (after one untimed).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 3))]
     pub evals: usize,
     /// Also time complete fits (L-BFGS to convergence, no restarts).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub fit: bool,
+    /// L-BFGS iterations per fit.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 200))]
     pub max_iters: usize,
 }
 

@@ -92,6 +92,50 @@ fn csv_line(fields: &[String]) -> String {
     format!("{}\n", quoted.join(","))
 }
 
+/// An index in the two lines `hedge hib index` prints: what it holds, and its abstention rule.
+pub fn index_lines(m: &hedge_identify::IndexManifest) -> String {
+    let c = &m.calibration;
+    format!(
+        "indexed {} images of {} identities ({} x {} components, D = {}, candidates by {}) in {:.1} s embedding + \
+         {:.1} s graph\nabstention by {} for target risk {}: {:?} (coverage {:.3}, risk {:.3} on {} validation probes: {})",
+        m.item_names.len(),
+        m.class_names.len(),
+        m.item_names.len(),
+        m.components,
+        m.dim,
+        m.search.space.name(),
+        m.embed_seconds,
+        m.build_seconds,
+        c.score.name(),
+        c.target_risk,
+        c.rule,
+        c.coverage,
+        c.risk,
+        c.uncertainty.len(),
+        c.source
+    )
+}
+
+/// A search's files in `out`: `search.jsonl` (a result per probe), `search.csv`, `summary.json`
+/// and `risk_coverage.png` against the index's calibration.
+pub fn write_search(
+    out: &std::path::Path,
+    results: &[ProbeResult],
+    summary: &SearchSummary,
+    calibration: &hedge_identify::Calibration,
+) -> crate::Result<()> {
+    let mut jsonl = String::new();
+    for r in results {
+        jsonl.push_str(&serde_json::to_string(r).expect("a probe result serialises"));
+        jsonl.push('\n');
+    }
+    hedge_run::write_atomic(&out.join("search.jsonl"), jsonl.as_bytes())?;
+    hedge_run::write_atomic(&out.join("search.csv"), &results_csv(results, summary.top_k))?;
+    let text = serde_json::to_string_pretty(summary).expect("a summary serialises");
+    hedge_run::write_atomic(&out.join("summary.json"), text.as_bytes())?;
+    risk_coverage_figure(&out.join("risk_coverage.png"), calibration, results)
+}
+
 /// A search's summary in the four lines `hedge hib search` prints.
 pub fn summary_lines(s: &SearchSummary) -> String {
     let rule = match s.accuracy_answered {
@@ -112,63 +156,109 @@ pub fn summary_lines(s: &SearchSummary) -> String {
     )
 }
 
-/// The ANN benchmark at every dimension of `dims` (`hedge bench search`): the points, queries and
-/// graph at the widest dimension checked against the memory budget, and the distance
-/// computations against the work bound, before anything is drawn; `on_row` sees each row as it
-/// is measured.
-pub fn search_bench_suite(
-    dims: &[usize],
-    points: usize,
-    queries: usize,
-    ann: &AnnConfig,
-    seed: u64,
-    mut on_row: impl FnMut(&SearchBenchRow),
-) -> Result<Vec<SearchBenchRow>> {
-    check_search_bench("bench search", dims, &[points], queries, ann, 1)?;
-    let mut rows = Vec::new();
-    for &dim in dims {
-        let row = search_bench(dim, points, queries, ann, seed)?;
-        on_row(&row);
-        rows.push(row);
-    }
-    Ok(rows)
+/// The ANN benchmark's settings (`hedge bench search` takes them as its flags).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct SearchBench {
+    /// Gallery embeddings (synthetic: ten per identity around N(0, I) centres).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1_000_000))]
+    pub points: usize,
+    /// Embedding dimensions to measure, comma-separated.
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "2,3,16"))]
+    pub dims: Vec<usize>,
+    /// Queries timed and checked against exact search.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1000))]
+    pub queries: usize,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub ann: AnnConfig,
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
+    pub seed: u64,
 }
 
-/// Search in `form`'s exact space beside means-first search (`hedge bench exact-search`) at every
-/// dimension of `dims` and gallery size of `points` ([`exact_search_bench`]), checked as
-/// [`search_bench_suite`] is (two graphs per setting, one at a time, the second in the exact
-/// space's dimension); `on_row` sees each row as it is measured.
-#[allow(clippy::too_many_arguments)]
-pub fn exact_search_bench_suite(
-    form: &'static ClosedForm,
-    dims: &[usize],
-    points: &[usize],
-    queries: usize,
-    candidates: usize,
-    ann: &AnnConfig,
-    seed: u64,
-    mut on_row: impl FnMut(&ExactSearchBenchRow),
-) -> Result<Vec<ExactSearchBenchRow>> {
-    let space = SearchSpace::Exact(form);
-    let wider: Vec<usize> = dims.iter().map(|&d| space.point_dim(d).max(d)).collect();
-    if dims.contains(&0) {
-        return Err(crate::error::invalid(
-            "dims",
-            format!("{dims:?}"),
-            "give positive embedding dimensions, e.g. 2,16",
-        ));
+impl SearchBench {
+    /// The benchmark at every dimension: the points, queries and graph at the widest dimension
+    /// checked against the memory budget, and the distance computations against the work bound,
+    /// before anything is drawn; `on_row` sees each row as it is measured.
+    pub fn run(&self, mut on_row: impl FnMut(&SearchBenchRow)) -> Result<Vec<SearchBenchRow>> {
+        self.ann.check().map_err(hedge_identify::IdentifyError::from)?;
+        check_search_bench("bench search", &self.dims, &[self.points], self.queries, &self.ann, 1)?;
+        let mut rows = Vec::new();
+        for &dim in &self.dims {
+            let row = search_bench(dim, self.points, self.queries, &self.ann, self.seed)?;
+            on_row(&row);
+            rows.push(row);
+        }
+        Ok(rows)
     }
-    check_search_bench("bench exact-search", &wider, points, queries, ann, 2)?;
-    let mut rows = Vec::new();
-    for &n in points {
-        for &dim in dims {
-            for row in exact_search_bench(form, dim, n, queries, candidates, ann, seed)? {
-                on_row(&row);
-                rows.push(row);
-            }
+}
+
+/// The exact-search benchmark's settings (`hedge bench exact-search` takes them as its flags).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct ExactSearchBench {
+    /// The loss whose closed form is searched in its exact space (one that has one).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub loss: String,
+    /// Gallery sizes, comma-separated (synthetic Gaussian embeddings: ten per identity around
+    /// N(0, I) centres, per-dimension variance 0.01 exp(U(-2, 2))).
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "100000,1000000"))]
+    pub points: Vec<usize>,
+    /// Embedding dimensions, comma-separated.
+    #[cfg_attr(feature = "clap", arg(long, value_delimiter = ',', default_value = "2,16"))]
+    pub dims: Vec<usize>,
+    /// Queries timed and checked against the closed form's exact top 10.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1000))]
+    pub queries: usize,
+    /// Items the means graph proposes per query for the closed form's re-rank (`hib index --candidates`).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 100))]
+    pub candidates: usize,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub ann: AnnConfig,
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
+    pub seed: u64,
+}
+
+impl ExactSearchBench {
+    /// The loss's closed form, where it has an exact search space.
+    pub fn form(&self) -> Result<&'static ClosedForm> {
+        match SearchSpace::named(&self.loss)? {
+            SearchSpace::Exact(form) => Ok(form),
+            SearchSpace::Means => Err(crate::error::invalid(
+                "loss",
+                &self.loss,
+                "give a loss whose closed form has an exact search space",
+            )),
         }
     }
-    Ok(rows)
+
+    /// Search in the exact space beside means-first search at every dimension and gallery size
+    /// ([`exact_search_bench`]), checked as [`SearchBench::run`] is (two graphs per setting, one
+    /// at a time, the second in the exact space's dimension); `on_row` sees each row as it is
+    /// measured.
+    pub fn run(&self, mut on_row: impl FnMut(&ExactSearchBenchRow)) -> Result<Vec<ExactSearchBenchRow>> {
+        self.ann.check().map_err(hedge_identify::IdentifyError::from)?;
+        let form = self.form()?;
+        let space = SearchSpace::Exact(form);
+        let wider: Vec<usize> = self.dims.iter().map(|&d| space.point_dim(d).max(d)).collect();
+        if self.dims.contains(&0) {
+            return Err(crate::error::invalid(
+                "dims",
+                format!("{:?}", self.dims),
+                "give positive embedding dimensions, e.g. 2,16",
+            ));
+        }
+        check_search_bench("bench exact-search", &wider, &self.points, self.queries, &self.ann, 2)?;
+        let mut rows = Vec::new();
+        for &n in &self.points {
+            for &dim in &self.dims {
+                for row in exact_search_bench(form, dim, n, self.queries, self.candidates, &self.ann, self.seed)? {
+                    on_row(&row);
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(rows)
+    }
 }
 
 /// Refuses a search benchmark whose points, queries and graph at the widest of `dims` and the
