@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::gradcam::{MapShares, MapsSummary};
 use super::pareto::{ParetoPoint, ParetoSummary, Spread};
-use super::sweep::{SpreadOverRepeats, SummaryNode, SweepAudit, SweepSummary};
+use super::sweep::{SpreadOverRepeats, SweepAudit, SweepSummary};
 use crate::report::format::{fixed, mean_std, num, range, short, span2, table, wrap};
 use crate::report::fragment::{at_alpha, missing, Fragment, Results};
 use crate::Result;
@@ -67,11 +67,149 @@ struct Sweep {
     summary: SweepSummary,
 }
 
-/// One α of a sweep's summary.
+/// One α of a sweep's summary, typed: what the fragments read of it.
 struct AtAlpha<'a> {
     file: &'a str,
     alpha: f64,
-    entry: &'a BTreeMap<String, SummaryNode>,
+    reading: AlphaReading,
+}
+
+/// A spread a fragment reads at one α, by what it measures (its place in `summary.json` is
+/// [`Reading::path`]).
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    Iid,
+    Balanced,
+    Reversed,
+    MnistM,
+    ProbeMlp,
+    ProbeLinear,
+    ProbeDecision,
+    ProtectedHead,
+    ProbeBits,
+    ProbeExcess,
+    Accuracy,
+    ParityGap,
+    OddsGap,
+    ReversedGap,
+    FlipRate,
+    PlainBackground,
+    PhotographBackground,
+}
+
+/// One α of `summary.json` as the fragments read it (the same JSON; a spread a sweep does not
+/// measure is absent).
+#[derive(Debug, Default, Deserialize)]
+struct AlphaReading {
+    #[serde(default)]
+    target_accuracy: TargetAccuracy,
+    #[serde(default)]
+    probe_accuracy: ProbeAccuracy,
+    #[serde(default)]
+    accuracy_by_background: ByBackground,
+    protected_head_accuracy: Option<SpreadOverRepeats>,
+    probe_mutual_information_bits: Option<SpreadOverRepeats>,
+    probe_excess_over_decision: Option<SpreadOverRepeats>,
+    accuracy: Option<SpreadOverRepeats>,
+    demographic_parity_difference: Option<SpreadOverRepeats>,
+    equalised_odds_difference: Option<SpreadOverRepeats>,
+    reversed_gap: Option<SpreadOverRepeats>,
+    flip_rate: Option<SpreadOverRepeats>,
+    /// The probe ladder's rungs by name, each on the features and on the decisions.
+    #[serde(default)]
+    ladder: BTreeMap<String, LadderRung>,
+    runs: Option<usize>,
+    agnostic_runs: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct LadderRung {
+    features: Option<SpreadOverRepeats>,
+    decision: Option<SpreadOverRepeats>,
+}
+
+/// What a ladder rung is read on.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Features,
+    Decision,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct TargetAccuracy {
+    iid: Option<SpreadOverRepeats>,
+    balanced: Option<SpreadOverRepeats>,
+    reversed: Option<SpreadOverRepeats>,
+    mnist_m: Option<SpreadOverRepeats>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ProbeAccuracy {
+    mlp: Option<SpreadOverRepeats>,
+    linear: Option<SpreadOverRepeats>,
+    decision: Option<SpreadOverRepeats>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ByBackground {
+    plain: Option<SpreadOverRepeats>,
+    photograph: Option<SpreadOverRepeats>,
+}
+
+/// A count a fragment reads at one α.
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    /// Networks trained at the α.
+    Runs,
+    /// Of them, those whose probes all stayed at chance.
+    AgnosticRuns,
+}
+
+impl Reading {
+    /// Where it sits in `summary.json` (for the message when a sweep lacks it).
+    fn path(self) -> &'static str {
+        match self {
+            Reading::Iid => "target_accuracy.iid",
+            Reading::Balanced => "target_accuracy.balanced",
+            Reading::Reversed => "target_accuracy.reversed",
+            Reading::MnistM => "target_accuracy.mnist_m",
+            Reading::ProbeMlp => "probe_accuracy.mlp",
+            Reading::ProbeLinear => "probe_accuracy.linear",
+            Reading::ProbeDecision => "probe_accuracy.decision",
+            Reading::ProtectedHead => "protected_head_accuracy",
+            Reading::ProbeBits => "probe_mutual_information_bits",
+            Reading::ProbeExcess => "probe_excess_over_decision",
+            Reading::Accuracy => "accuracy",
+            Reading::ParityGap => "demographic_parity_difference",
+            Reading::OddsGap => "equalised_odds_difference",
+            Reading::ReversedGap => "reversed_gap",
+            Reading::FlipRate => "flip_rate",
+            Reading::PlainBackground => "accuracy_by_background.plain",
+            Reading::PhotographBackground => "accuracy_by_background.photograph",
+        }
+    }
+
+    fn of(self, r: &AlphaReading) -> Option<SpreadOverRepeats> {
+        match self {
+            Reading::Iid => r.target_accuracy.iid,
+            Reading::Balanced => r.target_accuracy.balanced,
+            Reading::Reversed => r.target_accuracy.reversed,
+            Reading::MnistM => r.target_accuracy.mnist_m,
+            Reading::ProbeMlp => r.probe_accuracy.mlp,
+            Reading::ProbeLinear => r.probe_accuracy.linear,
+            Reading::ProbeDecision => r.probe_accuracy.decision,
+            Reading::ProtectedHead => r.protected_head_accuracy,
+            Reading::ProbeBits => r.probe_mutual_information_bits,
+            Reading::ProbeExcess => r.probe_excess_over_decision,
+            Reading::Accuracy => r.accuracy,
+            Reading::ParityGap => r.demographic_parity_difference,
+            Reading::OddsGap => r.equalised_odds_difference,
+            Reading::ReversedGap => r.reversed_gap,
+            Reading::FlipRate => r.flip_rate,
+            Reading::PlainBackground => r.accuracy_by_background.plain,
+            Reading::PhotographBackground => r.accuracy_by_background.photograph,
+        }
+    }
 }
 
 impl Sweep {
@@ -81,7 +219,11 @@ impl Sweep {
     }
 
     fn at(&self, alpha: f64) -> Result<AtAlpha<'_>> {
-        Ok(AtAlpha { file: &self.file, alpha, entry: at_alpha(&self.summary.alphas, alpha, &self.file)? })
+        let entry = at_alpha(&self.summary.alphas, alpha, &self.file)?;
+        let json = serde_json::to_value(entry).expect("a summary serialises");
+        let reading = serde_json::from_value(json)
+            .map_err(|e| missing(&self.file, format!("α = {alpha} does not read as a sweep's summary: {e}")))?;
+        Ok(AtAlpha { file: &self.file, alpha, reading })
     }
 
     /// Every α, lowest first.
@@ -91,50 +233,51 @@ impl Sweep {
         alphas
     }
 
-    /// The means of `path` at every α that `keep` holds for.
-    fn means(&self, keep: impl Fn(f64) -> bool, path: &[&str]) -> Result<Vec<f64>> {
-        self.alphas().into_iter().filter(|&a| keep(a)).map(|a| self.at(a)?.mean(path)).collect()
+    /// The means of `reading` at every α that `keep` holds for.
+    fn means(&self, keep: impl Fn(f64) -> bool, reading: Reading) -> Result<Vec<f64>> {
+        self.alphas().into_iter().filter(|&a| keep(a)).map(|a| self.at(a)?.mean(reading)).collect()
     }
 }
 
 impl AtAlpha<'_> {
-    fn node(&self, path: &[&str]) -> Result<&SummaryNode> {
-        let (last, groups) = path.split_last().expect("a path");
-        let mut entry = self.entry;
-        for g in groups {
-            match entry.get(*g) {
-                Some(SummaryNode::Group(inner)) => entry = inner,
-                _ => return Err(self.missing(path)),
-            }
-        }
-        entry.get(*last).ok_or_else(|| self.missing(path))
+    fn missing(&self, what: &str) -> crate::LabError {
+        missing(self.file, format!("no {what} at α = {}", self.alpha))
     }
 
-    fn missing(&self, path: &[&str]) -> crate::LabError {
-        missing(self.file, format!("no {} at α = {}", path.join("."), self.alpha))
+    fn spread(&self, reading: Reading) -> Result<SpreadOverRepeats> {
+        reading.of(&self.reading).ok_or_else(|| self.missing(reading.path()))
     }
 
-    fn spread(&self, path: &[&str]) -> Result<SpreadOverRepeats> {
-        match self.node(path)? {
-            SummaryNode::Spread(s) => Ok(*s),
-            _ => Err(self.missing(path)),
-        }
+    fn mean(&self, reading: Reading) -> Result<f64> {
+        Ok(self.spread(reading)?.mean)
     }
 
-    fn mean(&self, path: &[&str]) -> Result<f64> {
-        Ok(self.spread(path)?.mean)
+    /// The mean of ladder rung `rung` on `side`.
+    fn rung(&self, rung: &str, side: Side) -> Result<f64> {
+        let found = self.reading.ladder.get(rung);
+        let (spread, name) = match side {
+            Side::Features => (found.and_then(|r| r.features), "features"),
+            Side::Decision => (found.and_then(|r| r.decision), "decision"),
+        };
+        spread.map(|s| s.mean).ok_or_else(|| self.missing(&format!("ladder.{rung}.{name}")))
     }
 
-    fn count(&self, key: &str) -> Result<usize> {
-        match self.node(&[key])? {
-            SummaryNode::Count(n) => Ok(*n),
-            _ => Err(self.missing(&[key])),
-        }
+    /// How much more rung `rung` reads from the features than from the decisions.
+    fn rung_excess(&self, rung: &str) -> Result<f64> {
+        Ok(self.rung(rung, Side::Features)? - self.rung(rung, Side::Decision)?)
     }
 
-    /// `mean ± std` of `path` with three decimals.
-    fn ms(&self, path: &[&str]) -> Result<String> {
-        let s = self.spread(path)?;
+    fn count(&self, count: Count) -> Result<usize> {
+        let (n, name) = match count {
+            Count::Runs => (self.reading.runs, "runs"),
+            Count::AgnosticRuns => (self.reading.agnostic_runs, "agnostic_runs"),
+        };
+        n.ok_or_else(|| self.missing(name))
+    }
+
+    /// `mean ± std` of `reading` with three decimals.
+    fn ms(&self, reading: Reading) -> Result<String> {
+        let s = self.spread(reading)?;
         Ok(mean_std(s.mean, s.std, 3))
     }
 }
@@ -240,18 +383,18 @@ fn adult(results: &Results) -> Result<String> {
         let (g, k) = (grl.at(a)?, k50.at(a)?);
         rows.push(vec![
             fixed(a, 1),
-            n3(g.mean(&["accuracy"])?),
-            n3(g.mean(&["demographic_parity_difference"])?),
-            n3(g.mean(&["equalised_odds_difference"])?),
-            n3(g.mean(&["protected_head_accuracy"])?),
-            n3(g.mean(&["probe_accuracy", "linear"])?),
-            n3(g.mean(&["probe_accuracy", "mlp"])?),
-            n3(k.mean(&["accuracy"])?),
-            n3(k.mean(&["demographic_parity_difference"])?),
-            n3(k.mean(&["equalised_odds_difference"])?),
-            n3(k.mean(&["probe_accuracy", "linear"])?),
-            n3(k.mean(&["probe_accuracy", "mlp"])?),
-            n3(k.mean(&["probe_mutual_information_bits"])?),
+            n3(g.mean(Reading::Accuracy)?),
+            n3(g.mean(Reading::ParityGap)?),
+            n3(g.mean(Reading::OddsGap)?),
+            n3(g.mean(Reading::ProtectedHead)?),
+            n3(g.mean(Reading::ProbeLinear)?),
+            n3(g.mean(Reading::ProbeMlp)?),
+            n3(k.mean(Reading::Accuracy)?),
+            n3(k.mean(Reading::ParityGap)?),
+            n3(k.mean(Reading::OddsGap)?),
+            n3(k.mean(Reading::ProbeLinear)?),
+            n3(k.mean(Reading::ProbeMlp)?),
+            n3(k.mean(Reading::ProbeBits)?),
         ]);
     }
     Ok(format!(
@@ -383,15 +526,11 @@ fn decision_floor(results: &Results) -> Result<String> {
         rows.push(vec![
             label.to_string(),
             short(a),
-            s.ms(&["target_accuracy", "balanced"])?,
-            format!(
-                "{} / {}",
-                n3(s.mean(&["accuracy_by_background", "plain"])?),
-                n3(s.mean(&["accuracy_by_background", "photograph"])?)
-            ),
-            s.ms(&["probe_accuracy", "mlp"])?,
-            s.ms(&["probe_accuracy", "decision"])?,
-            s.ms(&["probe_excess_over_decision"])?,
+            s.ms(Reading::Balanced)?,
+            format!("{} / {}", n3(s.mean(Reading::PlainBackground)?), n3(s.mean(Reading::PhotographBackground)?)),
+            s.ms(Reading::ProbeMlp)?,
+            s.ms(Reading::ProbeDecision)?,
+            s.ms(Reading::ProbeExcess)?,
         ]);
     }
     Ok(table(
@@ -631,23 +770,23 @@ fn grl_schedules(results: &Results) -> Result<String> {
     let mut rows = Vec::new();
     for a in jia.alphas() {
         let (g, j) = (ganin.at(a)?, jia.at(a)?);
-        let decision = j.mean(&["probe_accuracy", "decision"]).map(n3).unwrap_or_else(|_| "–".into());
+        let decision = j.mean(Reading::ProbeDecision).map(n3).unwrap_or_else(|_| "–".into());
         rows.push(vec![
             fixed(a, 1),
-            g.ms(&["target_accuracy", "balanced"])?,
-            n3(g.mean(&["target_accuracy", "reversed"])?),
-            n3(g.mean(&["protected_head_accuracy"])?),
-            n3(g.mean(&["probe_accuracy", "mlp"])?),
-            j.ms(&["target_accuracy", "balanced"])?,
-            n3(j.mean(&["target_accuracy", "reversed"])?),
-            n3(j.mean(&["protected_head_accuracy"])?),
-            j.ms(&["probe_accuracy", "mlp"])?,
+            g.ms(Reading::Balanced)?,
+            n3(g.mean(Reading::Reversed)?),
+            n3(g.mean(Reading::ProtectedHead)?),
+            n3(g.mean(Reading::ProbeMlp)?),
+            j.ms(Reading::Balanced)?,
+            n3(j.mean(Reading::Reversed)?),
+            n3(j.mean(Reading::ProtectedHead)?),
+            j.ms(Reading::ProbeMlp)?,
             decision,
-            format!("{}/{}", j.count("agnostic_runs")?, j.count("runs")?),
+            format!("{}/{}", j.count(Count::AgnosticRuns)?, j.count(Count::Runs)?),
         ]);
     }
     let runs = |s: &Sweep| -> Result<String> {
-        let mut n: Vec<usize> = s.alphas().into_iter().map(|a| s.at(a)?.count("runs")).collect::<Result<_>>()?;
+        let mut n: Vec<usize> = s.alphas().into_iter().map(|a| s.at(a)?.count(Count::Runs)).collect::<Result<_>>()?;
         n.sort_unstable();
         n.dedup();
         Ok(n.iter().map(usize::to_string).collect::<Vec<_>>().join("/"))
@@ -692,10 +831,10 @@ fn mnist_m(results: &Results) -> Result<String> {
     Ok(format!(
         "- MNIST → MNIST-M ({} repeats): source only {} (Ganin et al. {}), DANN\n  {} (Ganin et al. {}; \
          `results/agnostic/reference/ganin-2016-mnist-m.json`).",
-        plain.count("runs")?,
-        plain.ms(&["target_accuracy", "mnist_m"])?,
+        plain.count(Count::Runs)?,
+        plain.ms(Reading::MnistM)?,
         short(reference.source_only),
-        dann.ms(&["target_accuracy", "mnist_m"])?,
+        dann.ms(Reading::MnistM)?,
         short(reference.dann)
     ))
 }
@@ -706,7 +845,7 @@ fn adult_at_chance(grl: &Sweep) -> Result<Vec<f64>> {
     let chance = grl.summary.protected_chance;
     let mut from = None;
     for a in grl.alphas() {
-        if grl.at(a)?.mean(&["protected_head_accuracy"])? <= chance + 0.01 {
+        if grl.at(a)?.mean(Reading::ProtectedHead)? <= chance + 0.01 {
             from = Some(a);
             break;
         }
@@ -721,12 +860,12 @@ fn adult_summary(results: &Results) -> Result<String> {
     let later = adult_at_chance(&grl)?;
     let mut probes = Vec::new();
     for &a in &later {
-        probes.push(grl.at(a)?.mean(&["probe_accuracy", "linear"])?);
-        probes.push(grl.at(a)?.mean(&["probe_accuracy", "mlp"])?);
+        probes.push(grl.at(a)?.mean(Reading::ProbeLinear)?);
+        probes.push(grl.at(a)?.mean(Reading::ProbeMlp)?);
     }
     let bits = later
         .iter()
-        .map(|&a| k50.at(a)?.mean(&["probe_mutual_information_bits"]))
+        .map(|&a| k50.at(a)?.mean(Reading::ProbeBits))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .fold(f64::NEG_INFINITY, f64::max);
@@ -738,17 +877,17 @@ fn adult_summary(results: &Results) -> Result<String> {
          it with its\n  source in `results/agnostic/README.md`. G_p falls to chance ({}) from α = {}, fresh probes \
          still\n  read sex at {}–{}; with 50 adversary updates per step the linear probe is at chance\n  (≤ {} bits) \
          and the MLP probe drops to {}, still above its interval.",
-        zero.count("runs")?,
-        n3(zero.mean(&["demographic_parity_difference"])?),
-        n3(zero.mean(&["accuracy"])?),
-        n3(strong.mean(&["demographic_parity_difference"])?),
-        n3(strong.mean(&["accuracy"])?),
+        zero.count(Count::Runs)?,
+        n3(zero.mean(Reading::ParityGap)?),
+        n3(zero.mean(Reading::Accuracy)?),
+        n3(strong.mean(Reading::ParityGap)?),
+        n3(strong.mean(Reading::Accuracy)?),
         fixed(chance, 2),
         short(later[0]),
         fixed(lo, 2),
         fixed(hi, 2),
         fixed(bits, 2),
-        fixed(k50.at(0.9)?.mean(&["probe_accuracy", "mlp"])?, 2),
+        fixed(k50.at(0.9)?.mean(Reading::ProbeMlp)?, 2),
     ))
 }
 
@@ -780,16 +919,16 @@ fn context_best(results: &Results) -> Result<String> {
     Ok(format!(
         "reweighing + HSIC + a 64-unit bottleneck (`results/agnostic/context-mnist/`): probe {} ({} bits) at balanced \
          {} (α = {}{}), or {} at {} (α = {}), reversed {} and {}.",
-        t.ms(&["probe_accuracy", "mlp"])?,
-        fixed(t.mean(&["probe_mutual_information_bits"])?, 0),
-        n3(t.mean(&["target_accuracy", "balanced"])?),
+        t.ms(Reading::ProbeMlp)?,
+        fixed(t.mean(Reading::ProbeBits)?, 0),
+        n3(t.mean(Reading::Balanced)?),
         short(top),
-        collapsed_note(dead, t.count("runs")?),
-        n3(b.mean(&["probe_accuracy", "mlp"])?),
-        n3(b.mean(&["target_accuracy", "balanced"])?),
+        collapsed_note(dead, t.count(Count::Runs)?),
+        n3(b.mean(Reading::ProbeMlp)?),
+        n3(b.mean(Reading::Balanced)?),
         short(below),
-        n3(t.mean(&["target_accuracy", "reversed"])?),
-        n3(b.mean(&["target_accuracy", "reversed"])?),
+        n3(t.mean(Reading::Reversed)?),
+        n3(b.mean(Reading::Reversed)?),
     ))
 }
 
@@ -802,7 +941,7 @@ fn trial(results: &Results, folder: &str) -> Result<ContextAudit> {
 fn context_best_notes(results: &Results) -> Result<String> {
     let sweep = Sweep::load(results, "context-mnist")?;
     let grl = Sweep::load(results, "context-mnist-grl")?;
-    let grl_reversed = grl.means(|a| a > 0.0, &["target_accuracy", "reversed"])?;
+    let grl_reversed = grl.means(|a| a > 0.0, Reading::Reversed)?;
     let zero = sweep.at(0.0)?;
     let mut parts = Vec::new();
     for a in sweep.alphas().into_iter().filter(|&a| a > 0.0) {
@@ -810,12 +949,12 @@ fn context_best_notes(results: &Results) -> Result<String> {
         parts.push(format!(
             "α = {}: probe {} ({} bits; linear {}) at balanced {}, reversed {}{}",
             short(a),
-            n3(v.mean(&["probe_accuracy", "mlp"])?),
-            fixed(v.mean(&["probe_mutual_information_bits"])?, 2),
-            n3(v.mean(&["probe_accuracy", "linear"])?),
-            n3(v.mean(&["target_accuracy", "balanced"])?),
-            n3(v.mean(&["target_accuracy", "reversed"])?),
-            collapsed_note(collapsed_repeats(results, a)?, v.count("runs")?),
+            n3(v.mean(Reading::ProbeMlp)?),
+            fixed(v.mean(Reading::ProbeBits)?, 2),
+            n3(v.mean(Reading::ProbeLinear)?),
+            n3(v.mean(Reading::Balanced)?),
+            n3(v.mean(Reading::Reversed)?),
+            collapsed_note(collapsed_repeats(results, a)?, v.count(Count::Runs)?),
         ));
     }
     let mut levers = Vec::new();
@@ -851,9 +990,9 @@ fn context_best_notes(results: &Results) -> Result<String> {
          Single-repeat levers on it (`methods-trial/`, probe at balanced): {}; {} collapse. Each network that pushes \
          the probe lower loses accuracy or collapses: HSIC on batches of 64 with one median bandwidth runs out of \
          power while dependence remains, and the one way the penalty can always be satisfied is a dead bottleneck.",
-        zero.count("runs")?,
-        n3(zero.mean(&["target_accuracy", "reversed"])?),
-        n3(zero.mean(&["target_accuracy", "iid"])?),
+        zero.count(Count::Runs)?,
+        n3(zero.mean(Reading::Reversed)?),
+        n3(zero.mean(Reading::Iid)?),
         parts.join("; "),
         fixed(lo, 2),
         fixed(hi, 2),
@@ -954,9 +1093,9 @@ const STACKED: [(&str, &str, bool); 8] = [
 fn ladder_passes(results: &Results) -> Result<String> {
     use hedge_agnostic::ladder::RUNGS;
     let bar = super::context::criterion::MAX_PROBE_EXCESS;
-    const CONTEXT: [&[&str]; 2] = [&["target_accuracy", "balanced"], &["target_accuracy", "reversed"]];
-    const ADULT: [&[&str]; 2] = [&["accuracy"], &["demographic_parity_difference"]];
-    let mut sweeps: Vec<(String, String, [&[&str]; 2])> =
+    const CONTEXT: [Reading; 2] = [Reading::Balanced, Reading::Reversed];
+    const ADULT: [Reading; 2] = [Reading::Accuracy, Reading::ParityGap];
+    let mut sweeps: Vec<(String, String, [Reading; 2])> =
         vec![("context-mnist".into(), "Context-MNIST: reweighing + HSIC + 64-unit bottleneck".into(), CONTEXT)];
     let plural = |rounds: u32| if rounds == 1 { "" } else { "s" };
     for rounds in KERNEL_FRONT_ROUNDS.0 {
@@ -1003,8 +1142,7 @@ fn ladder_passes(results: &Results) -> Result<String> {
             let at = sweep.at(alpha)?;
             let mut excesses = Vec::new();
             for rung in RUNGS {
-                excesses
-                    .push((rung, at.mean(&["ladder", rung, "features"])? - at.mean(&["ladder", rung, "decision"])?));
+                excesses.push((rung, at.rung_excess(rung)?));
             }
             let within: Vec<&str> = excesses.iter().filter(|(_, e)| *e <= bar).map(|(r, _)| *r).collect();
             let (worst, e) = excesses.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1)).expect("five rungs");
@@ -1041,7 +1179,7 @@ fn ladder_context(results: &Results) -> Result<String> {
         let at = sweep.at(alpha)?;
         let mut excesses = Vec::new();
         for rung in RUNGS {
-            let e = at.mean(&["ladder", rung, "features"])? - at.mean(&["ladder", rung, "decision"])?;
+            let e = at.rung_excess(rung)?;
             if e <= bar {
                 within.push(format!("{rung} at α = {}", short(alpha)));
             }
@@ -1052,7 +1190,7 @@ fn ladder_context(results: &Results) -> Result<String> {
     }
     let top = *sweep.alphas().last().expect("a swept α");
     let t = sweep.at(top)?;
-    let read = |rung: &str, on: &str| t.mean(&["ladder", rung, on]);
+    let read = |rung: &str, side: Side| t.rung(rung, side);
     Ok(format!(
         "With the probe ladder no network of the best method's sweep passes either (`context-mnist/`, its ladder \
          table above; the excess of each rung over the same rung on G_y's logits, mean over repeats): the worst rung \
@@ -1063,19 +1201,19 @@ fn ladder_context(results: &Results) -> Result<String> {
         worst.join(", "),
         if within.is_empty() { "none".to_string() } else { within.join(", ") },
         short(top),
-        n3(read("linear", "features")?),
-        n3(read("forest", "features")?),
-        n3(read("forest", "decision")?),
-        n3(read("mlp", "decision")?),
-        n3(read("forest", "features")? - read("mlp", "decision")?),
+        n3(read("linear", Side::Features)?),
+        n3(read("forest", Side::Features)?),
+        n3(read("forest", Side::Decision)?),
+        n3(read("mlp", Side::Decision)?),
+        n3(read("forest", Side::Features)? - read("mlp", Side::Decision)?),
     ))
 }
 
 fn context_grl(results: &Results, jia: Option<&str>) -> Result<String> {
     let grl = Sweep::load(results, "context-mnist-grl")?;
     let plain = grl.at(0.0)?;
-    let reversed = grl.means(|a| a >= 0.7, &["target_accuracy", "reversed"])?;
-    let probes = grl.means(|a| a >= 0.7, &["probe_accuracy", "mlp"])?;
+    let reversed = grl.means(|a| a >= 0.7, Reading::Reversed)?;
+    let probes = grl.means(|a| a >= 0.7, Reading::ProbeMlp)?;
     let k20 = context_audits(results, "context-mnist-k20")?;
     // The first of the highest (as Python's max keeps the first).
     let mut best: Option<&ContextAudit> = None;
@@ -1093,11 +1231,11 @@ fn context_grl(results: &Results, jia: Option<&str>) -> Result<String> {
          accuracy drops to {} — the GRL's known\n  failure mode, exposed by the audit. With 20 adversary updates per \
          feature update, networks\n  either stay as before or collapse (dead features); one α = 0.7 network reaches \
          reversed {} against\n  balanced {} with flip rate {} and probes at {}/{} — better, still not at chance.{}",
-        plain.count("runs")?,
+        plain.count(Count::Runs)?,
         if jia.is_some() { ", below" } else { ", under way" },
-        n3(plain.mean(&["target_accuracy", "iid"])?),
-        n3(plain.mean(&["target_accuracy", "reversed"])?),
-        n3(plain.mean(&["flip_rate"])?),
+        n3(plain.mean(Reading::Iid)?),
+        n3(plain.mean(Reading::Reversed)?),
+        n3(plain.mean(Reading::FlipRate)?),
         span2(&probes),
         span2(&reversed),
         n3(t.reversed),
@@ -1131,27 +1269,27 @@ fn jia_settings_sentences(results: &Results, indent: &str) -> Result<Option<Stri
     let ganin = Sweep::load(results, "context-mnist-grl")?;
     let paper: JiaExperiment2 = results.json(&format!("{AREA}/reference/jia-2018-experiment-2.json"))?;
     let alphas = jia.alphas();
-    let each = |path: &[&str]| jia.means(|_| true, path);
-    let iid = each(&["target_accuracy", "iid"])?;
-    let gap = each(&["reversed_gap"])?;
-    let head = each(&["protected_head_accuracy"])?;
-    let balanced = each(&["target_accuracy", "balanced"])?;
-    let probes = each(&["probe_accuracy", "mlp"])?;
-    let excess = each(&["probe_excess_over_decision"])?;
+    let each = |reading: Reading| jia.means(|_| true, reading);
+    let iid = each(Reading::Iid)?;
+    let gap = each(Reading::ReversedGap)?;
+    let head = each(Reading::ProtectedHead)?;
+    let balanced = each(Reading::Balanced)?;
+    let probes = each(Reading::ProbeMlp)?;
+    let excess = each(Reading::ProbeExcess)?;
     // The first lowest and the first highest, as Python's min and max keep them.
     let first_best = |values: &[f64], better: fn(f64, f64) -> bool| {
         (1..values.len()).fold(0, |best, i| if better(values[i], values[best]) { i } else { best })
     };
     let low = first_best(&head, |a, b| a < b);
     let best = first_best(&balanced, |a, b| a > b);
-    let ganin_head = ganin.means(|a| a >= 0.7, &["protected_head_accuracy"])?;
+    let ganin_head = ganin.means(|a| a >= 0.7, Reading::ProtectedHead)?;
     let mut passed = (0, 0);
     let mut fewest_runs = usize::MAX;
     for &a in &alphas {
         let at = jia.at(a)?;
-        passed.0 += at.count("agnostic_runs")?;
-        passed.1 += at.count("runs")?;
-        fewest_runs = fewest_runs.min(at.count("runs")?);
+        passed.0 += at.count(Count::AgnosticRuns)?;
+        passed.1 += at.count(Count::Runs)?;
+        fewest_runs = fewest_runs.min(at.count(Count::Runs)?);
     }
     let text = format!(
         "At Jia et al.'s own settings ({fewest_runs} repeats) the target falls as α grows, as in their Fig. 3: IID {} \
@@ -1319,24 +1457,24 @@ fn mnist_m_notes(results: &Results) -> Result<String> {
          file, which is one reason the numbers need not agree exactly. DANN's\ndomain head is near chance ({}) while \
          a fresh MLP probe still tells the domains apart at\n{} — the features are better aligned, not domain-free.",
         dann.iter().map(|v| fixed(*v, 3)).collect::<Vec<_>>().join(", "),
-        fixed(d.mean(&["protected_head_accuracy"])?, 2),
-        fixed(d.mean(&["probe_accuracy", "mlp"])?, 2),
+        fixed(d.mean(Reading::ProtectedHead)?, 2),
+        fixed(d.mean(Reading::ProbeMlp)?, 2),
     ))
 }
 
 fn adult_audit(results: &Results) -> Result<String> {
     let (grl, k50) = (Sweep::load(results, "adult")?, Sweep::load(results, "adult-k50")?);
     let later = adult_at_chance(&grl)?;
-    let of = |s: &Sweep, path: &[&str]| -> Result<Vec<f64>> { later.iter().map(|&a| s.at(a)?.mean(path)).collect() };
-    let (lin, mlp) = (range(&of(&grl, &["probe_accuracy", "linear"])?), range(&of(&grl, &["probe_accuracy", "mlp"])?));
-    let k_lin = range(&of(&k50, &["probe_accuracy", "linear"])?);
-    let bits = range(&of(&k50, &["probe_mutual_information_bits"])?).1;
+    let of =
+        |s: &Sweep, reading: Reading| -> Result<Vec<f64>> { later.iter().map(|&a| s.at(a)?.mean(reading)).collect() };
+    let (lin, mlp) = (range(&of(&grl, Reading::ProbeLinear)?), range(&of(&grl, Reading::ProbeMlp)?));
+    let k_lin = range(&of(&k50, Reading::ProbeLinear)?);
+    let bits = range(&of(&k50, Reading::ProbeBits)?).1;
     let high = tabular_audits(results, "adult-k50")?
         .iter()
         .map(|a| a.probe_mlp.chance_interval.1)
         .fold(f64::NEG_INFINITY, f64::max);
-    let (k_first, k_last) =
-        (k50.at(0.0)?.mean(&["probe_accuracy", "mlp"])?, k50.at(0.9)?.mean(&["probe_accuracy", "mlp"])?);
+    let (k_first, k_last) = (k50.at(0.0)?.mean(Reading::ProbeMlp)?, k50.at(0.9)?.mean(Reading::ProbeMlp)?);
     let start = short(later[0]);
     Ok(format!(
         "What the audit adds: G_p is at chance from α = {start} on, yet with one adversary update per step\nfresh \
