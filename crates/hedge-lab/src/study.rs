@@ -102,6 +102,9 @@ pub struct PlanStep {
     /// is done (a data export shared by several studies, say).
     #[serde(default)]
     pub creates: Option<String>,
+    /// What a report calls the step's result (a table's row), grid values filled in.
+    #[serde(default)]
+    pub label: Option<String>,
     /// Values per key: the step runs once per combination (keys in sorted order, the last
     /// varying fastest), each `{key}` in its name and flags replaced by the value. A value may
     /// be a record (`{ model = "point", steps = 900 }`), whose fields `{key.model}`,
@@ -141,9 +144,18 @@ pub struct StudyStep {
     /// A path whose existence means the step's work is there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creates: Option<String>,
+    /// What a report calls its result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 impl StudyStep {
+    /// The value of flag `--name` (its last), where the step gives it.
+    pub fn flag(&self, name: &str) -> Option<&str> {
+        let flag = format!("--{name}");
+        self.args.windows(2).rev().find(|w| w[0] == flag).map(|w| w[1].as_str())
+    }
+
     /// The step as a user would type it from the repository root.
     pub fn command_line(&self) -> String {
         let mut words: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={}", shell_word(v))).collect();
@@ -261,6 +273,7 @@ impl PlanFile {
                 let env = step.env.iter().map(|(k, v)| (k.clone(), fill(v, &point))).collect();
                 let stdout = step.stdout.as_ref().map(|f| fill(f, &point));
                 let creates = step.creates.as_ref().map(|f| fill(f, &point));
+                let label = step.label.as_ref().map(|f| fill(f, &point));
                 if steps.iter().any(|s: &StudyStep| s.name == name) {
                     return Err(invalid(
                         "name",
@@ -269,7 +282,7 @@ impl PlanFile {
                     ));
                 }
                 let apart = self.parallel.unwrap_or(1) > 1;
-                steps.push(StudyStep { name, program, command, args, env, stdout, apart, entry, creates });
+                steps.push(StudyStep { name, program, command, args, env, stdout, apart, entry, creates, label });
             }
         }
         for name in self.defaults.keys() {

@@ -1067,25 +1067,38 @@ fn ladder_rungs() -> String {
     md
 }
 
-/// The rounds of iterative kernel erasure swept on Context-MNIST and on Adult
-/// (`studies/agnostic/ladder-front.toml`).
-const KERNEL_FRONT_ROUNDS: ([u32; 4], [u32; 3]) = ([1, 2, 4, 8], [1, 3, 8]);
+/// The plan of the ladder's sweeps and fronts: a step's label is its row in the ladder table.
+const LADDER_PLAN: &str = "studies/agnostic/ladder-front.toml";
 
-/// The same with the task's class-mean directions kept each round (`keep-task=1`).
-const KERNEL_TASK_ROUNDS: ([u32; 2], [u32; 2]) = ([4, 8], [3, 8]);
-
-/// Erasers stacked on adversarially trained networks (`studies/agnostic/ladder-front.toml`):
-/// (folder under `stacked-front/`, the method in words, whether it is Context-MNIST's).
-const STACKED: [(&str, &str, bool); 8] = [
-    ("ctx-hsic09-kernel-r1", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 1 round", true),
-    ("ctx-hsic09-kernel-r2", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 2 rounds", true),
-    ("ctx-hsic09-kernel-r4", "reweighing + HSIC + bottleneck at α = 0.9, then kernel erasure, 4 rounds", true),
-    ("ctx-hsic09-qleace", "reweighing + HSIC + bottleneck at α = 0.9, then quadratic LEACE (an oracle)", true),
-    ("ctx-twinlab05-kernel-r1", "the twin ceiling (twins labelled) at α = 0.5, then kernel erasure, 1 round", true),
-    ("ctx-twinlab05-kernel-r2", "the twin ceiling (twins labelled) at α = 0.5, then kernel erasure, 2 rounds", true),
-    ("adult-grl07-kernel-r1", "GRL, 50 adversary updates, at α = 0.7, then kernel erasure, 1 round", false),
-    ("adult-grl07-kernel-r3", "GRL, 50 adversary updates, at α = 0.7, then kernel erasure, 3 rounds", false),
-];
+/// The ladder table's sweeps, from [`LADDER_PLAN`]: for each front in the plan's order, the best
+/// method's sweep (the front's first, labelled by the front) and then the plan's sweeps it
+/// lists, each labelled by its step; with the numbers the table shows for its dataset.
+fn ladder_sweeps(results: &Results) -> Result<Vec<(String, String, [Reading; 2])>> {
+    const CONTEXT: [Reading; 2] = [Reading::Balanced, Reading::Reversed];
+    const ADULT: [Reading; 2] = [Reading::Accuracy, Reading::ParityGap];
+    let path = results.path(LADDER_PLAN);
+    let steps = crate::study::PlanFile::from_toml_file(&path)?.resolve(&path)?.steps;
+    let prefix = format!("{AREA}/");
+    let folder = |out: &str| out.strip_prefix(&prefix).unwrap_or(out).to_string();
+    let mut sweeps = Vec::new();
+    for front in steps.iter().filter(|s| s.command == ["agnostic", "pareto"]) {
+        let listed: Vec<&str> = front.flag("sweeps").unwrap_or_default().split(',').collect();
+        let step_of =
+            |out: &str| steps.iter().find(|s| s.command == ["agnostic", "sweep"] && s.flag("out") == Some(out));
+        let context = listed.iter().filter_map(|out| step_of(out)).any(|s| s.flag("dataset") == Some("context-mnist"));
+        let readings = if context { CONTEXT } else { ADULT };
+        for (i, out) in listed.iter().enumerate() {
+            let label = match (i, step_of(out)) {
+                (0, _) => front.label.clone(),
+                (_, Some(step)) => step.label.clone(),
+                (_, None) => None,
+            };
+            let label = label.ok_or_else(|| missing(LADDER_PLAN, format!("no label for {out}")))?;
+            sweeps.push((folder(out), label, readings));
+        }
+    }
+    Ok(sweeps)
+}
 
 /// Which rungs each method passes: per sweep with the ladder and α, the task numbers, the rungs
 /// within the audit's bar of their floor, and the rung that reads most beyond its floor (means
@@ -1093,48 +1106,7 @@ const STACKED: [(&str, &str, bool); 8] = [
 fn ladder_passes(results: &Results) -> Result<String> {
     use hedge_agnostic::ladder::RUNGS;
     let bar = super::context::criterion::MAX_PROBE_EXCESS;
-    const CONTEXT: [Reading; 2] = [Reading::Balanced, Reading::Reversed];
-    const ADULT: [Reading; 2] = [Reading::Accuracy, Reading::ParityGap];
-    let mut sweeps: Vec<(String, String, [Reading; 2])> =
-        vec![("context-mnist".into(), "Context-MNIST: reweighing + HSIC + 64-unit bottleneck".into(), CONTEXT)];
-    let plural = |rounds: u32| if rounds == 1 { "" } else { "s" };
-    for rounds in KERNEL_FRONT_ROUNDS.0 {
-        sweeps.push((
-            format!("kernel-front/ctx-kernel-r{rounds}"),
-            format!("Context-MNIST: kernel erasure, {rounds} round{}", plural(rounds)),
-            CONTEXT,
-        ));
-    }
-    for rounds in KERNEL_TASK_ROUNDS.0 {
-        sweeps.push((
-            format!("kernel-front/ctx-kernel-task-r{rounds}"),
-            format!("Context-MNIST: kernel erasure keeping the task, {rounds} round{}", plural(rounds)),
-            CONTEXT,
-        ));
-    }
-    let stacked = |context: bool| {
-        STACKED.iter().filter(move |(_, _, c)| *c == context).map(move |(folder, method, _)| {
-            let data = if context { "Context-MNIST" } else { "Adult" };
-            (format!("stacked-front/{folder}"), format!("{data}: {method}"), if context { CONTEXT } else { ADULT })
-        })
-    };
-    sweeps.extend(stacked(true));
-    sweeps.push(("adult-grl-k50-ladder".into(), "Adult: GRL, 50 adversary updates a step".into(), ADULT));
-    for rounds in KERNEL_FRONT_ROUNDS.1 {
-        sweeps.push((
-            format!("kernel-front/adult-kernel-r{rounds}"),
-            format!("Adult: kernel erasure, {rounds} round{}", plural(rounds)),
-            ADULT,
-        ));
-    }
-    for rounds in KERNEL_TASK_ROUNDS.1 {
-        sweeps.push((
-            format!("kernel-front/adult-kernel-task-r{rounds}"),
-            format!("Adult: kernel erasure keeping the task, {rounds} round{}", plural(rounds)),
-            ADULT,
-        ));
-    }
-    sweeps.extend(stacked(false));
+    let sweeps = ladder_sweeps(results)?;
     let mut rows = Vec::new();
     for (folder, label, [first, second]) in sweeps {
         let sweep = Sweep::load(results, &folder)?;
