@@ -2266,18 +2266,27 @@ fn reference_cross(results: &Results) -> Result<String> {
 }
 
 const REFERENCE_LEVERS: &str = "results/hib/reference/levers";
-/// `hedge study studies/hib/reference-levers.toml`'s levers in its order, with what each changes in the
-/// control (the paper's plain recipe on the reference).
-const REFERENCE_LEVER_NAMES: [(&str, &str); 8] = [
-    ("control", "none: conv widths 32, 64, no hidden layer, PyTorch's initialisers, Adam 1e-3, half the pairs matching, softplus variance, −log of the sample pairs' mean"),
-    ("widths", "conv widths 64, 128"),
-    ("hidden", "a fully connected layer of 256 (ReLU) before the outputs"),
-    ("glorot", "Glorot-uniform weights, zero biases (TensorFlow's defaults)"),
-    ("sgd", "SGD, momentum 0.9, 1e-2"),
-    ("share25", "a quarter of the pairs matching"),
-    ("expvar", "variance = exp(raw output)"),
-    ("meanlog", "Eq. 8 as written: the sample pairs' mean of −log p(m \\| z1, z2)"),
-];
+/// The plan of the reference's levers: its entries in order, each a lever (its steps
+/// `<lever>-seed<N>`) whose label says what it changes in the control (the paper's plain recipe
+/// on the reference).
+const REFERENCE_LEVER_PLAN: &str = "studies/hib/reference-levers.toml";
+
+/// Every lever of [`REFERENCE_LEVER_PLAN`] in its order, with what it changes.
+fn reference_lever_names(results: &Results) -> Result<Vec<(String, String)>> {
+    let path = results.path(REFERENCE_LEVER_PLAN);
+    let steps = crate::study::PlanFile::from_toml_file(&path)?.resolve(&path)?.steps;
+    let mut levers: Vec<(String, String)> = Vec::new();
+    for step in &steps {
+        let lever = step.name.rsplit_once("-seed").map_or(step.name.as_str(), |(lever, _)| lever);
+        if !levers.iter().any(|(l, _)| l == lever) {
+            let change =
+                step.label.clone().ok_or_else(|| missing(REFERENCE_LEVER_PLAN, format!("no label for {lever}")))?;
+            levers.push((lever.to_string(), change));
+        }
+    }
+    Ok(levers)
+}
+
 const FOUR_KEPT: [&str; 4] = ["AP clean", "AP corrupt", "KNN clean", "KNN corrupt"];
 
 /// A lever run's `reference_eval.json`: the test numbers, the test-time occlusion reading
@@ -2364,8 +2373,10 @@ fn slash4(x: [f64; 4]) -> String {
 /// validation numbers (which choose), the cells it moves past the control's seeds, its test
 /// numbers beside them (which never choose), and the test-time occlusion reading.
 fn reference_levers(results: &Results) -> Result<String> {
+    let names = reference_lever_names(results)?;
     let mut finished: Vec<(&str, &str, LeverRuns)> = Vec::new();
-    for (lever, change) in REFERENCE_LEVER_NAMES {
+    for (lever, change) in &names {
+        let (lever, change) = (lever.as_str(), change.as_str());
         let mut runs = Vec::new();
         for seed in 0..10 {
             let path = format!("{REFERENCE_LEVERS}/{lever}-seed{seed}/reference_eval.json");
