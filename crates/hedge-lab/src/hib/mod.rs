@@ -4,6 +4,7 @@
 pub mod bench;
 mod class_merges;
 pub mod figures;
+pub mod grid;
 pub mod identification;
 pub mod paper;
 pub mod quadrature;

@@ -2820,6 +2820,11 @@ mod tests {
             )
             .unwrap();
         };
+        // The levers and their order come from the shipped plan.
+        let plan = root.path().join(REFERENCE_LEVER_PLAN);
+        std::fs::create_dir_all(plan.parent().unwrap()).unwrap();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(REFERENCE_LEVER_PLAN);
+        std::fs::copy(shipped, &plan).unwrap();
         let results = Results::new(root.path());
         assert!(reference_levers(&results).unwrap().starts_with("No control run"));
         write("control-seed0", [0.96, 0.78, 0.40, 0.20]);

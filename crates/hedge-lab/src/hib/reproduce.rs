@@ -11,24 +11,21 @@ use std::path::Path;
 
 use hedge_data::{Corruption, NDigitProtocol, NDigitSplit};
 use serde::{Deserialize, Serialize};
-use tch::Device;
 use tracing::info;
 
 use crate::hib::figures::{cloud, embedding_ellipses};
+use crate::hib::grid::{run_grid, scored_weights, GridSettings, StudyRun};
 use crate::hib::paper::{self, PaperModel};
-use crate::hib::run::{curve, train_with_progress};
+use crate::hib::run::curve;
 use crate::hib::summary::{ModelSummary, OtherSplit, ReproduceSummary, ValidationChoice};
 use crate::Result;
-use hedge_embed::evaluate::{HibMetric, MetricSet};
-use hedge_embed::experiment::{new_run, TrainPlan};
+use hedge_embed::experiment::TrainPlan;
 use hedge_embed::report::{mean, CurvePoint, EvalReport, Metric, TwinStats, Variant, VerificationStats};
-use hedge_embed::run::{BestModel, RunDir, BEST_FILE, BEST_MODEL_FILE};
-use hedge_embed::run_eval::{embed_run_twins, eval_file_name, evaluate_run, read_eval, with_group, EvalSettings};
-use hedge_embed::{
-    embed_dataset, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, HibData, LossKind, LrSchedule, Steps,
-};
+use hedge_embed::run::{BestModel, RunDir, BEST_FILE};
+use hedge_embed::run_eval::{embed_run_twins, with_group, EvalSettings};
+use hedge_embed::{embed_dataset, EmbedOptions, EmbeddedSet, EmbeddingKind, HibConfig, LossKind, LrSchedule, Steps};
 use hedge_run::undefined::Undefined;
-use hedge_run::{run_resumable, Experiment, ParamGuard, RunDirectory};
+use hedge_run::{Experiment, ParamGuard, RunDirectory};
 
 /// Margins of the Appendix B comparison.
 pub const MARGINS: [f64; 4] = [0.5, 1.0, 2.0, 4.0];
@@ -394,30 +391,7 @@ impl FinishedRun {
     }
 }
 
-/// The log of finished runs.
-pub const RUNS_LOG: &str = "runs.jsonl";
-
-/// Where a reproduction reads its images and trains: the papers' data root and the device.
-#[derive(Debug, Clone)]
-pub struct ReproduceEnv {
-    pub data: hedge_data::DataRoot,
-    pub device: Device,
-}
-
-/// What a reproduction trains on, loaded once: the images ([`HibData`] reads each split once)
-/// and the device.
-#[derive(Debug)]
-pub struct ReproduceData {
-    pub images: HibData,
-    pub device: Device,
-}
-
-impl ReproduceData {
-    /// The images under `env.data`, on `env.device`.
-    pub fn new(env: &ReproduceEnv) -> Self {
-        ReproduceData { images: HibData::new(env.data.clone()), device: env.device }
-    }
-}
+pub use crate::hib::grid::{ReproduceData, ReproduceEnv, RUNS_LOG};
 
 /// Every run of a reproduction in order: each model's seeds.
 fn runs_of(c: &ReproduceConfig) -> Result<Vec<(ReproduceModel, u64)>> {
@@ -489,44 +463,35 @@ impl Experiment for ReproduceConfig {
         progress: &mut dyn FnMut(FinishedRun),
     ) -> Result<ReproduceSummary> {
         let runs = runs_of(self)?;
+        // The models' seeds as a grid of runs (`runs/<model>-seed<N>/`), trained by the grid
+        // every HIB study trains: with a budget, seed 0 of a model (or of the model a variant
+        // varies) plans its step count from the machine's speed and every other run of it trains
+        // exactly that many, whatever else the machine was doing when they started.
+        let grid_runs: Vec<StudyRun> = runs
+            .iter()
+            .map(|(m, seed)| {
+                let name = format!("{}-seed{seed}", m.key);
+                let planner = format!("{}-seed0", m.steps_from.as_deref().unwrap_or(&m.key));
+                let steps_from = (self.budget_minutes.is_some() && planner != name).then_some(planner);
+                StudyRun { name, hib: m.config.clone().with_seed(*seed), steps_from }
+            })
+            .collect();
+        let plan = train_plan(self);
         let settings = EvalSettings {
             split: self.split,
             repeats: self.repeats,
             images_per_class: self.eval_images_per_class,
             ..Default::default()
         };
-        let plan = train_plan(self);
-        run_resumable::<FinishedRun, (), crate::LabError>(
+        let grid = GridSettings { plan: &|_| plan.clone(), eval: &|_| settings, command: &self.command };
+        run_grid(
             dir,
-            RUNS_LOG,
-            runs.len(),
-            |index, _, on_step| {
-                let (m, seed) = &runs[index];
-                let run_dir = dir.path().join("runs").join(format!("{}-seed{seed}", m.key));
-                info!("{}: seed {seed} in {}", m.label, run_dir.display());
-                let mut config = m.config.clone().with_seed(*seed);
-                // A budget plans seed 0's step count from the machine's speed; the other seeds
-                // (and the variants of this model) train exactly that many steps: the same
-                // recipe for every seed, whatever else the machine was doing when they started.
-                let planner = m.steps_from.as_deref().unwrap_or(&m.key);
-                let finished: Vec<FinishedRun> = dir.checkpointed_json_lines(RUNS_LOG)?;
-                let planned = finished.iter().find(|r| r.model == planner && r.seed == 0).map(|r| r.steps);
-                let run_plan = match planned {
-                    Some(steps) if plan.budget_minutes.is_some() => {
-                        config.schedule.steps = steps;
-                        info!("{}: seed {seed} trains {planner} seed 0's {steps} planned steps", m.label);
-                        TrainPlan { budget_minutes: None, ..plan.clone() }
-                    }
-                    _ => plan.clone(),
-                };
-                let e = train_and_eval(&run_dir, data, &config, &settings, &run_plan, &self.command)?;
-                let steps = RunDir::open(&run_dir)?.read_config()?.hib.schedule.steps;
-                let record = FinishedRun::new(m.key.clone(), *seed, steps, e.main, e.other);
-                on_step(&record, None)?;
-                progress(record);
-                Ok(())
-            },
-            |_| {},
+            data,
+            &grid_runs,
+            &grid,
+            |index, steps, e| FinishedRun::new(runs[index].0.key.clone(), runs[index].1, steps, e.main, e.other),
+            |r: &FinishedRun| (format!("{}-seed{}", r.model, r.seed), r.steps),
+            progress,
         )?;
         let summary = self.report_in(dir)?;
         let results = self.model_runs(&dir.checkpointed_json_lines(RUNS_LOG)?)?.0;
@@ -584,117 +549,6 @@ impl ReproduceConfig {
         }
         Ok((results, other))
     }
-}
-
-/// The evaluations of one run: on the tables' split and on the other one, if the protocol has one.
-pub(crate) struct RunEvals {
-    pub(crate) main: EvalReport,
-    pub(crate) other: Option<EvalReport>,
-}
-
-/// Trains (or resumes, or reuses) one run and returns its evaluation on the tables' split and the
-/// protocol's other test split. A run that held validation images or classes out is evaluated on
-/// every split with the weights they chose (`model_best.safetensors`), so both columns score the
-/// same model.
-pub(crate) fn train_and_eval(
-    dir: &Path,
-    data: &ReproduceData,
-    config: &HibConfig,
-    settings: &EvalSettings,
-    plan: &TrainPlan,
-    command: &str,
-) -> Result<RunEvals> {
-    let device = data.device;
-    let budgeted = plan.budget_minutes.is_some();
-    let (run, resuming) = if dir.join(hedge_embed::run::CONFIG_FILE).is_file() {
-        let run = RunDir::open_to_resume(dir)?;
-        let stored = run.read_config()?.hib;
-        let mut want = config.clone();
-        want.model.conv_precision = stored.model.conv_precision;
-        if budgeted {
-            // A budgeted run plans its own step count.
-            want.schedule.steps = stored.schedule.steps;
-        }
-        if stored != want {
-            return Err(hedge_embed::EmbedError::run(
-                dir,
-                "holds a run with another configuration; remove it or choose another --out",
-            )
-            .into());
-        }
-        (run, true)
-    } else {
-        let mut c = config.clone();
-        c.model.conv_precision = c.model.conv_precision.resolve(device)?;
-        (new_run(dir, false, &c, plan, device, command)?, false)
-    };
-    let stored = run.read_config()?.hib;
-    let state = run.read_state()?;
-    let done = plan.finished(state.step, stored.schedule.steps, state.seconds);
-    if !done {
-        train_with_progress(&run, &data.images, &stored, device, resuming, plan)?;
-    }
-    let other_split = stored.data.protocol.test_splits().iter().copied().find(|&s| s != settings.split);
-    let mut evals = Vec::new();
-    for split in std::iter::once(settings.split).chain(other_split) {
-        if done {
-            // A report of another evaluation subset is evaluated again.
-            if let Some(report) = read_eval(&run, split)?.filter(|r| r.images_per_class == settings.images_per_class) {
-                info!("reusing {}", run.file(&eval_file_name(split)).display());
-                // Reports written before `undefined` existed gain it (nothing else changes).
-                let mut explained = report.clone().with_nulls_explained();
-                // Reports written before the kept-gallery KNN reading existed gain it: computed
-                // alone, it draws what a full evaluation draws, so its numbers are the full
-                // evaluation's.
-                if explained.knn_kept.is_none() && explained.metrics.is_none() {
-                    info!("{}: KNN with the probe kept in the gallery", run.path.display());
-                    let (_, kept) = evaluate_run(
-                        &run,
-                        &data.images,
-                        scored_weights(&run).as_deref(),
-                        &EvalSettings {
-                            split,
-                            repeats: explained.repeats,
-                            estimator: explained.match_estimator,
-                            metrics: MetricSet::from(vec![HibMetric::KnnKept]),
-                            ..*settings
-                        },
-                        device,
-                        command,
-                    )?;
-                    explained.knn_kept = kept.knn_kept;
-                }
-                if explained != report {
-                    hedge_embed::run_eval::save_eval(&run, &explained)?;
-                }
-                evals.push(explained);
-                continue;
-            }
-        }
-        let weights = scored_weights(&run);
-        let (_, mut report) = evaluate_run(
-            &run,
-            &data.images,
-            weights.as_deref(),
-            &EvalSettings { split, ..*settings },
-            device,
-            command,
-        )?;
-        // The run's own report, whichever weights it scored.
-        report.run = run.path.display().to_string();
-        hedge_embed::run_eval::save_eval(&run, &report)?;
-        evals.push(report);
-    }
-    let other = other_split.map(|_| evals.pop().expect("an evaluation of the other split"));
-    let main = evals.pop().expect("an evaluation of the tables' split");
-    Ok(RunEvals { main, other })
-}
-
-/// The weights a run's tables, figures and number lines score: `model_best.safetensors` when
-/// validation chose them, else (`None`) the run's own.
-fn scored_weights(run: &RunDir) -> Option<std::path::PathBuf> {
-    let best = run.file(BEST_MODEL_FILE);
-    best.is_file().then_some(best)
 }
 
 /// Trains, evaluates and writes the whole reproduction into `out`, or continues it there when

@@ -41,19 +41,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tracing::info;
 
-use crate::hib::reproduce::{train_and_eval, ReproduceData, ReproduceEnv};
+use crate::hib::grid::{run_grid, GridSettings, ReproduceData, ReproduceEnv};
 use crate::Result;
 use hedge_embed::experiment::TrainPlan;
 use hedge_embed::report::EvalReport;
-use hedge_embed::run::RunDir;
 use hedge_embed::run_eval::EvalSettings;
 use hedge_embed::{HibConfig, HibData, SettingsRequest};
-use hedge_run::{run_resumable, Experiment, RunDirectory};
+use hedge_run::{Experiment, RunDirectory};
 
-/// The log of finished runs.
-pub const RUNS_LOG: &str = "runs.jsonl";
+pub use crate::hib::grid::{StudyRun, RUNS_LOG};
 
 /// A study plan as its TOML file says it (see the module's docs).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -263,17 +260,6 @@ pub struct Study {
     pub command: String,
 }
 
-/// One run of a study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyRun {
-    /// Its folder under `runs/` and its row of the table.
-    pub name: String,
-    pub hib: HibConfig,
-    /// With a budget: the earlier run whose planned step count this one trains.
-    pub steps_from: Option<String>,
-}
-
 /// The line `runs.jsonl` logs for every finished run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StudyRecord {
@@ -382,43 +368,29 @@ impl Experiment for Study {
         data: &ReproduceData,
         progress: &mut dyn FnMut(StudyRecord),
     ) -> Result<StudySummary> {
-        run_resumable::<StudyRecord, (), crate::LabError>(
-            dir,
-            RUNS_LOG,
-            self.runs.len(),
-            |index, _, on_step| {
-                let run = &self.runs[index];
-                let run_dir = dir.path().join("runs").join(&run.name);
-                info!("study run {} of {}: {} in {}", index + 1, self.runs.len(), run.name, run_dir.display());
-                let settings = EvalSettings {
-                    split: run.hib.data.protocol.main_test_split(),
-                    repeats: self.repeats,
-                    images_per_class: self.eval_images_per_class,
-                    ..Default::default()
-                };
-                let mut config = run.hib.clone();
-                let mut plan = self.train_plan(&config);
-                if let Some(planner) = &run.steps_from {
-                    let finished: Vec<StudyRecord> = dir.checkpointed_json_lines(RUNS_LOG)?;
-                    let Some(planned) = finished.iter().find(|r| &r.name == planner) else {
-                        return Err(crate::error::invalid(
-                            "steps_from",
-                            planner,
-                            "that run has not finished before this one (a study runs in order)",
-                        ));
-                    };
-                    info!("{}: trains {planner}'s {} planned steps", run.name, planned.steps);
-                    config.schedule.steps = planned.steps;
-                    plan.budget_minutes = None;
-                }
-                let evals = train_and_eval(&run_dir, data, &config, &settings, &plan, &self.command)?;
-                let steps = RunDir::open(&run_dir)?.read_config()?.hib.schedule.steps;
-                let record = StudyRecord { name: run.name.clone(), steps, eval: evals.main, other: evals.other };
-                on_step(&record, None)?;
-                progress(record);
-                Ok(())
+        let grid = GridSettings {
+            plan: &|run| self.train_plan(&run.hib),
+            eval: &|run| EvalSettings {
+                split: run.hib.data.protocol.main_test_split(),
+                repeats: self.repeats,
+                images_per_class: self.eval_images_per_class,
+                ..Default::default()
             },
-            |_| {},
+            command: &self.command,
+        };
+        run_grid(
+            dir,
+            data,
+            &self.runs,
+            &grid,
+            |index, steps, evals| StudyRecord {
+                name: self.runs[index].name.clone(),
+                steps,
+                eval: evals.main,
+                other: evals.other,
+            },
+            |r: &StudyRecord| (r.name.clone(), r.steps),
+            progress,
         )?;
         self.report_in(dir)
     }
