@@ -10,14 +10,7 @@ import os
 import re
 
 import torch
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
+from machine import cpu_model
 
 
 def main():

@@ -8,15 +8,9 @@ import json
 import os
 import sys
 
+from machine import cpu_model
+
 ENVIRONMENT = {"avx2": "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2", "native": ""}
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def main(study, settings):
