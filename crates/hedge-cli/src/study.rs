@@ -36,7 +36,7 @@ pub struct PlanArgs {
 }
 
 pub fn run_plan(args: PlanArgs) -> Result<()> {
-    let runner: Runner = std::sync::Arc::new(CommandLineRunner);
+    let runner: Runner = std::sync::Arc::new(CommandLineRunner { threads: tch::get_num_threads() });
     let grid = match (&args.resume, &args.plan) {
         (Some(dir), _) => {
             let config: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("config.json"))?)?;
@@ -101,7 +101,11 @@ fn run_grid(args: &PlanArgs) -> Result<()> {
 }
 
 /// Runs a step as the command it names, in this process.
-struct CommandLineRunner;
+struct CommandLineRunner {
+    /// libtorch's thread count when the study started: each step starts from it, so a step
+    /// without `--threads` does not inherit an earlier step's.
+    threads: i32,
+}
 
 impl CommandLineRunner {
     fn parse(step: &StudyStep) -> std::result::Result<crate::Command, BoxedError> {
@@ -130,6 +134,7 @@ impl StepRunner for CommandLineRunner {
             return run_apart(step);
         }
         let command = Self::parse(step)?;
+        tch::set_num_threads(self.threads);
         *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = Some(step.command_line());
         let result = crate::dispatch(command);
         *crate::STEP_COMMAND.lock().unwrap_or_else(|p| p.into_inner()) = None;
